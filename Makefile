@@ -1,0 +1,54 @@
+# cacheroute — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NPM_BIN := node_modules/.bin
+NODE := $(NPM_BIN)/node
+CACHE ?= $(or $(CACHEROUTE_CACHE),$(HOME)/.cache/cacheroute)
+export CACHEROUTE_CACHE := $(CACHE)
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: deps
+deps: node_modules/.package-lock.json ## Install the npm dependencies (Node 24 comes with them)
+
+.PHONY: build
+build: deps ## Type-check everything (Node 24 runs the TypeScript sources directly)
+	$(NPM_BIN)/tsc -p tsconfig.json --noEmit
+
+.PHONY: crds
+crds: deps ## Regenerate crds/*.yaml from the zod schemas in operator/src/api
+	$(NODE) hack/generate-crds.ts
+
+.PHONY: crds-check
+crds-check: deps ## Fail when the committed CRDs differ from the zod source
+	$(NODE) hack/generate-crds.ts --check
+
+.PHONY: lint
+lint: deps ## ESLint and Prettier checks
+	$(NPM_BIN)/eslint .
+	$(NPM_BIN)/prettier --check .
+
+.PHONY: controlplane
+controlplane: ## Build (or reuse) kube-apiserver, etcd, controller-manager, scheduler, kubectl, KWOK and helm in $(CACHE)
+	bash hack/build-controlplane.sh
+
+.PHONY: test-unit
+test-unit: deps ## Unit tests (no cluster)
+	$(NPM_BIN)/vitest run --project unit
+
+.PHONY: test-integration
+test-integration: deps controlplane ## Integration tests against a real kube-apiserver and etcd, inside a private network namespace
+	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration
+
+.PHONY: test-e2e
+test-e2e: deps controlplane ## End-to-end suites (full control plane, KWOK, simulators); GREP=pattern selects tests
+	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
+
+.PHONY: test
+test: deps controlplane build crds-check test-unit test-integration test-e2e ## Everything CI runs

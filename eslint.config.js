@@ -1,0 +1,35 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'coverage/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': 'error',
+      complexity: ['warn', 20],
+      'max-depth': ['warn', 4],
+    },
+  },
+  {
+    // The gateway may use the operator's API and SGLang contract, never its controllers.
+    files: ['gateway/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: 'operator/src/(?!api/|sglang/)', message: 'gateway imports operator/src/api and operator/src/sglang only' }] },
+      ],
+    },
+  },
+  {
+    files: ['hack/**/*.ts', 'test/**/*.ts', '**/*.test.ts', 'eslint.config.js', 'vitest.config.ts'],
+    rules: { 'no-console': 'off' },
+  },
+  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+);

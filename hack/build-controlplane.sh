@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds the real Kubernetes control plane for tests from Go modules (no prebuilt
+# downloads are reachable here): kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl from k8s.io/kubernetes, etcd from its server module,
+# KWOK, and helm. Output goes to a cache outside the repo and is reused; each
+# binary is rebuilt only when missing. Prints the bin directory on its last line.
+set -euo pipefail
+
+K8S_VERSION="${K8S_VERSION:-v1.35.4}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+HELM_VERSION="${HELM_VERSION:-v3.19.5}"
+CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
+BIN="$CACHE/k8s-$K8S_VERSION/bin"
+SRC="$CACHE/src"
+# Upstream builds these with cgo off; it also keeps the binaries static.
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+mkdir -p "$BIN" "$SRC"
+
+log() { printf '[controlplane] %s\n' "$*" >&2; }
+have() { [ -x "$BIN/$1" ]; }
+
+build_kubernetes() {
+  local need=()
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do have "$b" || need+=("$b"); done
+  [ ${#need[@]} -eq 0 ] && { log "kubernetes $K8S_VERSION: cached"; return; }
+  log "kubernetes $K8S_VERSION: building ${need[*]} (cold: tens of minutes on 2 cores)"
+  local dir="$SRC/kubernetes-$K8S_VERSION" minor patch modfile
+  minor=$(echo "$K8S_VERSION" | cut -d. -f2); patch=$(echo "$K8S_VERSION" | cut -d. -f3)
+  mkdir -p "$dir"
+  modfile=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
+  {
+    echo "module cacheroute.dev/controlplane-build"
+    echo
+    grep -m1 '^go ' "$modfile"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    # Every staging module is required at v0.0.0 and replaced by a path that only
+    # exists in the kubernetes repo; map each to its published v0.<minor>.<patch>.
+    sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => \./staging/src/k8s\.io/[a-z0-9-]*$#\1#p' "$modfile" |
+      sort -u | while read -r m; do echo "	$m => $m v0.$minor.$patch"; done
+    echo ")"
+  } > "$dir/go.mod"
+  cat > "$dir/tools.go" <<GO
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+  (cd "$dir" && go mod tidy -e >/dev/null 2>&1 || true)
+  local date ld=""
+  date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    ld+=" -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.gitTreeState=clean -X $p.buildDate=$date"
+  done
+  for b in "${need[@]}"; do
+    log "  go build $b"
+    (cd "$dir" && go build -trimpath -ldflags "-s -w $ld" -o "$BIN/$b" "k8s.io/kubernetes/cmd/$b")
+  done
+}
+
+build_etcd() {
+  have etcd && { log "etcd $ETCD_VERSION: cached"; return; }
+  log "etcd $ETCD_VERSION: building"
+  local dir="$SRC/etcd-$ETCD_VERSION" modfile
+  mkdir -p "$dir"
+  modfile=$(go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
+  # etcd's own go.mod replaces its sibling modules with local paths; pin them to the release instead.
+  {
+    echo "module cacheroute.dev/etcd-build"
+    echo
+    grep -m1 '^go ' "$modfile"
+    echo
+    echo "require go.etcd.io/etcd/server/v3 $ETCD_VERSION"
+  } > "$dir/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > "$dir/tools.go"
+  (cd "$dir" && go mod tidy -e >/dev/null 2>&1 || true)
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
+}
+
+build_installable() { # name module-path version
+  have "$1" && { log "$1 $3: cached"; return; }
+  log "$1 $3: building"
+  GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$2@$3"
+}
+
+build_kwok_stages() {
+  local stages="$CACHE/k8s-$K8S_VERSION/kwok-stages.yaml" root
+  [ -s "$stages" ] && return
+  root="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+  [ -d "$root" ] || go mod download "sigs.k8s.io/kwok@$KWOK_VERSION"
+  # v0.8.0 ships no built-in stages when run out of cluster; these are the ones it ships as files.
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/*.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    for g in $root/$f; do echo "---"; cat "$g"; done
+  done > "$stages.tmp"
+  mv "$stages.tmp" "$stages"
+}
+
+build_etcd
+build_kubernetes
+build_installable kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
+build_kwok_stages
+build_installable helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+log "ready: $(cd "$BIN" && ls | tr '\n' ' ')"
+echo "$BIN"
