@@ -5,6 +5,8 @@ NPM_BIN := node_modules/.bin
 NODE := $(NPM_BIN)/node
 CACHE ?= $(or $(CACHEROUTE_CACHE),$(HOME)/.cache/cacheroute)
 export CACHEROUTE_CACHE := $(CACHE)
+# npm's node@24 first: the tools' `#!/usr/bin/env node` must find Node 24, not the system's 20.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 .PHONY: help
 help: ## List the targets

@@ -1,0 +1,273 @@
+import { z } from 'zod';
+import { Conditions, ConfigMapKeySelector, DnsLabel, ObjectName } from './common.ts';
+import { withRules } from './rules.ts';
+
+export const TargetRef = withRules(
+  z.object({
+    group: z.string().max(253).default('cacheroute.dev').meta({ description: 'API group of the target.' }),
+    kind: z.string().min(1).max(63).meta({ description: 'Kind of the target: Deployment.' }),
+    name: ObjectName.meta({ description: 'Name of the target Deployment in the same namespace.' }),
+  }),
+  [
+    {
+      cel: "self.group == 'cacheroute.dev' && self.kind == 'Deployment'",
+      message:
+        'targetRefs may name only cacheroute.dev Deployments (group: cacheroute.dev, kind: Deployment)',
+      check: (s) => s.group === 'cacheroute.dev' && s.kind === 'Deployment',
+    },
+  ],
+);
+
+export const RoutingPolicyName = z.enum(['cache-aware', 'prefix-hash', 'least-load', 'round-robin']);
+export type RoutingPolicyName = z.infer<typeof RoutingPolicyName>;
+
+export const CacheAwareSettings = withRules(
+  z
+    .object({
+      matchThreshold: z
+        .number()
+        .default(0.3)
+        .meta({ description: 'Minimum matched fraction of the prompt for cache affinity to win (0..1).' }),
+      balanceAbsThreshold: z
+        .number()
+        .int()
+        .default(64)
+        .meta({ description: 'Load gap (requests) above which the least-loaded endpoint wins.' }),
+      balanceRelThreshold: z
+        .number()
+        .default(1.5)
+        .meta({ description: 'Load ratio (max/min, >= 1) above which the least-loaded endpoint wins.' }),
+      maxTreeTokens: z
+        .number()
+        .int()
+        .default(16777216)
+        .meta({
+          description: 'Bound of each endpoint prefix tree, in tokens; least recently used leaves go first.',
+        }),
+      blockTokens: z
+        .number()
+        .int()
+        .default(16)
+        .meta({ description: 'Tokens per block the tree matches on (1..4096).' }),
+    })
+    .meta({ description: 'Settings of the cache-aware policy.' }),
+  [
+    {
+      cel: 'self.matchThreshold >= 0.0 && self.matchThreshold <= 1.0',
+      message: 'cacheAware.matchThreshold must be between 0 and 1',
+      fieldPath: '.matchThreshold',
+      check: (s) => s.matchThreshold >= 0 && s.matchThreshold <= 1,
+    },
+    {
+      cel: 'self.balanceAbsThreshold >= 0',
+      message: 'cacheAware.balanceAbsThreshold must be 0 or more',
+      fieldPath: '.balanceAbsThreshold',
+      check: (s) => s.balanceAbsThreshold >= 0,
+    },
+    {
+      cel: 'self.balanceRelThreshold >= 1.0',
+      message: 'cacheAware.balanceRelThreshold must be at least 1 (it is a max/min load ratio)',
+      fieldPath: '.balanceRelThreshold',
+      check: (s) => s.balanceRelThreshold >= 1,
+    },
+    {
+      cel: 'self.maxTreeTokens >= 1024',
+      message: 'cacheAware.maxTreeTokens must be at least 1024',
+      fieldPath: '.maxTreeTokens',
+      check: (s) => s.maxTreeTokens >= 1024,
+    },
+    {
+      cel: 'self.blockTokens >= 1 && self.blockTokens <= 4096',
+      message: 'cacheAware.blockTokens must be between 1 and 4096',
+      fieldPath: '.blockTokens',
+      check: (s) => s.blockTokens >= 1 && s.blockTokens <= 4096,
+    },
+  ],
+);
+
+export const PrefixHashSettings = withRules(
+  z
+    .object({
+      prefixBlocks: z
+        .number()
+        .int()
+        .default(4)
+        .meta({ description: 'Leading blocks hashed to choose the endpoint.' }),
+      blockTokens: z.number().int().default(64).meta({ description: 'Tokens per hashed block.' }),
+      loadFactor: z
+        .number()
+        .default(1.25)
+        .meta({
+          description: 'Bounded load: an endpoint takes at most loadFactor x mean in-flight requests (> 1).',
+        }),
+    })
+    .meta({ description: 'Settings of the prefix-hash policy.' }),
+  [
+    {
+      cel: 'self.prefixBlocks >= 1 && self.prefixBlocks <= 1024',
+      message: 'prefixHash.prefixBlocks must be between 1 and 1024',
+      fieldPath: '.prefixBlocks',
+      check: (s) => s.prefixBlocks >= 1 && s.prefixBlocks <= 1024,
+    },
+    {
+      cel: 'self.blockTokens >= 1 && self.blockTokens <= 4096',
+      message: 'prefixHash.blockTokens must be between 1 and 4096',
+      fieldPath: '.blockTokens',
+      check: (s) => s.blockTokens >= 1 && s.blockTokens <= 4096,
+    },
+    {
+      cel: 'self.loadFactor > 1.0 && self.loadFactor <= 10.0',
+      message: 'prefixHash.loadFactor must be above 1 and at most 10',
+      fieldPath: '.loadFactor',
+      check: (s) => s.loadFactor > 1 && s.loadFactor <= 10,
+    },
+  ],
+);
+
+export const RoutingSettings = z
+  .object({
+    policy: RoutingPolicyName.default('cache-aware'),
+    cacheAware: CacheAwareSettings.prefault({}),
+    prefixHash: PrefixHashSettings.prefault({}),
+  })
+  .meta({ description: 'How the gateway picks an endpoint.' });
+
+export const REUSABLE_SAMPLING = ['temperatureZero', 'fixedSeed'] as const;
+
+export const ResultReuse = withRules(
+  z
+    .object({
+      enabled: z.boolean().default(false),
+      ttlSeconds: z
+        .number()
+        .int()
+        .default(3600)
+        .meta({ description: 'How long a completed result may be reused.' }),
+      maxEntries: z.number().int().default(10000).meta({ description: 'Bound of the result store.' }),
+      reusableWhen: z
+        .array(z.enum(REUSABLE_SAMPLING))
+        .max(2)
+        .default(['temperatureZero'])
+        .meta({
+          description:
+            'Sampling that makes a result reusable: temperatureZero (greedy), fixedSeed (a seed is given).',
+        }),
+    })
+    .meta({ description: 'Exact completed-result reuse at the gateway.' }),
+  [
+    {
+      cel: 'self.ttlSeconds >= 1 && self.ttlSeconds <= 604800',
+      message: 'resultReuse.ttlSeconds must be between 1 and 604800 (7 days)',
+      fieldPath: '.ttlSeconds',
+      check: (s) => s.ttlSeconds >= 1 && s.ttlSeconds <= 604800,
+    },
+    {
+      cel: 'self.maxEntries >= 1 && self.maxEntries <= 10000000',
+      message: 'resultReuse.maxEntries must be between 1 and 10000000',
+      fieldPath: '.maxEntries',
+      check: (s) => s.maxEntries >= 1 && s.maxEntries <= 10_000_000,
+    },
+  ],
+);
+
+export const Admission = withRules(
+  z
+    .object({
+      maxConcurrency: z
+        .number()
+        .int()
+        .default(64)
+        .meta({ description: 'In-flight requests per deployment before queueing.' }),
+      maxQueue: z
+        .number()
+        .int()
+        .default(256)
+        .meta({ description: 'Queued requests per deployment before 429.' }),
+      queueTimeoutSeconds: z
+        .number()
+        .default(30)
+        .meta({ description: 'Longest wait in the queue before 503.' }),
+      adaptive: z
+        .boolean()
+        .default(true)
+        .meta({ description: 'Lower concurrency when upstream latency or queues climb.' }),
+    })
+    .meta({ description: 'Admission control per deployment.' }),
+  [
+    {
+      cel: 'self.maxConcurrency >= 1 && self.maxConcurrency <= 100000',
+      message: 'admission.maxConcurrency must be between 1 and 100000',
+      fieldPath: '.maxConcurrency',
+      check: (s) => s.maxConcurrency >= 1 && s.maxConcurrency <= 100_000,
+    },
+    {
+      cel: 'self.maxQueue >= 0 && self.maxQueue <= 1000000',
+      message: 'admission.maxQueue must be between 0 and 1000000',
+      fieldPath: '.maxQueue',
+      check: (s) => s.maxQueue >= 0 && s.maxQueue <= 1_000_000,
+    },
+    {
+      cel: 'self.queueTimeoutSeconds > 0.0 && self.queueTimeoutSeconds <= 3600.0',
+      message: 'admission.queueTimeoutSeconds must be above 0 and at most 3600',
+      fieldPath: '.queueTimeoutSeconds',
+      check: (s) => s.queueTimeoutSeconds > 0 && s.queueTimeoutSeconds <= 3600,
+    },
+  ],
+);
+
+export const Warmup = z
+  .object({
+    documents: z
+      .array(ConfigMapKeySelector)
+      .min(1)
+      .max(64)
+      .meta({ description: 'ConfigMap keys whose text is prefilled on every new verified replica.' }),
+  })
+  .meta({ description: 'Prefill shared documents into each new replica before traffic.' });
+
+export const CachePolicySpec = withRules(
+  z.object({
+    targetRefs: z.array(TargetRef).max(16).meta({ description: 'Deployments this policy attaches to.' }),
+    cacheNamespace: DnsLabel.meta({
+      description:
+        'Hashed with each target deploymentId into the SGLang cache_salt. It separates cache keys; it grants no access.',
+    }),
+    routing: RoutingSettings.prefault({}),
+    resultReuse: ResultReuse.prefault({}),
+    admission: Admission.prefault({}),
+    warmup: Warmup.optional(),
+  }),
+  [
+    {
+      cel: 'size(self.targetRefs) >= 1',
+      message: 'targetRefs must name at least one Deployment',
+      fieldPath: '.targetRefs',
+      check: (s) => s.targetRefs.length >= 1,
+    },
+  ],
+);
+export type CachePolicySpec = z.infer<typeof CachePolicySpec>;
+
+export const PolicyTargetStatus = z.object({
+  name: z.string(),
+  accepted: z.boolean(),
+  reason: z.string(),
+  message: z.string().optional(),
+  deploymentId: z.string().optional(),
+  fingerprint: z.string().optional(),
+  cacheSalt: z
+    .string()
+    .optional()
+    .meta({ description: 'The cache_salt the gateway stamps on requests to this target.' }),
+  warmedEndpoints: z
+    .array(z.string())
+    .optional()
+    .meta({ description: 'Pods whose warm-up prefill completed.' }),
+});
+
+export const CachePolicyStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  conditions: Conditions.optional(),
+  targets: z.array(PolicyTargetStatus).optional(),
+});
+export type CachePolicyStatus = z.infer<typeof CachePolicyStatus>;

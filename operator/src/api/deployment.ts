@@ -1,0 +1,599 @@
+import { z } from 'zod';
+import {
+  Affinity,
+  Conditions,
+  DnsLabel,
+  EnvVar,
+  ObjectName,
+  Quantity,
+  SecretKeySelector,
+  Sha256Digest,
+  Toleration,
+} from './common.ts';
+import { withRules, type Rule, type TransitionRule } from './rules.ts';
+
+export const Profile = z
+  .enum(['dense', 'hicache', 'hisparse'])
+  .meta({
+    description:
+      'KV-cache profile: dense (radix cache on the GPU), hicache (GPU + host tiers), hisparse (sparse decode with host KV).',
+  });
+export type Profile = z.infer<typeof Profile>;
+
+export const RadixCache = z
+  .enum(['enabled', 'disabled'])
+  .meta({
+    description: "Prefix (radix) cache. Unset: SGLang's default for the role (on, except on decode).",
+  });
+
+/** Model families whose sparse attention HiSparse supports (SGLang hisparse_guide.md). */
+export const HISPARSE_FAMILIES = ['deepseek-v3.2', 'deepseek-v4', 'glm-5.1'] as const;
+
+/** Flags the operator renders itself; setting them in extraArgs would split identity from spec. */
+export const OPERATOR_OWNED_FLAGS = [
+  'model-path',
+  'model',
+  'served-model-name',
+  'tokenizer-path',
+  'revision',
+  'host',
+  'port',
+  'tp-size',
+  'tensor-parallel-size',
+  'dp-size',
+  'data-parallel-size',
+  'enable-metrics',
+  'enable-cache-report',
+  'disable-radix-cache',
+  'enable-hierarchical-cache',
+  'enable-hisparse',
+  'hisparse-config',
+  'disaggregation-mode',
+  'disaggregation-transfer-backend',
+  'disaggregation-bootstrap-port',
+] as const;
+
+export const HiCacheSpec = withRules(
+  z
+    .object({
+      ratio: z
+        .number()
+        .gt(1)
+        .max(64)
+        .optional()
+        .meta({ description: 'Host tier size as a multiple of the device KV pool (--hicache-ratio).' }),
+      sizeGB: z
+        .number()
+        .int()
+        .min(1)
+        .max(65536)
+        .optional()
+        .meta({ description: 'Host tier size in GB (--hicache-size); overrides ratio.' }),
+      hostMemoryMode: z
+        .enum(['cache', 'buffer_only'])
+        .optional()
+        .meta({ description: '--hicache-host-memory-mode.' }),
+      writePolicy: z
+        .enum(['write_back', 'write_through', 'write_through_selective'])
+        .optional()
+        .meta({ description: '--hicache-write-policy.' }),
+      ioBackend: z
+        .enum(['direct', 'kernel', 'kernel_ascend'])
+        .optional()
+        .meta({ description: '--hicache-io-backend.' }),
+      memLayout: z
+        .enum(['layer_first', 'page_first', 'page_first_direct', 'page_first_kv_split', 'page_head'])
+        .optional()
+        .meta({ description: '--hicache-mem-layout.' }),
+      storage: z
+        .object({
+          backend: z
+            .enum([
+              'file',
+              'sim',
+              'mooncake',
+              'hf3fs',
+              'nixl',
+              'aibrix',
+              'dynamic',
+              'eic',
+              'simm',
+              'mori',
+              'shm',
+              'kvcc',
+            ])
+            .meta({
+              description:
+                'L3 storage backend (--hicache-storage-backend); the only tier shared across instances.',
+            }),
+          prefetchPolicy: z
+            .enum(['best_effort', 'wait_complete', 'timeout'])
+            .optional()
+            .meta({ description: '--hicache-storage-prefetch-policy.' }),
+          extraConfig: z
+            .string()
+            .max(16384)
+            .optional()
+            .meta({ description: 'JSON passed as --hicache-storage-backend-extra-config.' }),
+        })
+        .optional()
+        .meta({ description: 'Optional L3 storage tier.' }),
+    })
+    .meta({ description: 'Hierarchical KV cache (HiCache) settings.' }),
+  [
+    {
+      cel: '!(has(self.ratio) && has(self.sizeGB))',
+      message: 'set hicache.ratio or hicache.sizeGB, not both (SGLang lets sizeGB override ratio silently)',
+      check: (s) => !(s.ratio !== undefined && s.sizeGB !== undefined),
+    },
+  ],
+);
+
+export const HiSparseSpec = z
+  .object({
+    topK: z.number().int().min(1).max(65536).optional(),
+    deviceBufferSize: z.number().int().min(1).optional(),
+    hostToDeviceRatio: z.number().gt(0).max(1024).optional(),
+    swapInBlockSize: z.number().int().min(1).max(65536).optional(),
+  })
+  .meta({ description: 'HiSparse settings, rendered as --hisparse-config JSON.' });
+
+export const Resources = z
+  .object({
+    gpus: z
+      .number()
+      .int()
+      .min(0)
+      .max(64)
+      .optional()
+      .meta({ description: 'GPUs per replica; defaults to the tensor-parallel size.' }),
+    gpuResourceName: z
+      .string()
+      .min(1)
+      .max(253)
+      .default('nvidia.com/gpu')
+      .meta({ description: 'Extended resource name of the GPU.' }),
+    shmSize: Quantity.optional().meta({ description: 'Size of the /dev/shm memory volume (default 16Gi).' }),
+    cpu: Quantity.optional().meta({ description: 'CPU request and limit per replica.' }),
+    memory: Quantity.optional().meta({ description: 'Memory request and limit per replica.' }),
+  })
+  .meta({ description: 'Per-replica resources.' });
+export type Resources = z.infer<typeof Resources>;
+
+interface EngineFields {
+  profile?: Profile | undefined;
+  hicache?: unknown;
+  hisparse?: unknown;
+  radixCache?: 'enabled' | 'disabled' | undefined;
+}
+
+const engineRules: Rule<EngineFields>[] = [
+  {
+    cel: '!(has(self.hicache) && has(self.hisparse))',
+    message: 'HiCache and HiSparse cannot be enabled in one engine: keep either hicache or hisparse',
+    check: (s) => !(s.hicache !== undefined && s.hisparse !== undefined),
+  },
+  {
+    cel: "!has(self.hicache) || (has(self.profile) && self.profile == 'hicache')",
+    message: 'hicache settings apply only with profile: hicache; set the profile or remove hicache',
+    check: (s) => s.hicache === undefined || s.profile === 'hicache',
+  },
+  {
+    cel: "!has(self.hisparse) || (has(self.profile) && self.profile == 'hisparse')",
+    message: 'hisparse settings apply only with profile: hisparse; set the profile or remove hisparse',
+    check: (s) => s.hisparse === undefined || s.profile === 'hisparse',
+  },
+  {
+    cel: "!has(self.profile) || self.profile != 'hisparse' || !has(self.radixCache) || self.radixCache == 'disabled'",
+    message: 'profile hisparse needs the radix cache disabled: set radixCache: disabled or leave it unset',
+    check: (s) => s.profile !== 'hisparse' || s.radixCache !== 'enabled',
+  },
+  {
+    cel: "!has(self.profile) || self.profile != 'hicache' || !has(self.radixCache) || self.radixCache == 'enabled'",
+    message: 'profile hicache extends the radix cache: remove radixCache: disabled or choose profile dense',
+    check: (s) => s.profile !== 'hicache' || s.radixCache !== 'disabled',
+  },
+];
+
+export const DisaggregationPart = withRules(
+  z.object({
+    replicas: z.number().int().min(0).max(1024).default(1).meta({ description: 'Replicas of this part.' }),
+    profile: Profile.default('dense'),
+    radixCache: RadixCache.optional(),
+    hicache: HiCacheSpec.optional(),
+    hisparse: HiSparseSpec.optional(),
+    resources: Resources.optional().meta({ description: 'Overrides spec.resources for this part.' }),
+  }),
+  engineRules,
+);
+export type DisaggregationPart = z.infer<typeof DisaggregationPart>;
+
+export const TRANSFER_BACKENDS = ['mooncake', 'nixl', 'ascend', 'fake', 'mori', 'mooncake_tcp'] as const;
+
+export const Disaggregation = withRules(
+  z
+    .object({
+      transferBackend: z
+        .enum(TRANSFER_BACKENDS)
+        .optional()
+        .meta({
+          description: 'KV transfer backend (--disaggregation-transfer-backend); fake for runs without RDMA.',
+        }),
+      bootstrapPort: z
+        .number()
+        .int()
+        .default(8998)
+        .meta({ description: "Prefill server's bootstrap port (--disaggregation-bootstrap-port)." }),
+      ibDevice: z
+        .string()
+        .max(253)
+        .optional()
+        .meta({ description: 'InfiniBand device (--disaggregation-ib-device).' }),
+      prefill: DisaggregationPart.meta({ description: 'The prefill part.' }),
+      decode: DisaggregationPart.meta({ description: 'The decode part.' }),
+    })
+    .meta({
+      description:
+        'Prefill/decode disaggregation. One resource is one servable model; the gateway pairs its parts.',
+    }),
+  [
+    {
+      cel: 'has(self.transferBackend)',
+      message: `disaggregation needs transferBackend: one of ${TRANSFER_BACKENDS.join(', ')} (fake runs without RDMA)`,
+      check: (s) => s.transferBackend !== undefined,
+    },
+    {
+      cel: 'self.bootstrapPort >= 1024 && self.bootstrapPort <= 65535',
+      message: 'disaggregation.bootstrapPort must be between 1024 and 65535',
+      fieldPath: '.bootstrapPort',
+      check: (s) => s.bootstrapPort >= 1024 && s.bootstrapPort <= 65535,
+    },
+    {
+      cel: "self.prefill.profile != 'hisparse'",
+      message: 'HiSparse runs only on the decode part: set prefill.profile to dense or hicache',
+      fieldPath: '.prefill.profile',
+      check: (s) => s.prefill.profile !== 'hisparse',
+    },
+  ],
+);
+export type Disaggregation = z.infer<typeof Disaggregation>;
+
+export const ModelSource = withRules(
+  z
+    .object({
+      pvc: z
+        .object({
+          claimName: ObjectName,
+          subPath: z.string().max(1024).optional(),
+        })
+        .optional()
+        .meta({ description: 'Model files on a PersistentVolumeClaim, mounted read-only.' }),
+      hostPath: z
+        .object({ path: z.string().min(1).max(1024).regex(/^\//) })
+        .optional()
+        .meta({ description: 'Model files on a node directory (pre-staged).' }),
+      download: z
+        .object({
+          tokenSecretRef: SecretKeySelector.optional().meta({
+            description: 'Secret key holding the hub token.',
+          }),
+          sizeLimit: Quantity.optional().meta({ description: 'Size limit of the download volume.' }),
+        })
+        .optional()
+        .meta({
+          description: 'Download model.path at model.revision in an init container into a pod-local volume.',
+        }),
+    })
+    .meta({ description: 'Where the model files come from: exactly one of pvc, hostPath, download.' }),
+  [
+    {
+      cel: '(has(self.pvc) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) + (has(self.download) ? 1 : 0) == 1',
+      message: 'model.source needs exactly one of pvc, hostPath or download',
+      check: (s) => [s.pvc, s.hostPath, s.download].filter((x) => x !== undefined).length === 1,
+    },
+  ],
+);
+
+export const ModelSpec = z
+  .object({
+    path: z.string().min(1).max(512).meta({ description: 'Model path or hub repository id (--model-path).' }),
+    servedName: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]*$/)
+      .meta({ description: 'Name clients use in the OpenAI `model` field (--served-model-name).' }),
+    revision: z
+      .string()
+      .min(1)
+      .max(128)
+      .optional()
+      .meta({ description: 'Pinned hub revision (--revision), a commit id for reproducibility.' }),
+    digest: Sha256Digest.meta({
+      description: 'Digest of the model weights; part of the identity fingerprint.',
+    }),
+    tokenizerPath: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .meta({ description: 'Tokenizer path (--tokenizer-path); defaults to the model path.' }),
+    tokenizerDigest: Sha256Digest.meta({
+      description: 'Digest of the tokenizer files; part of the identity fingerprint.',
+    }),
+    family: z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/)
+      .optional()
+      .meta({
+        description: `Model family, e.g. llama-3.1; HiSparse needs one of ${HISPARSE_FAMILIES.join(', ')}.`,
+      }),
+    source: ModelSource,
+  })
+  .meta({ description: 'The model served, pinned by digest.' });
+
+const IMAGE_DIGEST_RE = '^[^@ ]+@sha256:[a-f0-9]{64}$';
+const OWNED_FLAGS_RE = `^--(${OPERATOR_OWNED_FLAGS.join('|')})(=.*)?$`;
+
+export const RuntimeSpec = withRules(
+  z
+    .object({
+      image: z
+        .string()
+        .min(1)
+        .max(512)
+        .meta({ description: 'SGLang image pinned by digest, e.g. lmsysorg/sglang@sha256:<64 hex>.' }),
+      version: z
+        .string()
+        .regex(/^[0-9]+\.[0-9]+\.[0-9]+([.+-][0-9A-Za-z.+-]*)?$/)
+        .max(64)
+        .meta({
+          description: 'SGLang version in the image; the operator emits only flags that exist in it.',
+        }),
+      extraArgs: z
+        .array(z.string().min(1).max(1024))
+        .max(64)
+        .optional()
+        .meta({ description: 'Extra SGLang launch arguments; they take part in identity.' }),
+      env: z
+        .array(EnvVar)
+        .max(64)
+        .optional()
+        .meta({ description: 'Extra environment for the SGLang container; takes part in identity.' }),
+    })
+    .meta({ description: 'The SGLang runtime.' }),
+  [
+    {
+      cel: `self.image.matches('${IMAGE_DIGEST_RE}')`,
+      message:
+        'runtime.image must be pinned by digest (repository@sha256:<64 hex>); a tag alone can change what runs',
+      fieldPath: '.image',
+      check: (s) => new RegExp(IMAGE_DIGEST_RE).test(s.image),
+    },
+    {
+      cel: `!has(self.extraArgs) || self.extraArgs.all(a, !a.matches('${OWNED_FLAGS_RE}'))`,
+      message: `runtime.extraArgs must not set flags the operator renders from the spec (--${OPERATOR_OWNED_FLAGS.slice(0, 4).join(', --')}, ...): use the spec fields`,
+      fieldPath: '.extraArgs',
+      check: (s) => (s.extraArgs ?? []).every((a) => !new RegExp(OWNED_FLAGS_RE).test(a)),
+    },
+  ],
+);
+
+export const Parallelism = z
+  .object({
+    tensor: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(1)
+      .meta({ description: 'Tensor-parallel size (--tp-size).' }),
+    data: z.number().int().min(1).max(64).default(1).meta({ description: 'Data-parallel size (--dp-size).' }),
+  })
+  .meta({ description: 'Parallelism inside one replica.' });
+
+export const Scheduling = z
+  .object({
+    nodeSelector: z.record(z.string(), z.string()).optional(),
+    tolerations: z.array(Toleration).max(32).optional(),
+    affinity: Affinity.optional(),
+    priorityClassName: z.string().max(253).optional(),
+  })
+  .meta({ description: 'Pod scheduling, passed to every replica.' });
+
+const hasHiSparse = (s: {
+  profile?: Profile | undefined;
+  disaggregation?: { decode: { profile: Profile } } | undefined;
+}): boolean => s.profile === 'hisparse' || s.disaggregation?.decode.profile === 'hisparse';
+
+const HISPARSE_FAMILY_LIST = HISPARSE_FAMILIES.map((f) => `'${f}'`).join(', ');
+
+interface IdentityFields {
+  deploymentId: string;
+  model: { digest: string; tokenizerDigest: string };
+  runtime: { image: string };
+}
+
+/** Weights, tokenizer and image are identity: the API server refuses to change them under the same deploymentId. */
+export const deploymentIdentityRule: TransitionRule<IdentityFields> = {
+  cel: 'self.deploymentId != oldSelf.deploymentId || (self.model.digest == oldSelf.model.digest && self.model.tokenizerDigest == oldSelf.model.tokenizerDigest && self.runtime.image == oldSelf.runtime.image)',
+  message:
+    'model.digest, model.tokenizerDigest and runtime.image are part of the identity: change deploymentId in the same update',
+  check: (s, o) =>
+    s.deploymentId !== o.deploymentId ||
+    (s.model.digest === o.model.digest &&
+      s.model.tokenizerDigest === o.model.tokenizerDigest &&
+      s.runtime.image === o.runtime.image),
+};
+
+export const DeploymentSpec = withRules(
+  z
+    .object({
+      deploymentId: DnsLabel.meta({
+        description:
+          'Asserted identity. Change it when weights, tokenizer, runtime build or relevant serving configuration change.',
+      }),
+      model: ModelSpec,
+      runtime: RuntimeSpec,
+      replicas: z
+        .number()
+        .int()
+        .min(0)
+        .max(1024)
+        .optional()
+        .meta({
+          description: 'Standalone replicas (default 1; the scale subresource). Unset with disaggregation.',
+        }),
+      profile: Profile.optional().meta({
+        description: 'Standalone KV-cache profile (default dense). Unset with disaggregation.',
+      }),
+      radixCache: RadixCache.optional(),
+      hicache: HiCacheSpec.optional(),
+      hisparse: HiSparseSpec.optional(),
+      disaggregation: Disaggregation.optional(),
+      parallelism: Parallelism.prefault({}),
+      resources: Resources.prefault({}),
+      scheduling: Scheduling.optional(),
+      serving: z
+        .object({
+          pageSize: z.number().int().min(1).max(4096).optional().meta({ description: '--page-size.' }),
+          maxRunningRequests: z
+            .number()
+            .int()
+            .min(1)
+            .optional()
+            .meta({ description: '--max-running-requests.' }),
+          maxTotalTokens: z.number().int().min(1).optional().meta({ description: '--max-total-tokens.' }),
+          memFractionStatic: z
+            .number()
+            .gt(0)
+            .max(1)
+            .optional()
+            .meta({ description: '--mem-fraction-static.' }),
+          contextLength: z.number().int().min(1).optional().meta({ description: '--context-length.' }),
+          chunkedPrefillSize: z
+            .number()
+            .int()
+            .min(1)
+            .optional()
+            .meta({ description: '--chunked-prefill-size.' }),
+          schedulePolicy: z
+            .enum(['fcfs', 'lpm', 'random', 'dfs-weight', 'lof', 'priority', 'routing-key'])
+            .optional()
+            .meta({ description: '--schedule-policy.' }),
+        })
+        .optional()
+        .meta({
+          description:
+            'Serving settings common to every engine of this deployment; they take part in identity.',
+        }),
+    })
+    .meta({ description: 'An identified SGLang deployment with a declared KV-cache profile.' }),
+  [
+    ...engineRules,
+    {
+      cel: "!has(self.profile) || self.profile != 'hisparse' || has(self.disaggregation)",
+      message:
+        'profile hisparse runs only on the decode part of a prefill/decode deployment: set spec.disaggregation with decode.profile: hisparse',
+      fieldPath: '.profile',
+      check: (s) => s.profile !== 'hisparse' || s.disaggregation !== undefined,
+    },
+    {
+      cel: '!has(self.disaggregation) || (!has(self.replicas) && !has(self.profile) && !has(self.hicache) && !has(self.hisparse) && !has(self.radixCache))',
+      message:
+        'with spec.disaggregation set replicas, profile, radixCache, hicache and hisparse under disaggregation.prefill and disaggregation.decode, not at the top of spec',
+      check: (s) =>
+        s.disaggregation === undefined ||
+        [s.replicas, s.profile, s.hicache, s.hisparse, s.radixCache].every((x) => x === undefined),
+    },
+    {
+      cel: `!((has(self.profile) && self.profile == 'hisparse') || (has(self.disaggregation) && self.disaggregation.decode.profile == 'hisparse')) || (has(self.model.family) && self.model.family in [${HISPARSE_FAMILY_LIST}])`,
+      message: `HiSparse supports only DeepSeek sparse-attention and DeepSeek V4 models: set model.family to one of ${HISPARSE_FAMILIES.join(', ')}`,
+      fieldPath: '.model.family',
+      check: (s) =>
+        !hasHiSparse(s) || (HISPARSE_FAMILIES as readonly string[]).includes(s.model.family ?? ''),
+    },
+    {
+      cel: '!has(self.resources.gpus) || self.resources.gpus >= self.parallelism.tensor',
+      message:
+        'resources.gpus must be at least parallelism.tensor (each tensor-parallel rank needs its own GPU)',
+      fieldPath: '.resources.gpus',
+      check: (s) => s.resources.gpus === undefined || s.resources.gpus >= s.parallelism.tensor,
+    },
+    {
+      cel: '!has(self.disaggregation) || [self.disaggregation.prefill, self.disaggregation.decode].all(p, !has(p.resources) || !has(p.resources.gpus) || p.resources.gpus >= self.parallelism.tensor)',
+      message: 'disaggregation.prefill/decode resources.gpus must be at least parallelism.tensor',
+      check: (s) =>
+        s.disaggregation === undefined ||
+        [s.disaggregation.prefill, s.disaggregation.decode].every(
+          (p) => p.resources?.gpus === undefined || p.resources.gpus >= s.parallelism.tensor,
+        ),
+    },
+  ],
+  [deploymentIdentityRule],
+);
+export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
+
+export const EndpointRole = z.enum(['standalone', 'prefill', 'decode']);
+export type EndpointRole = z.infer<typeof EndpointRole>;
+
+/** What a runtime reported about itself through /server_info and /model_info. */
+export const ReportedIdentity = z.object({
+  modelPath: z.string().optional(),
+  servedModelName: z.string().optional(),
+  tokenizerPath: z.string().optional(),
+  version: z.string().optional(),
+  hicache: z.boolean().optional(),
+  hisparse: z.boolean().optional(),
+  radixCache: z.boolean().optional(),
+  disaggregationMode: z.string().optional(),
+  tensorParallel: z.number().int().optional(),
+});
+
+export const Endpoint = z.object({
+  pod: z.string(),
+  ip: z.string(),
+  port: z.number().int(),
+  role: EndpointRole,
+  ready: z.boolean(),
+  verified: z.boolean(),
+  fingerprint: z.string().optional().meta({ description: 'Identity fingerprint the pod was rendered with.' }),
+  bootstrapPort: z.number().int().optional(),
+  reason: z.string().optional().meta({ description: 'Why the endpoint is not verified.' }),
+  message: z.string().optional(),
+  reported: ReportedIdentity.optional(),
+  restartCount: z.number().int().optional(),
+  verifiedAt: z.string().optional(),
+});
+export type Endpoint = z.infer<typeof Endpoint>;
+
+export const Identity = z.object({
+  deploymentId: z.string(),
+  fingerprint: z.string(),
+  modelDigest: z.string().optional(),
+  tokenizerDigest: z.string().optional(),
+  imageDigest: z.string().optional(),
+});
+
+export const DeploymentStatus = z.object({
+  observedGeneration: z.number().int().optional(),
+  conditions: Conditions.optional(),
+  profile: z.string().optional().meta({ description: 'Profile summary, e.g. dense or pd:hicache/hisparse.' }),
+  replicas: z.number().int().optional().meta({ description: 'Desired replicas, all parts together.' }),
+  readyReplicas: z.number().int().optional(),
+  verifiedReplicas: z.number().int().optional(),
+  updatedReplicas: z.number().int().optional(),
+  selector: z
+    .string()
+    .optional()
+    .meta({ description: 'Label selector of the pods, for the scale subresource.' }),
+  identity: Identity.optional(),
+  endpoints: z.array(Endpoint).optional(),
+  routable: z
+    .object({ value: z.boolean(), reason: z.string(), message: z.string().optional() })
+    .optional()
+    .meta({ description: 'Whether the gateway may send generation requests, and why not.' }),
+});
+export type DeploymentStatus = z.infer<typeof DeploymentStatus>;

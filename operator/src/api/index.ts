@@ -1,0 +1,10 @@
+export * from './cache-policy.ts';
+export * from './common.ts';
+export * from './crd.ts';
+export * from './deployment.ts';
+export * from './kinds.ts';
+export * from './resources.ts';
+export * from './rules.ts';
+export * from './task.ts';
+export { toOpenApi } from './openapi.ts';
+export * from './validate.ts';

@@ -1,0 +1,108 @@
+import type { z } from 'zod';
+import { CachePolicySpec, CachePolicyStatus } from './cache-policy.ts';
+import { DeploymentSpec, DeploymentStatus } from './deployment.ts';
+import { taskFrozenSpecRule } from './resources.ts';
+import { toCel, type CelValidation } from './rules.ts';
+import { TaskSpec, TaskStatus } from './task.ts';
+
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  jsonPath: string;
+  description?: string;
+  priority?: number;
+}
+
+/** Everything the CRD generator needs to know about one kind. */
+export interface KindDefinition {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  description: string;
+  spec: z.ZodType;
+  status: z.ZodType;
+  rootValidations: CelValidation[];
+  printerColumns: PrinterColumn[];
+  scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath: string };
+}
+
+const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+const readyCondition: PrinterColumn = {
+  name: 'Ready',
+  type: 'string',
+  jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+};
+
+export const KINDS: readonly KindDefinition[] = [
+  {
+    kind: 'Deployment',
+    plural: 'deployments',
+    singular: 'deployment',
+    // Not `deploy`: apps/v1 owns that short name, and hiding it would surprise every user.
+    shortNames: ['sgd'],
+    description:
+      'An identified SGLang deployment with a declared KV-cache profile (dense, HiCache, HiSparse).',
+    spec: DeploymentSpec,
+    status: DeploymentStatus,
+    rootValidations: [],
+    printerColumns: [
+      { name: 'Deployment-ID', type: 'string', jsonPath: '.spec.deploymentId' },
+      { name: 'Profile', type: 'string', jsonPath: '.status.profile' },
+      readyCondition,
+      { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas', description: 'Desired replicas' },
+      { name: 'Serving', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Ready replicas' },
+      {
+        name: 'Verified',
+        type: 'integer',
+        jsonPath: '.status.verifiedReplicas',
+        description: 'Replicas whose identity is verified',
+      },
+      { name: 'Routable', type: 'boolean', jsonPath: '.status.routable.value' },
+      { name: 'Model', type: 'string', jsonPath: '.spec.model.servedName', priority: 1 },
+      { name: 'Fingerprint', type: 'string', jsonPath: '.status.identity.fingerprint', priority: 1 },
+      age,
+    ],
+    scale: {
+      specReplicasPath: '.spec.replicas',
+      statusReplicasPath: '.status.readyReplicas',
+      labelSelectorPath: '.status.selector',
+    },
+  },
+  {
+    kind: 'CachePolicy',
+    plural: 'cachepolicies',
+    singular: 'cachepolicy',
+    shortNames: ['cpol'],
+    description: 'How a set of Deployments shares cache namespaces, routes and reuses completed work.',
+    spec: CachePolicySpec,
+    status: CachePolicyStatus,
+    rootValidations: [],
+    printerColumns: [
+      { name: 'Namespace-Key', type: 'string', jsonPath: '.spec.cacheNamespace' },
+      { name: 'Routing', type: 'string', jsonPath: '.spec.routing.policy' },
+      { name: 'Reuse', type: 'boolean', jsonPath: '.spec.resultReuse.enabled' },
+      { name: 'Accepted', type: 'string', jsonPath: '.status.conditions[?(@.type=="Accepted")].status' },
+      age,
+    ],
+  },
+  {
+    kind: 'Task',
+    plural: 'tasks',
+    singular: 'task',
+    shortNames: ['crtask'],
+    description: 'One bounded unit of work with a durable, reusable result.',
+    spec: TaskSpec,
+    status: TaskStatus,
+    rootValidations: [toCel(taskFrozenSpecRule)],
+    printerColumns: [
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      { name: 'Target', type: 'string', jsonPath: '.spec.target.deployment.name' },
+      { name: 'Reused-From', type: 'string', jsonPath: '.status.reusedFrom.name' },
+      { name: 'Prompt-Tokens', type: 'integer', jsonPath: '.status.usage.promptTokens' },
+      { name: 'Completion-Tokens', type: 'integer', jsonPath: '.status.usage.completionTokens' },
+      { name: 'Fingerprint', type: 'string', jsonPath: '.status.fingerprint', priority: 1 },
+      age,
+    ],
+  },
+];

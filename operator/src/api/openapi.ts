@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+/** A JSON schema node as the CRD's openAPIV3Schema holds it. */
+export type SchemaNode = { [key: string]: unknown };
+
+const SAFE_INT = Number.MAX_SAFE_INTEGER;
+// Keys of JSON Schema that a structural CRD schema does not accept.
+const DROPPED_KEYS = new Set(['$schema', 'id', '$id', 'examples']);
+
+function isNode(v: unknown): v is SchemaNode {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Rewrites zod's OpenAPI 3.0 output into a structural schema the API server
+ * accepts: no `additionalProperties: false`, int-or-string quantities in their
+ * canonical `anyOf` form, `const` as a one-value enum, no safe-integer bounds
+ * that zod adds to every `.int()`.
+ */
+export function toStructural(node: SchemaNode): SchemaNode {
+  if (node['x-kubernetes-int-or-string'] === true) return intOrString(node);
+  const out: SchemaNode = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (DROPPED_KEYS.has(key)) continue;
+    if (key === 'maximum' && value === SAFE_INT) continue;
+    if (key === 'minimum' && value === -SAFE_INT) continue;
+    if (
+      key === 'additionalProperties' &&
+      (value === false || node['x-kubernetes-preserve-unknown-fields'] === true)
+    )
+      continue;
+    if (key === 'const') {
+      out['enum'] = [value];
+      continue;
+    }
+    out[key] = key === 'properties' && isNode(value) ? convertProperties(value) : convert(value);
+  }
+  if (out['x-kubernetes-preserve-unknown-fields'] === true && out['type'] === undefined)
+    out['type'] = 'object';
+  return out;
+}
+
+function convert(value: unknown): unknown {
+  if (Array.isArray(value)) return (value as unknown[]).map((v) => (isNode(v) ? toStructural(v) : v));
+  return isNode(value) ? toStructural(value) : value;
+}
+
+// A map of field names to schemas: its keys are names, never keywords, so a
+// field called `id` or `const` must survive untouched.
+function convertProperties(props: SchemaNode): SchemaNode {
+  return Object.fromEntries(Object.entries(props).map(([name, v]) => [name, isNode(v) ? toStructural(v) : v]));
+}
+
+function intOrString(node: SchemaNode): SchemaNode {
+  const branches = Array.isArray(node['anyOf']) ? (node['anyOf'] as SchemaNode[]) : [];
+  const str = branches.find((b) => b['type'] === 'string');
+  const out: SchemaNode = {
+    'x-kubernetes-int-or-string': true,
+    anyOf: [{ type: 'integer' }, { type: 'string' }],
+  };
+  if (str?.['pattern'] !== undefined) out['pattern'] = str['pattern'];
+  if (node['description'] !== undefined) out['description'] = node['description'];
+  if (node['default'] !== undefined) out['default'] = node['default'];
+  return out;
+}
+
+export function toOpenApi(schema: z.ZodType): SchemaNode {
+  const raw = z.toJSONSchema(schema, {
+    target: 'openapi-3.0',
+    io: 'input',
+    unrepresentable: 'throw',
+  }) as SchemaNode;
+  return toStructural(raw);
+}

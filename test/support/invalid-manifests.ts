@@ -1,0 +1,431 @@
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-return, @typescript-eslint/no-explicit-any -- each case breaks a manifest in its own way; a typed builder per case would be longer than the cases. */
+import { loadSample, type Manifest } from './samples.ts';
+
+/**
+ * Manifests the API server must refuse, each with the words it must use.
+ * `structural` cases are refused by the OpenAPI schema itself (enum, bounds,
+ * required): the API server words those, so zod only has to refuse them too.
+ * Every other case is a CEL rule whose message zod must repeat exactly.
+ */
+export interface InvalidCase {
+  name: string;
+  sample: string;
+  mutate: (m: Spec) => void;
+  expect: string;
+  structural?: boolean;
+}
+
+// Loosely typed on purpose: each case breaks the schema in its own way.
+type Spec = Record<string, any>;
+
+const DENSE = 'deployment-dense.yaml';
+const HICACHE = 'deployment-hicache.yaml';
+const PD = 'deployment-pd-hisparse.yaml';
+const POLICY = 'cachepolicy.yaml';
+const TASK = 'task-sglang.yaml';
+const OPENROUTER = 'task-openrouter.yaml';
+
+export const INVALID_CASES: InvalidCase[] = [
+  // Deployment: runtime identity
+  {
+    name: 'image pinned by tag only',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.image = 'lmsysorg/sglang:v0.5.23'),
+    expect: 'runtime.image must be pinned by digest',
+  },
+  {
+    name: 'image digest too short',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.image = 'lmsysorg/sglang@sha256:abc123'),
+    expect: 'runtime.image must be pinned by digest',
+  },
+  {
+    name: 'extraArgs override --model-path',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--model-path=/other']),
+    expect: 'runtime.extraArgs must not set flags the operator renders',
+  },
+  {
+    name: 'extraArgs override --enable-hisparse',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--log-level', 'info', '--enable-hisparse']),
+    expect: 'runtime.extraArgs must not set flags the operator renders',
+  },
+  {
+    name: 'model digest not sha256',
+    sample: DENSE,
+    mutate: (m) => (m.spec.model.digest = 'md5:abc'),
+    expect: 'spec.model.digest',
+    structural: true,
+  },
+  {
+    name: 'two model sources',
+    sample: DENSE,
+    mutate: (m) => (m.spec.model.source.hostPath = { path: '/models/x' }),
+    expect: 'model.source needs exactly one of pvc, hostPath or download',
+  },
+  {
+    name: 'no model source',
+    sample: DENSE,
+    mutate: (m) => (m.spec.model.source = {}),
+    expect: 'model.source needs exactly one of pvc, hostPath or download',
+  },
+  // Deployment: profiles
+  {
+    name: 'HiCache and HiSparse in one engine',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.hisparse = { topK: 1024 }),
+    expect: 'HiCache and HiSparse cannot be enabled in one engine',
+  },
+  {
+    name: 'hicache settings with dense profile',
+    sample: DENSE,
+    mutate: (m) => (m.spec.hicache = { ratio: 2 }),
+    expect: 'hicache settings apply only with profile: hicache',
+  },
+  {
+    name: 'hicache ratio and size together',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.hicache.sizeGB = 200),
+    expect: 'set hicache.ratio or hicache.sizeGB, not both',
+  },
+  {
+    name: 'hicache with radix cache disabled',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.radixCache = 'disabled'),
+    expect: 'profile hicache extends the radix cache',
+  },
+  {
+    name: 'unknown profile',
+    sample: DENSE,
+    mutate: (m) => (m.spec.profile = 'sparse'),
+    expect: 'Unsupported value: "sparse"',
+    structural: true,
+  },
+  {
+    name: 'standalone HiSparse',
+    sample: DENSE,
+    mutate: (m) =>
+      Object.assign(
+        m.spec,
+        { profile: 'hisparse', radixCache: 'disabled' },
+        { model: { ...m.spec.model, family: 'deepseek-v3.2' } },
+      ),
+    expect: 'profile hisparse runs only on the decode part of a prefill/decode deployment',
+  },
+  {
+    name: 'HiSparse on the prefill part',
+    sample: PD,
+    mutate: (m) =>
+      (m.spec.disaggregation.prefill = { replicas: 1, profile: 'hisparse', radixCache: 'disabled' }),
+    expect: 'HiSparse runs only on the decode part',
+  },
+  {
+    name: 'HiSparse decode with radix cache',
+    sample: PD,
+    mutate: (m) => (m.spec.disaggregation.decode.radixCache = 'enabled'),
+    expect: 'profile hisparse needs the radix cache disabled',
+  },
+  {
+    name: 'HiSparse on an unsupported family',
+    sample: PD,
+    mutate: (m) => (m.spec.model.family = 'llama-3-1'),
+    expect: 'HiSparse supports only DeepSeek sparse-attention and DeepSeek V4 models',
+  },
+  {
+    name: 'HiSparse without a model family',
+    sample: PD,
+    mutate: (m) => delete m.spec.model.family,
+    expect: 'HiSparse supports only DeepSeek sparse-attention and DeepSeek V4 models',
+  },
+  // Deployment: topology and resources
+  {
+    name: 'disaggregation without transfer backend',
+    sample: PD,
+    mutate: (m) => delete m.spec.disaggregation.transferBackend,
+    expect: 'disaggregation needs transferBackend',
+  },
+  {
+    name: 'bootstrap port below range',
+    sample: PD,
+    mutate: (m) => (m.spec.disaggregation.bootstrapPort = 80),
+    expect: 'disaggregation.bootstrapPort must be between 1024 and 65535',
+  },
+  {
+    name: 'bootstrap port above range',
+    sample: PD,
+    mutate: (m) => (m.spec.disaggregation.bootstrapPort = 70000),
+    expect: 'disaggregation.bootstrapPort must be between 1024 and 65535',
+  },
+  {
+    name: 'top-level replicas with disaggregation',
+    sample: PD,
+    mutate: (m) => (m.spec.replicas = 3),
+    expect:
+      'with spec.disaggregation set replicas, profile, radixCache, hicache and hisparse under disaggregation',
+  },
+  {
+    name: 'fewer GPUs than tensor parallel',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.resources.gpus = 1),
+    expect: 'resources.gpus must be at least parallelism.tensor',
+  },
+  {
+    name: 'decode part with fewer GPUs than tensor parallel',
+    sample: PD,
+    mutate: (m) => (m.spec.disaggregation.decode.resources = { gpus: 4 }),
+    expect: 'disaggregation.prefill/decode resources.gpus must be at least parallelism.tensor',
+  },
+  {
+    name: 'negative replicas',
+    sample: DENSE,
+    mutate: (m) => (m.spec.replicas = -1),
+    expect: 'spec.replicas',
+    structural: true,
+  },
+  {
+    name: 'negative decode replicas',
+    sample: PD,
+    mutate: (m) => (m.spec.disaggregation.decode.replicas = -2),
+    expect: 'spec.disaggregation.decode.replicas',
+    structural: true,
+  },
+  {
+    name: 'deploymentId not a DNS label',
+    sample: DENSE,
+    mutate: (m) => (m.spec.deploymentId = 'Llama_8B'),
+    expect: 'spec.deploymentId',
+    structural: true,
+  },
+  // CachePolicy
+  {
+    name: 'no targetRefs',
+    sample: POLICY,
+    mutate: (m) => (m.spec.targetRefs = []),
+    expect: 'targetRefs must name at least one Deployment',
+  },
+  {
+    name: 'targetRef of another kind',
+    sample: POLICY,
+    mutate: (m) => (m.spec.targetRefs = [{ kind: 'Service', name: 'x' }]),
+    expect: 'targetRefs may name only cacheroute.dev Deployments',
+  },
+  {
+    name: 'targetRef of apps/v1 Deployment',
+    sample: POLICY,
+    mutate: (m) => (m.spec.targetRefs = [{ group: 'apps', kind: 'Deployment', name: 'x' }]),
+    expect: 'targetRefs may name only cacheroute.dev Deployments',
+  },
+  {
+    name: 'match threshold above 1',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.cacheAware.matchThreshold = 1.5),
+    expect: 'cacheAware.matchThreshold must be between 0 and 1',
+  },
+  {
+    name: 'balance ratio below 1',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.cacheAware.balanceRelThreshold = 0.5),
+    expect: 'cacheAware.balanceRelThreshold must be at least 1',
+  },
+  {
+    name: 'negative balance gap',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.cacheAware.balanceAbsThreshold = -1),
+    expect: 'cacheAware.balanceAbsThreshold must be 0 or more',
+  },
+  {
+    name: 'prefix-hash load factor of 1',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.prefixHash = { loadFactor: 1 }),
+    expect: 'prefixHash.loadFactor must be above 1 and at most 10',
+  },
+  {
+    name: 'zero admission concurrency',
+    sample: POLICY,
+    mutate: (m) => (m.spec.admission.maxConcurrency = 0),
+    expect: 'admission.maxConcurrency must be between 1 and 100000',
+  },
+  {
+    name: 'zero queue timeout',
+    sample: POLICY,
+    mutate: (m) => (m.spec.admission.queueTimeoutSeconds = 0),
+    expect: 'admission.queueTimeoutSeconds must be above 0 and at most 3600',
+  },
+  {
+    name: 'reuse TTL above a week',
+    sample: POLICY,
+    mutate: (m) => (m.spec.resultReuse.ttlSeconds = 10_000_000),
+    expect: 'resultReuse.ttlSeconds must be between 1 and 604800',
+  },
+  {
+    name: 'unknown routing policy',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.policy = 'random'),
+    expect: 'Unsupported value: "random"',
+    structural: true,
+  },
+  // Task
+  {
+    name: 'two input forms',
+    sample: TASK,
+    mutate: (m) => (m.spec.input.prompt = 'hello'),
+    expect: 'input needs exactly one of prompt, messages or configMapRef',
+  },
+  {
+    name: 'no input form',
+    sample: TASK,
+    mutate: (m) => (m.spec.input = {}),
+    expect: 'input needs exactly one of prompt, messages or configMapRef',
+  },
+  {
+    name: 'two targets',
+    sample: TASK,
+    mutate: (m) =>
+      (m.spec.target.openrouter = {
+        model: 'a/b',
+        upstreamProvider: 'openai',
+        inputTokenUpperBound: 10,
+        cacheWriteUsage: 'required',
+        apiKeySecretRef: { name: 's', key: 'k' },
+      }),
+    expect: 'target needs exactly one of deployment or openrouter',
+  },
+  {
+    name: 'no target',
+    sample: TASK,
+    mutate: (m) => (m.spec.target = {}),
+    expect: 'target needs exactly one of deployment or openrouter',
+  },
+  {
+    name: 'zero output cap',
+    sample: TASK,
+    mutate: (m) => (m.spec.maxOutputTokens = 0),
+    expect: 'maxOutputTokens must be positive',
+  },
+  {
+    name: 'zero input cap',
+    sample: TASK,
+    mutate: (m) => (m.spec.budget.maxInputTokens = 0),
+    expect: 'budget.maxInputTokens must be positive',
+  },
+  {
+    name: 'cost cap without prices',
+    sample: TASK,
+    mutate: (m) => (m.spec.budget.maxCost = '1.00'),
+    expect: 'budget.maxCost needs budget.prices',
+  },
+  {
+    name: 'temperature above 2',
+    sample: TASK,
+    mutate: (m) => (m.spec.sampling.temperature = 3),
+    expect: 'sampling.temperature must be between 0 and 2',
+  },
+  {
+    name: 'regex check without pattern',
+    sample: TASK,
+    mutate: (m) => (m.spec.checks = [{ name: 'c', type: 'Regex' }]),
+    expect: 'a Regex check needs pattern',
+  },
+  {
+    name: 'rework without feedback',
+    sample: TASK,
+    mutate: (m) => (m.spec.review = { required: true, decision: 'Rework' }),
+    expect: 'review.decision Rework needs feedback',
+  },
+  {
+    name: 'OpenRouter without upstream provider',
+    sample: OPENROUTER,
+    mutate: (m) => delete m.spec.target.openrouter.upstreamProvider,
+    expect: 'spec.target.openrouter.upstreamProvider',
+    structural: true,
+  },
+  {
+    name: 'OpenRouter unknown cache-write usage',
+    sample: OPENROUTER,
+    mutate: (m) => (m.spec.target.openrouter.cacheWriteUsage = 'maybe'),
+    expect: 'Unsupported value: "maybe"',
+    structural: true,
+  },
+  {
+    name: 'OpenRouter reservation over the input cap',
+    sample: OPENROUTER,
+    mutate: (m) => (m.spec.target.openrouter.inputTokenUpperBound = 10_000),
+    expect: 'target.openrouter.inputTokenUpperBound must fit budget.maxInputTokens',
+  },
+  {
+    name: 'OpenRouter without API key secret',
+    sample: OPENROUTER,
+    mutate: (m) => delete m.spec.target.openrouter.apiKeySecretRef,
+    expect: 'spec.target.openrouter.apiKeySecretRef',
+    structural: true,
+  },
+];
+
+export function buildInvalid(c: InvalidCase): Manifest {
+  const m = loadSample(c.sample);
+  c.mutate(m);
+  return m;
+}
+
+/** Updates the API server must refuse, given a stored object. */
+export interface InvalidUpdateCase {
+  name: string;
+  sample: string;
+  /** Status to write first through the status subresource (a started Task). */
+  status?: Record<string, unknown>;
+  mutate: (m: Spec) => void;
+  expect: string | null;
+}
+
+export const UPDATE_CASES: InvalidUpdateCase[] = [
+  {
+    name: 'model digest changed under the same deploymentId',
+    sample: DENSE,
+    mutate: (m) => (m.spec.model.digest = `sha256:${'b'.repeat(64)}`),
+    expect: 'part of the identity: change deploymentId in the same update',
+  },
+  {
+    name: 'image changed under the same deploymentId',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.image = `lmsysorg/sglang@sha256:${'c'.repeat(64)}`),
+    expect: 'part of the identity: change deploymentId in the same update',
+  },
+  {
+    name: 'model digest changed with a new deploymentId',
+    sample: DENSE,
+    mutate: (m) =>
+      Object.assign(m.spec, {
+        deploymentId: 'llama-r2',
+        model: { ...m.spec.model, digest: `sha256:${'b'.repeat(64)}` },
+      }),
+    expect: null,
+  },
+  {
+    name: 'replicas changed under the same deploymentId',
+    sample: DENSE,
+    mutate: (m) => (m.spec.replicas = 5),
+    expect: null,
+  },
+  {
+    name: 'input of a started Task changed',
+    sample: TASK,
+    status: { phase: 'Running' },
+    mutate: (m) => (m.spec.maxOutputTokens = 512),
+    expect: 'a started Task is frozen: only spec.review may change',
+  },
+  {
+    name: 'review of a started Task changed',
+    sample: TASK,
+    status: { phase: 'AwaitingReview' },
+    mutate: (m) => (m.spec.review = { required: true, decision: 'Accepted' }),
+    expect: null,
+  },
+  {
+    name: 'input of a pending Task changed',
+    sample: TASK,
+    status: { phase: 'Pending' },
+    mutate: (m) => (m.spec.maxOutputTokens = 512),
+    expect: null,
+  },
+];
