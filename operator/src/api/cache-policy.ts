@@ -37,13 +37,9 @@ export const CacheAwareSettings = withRules(
         .number()
         .default(1.5)
         .meta({ description: 'Load ratio (max/min, >= 1) above which the least-loaded endpoint wins.' }),
-      maxTreeTokens: z
-        .number()
-        .int()
-        .default(16777216)
-        .meta({
-          description: 'Bound of each endpoint prefix tree, in tokens; least recently used leaves go first.',
-        }),
+      maxTreeTokens: z.number().int().default(16777216).meta({
+        description: 'Bound of each endpoint prefix tree, in tokens; least recently used leaves go first.',
+      }),
       blockTokens: z
         .number()
         .int()
@@ -94,12 +90,9 @@ export const PrefixHashSettings = withRules(
         .default(4)
         .meta({ description: 'Leading blocks hashed to choose the endpoint.' }),
       blockTokens: z.number().int().default(64).meta({ description: 'Tokens per hashed block.' }),
-      loadFactor: z
-        .number()
-        .default(1.25)
-        .meta({
-          description: 'Bounded load: an endpoint takes at most loadFactor x mean in-flight requests (> 1).',
-        }),
+      loadFactor: z.number().default(1.25).meta({
+        description: 'Bounded load: an endpoint takes at most loadFactor x mean in-flight requests (> 1).',
+      }),
     })
     .meta({ description: 'Settings of the prefix-hash policy.' }),
   [
@@ -144,14 +137,10 @@ export const ResultReuse = withRules(
         .default(3600)
         .meta({ description: 'How long a completed result may be reused.' }),
       maxEntries: z.number().int().default(10000).meta({ description: 'Bound of the result store.' }),
-      reusableWhen: z
-        .array(z.enum(REUSABLE_SAMPLING))
-        .max(2)
-        .default(['temperatureZero'])
-        .meta({
-          description:
-            'Sampling that makes a result reusable: temperatureZero (greedy), fixedSeed (a seed is given).',
-        }),
+      reusableWhen: z.array(z.enum(REUSABLE_SAMPLING)).max(2).default(['temperatureZero']).meta({
+        description:
+          'Sampling that makes a result reusable: temperatureZero (greedy), fixedSeed (a seed is given).',
+      }),
     })
     .meta({ description: 'Exact completed-result reuse at the gateway.' }),
   [

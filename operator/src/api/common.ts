@@ -74,12 +74,10 @@ export const Toleration = z.object({
 });
 
 /** Passed through to the pod unchanged; the API server validates it on the pod. */
-export const Affinity = z
-  .record(z.string(), z.unknown())
-  .meta({
-    'x-kubernetes-preserve-unknown-fields': true,
-    description: 'core/v1 Affinity, passed to the pods unchanged.',
-  });
+export const Affinity = z.record(z.string(), z.unknown()).meta({
+  'x-kubernetes-preserve-unknown-fields': true,
+  description: 'core/v1 Affinity, passed to the pods unchanged.',
+});
 
 export const EnvVar = z.object({
   name: z

@@ -12,19 +12,15 @@ import {
 } from './common.ts';
 import { withRules, type Rule, type TransitionRule } from './rules.ts';
 
-export const Profile = z
-  .enum(['dense', 'hicache', 'hisparse'])
-  .meta({
-    description:
-      'KV-cache profile: dense (radix cache on the GPU), hicache (GPU + host tiers), hisparse (sparse decode with host KV).',
-  });
+export const Profile = z.enum(['dense', 'hicache', 'hisparse']).meta({
+  description:
+    'KV-cache profile: dense (radix cache on the GPU), hicache (GPU + host tiers), hisparse (sparse decode with host KV).',
+});
 export type Profile = z.infer<typeof Profile>;
 
-export const RadixCache = z
-  .enum(['enabled', 'disabled'])
-  .meta({
-    description: "Prefix (radix) cache. Unset: SGLang's default for the role (on, except on decode).",
-  });
+export const RadixCache = z.enum(['enabled', 'disabled']).meta({
+  description: "Prefix (radix) cache. Unset: SGLang's default for the role (on, except on decode).",
+});
 
 /** Model families whose sparse attention HiSparse supports (SGLang hisparse_guide.md). */
 export const HISPARSE_FAMILIES = ['deepseek-v3.2', 'deepseek-v4', 'glm-5.1'] as const;
@@ -213,12 +209,9 @@ export const TRANSFER_BACKENDS = ['mooncake', 'nixl', 'ascend', 'fake', 'mori', 
 export const Disaggregation = withRules(
   z
     .object({
-      transferBackend: z
-        .enum(TRANSFER_BACKENDS)
-        .optional()
-        .meta({
-          description: 'KV transfer backend (--disaggregation-transfer-backend); fake for runs without RDMA.',
-        }),
+      transferBackend: z.enum(TRANSFER_BACKENDS).optional().meta({
+        description: 'KV transfer backend (--disaggregation-transfer-backend); fake for runs without RDMA.',
+      }),
       bootstrapPort: z
         .number()
         .int()
@@ -437,15 +430,9 @@ export const DeploymentSpec = withRules(
       }),
       model: ModelSpec,
       runtime: RuntimeSpec,
-      replicas: z
-        .number()
-        .int()
-        .min(0)
-        .max(1024)
-        .optional()
-        .meta({
-          description: 'Standalone replicas (default 1; the scale subresource). Unset with disaggregation.',
-        }),
+      replicas: z.number().int().min(0).max(1024).optional().meta({
+        description: 'Standalone replicas (default 1; the scale subresource). Unset with disaggregation.',
+      }),
       profile: Profile.optional().meta({
         description: 'Standalone KV-cache profile (default dense). Unset with disaggregation.',
       }),
@@ -523,7 +510,12 @@ export const DeploymentSpec = withRules(
       check: (s) => s.resources.gpus === undefined || s.resources.gpus >= s.parallelism.tensor,
     },
     {
-      cel: '!has(self.disaggregation) || [self.disaggregation.prefill, self.disaggregation.decode].all(p, !has(p.resources) || !has(p.resources.gpus) || p.resources.gpus >= self.parallelism.tensor)',
+      cel: ['prefill', 'decode']
+        .map(
+          (part) =>
+            `(!has(self.disaggregation) || !has(self.disaggregation.${part}.resources) || !has(self.disaggregation.${part}.resources.gpus) || self.disaggregation.${part}.resources.gpus >= self.parallelism.tensor)`,
+        )
+        .join(' && '),
       message: 'disaggregation.prefill/decode resources.gpus must be at least parallelism.tensor',
       check: (s) =>
         s.disaggregation === undefined ||

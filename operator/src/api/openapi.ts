@@ -37,7 +37,25 @@ export function toStructural(node: SchemaNode): SchemaNode {
   }
   if (out['x-kubernetes-preserve-unknown-fields'] === true && out['type'] === undefined)
     out['type'] = 'object';
+  if (isNode(out['default'])) out['default'] = withNestedDefaults(out['default'], out);
   return out;
+}
+
+/**
+ * The API server checks a default against the node's CEL rules as written,
+ * without applying the defaults nested inside it; so `default: {}` on an object
+ * whose rules read its fields fails. Spell the nested defaults out instead.
+ */
+function withNestedDefaults(value: SchemaNode, schema: SchemaNode): SchemaNode {
+  const props = isNode(schema['properties']) ? schema['properties'] : {};
+  const filled: SchemaNode = { ...value };
+  for (const [name, prop] of Object.entries(props)) {
+    if (!isNode(prop)) continue;
+    const current = filled[name] ?? prop['default'];
+    if (current === undefined) continue;
+    filled[name] = isNode(current) ? withNestedDefaults(current, prop) : current;
+  }
+  return filled;
 }
 
 function convert(value: unknown): unknown {
@@ -48,7 +66,9 @@ function convert(value: unknown): unknown {
 // A map of field names to schemas: its keys are names, never keywords, so a
 // field called `id` or `const` must survive untouched.
 function convertProperties(props: SchemaNode): SchemaNode {
-  return Object.fromEntries(Object.entries(props).map(([name, v]) => [name, isNode(v) ? toStructural(v) : v]));
+  return Object.fromEntries(
+    Object.entries(props).map(([name, v]) => [name, isNode(v) ? toStructural(v) : v]),
+  );
 }
 
 function intOrString(node: SchemaNode): SchemaNode {

@@ -17,20 +17,14 @@ export const OpenRouterTarget = z
       .meta({
         description: 'The one upstream provider slug (provider.only and provider.order); no fallbacks.',
       }),
-    inputTokenUpperBound: z
-      .number()
-      .int()
-      .min(1)
-      .meta({
-        description:
-          'Operator reservation of input tokens, checked against budget.maxInputTokens before sending.',
-      }),
-    cacheWriteUsage: z
-      .enum(['required', 'not_applicable'])
-      .meta({
-        description:
-          'required: the response must report cache writes; not_applicable: only an absent or zero write.',
-      }),
+    inputTokenUpperBound: z.number().int().min(1).meta({
+      description:
+        'Operator reservation of input tokens, checked against budget.maxInputTokens before sending.',
+    }),
+    cacheWriteUsage: z.enum(['required', 'not_applicable']).meta({
+      description:
+        'required: the response must report cache writes; not_applicable: only an absent or zero write.',
+    }),
     apiKeySecretRef: SecretKeySelector.meta({ description: 'Secret key holding the OpenRouter API key.' }),
   })
   .meta({ description: 'OpenRouter Chat Completions with a pinned upstream provider.' });
@@ -243,12 +237,9 @@ export const TaskReuse = z
       .max(31536000)
       .default(86400)
       .meta({ description: 'How old a reusable result may be.' }),
-    onInFlight: z
-      .enum(['Wait', 'Fail'])
-      .default('Wait')
-      .meta({
-        description: 'When an identical task is running: wait and reuse it, or fail with reason InFlight.',
-      }),
+    onInFlight: z.enum(['Wait', 'Fail']).default('Wait').meta({
+      description: 'When an identical task is running: wait and reuse it, or fail with reason InFlight.',
+    }),
   })
   .meta({ description: 'Completed-result reuse across tasks with the same fingerprint.' });
 
