@@ -6,7 +6,11 @@ import { parseAllDocuments } from 'yaml';
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const EXAMPLES_DIR = join(REPO_ROOT, 'examples');
 
-export type Manifest = Record<string, unknown> & { kind: string; metadata: { name: string } };
+export type Manifest = Record<string, unknown> & {
+  kind: string;
+  metadata: { name: string };
+  spec: Record<string, unknown>;
+};
 
 /** Every document of every YAML file in examples/, with the file it came from. */
 export function loadSamples(): { file: string; doc: Manifest }[] {

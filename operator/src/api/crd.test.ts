@@ -65,7 +65,7 @@ describe('the Deployment CRD', () => {
     const def = KINDS.find((k) => k.kind === 'Deployment')!;
     expect(def.scale).toEqual({
       specReplicasPath: '.spec.replicas',
-      statusReplicasPath: '.status.readyReplicas',
+      statusReplicasPath: '.status.replicas',
       labelSelectorPath: '.status.selector',
     });
   });

@@ -573,7 +573,11 @@ export const DeploymentStatus = z.object({
   observedGeneration: z.number().int().optional(),
   conditions: Conditions.optional(),
   profile: z.string().optional().meta({ description: 'Profile summary, e.g. dense or pd:hicache/hisparse.' }),
-  replicas: z.number().int().optional().meta({ description: 'Desired replicas, all parts together.' }),
+  replicas: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'Pods that exist, all parts together (the scale subresource reads it).' }),
   readyReplicas: z.number().int().optional(),
   verifiedReplicas: z.number().int().optional(),
   updatedReplicas: z.number().int().optional(),

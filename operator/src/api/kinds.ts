@@ -50,7 +50,7 @@ export const KINDS: readonly KindDefinition[] = [
       { name: 'Deployment-ID', type: 'string', jsonPath: '.spec.deploymentId' },
       { name: 'Profile', type: 'string', jsonPath: '.status.profile' },
       readyCondition,
-      { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas', description: 'Desired replicas' },
+      { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas', description: 'Pods that exist' },
       { name: 'Serving', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Ready replicas' },
       {
         name: 'Verified',
@@ -65,7 +65,7 @@ export const KINDS: readonly KindDefinition[] = [
     ],
     scale: {
       specReplicasPath: '.spec.replicas',
-      statusReplicasPath: '.status.readyReplicas',
+      statusReplicasPath: '.status.replicas',
       labelSelectorPath: '.status.selector',
     },
   },

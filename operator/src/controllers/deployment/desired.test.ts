@@ -1,0 +1,193 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import type { V1Deployment } from '@kubernetes/client-node';
+import { validateResource, type DeploymentResource } from '../../api/index.ts';
+import { checkSglangArgs, parseSglangArgs } from '../../sglang/flags.ts';
+import { loadSample, loadSamples } from '../../../../test/support/samples.ts';
+import { computeDeclaredIdentity } from './args.ts';
+import { buildDesired } from './desired.ts';
+import { planRoles } from './roles.ts';
+import { renderManifest } from './render.ts';
+
+const GOLDEN_DIR = join(dirname(fileURLToPath(import.meta.url)), 'testdata');
+const DEPLOYMENT_SAMPLES = loadSamples().filter((s) => s.doc.kind === 'Deployment');
+
+function parse(doc: unknown): DeploymentResource {
+  const r = validateResource(doc);
+  if (!r.ok || r.value.kind !== 'Deployment') throw new Error(JSON.stringify(r));
+  return { ...r.value, metadata: { namespace: 'ns', uid: 'uid-1', ...r.value.metadata } };
+}
+
+function container(w: V1Deployment) {
+  const c = w.spec?.template.spec?.containers[0];
+  if (!c) throw new Error('no container');
+  return c;
+}
+
+describe('renderManifest (golden)', () => {
+  it.each(DEPLOYMENT_SAMPLES.map((s) => [s.file, s.doc] as const))(
+    '%s renders as its golden file',
+    (file, doc) => {
+      const result = renderManifest(doc);
+      if (!result.ok) throw new Error(JSON.stringify(result.issues));
+      const text = result.objects
+        .map((o) => `---\n${stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })}`)
+        .join('');
+      const golden = join(GOLDEN_DIR, file.replace(/\.yaml$/, '.golden.yaml'));
+      // UPDATE_GOLDEN=1 rewrites the files; review the diff before committing it.
+      if (process.env['UPDATE_GOLDEN'] === '1' || !existsSync(golden)) {
+        mkdirSync(GOLDEN_DIR, { recursive: true });
+        writeFileSync(golden, text);
+      }
+      expect(text).toBe(readFileSync(golden, 'utf8'));
+    },
+  );
+
+  it('refuses an invalid manifest with the validation words', () => {
+    const doc = loadSample('deployment-dense.yaml');
+    (doc.spec['runtime'] as { image: string }).image = 'lmsysorg/sglang:latest';
+    const result = renderManifest(doc);
+    expect(result.ok).toBe(false);
+    expect(result.ok ? '' : result.issues[0]?.message).toContain('pinned by digest');
+  });
+});
+
+describe('buildDesired', () => {
+  it.each(DEPLOYMENT_SAMPLES.map((s) => [s.file, s.doc] as const))(
+    '%s: every emitted flag parses as SGLang would and passes its startup checks',
+    (_file, doc) => {
+      for (const w of buildDesired(parse(doc)).workloads) {
+        const parsed = parseSglangArgs(container(w).args ?? []);
+        if (!parsed.ok) throw new Error(parsed.error.message);
+        expect(checkSglangArgs(parsed.value.args)).toEqual([]);
+        expect(parsed.value.args.enable_metrics).toBe(true);
+        expect(parsed.value.args.enable_cache_report).toBe(true);
+      }
+    },
+  );
+
+  it('renders prefill and decode parts for a disaggregated HiSparse deployment', () => {
+    const d = buildDesired(parse(loadSample('deployment-pd-hisparse.yaml')));
+    expect(d.workloads.map((w) => w.metadata?.name)).toEqual(['deepseek-v32-prefill', 'deepseek-v32-decode']);
+    const [prefill, decode] = d.workloads.map((w) => container(w).args ?? []);
+    // 8998 is SGLang's default bootstrap port, so it is left to SGLang (the version is part of the fingerprint).
+    expect(prefill).toEqual(
+      expect.arrayContaining(['--disaggregation-mode', 'prefill', '--enable-hierarchical-cache']),
+    );
+    expect(decode).toEqual(
+      expect.arrayContaining([
+        '--disaggregation-mode',
+        'decode',
+        '--enable-hisparse',
+        '--disable-radix-cache',
+      ]),
+    );
+    expect(decode).not.toContain('--disaggregation-bootstrap-port');
+    expect(decode).not.toContain('--enable-hierarchical-cache');
+    expect(d.workloads.map((w) => w.spec?.replicas)).toEqual([1, 2]);
+  });
+
+  it('renders a bootstrap port other than the default on the prefill part only', () => {
+    const doc = loadSample('deployment-pd-hisparse.yaml');
+    (doc.spec['disaggregation'] as { bootstrapPort: number }).bootstrapPort = 9000;
+    const [prefill, decode] = buildDesired(parse(doc)).workloads;
+    expect(container(prefill!).args).toEqual(
+      expect.arrayContaining(['--disaggregation-bootstrap-port', '9000']),
+    );
+    expect(container(prefill!).ports).toContainEqual({
+      name: 'bootstrap',
+      containerPort: 9000,
+      protocol: 'TCP',
+    });
+    expect(container(decode!).args).not.toContain('--disaggregation-bootstrap-port');
+  });
+
+  it('requests GPUs under the configured resource name, defaulting to the tensor-parallel size', () => {
+    const doc = loadSample('deployment-hicache.yaml');
+    const resources = doc.spec['resources'] as Record<string, unknown>;
+    delete resources['gpus'];
+    resources['gpuResourceName'] = 'amd.com/gpu';
+    const [w] = buildDesired(parse(doc)).workloads;
+    expect(container(w!).resources?.limits).toMatchObject({ 'amd.com/gpu': '2', memory: '256Gi' });
+  });
+
+  it('puts the fingerprint on the pod template, so an identity change rolls the pods', () => {
+    const a = buildDesired(parse(loadSample('deployment-dense.yaml')));
+    const doc = loadSample('deployment-dense.yaml');
+    (doc.spec['runtime'] as { extraArgs?: string[] }).extraArgs = ['--log-level', 'debug'];
+    const b = buildDesired(parse(doc));
+    expect(a.fingerprint).not.toBe(b.fingerprint);
+    const annotation = (d: typeof a) =>
+      d.workloads[0]?.spec?.template.metadata?.annotations?.['cacheroute.dev/fingerprint'];
+    expect(annotation(a)).toBe(a.fingerprint);
+    expect(annotation(b)).toBe(b.fingerprint);
+    expect(b.workloads[0]?.spec?.template.metadata?.labels?.['cacheroute.dev/fingerprint']).toBe(
+      b.fingerprint,
+    );
+    // The selector must never carry the fingerprint: it is immutable on apps/v1 Deployments.
+    expect(b.workloads[0]?.spec?.selector.matchLabels).not.toHaveProperty('cacheroute.dev/fingerprint');
+  });
+
+  it.each([
+    ['replicas', (s: Record<string, unknown>) => (s['replicas'] = 7)],
+    ['scheduling', (s: Record<string, unknown>) => (s['scheduling'] = { nodeSelector: { pool: 'b' } })],
+  ])('keeps the fingerprint when only %s changes', (_what, mutate) => {
+    const doc = loadSample('deployment-dense.yaml');
+    const before = buildDesired(parse(doc)).fingerprint;
+    mutate(doc.spec);
+    expect(buildDesired(parse(doc)).fingerprint).toBe(before);
+  });
+
+  type DenseSpec = {
+    runtime: { image: string; env?: { name: string; value: string }[] };
+    model: { digest: string };
+    serving: { pageSize: number };
+  };
+  it.each<[string, (s: DenseSpec) => void]>([
+    ['image', (s) => (s.runtime.image = `lmsysorg/sglang@sha256:${'d'.repeat(64)}`)],
+    ['model digest', (s) => (s.model.digest = `sha256:${'e'.repeat(64)}`)],
+    ['page size', (s) => (s.serving.pageSize = 64)],
+    ['environment', (s) => (s.runtime.env = [{ name: 'X', value: '1' }])],
+  ])('changes the fingerprint when the %s changes', (_what, mutate) => {
+    const doc = loadSample('deployment-dense.yaml');
+    const before = buildDesired(parse(doc)).fingerprint;
+    mutate(doc.spec as unknown as DenseSpec);
+    expect(buildDesired(parse(doc)).fingerprint).not.toBe(before);
+  });
+
+  it('owns every object through a controller reference to the Deployment', () => {
+    const d = buildDesired(parse(loadSample('deployment-dense.yaml')));
+    for (const o of [...d.workloads, ...d.services]) {
+      expect(o.metadata?.ownerReferences).toEqual([
+        expect.objectContaining({
+          kind: 'Deployment',
+          apiVersion: 'cacheroute.dev/v1alpha1',
+          uid: 'uid-1',
+          controller: true,
+        }),
+      ]);
+    }
+  });
+});
+
+describe('computeDeclaredIdentity', () => {
+  it('declares radix cache off on a HiSparse decode and on for a HiCache prefill', () => {
+    const root = parse(loadSample('deployment-pd-hisparse.yaml'));
+    const [prefill, decode] = planRoles(root.spec).map((e) => computeDeclaredIdentity(root.spec, e));
+    expect(prefill).toMatchObject({
+      disaggregationMode: 'prefill',
+      hicache: true,
+      hisparse: false,
+      radixCache: true,
+    });
+    expect(decode).toMatchObject({
+      disaggregationMode: 'decode',
+      hicache: false,
+      hisparse: true,
+      radixCache: false,
+    });
+  });
+});

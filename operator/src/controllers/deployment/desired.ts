@@ -1,0 +1,245 @@
+import type {
+  V1Container,
+  V1Deployment,
+  V1EnvVar,
+  V1OwnerReference,
+  V1PodSpec,
+  V1Service,
+  V1ServicePort,
+  V1Toleration,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+import type { DeploymentResource, DeploymentSpec } from '../../api/index.ts';
+import { API_VERSION } from '../../api/index.ts';
+import { buildArgv, MODEL_DIR, SGLANG_PORT } from './args.ts';
+import { computeFingerprint } from './fingerprint.ts';
+import { ANNOTATION_FINGERPRINT, buildPodLabels, buildSelectorLabels, buildWorkloadName } from './labels.ts';
+import { planRoles, type RoleEngine } from './roles.ts';
+
+export const DEFAULT_SHM_SIZE = '16Gi';
+// Model loading of a large checkpoint can take most of an hour; the startup
+// probe must not kill a pod that is still reading weights.
+const STARTUP_PROBE_BUDGET_SECONDS = 3600;
+const PROBE_PERIOD_SECONDS = 10;
+// SGLang's /health waits up to 20 s for the scheduler to generate one token.
+const HEALTH_TIMEOUT_SECONDS = 25;
+const RDMA_TRANSFER_BACKENDS = new Set(['mooncake', 'nixl', 'mori']);
+
+export interface DesiredState {
+  fingerprint: string;
+  engines: RoleEngine[];
+  workloads: V1Deployment[];
+  services: V1Service[];
+}
+
+export function buildOwnerReference(root: DeploymentResource): V1OwnerReference {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'Deployment',
+    name: root.metadata.name ?? '',
+    uid: root.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** Every object the operator owns for one Deployment. Pure: same input, same output. */
+export function buildDesired(root: DeploymentResource): DesiredState {
+  const engines = planRoles(root.spec);
+  const fingerprint = computeFingerprint(root.spec, engines);
+  return {
+    fingerprint,
+    engines,
+    workloads: engines.map((e) => buildWorkload(root, e, fingerprint)),
+    services: engines.map((e) => buildService(root, e)),
+  };
+}
+
+function objectMeta(root: DeploymentResource, name: string, labels: Record<string, string>) {
+  return {
+    name,
+    namespace: root.metadata.namespace ?? 'default',
+    labels,
+    ownerReferences: [buildOwnerReference(root)],
+  };
+}
+
+export function buildWorkload(
+  root: DeploymentResource,
+  engine: RoleEngine,
+  fingerprint: string,
+): V1Deployment {
+  const name = root.metadata.name ?? '';
+  const labels = buildPodLabels(name, engine.role, root.spec.deploymentId, fingerprint);
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: objectMeta(root, buildWorkloadName(name, engine.role), labels),
+    spec: {
+      replicas: engine.replicas,
+      selector: { matchLabels: buildSelectorLabels(name, engine.role) },
+      // A new pod comes up before an old one goes: no serving gap, at the cost of
+      // one spare replica's GPUs; without them the rollout reports Unschedulable.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      revisionHistoryLimit: 3,
+      progressDeadlineSeconds: STARTUP_PROBE_BUDGET_SECONDS + 600,
+      template: {
+        metadata: { labels, annotations: { [ANNOTATION_FINGERPRINT]: fingerprint } },
+        spec: buildPodSpec(root.spec, engine),
+      },
+    },
+  };
+}
+
+function buildPodSpec(spec: DeploymentSpec, engine: RoleEngine): V1PodSpec {
+  const { volumes, mounts } = buildVolumes(spec, engine);
+  const init = buildDownloadContainer(spec);
+  const scheduling = spec.scheduling;
+  return {
+    ...(init ? { initContainers: [init] } : {}),
+    containers: [buildSglangContainer(spec, engine, mounts)],
+    volumes,
+    enableServiceLinks: false,
+    terminationGracePeriodSeconds: 60,
+    ...(scheduling?.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
+    ...(scheduling?.tolerations ? { tolerations: scheduling.tolerations.map(buildToleration) } : {}),
+    ...(scheduling?.affinity ? { affinity: scheduling.affinity } : {}),
+    ...(scheduling?.priorityClassName ? { priorityClassName: scheduling.priorityClassName } : {}),
+  };
+}
+
+// zod's optional fields may hold `undefined`; the Kubernetes types may not.
+function buildToleration(
+  t: NonNullable<NonNullable<DeploymentSpec['scheduling']>['tolerations']>[number],
+): V1Toleration {
+  return Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined));
+}
+
+function buildSglangContainer(
+  spec: DeploymentSpec,
+  engine: RoleEngine,
+  mounts: V1VolumeMount[],
+): V1Container {
+  const r = engine.resources;
+  const gpus = r.gpus ?? spec.parallelism.tensor;
+  const limits: Record<string, string> = { [r.gpuResourceName]: String(gpus) };
+  const requests: Record<string, string> = {};
+  if (r.cpu !== undefined) limits['cpu'] = requests['cpu'] = String(r.cpu);
+  if (r.memory !== undefined) limits['memory'] = requests['memory'] = String(r.memory);
+  const ports = [{ name: 'http', containerPort: SGLANG_PORT, protocol: 'TCP' }];
+  if (engine.role === 'prefill' && spec.disaggregation) {
+    ports.push({ name: 'bootstrap', containerPort: spec.disaggregation.bootstrapPort, protocol: 'TCP' });
+  }
+  const health = { httpGet: { path: '/health', port: 'http' }, timeoutSeconds: HEALTH_TIMEOUT_SECONDS };
+  const needsRdma =
+    engine.role !== 'standalone' && RDMA_TRANSFER_BACKENDS.has(spec.disaggregation?.transferBackend ?? '');
+  return {
+    name: 'sglang',
+    image: spec.runtime.image,
+    command: ['python3', '-m', 'sglang.launch_server'],
+    args: buildArgv(spec, engine),
+    ports,
+    ...(spec.runtime.env
+      ? { env: spec.runtime.env.map((e): V1EnvVar => ({ name: e.name, value: e.value })) }
+      : {}),
+    resources: { limits, ...(Object.keys(requests).length > 0 ? { requests } : {}) },
+    volumeMounts: mounts,
+    startupProbe: {
+      ...health,
+      periodSeconds: PROBE_PERIOD_SECONDS,
+      failureThreshold: STARTUP_PROBE_BUDGET_SECONDS / PROBE_PERIOD_SECONDS,
+    },
+    readinessProbe: { ...health, periodSeconds: PROBE_PERIOD_SECONDS, failureThreshold: 3 },
+    livenessProbe: { ...health, periodSeconds: 30, failureThreshold: 5 },
+    // The SGLang image runs as root and writes its kernel caches under /root, so
+    // runAsNonRoot would break it; everything else is locked down. RDMA transfer
+    // pins memory, which needs IPC_LOCK.
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'], ...(needsRdma ? { add: ['IPC_LOCK'] } : {}) },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+  };
+}
+
+function buildVolumes(
+  spec: DeploymentSpec,
+  engine: RoleEngine,
+): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+  const shm = String(engine.resources.shmSize ?? DEFAULT_SHM_SIZE);
+  const volumes: V1Volume[] = [{ name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: shm } }];
+  const mounts: V1VolumeMount[] = [{ name: 'shm', mountPath: '/dev/shm' }];
+  const source = spec.model.source;
+  if (source.pvc) {
+    volumes.push({
+      name: 'model',
+      persistentVolumeClaim: { claimName: source.pvc.claimName, readOnly: true },
+    });
+    mounts.push({
+      name: 'model',
+      mountPath: MODEL_DIR,
+      readOnly: true,
+      ...(source.pvc.subPath ? { subPath: source.pvc.subPath } : {}),
+    });
+  } else if (source.hostPath) {
+    volumes.push({ name: 'model', hostPath: { path: source.hostPath.path, type: 'Directory' } });
+    mounts.push({ name: 'model', mountPath: MODEL_DIR, readOnly: true });
+  } else {
+    const limit = source.download?.sizeLimit;
+    volumes.push({ name: 'model', emptyDir: limit !== undefined ? { sizeLimit: String(limit) } : {} });
+    mounts.push({ name: 'model', mountPath: MODEL_DIR, readOnly: true });
+  }
+  return { volumes, mounts };
+}
+
+/** Downloads the pinned revision into the model volume before SGLang starts; values pass as env, never through a shell. */
+function buildDownloadContainer(spec: DeploymentSpec): V1Container | undefined {
+  const download = spec.model.source.download;
+  if (!download) return undefined;
+  const env: V1EnvVar[] = [
+    { name: 'MODEL_REPO', value: spec.model.path },
+    { name: 'MODEL_REVISION', value: spec.model.revision ?? 'main' },
+    { name: 'MODEL_DIR', value: MODEL_DIR },
+  ];
+  if (download.tokenSecretRef) {
+    env.push({
+      name: 'HF_TOKEN',
+      valueFrom: { secretKeyRef: { name: download.tokenSecretRef.name, key: download.tokenSecretRef.key } },
+    });
+  }
+  return {
+    name: 'download-model',
+    image: spec.runtime.image,
+    command: [
+      'python3',
+      '-c',
+      'import os; from huggingface_hub import snapshot_download; ' +
+        "snapshot_download(repo_id=os.environ['MODEL_REPO'], revision=os.environ['MODEL_REVISION'], local_dir=os.environ['MODEL_DIR'])",
+    ],
+    env,
+    volumeMounts: [{ name: 'model', mountPath: MODEL_DIR }],
+    securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+  };
+}
+
+export function buildService(root: DeploymentResource, engine: RoleEngine): V1Service {
+  const name = root.metadata.name ?? '';
+  const ports: V1ServicePort[] = [{ name: 'http', port: SGLANG_PORT, targetPort: 'http', protocol: 'TCP' }];
+  if (engine.role === 'prefill' && root.spec.disaggregation) {
+    const port = root.spec.disaggregation.bootstrapPort;
+    ports.push({ name: 'bootstrap', port, targetPort: 'bootstrap', protocol: 'TCP' });
+  }
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: objectMeta(root, buildWorkloadName(name, engine.role), {
+      'app.kubernetes.io/name': 'sglang',
+      'app.kubernetes.io/instance': name,
+      'app.kubernetes.io/component': engine.role,
+      'app.kubernetes.io/managed-by': 'cacheroute-operator',
+    }),
+    // Headless: the gateway routes to pod IPs from status; DNS and scrapers get every pod.
+    spec: { clusterIP: 'None', selector: buildSelectorLabels(name, engine.role), ports },
+  };
+}

@@ -1,0 +1,126 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Endpoint, EndpointRole } from '../../api/index.ts';
+import { EndpointRole as EndpointRoleSchema } from '../../api/index.ts';
+import type { RuntimeIdentity } from '../../sglang/identity.ts';
+import { SGLANG_PORT } from './args.ts';
+import { LABEL_FINGERPRINT, LABEL_ROLE } from './labels.ts';
+
+/** How long a verification of a current-revision pod stands before it is read again. */
+export const REVERIFY_AFTER_MS = 10 * 60_000;
+
+export const EndpointReason = {
+  NotReady: 'NotReady',
+  OutdatedRevision: 'OutdatedRevision',
+  IdentityMismatch: 'IdentityMismatch',
+  VerificationFailed: 'VerificationFailed',
+  Verified: 'Verified',
+} as const;
+
+/** A pod as the Deployment controller sees it: the facts verification depends on. */
+export interface PodView {
+  name: string;
+  uid: string;
+  role: EndpointRole;
+  ip: string | undefined;
+  ready: boolean;
+  fingerprint: string;
+  restartCount: number;
+  terminating: boolean;
+}
+
+export function buildPodView(pod: V1Pod): PodView | undefined {
+  const role = EndpointRoleSchema.safeParse(pod.metadata?.labels?.[LABEL_ROLE]);
+  if (!role.success || !pod.metadata?.name) return undefined;
+  const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const restartCount = (pod.status?.containerStatuses ?? []).reduce((n, c) => n + c.restartCount, 0);
+  return {
+    name: pod.metadata.name,
+    uid: pod.metadata.uid ?? '',
+    role: role.data,
+    ip: pod.status?.podIP,
+    ready: ready && pod.status?.phase === 'Running' && !pod.metadata.deletionTimestamp,
+    fingerprint: pod.metadata.labels?.[LABEL_FINGERPRINT] ?? '',
+    restartCount,
+    terminating: pod.metadata.deletionTimestamp !== undefined,
+  };
+}
+
+/** What to do about one pod this pass; `fetch` means read its server_info and model_info. */
+export type VerificationPlan =
+  | { action: 'keep'; endpoint: Endpoint }
+  | { action: 'fetch'; pod: PodView }
+  | { action: 'settle'; endpoint: Endpoint };
+
+function baseEndpoint(pod: PodView, bootstrapPort: number | undefined): Endpoint {
+  return {
+    pod: pod.name,
+    ip: pod.ip ?? '',
+    port: SGLANG_PORT,
+    role: pod.role,
+    ready: pod.ready,
+    verified: false,
+    fingerprint: pod.fingerprint,
+    restartCount: pod.restartCount,
+    ...(pod.role === 'prefill' && bootstrapPort !== undefined ? { bootstrapPort } : {}),
+  };
+}
+
+/**
+ * Decides per pod whether an earlier verification still stands. A verification
+ * is tied to the pod's IP, restart count and fingerprint: a restarted container
+ * is a new process and is read again. A pod of an older revision keeps an
+ * earlier verification (it keeps serving during a rollout) but cannot be newly
+ * verified: the spec it was rendered from is gone.
+ */
+export function planVerification(
+  pod: PodView,
+  previous: Endpoint | undefined,
+  current: { fingerprint: string; bootstrapPort: number | undefined; nowMs: number },
+): VerificationPlan {
+  const base = baseEndpoint(pod, current.bootstrapPort);
+  if (!pod.ready || !pod.ip) {
+    return {
+      action: 'settle',
+      endpoint: { ...base, reason: EndpointReason.NotReady, message: 'pod is not Ready' },
+    };
+  }
+  const sameProcess =
+    previous !== undefined &&
+    previous.verified &&
+    previous.ip === pod.ip &&
+    previous.restartCount === pod.restartCount &&
+    previous.fingerprint === pod.fingerprint;
+  const fresh =
+    previous?.verifiedAt !== undefined && current.nowMs - Date.parse(previous.verifiedAt) < REVERIFY_AFTER_MS;
+  const outdated = pod.fingerprint !== current.fingerprint;
+  if (sameProcess && (fresh || outdated)) return { action: 'keep', endpoint: { ...previous, ready: true } };
+  if (outdated) {
+    return {
+      action: 'settle',
+      endpoint: {
+        ...base,
+        reason: EndpointReason.OutdatedRevision,
+        message: `pod runs fingerprint ${pod.fingerprint}, the spec now renders ${current.fingerprint}`,
+      },
+    };
+  }
+  return { action: 'fetch', pod };
+}
+
+/** Turns what the runtime reported into an endpoint; `mismatches` empty means verified. */
+export function buildVerifiedEndpoint(
+  pod: PodView,
+  bootstrapPort: number | undefined,
+  outcome: { ok: true; reported: RuntimeIdentity; mismatches: string } | { ok: false; error: string },
+  now: Date,
+): Endpoint {
+  const base = baseEndpoint(pod, bootstrapPort);
+  if (!outcome.ok) {
+    return { ...base, reason: EndpointReason.VerificationFailed, message: outcome.error };
+  }
+  const reported = { ...outcome.reported };
+  if (outcome.mismatches !== '') {
+    return { ...base, reported, reason: EndpointReason.IdentityMismatch, message: outcome.mismatches };
+  }
+  return { ...base, reported, verified: true, verifiedAt: now.toISOString() };
+}

@@ -1,0 +1,36 @@
+import type { EndpointRole } from '../../api/index.ts';
+
+export const LABEL_DEPLOYMENT = 'cacheroute.dev/deployment';
+export const LABEL_DEPLOYMENT_ID = 'cacheroute.dev/deployment-id';
+export const LABEL_ROLE = 'cacheroute.dev/role';
+export const LABEL_FINGERPRINT = 'cacheroute.dev/fingerprint';
+export const ANNOTATION_FINGERPRINT = 'cacheroute.dev/fingerprint';
+export const MANAGED_BY = 'cacheroute-operator';
+
+/** Selector labels: stable for the workload's life (a selector is immutable), so no fingerprint. */
+export function buildSelectorLabels(name: string, role: EndpointRole): Record<string, string> {
+  return { [LABEL_DEPLOYMENT]: name, [LABEL_ROLE]: role };
+}
+
+export function buildPodLabels(
+  name: string,
+  role: EndpointRole,
+  deploymentId: string,
+  fingerprint: string,
+): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'sglang',
+    'app.kubernetes.io/instance': name,
+    'app.kubernetes.io/component': role,
+    'app.kubernetes.io/part-of': 'cacheroute',
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+    ...buildSelectorLabels(name, role),
+    [LABEL_DEPLOYMENT_ID]: deploymentId,
+    [LABEL_FINGERPRINT]: fingerprint,
+  };
+}
+
+/** Deterministic workload names: one per engine role. */
+export function buildWorkloadName(name: string, role: EndpointRole): string {
+  return role === 'standalone' ? `${name}-sglang` : `${name}-${role}`;
+}

@@ -1,0 +1,247 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Condition, DeploymentResource, DeploymentStatus, Endpoint } from '../../api/index.ts';
+import { setConditions, type ConditionInput } from '../../runtime/conditions.ts';
+import { computeImageDigest } from './fingerprint.ts';
+import { LABEL_DEPLOYMENT } from './labels.ts';
+import type { RoleEngine } from './roles.ts';
+
+export const ConditionType = {
+  Ready: 'Ready',
+  Progressing: 'Progressing',
+  IdentityVerified: 'IdentityVerified',
+  Degraded: 'Degraded',
+} as const;
+
+export const Reason = {
+  AllReplicasVerified: 'AllReplicasVerified',
+  WaitingForVerifiedReplicas: 'WaitingForVerifiedReplicas',
+  ScaledToZero: 'ScaledToZero',
+  Complete: 'Complete',
+  RollingOut: 'RollingOut',
+  Unschedulable: 'Unschedulable',
+  IdentityChangedWithoutNewId: 'IdentityChangedWithoutNewId',
+  Verified: 'Verified',
+  IdentityMismatch: 'IdentityMismatch',
+  Pending: 'Pending',
+  AsExpected: 'AsExpected',
+  VerifiedEndpoints: 'VerifiedEndpoints',
+  NoVerifiedEndpoints: 'NoVerifiedEndpoints',
+  PrefillDecodePaired: 'PrefillDecodePaired',
+  NoVerifiedPrefill: 'NoVerifiedPrefill',
+  NoVerifiedDecode: 'NoVerifiedDecode',
+  NoSameRevisionPair: 'NoSameRevisionPair',
+} as const;
+
+/** Container states that mean a pod will not come up without a person. */
+const STUCK_WAITING_REASONS = new Set([
+  'ImagePullBackOff',
+  'ErrImagePull',
+  'InvalidImageName',
+  'CrashLoopBackOff',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+]);
+
+export interface PodTrouble {
+  pod: string;
+  reason: string;
+  message: string;
+}
+
+/** What Kubernetes says is keeping a pod from serving, in its own words. */
+export function computePodTrouble(pod: V1Pod): PodTrouble | undefined {
+  const name = pod.metadata?.name ?? '';
+  const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
+    return { pod: name, reason: Reason.Unschedulable, message: scheduled.message ?? 'no node fits the pod' };
+  }
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  for (const s of statuses) {
+    const waiting = s.state?.waiting;
+    if (waiting?.reason && STUCK_WAITING_REASONS.has(waiting.reason)) {
+      return {
+        pod: name,
+        reason: waiting.reason,
+        message: `${s.name}: ${waiting.message ?? waiting.reason}`,
+      };
+    }
+  }
+  return undefined;
+}
+
+export interface StatusObservation {
+  root: DeploymentResource;
+  engines: readonly RoleEngine[];
+  fingerprint: string;
+  /** Set when the spec changed the fingerprint but kept deploymentId: nothing was applied. */
+  identityConflict: { accepted: string; refused: string } | undefined;
+  endpoints: readonly Endpoint[];
+  troubles: readonly PodTrouble[];
+  podCount: number;
+}
+
+function countBy(endpoints: readonly Endpoint[], pred: (e: Endpoint) => boolean): number {
+  return endpoints.filter(pred).length;
+}
+
+function summarizeProfile(engines: readonly RoleEngine[]): string {
+  if (engines.length === 1) return engines[0]?.profile ?? 'dense';
+  return `pd:${engines.map((e) => e.profile).join('/')}`;
+}
+
+function computeRoutable(
+  engines: readonly RoleEngine[],
+  endpoints: readonly Endpoint[],
+): NonNullable<DeploymentStatus['routable']> {
+  const serving = endpoints.filter((e) => e.ready && e.verified);
+  if (engines.length === 1) {
+    return serving.length > 0
+      ? { value: true, reason: Reason.VerifiedEndpoints, message: `${serving.length} verified endpoint(s)` }
+      : { value: false, reason: Reason.NoVerifiedEndpoints, message: 'no endpoint is ready and verified' };
+  }
+  const prefill = new Set(serving.filter((e) => e.role === 'prefill').map((e) => e.fingerprint));
+  const decode = serving.filter((e) => e.role === 'decode').map((e) => e.fingerprint);
+  const hisparse = engines.some((e) => e.role === 'decode' && e.profile === 'hisparse');
+  if (prefill.size === 0) {
+    return {
+      value: false,
+      reason: Reason.NoVerifiedPrefill,
+      message: hisparse
+        ? 'HiSparse decode takes requests only through the prefill/decode ingress: no verified prefill endpoint'
+        : 'no verified prefill endpoint',
+    };
+  }
+  if (decode.length === 0)
+    return { value: false, reason: Reason.NoVerifiedDecode, message: 'no verified decode endpoint' };
+  // The gateway never pairs revisions: a prefill and a decode must share a fingerprint.
+  if (!decode.some((f) => prefill.has(f))) {
+    return {
+      value: false,
+      reason: Reason.NoSameRevisionPair,
+      message: 'no prefill and decode endpoints of the same fingerprint',
+    };
+  }
+  return {
+    value: true,
+    reason: Reason.PrefillDecodePaired,
+    message: 'verified prefill and decode endpoints of one revision',
+  };
+}
+
+/** The whole status of a Deployment from what was observed: pure, `now` injected. */
+export function computeStatus(obs: StatusObservation, now: Date): DeploymentStatus {
+  const { root, engines, endpoints } = obs;
+  const previous = root.status ?? {};
+  const generation = root.metadata.generation;
+  const desired = engines.reduce((n, e) => n + e.replicas, 0);
+  const ready = countBy(endpoints, (e) => e.ready);
+  const verified = countBy(endpoints, (e) => e.ready && e.verified);
+  const updated = countBy(endpoints, (e) => e.fingerprint === obs.fingerprint);
+  const mismatched = endpoints.filter((e) => e.reason === 'IdentityMismatch');
+  const enoughPerRole = engines.every(
+    (eng) => countBy(endpoints, (e) => e.role === eng.role && e.ready && e.verified) >= eng.replicas,
+  );
+
+  const next: ConditionInput[] = [];
+  const cond = (type: string, status: Condition['status'], reason: string, message: string) =>
+    next.push({
+      type,
+      status,
+      reason,
+      message,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    });
+
+  if (desired === 0) cond(ConditionType.Ready, 'False', Reason.ScaledToZero, 'replicas is 0');
+  else if (enoughPerRole)
+    cond(
+      ConditionType.Ready,
+      'True',
+      Reason.AllReplicasVerified,
+      `${verified} of ${desired} replicas serving and verified`,
+    );
+  else
+    cond(
+      ConditionType.Ready,
+      'False',
+      Reason.WaitingForVerifiedReplicas,
+      `${verified} of ${desired} replicas serving and verified`,
+    );
+
+  const trouble = obs.troubles[0];
+  if (obs.identityConflict) {
+    cond(
+      ConditionType.Progressing,
+      'False',
+      Reason.IdentityChangedWithoutNewId,
+      `the spec now renders fingerprint ${obs.identityConflict.refused} but deploymentId ${root.spec.deploymentId} was accepted with ${obs.identityConflict.accepted}: change deploymentId to roll out a new identity; nothing was applied`,
+    );
+  } else if (trouble) {
+    cond(ConditionType.Progressing, 'False', trouble.reason, `pod ${trouble.pod}: ${trouble.message}`);
+  } else if (updated < desired || verified < desired || obs.podCount > desired) {
+    cond(
+      ConditionType.Progressing,
+      'True',
+      Reason.RollingOut,
+      `${updated} of ${desired} replicas on fingerprint ${obs.fingerprint}, ${verified} verified`,
+    );
+  } else {
+    cond(
+      ConditionType.Progressing,
+      'True',
+      Reason.Complete,
+      `all ${desired} replicas on fingerprint ${obs.fingerprint}`,
+    );
+  }
+
+  if (mismatched.length > 0) {
+    cond(
+      ConditionType.IdentityVerified,
+      'False',
+      Reason.IdentityMismatch,
+      mismatched.map((e) => `${e.pod}: ${e.message ?? ''}`).join('; '),
+    );
+  } else if (ready === 0) {
+    cond(ConditionType.IdentityVerified, 'Unknown', Reason.Pending, 'no ready endpoint to verify yet');
+  } else if (verified === ready) {
+    cond(ConditionType.IdentityVerified, 'True', Reason.Verified, `${verified} ready endpoint(s) verified`);
+  } else {
+    cond(
+      ConditionType.IdentityVerified,
+      'Unknown',
+      Reason.Pending,
+      `${verified} of ${ready} ready endpoints verified`,
+    );
+  }
+
+  const degradedBy = [
+    ...(obs.identityConflict ? ['identity changed without a new deploymentId'] : []),
+    ...mismatched.map((e) => `${e.pod} reports another identity`),
+    ...obs.troubles.filter((t) => t.reason !== Reason.Unschedulable).map((t) => `${t.pod}: ${t.reason}`),
+  ];
+  if (degradedBy.length > 0) cond(ConditionType.Degraded, 'True', 'Degraded', degradedBy.join('; '));
+  else cond(ConditionType.Degraded, 'False', Reason.AsExpected, 'no fault observed');
+
+  const { conditions } = setConditions(previous.conditions, next, now);
+
+  const acceptedFingerprint = obs.identityConflict ? obs.identityConflict.accepted : obs.fingerprint;
+  return {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    conditions,
+    profile: summarizeProfile(engines),
+    replicas: obs.podCount,
+    readyReplicas: ready,
+    verifiedReplicas: verified,
+    updatedReplicas: updated,
+    selector: `${LABEL_DEPLOYMENT}=${root.metadata.name ?? ''}`,
+    identity: (obs.identityConflict ? previous.identity : undefined) ?? {
+      deploymentId: root.spec.deploymentId,
+      fingerprint: acceptedFingerprint,
+      modelDigest: root.spec.model.digest,
+      tokenizerDigest: root.spec.model.tokenizerDigest,
+      imageDigest: computeImageDigest(root.spec.runtime.image),
+    },
+    endpoints: [...endpoints].sort((a, b) => a.pod.localeCompare(b.pod)),
+    routable: computeRoutable(engines, endpoints),
+  };
+}

@@ -1,0 +1,65 @@
+import type { z } from 'zod';
+import { ModelInfo, ServerInfo } from './identity.ts';
+
+export type FetchResult<T> = { ok: true; value: T } | { ok: false; error: string; status?: number };
+
+export interface ClientOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+
+async function getJson<S extends z.ZodType>(
+  url: string,
+  schema: S,
+  opts: ClientOptions,
+): Promise<FetchResult<z.infer<S>> & { status?: number }> {
+  const signals = [AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)];
+  if (opts.signal) signals.push(opts.signal);
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.any(signals) });
+  } catch (err) {
+    return { ok: false, error: `GET ${url}: ${(err as Error).message}` };
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    return { ok: false, error: `GET ${url}: HTTP ${res.status}`, status: res.status };
+  }
+  let body: unknown;
+  try {
+    body = await res.json();
+  } catch {
+    return { ok: false, error: `GET ${url}: response is not JSON` };
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return {
+      ok: false,
+      error: `GET ${url}: unexpected shape at ${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}`,
+    };
+  }
+  return { ok: true, value: parsed.data };
+}
+
+/** Tries the current path, then the legacy `/get_*` form that older 0.5.x releases serve, on 404 only. */
+async function getWithLegacyFallback<S extends z.ZodType>(
+  baseUrl: string,
+  path: string,
+  schema: S,
+  opts: ClientOptions,
+): Promise<FetchResult<z.infer<S>>> {
+  const first = await getJson(`${baseUrl}/${path}`, schema, opts);
+  if (first.ok || first.status !== 404) return first;
+  return getJson(`${baseUrl}/get_${path}`, schema, opts);
+}
+
+export function fetchServerInfo(baseUrl: string, opts: ClientOptions = {}): Promise<FetchResult<ServerInfo>> {
+  return getWithLegacyFallback(baseUrl, 'server_info', ServerInfo, opts);
+}
+
+export function fetchModelInfo(baseUrl: string, opts: ClientOptions = {}): Promise<FetchResult<ModelInfo>> {
+  return getWithLegacyFallback(baseUrl, 'model_info', ModelInfo, opts);
+}

@@ -1,0 +1,23 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * SGLang's `cache_salt` for a cache namespace on one deployment. It separates
+ * radix-cache keys (different salts never share KV); it grants no access. The
+ * deploymentId is hashed in so that the same namespace on a new identity never
+ * meets KV computed by the old one.
+ */
+export function computeCacheSalt(cacheNamespace: string, deploymentId: string): string {
+  return createHash('sha256')
+    .update(`cacheroute/v1\0${cacheNamespace}\0${deploymentId}`)
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/**
+ * A client's own salt narrows the namespace further but can never leave it: the
+ * result always starts with the policy's salt.
+ */
+export function combineCacheSalt(policySalt: string, clientSalt: string | undefined): string {
+  if (clientSalt === undefined || clientSalt === '') return policySalt;
+  return `${policySalt}.${createHash('sha256').update(clientSalt).digest('hex').slice(0, 16)}`;
+}
