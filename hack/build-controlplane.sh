@@ -99,7 +99,7 @@ build_kwok_stages() {
   root="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
   [ -d "$root" ] || go mod download "sigs.k8s.io/kwok@$KWOK_VERSION"
   # v0.8.0 ships no built-in stages when run out of cluster; these are the ones it ships as files.
-  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/*.yaml \
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
            pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
     for g in $root/$f; do echo "---"; cat "$g"; done
   done > "$stages.tmp"

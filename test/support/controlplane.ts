@@ -1,0 +1,285 @@
+// A real Kubernetes control plane for integration and e2e tests: etcd and
+// kube-apiserver, and with `full` also kube-controller-manager, kube-scheduler and
+// KWOK with fake GPU nodes whose pods "run" with IPs in 10.244.0.0/16.
+//
+// Full planes must run inside hack/in-netns.sh: kube-apiserver needs a non-loopback
+// address to advertise and pod IPs must be bindable, both only safe in a private
+// network namespace (docs/controlplane.md).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CONTROL_PLANE_BINARIES,
+  FULL_CONTROL_PLANE_BINARIES,
+  findBinDir,
+  findKwokStages,
+} from './binaries.ts';
+import {
+  DEFAULT_CONTROLLERS,
+  buildApiserverArgs,
+  buildControllerManagerArgs,
+  buildEtcdArgs,
+  buildGpuNode,
+  buildKwokArgs,
+  buildSchedulerArgs,
+} from './components.ts';
+import type { ComponentConfig, Ports } from './components.ts';
+import { apiJson, apiRequest, writeKubeconfig } from './kube-api.ts';
+import type { Credentials } from './kube-api.ts';
+import { createPki, issueClientCert, pkiPaths } from './pki.ts';
+import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
+import type { ManagedProcess } from './processes.ts';
+
+export {
+  GPU_NODE_CAPACITY,
+  GPU_NODE_LABELS,
+  GPU_NODE_TAINT,
+  KWOK_NODE_ANNOTATION,
+  POD_CIDR,
+  SERVICE_CIDR,
+} from './components.ts';
+
+export interface ControlPlaneOptions {
+  // Also kube-controller-manager, kube-scheduler and KWOK (needs hack/in-netns.sh).
+  full?: boolean;
+  // Fake KWOK GPU nodes to create (full only), named gpu-node-0, gpu-node-1, ...
+  gpuNodes?: number;
+  // kube-controller-manager --controllers (full only).
+  controllers?: readonly string[];
+  log?: (msg: string) => void;
+  binDir?: string;
+  // Address kube-apiserver advertises; default CACHEROUTE_HOST_IP from hack/in-netns.sh.
+  hostIP?: string;
+  startTimeoutMs?: number;
+}
+
+// What tests need to reach the plane; plain data, so vitest can provide() it.
+export interface ControlPlaneInfo {
+  // The admin (system:masters) kubeconfig; adminKubeconfig is the same file, for call
+  // sites that want the privilege to be visible next to a least-privilege one.
+  kubeconfig: string;
+  adminKubeconfig: string;
+  server: string;
+  version: string;
+  binDir: string;
+  dir: string;
+}
+
+export interface ControlPlane extends ControlPlaneInfo {
+  hostIP: string;
+  processes: readonly ManagedProcess[];
+  startupMs: number;
+  // Stops every process (SIGTERM, SIGKILL after 5s), waits, removes dir. Idempotent.
+  stop(): Promise<void>;
+}
+
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const started = performance.now();
+  const full = opts.full ?? false;
+  const log = opts.log ?? ((msg: string) => void process.stderr.write(`[controlplane] ${msg}\n`));
+  const required = full
+    ? [...CONTROL_PLANE_BINARIES, ...FULL_CONTROL_PLANE_BINARIES]
+    : CONTROL_PLANE_BINARIES;
+  const binDir = opts.binDir ?? findBinDir(required);
+  const hostIP = opts.hostIP ?? process.env['CACHEROUTE_HOST_IP'];
+  if (full && hostIP === undefined) {
+    throw new Error(
+      'a full control plane runs inside a private network namespace: bash hack/in-netns.sh <command>',
+    );
+  }
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 120_000);
+  const dir = mkdtempSync(join(tmpdir(), 'cacheroute-cp-'));
+  const processes: ManagedProcess[] = [];
+  const removeDir = (): void => {
+    if (process.env['CACHEROUTE_KEEP_CONTROLPLANE_DIR'] === '1') log(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  };
+  // On a signal or exit the processes get SIGKILL and the dir goes (processes.ts).
+  const unregister = registerCleanup(removeDir);
+  const stop = memoize(async () => {
+    for (const p of [...processes].reverse()) await stopManaged(p);
+    unregister();
+    removeDir();
+  });
+  const startProcess = (name: string, args: readonly string[]): ManagedProcess => {
+    const proc = spawnManaged(name, join(binDir, name), args, { logPath: join(dir, `${name}.log`) });
+    processes.push(proc);
+    return proc;
+  };
+
+  try {
+    const ports = await pickPorts();
+    const pki = await createPki(join(dir, 'pki'), {
+      ips: ['127.0.0.1', ...(hostIP === undefined ? [] : [hostIP]), '10.0.0.1'],
+      dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
+    });
+    const server = `https://127.0.0.1:${ports.apiserver}`;
+    const admin: Credentials = {
+      server,
+      caFile: pki.servingCa.cert,
+      certFile: pki.admin.cert,
+      keyFile: pki.admin.key,
+    };
+    const kubeconfig = join(dir, 'admin.kubeconfig');
+    writeKubeconfig(kubeconfig, admin, 'admin');
+    const config: ComponentConfig = {
+      dir,
+      ports,
+      pki,
+      kubeconfig,
+      hostIP,
+      controllers: opts.controllers ?? DEFAULT_CONTROLLERS,
+      kwokStages: full ? findKwokStages(binDir) : '',
+    };
+
+    const etcd = startProcess('etcd', buildEtcdArgs(config));
+    await waitFor(
+      etcd,
+      deadline,
+      async () => (await httpStatus(`http://127.0.0.1:${ports.etcdClient}/health`)) === 200,
+    );
+    const apiserver = startProcess('kube-apiserver', buildApiserverArgs(config));
+    await waitFor(
+      apiserver,
+      deadline,
+      async () => (await apiRequest(admin, 'GET', '/readyz')).status === 200,
+    );
+    const version = (await apiJson<{ gitVersion: string }>(admin, 'GET', '/version')).gitVersion;
+    log(`kube-apiserver ${version} ready at ${server} in ${ms(started)}`);
+
+    if (full) {
+      const cm = startProcess('kube-controller-manager', buildControllerManagerArgs(config));
+      const scheduler = startProcess('kube-scheduler', buildSchedulerArgs(config));
+      startProcess('kwok', buildKwokArgs(config));
+      await Promise.all([
+        waitFor(cm, deadline, async () => (await httpStatus(healthz(ports.controllerManager))) === 200),
+        waitFor(scheduler, deadline, async () => (await httpStatus(healthz(ports.scheduler))) === 200),
+      ]);
+      const names = Array.from({ length: opts.gpuNodes ?? 0 }, (_, i) => `gpu-node-${i}`);
+      for (const name of names) await apiJson(admin, 'POST', '/api/v1/nodes', buildGpuNode(name));
+      await waitFor(`${names.length} GPU node(s) Ready`, deadline, async () =>
+        (await Promise.all(names.map((n) => isNodeSchedulable(admin, n)))).every(Boolean),
+      );
+      log(`full control plane with ${names.length} GPU node(s) ready in ${ms(started)}`);
+    }
+
+    return {
+      kubeconfig,
+      adminKubeconfig: kubeconfig,
+      server,
+      version,
+      binDir,
+      dir,
+      hostIP: hostIP ?? '127.0.0.1',
+      processes,
+      startupMs: Math.round(performance.now() - started),
+      stop,
+    };
+  } catch (err) {
+    const tails = processes.map((p) => `--- ${p.name} (${p.logPath}) ---\n${readLogTail(p.logPath)}`);
+    log(`control plane failed to start: ${String(err)}\n${tails.join('\n')}`);
+    await stop();
+    throw err;
+  }
+}
+
+// A kubeconfig for a non-admin identity: a client certificate for user/groups, signed
+// by the plane's client CA. It can do nothing until roles are bound to it.
+export async function createUserKubeconfig(
+  cp: Pick<ControlPlaneInfo, 'dir' | 'server'>,
+  identity: { user: string; groups?: readonly string[] },
+): Promise<string> {
+  const pkiDir = join(cp.dir, 'pki');
+  const name = `user-${identity.user.replace(/[^A-Za-z0-9._-]/g, '_')}`;
+  const pair = await issueClientCert(pkiDir, name, identity.user, identity.groups ?? []);
+  const path = join(cp.dir, `${name}.kubeconfig`);
+  const caFile = pkiPaths(pkiDir).servingCa.cert;
+  writeKubeconfig(path, { server: cp.server, caFile, certFile: pair.cert, keyFile: pair.key }, identity.user);
+  return path;
+}
+
+async function isNodeSchedulable(admin: Credentials, name: string): Promise<boolean> {
+  interface NodeView {
+    spec?: { podCIDR?: string; taints?: { key: string }[] };
+    status?: { conditions?: { type: string; status: string }[] };
+  }
+  const node = await apiJson<NodeView>(admin, 'GET', `/api/v1/nodes/${name}`);
+  const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const notReadyTaint = node.spec?.taints?.some((t) => t.key.startsWith('node.kubernetes.io/')) ?? false;
+  return ready && !notReadyTaint && node.spec?.podCIDR !== undefined;
+}
+
+// Polls check until it returns true. Given a process, fails as soon as it exits.
+async function waitFor(
+  what: ManagedProcess | string,
+  deadline: number,
+  check: () => Promise<boolean>,
+): Promise<void> {
+  let last: unknown;
+  const name = typeof what === 'string' ? what : what.name;
+  while (Date.now() < deadline) {
+    if (typeof what !== 'string' && !what.isRunning()) {
+      const exit = await what.exited;
+      throw new Error(`${name} exited (code ${exit.code}, signal ${exit.signal}) before it was ready`);
+    }
+    try {
+      if (await check()) return;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${name}`, { cause: last });
+}
+
+async function pickPorts(): Promise<Ports> {
+  const ports = new Set<number>();
+  while (ports.size < 5) ports.add(await freePort());
+  const [etcdClient = 0, etcdPeer = 0, apiserver = 0, controllerManager = 0, scheduler = 0] = [...ports];
+  return { etcdClient, etcdPeer, apiserver, controllerManager, scheduler };
+}
+
+// The kernel's pick of a free port. Another process could take it before our child
+// binds it; inside the private namespace nobody else is there.
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() =>
+        addr !== null && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+function healthz(port: number): string {
+  return `https://127.0.0.1:${port}/healthz`;
+}
+
+// Status of a GET; the controller manager and scheduler serve self-signed certs.
+async function httpStatus(url: string): Promise<number> {
+  const request = url.startsWith('https:') ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(url, { timeout: 2_000, rejectUnauthorized: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function memoize(fn: () => Promise<void>): () => Promise<void> {
+  let once: Promise<void> | undefined;
+  return () => (once ??= fn());
+}
+
+function ms(since: number): string {
+  return `${Math.round(performance.now() - since)}ms`;
+}
