@@ -53,4 +53,13 @@ test-e2e: deps controlplane ## End-to-end suites (full control plane, KWOK, simu
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test
-test: deps controlplane build crds-check test-unit test-integration test-e2e ## Everything CI runs
+test: deps controlplane build lint crds-check test-unit test-integration test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, integration, e2e
+
+.PHONY: run
+run: deps controlplane ## Bring the system up locally (control plane, CRDs, samples); Ctrl-C stops it
+	$(NODE) hack/run-local.ts $(ARGS)
+
+.PHONY: render
+render: deps ## Print the objects the operator would apply for FILE=<manifest>, without a cluster
+	@test -n "$(FILE)" || { echo 'usage: make render FILE=<manifest.yaml>' >&2; exit 2; }
+	@$(NODE) operator/src/cli/render.ts $(FILE)
