@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../clock.ts';
+import {
+  AdmissionController,
+  AdmissionRegistry,
+  type AdmissionConfig,
+  type AdmissionResult,
+  type Permit,
+} from './controller.ts';
+
+const cfg: AdmissionConfig = { maxConcurrency: 2, maxQueue: 2, queueTimeoutMs: 1000, adaptive: false };
+
+function permit(r: AdmissionResult): Permit {
+  if (!r.ok) throw new Error(`rejected: ${r.error.code}`);
+  return r.value;
+}
+
+/** Tracks a pending acquire without awaiting it. */
+function track(p: Promise<AdmissionResult>): { result: AdmissionResult | undefined } {
+  const box: { result: AdmissionResult | undefined } = { result: undefined };
+  void p.then((r) => (box.result = r));
+  return box;
+}
+
+const flush = () => new Promise<void>((r) => setImmediate(r));
+
+describe('AdmissionController', () => {
+  it('admits up to the limit, queues up to maxQueue, then rejects with Retry-After', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(cfg, clock);
+    permit(await ctl.acquire());
+    permit(await ctl.acquire());
+    const q1 = track(ctl.acquire());
+    const q2 = track(ctl.acquire());
+    const over = await ctl.acquire();
+    expect(over).toMatchObject({ ok: false, error: { code: 'overloaded' } });
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 2, queued: 2 });
+    await flush();
+    expect(q1.result).toBeUndefined();
+    expect(q2.result).toBeUndefined();
+  });
+
+  it('grants queued requests in FIFO order as permits are released, with queue time', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(cfg, clock);
+    const a = permit(await ctl.acquire());
+    const b = permit(await ctl.acquire());
+    const q1 = track(ctl.acquire());
+    const q2 = track(ctl.acquire());
+    clock.advance(300);
+    a.release();
+    await flush();
+    expect(q1.result?.ok).toBe(true);
+    expect(q2.result).toBeUndefined();
+    expect(permit(q1.result as AdmissionResult).queuedMs).toBe(300);
+    b.release();
+    b.release(); // idempotent
+    await flush();
+    expect(q2.result?.ok).toBe(true);
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 2, queued: 0 });
+  });
+
+  it('times out a queued request with a 503 code and frees its place', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(cfg, clock);
+    permit(await ctl.acquire());
+    permit(await ctl.acquire());
+    const q = track(ctl.acquire());
+    clock.advance(999);
+    await flush();
+    expect(q.result).toBeUndefined();
+    clock.advance(1);
+    await flush();
+    expect(q.result).toMatchObject({ ok: false, error: { code: 'queue-timeout' } });
+    expect(ctl.snapshot().queued).toBe(0);
+  });
+
+  it('an aborted client leaves the queue; the next one gets its turn', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(cfg, clock);
+    const a = permit(await ctl.acquire());
+    permit(await ctl.acquire());
+    const abort = new AbortController();
+    const q1 = track(ctl.acquire(abort.signal));
+    const q2 = track(ctl.acquire());
+    abort.abort();
+    await flush();
+    expect(q1.result).toEqual({ ok: false, error: { code: 'aborted' } });
+    a.release();
+    await flush();
+    expect(q2.result?.ok).toBe(true);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('drain rejects queued and new requests with draining; held permits finish', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(cfg, clock);
+    const a = permit(await ctl.acquire());
+    permit(await ctl.acquire()).release();
+    permit(await ctl.acquire());
+    const q = track(ctl.acquire());
+    ctl.drain();
+    await flush();
+    expect(q.result).toEqual({ ok: false, error: { code: 'draining' } });
+    expect(await ctl.acquire()).toEqual({ ok: false, error: { code: 'draining' } });
+    let idle = false;
+    void ctl.idle().then(() => (idle = true));
+    a.release();
+    await flush();
+    expect(idle).toBe(false);
+    expect(ctl.snapshot().inFlight).toBe(1);
+  });
+
+  it('Retry-After grows with the queue and the observed service time', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController({ ...cfg, maxConcurrency: 1, maxQueue: 1 }, clock);
+    const a = permit(await ctl.acquire());
+    clock.advance(4000);
+    a.release();
+    permit(await ctl.acquire());
+    track(ctl.acquire());
+    const over = await ctl.acquire();
+    // 2 requests ahead × 4 s each / limit 1
+    expect(over).toEqual({ ok: false, error: { code: 'overloaded', retryAfterSeconds: 8 } });
+  });
+
+  it('adaptive: lowers the limit when latency climbs, recovers after', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(
+      { maxConcurrency: 20, maxQueue: 100, queueTimeoutMs: 60_000, adaptive: true, cooldownMs: 100 },
+      clock,
+    );
+    const cycle = async (latencyMs: number) => {
+      const held: Permit[] = [];
+      for (let i = 0; i < ctl.limit; i++) held.push(permit(await ctl.acquire()));
+      clock.advance(latencyMs);
+      for (const p of held) p.release({ latencyMs, ok: true });
+    };
+    for (let i = 0; i < 20; i++) await cycle(50);
+    expect(ctl.limit).toBe(20);
+    for (let i = 0; i < 10; i++) await cycle(400);
+    const lowered = ctl.limit;
+    expect(lowered).toBeLessThan(20);
+    expect(lowered).toBeGreaterThanOrEqual(1);
+    for (let i = 0; i < 200; i++) await cycle(50);
+    expect(ctl.limit).toBe(20);
+  });
+
+  it('adaptive: upstream failures and reported pressure lower the limit, once per cooldown', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(
+      { maxConcurrency: 10, maxQueue: 10, queueTimeoutMs: 1000, adaptive: true, cooldownMs: 1000 },
+      clock,
+    );
+    permit(await ctl.acquire()).release({ ok: false });
+    expect(ctl.limit).toBe(8);
+    ctl.reportPressure();
+    expect(ctl.limit).toBe(8);
+    clock.advance(1000);
+    ctl.reportPressure();
+    expect(ctl.limit).toBe(6);
+  });
+
+  it('never goes below minConcurrency', () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(
+      { maxConcurrency: 4, maxQueue: 0, queueTimeoutMs: 1, adaptive: true, cooldownMs: 0, minConcurrency: 2 },
+      clock,
+    );
+    for (let i = 0; i < 50; i++) ctl.reportPressure();
+    expect(ctl.limit).toBe(2);
+  });
+});
+
+describe('AdmissionRegistry', () => {
+  it('one saturated deployment does not starve another', async () => {
+    const clock = new ManualClock();
+    const reg = new AdmissionRegistry(clock);
+    const slow = reg.get('slow', cfg);
+    permit(await slow.acquire());
+    permit(await slow.acquire());
+    track(slow.acquire());
+    track(slow.acquire());
+    expect((await slow.acquire()).ok).toBe(false);
+    const fast = reg.get('fast', cfg);
+    expect((await fast.acquire()).ok).toBe(true);
+    expect(reg.get('slow', cfg)).toBe(slow);
+    expect(reg.get('slow', { ...cfg, maxQueue: 5 })).not.toBe(slow);
+  });
+});

@@ -1,0 +1,296 @@
+// Admission control for one deployment: a concurrency limit, a bounded FIFO
+// queue with a timeout, and an adaptive limit.
+//
+// - acquire(): a permit when in-flight < limit; else a place in the queue
+//   when it has room; else `overloaded` (429 + Retry-After). A queued request
+//   gets a permit in arrival order, or `queue-timeout` (503 + Retry-After)
+//   after queueTimeoutMs, or `aborted` when its signal fires.
+// - drain(): queued requests and new arrivals get `draining` (503); permits
+//   already held finish normally.
+// - Adaptive limit (gradient, after Netflix concurrency-limits' Gradient2):
+//     short = EWMA(latency, 0.3)     long = EWMA(latency, 0.02)
+//     short > tolerance × long, a failed request, or reportPressure()
+//        → limit = max(minConcurrency, limit × backoff), at most once per
+//          cooldown (so one burst of slow answers is one decrease)
+//     otherwise, when the limit is what holds requests back (queue non-empty
+//        or in-flight at the limit) → limit += 1 / limit (≈ +1 per window)
+//     limit never exceeds maxConcurrency.
+//   `latency` is time to the first upstream byte: it grows with the runtime's
+//   queue and is far less dependent on output length than end-to-end time.
+// - Each deployment has its own controller; nothing is shared, so a slow
+//   deployment fills only its own queue.
+
+import type { Clock, Timer } from '../clock.ts';
+
+export interface AdmissionConfig {
+  readonly maxConcurrency: number;
+  readonly maxQueue: number;
+  readonly queueTimeoutMs: number;
+  readonly adaptive: boolean;
+  readonly minConcurrency?: number;
+  /** short/long latency ratio above which the limit decreases. */
+  readonly tolerance?: number;
+  /** Multiplicative decrease factor. */
+  readonly backoff?: number;
+  readonly cooldownMs?: number;
+}
+
+export type Rejection =
+  | { readonly code: 'overloaded'; readonly retryAfterSeconds: number }
+  | { readonly code: 'queue-timeout'; readonly retryAfterSeconds: number }
+  | { readonly code: 'draining' }
+  | { readonly code: 'aborted' };
+
+export interface ReleaseInfo {
+  /** Milliseconds to the first upstream byte; omit when there was none. */
+  readonly latencyMs?: number;
+  /** false on an upstream failure (timeout, 5xx): treated as pressure. */
+  readonly ok: boolean;
+}
+
+export interface Permit {
+  /** Milliseconds the request waited in the queue. */
+  readonly queuedMs: number;
+  /** Idempotent: only the first call counts. */
+  release(info?: ReleaseInfo): void;
+}
+
+export type AdmissionResult =
+  { readonly ok: true; readonly value: Permit } | { readonly ok: false; readonly error: Rejection };
+
+interface Waiter {
+  readonly enqueuedAt: number;
+  readonly resolve: (r: AdmissionResult) => void;
+  timer: Timer | undefined;
+  done: boolean;
+  onAbort: (() => void) | undefined;
+  signal: AbortSignal | undefined;
+}
+
+export interface AdmissionSnapshot {
+  readonly limit: number;
+  readonly inFlight: number;
+  readonly queued: number;
+  readonly draining: boolean;
+}
+
+export class AdmissionController {
+  readonly #cfg: Required<AdmissionConfig>;
+  readonly #clock: Clock;
+  #limit: number;
+  #inFlight = 0;
+  #queue: Waiter[] = [];
+  #queueHead = 0;
+  #queued = 0;
+  #draining = false;
+  #shortLatency: number | undefined;
+  #longLatency: number | undefined;
+  #lastDecrease = -Infinity;
+  #serviceMs: number | undefined;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(cfg: AdmissionConfig, clock: Clock) {
+    this.#cfg = {
+      minConcurrency: 1,
+      tolerance: 1.5,
+      backoff: 0.8,
+      cooldownMs: 1000,
+      ...cfg,
+    };
+    this.#clock = clock;
+    this.#limit = cfg.maxConcurrency;
+  }
+
+  snapshot(): AdmissionSnapshot {
+    return { limit: this.limit, inFlight: this.#inFlight, queued: this.#queued, draining: this.#draining };
+  }
+
+  /** The whole-number concurrency limit in force. */
+  get limit(): number {
+    return Math.max(this.#cfg.minConcurrency, Math.floor(this.#limit));
+  }
+
+  acquire(signal?: AbortSignal): Promise<AdmissionResult> {
+    if (this.#draining) return Promise.resolve({ ok: false, error: { code: 'draining' } });
+    if (signal?.aborted) return Promise.resolve({ ok: false, error: { code: 'aborted' } });
+    if (this.#inFlight < this.limit && this.#queued === 0) return Promise.resolve(this.#grant(0));
+    if (this.#queued >= this.#cfg.maxQueue)
+      return Promise.resolve({
+        ok: false,
+        error: { code: 'overloaded', retryAfterSeconds: this.#retryAfterSeconds() },
+      });
+    return new Promise((resolve) => this.#enqueue(resolve, signal));
+  }
+
+  /** Stop admitting: queued and new requests get `draining`. */
+  drain(): void {
+    this.#draining = true;
+    for (const w of this.#takeAllWaiters()) this.#finish(w, { ok: false, error: { code: 'draining' } });
+  }
+
+  resume(): void {
+    this.#draining = false;
+  }
+
+  /** Resolves when no permit is held (after drain, for a graceful shutdown). */
+  idle(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** An outside signal of pressure (e.g. the runtime's queue climbing in /metrics). */
+  reportPressure(): void {
+    if (this.#cfg.adaptive) this.#decrease();
+  }
+
+  #enqueue(resolve: (r: AdmissionResult) => void, signal: AbortSignal | undefined): void {
+    const w: Waiter = {
+      enqueuedAt: this.#clock.now(),
+      resolve,
+      timer: undefined,
+      done: false,
+      onAbort: undefined,
+      signal,
+    };
+    w.timer = this.#clock.setTimer(this.#cfg.queueTimeoutMs, () => {
+      this.#queued--;
+      this.#finish(w, {
+        ok: false,
+        error: { code: 'queue-timeout', retryAfterSeconds: this.#retryAfterSeconds() },
+      });
+    });
+    if (signal) {
+      w.onAbort = () => {
+        this.#queued--;
+        this.#finish(w, { ok: false, error: { code: 'aborted' } });
+      };
+      signal.addEventListener('abort', w.onAbort, { once: true });
+    }
+    this.#queue.push(w);
+    this.#queued++;
+  }
+
+  #finish(w: Waiter, result: AdmissionResult): void {
+    if (w.done) return;
+    w.done = true;
+    w.timer?.cancel();
+    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+    w.resolve(result);
+  }
+
+  #takeAllWaiters(): Waiter[] {
+    const live = this.#queue.slice(this.#queueHead).filter((w) => !w.done);
+    this.#queue = [];
+    this.#queueHead = 0;
+    this.#queued = 0;
+    return live;
+  }
+
+  #nextWaiter(): Waiter | undefined {
+    while (this.#queueHead < this.#queue.length) {
+      const w = this.#queue[this.#queueHead++] as Waiter;
+      if (!w.done) return w;
+    }
+    this.#queue = [];
+    this.#queueHead = 0;
+    return undefined;
+  }
+
+  #grant(queuedMs: number): AdmissionResult {
+    this.#inFlight++;
+    const start = this.#clock.now();
+    let released = false;
+    const permit: Permit = {
+      queuedMs,
+      release: (info) => {
+        if (released) return;
+        released = true;
+        this.#inFlight--;
+        this.#learn(this.#clock.now() - start, info);
+        this.#dispatch();
+        if (this.#inFlight === 0) for (const f of this.#idleWaiters.splice(0)) f();
+      },
+    };
+    return { ok: true, value: permit };
+  }
+
+  #dispatch(): void {
+    while (this.#inFlight < this.limit && this.#queued > 0 && !this.#draining) {
+      const w = this.#nextWaiter();
+      if (!w) break;
+      this.#queued--;
+      this.#finish(w, this.#grant(this.#clock.now() - w.enqueuedAt));
+    }
+    // Compact the array once the consumed head dominates it.
+    if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#queueHead);
+      this.#queueHead = 0;
+    }
+  }
+
+  #learn(heldMs: number, info: ReleaseInfo | undefined): void {
+    this.#serviceMs =
+      this.#serviceMs === undefined ? heldMs : this.#serviceMs + 0.1 * (heldMs - this.#serviceMs);
+    if (!this.#cfg.adaptive || !info) return;
+    if (!info.ok) return this.#decrease();
+    if (info.latencyMs === undefined) return;
+    const l = info.latencyMs;
+    this.#shortLatency =
+      this.#shortLatency === undefined ? l : this.#shortLatency + 0.3 * (l - this.#shortLatency);
+    this.#longLatency =
+      this.#longLatency === undefined ? l : this.#longLatency + 0.02 * (l - this.#longLatency);
+    if (this.#shortLatency > this.#cfg.tolerance * this.#longLatency) return this.#decrease();
+    const constrained = this.#queued > 0 || this.#inFlight + 1 >= this.limit;
+    if (constrained) this.#limit = Math.min(this.#cfg.maxConcurrency, this.#limit + 1 / this.#limit);
+  }
+
+  #decrease(): void {
+    const now = this.#clock.now();
+    if (now - this.#lastDecrease < this.#cfg.cooldownMs) return;
+    this.#lastDecrease = now;
+    this.#limit = Math.max(this.#cfg.minConcurrency, this.#limit * this.#cfg.backoff);
+  }
+
+  /** Expected wait for the queue ahead to drain, in whole seconds (at least 1). */
+  #retryAfterSeconds(): number {
+    const service = this.#serviceMs ?? 1000;
+    return Math.max(1, Math.ceil(((this.#queued + 1) * service) / this.limit / 1000));
+  }
+}
+
+/** One controller per deployment, created on first use; settings changes apply in place. */
+export class AdmissionRegistry {
+  readonly #clock: Clock;
+  readonly #byDeployment = new Map<string, { cfg: AdmissionConfig; ctl: AdmissionController }>();
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  get(deployment: string, cfg: AdmissionConfig): AdmissionController {
+    const entry = this.#byDeployment.get(deployment);
+    if (entry && sameConfig(entry.cfg, cfg)) return entry.ctl;
+    // A changed config starts a new controller; permits of the old one still release into it.
+    const ctl = new AdmissionController(cfg, this.#clock);
+    this.#byDeployment.set(deployment, { cfg, ctl });
+    return ctl;
+  }
+
+  delete(deployment: string): void {
+    this.#byDeployment.get(deployment)?.ctl.drain();
+    this.#byDeployment.delete(deployment);
+  }
+
+  entries(): [string, AdmissionController][] {
+    return [...this.#byDeployment].map(([k, v]) => [k, v.ctl]);
+  }
+}
+
+function sameConfig(a: AdmissionConfig, b: AdmissionConfig): boolean {
+  return (
+    a.maxConcurrency === b.maxConcurrency &&
+    a.maxQueue === b.maxQueue &&
+    a.queueTimeoutMs === b.queueTimeoutMs &&
+    a.adaptive === b.adaptive
+  );
+}

@@ -1,0 +1,126 @@
+// build(opts): the gateway's fastify app, without listening (server.ts listens).
+
+import { randomUUID } from 'node:crypto';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
+import { systemClock } from './clock.ts';
+import { buildErrorBody, GatewayError } from './errors.ts';
+import { Gateway, type GatewayOptions } from './gateway.ts';
+import { buildMetrics } from './metrics.ts';
+import type { RouteKind } from './request-shape.ts';
+import { RuntimeLoadPoller } from './runtime-load.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    gateway: Gateway;
+  }
+}
+
+export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
+  readonly logger?: FastifyServerOptions['logger'];
+  readonly bodyLimitBytes?: number;
+  readonly defaultMetrics?: boolean;
+  /** Scrape each endpoint's /metrics this often for its queue (0 = off, the default). */
+  readonly scrapeIntervalMs?: number;
+}
+
+const GENERATION_ROUTES: readonly [string, RouteKind][] = [
+  ['/v1/chat/completions', 'chat'],
+  ['/v1/completions', 'completion'],
+  ['/generate', 'generate'],
+];
+
+export function build(opts: BuildOptions): FastifyInstance {
+  const bodyLimit = opts.bodyLimitBytes ?? 64 * 1024 * 1024;
+  const app = Fastify({ logger: opts.logger ?? false, bodyLimit, genReqId: () => randomUUID() });
+  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false });
+  const clock = opts.clock ?? systemClock;
+  const poller =
+    opts.runtimeLoad || !opts.scrapeIntervalMs
+      ? undefined
+      : new RuntimeLoadPoller({ table: opts.table, clock, intervalMs: opts.scrapeIntervalMs });
+  const runtimeLoad = opts.runtimeLoad ?? (poller ? (id: string) => poller.get(id) : undefined);
+  const gateway = new Gateway({ ...opts, clock, metrics, ...(runtimeLoad ? { runtimeLoad } : {}) });
+  app.decorate('gateway', gateway);
+  gateway.start();
+  poller?.start();
+  app.addHook('onClose', async () => {
+    poller?.stop();
+    await gateway.close();
+  });
+
+  app.setErrorHandler((err: unknown, req, reply) => {
+    const gwErr = toGatewayError(err, bodyLimit);
+    if (gwErr.code === 'GW_INTERNAL') req.log.error({ err }, 'unhandled error');
+    if (gwErr.retryAfterSeconds !== undefined)
+      void reply.header('retry-after', String(gwErr.retryAfterSeconds));
+    return reply.code(gwErr.statusCode).send(buildErrorBody(gwErr));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const err = new GatewayError('GW_NOT_FOUND', { method: req.method, url: req.url });
+    return reply.code(err.statusCode).send(buildErrorBody(err));
+  });
+
+  app.get('/healthz', () => ({ status: 'ok' }));
+  app.get('/readyz', (_req, reply) =>
+    opts.table.ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' }),
+  );
+  app.get('/metrics', async (_req, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+  app.get('/v1/models', () => ({
+    object: 'list',
+    data: opts.table
+      .list()
+      .map((r) => ({ id: r.model, object: 'model', created: 0, owned_by: 'cacheroute' })),
+  }));
+
+  for (const [path, kind] of GENERATION_ROUTES) {
+    app.post(path, async (req: FastifyRequest, reply: FastifyReply) => {
+      const abort = new AbortController();
+      // The client went away before the response ended: abort the upstream request.
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) abort.abort();
+      });
+      const served = await gateway.serve({
+        kind,
+        path,
+        id: req.id,
+        body: req.body,
+        headers: req.headers,
+        signal: abort.signal,
+        reply,
+        log: req.log,
+      });
+      if (served.kind === 'streamed') return reply;
+      return reply.code(served.status).headers(served.headers).type(served.contentType).send(served.body);
+    });
+  }
+
+  app.addHook('onResponse', (req, reply, done) => {
+    const body = req.body as { model?: unknown } | undefined;
+    metrics.requests.inc({
+      model: typeof body?.model === 'string' ? body.model : '',
+      route: req.routeOptions.url ?? 'unknown',
+      code: String(reply.statusCode),
+    });
+    done();
+  });
+  return app;
+}
+
+function toGatewayError(err: unknown, bodyLimit: number): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown };
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return new GatewayError('GW_PAYLOAD_TOO_LARGE', { limitBytes: bodyLimit });
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500)
+    return new GatewayError('GW_BAD_REQUEST', {
+      detail: `body: ${typeof e.message === 'string' ? e.message : 'unreadable request'}`,
+    });
+  return new GatewayError('GW_INTERNAL', {}, { cause: err });
+}

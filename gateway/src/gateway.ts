@@ -1,0 +1,535 @@
+// The request path, as named steps: parse → route → salt → reuse? → admit →
+// choose an endpoint → forward (retry before the first byte) → observe.
+// State kept here: one policy per deployment, in-flight counts per endpoint,
+// admission controllers, the reuse store, the upstream connection pool.
+
+import { randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import { Agent, type Dispatcher } from 'undici';
+import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
+import { systemClock, type Clock, type Timer } from './clock.ts';
+import { recordDecision } from './decision.ts';
+import { GatewayError } from './errors.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import {
+  buildPolicy,
+  indexOfMin,
+  loadOf,
+  type CacheReport,
+  type EndpointView,
+  type Policy,
+  type RouteInput,
+} from './policies/index.ts';
+import {
+  computeEffectiveSalt,
+  computeRouteTokens,
+  parseBody,
+  type ParsedBody,
+  type RouteKind,
+} from './request-shape.ts';
+import {
+  canonicalJson,
+  computeDeterminism,
+  computeReuseKey,
+  MemoryResultStore,
+  ResultReuser,
+  type ResultStore,
+  type StoredResult,
+} from './reuse/index.ts';
+import {
+  buildPdBody,
+  computeBootstrapRoom,
+  computeDecodePartners,
+  computeRoutableByRole,
+  isDisaggregated,
+} from './routing/pd.ts';
+import {
+  computeRoutableEndpoints,
+  EndpointRole,
+  type ModelRoute,
+  type RouteEndpoint,
+  type RoutingTable,
+} from './routing/table.ts';
+import {
+  buildReusedServed,
+  ENDPOINT_HEADER,
+  isStorable,
+  toServed,
+  toStored,
+  type Buffered,
+  type Served,
+} from './served.ts';
+import { extractCacheReport } from './upstream-report.ts';
+import {
+  drainForReport,
+  headerString,
+  mapUpstreamFailure,
+  pipeStream,
+  sendUpstream,
+  type SendOptions,
+} from './upstream.ts';
+
+export interface RuntimeLoad {
+  /** `sglang:num_queue_reqs` */
+  readonly queued: number;
+  /** `sglang:token_usage` */
+  readonly tokenUsage?: number;
+}
+
+export interface UpstreamOptions {
+  /** Time to response headers (non-streaming: the whole generation). */
+  readonly headersTimeoutMs?: number;
+  /** Longest silence between body chunks. */
+  readonly bodyTimeoutMs?: number;
+  readonly connectionsPerEndpoint?: number;
+  readonly keepAliveTimeoutMs?: number;
+  /** Endpoints tried per request (1 = no retry). */
+  readonly maxAttempts?: number;
+}
+
+export interface GatewayOptions {
+  readonly table: RoutingTable;
+  readonly metrics: GatewayMetrics;
+  readonly clock?: Clock;
+  /** Shared result store (Redis); in memory when absent. */
+  readonly store?: ResultStore;
+  readonly runtimeLoad?: (endpointId: string) => RuntimeLoad | undefined;
+  readonly upstream?: UpstreamOptions;
+  readonly maintenanceIntervalMs?: number;
+}
+
+export interface RequestContext {
+  readonly kind: RouteKind;
+  readonly path: string;
+  readonly id: string;
+  readonly body: unknown;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly signal: AbortSignal;
+  readonly reply: FastifyReply;
+  readonly log: FastifyBaseLogger;
+}
+
+interface LoadGuard {
+  release(): void;
+}
+
+type DeliveryOutcome =
+  { readonly kind: 'completed'; readonly report: CacheReport | undefined } | { readonly kind: 'failed' };
+
+/** Hands a started response to the client; calls `done` once the endpoint is finished with. */
+type Deliver<T> = (
+  endpoint: RouteEndpoint,
+  res: Dispatcher.ResponseData,
+  done: (outcome: DeliveryOutcome) => void,
+) => Promise<T>;
+
+interface PolicyEntry {
+  readonly key: string;
+  readonly policy: Policy;
+  synced: ModelRoute | undefined;
+}
+
+export class Gateway {
+  readonly #table: RoutingTable;
+  readonly #metrics: GatewayMetrics;
+  readonly #clock: Clock;
+  readonly #runtimeLoad: (id: string) => RuntimeLoad | undefined;
+  readonly #agent: Agent;
+  readonly #send: SendOptions;
+  readonly #upstream: Required<UpstreamOptions>;
+  readonly #policies = new Map<string, PolicyEntry>();
+  readonly #inFlight = new Map<string, number>();
+  readonly admission: AdmissionRegistry;
+  readonly #reuser: ResultReuser;
+  readonly #maintenanceMs: number;
+  #timer: Timer | undefined;
+
+  constructor(opts: GatewayOptions) {
+    this.#table = opts.table;
+    this.#metrics = opts.metrics;
+    this.#clock = opts.clock ?? systemClock;
+    this.#runtimeLoad = opts.runtimeLoad ?? (() => undefined);
+    this.#upstream = {
+      headersTimeoutMs: 600_000,
+      bodyTimeoutMs: 300_000,
+      connectionsPerEndpoint: 256,
+      keepAliveTimeoutMs: 60_000,
+      maxAttempts: 2,
+      ...opts.upstream,
+    };
+    this.#agent = new Agent({
+      connections: this.#upstream.connectionsPerEndpoint,
+      keepAliveTimeout: this.#upstream.keepAliveTimeoutMs,
+    });
+    this.#send = {
+      agent: this.#agent,
+      headersTimeoutMs: this.#upstream.headersTimeoutMs,
+      bodyTimeoutMs: this.#upstream.bodyTimeoutMs,
+    };
+    this.admission = new AdmissionRegistry(this.#clock);
+    this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
+    this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
+  }
+
+  start(): void {
+    const tick = () => {
+      const now = this.#clock.now();
+      for (const { policy } of this.#policies.values()) policy.maintain?.(now);
+      this.#timer = this.#clock.setTimer(this.#maintenanceMs, tick);
+    };
+    this.#timer = this.#clock.setTimer(this.#maintenanceMs, tick);
+  }
+
+  async close(): Promise<void> {
+    this.#timer?.cancel();
+    this.#timer = undefined;
+    await this.#agent.close();
+  }
+
+  /** Requests waiting for an identical one in flight (reuse de-duplication). */
+  get reuseWaiting(): number {
+    return this.#reuser.waitingCount;
+  }
+
+  inFlightOf(endpointId: string): number {
+    return this.#inFlight.get(endpointId) ?? 0;
+  }
+
+  async serve(ctx: RequestContext): Promise<Served> {
+    const parsed = parseBody(ctx.kind, ctx.body);
+    if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
+    const route = this.#lookup(parsed.value, ctx.headers);
+    const salt = computeEffectiveSalt(route.salt, parsed.value.body.cache_salt);
+    const body: Record<string, unknown> = { ...parsed.value.body, cache_salt: salt };
+    if (ctx.kind === 'generate') delete body['model'];
+    const input: RouteInput = {
+      id: ctx.id,
+      salt,
+      tokens: computeRouteTokens(parsed.value),
+      now: this.#clock.now(),
+    };
+    const fwd = { ctx, route, input, body };
+    if (body['stream'] === true)
+      return this.#forward(fwd, (e, res, done) => this.#deliverStream(fwd, e, res, done));
+    const mode = route.reuse.enabled ? computeDeterminism(body, route.reuse.reusableWhen) : undefined;
+    if (mode) return this.#serveReusable(fwd);
+    return toServed(await this.#forward(fwd, (e, res, done) => this.#deliverBuffered(fwd, e, res, done)));
+  }
+
+  #lookup(parsed: ParsedBody, headers: RequestContext['headers']): ModelRoute {
+    const header = headers['x-cacheroute-model'];
+    const routes = this.#table.list();
+    const model =
+      parsed.body.model ??
+      (typeof header === 'string' ? header : undefined) ??
+      (routes.length === 1 ? routes[0]?.model : undefined);
+    if (model === undefined)
+      throw new GatewayError('GW_BAD_REQUEST', {
+        detail: 'model: name the model (body field `model` or header x-cacheroute-model)',
+      });
+    const route = this.#table.lookup(model);
+    if (!route) throw new GatewayError('GW_MODEL_NOT_FOUND', { model });
+    return route;
+  }
+
+  async #serveReusable(fwd: Forwarding): Promise<Served> {
+    const { ctx, route, body } = fwd;
+    const key = computeReuseKey({
+      fingerprint: route.fingerprint,
+      salt: fwd.input.salt,
+      route: ctx.path,
+      body,
+    });
+    const out = await this.#reuser.run(key, route.reuse.ttlSeconds * 1000, async () => {
+      const r = await this.#forward(fwd, (e, res, done) => this.#deliverBuffered(fwd, e, res, done));
+      return { value: r, stored: isStorable(r, route) ? toStored(r) : undefined };
+    });
+    this.#metrics.reuse.inc({ model: route.model, source: out.source });
+    if (out.produced) return toServed(out.produced);
+    return buildReusedServed(out.stored as StoredResult, out.source);
+  }
+
+  async #forward<T>(fwd: Forwarding, deliver: Deliver<T>): Promise<T> {
+    const permit = await this.#admit(fwd.route, fwd.ctx.signal);
+    const release: { info: ReleaseInfo | undefined } = { info: undefined };
+    try {
+      const policy = this.#policyFor(fwd.route);
+      if (isDisaggregated(fwd.route)) return await this.#forwardPair(fwd, policy, permit, release, deliver);
+      return await this.#forwardOne(fwd, policy, permit, release, deliver);
+    } finally {
+      permit.release(fwd.ctx.signal.aborted ? undefined : release.info);
+    }
+  }
+
+  /** Standalone endpoints: choose, send; on a failure before the response starts, choose another. */
+  async #forwardOne<T>(
+    fwd: Forwarding,
+    policy: Policy,
+    permit: Permit,
+    release: { info: ReleaseInfo | undefined },
+    deliver: Deliver<T>,
+  ): Promise<T> {
+    const { ctx, route, input } = fwd;
+    const tried = new Set<string>();
+    let lastError: GatewayError | undefined;
+    for (let attempt = 0; attempt < this.#upstream.maxAttempts; attempt++) {
+      const candidates = computeRoutableEndpoints(route).filter((e) => !tried.has(e.id));
+      const i = policy.select(
+        candidates.map((e) => this.#view(e)),
+        input,
+      );
+      const endpoint = i === undefined ? undefined : candidates[i];
+      if (!endpoint) break;
+      recordDecision(this.#metrics, ctx.log, {
+        route,
+        policy,
+        endpoint,
+        input,
+        queueMs: permit.queuedMs,
+        attempt,
+      });
+      if (attempt > 0) this.#metrics.retries.inc({ model: route.model });
+      tried.add(endpoint.id);
+      const guard = this.#trackLoad(endpoint.id);
+      policy.observe?.({ kind: 'routed', endpoint: endpoint.id, input });
+      const start = this.#clock.now();
+      const res = await sendUpstream(this.#send, endpoint.url, ctx.path, fwd.body, ctx.signal).catch(
+        (err: unknown) => ({ error: err }),
+      );
+      if ('error' in res || res.statusCode >= 500) {
+        guard.release();
+        policy.observe?.({ kind: 'failed', endpoint: endpoint.id, input });
+        if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
+        if ('error' in res) lastError = mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
+        else {
+          await res.body.dump().catch(() => undefined);
+          lastError = mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
+        }
+        release.info = { ok: false };
+        continue;
+      }
+      release.info = { ok: true, latencyMs: this.#clock.now() - start };
+      return deliver(endpoint, res, (outcome) => {
+        guard.release();
+        policy.observe?.(
+          outcome.kind === 'failed'
+            ? { kind: 'failed', endpoint: endpoint.id, input }
+            : { kind: 'completed', endpoint: endpoint.id, input, ...withReport(outcome.report) },
+        );
+      });
+    }
+    throw lastError ?? new GatewayError('GW_NO_ENDPOINT', { model: route.model });
+  }
+
+  /**
+   * Prefill/decode: the policy picks the prefill (it holds the prefix cache),
+   * the least-loaded decode of the same fingerprint pairs with it; both get
+   * the request; the client gets the decode's answer. No retry: a pair that
+   * failed may already have moved KV.
+   */
+  async #forwardPair<T>(
+    fwd: Forwarding,
+    policy: Policy,
+    permit: Permit,
+    release: { info: ReleaseInfo | undefined },
+    deliver: Deliver<T>,
+  ): Promise<T> {
+    const { ctx, route, input } = fwd;
+    const prefills = computeRoutableByRole(route, EndpointRole.prefill);
+    const pi = policy.select(
+      prefills.map((e) => this.#view(e)),
+      input,
+    );
+    const prefill = pi === undefined ? undefined : prefills[pi];
+    const decodes = prefill ? computeDecodePartners(route, prefill) : [];
+    const decode =
+      decodes[
+        indexOfMin(
+          decodes.map((e) => this.#view(e)),
+          loadOf,
+        ) ?? -1
+      ];
+    if (!prefill || !decode) throw new GatewayError('GW_NO_ENDPOINT', { model: route.model });
+    recordDecision(this.#metrics, ctx.log, {
+      route,
+      policy,
+      endpoint: prefill,
+      decode,
+      input,
+      queueMs: permit.queuedMs,
+      attempt: 0,
+    });
+    const body = buildPdBody(fwd.body, prefill, computeBootstrapRoom(random32));
+    const pairAbort = new AbortController();
+    const signal = AbortSignal.any([ctx.signal, pairAbort.signal]);
+    const decodeGuard = this.#trackLoad(decode.id);
+    policy.observe?.({ kind: 'routed', endpoint: prefill.id, input });
+    // The prefill's answer is only read for its cache report; a failed prefill aborts the decode.
+    void this.#runPrefill(fwd, policy, prefill, body, signal, () => pairAbort.abort());
+    const start = this.#clock.now();
+    const res = await sendUpstream(this.#send, decode.url, ctx.path, body, signal).catch((err: unknown) => ({
+      error: err,
+    }));
+    if ('error' in res || res.statusCode >= 500) {
+      decodeGuard.release();
+      pairAbort.abort();
+      if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
+      release.info = { ok: false };
+      if ('error' in res) throw mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
+      await res.body.dump().catch(() => undefined);
+      throw mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
+    }
+    release.info = { ok: true, latencyMs: this.#clock.now() - start };
+    return deliver(decode, res, () => decodeGuard.release());
+  }
+
+  async #runPrefill(
+    fwd: Forwarding,
+    policy: Policy,
+    prefill: RouteEndpoint,
+    body: Record<string, unknown>,
+    signal: AbortSignal,
+    onFailure: () => void,
+  ): Promise<void> {
+    const guard = this.#trackLoad(prefill.id);
+    try {
+      const res = await sendUpstream(this.#send, prefill.url, fwd.ctx.path, body, signal);
+      if (res.statusCode >= 300) {
+        await res.body.dump();
+        throw mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
+      }
+      const report = await drainForReport(res);
+      policy.observe?.({ kind: 'completed', endpoint: prefill.id, input: fwd.input, ...withReport(report) });
+    } catch {
+      policy.observe?.({ kind: 'failed', endpoint: prefill.id, input: fwd.input });
+      onFailure();
+    } finally {
+      guard.release();
+    }
+  }
+
+  async #admit(route: ModelRoute, signal: AbortSignal): Promise<Permit> {
+    const ctl = this.admission.get(route.deployment, {
+      maxConcurrency: route.admission.maxConcurrency,
+      maxQueue: route.admission.maxQueue,
+      queueTimeoutMs: route.admission.queueTimeoutSeconds * 1000,
+      adaptive: route.admission.adaptive,
+    });
+    const r = await ctl.acquire(signal);
+    if (r.ok) {
+      this.#metrics.queueSeconds.observe({ deployment: route.deployment }, r.value.queuedMs / 1000);
+      return r.value;
+    }
+    this.#metrics.admissionRejections.inc({ deployment: route.deployment, reason: r.error.code });
+    const deployment = route.deployment;
+    switch (r.error.code) {
+      case 'overloaded': {
+        const retryAfterSeconds = r.error.retryAfterSeconds;
+        throw new GatewayError('GW_OVERLOADED', { deployment, retryAfterSeconds }, { retryAfterSeconds });
+      }
+      case 'queue-timeout':
+        throw new GatewayError(
+          'GW_QUEUE_TIMEOUT',
+          { deployment, waitMs: route.admission.queueTimeoutSeconds * 1000 },
+          { retryAfterSeconds: r.error.retryAfterSeconds },
+        );
+      case 'draining':
+        throw new GatewayError('GW_DRAINING', { deployment }, { retryAfterSeconds: 1 });
+      case 'aborted':
+        throw new GatewayError('GW_CLIENT_CLOSED');
+    }
+  }
+
+  async #deliverBuffered(
+    fwd: Forwarding,
+    endpoint: RouteEndpoint,
+    res: Dispatcher.ResponseData,
+    done: (outcome: DeliveryOutcome) => void,
+  ): Promise<Buffered> {
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      done({ kind: 'failed' });
+      if (fwd.ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED', {}, { cause: err });
+      throw mapUpstreamFailure(err, this.#upstream.headersTimeoutMs);
+    }
+    done({ kind: 'completed', report: res.statusCode < 300 ? extractCacheReport(text) : undefined });
+    const contentType = headerString(res.headers['content-type']) ?? 'application/json';
+    return { status: res.statusCode, contentType, body: text, endpoint };
+  }
+
+  async #deliverStream(
+    fwd: Forwarding,
+    endpoint: RouteEndpoint,
+    res: Dispatcher.ResponseData,
+    done: (outcome: DeliveryOutcome) => void,
+  ): Promise<Served> {
+    const piped = await pipeStream(fwd.ctx.reply, res, { [ENDPOINT_HEADER]: endpoint.id }, fwd.ctx.signal);
+    // Even an interrupted stream was prefilled: the endpoint holds the prompt.
+    done({ kind: 'completed', report: piped.report });
+    return { kind: 'streamed' };
+  }
+
+  #policyFor(route: ModelRoute): Policy {
+    const key = canonicalJson(route.routing);
+    let entry = this.#policies.get(route.deployment);
+    if (entry?.key !== key) {
+      entry = { key, policy: buildPolicy(route.routing), synced: undefined };
+      this.#policies.set(route.deployment, entry);
+    }
+    if (entry.synced !== route) {
+      // Routes are replaced whole on change: identity says "endpoints may have changed".
+      entry.policy.syncEndpoints?.(route.endpoints.map((e) => this.#view(e)));
+      entry.synced = route;
+    }
+    return entry.policy;
+  }
+
+  #view(e: RouteEndpoint): EndpointView {
+    const load = this.#runtimeLoad(e.id);
+    return {
+      id: e.id,
+      inFlight: this.inFlightOf(e.id),
+      queued: load?.queued ?? 0,
+      generation: `${e.generation ?? ''}/${e.fingerprint}`,
+      ...(load?.tokenUsage !== undefined ? { tokenUsage: load.tokenUsage } : {}),
+    };
+  }
+
+  /** In-flight +1 now, -1 exactly once on release (end, abort, error or close). */
+  #trackLoad(id: string): LoadGuard {
+    this.#setInFlight(id, this.inFlightOf(id) + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#setInFlight(id, this.inFlightOf(id) - 1);
+      },
+    };
+  }
+
+  #setInFlight(id: string, n: number): void {
+    if (n <= 0) this.#inFlight.delete(id);
+    else this.#inFlight.set(id, n);
+    this.#metrics.inFlight.set({ endpoint: id }, Math.max(0, n));
+  }
+}
+
+interface Forwarding {
+  readonly ctx: RequestContext;
+  readonly route: ModelRoute;
+  readonly input: RouteInput;
+  readonly body: Record<string, unknown>;
+}
+
+function withReport(report: CacheReport | undefined): { report?: CacheReport } {
+  return report ? { report } : {};
+}
+
+function random32(): number {
+  return randomBytes(4).readUInt32BE(0);
+}
+
+export type { Served } from './served.ts';

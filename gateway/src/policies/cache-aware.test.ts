@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { CacheAwarePolicy, type CacheAwareConfig } from './cache-aware.ts';
+import { buildEndpoint as ep, buildInput as input, range, route } from './testing.ts';
+
+const base: CacheAwareConfig = {
+  matchThreshold: 0.3,
+  balanceAbsThreshold: 4,
+  balanceRelThreshold: 1.5,
+  maxTreeTokens: 1024,
+  blockTokens: 4,
+};
+
+/** A policy where `a` holds tokens 0..63 (16 blocks). */
+function warmed(cfg: Partial<CacheAwareConfig> = {}): CacheAwarePolicy {
+  const p = new CacheAwarePolicy({ ...base, ...cfg });
+  p.observe({ kind: 'routed', endpoint: 'a', input: input('w', range(0, 64)) });
+  return p;
+}
+
+describe('CacheAwarePolicy', () => {
+  it.each([
+    ['balanced, match above threshold → the holder, though busier', [3, 0], range(0, 64), 'a'],
+    ['balanced, partial match above threshold', [3, 0], [...range(0, 32), ...range(500, 32)], 'a'],
+    ['balanced, match below threshold → least loaded', [3, 0], [...range(0, 16), ...range(500, 48)], 'b'],
+    ['no match → least loaded', [0, 1], range(900, 64), 'a'],
+    ['imbalanced (gap > 4 and ratio > 1.5) → least loaded', [10, 2], range(0, 64), 'b'],
+    ['gap above abs but ratio below rel → still balanced', [20, 15], range(0, 64), 'a'],
+    ['prompt shorter than a block → least loaded', [1, 0], [0, 1], 'b'],
+  ])('%s', (_name, [la, lb], tokens, expected) => {
+    const p = warmed();
+    const eps = [ep('a', { inFlight: la as number }), ep('b', { inFlight: lb as number })];
+    expect(route(p, eps, input('r', tokens))).toBe(expected);
+  });
+
+  it('counts the runtime queue in the load', () => {
+    const p = warmed();
+    const eps = [ep('a', { inFlight: 1, queued: 20 }), ep('b', { inFlight: 2 })];
+    expect(p.select(eps, input('r', range(0, 64)))).toBe(1);
+  });
+
+  it('never matches across salts', () => {
+    const p = warmed();
+    const eps = [ep('a', { inFlight: 2 }), ep('b')];
+    expect(p.select(eps, input('r', range(0, 64), { salt: 'tenant-b' }))).toBe(1);
+    expect(p.matchedTokens('a', input('r', range(0, 64), { salt: 'tenant-b' }))).toBe(0);
+  });
+
+  it('least-loaded ties go to the endpoint with the smaller tree', () => {
+    const p = warmed();
+    expect(p.select([ep('a'), ep('b')], input('r', range(900, 64)))).toBe(1);
+  });
+
+  it('select does not change the tree; routed inserts', () => {
+    const p = new CacheAwarePolicy(base);
+    const req = input('r', range(0, 64));
+    p.select([ep('a')], req);
+    expect(p.treeTokens('a')).toBe(0);
+    route(p, [ep('a')], req);
+    expect(p.treeTokens('a')).toBe(64);
+  });
+
+  it('trims what the runtime evicted: cached_tokens below the predicted match', () => {
+    const p = warmed();
+    // a sibling conversation below block 4, then a request predicted to match 64 tokens
+    p.observe({ kind: 'routed', endpoint: 'a', input: input('s', [...range(0, 32), ...range(700, 32)]) });
+    const req = input('r', [...range(0, 64), ...range(300, 16)]);
+    route(p, [ep('a')], req);
+    expect(p.matchedTokens('a', input('x', range(0, 64)))).toBe(64);
+    p.observe({
+      kind: 'completed',
+      endpoint: 'a',
+      input: req,
+      report: { promptTokens: 80, cachedTokens: 16 },
+    });
+    // this prompt is held again (just prefilled); the sibling under the evicted part is gone
+    expect(p.matchedTokens('a', req)).toBe(80);
+    expect(p.matchedTokens('a', input('y', [...range(0, 32), ...range(700, 32)]))).toBe(32);
+  });
+
+  it('scales cached_tokens when the tree counts pseudo-tokens', () => {
+    const p = warmed();
+    const req = input('r', range(0, 64)); // 64 pseudo-tokens = 128 runtime tokens
+    route(p, [ep('a')], req);
+    p.observe({
+      kind: 'completed',
+      endpoint: 'a',
+      input: req,
+      report: { promptTokens: 128, cachedTokens: 128 },
+    });
+    expect(p.treeTokens('a')).toBe(64);
+  });
+
+  it('a failed request leaves only the predicted match', () => {
+    const p = warmed();
+    const req = input('r', [...range(0, 64), ...range(300, 16)]);
+    route(p, [ep('a')], req);
+    expect(p.treeTokens('a')).toBe(80);
+    p.observe({ kind: 'failed', endpoint: 'a', input: req });
+    expect(p.treeTokens('a')).toBe(64);
+  });
+
+  it('weighs host-tier matches below device matches', () => {
+    const p = warmed({ hostWeight: 0.25 });
+    p.observe({ kind: 'routed', endpoint: 'b', input: input('w2', range(0, 40)) });
+    const report = { promptTokens: 64, cachedTokens: 64, deviceTokens: 0, hostTokens: 64 };
+    for (let i = 0; i < 20; i++)
+      p.observe({ kind: 'completed', endpoint: 'a', input: input(`h${i}`, []), report });
+    // a: 64 tokens mostly on host (~0.25 × 64 = 16 < 40); b: 40 on device
+    expect(p.select([ep('a'), ep('b', { inFlight: 1 })], input('r', range(0, 64)))).toBe(1);
+  });
+
+  it('drops an endpoint tree when its generation changes', () => {
+    const p = warmed();
+    p.syncEndpoints([ep('a'), ep('b')]);
+    const eps = [ep('a', { inFlight: 2, generation: 'g2' }), ep('b')];
+    expect(p.select(eps, input('r', range(0, 64)))).toBe(1); // restarted: no affinity, even before sync
+    p.syncEndpoints(eps);
+    expect(p.treeTokens('a')).toBe(0);
+  });
+
+  it('drops the tree of an endpoint that left', () => {
+    const p = warmed();
+    p.syncEndpoints([ep('a'), ep('b')]);
+    p.syncEndpoints([ep('b')]);
+    expect(p.treeTokens('a')).toBe(0);
+  });
+
+  it('maintain bounds each tree to maxTreeTokens', () => {
+    const p = new CacheAwarePolicy({ ...base, maxTreeTokens: 64 });
+    for (let i = 0; i < 4; i++)
+      p.observe({ kind: 'routed', endpoint: 'a', input: input(`r${i}`, range(i * 1000, 32), { now: i }) });
+    p.maintain(10);
+    expect(p.treeTokens('a')).toBe(64);
+    expect(p.matchedTokens('a', input('x', range(3000, 32)))).toBe(32); // most recent kept
+    expect(p.matchedTokens('a', input('x', range(0, 32)))).toBe(0);
+  });
+
+  it('returns undefined with no endpoints', () => {
+    expect(new CacheAwarePolicy(base).select([], input('r', range(0, 8)))).toBeUndefined();
+  });
+});

@@ -1,0 +1,199 @@
+// cache-aware: route to the endpoint most likely to hold the prompt's prefix,
+// unless the fleet is out of balance.
+//
+// SGLang's router (smg model_gateway/src/policies/cache_aware.rs), restated:
+//   load(e)     = in-flight requests the router sent to e
+//   imbalanced  = (max load - min load) > balanceAbsThreshold
+//                 && max load > balanceRelThreshold * min load
+//   imbalanced  → the least-loaded endpoint
+//   otherwise   → match the request text in one approximate radix tree;
+//                 match rate = matched chars / input chars;
+//                 rate > matchThreshold → the endpoint owning the deepest match,
+//                 else the least-loaded endpoint
+//   either way, insert the text into the tree for the chosen endpoint;
+//   a timer evicts each endpoint's LRU leaves down to maxTreeSize.
+//
+// What this policy changes:
+// - The tree is keyed on token blocks (`blockTokens`), page-aligned like the
+//   runtime's own cache, and rooted per cache salt (tenants never look shared).
+// - load(e) = gateway in-flight + the runtime's queue from its /metrics, so
+//   traffic from other gateways and long prefill queues count.
+// - Matches are weighted by tier: a match the runtime last served from host
+//   memory (HiCache) counts `hostWeight` of a device match. The tier share is
+//   learned per endpoint from `cached_tokens_details` (an EWMA).
+// - The tree is corrected from what the runtime reports: when cached_tokens
+//   is below the predicted match, the endpoint evicted that tail and all
+//   that hung below it; the tree drops it and re-inserts this prompt.
+// - An endpoint's tree is dropped when its generation (pod uid, restarts,
+//   identity fingerprint) changes: the runtime's cache is empty.
+// - Ties among least-loaded endpoints go to the smaller tree (spreads cache).
+
+import type { z } from 'zod';
+import type { CacheAwareSettings } from '../../../operator/src/api/index.ts';
+import { computeBlockKeys, PrefixTree, type BlockKey, type PrefixKey } from '../radix/index.ts';
+import {
+  indexOfMin,
+  loadOf,
+  type EndpointView,
+  type Policy,
+  type RouteInput,
+  type RouteOutcome,
+} from './policy.ts';
+
+export type CacheAwareConfig = z.output<typeof CacheAwareSettings> & {
+  /** Weight of a host-tier (HiCache) match relative to a device match, 0..1. */
+  readonly hostWeight?: number;
+  /** Drop tree entries idle longer than this (same unit as `now`). */
+  readonly maxIdle?: number;
+};
+
+const HOST_SHARE_ALPHA = 0.2;
+const MAX_PENDING = 100_000;
+
+interface Pending {
+  readonly endpoint: string;
+  readonly predictedBlocks: number;
+}
+
+export class CacheAwarePolicy implements Policy {
+  readonly name = 'cache-aware';
+  readonly #cfg: CacheAwareConfig;
+  readonly #maxBlocks: number;
+  readonly #hostWeight: number;
+  readonly #tree = new PrefixTree();
+  readonly #keys = new WeakMap<RouteInput, PrefixKey>();
+  readonly #pending = new Map<string, Pending>();
+  readonly #hostShare = new Map<string, number>();
+  readonly #generations = new Map<string, string>();
+
+  constructor(cfg: CacheAwareConfig) {
+    this.#cfg = cfg;
+    this.#maxBlocks = Math.max(1, Math.floor(cfg.maxTreeTokens / cfg.blockTokens));
+    this.#hostWeight = Math.min(1, Math.max(0, cfg.hostWeight ?? 0.5));
+  }
+
+  select(endpoints: readonly EndpointView[], req: RouteInput): number | undefined {
+    if (endpoints.length === 0) return undefined;
+    const loads = endpoints.map(loadOf);
+    const max = Math.max(...loads);
+    const min = Math.min(...loads);
+    const imbalanced = max - min > this.#cfg.balanceAbsThreshold && max > this.#cfg.balanceRelThreshold * min;
+    if (imbalanced) return this.#leastLoaded(endpoints);
+    const key = this.#keyOf(req);
+    if (key.blocks.length === 0) return this.#leastLoaded(endpoints);
+    const matches = this.#tree.matchByEndpoint(key);
+    const scores = endpoints.map((e) => this.#effectiveMatch(e, matches.get(e.id) ?? 0));
+    const best = Math.max(...scores);
+    if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
+    return indexOfMin(endpoints, (_e, i) => (scores[i] === best ? (loads[i] as number) : Infinity));
+  }
+
+  observe(outcome: RouteOutcome): void {
+    const { endpoint, input } = outcome;
+    const key = this.#keyOf(input);
+    switch (outcome.kind) {
+      case 'routed': {
+        const predictedBlocks = this.#tree.matchByEndpoint(key).get(endpoint) ?? 0;
+        if (this.#pending.size >= MAX_PENDING)
+          this.#pending.delete(this.#pending.keys().next().value as string);
+        this.#pending.set(input.id, { endpoint, predictedBlocks });
+        this.#tree.insert(key, endpoint, input.now);
+        // Between timer runs, keep one endpoint from growing without bound.
+        if (this.#tree.sizeOf(endpoint) > 2 * this.#maxBlocks)
+          this.#tree.evict(this.#maxBlocks, input.now, this.#cfg.maxIdle);
+        return;
+      }
+      case 'completed': {
+        const pending = this.#takePending(input.id, endpoint);
+        const report = outcome.report;
+        if (!report) return;
+        this.#learnTier(endpoint, report.deviceTokens, report.hostTokens);
+        if (!pending || report.promptTokens <= 0) return;
+        // The runtime counts real tokens; the tree may count pseudo-tokens.
+        const scale = input.tokens.length / report.promptTokens;
+        const cachedBlocks = Math.floor((report.cachedTokens * scale) / this.#cfg.blockTokens);
+        if (cachedBlocks < pending.predictedBlocks) {
+          this.#tree.trim(endpoint, key, cachedBlocks);
+          this.#tree.insert(key, endpoint, input.now); // it holds this prompt now
+        }
+        return;
+      }
+      case 'failed': {
+        // Nothing was prefilled: the endpoint holds no more than predicted.
+        const pending = this.#takePending(input.id, endpoint);
+        if (pending) this.#tree.trim(endpoint, key, pending.predictedBlocks);
+        return;
+      }
+    }
+  }
+
+  syncEndpoints(endpoints: readonly EndpointView[]): void {
+    const seen = new Set<string>();
+    for (const e of endpoints) {
+      seen.add(e.id);
+      const prev = this.#generations.get(e.id);
+      if (prev !== undefined && prev !== e.generation) this.#forget(e.id);
+      this.#generations.set(e.id, e.generation);
+    }
+    for (const id of [...this.#generations.keys()]) if (!seen.has(id)) this.#forget(id);
+  }
+
+  maintain(now: number): void {
+    this.#tree.evict(this.#maxBlocks, now, this.#cfg.maxIdle);
+  }
+
+  /** Predicted cached prompt tokens on `endpointId` (for decision records). */
+  matchedTokens(endpointId: string, req: RouteInput): number {
+    return (this.#tree.matchByEndpoint(this.#keyOf(req)).get(endpointId) ?? 0) * this.#cfg.blockTokens;
+  }
+
+  /** Tokens the tree believes `endpointId` holds. */
+  treeTokens(endpointId: string): number {
+    return this.#tree.sizeOf(endpointId) * this.#cfg.blockTokens;
+  }
+
+  #effectiveMatch(e: EndpointView, blocks: number): number {
+    const known = this.#generations.get(e.id);
+    if (known !== undefined && known !== e.generation) return 0; // restarted: cache is empty
+    const hostShare = this.#hostShare.get(e.id) ?? 0;
+    return blocks * (1 - hostShare * (1 - this.#hostWeight));
+  }
+
+  /** Least load; among equals the smaller tree (the fraction stays below 0.5). */
+  #leastLoaded(endpoints: readonly EndpointView[]): number | undefined {
+    return indexOfMin(endpoints, (e) => {
+      const size = this.#tree.sizeOf(e.id);
+      return loadOf(e) + (0.5 * size) / (size + 1);
+    });
+  }
+
+  #keyOf(input: RouteInput): PrefixKey {
+    let key = this.#keys.get(input);
+    if (!key) {
+      const blocks: BlockKey[] = computeBlockKeys(input.tokens, this.#cfg.blockTokens);
+      key = { salt: input.salt, blocks };
+      this.#keys.set(input, key);
+    }
+    return key;
+  }
+
+  #takePending(id: string, endpoint: string): Pending | undefined {
+    const pending = this.#pending.get(id);
+    if (pending?.endpoint !== endpoint) return undefined;
+    this.#pending.delete(id);
+    return pending;
+  }
+
+  #learnTier(endpoint: string, device: number | undefined, host: number | undefined): void {
+    if (device === undefined || host === undefined || device + host <= 0) return;
+    const prev = this.#hostShare.get(endpoint) ?? 0;
+    this.#hostShare.set(endpoint, prev + HOST_SHARE_ALPHA * (host / (device + host) - prev));
+  }
+
+  #forget(id: string): void {
+    this.#tree.removeEndpoint(id);
+    this.#hostShare.delete(id);
+    this.#generations.delete(id);
+    for (const [rid, p] of this.#pending) if (p.endpoint === id) this.#pending.delete(rid);
+  }
+}

@@ -1,0 +1,87 @@
+// The routing policy interface. `select` is a pure decision over a snapshot;
+// everything stateful (the prefix tree, cursors, learned rates) changes only
+// in `observe`, which the shell calls after it acted on the decision.
+
+export interface EndpointView {
+  /** Stable id of the endpoint (e.g. pod name or URL). */
+  readonly id: string;
+  /** Requests this gateway has in flight to the endpoint. */
+  readonly inFlight: number;
+  /** The runtime's own queue (`sglang:num_queue_reqs`), 0 when unknown. */
+  readonly queued: number;
+  /**
+   * Identity of what the endpoint's cache can hold: pod uid, restart count,
+   * identity fingerprint. When it changes the runtime's cache is gone.
+   */
+  readonly generation: string;
+  /** KV usage 0..1 (`sglang:token_usage`), when known. */
+  readonly tokenUsage?: number;
+  /** Prompt tokens this gateway sent that have not yet produced a first byte. */
+  readonly pendingPrefillTokens?: number;
+  /** Learned prefill rate of the endpoint, tokens per second. */
+  readonly prefillTokensPerSecond?: number;
+}
+
+export interface RouteInput {
+  /** Request id: links `select`, `routed` and `completed` of one request. */
+  readonly id: string;
+  /** Cache salt the gateway stamps; prefixes never match across salts. */
+  readonly salt: string;
+  /** Token ids, or pseudo-tokens from text (radix/blocks.ts). */
+  readonly tokens: ArrayLike<number>;
+  readonly now: number;
+}
+
+export interface CacheReport {
+  /** Prompt tokens as the runtime counted them. */
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  /** `cached_tokens_details` split, when the runtime reports it. */
+  readonly deviceTokens?: number;
+  readonly hostTokens?: number;
+}
+
+export type RouteOutcome =
+  | { readonly kind: 'routed'; readonly endpoint: string; readonly input: RouteInput }
+  | {
+      readonly kind: 'completed';
+      readonly endpoint: string;
+      readonly input: RouteInput;
+      readonly report?: CacheReport;
+    }
+  | { readonly kind: 'failed'; readonly endpoint: string; readonly input: RouteInput };
+
+export interface Policy {
+  readonly name: string;
+  /** Index into `endpoints`, or undefined when none is eligible. */
+  select(endpoints: readonly EndpointView[], req: RouteInput): number | undefined;
+  observe?(outcome: RouteOutcome): void;
+  /** The endpoint set or an endpoint's generation changed. */
+  syncEndpoints?(endpoints: readonly EndpointView[]): void;
+  /** Periodic housekeeping (tree eviction), driven by a timer the shell owns. */
+  maintain?(now: number): void;
+}
+
+export function loadOf(e: EndpointView): number {
+  return e.inFlight + e.queued;
+}
+
+/** Index of the least-loaded endpoint by `score`; ties go to the first at or after `start`. */
+export function indexOfMin(
+  endpoints: readonly EndpointView[],
+  score: (e: EndpointView, i: number) => number,
+  start = 0,
+): number | undefined {
+  const n = endpoints.length;
+  let best: number | undefined;
+  let bestScore = Infinity;
+  for (let k = 0; k < n; k++) {
+    const i = (start + k) % n;
+    const s = score(endpoints[i] as EndpointView, i);
+    if (best === undefined || s < bestScore) {
+      best = i;
+      bestScore = s;
+    }
+  }
+  return best;
+}

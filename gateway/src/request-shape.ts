@@ -1,0 +1,133 @@
+// Request bodies: zod schemas of the fields the gateway reads (everything else
+// passes through to SGLang untouched), the routing tokens, the salt.
+
+import { z } from 'zod';
+import { computeTextTokens } from './radix/index.ts';
+
+const Sampling = {
+  stream: z.boolean().optional(),
+  temperature: z.number().min(0).max(100).optional(),
+  seed: z.number().int().optional(),
+  cache_salt: z.string().max(512).optional(),
+};
+
+const ContentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
+const Message = z.looseObject({
+  role: z.string().min(1, 'role must not be empty'),
+  content: z.union([z.string(), z.array(ContentPart), z.null()]).optional(),
+});
+
+export const ChatBody = z.looseObject({
+  model: z.string().min(1, 'model is required'),
+  messages: z.array(Message).min(1, 'at least one message is required'),
+  ...Sampling,
+});
+export type ChatBody = z.infer<typeof ChatBody>;
+
+export const CompletionBody = z.looseObject({
+  model: z.string().min(1, 'model is required'),
+  prompt: z.union([
+    z.string(),
+    z.array(z.string()).min(1, 'prompt must not be empty'),
+    z.array(z.number().int().min(0)).min(1, 'prompt must not be empty'),
+  ]),
+  ...Sampling,
+});
+export type CompletionBody = z.infer<typeof CompletionBody>;
+
+export const GenerateBody = z
+  .looseObject({
+    /** Gateway extension: which model; removed before forwarding. */
+    model: z.string().min(1).optional(),
+    text: z.union([z.string(), z.array(z.string()).min(1)]).optional(),
+    input_ids: z
+      .union([z.array(z.number().int().min(0)), z.array(z.array(z.number().int().min(0))).min(1)])
+      .optional(),
+    input_embeds: z.unknown().optional(),
+    sampling_params: z
+      .looseObject({ temperature: z.number().min(0).optional(), sampling_seed: z.number().int().optional() })
+      .optional(),
+    stream: z.boolean().optional(),
+    cache_salt: z.string().max(512).optional(),
+  })
+  .refine((b) => [b.text, b.input_ids, b.input_embeds].filter((x) => x !== undefined).length === 1, {
+    message: 'give exactly one of text, input_ids, input_embeds',
+  });
+export type GenerateBody = z.infer<typeof GenerateBody>;
+
+export const RouteKind = { chat: 'chat', completion: 'completion', generate: 'generate' } as const;
+export type RouteKind = (typeof RouteKind)[keyof typeof RouteKind];
+
+export type ParsedBody =
+  | { readonly kind: 'chat'; readonly body: ChatBody }
+  | { readonly kind: 'completion'; readonly body: CompletionBody }
+  | { readonly kind: 'generate'; readonly body: GenerateBody };
+
+export type ParseResult = { ok: true; value: ParsedBody } | { ok: false; error: string };
+
+export function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .map((i) => `${i.path.length ? i.path.join('.') : 'body'}: ${i.message}`)
+    .slice(0, 5)
+    .join('; ');
+}
+
+export function parseBody(kind: RouteKind, raw: unknown): ParseResult {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return { ok: false, error: 'body: a JSON object is required' };
+  switch (kind) {
+    case 'chat': {
+      const r = ChatBody.safeParse(raw);
+      return r.success
+        ? { ok: true, value: { kind, body: r.data } }
+        : { ok: false, error: formatIssues(r.error) };
+    }
+    case 'completion': {
+      const r = CompletionBody.safeParse(raw);
+      return r.success
+        ? { ok: true, value: { kind, body: r.data } }
+        : { ok: false, error: formatIssues(r.error) };
+    }
+    case 'generate': {
+      const r = GenerateBody.safeParse(raw);
+      return r.success
+        ? { ok: true, value: { kind, body: r.data } }
+        : { ok: false, error: formatIssues(r.error) };
+    }
+  }
+}
+
+function messageText(content: ChatBody['messages'][number]['content']): string {
+  if (typeof content === 'string') return content;
+  if (!content) return '';
+  return content.map((p) => p.text ?? '').join('');
+}
+
+/**
+ * Tokens the policy matches on: token ids when the client sent them, else
+ * pseudo-tokens of the text (the gateway has no tokenizer). Chat messages are
+ * joined with their roles, as SGLang's router joins them.
+ */
+export function computeRouteTokens(parsed: ParsedBody): ArrayLike<number> {
+  switch (parsed.kind) {
+    case 'chat':
+      return computeTextTokens(
+        parsed.body.messages.map((m) => `${m.role}\n${messageText(m.content)}\n`).join(''),
+      );
+    case 'completion': {
+      const p = parsed.body.prompt;
+      if (typeof p === 'string') return computeTextTokens(p);
+      if (typeof p[0] === 'number') return p as number[];
+      return computeTextTokens(p[0] ?? '');
+    }
+    case 'generate': {
+      const { input_ids: ids, text } = parsed.body;
+      if (ids) return Array.isArray(ids[0]) ? ids[0] : (ids as number[]);
+      if (typeof text === 'string') return computeTextTokens(text);
+      return computeTextTokens(text?.[0] ?? '');
+    }
+  }
+}
+
+/** The cache_salt to stamp: one rule for the gateway and Tasks, in the SGLang contract. */
+export { combineCacheSalt as computeEffectiveSalt } from '../../operator/src/sglang/salt.ts';

@@ -1,0 +1,3 @@
+export * from './key.ts';
+export * from './store.ts';
+export * from './reuse.ts';

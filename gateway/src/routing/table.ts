@@ -1,0 +1,77 @@
+// The routing table: served model name → what the gateway needs to route it.
+// Discovery (informers over Deployment and CachePolicy status) fills it later;
+// tests and the benchmark fill it by hand. Routes are replaced whole, never
+// mutated, so a request keeps a consistent view for its whole life and an
+// endpoint-set change does not disturb requests in flight.
+
+import type { z } from 'zod';
+import type { Admission, ResultReuse } from '../../../operator/src/api/index.ts';
+import type { RoutingConfig } from '../policies/index.ts';
+
+export const EndpointRole = { standalone: 'standalone', prefill: 'prefill', decode: 'decode' } as const;
+export type EndpointRole = (typeof EndpointRole)[keyof typeof EndpointRole];
+
+export type AdmissionSettings = z.output<typeof Admission>;
+export type ReuseSettings = z.output<typeof ResultReuse>;
+
+export interface RouteEndpoint {
+  /** Stable id (pod name). */
+  readonly id: string;
+  /** Base URL, e.g. http://10.0.0.5:30000 */
+  readonly url: string;
+  readonly role: EndpointRole;
+  /** Identity fingerprint the runtime reported for itself. */
+  readonly fingerprint: string;
+  readonly verified: boolean;
+  readonly ready: boolean;
+  readonly bootstrapPort?: number;
+  /** Pod uid + restart count: changes when the runtime's cache is lost. */
+  readonly generation?: string;
+}
+
+export interface ModelRoute {
+  readonly model: string;
+  /** namespace/name of the cacheroute Deployment. */
+  readonly deployment: string;
+  /** The Deployment's current identity fingerprint. */
+  readonly fingerprint: string;
+  /** cache_salt stamped on every request (from the CachePolicy). */
+  readonly salt: string;
+  readonly routing: RoutingConfig;
+  readonly admission: AdmissionSettings;
+  readonly reuse: ReuseSettings;
+  readonly endpoints: readonly RouteEndpoint[];
+}
+
+export interface RoutingTable {
+  lookup(model: string): ModelRoute | undefined;
+  list(): readonly ModelRoute[];
+  /** True once the table reflects the cluster (for /readyz). */
+  readonly ready: boolean;
+}
+
+export class StaticRoutingTable implements RoutingTable {
+  #routes = new Map<string, ModelRoute>();
+  ready = true;
+
+  constructor(routes: readonly ModelRoute[] = []) {
+    this.replace(routes);
+  }
+
+  replace(routes: readonly ModelRoute[]): void {
+    this.#routes = new Map(routes.map((r) => [r.model, r]));
+  }
+
+  lookup(model: string): ModelRoute | undefined {
+    return this.#routes.get(model);
+  }
+
+  list(): readonly ModelRoute[] {
+    return [...this.#routes.values()];
+  }
+}
+
+/** Endpoints that may receive generation: ready, verified, standalone. Fails closed. */
+export function computeRoutableEndpoints(route: ModelRoute): RouteEndpoint[] {
+  return route.endpoints.filter((e) => e.ready && e.verified && e.role === EndpointRole.standalone);
+}

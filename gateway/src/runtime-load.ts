@@ -1,0 +1,97 @@
+// The runtime's own view of its load, scraped from each endpoint's /metrics
+// (SGLang with --enable-metrics): the queue and KV usage the policies add to
+// the gateway's in-flight counts. Off the request path: a timer scrapes, the
+// request path reads the last value. A failed scrape forgets the endpoint's
+// value (unknown counts as 0, not as its last reading).
+
+import { request } from 'undici';
+import type { Clock, Timer } from './clock.ts';
+import type { RuntimeLoad } from './gateway.ts';
+import type { RoutingTable } from './routing/table.ts';
+
+const QUEUE_METRICS = new Set([
+  'sglang:num_queue_reqs',
+  // PD: requests waiting for a KV slot or a transfer also wait.
+  'sglang:num_prefill_prealloc_queue_reqs',
+  'sglang:num_decode_prealloc_queue_reqs',
+]);
+
+/** Sums the queues over ranks; KV usage is the busiest rank's. */
+export function parseRuntimeMetrics(text: string): RuntimeLoad | undefined {
+  let queued: number | undefined;
+  let tokenUsage: number | undefined;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || !line.startsWith('sglang:')) continue;
+    const nameEnd = line.search(/[{ ]/);
+    const name = line.slice(0, nameEnd);
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!Number.isFinite(value)) continue;
+    if (QUEUE_METRICS.has(name)) queued = (queued ?? 0) + value;
+    else if (name === 'sglang:token_usage') tokenUsage = Math.max(tokenUsage ?? 0, value);
+  }
+  if (queued === undefined && tokenUsage === undefined) return undefined;
+  return { queued: queued ?? 0, ...(tokenUsage !== undefined ? { tokenUsage } : {}) };
+}
+
+export type FetchText = (url: string) => Promise<string>;
+
+export const fetchMetricsText: FetchText = async (url) => {
+  const res = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 });
+  if (res.statusCode !== 200) {
+    await res.body.dump();
+    throw new Error(`status ${res.statusCode}`);
+  }
+  return res.body.text();
+};
+
+export class RuntimeLoadPoller {
+  readonly #table: RoutingTable;
+  readonly #clock: Clock;
+  readonly #intervalMs: number;
+  readonly #fetch: FetchText;
+  #loads = new Map<string, RuntimeLoad>();
+  #timer: Timer | undefined;
+
+  constructor(opts: { table: RoutingTable; clock: Clock; intervalMs: number; fetchText?: FetchText }) {
+    this.#table = opts.table;
+    this.#clock = opts.clock;
+    this.#intervalMs = opts.intervalMs;
+    this.#fetch = opts.fetchText ?? fetchMetricsText;
+  }
+
+  get(endpointId: string): RuntimeLoad | undefined {
+    return this.#loads.get(endpointId);
+  }
+
+  start(): void {
+    const tick = () => {
+      void this.scrapeOnce().finally(() => {
+        if (this.#timer) this.#timer = this.#clock.setTimer(this.#intervalMs, tick);
+      });
+    };
+    this.#timer = this.#clock.setTimer(this.#intervalMs, tick);
+  }
+
+  stop(): void {
+    this.#timer?.cancel();
+    this.#timer = undefined;
+  }
+
+  async scrapeOnce(): Promise<void> {
+    const endpoints = new Map<string, string>();
+    for (const route of this.#table.list())
+      for (const e of route.endpoints) if (e.ready) endpoints.set(e.id, e.url);
+    const next = new Map<string, RuntimeLoad>();
+    await Promise.all(
+      [...endpoints].map(async ([id, url]) => {
+        try {
+          const load = parseRuntimeMetrics(await this.#fetch(new URL('/metrics', url).toString()));
+          if (load) next.set(id, load);
+        } catch {
+          // unknown: counts as no runtime queue
+        }
+      }),
+    );
+    this.#loads = next;
+  }
+}

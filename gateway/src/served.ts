@@ -1,0 +1,69 @@
+// What the gateway hands back to the route: a whole body, or "already
+// streamed". Reused answers are marked (header + zero-usage body).
+
+import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
+import { markReused, type Json, type ReuseSource, type StoredResult } from './reuse/index.ts';
+import { isAbortedAnswer } from './upstream-report.ts';
+
+export const REUSED_HEADER = 'x-cacheroute-reused';
+export const ENDPOINT_HEADER = 'x-cacheroute-endpoint';
+
+export type Served =
+  | {
+      readonly kind: 'buffered';
+      readonly status: number;
+      readonly contentType: string;
+      readonly body: string;
+      readonly headers: Readonly<Record<string, string>>;
+    }
+  | { readonly kind: 'streamed' };
+
+export interface Buffered {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: string;
+  readonly endpoint: RouteEndpoint;
+}
+
+export function toServed(b: Buffered): Served {
+  return {
+    kind: 'buffered',
+    status: b.status,
+    contentType: b.contentType,
+    body: b.body,
+    headers: { [ENDPOINT_HEADER]: b.endpoint.id },
+  };
+}
+
+export function toStored(b: Buffered): StoredResult {
+  return { status: b.status, contentType: b.contentType, body: b.body };
+}
+
+/**
+ * Only a complete 200 JSON answer from an endpoint of the current identity is
+ * stored: an old-revision pod during a rollout must not answer for the new one.
+ */
+export function isStorable(b: Buffered, route: ModelRoute): boolean {
+  if (b.status !== 200 || b.endpoint.fingerprint !== route.fingerprint) return false;
+  try {
+    return !isAbortedAnswer(JSON.parse(b.body));
+  } catch {
+    return false;
+  }
+}
+
+export function buildReusedServed(stored: StoredResult, source: ReuseSource): Served {
+  let text = stored.body;
+  try {
+    text = JSON.stringify(markReused(JSON.parse(stored.body) as Json));
+  } catch {
+    // stored bodies are JSON (isStorable); keep the text if not
+  }
+  return {
+    kind: 'buffered',
+    status: stored.status,
+    contentType: stored.contentType,
+    body: text,
+    headers: { [REUSED_HEADER]: source },
+  };
+}

@@ -1,0 +1,130 @@
+// A scriptable stand-in for one SGLang endpoint, for the gateway's own tests
+// (the simulator in test/sim is the realistic one). Gates hold responses
+// until a test releases them: no timers, no sleeps.
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export class Gate {
+  #open = false;
+  #waiters: (() => void)[] = [];
+
+  wait(): Promise<void> {
+    return this.#open ? Promise.resolve() : new Promise((r) => this.#waiters.push(r));
+  }
+
+  open(): void {
+    this.#open = true;
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+}
+
+export interface Received {
+  readonly path: string;
+  readonly body: Record<string, unknown>;
+}
+
+export interface FakeUpstream {
+  readonly url: string;
+  readonly received: Received[];
+  /** Requests whose client (the gateway) closed the connection before the end. */
+  readonly aborted: { count: number };
+  /** 'ok' | 'fail' (500) | 'break' (stream dies after the first chunk) */
+  mode: 'ok' | 'fail' | 'break';
+  /** Held before the response starts. */
+  headGate: Gate;
+  /** Held between the first and the last stream chunk. */
+  streamGate: Gate;
+  cachedTokens: number;
+  close(): Promise<void>;
+}
+
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  const state: Omit<FakeUpstream, 'url' | 'close'> = {
+    received: [],
+    aborted: { count: 0 },
+    mode: 'ok',
+    headGate: new Gate(),
+    streamGate: new Gate(),
+    cachedTokens: 4,
+  };
+  state.headGate.open();
+  state.streamGate.open();
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => void respond(req.url ?? '/', raw, res));
+    res.on('close', () => {
+      if (!res.writableFinished) state.aborted.count++;
+    });
+  });
+  const respond = async (path: string, raw: string, res: http.ServerResponse) => {
+    const body = JSON.parse(raw) as Record<string, unknown>;
+    state.received.push({ path, body });
+    await state.headGate.wait();
+    if (res.destroyed) return;
+    if (state.mode === 'fail') {
+      res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"secret upstream detail"}');
+      return;
+    }
+    const usage = {
+      prompt_tokens: 16,
+      completion_tokens: 2,
+      total_tokens: 18,
+      prompt_tokens_details: { cached_tokens: state.cachedTokens },
+    };
+    const meta = {
+      prompt_tokens: 16,
+      completion_tokens: 2,
+      cached_tokens: state.cachedTokens,
+      finish_reason: { type: 'stop' },
+    };
+    if (body['stream'] === true) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const first = `data: ${JSON.stringify({ choices: [{ delta: { content: 'a' } }] })}\n\n`;
+      await new Promise((r) => res.write(first, r)); // on the wire before anything else happens
+      if (state.mode === 'break') {
+        res.destroy();
+        return;
+      }
+      await state.streamGate.wait();
+      if (res.destroyed) return;
+      res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: 'b' } }], usage })}\n\n`);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const answer =
+      path === '/generate'
+        ? { text: 'ab', output_ids: [1, 2], meta_info: meta }
+        : {
+            id: 'c1',
+            object: 'chat.completion',
+            choices: [{ index: 0, message: { role: 'assistant', content: 'ab' }, finish_reason: 'stop' }],
+            usage,
+          };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+  };
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(state, {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  });
+}
+
+/** Yields to the event loop until `cond` holds (I/O callbacks run in between); no timers. */
+export async function eventually(cond: () => boolean, turns = 100_000): Promise<void> {
+  for (let i = 0; i < turns; i++) {
+    if (cond()) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error('condition not reached');
+}

@@ -1,0 +1,93 @@
+// What a runtime response says about its cache: prompt tokens, cached tokens
+// and their device/host split. OpenAI bodies carry it in `usage` (cached only
+// with --enable-cache-report and when positive, else null: then unknown, and
+// unknown never becomes zero); native /generate in `meta_info`.
+
+import type { CacheReport } from './policies/index.ts';
+
+type Obj = Record<string, unknown>;
+
+function isObj(v: unknown): v is Obj {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+export function computeCacheReport(json: unknown): CacheReport | undefined {
+  const item: unknown = Array.isArray(json) ? (json as unknown[])[0] : json;
+  if (!isObj(item)) return undefined;
+  const meta = item['meta_info'];
+  if (isObj(meta)) {
+    const promptTokens = num(meta['prompt_tokens']);
+    const cachedTokens = num(meta['cached_tokens']);
+    if (promptTokens === undefined || cachedTokens === undefined) return undefined;
+    const details = meta['cached_tokens_details'];
+    const device = isObj(details) ? num(details['device']) : undefined;
+    const host = isObj(details) ? num(details['host']) : undefined;
+    return {
+      promptTokens,
+      cachedTokens,
+      ...(device !== undefined && host !== undefined ? { deviceTokens: device, hostTokens: host } : {}),
+    };
+  }
+  const usage = item['usage'];
+  if (isObj(usage)) {
+    const promptTokens = num(usage['prompt_tokens']);
+    const details = usage['prompt_tokens_details'];
+    const cachedTokens = isObj(details) ? num(details['cached_tokens']) : undefined;
+    if (promptTokens === undefined || cachedTokens === undefined) return undefined;
+    return { promptTokens, cachedTokens };
+  }
+  return undefined;
+}
+
+export function extractCacheReport(text: string): CacheReport | undefined {
+  try {
+    return computeCacheReport(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when the runtime aborted the generation (the answer is partial). */
+export function isAbortedAnswer(json: unknown): boolean {
+  const item: unknown = Array.isArray(json) ? (json as unknown[])[0] : json;
+  if (!isObj(item)) return true;
+  const meta = item['meta_info'];
+  if (isObj(meta)) {
+    const fr = meta['finish_reason'];
+    return isObj(fr) && fr['type'] === 'abort';
+  }
+  const choices = item['choices'];
+  return Array.isArray(choices) && choices.some((c) => isObj(c) && c['finish_reason'] === 'abort');
+}
+
+const MAX_PENDING_CHARS = 1 << 20;
+
+/**
+ * Watches an SSE stream for the last event that reports usage, without
+ * holding the stream: only the unfinished tail event is kept.
+ */
+export class SseReportSniffer {
+  #tail = '';
+  #last: string | undefined;
+  readonly #decoder = new TextDecoder();
+
+  push(chunk: Uint8Array): void {
+    this.#tail += this.#decoder.decode(chunk, { stream: true });
+    let cut = this.#tail.indexOf('\n\n');
+    while (cut >= 0) {
+      const event = this.#tail.slice(0, cut);
+      this.#tail = this.#tail.slice(cut + 2);
+      if (event.startsWith('data: ') && event.includes('"prompt_tokens"')) this.#last = event.slice(6);
+      cut = this.#tail.indexOf('\n\n');
+    }
+    if (this.#tail.length > MAX_PENDING_CHARS) this.#tail = '';
+  }
+
+  report(): CacheReport | undefined {
+    return this.#last === undefined ? undefined : extractCacheReport(this.#last);
+  }
+}
