@@ -340,8 +340,9 @@ export const RuntimeSpec = withRules(
         .meta({ description: 'SGLang image pinned by digest, e.g. lmsysorg/sglang@sha256:<64 hex>.' }),
       version: z
         .string()
-        .regex(/^[0-9]+\.[0-9]+\.[0-9]+([.+-][0-9A-Za-z.+-]*)?$/)
-        .max(64)
+        // Label-safe (it becomes app.kubernetes.io/version on the pods): no `+` local versions.
+        .regex(/^[0-9]+\.[0-9]+\.[0-9]+([.-]?[0-9A-Za-z][0-9A-Za-z.-]*)?$/)
+        .max(63)
         .meta({
           description: 'SGLang version in the image; the operator emits only flags that exist in it.',
         }),

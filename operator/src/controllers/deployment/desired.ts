@@ -71,7 +71,7 @@ export function buildWorkload(
   fingerprint: string,
 ): V1Deployment {
   const name = root.metadata.name ?? '';
-  const labels = buildPodLabels(name, engine.role, root.spec.deploymentId, fingerprint);
+  const labels = buildPodLabels(name, engine.role, root.spec.deploymentId, fingerprint, root.spec.runtime.version);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',

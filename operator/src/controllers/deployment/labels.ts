@@ -17,9 +17,11 @@ export function buildPodLabels(
   role: EndpointRole,
   deploymentId: string,
   fingerprint: string,
+  sglangVersion: string,
 ): Record<string, string> {
   return {
     'app.kubernetes.io/name': 'sglang',
+    'app.kubernetes.io/version': sglangVersion,
     'app.kubernetes.io/instance': name,
     'app.kubernetes.io/component': role,
     'app.kubernetes.io/part-of': 'cacheroute',

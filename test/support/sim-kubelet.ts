@@ -1,0 +1,123 @@
+// The stand-in for a GPU node's kubelet and its SGLang containers: for every
+// Running pod on a fake node it serves an SGLang simulator on the pod's IP,
+// launched with the pod's own rendered SGLang arguments (so whatever the
+// operator renders is what the "runtime" reports), and stops it when the pod
+// goes. Simulators run in this process: a fleet of hundreds costs no forks.
+// Needs the private network namespace (hack/in-netns.sh) for pod IPs.
+import type { V1Pod } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '../../operator/src/runtime/client.ts';
+import { Informer } from '../../operator/src/runtime/informer.ts';
+import type { KubeObject } from '../../operator/src/runtime/objects.ts';
+import { Resources } from '../../operator/src/runtime/resources.ts';
+import { ScaledClock } from '../sim/clock.ts';
+import { parseSimArgs } from '../sim/config.ts';
+import { SimServer, silentLogger } from '../sim/server.ts';
+
+/** A pod as JSON from the API server (timestamps are strings, not Dates). */
+export type PodObject = KubeObject & Pick<V1Pod, 'spec' | 'status'>;
+
+export interface SimKubeletOptions {
+  kubeconfig: string;
+  /** Extra simulator flags for one pod (e.g. a fault, or another reported model). */
+  extraArgs?: (pod: PodObject) => readonly string[];
+  log?: (msg: string) => void;
+}
+
+export interface RunningPodSim {
+  pod: string;
+  ip: string;
+  argv: readonly string[];
+  server: SimServer;
+}
+
+export interface SimKubelet {
+  /** Simulators by pod name. */
+  readonly sims: ReadonlyMap<string, RunningPodSim>;
+  stop(): Promise<void>;
+}
+
+const SGLANG_CONTAINER = 'sglang';
+const VERSION_LABEL = 'app.kubernetes.io/version';
+
+/** The simulator command line for a pod: its container args, bound to the pod IP. */
+export function buildSimArgv(pod: PodObject, extra: readonly string[] = []): string[] | undefined {
+  const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
+  const ip = pod.status?.podIP;
+  if (!container || !ip) return undefined;
+  const version = pod.metadata?.labels?.[VERSION_LABEL];
+  // argparse keeps the last occurrence: the pod IP overrides the rendered 0.0.0.0.
+  return [
+    ...(container.args ?? []),
+    '--host',
+    ip,
+    '--sim-worker-id',
+    pod.metadata?.name ?? ip,
+    ...(version ? ['--sim-version', version] : []),
+    ...extra,
+  ];
+}
+
+export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubelet> {
+  const log = opts.log ?? ((): void => undefined);
+  const kc = new KubeConfig();
+  kc.loadFromFile(opts.kubeconfig);
+  const client = await KubeClient.fromKubeConfig(kc);
+  const informer = new Informer<PodObject>({ client, resource: Resources.pods });
+  const sims = new Map<string, RunningPodSim>();
+  // Start/stop per pod are serialized so a quick delete-and-recreate never races.
+  let chain = Promise.resolve();
+  const enqueue = (fn: () => Promise<void>): void => {
+    chain = chain.then(fn).catch((err: unknown) => log(`sim-kubelet: ${(err as Error).message}`));
+  };
+
+  async function stopSim(name: string): Promise<void> {
+    const sim = sims.get(name);
+    if (!sim) return;
+    sims.delete(name);
+    await sim.server.close();
+    log(`stopped simulator for ${name}`);
+  }
+
+  async function reconcile(pod: PodObject): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    const running = pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp;
+    const argv = running ? buildSimArgv(pod, opts.extraArgs?.(pod) ?? []) : undefined;
+    const current = sims.get(name);
+    if (current && (!argv || current.ip !== pod.status?.podIP)) await stopSim(name);
+    if (!argv || sims.has(name)) return;
+    const parsed = parseSimArgs(argv);
+    if (!parsed.ok) {
+      // What SGLang itself would do with a bad command line: exit, and the pod never gets ready.
+      log(`simulator for ${name} refused its arguments: ${parsed.error}`);
+      return;
+    }
+    const clock = new ScaledClock(parsed.value.sim.timeScale);
+    const server = new SimServer(parsed.value, {
+      clock,
+      logger: silentLogger,
+      crash: () => enqueue(() => stopSim(name)),
+      toWallMs: (ms) => clock.toWallMs(ms),
+    });
+    await server.listen();
+    sims.set(name, { pod: name, ip: pod.status?.podIP ?? '', argv, server });
+    log(`simulator for ${name} on ${pod.status?.podIP ?? ''}:${parsed.value.sglang.port}`);
+  }
+
+  informer.addEventHandler({
+    onAdd: (pod) => enqueue(() => reconcile(pod)),
+    onUpdate: (_old, pod) => enqueue(() => reconcile(pod)),
+    onDelete: (pod) => enqueue(() => stopSim(pod.metadata?.name ?? '')),
+  });
+  informer.start();
+  await informer.waitForSync();
+  return {
+    sims,
+    async stop() {
+      await informer.stop();
+      await chain;
+      await Promise.all([...sims.keys()].map((n) => stopSim(n)));
+      await client.close();
+    },
+  };
+}
