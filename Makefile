@@ -63,3 +63,19 @@ run: deps controlplane ## Bring the system up locally (control plane, CRDs, samp
 render: deps ## Print the objects the operator would apply for FILE=<manifest>, without a cluster
 	@test -n "$(FILE)" || { echo 'usage: make render FILE=<manifest.yaml>' >&2; exit 2; }
 	@$(NODE) operator/src/cli/render.ts $(FILE)
+
+.PHONY: sim
+sim: deps ## Run one SGLang simulator in the foreground: make sim ARGS='--model-path m --port 30000'
+	$(NODE) test/sim/main.ts $(ARGS)
+
+.PHONY: replay
+replay: deps ## Replay a Mooncake trace: make replay TRACE=f.jsonl URL=http://h:p[,..] N=2000 [SCALE=1] [MODE=chat|generate]
+	$(NODE) test/bench/replay.ts --trace $(TRACE) --url $(URL) --n $(N) --scale $(or $(SCALE),1) $(if $(MODE),--mode $(MODE))
+
+.PHONY: replay-fleet
+replay-fleet: deps ## 4 simulators + replay: make replay-fleet [TRACE=f.jsonl] [N=2000] [SCALE=5]
+	$(NODE) test/bench/replay-fleet.ts --trace $(or $(TRACE),../shared/data/mooncake_conversation_trace.jsonl) --n $(or $(N),2000) --scale $(or $(SCALE),5)
+
+.PHONY: sim-bench
+sim-bench: deps ## Simulator throughput on one core (tiny /generate requests/s)
+	$(NODE) test/bench/sim-throughput.ts

@@ -1,0 +1,104 @@
+// Per-request records → the replay summary (pure).
+
+export interface RequestRecord {
+  readonly index: number;
+  readonly ok: boolean;
+  readonly status: number;
+  readonly error?: string;
+  readonly worker: string;
+  readonly sentAtMs: number;
+  readonly ttftMs: number;
+  readonly e2eMs: number;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+}
+
+export interface Summary {
+  readonly requests: number;
+  readonly ok: number;
+  readonly errors: number;
+  readonly prompt_tokens: number;
+  readonly cached_tokens: number;
+  readonly hit_rate: number;
+  readonly bound: number;
+  readonly hit_rate_vs_bound: number;
+  readonly ttft_p50_ms: number;
+  readonly ttft_p99_ms: number;
+  readonly e2e_p50_ms: number;
+  readonly e2e_p99_ms: number;
+  readonly throughput_rps: number;
+  readonly duration_s: number;
+  readonly scale: number;
+  readonly per_worker: Record<string, number>;
+  readonly imbalance: number;
+}
+
+/** Nearest-rank percentile of `values` (p in 0..100); 0 for no values. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1] ?? 0;
+}
+
+const round = (x: number, digits = 4): number => Number(x.toFixed(digits));
+
+export function computeSummary(
+  records: readonly RequestRecord[],
+  bound: number,
+  durationMs: number,
+  scale: number,
+): Summary {
+  const ok = records.filter((r) => r.ok);
+  const prompt = ok.reduce((s, r) => s + r.promptTokens, 0);
+  const cached = ok.reduce((s, r) => s + r.cachedTokens, 0);
+  const perWorker: Record<string, number> = {};
+  for (const r of ok) perWorker[r.worker] = (perWorker[r.worker] ?? 0) + 1;
+  const counts = Object.values(perWorker);
+  const mean = counts.length > 0 ? counts.reduce((a, b) => a + b, 0) / counts.length : 0;
+  const hitRate = prompt > 0 ? cached / prompt : 0;
+  return {
+    requests: records.length,
+    ok: ok.length,
+    errors: records.length - ok.length,
+    prompt_tokens: prompt,
+    cached_tokens: cached,
+    hit_rate: round(hitRate),
+    bound: round(bound),
+    hit_rate_vs_bound: bound > 0 ? round(hitRate / bound) : 0,
+    ttft_p50_ms: round(
+      percentile(
+        ok.map((r) => r.ttftMs),
+        50,
+      ),
+      1,
+    ),
+    ttft_p99_ms: round(
+      percentile(
+        ok.map((r) => r.ttftMs),
+        99,
+      ),
+      1,
+    ),
+    e2e_p50_ms: round(
+      percentile(
+        ok.map((r) => r.e2eMs),
+        50,
+      ),
+      1,
+    ),
+    e2e_p99_ms: round(
+      percentile(
+        ok.map((r) => r.e2eMs),
+        99,
+      ),
+      1,
+    ),
+    throughput_rps: durationMs > 0 ? round((ok.length * 1000) / durationMs, 2) : 0,
+    duration_s: round(durationMs / 1000, 2),
+    scale,
+    per_worker: perWorker,
+    imbalance: mean > 0 ? round(Math.max(...counts) / mean, 3) : 0,
+  };
+}

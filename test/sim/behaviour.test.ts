@@ -1,0 +1,252 @@
+// Cache, fault and prefill/decode behaviour through the HTTP API.
+
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parseSimArgs } from './config.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from './testing.ts';
+
+type Json = Record<string, unknown>;
+const meta = (r: { json: unknown }): Json => (r.json as { meta_info: Json }).meta_info;
+const ids = (from: number, n: number): number[] =>
+  Array.from({ length: n }, (_, i) => 300 + ((from + i) % 30000));
+
+async function withSim(argv: string[], fn: (s: RunningSim) => Promise<void>): Promise<void> {
+  const s = await startSim(['--model-path', 'm', ...argv]);
+  try {
+    await fn(s);
+  } finally {
+    await s.close();
+  }
+}
+
+const gen = (s: RunningSim, body: Json) =>
+  postJson(`${s.url}/generate`, { sampling_params: { max_new_tokens: 1 }, ...body });
+
+describe('cache behaviour', () => {
+  it('hits after warm-up and isolates cache_salt / extra_key namespaces', () =>
+    withSim([], async (s) => {
+      const prompt = ids(0, 1000);
+      expect(meta(await gen(s, { input_ids: prompt }))['cached_tokens']).toBe(0);
+      expect(meta(await gen(s, { input_ids: prompt }))['cached_tokens']).toBe(999);
+      expect(meta(await gen(s, { input_ids: prompt, cache_salt: 'tenant-a' }))['cached_tokens']).toBe(0);
+      expect(meta(await gen(s, { input_ids: prompt, cache_salt: 'tenant-a' }))['cached_tokens']).toBe(999);
+      expect(
+        meta(await gen(s, { input_ids: prompt, cache_salt: 'tenant-a', extra_key: 'x' }))['cached_tokens'],
+      ).toBe(0);
+      expect(meta(await gen(s, { input_ids: prompt, cache_salt: 'tenant-b' }))['cached_tokens']).toBe(0);
+    }));
+
+  it('aligns hits to --page-size', () =>
+    withSim(['--page-size', '64'], async (s) => {
+      await gen(s, { input_ids: ids(0, 1000) });
+      expect(meta(await gen(s, { input_ids: ids(0, 1000) }))['cached_tokens']).toBe(960);
+    }));
+
+  it('reuses nothing with --disable-radix-cache', () =>
+    withSim(['--disable-radix-cache'], async (s) => {
+      await gen(s, { input_ids: ids(0, 100) });
+      expect(meta(await gen(s, { input_ids: ids(0, 100) }))['cached_tokens']).toBe(0);
+    }));
+
+  it('evicts at --max-total-tokens capacity (LRU)', () =>
+    withSim(['--max-total-tokens', '3000'], async (s) => {
+      await gen(s, { input_ids: ids(0, 1000) });
+      await gen(s, { input_ids: ids(5000, 1000) });
+      await gen(s, { input_ids: ids(10000, 1000) });
+      await gen(s, { input_ids: ids(15000, 1000) }); // evicts the least recently used prompt
+      expect(s.server.engine.tree.sizes().deviceSize).toBeLessThanOrEqual(3000);
+      expect(meta(await gen(s, { input_ids: ids(0, 1000) }))['cached_tokens']).toBe(0);
+      expect(meta(await gen(s, { input_ids: ids(15000, 1000) }))['cached_tokens']).toBe(999);
+    }));
+
+  it('serves evicted prefixes from the HiCache host tier, reported as host, faster than recompute', () =>
+    withSim(
+      ['--max-total-tokens', '3000', '--enable-hierarchical-cache', '--hicache-ratio', '2'],
+      async (s) => {
+        const cold = meta(await gen(s, { input_ids: ids(0, 1000) }));
+        await gen(s, { input_ids: ids(5000, 1000) });
+        await gen(s, { input_ids: ids(10000, 1000) });
+        await gen(s, { input_ids: ids(15000, 1000) });
+        const warm = meta(await gen(s, { input_ids: ids(0, 1000) }));
+        expect(warm['cached_tokens']).toBe(999);
+        expect((warm['cached_tokens_details'] as Json)['host']).toBeGreaterThan(0);
+        expect(warm['e2e_latency'] as number).toBeLessThan((cold['e2e_latency'] as number) / 5);
+      },
+    ));
+});
+
+describe('timing through the API', () => {
+  it('queues under overload: each request waits for the one ahead (max-running-requests 1)', () =>
+    withSim(['--max-running-requests', '1'], async (s) => {
+      s.clock.hold();
+      const pending = [0, 1, 2].map((i) =>
+        gen(s, { input_ids: ids(i * 1000, 800), sampling_params: { max_new_tokens: 10 } }),
+      );
+      await s.untilWaiting(3);
+      s.clock.release();
+      const lat = (await Promise.all(pending))
+        .map((r) => meta(r)['e2e_latency'] as number)
+        .sort((a, b) => a - b);
+      const service = 800 / 8000 + 9 * 0.00635; // prefill + 9 decode steps
+      expect(lat[0]!).toBeCloseTo(service, 6);
+      expect(lat[1]!).toBeCloseTo(2 * service, 6);
+      expect(lat[2]!).toBeCloseTo(3 * service, 6);
+    }));
+});
+
+describe('faults', () => {
+  it('--sim-fail-first N fails the first N generations', () =>
+    withSim(['--sim-fail-first', '2'], async (s) => {
+      expect((await gen(s, { text: 'a' })).status).toBe(500);
+      expect((await postJson(`${s.url}/v1/completions`, { prompt: 'a' })).status).toBe(500);
+      expect((await gen(s, { text: 'a' })).status).toBe(200);
+    }));
+
+  it('--sim-unhealthy-for-ms answers 503 on health until that much model time passed', () =>
+    withSim(['--sim-unhealthy-for-ms', '50'], async (s) => {
+      expect((await fetch(`${s.url}/health`)).status).toBe(503);
+      await gen(s, { text: 'a', sampling_params: { max_new_tokens: 10 } }); // ~57 ms of model time
+      expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    }));
+
+  it('--sim-latency-spike-ms delays every Nth request', () =>
+    withSim(['--sim-latency-spike-ms', '500', '--sim-latency-spike-every', '2'], async (s) => {
+      const a = meta(await gen(s, { text: 'a' }))['e2e_latency'] as number;
+      const b = meta(await gen(s, { text: 'a' }))['e2e_latency'] as number;
+      expect(a).toBeLessThan(0.01);
+      expect(b).toBeGreaterThan(0.5);
+    }));
+
+  it('--sim-crash-after N crashes on request N+1', () =>
+    withSim(['--sim-crash-after', '1'], async (s) => {
+      expect((await gen(s, { text: 'a' })).status).toBe(200);
+      await expect(gen(s, { text: 'a' })).rejects.toThrow();
+      expect(s.crashes.count).toBe(1);
+    }));
+
+  it('--sim-hang never answers', () =>
+    withSim(['--sim-hang'], async (s) => {
+      const r = await fetch(`${s.url}/health`, { signal: AbortSignal.timeout(100) }).catch((e: unknown) => e);
+      expect(r).toBeInstanceOf(Error);
+    }));
+});
+
+describe('prefill/decode disaggregation', () => {
+  it('decode completes once the prefill of the same room finished; refuses requests without bootstrap', async () => {
+    const bsPort = await findFreePort();
+    const prefill = await startSim([
+      '--model-path',
+      'm',
+      '--disaggregation-mode',
+      'prefill',
+      '--disaggregation-bootstrap-port',
+      String(bsPort),
+    ]);
+    const decode = await startSim([
+      '--model-path',
+      'm',
+      '--disaggregation-mode',
+      'decode',
+      '--sim-pd-timeout-ms',
+      '2000',
+    ]);
+    try {
+      const noBootstrap = await gen(decode, { text: 'a' });
+      expect(noBootstrap.status).toBe(400);
+      const req = {
+        text: ' ba be',
+        sampling_params: { max_new_tokens: 4 },
+        bootstrap_host: '127.0.0.1',
+        bootstrap_port: bsPort,
+        bootstrap_room: 42,
+      };
+      const [p, d] = await Promise.all([gen(prefill, req), gen(decode, req)]);
+      expect(p.status).toBe(200);
+      expect(meta(p)['completion_tokens']).toBe(1);
+      expect(d.status).toBe(200);
+      expect(meta(d)['completion_tokens']).toBe(4);
+      expect((await fetch(`${decode.url}/health`)).status).toBe(200); // fake bootstrap host 2.2.2.2
+    } finally {
+      await prefill.close();
+      await decode.close();
+    }
+  });
+
+  it('decode aborts when no prefill arrives within the timeout', async () => {
+    const bsPort = await findFreePort();
+    const prefill = await startSim([
+      '--model-path',
+      'm',
+      '--disaggregation-mode',
+      'prefill',
+      '--disaggregation-bootstrap-port',
+      String(bsPort),
+    ]);
+    const decode = await startSim([
+      '--model-path',
+      'm',
+      '--disaggregation-mode',
+      'decode',
+      '--sim-pd-timeout-ms',
+      '50',
+    ]);
+    try {
+      const r = await gen(decode, {
+        text: 'a',
+        bootstrap_host: '127.0.0.1',
+        bootstrap_port: bsPort,
+        bootstrap_room: 7,
+      });
+      expect(r.status).toBe(500);
+      expect(((r.json as Json)['error'] as Json)['message']).toMatch(/KVTransferError\(bootstrap_room=7\)/);
+    } finally {
+      await prefill.close();
+      await decode.close();
+    }
+  });
+
+  it('HiSparse runs only on decode instances and refuses requests without bootstrap fields', async () => {
+    expect(parseSimArgs(['--model-path', 'm', '--enable-hisparse'])).toMatchObject({ ok: false });
+    await withSim(
+      ['--disaggregation-mode', 'decode', '--enable-hisparse', '--disable-radix-cache'],
+      async (s) => {
+        const r = await gen(s, { text: 'a' });
+        expect(r.status).toBe(400);
+        expect(((r.json as Json)['error'] as Json)['message']).toMatch(
+          /^HiSparse decode requires bootstrap_host/,
+        );
+      },
+    );
+  });
+});
+
+describe('launch flags', () => {
+  it.each([
+    [['--model-path', 'm', '--bogus'], 'unrecognized arguments: --bogus'],
+    [['--model-path', 'm', '--sim-bogus', '1'], 'unrecognized arguments: --sim-bogus 1'],
+    [
+      ['--model-path', 'm', '--sim-time-scale', 'fast'],
+      "argument --sim-time-scale: invalid float value: 'fast'",
+    ],
+    [
+      ['--model-path', 'm', '--disaggregation-mode', 'both'],
+      "argument --disaggregation-mode: invalid choice: 'both' (choose from 'null', 'prefill', 'decode')",
+    ],
+  ])('refuses %j', (argv, error) => {
+    expect(parseSimArgs(argv)).toEqual({ ok: false, error });
+  });
+
+  it('exits 2 with an argparse-style message on an unknown flag (CLI)', () => {
+    const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+    const r = spawnSync(process.execPath, [main, '--model-path', 'm', '--foo'], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('launch_server.py: error: unrecognized arguments: --foo');
+  });
+
+  it('reports whatever identity its flags say', () =>
+    withSim(['--served-model-name', 'other-model', '--revision', 'abc123'], async (s) => {
+      const info = (await (await fetch(`${s.url}/server_info`)).json()) as Json;
+      expect(info).toMatchObject({ model_path: 'm', served_model_name: 'other-model', revision: 'abc123' });
+    }));
+});

@@ -1,0 +1,202 @@
+// Simulator configuration: SGLang's own launch flags (operator/src/sglang/flags.ts)
+// plus simulator-only flags, all prefixed `--sim-`. Pure.
+//
+// Defaults of the latency model describe an 8B model (Llama-3.1-8B, bf16) on
+// one H100/H200-class GPU:
+// - prefill 8,000 tokens/s and decode 6 ms + 0.35 ms per running request a
+//   step: the figures of SGLang's router mock worker in its realistic mode
+//   (lightseekorg/smg crates/mock_worker/README.md: --prefill-tps 8000
+//   --decode-base-ms 6 --decode-per-req-ms 0.35 --max-running 256).
+// - KV pool 413,000 tokens: 128 KiB of KV a token (2 x 32 layers x 8 KV heads
+//   x 128 dims x 2 bytes), 80 GB x 0.88 static fraction - 16 GB of weights.
+// - host->device load 200,000 tokens/s: 128 KiB a token over ~25 GB/s of
+//   effective PCIe bandwidth, 25x faster than recomputing the prefill.
+
+import {
+  checkSglangArgs,
+  parseSglangArgs,
+  type ParsedSglangArgs,
+  type Result,
+  type SglangArgs,
+} from '../../operator/src/sglang/flags.ts';
+
+export interface SimOptions {
+  readonly prefillTps: number;
+  readonly decodeBaseMs: number;
+  readonly decodePerReqMs: number;
+  readonly hostLoadTps: number;
+  readonly timeScale: number;
+  readonly failFirst: number;
+  readonly unhealthyForMs: number;
+  readonly latencySpikeMs: number;
+  readonly latencySpikeEvery: number;
+  readonly crashAfter: number;
+  readonly hang: boolean;
+  readonly version: string;
+  /** Serve only the legacy /get_server_info and /get_model_info paths, like older 0.5.x. */
+  readonly legacyInfoOnly: boolean;
+  readonly pdTimeoutMs: number;
+  /** Reported in the x-sim-worker header; defaults to host:port. */
+  readonly workerId: string | null;
+  readonly defaultMaxTotalTokens: number;
+  readonly defaultMaxRunningRequests: number;
+  readonly contextLength: number;
+}
+
+export interface SimConfig {
+  readonly sglang: SglangArgs;
+  readonly explicit: ParsedSglangArgs['explicit'];
+  readonly sim: SimOptions;
+}
+
+type SimKey = keyof SimOptions;
+interface SimFlag {
+  readonly key: SimKey;
+  readonly type: 'number' | 'int' | 'bool' | 'string';
+}
+
+const SIM_FLAGS: Readonly<Record<string, SimFlag>> = {
+  '--sim-prefill-tps': { key: 'prefillTps', type: 'number' },
+  '--sim-decode-base-ms': { key: 'decodeBaseMs', type: 'number' },
+  '--sim-decode-per-req-ms': { key: 'decodePerReqMs', type: 'number' },
+  '--sim-host-load-tps': { key: 'hostLoadTps', type: 'number' },
+  '--sim-time-scale': { key: 'timeScale', type: 'number' },
+  '--sim-fail-first': { key: 'failFirst', type: 'int' },
+  '--sim-unhealthy-for-ms': { key: 'unhealthyForMs', type: 'number' },
+  '--sim-latency-spike-ms': { key: 'latencySpikeMs', type: 'number' },
+  '--sim-latency-spike-every': { key: 'latencySpikeEvery', type: 'int' },
+  '--sim-crash-after': { key: 'crashAfter', type: 'int' },
+  '--sim-hang': { key: 'hang', type: 'bool' },
+  '--sim-version': { key: 'version', type: 'string' },
+  '--sim-legacy-info-only': { key: 'legacyInfoOnly', type: 'bool' },
+  '--sim-pd-timeout-ms': { key: 'pdTimeoutMs', type: 'number' },
+  '--sim-worker-id': { key: 'workerId', type: 'string' },
+  '--sim-default-max-total-tokens': { key: 'defaultMaxTotalTokens', type: 'int' },
+  '--sim-default-max-running-requests': { key: 'defaultMaxRunningRequests', type: 'int' },
+  '--sim-context-length': { key: 'contextLength', type: 'int' },
+};
+
+export const SIM_DEFAULTS: SimOptions = {
+  prefillTps: 8000,
+  decodeBaseMs: 6,
+  decodePerReqMs: 0.35,
+  hostLoadTps: 200_000,
+  timeScale: 1,
+  failFirst: 0,
+  unhealthyForMs: 0,
+  latencySpikeMs: 0,
+  latencySpikeEvery: 0,
+  crashAfter: 0,
+  hang: false,
+  version: '0.5.23',
+  legacyInfoOnly: false,
+  pdTimeoutMs: 30_000,
+  workerId: null,
+  defaultMaxTotalTokens: 413_000,
+  defaultMaxRunningRequests: 256,
+  contextLength: 131_072,
+};
+
+export function listSimFlags(): string[] {
+  return Object.keys(SIM_FLAGS);
+}
+
+function convertSim(name: string, flag: SimFlag, raw: string): Result<number | string, string> {
+  if (flag.type === 'string') return { ok: true, value: raw };
+  const n = Number(raw);
+  if (raw.trim() === '' || Number.isNaN(n) || (flag.type === 'int' && !Number.isInteger(n)) || n < 0) {
+    return {
+      ok: false,
+      error: `argument ${name}: invalid ${flag.type === 'int' ? 'int' : 'float'} value: '${raw}'`,
+    };
+  }
+  return { ok: true, value: n };
+}
+
+/** Parse a simulator command line: SGLang's launch flags plus `--sim-*` flags. */
+export function parseSimArgs(argv: readonly string[]): Result<SimConfig, string> {
+  const sim: Record<string, unknown> = { ...SIM_DEFAULTS };
+  const rest: string[] = [];
+  const unknownSim: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i] ?? '';
+    if (!token.startsWith('--sim-')) {
+      rest.push(token);
+      continue;
+    }
+    const eq = token.indexOf('=');
+    const name = eq > 0 ? token.slice(0, eq) : token;
+    const flag = SIM_FLAGS[name];
+    if (!flag) {
+      // Like argparse, a leftover's value is reported with it.
+      unknownSim.push(token);
+      const next = argv[i + 1];
+      if (eq < 0 && next !== undefined && !next.startsWith('-')) unknownSim.push(argv[++i] ?? '');
+      continue;
+    }
+    if (flag.type === 'bool') {
+      sim[flag.key] = true;
+      continue;
+    }
+    const raw = eq > 0 ? token.slice(eq + 1) : argv[++i];
+    if (raw === undefined) return { ok: false, error: `argument ${name}: expected one argument` };
+    const v = convertSim(name, flag, raw);
+    if (!v.ok) return v;
+    sim[flag.key] = v.value;
+  }
+  const parsed = parseSglangArgs(rest);
+  if (!parsed.ok) return { ok: false, error: parsed.error.message };
+  if (unknownSim.length > 0) return { ok: false, error: `unrecognized arguments: ${unknownSim.join(' ')}` };
+  const issues = checkSglangArgs(parsed.value.args);
+  if (issues[0]) return { ok: false, error: issues[0].message };
+  const options = sim as unknown as SimOptions;
+  if (!(options.timeScale > 0)) return { ok: false, error: 'argument --sim-time-scale: must be > 0' };
+  if (!(options.prefillTps > 0) || !(options.hostLoadTps > 0)) {
+    return { ok: false, error: 'arguments --sim-prefill-tps/--sim-host-load-tps: must be > 0' };
+  }
+  return { ok: true, value: { sglang: parsed.value.args, explicit: parsed.value.explicit, sim: options } };
+}
+
+/** Values SGLang derives when a flag is left at None. */
+export interface ResolvedServing {
+  readonly servedModelName: string;
+  readonly tokenizerPath: string;
+  readonly maxTotalTokens: number;
+  readonly maxRunningRequests: number;
+  readonly maxReqInputLen: number;
+  readonly contextLength: number;
+  readonly hostCapacity: number;
+  readonly chunkedPrefillSize: number;
+}
+
+export function resolveServing(cfg: SimConfig): ResolvedServing {
+  const a = cfg.sglang;
+  const modelPath = a.model_path ?? '';
+  const maxTotalTokens = a.max_total_tokens ?? cfg.sim.defaultMaxTotalTokens;
+  const contextLength = a.context_length ?? cfg.sim.contextLength;
+  // HiCache host pool: ratio x device in cache mode; --hicache-size (GB) overrides at 128 KiB a token.
+  let hostCapacity = 0;
+  if (a.enable_hierarchical_cache && a.hicache_host_memory_mode === 'cache') {
+    hostCapacity =
+      a.hicache_size > 0
+        ? Math.floor((a.hicache_size * 1e9) / 131_072)
+        : Math.floor(a.hicache_ratio * maxTotalTokens);
+  }
+  return {
+    servedModelName: a.served_model_name ?? modelPath,
+    tokenizerPath: a.tokenizer_path ?? modelPath,
+    maxTotalTokens,
+    maxRunningRequests: a.max_running_requests ?? cfg.sim.defaultMaxRunningRequests,
+    maxReqInputLen: Math.min(contextLength - 1, maxTotalTokens - 1),
+    contextLength,
+    hostCapacity,
+    chunkedPrefillSize: a.chunked_prefill_size ?? 8192,
+  };
+}
+
+/** Is the radix cache in use? (PD decode instances only with --disaggregation-decode-enable-radix-cache.) */
+export function isRadixCacheOn(a: SglangArgs): boolean {
+  if (a.disable_radix_cache) return false;
+  if (a.disaggregation_mode === 'decode') return a.disaggregation_decode_enable_radix_cache;
+  return true;
+}

@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import { VirtualClock } from './clock.ts';
+import { Engine, type EngineConfig, type RequestResult } from './engine.ts';
+
+const base: EngineConfig = {
+  maxRunningRequests: 256,
+  maxTotalTokens: 100_000,
+  maxPrefillTokens: 16_384,
+  pageSize: 1,
+  radixCache: true,
+  hostCapacity: 0,
+  writePolicy: 'write_through',
+  prefillTps: 8000,
+  hostLoadTps: 80_000,
+  decodeBaseMs: 6,
+  decodePerReqMs: 0.35,
+};
+
+function setup(cfg: Partial<EngineConfig> = {}) {
+  const clock = new VirtualClock();
+  const engine = new Engine({ ...base, ...cfg }, clock);
+  const results = new Map<string, RequestResult>();
+  let n = 0;
+  const submit = (prompt: number[], outputLen = 1, namespace = '') => {
+    const rid = `r${n++}`;
+    engine.submit(
+      { rid, namespace, promptIds: prompt, outputIds: Array.from({ length: outputLen }, (_, i) => 1000 + i) },
+      { onTokens: () => undefined, onFinish: (r) => results.set(rid, r) },
+    );
+    return rid;
+  };
+  const run = (rid: string): RequestResult => {
+    clock.runAll();
+    const r = results.get(rid);
+    if (!r) throw new Error(`${rid} did not finish`);
+    return r;
+  };
+  return { clock, engine, submit, run, results };
+}
+const seq = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
+
+describe('Engine timing model', () => {
+  it('charges prefill on uncached tokens only: a warm prompt is faster', () => {
+    const s = setup();
+    const cold = s.run(s.submit(seq(0, 8000)));
+    expect(cold.cachedTokens).toBe(0);
+    expect(cold.ttftMs).toBeCloseTo(1000, 6); // 8000 tokens at 8000 tok/s
+    const warm = s.run(s.submit(seq(0, 8000)));
+    expect(warm.cachedTokens).toBe(7999); // the last token is always recomputed
+    expect(warm.ttftMs).toBeCloseTo(1000 / 8000, 6);
+  });
+
+  it('decode steps cost base + per-request time', () => {
+    const s = setup();
+    const r = s.run(s.submit(seq(0, 8), 11));
+    expect(r.completionTokens).toBe(11);
+    expect(r.e2eMs - r.ttftMs).toBeCloseTo(10 * (6 + 0.35), 6);
+  });
+
+  it('queues requests beyond max-running-requests (overload)', () => {
+    const s = setup({ maxRunningRequests: 2 });
+    const rids = [0, 1, 2, 3].map((i) => s.submit(seq(i * 100, 80), 10));
+    s.clock.runAll();
+    const rs = rids.map((rid) => s.results.get(rid)!);
+    expect(rs[0]!.queueMs).toBe(0);
+    expect(rs[1]!.queueMs).toBe(0);
+    expect(rs[2]!.queueMs).toBeGreaterThan(50);
+    expect(rs[3]!.queueMs).toBeGreaterThan(50);
+    expect(rs[2]!.ttftMs).toBeGreaterThan(rs[0]!.e2eMs);
+  });
+
+  it('queues on KV capacity and evicts cache to admit', () => {
+    const s = setup({ maxTotalTokens: 1000 });
+    s.run(s.submit(seq(0, 600), 1)); // cached afterwards
+    expect(s.engine.tree.sizes().deviceSize).toBe(600);
+    const a = s.submit(seq(1000, 500), 50);
+    const b = s.submit(seq(2000, 450), 50);
+    s.clock.runAll();
+    const ra = s.results.get(a)!;
+    const rb = s.results.get(b)!;
+    expect(rb.queueMs).toBeGreaterThanOrEqual(ra.e2eMs - 1e-9); // b waits until a frees its KV
+    expect(s.engine.counters.evictedDeviceTokens).toBeGreaterThan(0);
+    expect(s.engine.usedTokens).toBeLessThanOrEqual(1000);
+  });
+
+  it('isolates namespaces', () => {
+    const s = setup();
+    s.run(s.submit(seq(0, 100), 1, 'a'));
+    expect(s.run(s.submit(seq(0, 100), 1, 'b')).cachedTokens).toBe(0);
+    expect(s.run(s.submit(seq(0, 100), 1, 'a')).cachedTokens).toBe(99);
+  });
+
+  it('reuses nothing with the radix cache disabled', () => {
+    const s = setup({ radixCache: false });
+    s.run(s.submit(seq(0, 100)));
+    expect(s.run(s.submit(seq(0, 100))).cachedTokens).toBe(0);
+  });
+
+  it('serves host-tier hits at load cost well below recompute', () => {
+    const s = setup({ maxTotalTokens: 10_000, hostCapacity: 20_000 });
+    s.run(s.submit(seq(0, 8000)));
+    s.run(s.submit(seq(100_000, 8000))); // pushes the first prompt to the host tier
+    const r = s.run(s.submit(seq(0, 8000)));
+    expect(r.cachedHost).toBeGreaterThan(0);
+    expect(r.cachedTokens).toBe(7999);
+    expect(r.ttftMs).toBeLessThan(1000 / 5); // recompute would take 1000 ms
+  });
+
+  it('pages align matches', () => {
+    const s = setup({ pageSize: 16 });
+    s.run(s.submit(seq(0, 100)));
+    expect(s.run(s.submit(seq(0, 100))).cachedTokens).toBe(96);
+  });
+
+  it('aborts a waiting request without running it', () => {
+    const s = setup({ maxRunningRequests: 1 });
+    s.submit(seq(0, 10), 5);
+    const b = s.submit(seq(100, 10), 5);
+    s.engine.abort(b);
+    s.clock.runAll();
+    expect(s.results.get(b)!.finish).toBe('abort');
+    expect(s.engine.usedTokens).toBe(s.engine.tree.sizes().deviceSize);
+  });
+
+  it('refuses to flush while busy', () => {
+    const s = setup();
+    s.submit(seq(0, 10), 5);
+    expect(s.engine.flushCache()).toBe(false);
+    s.clock.runAll();
+    expect(s.engine.flushCache()).toBe(true);
+    expect(s.engine.tree.sizes().deviceSize).toBe(0);
+  });
+});

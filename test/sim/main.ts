@@ -1,0 +1,46 @@
+// CLI: `node test/sim/main.ts <SGLang launch flags> [--sim-* flags]` runs one
+// simulated SGLang server in the foreground (`make sim ARGS='...'`).
+// Exits 2 with an argparse-style message on bad flags, as SGLang does.
+
+import { ScaledClock } from './clock.ts';
+import { parseSimArgs } from './config.ts';
+import { SimServer, type Logger } from './server.ts';
+
+function buildLogger(): Logger {
+  const write = (level: string) => (msg: string, fields?: Record<string, unknown>) =>
+    console.error(JSON.stringify({ ts: new Date().toISOString(), level, msg, ...fields }));
+  return { info: write('info'), warn: write('warn'), error: write('error') };
+}
+
+async function main(argv: string[]): Promise<void> {
+  const parsed = parseSimArgs(argv);
+  if (!parsed.ok) {
+    console.error('usage: launch_server.py [-h] --model-path MODEL_PATH [options]');
+    console.error(`launch_server.py: error: ${parsed.error}`);
+    process.exit(2);
+  }
+  const cfg = parsed.value;
+  const logger = buildLogger();
+  const clock = new ScaledClock(cfg.sim.timeScale);
+  const server = new SimServer(cfg, {
+    clock,
+    logger,
+    crash: () => process.exit(137),
+    toWallMs: (ms) => clock.toWallMs(ms),
+  });
+  const port = await server.listen();
+  logger.info('The server is fired up and ready to roll!', {
+    worker: server.workerId,
+    port,
+    model: server.serving.servedModelName,
+    mode: cfg.sglang.disaggregation_mode,
+    timeScale: cfg.sim.timeScale,
+  });
+  const stop = (): void => {
+    void server.close().then(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+await main(process.argv.slice(2));

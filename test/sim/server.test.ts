@@ -1,0 +1,326 @@
+// Conformance of the simulator's endpoints with the shapes in
+// ../shared/reference/sglang.md §2 (SGLang's http_server.py, io_struct.py, OpenAI layer).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decode, encode } from './tokenizer.ts';
+import { postJson, postSse, startSim, type RunningSim } from './testing.ts';
+
+type Json = Record<string, unknown>;
+const MODEL = 'acme/llama-8b-sim';
+
+let sim: RunningSim;
+beforeAll(async () => {
+  sim = await startSim([
+    '--model-path',
+    MODEL,
+    '--served-model-name',
+    'served',
+    '--enable-metrics',
+    '--enable-cache-report',
+  ]);
+});
+afterAll(() => sim.close());
+
+describe('/generate', () => {
+  it('answers {text, output_ids, meta_info} with the reference meta_info fields', async () => {
+    const r = await postJson(`${sim.url}/generate`, {
+      text: 'Hello world',
+      sampling_params: { max_new_tokens: 6 },
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-sim-worker')).toBe(sim.server.workerId);
+    const b = r.json as { text: string; output_ids: number[]; meta_info: Json };
+    expect(b.output_ids).toHaveLength(6);
+    expect(decode(b.output_ids)).toBe(b.text);
+    expect(b.meta_info).toMatchObject({
+      prompt_tokens: encode('Hello world').length,
+      completion_tokens: 6,
+      cached_tokens: 0,
+      cached_tokens_details: { device: 0, host: 0 },
+      finish_reason: { type: 'length', length: 6 },
+    });
+    expect(typeof b.meta_info['id']).toBe('string');
+    expect(typeof b.meta_info['e2e_latency']).toBe('number');
+    // max_new_tokens 6: one prefill step + 5 decode steps of 6 + 0.35 ms.
+    expect(b.meta_info['e2e_latency']).toBeCloseTo(11 / 8000 + 5 * 0.00635, 6);
+  });
+
+  it('is deterministic for (prompt, seed, max_new_tokens) and agrees with /tokenize', async () => {
+    const body = { text: 'deterministic?', sampling_params: { max_new_tokens: 8, sampling_seed: 3 } };
+    const a = (await postJson(`${sim.url}/generate`, body)).json as Json;
+    const b = (await postJson(`${sim.url}/generate`, body)).json as Json;
+    expect(a['text']).toBe(b['text']);
+    const c = (
+      await postJson(`${sim.url}/generate`, {
+        ...body,
+        sampling_params: { max_new_tokens: 8, sampling_seed: 4 },
+      })
+    ).json as Json;
+    expect(c['text']).not.toBe(a['text']);
+    const tok = (await postJson(`${sim.url}/tokenize`, { prompt: 'deterministic?' })).json as Json;
+    expect(tok).toEqual({
+      tokens: encode('deterministic?'),
+      count: encode('deterministic?').length,
+      max_model_len: 131072,
+    });
+    const detok = (await postJson(`${sim.url}/detokenize`, { tokens: a['output_ids'] })).json as Json;
+    expect(detok['text']).toBe(a['text']);
+  });
+
+  it('streams SSE with cumulative text, finish_reason on the last chunk, then [DONE]', async () => {
+    const r = await postSse(`${sim.url}/generate`, {
+      input_ids: [5, 6, 7],
+      sampling_params: { max_new_tokens: 4 },
+      stream: true,
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    expect(r.events.at(-1)).toBe('[DONE]');
+    const chunks = r.events.slice(0, -1).map((e) => JSON.parse(e) as { text: string; meta_info: Json });
+    expect(chunks).toHaveLength(4);
+    for (let i = 1; i < chunks.length; i++)
+      expect(chunks[i]!.text.startsWith(chunks[i - 1]!.text)).toBe(true);
+    expect(chunks.slice(0, -1).every((c) => c.meta_info['finish_reason'] === null)).toBe(true);
+    expect(chunks.at(-1)!.meta_info['finish_reason']).toEqual({ type: 'length', length: 4 });
+  });
+
+  it('reports cached tokens on every streamed chunk once the prompt is warm', async () => {
+    const body = { input_ids: [9, 8, 7, 6, 5, 4], sampling_params: { max_new_tokens: 3 }, stream: true };
+    await postSse(`${sim.url}/generate`, body);
+    const r = await postSse(`${sim.url}/generate`, body);
+    const metas = r.events.slice(0, -1).map((e) => (JSON.parse(e) as { meta_info: Json }).meta_info);
+    expect(metas.map((m) => m['cached_tokens'])).toEqual([5, 5, 5]);
+  });
+
+  it('serves batches as a list', async () => {
+    const r = await postJson(`${sim.url}/generate`, {
+      text: ['a', 'b'],
+      sampling_params: { max_new_tokens: 2 },
+    });
+    expect(Array.isArray(r.json)).toBe(true);
+    expect((r.json as Json[]).map((x) => (x['meta_info'] as Json)['completion_tokens'])).toEqual([2, 2]);
+  });
+
+  it('stops on a stop string and reports it as matched', async () => {
+    const first = (
+      await postJson(`${sim.url}/generate`, { text: 'stop test', sampling_params: { max_new_tokens: 8 } })
+    ).json as Json;
+    const words = (first['text'] as string).split(' ');
+    const stop = words[3]!;
+    const r = (
+      await postJson(`${sim.url}/generate`, {
+        text: 'stop test',
+        sampling_params: { max_new_tokens: 8, stop },
+      })
+    ).json as Json;
+    expect((r['meta_info'] as Json)['finish_reason']).toEqual({ type: 'stop', matched: stop });
+    expect(r['text']).toBe(words.slice(0, 3).join(' ') + ' ');
+  });
+
+  it.each([
+    [{}, 'Either text, input_ids or input_embeds should be provided.'],
+    [{ text: 'a', input_ids: [1] }, 'Only one of text, input_ids, or input_embeds can be provided.'],
+    [{ text: 'a', sampling_params: { max_new_tokens: 'many' } }, 'sampling_params.max_new_tokens'],
+    [{ text: 'a', sampling_params: { temperature: -1 } }, 'sampling_params.temperature'],
+    [{ input_ids: [-1] }, 'input_ids'],
+    ['{not json', 'Invalid JSON body'],
+  ])('rejects %j with a 400 JSON error', async (body, message) => {
+    const r = await postJson(`${sim.url}/generate`, body);
+    expect(r.status).toBe(400);
+    expect(((r.json as Json)['error'] as Json)['message']).toContain(message);
+  });
+});
+
+describe('OpenAI endpoints', () => {
+  const messages = [{ role: 'user', content: ' ba be bi bo bu ca ce ci co cu' }];
+
+  it('answers chat completions with usage; cached tokens only with --enable-cache-report and > 0', async () => {
+    const r = await postJson(`${sim.url}/v1/chat/completions`, {
+      model: 'served',
+      messages,
+      max_tokens: 5,
+      cache_salt: 'chat-1',
+    });
+    expect(r.status).toBe(200);
+    const b = r.json as Json;
+    expect(b).toMatchObject({ object: 'chat.completion', model: 'served' });
+    const choice = (b['choices'] as Json[])[0]!;
+    expect(choice).toMatchObject({ index: 0, finish_reason: 'length', message: { role: 'assistant' } });
+    expect(b['usage']).toMatchObject({
+      prompt_tokens: 12,
+      completion_tokens: 5,
+      total_tokens: 17,
+      prompt_tokens_details: null,
+    });
+    const again = (
+      await postJson(`${sim.url}/v1/chat/completions`, {
+        model: 'served',
+        messages,
+        max_tokens: 5,
+        cache_salt: 'chat-1',
+      })
+    ).json as Json;
+    expect(again['usage']).toMatchObject({ prompt_tokens_details: { cached_tokens: 11 } });
+  });
+
+  it('streams chat chunks and a usage chunk, then [DONE]', async () => {
+    const r = await postSse(`${sim.url}/v1/chat/completions`, {
+      messages,
+      max_tokens: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    expect(r.events.at(-1)).toBe('[DONE]');
+    const chunks = r.events.slice(0, -1).map((e) => JSON.parse(e) as Json);
+    expect(chunks.every((c) => c['object'] === 'chat.completion.chunk')).toBe(true);
+    const deltas = chunks.flatMap((c) => (c['choices'] as Json[]).map((x) => x['delta'] as Json));
+    expect(deltas[0]).toMatchObject({ role: 'assistant' });
+    expect((chunks.at(-2)!['choices'] as Json[])[0]!['finish_reason']).toBe('length');
+    expect(chunks.at(-1)!['usage']).toMatchObject({ completion_tokens: 3 });
+  });
+
+  it('answers completions', async () => {
+    const r = await postJson(`${sim.url}/v1/completions`, {
+      model: 'served',
+      prompt: 'once upon',
+      max_tokens: 4,
+    });
+    expect(r.json).toMatchObject({
+      object: 'text_completion',
+      choices: [{ index: 0, finish_reason: 'length' }],
+      usage: { completion_tokens: 4 },
+    });
+  });
+
+  it('rejects malformed bodies with the OpenAI error shape', async () => {
+    const r = await postJson(`${sim.url}/v1/chat/completions`, { messages: [] });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ object: 'error', type: 'BadRequestError', code: 400 });
+  });
+
+  it('lists the served model name', async () => {
+    const r = await fetch(`${sim.url}/v1/models`);
+    expect(await r.json()).toMatchObject({
+      object: 'list',
+      data: [{ id: 'served', object: 'model', root: 'served' }],
+    });
+  });
+});
+
+describe('info, health, cache and load endpoints', () => {
+  it.each(['/server_info', '/get_server_info'])(
+    '%s reports the launch arguments, version and capacity',
+    async (path) => {
+      const b = (await (await fetch(`${sim.url}${path}`)).json()) as Json;
+      expect(b).toMatchObject({
+        model_path: MODEL,
+        served_model_name: 'served',
+        tokenizer_path: MODEL,
+        enable_metrics: true,
+        page_size: 1,
+        status: 'ready',
+        max_total_num_tokens: 413000,
+        version: '0.5.23',
+      });
+      expect(typeof b['max_req_input_len']).toBe('number');
+      expect(Array.isArray(b['internal_states'])).toBe(true);
+    },
+  );
+
+  it.each(['/model_info', '/get_model_info'])('%s has the model fields', async (path) => {
+    const b = (await (await fetch(`${sim.url}${path}`)).json()) as Json;
+    expect(Object.keys(b).sort()).toEqual(
+      [
+        'architectures',
+        'has_audio_understanding',
+        'has_image_understanding',
+        'is_generation',
+        'model_path',
+        'model_type',
+        'preferred_sampling_params',
+        'tokenizer_path',
+        'weight_version',
+      ].sort(),
+    );
+    expect(b['model_path']).toBe(MODEL);
+  });
+
+  it.each(['/health', '/health_generate'])('%s is 200 when the scheduler answers', async (path) => {
+    expect((await fetch(`${sim.url}${path}`)).status).toBe(200);
+  });
+
+  it('flushes the cache when idle', async () => {
+    const r = await fetch(`${sim.url}/flush_cache`, { method: 'POST' });
+    expect(r.status).toBe(200);
+    expect(await r.text()).toMatch(/^Cache flushed/);
+    expect(sim.server.engine.tree.sizes().deviceSize).toBe(0);
+  });
+
+  it('/v1/loads reports one DP rank with the reference fields, as JSON or Prometheus', async () => {
+    const b = (await (await fetch(`${sim.url}/v1/loads?include=all`)).json()) as Json;
+    expect(Object.keys(b).sort()).toEqual(['loads', 'timestamp', 'version']);
+    expect(Object.keys((b['loads'] as Json[])[0]!).sort()).toEqual(
+      [
+        'cache_hit_rate',
+        'dp_rank',
+        'gen_throughput',
+        'max_running_requests',
+        'max_total_num_tokens',
+        'num_running_reqs',
+        'num_used_tokens',
+        'num_waiting_reqs',
+        'token_usage',
+        'utilization',
+      ].sort(),
+    );
+    const p = await (await fetch(`${sim.url}/v1/loads?format=prometheus`)).text();
+    expect(p).toContain('sglang:num_running_reqs{');
+    expect((await fetch(`${sim.url}/v1/loads?include=bogus`)).status).toBe(400);
+  });
+
+  it('/metrics exposes sglang: metrics with the reference labels', async () => {
+    await postJson(`${sim.url}/generate`, { text: 'metrics', sampling_params: { max_new_tokens: 2 } });
+    const text = await (await fetch(`${sim.url}/metrics`)).text();
+    const labels = '{model_name="served",engine_type="unified",tp_rank="0",pp_rank="0"}';
+    for (const name of [
+      'num_running_reqs',
+      'num_used_tokens',
+      'token_usage',
+      'gen_throughput',
+      'num_queue_reqs',
+      'num_grammar_queue_reqs',
+      'cache_hit_rate',
+      'max_total_num_tokens',
+      'num_retracted_reqs',
+      'utilization',
+      'prompt_tokens_total',
+      'generation_tokens_total',
+      'cached_tokens_total',
+      'num_requests_total',
+      'num_aborted_requests_total',
+    ]) {
+      expect(text).toContain(`sglang:${name}${labels} `);
+    }
+    for (const h of [
+      'time_to_first_token_seconds',
+      'inter_token_latency_seconds',
+      'e2e_request_latency_seconds',
+      'queue_time_seconds',
+    ]) {
+      expect(text).toContain(`# TYPE sglang:${h} histogram`);
+      expect(text).toContain(`sglang:${h}_count${labels} `);
+    }
+  });
+
+  it('answers 404 on /metrics without --enable-metrics and on legacy-only servers for new info paths', async () => {
+    const old = await startSim(['--model-path', 'm', '--sim-legacy-info-only', '--sim-version', '0.5.0']);
+    try {
+      expect((await fetch(`${old.url}/metrics`)).status).toBe(404);
+      expect((await fetch(`${old.url}/server_info`)).status).toBe(404);
+      expect((await fetch(`${old.url}/model_info`)).status).toBe(404);
+      expect(((await (await fetch(`${old.url}/get_server_info`)).json()) as Json)['version']).toBe('0.5.0');
+    } finally {
+      await old.close();
+    }
+  });
+});

@@ -1,0 +1,310 @@
+// The simulator's HTTP shell: SGLang's endpoints over the pure engine.
+// Every generation goes through runGeneration (faults, PD handshake, engine);
+// the endpoint modules only shape requests and responses.
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { handleChatCompletions, handleCompletions } from './api-openai.ts';
+import { handleGenerate, type AbortState } from './api-generate.ts';
+import { routeInfo } from './api-info.ts';
+import type { Clock } from './clock.ts';
+import { isRadixCacheOn, resolveServing, type ResolvedServing, type SimConfig } from './config.ts';
+import { Engine, type CachedSplit, type RequestResult } from './engine.ts';
+import { abortReason, planOutput, type FinishReason, type OutputPlan, type StopRules } from './generation.ts';
+import { HttpError, nativeError, openAiError, sendJson } from './http-util.ts';
+import { SimMetrics } from './metrics.ts';
+import { FAKE_BOOTSTRAP_HOST, RoomRegistry, createBootstrapServer, waitForPrefill } from './pd.ts';
+
+export interface Logger {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export const silentLogger: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export interface SimServerDeps {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Called by --sim-crash-after; main.ts exits the process. */
+  readonly crash: () => void;
+  /** Wall milliseconds for a simulated duration (the PD long-poll runs on wall time). */
+  readonly toWallMs: (simMs: number) => number;
+}
+
+export interface Bootstrap {
+  readonly host: string;
+  readonly port: number;
+  readonly room: number;
+}
+
+export interface GenerationInput {
+  readonly rid: string;
+  readonly promptIds: readonly number[];
+  readonly maxNewTokens: number;
+  readonly seed: number;
+  readonly rules: StopRules;
+  readonly namespace: string;
+  readonly bootstrap: Bootstrap | null;
+  /** Injected latency before the request reaches the scheduler (model ms). */
+  readonly delayMs?: number;
+}
+
+export interface GenerationOutcome {
+  readonly plan: OutputPlan;
+  readonly result: RequestResult;
+  /** The plan's finish reason, or an abort. */
+  readonly finish: FinishReason;
+  readonly completionTokens: number;
+}
+
+export type ProgressFn = (generated: number, plan: OutputPlan, isLast: boolean, cached: CachedSplit) => void;
+
+export class SimServer {
+  readonly config: SimConfig;
+  readonly serving: ResolvedServing;
+  readonly engine: Engine;
+  readonly metrics = new SimMetrics();
+  readonly server: http.Server;
+  readonly #deps: SimServerDeps;
+  readonly #rooms = new RoomRegistry();
+  #bootstrapServer: http.Server | null = null;
+  #generationCount = 0;
+  #nextRid = 0;
+  #workerId = '';
+
+  constructor(config: SimConfig, deps: SimServerDeps) {
+    this.config = config;
+    this.#deps = deps;
+    this.serving = resolveServing(config);
+    const a = config.sglang;
+    this.engine = new Engine(
+      {
+        maxRunningRequests: this.serving.maxRunningRequests,
+        maxTotalTokens: this.serving.maxTotalTokens,
+        maxPrefillTokens: a.max_prefill_tokens,
+        pageSize: a.page_size,
+        radixCache: isRadixCacheOn(a),
+        hostCapacity: this.serving.hostCapacity,
+        writePolicy: a.hicache_write_policy,
+        prefillTps: config.sim.prefillTps,
+        hostLoadTps: config.sim.hostLoadTps,
+        decodeBaseMs: config.sim.decodeBaseMs,
+        decodePerReqMs: config.sim.decodePerReqMs,
+      },
+      deps.clock,
+    );
+    this.server = http.createServer((req, res) => this.#onRequest(req, res));
+    // Long generations under overload outlive Node's default request/headers timeouts; SGLang has none.
+    this.server.keepAliveTimeout = 65_000;
+    this.server.requestTimeout = 0;
+    this.server.headersTimeout = 0;
+  }
+
+  get clock(): Clock {
+    return this.#deps.clock;
+  }
+
+  get workerId(): string {
+    return this.#workerId;
+  }
+
+  get headers(): http.OutgoingHttpHeaders {
+    return { 'x-sim-worker': this.#workerId };
+  }
+
+  newRid(): string {
+    return `sim-${(this.#nextRid++).toString(16)}`;
+  }
+
+  async listen(port = this.config.sglang.port, host = this.config.sglang.host): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve());
+    });
+    const actual = (this.server.address() as AddressInfo).port;
+    this.#workerId = this.config.sim.workerId ?? `${host}:${actual}`;
+    if (this.config.sglang.disaggregation_mode === 'prefill') {
+      const bs = createBootstrapServer(this.#rooms);
+      await new Promise<void>((resolve, reject) => {
+        bs.once('error', reject);
+        bs.listen(this.config.sglang.disaggregation_bootstrap_port, host, () => resolve());
+      });
+      this.#bootstrapServer = bs;
+    }
+    return actual;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    const closing = [new Promise<void>((r) => this.server.close(() => r()))];
+    if (this.#bootstrapServer) {
+      const bs = this.#bootstrapServer;
+      bs.closeAllConnections();
+      closing.push(new Promise<void>((r) => bs.close(() => r())));
+    }
+    await Promise.all(closing);
+  }
+
+  isHealthy(): boolean {
+    return this.clock.now() >= this.config.sim.unhealthyForMs;
+  }
+
+  #onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (this.config.sim.hang) return; // --sim-hang: accept, never answer
+    this.#route(req, res).catch((e: unknown) => {
+      const status = e instanceof HttpError ? e.status : 500;
+      const message = e instanceof Error ? e.message : String(e);
+      if (status >= 500) this.#deps.logger.error('request failed', { url: req.url, error: message });
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      const isOpenAi = (req.url ?? '').startsWith('/v1/');
+      sendJson(
+        res,
+        status,
+        isOpenAi ? openAiError(message, status) : nativeError(message, status),
+        this.headers,
+      );
+    });
+  }
+
+  async #route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://sim');
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+    if (
+      method === 'POST' &&
+      (path === '/generate' || path === '/v1/chat/completions' || path === '/v1/completions')
+    ) {
+      const delayMs = this.#admitGeneration(res, path.startsWith('/v1/'));
+      if (delayMs === null) return;
+      if (path === '/generate') await handleGenerate(this, req, res, delayMs);
+      else if (path === '/v1/chat/completions') await handleChatCompletions(this, req, res, delayMs);
+      else await handleCompletions(this, req, res, delayMs);
+      return;
+    }
+    await routeInfo(this, req, res, url);
+  }
+
+  /** Fault injection ahead of a generation request: the delay to apply, or null when it was answered here. */
+  #admitGeneration(res: http.ServerResponse, isOpenAi: boolean): number | null {
+    const n = ++this.#generationCount;
+    const sim = this.config.sim;
+    if (sim.crashAfter > 0 && n > sim.crashAfter) {
+      this.#deps.logger.warn('crashing (--sim-crash-after)', { requests: n - 1 });
+      res.socket?.destroy();
+      this.#deps.crash();
+      return null;
+    }
+    if (n <= sim.failFirst) {
+      const msg = `Simulated failure ${n} of ${sim.failFirst} (--sim-fail-first)`;
+      sendJson(res, 500, isOpenAi ? openAiError(msg, 500) : nativeError(msg, 500), this.headers);
+      return null;
+    }
+    // --sim-latency-spike-*: every Nth generation waits before it is served.
+    return sim.latencySpikeEvery > 0 && n % sim.latencySpikeEvery === 0 ? sim.latencySpikeMs : 0;
+  }
+
+  #delay(ms: number): Promise<void> {
+    return new Promise((resolve) => this.clock.setTimer(ms, resolve));
+  }
+
+  /** Check a request's input against the server's limits and mode; throws a 400 HttpError. */
+  validateGeneration(promptTokens: number, bootstrap: Bootstrap | null, hasAnyBootstrap: boolean): void {
+    if (promptTokens === 0)
+      throw new HttpError(400, 'The input is empty: provide text or input_ids with at least one token.');
+    if (promptTokens > this.serving.maxReqInputLen) {
+      throw new HttpError(
+        400,
+        `The input (${promptTokens} tokens) is longer than the model's context length (${this.serving.maxReqInputLen} tokens).`,
+      );
+    }
+    const a = this.config.sglang;
+    if (a.disaggregation_mode === 'decode' && !bootstrap) {
+      const who = a.enable_hisparse ? 'HiSparse decode' : 'PD decode mode';
+      throw new HttpError(
+        400,
+        `${who} requires bootstrap_host, bootstrap_port and bootstrap_room in the request.`,
+      );
+    }
+    if (hasAnyBootstrap && !bootstrap) {
+      throw new HttpError(400, 'bootstrap_host, bootstrap_port and bootstrap_room must be given together.');
+    }
+  }
+
+  /** Run one generation through faults, the PD handshake and the engine. */
+  async runGeneration(
+    input: GenerationInput,
+    onProgress: ProgressFn,
+    signal: AbortState,
+  ): Promise<GenerationOutcome> {
+    const sim = this.config.sim;
+    const mode = this.config.sglang.disaggregation_mode;
+    const startedAt = this.clock.now();
+    const plan = planOutput(input.promptIds, input.seed, input.maxNewTokens, input.rules);
+    if ((input.delayMs ?? 0) > 0) await this.#delay(input.delayMs ?? 0);
+    let transferFailed = false;
+    const b = input.bootstrap;
+    if (mode === 'decode' && b && b.host !== FAKE_BOOTSTRAP_HOST) {
+      this.metrics.pd.decodeTransfer++;
+      transferFailed = !(await waitForPrefill(
+        b.host,
+        b.port,
+        String(b.room),
+        this.#deps.toWallMs(sim.pdTimeoutMs),
+      ));
+      this.metrics.pd.decodeTransfer--;
+      if (transferFailed) this.metrics.pd.bootstrapFailed++;
+    }
+    if (mode === 'prefill') this.metrics.pd.prefillInflight++;
+    // A prefill instance stops after the first token; max_new_tokens 0 still runs one prefill step.
+    const wanted = mode === 'prefill' ? Math.min(1, plan.outputIds.length) : plan.outputIds.length;
+    const engineIds = wanted > 0 ? plan.outputIds.slice(0, wanted) : [0];
+    const engineResult = await new Promise<RequestResult>((resolve) => {
+      this.engine.submit(
+        {
+          rid: input.rid,
+          namespace: input.namespace,
+          promptIds: input.promptIds,
+          outputIds: engineIds,
+          skipPrefill: mode === 'decode',
+        },
+        {
+          onTokens: (n, _now, cached) => onProgress(Math.min(n, wanted), plan, n >= wanted, cached),
+          onFinish: resolve,
+        },
+      );
+      if (transferFailed) {
+        const secs = sim.pdTimeoutMs / 1000;
+        this.engine.abort(
+          input.rid,
+          `KVTransferError(bootstrap_room=${b?.room}): Request ${input.rid} timed out after ${secs}s in KVPoll.WaitingForInput`,
+        );
+      }
+      signal.onAbort = () => this.engine.abort(input.rid);
+      if (signal.aborted) this.engine.abort(input.rid);
+    });
+    // Latencies count from arrival at the server: spikes and the PD handshake included.
+    const before = engineResult.arrivedAt - startedAt;
+    const result: RequestResult = {
+      ...engineResult,
+      arrivedAt: startedAt,
+      queueMs: engineResult.queueMs + before,
+      ttftMs: engineResult.ttftMs + before,
+      e2eMs: engineResult.e2eMs + before,
+    };
+    if (mode === 'prefill') {
+      this.metrics.pd.prefillInflight--;
+      if (b) this.#rooms.complete(String(b.room), performance.now());
+    }
+    this.metrics.record(result);
+    const completionTokens = Math.min(result.completionTokens, wanted);
+    let finish: FinishReason = plan.finish;
+    if (result.finish === 'abort')
+      finish = abortReason(result.abortMessage ?? 'Abort request', transferFailed ? 500 : 499);
+    else if (mode === 'prefill') finish = { type: 'length', length: completionTokens };
+    return { plan, result, finish, completionTokens };
+  }
+}
