@@ -79,3 +79,7 @@ replay-fleet: deps ## 4 simulators + replay: make replay-fleet [TRACE=f.jsonl] [
 .PHONY: sim-bench
 sim-bench: deps ## Simulator throughput on one core (tiny /generate requests/s)
 	$(NODE) test/bench/sim-throughput.ts
+
+.PHONY: run-operator
+run-operator: deps ## Run the operator against the current kubeconfig (ARGS='--namespace x --leader-elect false')
+	$(NODE) operator/src/main.ts $(ARGS)

@@ -11,6 +11,7 @@ import type {
   V1VolumeMount,
 } from '@kubernetes/client-node';
 import type { DeploymentResource, DeploymentSpec } from '../../api/index.ts';
+import type { KubeObject } from '../../runtime/objects.ts';
 import { API_VERSION } from '../../api/index.ts';
 import { buildArgv, MODEL_DIR, SGLANG_PORT } from './args.ts';
 import { computeFingerprint } from './fingerprint.ts';
@@ -25,6 +26,14 @@ const PROBE_PERIOD_SECONDS = 10;
 // SGLang's /health waits up to 20 s for the scheduler to generate one token.
 const HEALTH_TIMEOUT_SECONDS = 25;
 const RDMA_TRANSFER_BACKENDS = new Set(['mooncake', 'nixl', 'mori']);
+
+/**
+ * The builders author with client-node's typed models; the wire layer takes
+ * plain JSON objects. One cast, here, where the two meet.
+ */
+export function toKubeObject(obj: V1Deployment | V1Service): KubeObject {
+  return obj as unknown as KubeObject;
+}
 
 export interface DesiredState {
   fingerprint: string;
@@ -71,7 +80,13 @@ export function buildWorkload(
   fingerprint: string,
 ): V1Deployment {
   const name = root.metadata.name ?? '';
-  const labels = buildPodLabels(name, engine.role, root.spec.deploymentId, fingerprint, root.spec.runtime.version);
+  const labels = buildPodLabels(
+    name,
+    engine.role,
+    root.spec.deploymentId,
+    fingerprint,
+    root.spec.runtime.version,
+  );
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',

@@ -1,4 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeObject } from '../../runtime/objects.ts';
 import type { Endpoint, EndpointRole } from '../../api/index.ts';
 import { EndpointRole as EndpointRoleSchema } from '../../api/index.ts';
 import type { RuntimeIdentity } from '../../sglang/identity.ts';
@@ -28,7 +29,10 @@ export interface PodView {
   terminating: boolean;
 }
 
-export function buildPodView(pod: V1Pod): PodView | undefined {
+/** A pod as the API server sends it (timestamps are strings, not client-node's Dates). */
+export type PodObject = KubeObject & Pick<V1Pod, 'spec' | 'status'>;
+
+export function buildPodView(pod: PodObject): PodView | undefined {
   const role = EndpointRoleSchema.safeParse(pod.metadata?.labels?.[LABEL_ROLE]);
   if (!role.success || !pod.metadata?.name) return undefined;
   const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;

@@ -1,4 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import type { PodObject } from './endpoints.ts';
 import { describe, expect, it } from 'vitest';
 import { validateResource, type DeploymentResource, type Endpoint } from '../../api/index.ts';
 import { loadSample } from '../../../../test/support/samples.ts';
@@ -234,7 +235,7 @@ describe('computeStatus', () => {
 });
 
 describe('computePodTrouble', () => {
-  const pod = (status: NonNullable<V1Pod['status']>): V1Pod => ({ metadata: { name: 'p' }, status });
+  const pod = (status: NonNullable<V1Pod['status']>): PodObject => ({ metadata: { name: 'p' }, status });
   it.each<[string, NonNullable<V1Pod['status']>, string | undefined]>([
     [
       'unschedulable',

@@ -1,6 +1,6 @@
-import type { V1Pod } from '@kubernetes/client-node';
 import type { Condition, DeploymentResource, DeploymentStatus, Endpoint } from '../../api/index.ts';
 import { setConditions, type ConditionInput } from '../../runtime/conditions.ts';
+import type { PodObject } from './endpoints.ts';
 import { computeImageDigest } from './fingerprint.ts';
 import { LABEL_DEPLOYMENT } from './labels.ts';
 import type { RoleEngine } from './roles.ts';
@@ -49,7 +49,7 @@ export interface PodTrouble {
 }
 
 /** What Kubernetes says is keeping a pod from serving, in its own words. */
-export function computePodTrouble(pod: V1Pod): PodTrouble | undefined {
+export function computePodTrouble(pod: PodObject): PodTrouble | undefined {
   const name = pod.metadata?.name ?? '';
   const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
   if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {

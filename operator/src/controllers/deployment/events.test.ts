@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import type { DeploymentStatus, Endpoint } from '../../api/index.ts';
+import { planEvents } from './events.ts';
+
+const ep = (pod: string, o: Partial<Endpoint> = {}): Endpoint => ({
+  pod,
+  ip: '10.244.0.1',
+  port: 30000,
+  role: 'standalone',
+  ready: true,
+  verified: false,
+  ...o,
+});
+const cond = (type: string, status: 'True' | 'False', reason: string) => ({
+  type,
+  status,
+  reason,
+  message: `${type} ${reason}`,
+  lastTransitionTime: '2026-11-29T10:00:00Z',
+});
+
+describe('planEvents', () => {
+  it('announces a newly verified endpoint once', () => {
+    const next: DeploymentStatus = { endpoints: [ep('a', { verified: true })] };
+    expect(planEvents({ endpoints: [ep('a')] }, next).map((e) => e.reason)).toEqual(['EndpointVerified']);
+    expect(planEvents(next, next)).toEqual([]);
+  });
+
+  it('warns about an identity mismatch, again only when the mismatch changes', () => {
+    const bad = ep('a', {
+      reason: 'IdentityMismatch',
+      message: 'servedModelName: declared x, runtime reports y',
+    });
+    expect(planEvents(undefined, { endpoints: [bad] })).toEqual([
+      {
+        type: 'Warning',
+        reason: 'IdentityMismatch',
+        message: expect.stringContaining('the gateway will not route to it'),
+      },
+    ]);
+    expect(planEvents({ endpoints: [bad] }, { endpoints: [bad] })).toEqual([]);
+    expect(
+      planEvents(
+        { endpoints: [bad] },
+        { endpoints: [{ ...bad, message: 'version: declared 1, runtime reports 2' }] },
+      ),
+    ).toHaveLength(1);
+  });
+
+  it.each([
+    ['Ready turning True', undefined, cond('Ready', 'True', 'AllReplicasVerified'), 'Ready'],
+    [
+      'Ready turning False',
+      cond('Ready', 'True', 'AllReplicasVerified'),
+      cond('Ready', 'False', 'WaitingForVerifiedReplicas'),
+      'NotReady',
+    ],
+    [
+      'a stuck rollout',
+      cond('Progressing', 'True', 'RollingOut'),
+      cond('Progressing', 'False', 'Unschedulable'),
+      'Unschedulable',
+    ],
+  ])('reports %s', (_name, before, after, reason) => {
+    expect(
+      planEvents({ conditions: before ? [before] : [] }, { conditions: [after] }).map((e) => e.reason),
+    ).toEqual([reason]);
+  });
+
+  it('stays quiet about a first Ready=False and about unchanged conditions', () => {
+    const waiting = cond('Ready', 'False', 'WaitingForVerifiedReplicas');
+    expect(planEvents(undefined, { conditions: [waiting] })).toEqual([]);
+    expect(planEvents({ conditions: [waiting] }, { conditions: [waiting] })).toEqual([]);
+  });
+});

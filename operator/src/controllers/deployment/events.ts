@@ -1,0 +1,64 @@
+import type { DeploymentStatus, Endpoint } from '../../api/index.ts';
+
+export interface PlannedEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+function byPod(endpoints: readonly Endpoint[] | undefined): Map<string, Endpoint> {
+  return new Map((endpoints ?? []).map((e) => [e.pod, e]));
+}
+
+function planEndpointEvents(previous: DeploymentStatus | undefined, next: DeploymentStatus): PlannedEvent[] {
+  const before = byPod(previous?.endpoints);
+  return (next.endpoints ?? []).flatMap((e): PlannedEvent[] => {
+    const old = before.get(e.pod);
+    if (e.verified && !(old?.verified ?? false)) {
+      return [
+        {
+          type: 'Normal',
+          reason: 'EndpointVerified',
+          message: `pod ${e.pod} (${e.role}) at ${e.ip}:${e.port} reports the declared identity`,
+        },
+      ];
+    }
+    const newMismatch =
+      e.reason === 'IdentityMismatch' && (old?.reason !== 'IdentityMismatch' || old.message !== e.message);
+    return newMismatch
+      ? [
+          {
+            type: 'Warning',
+            reason: 'IdentityMismatch',
+            message: `pod ${e.pod}: ${e.message ?? ''}; the gateway will not route to it`,
+          },
+        ]
+      : [];
+  });
+}
+
+function planConditionEvents(previous: DeploymentStatus | undefined, next: DeploymentStatus): PlannedEvent[] {
+  const prevConds = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
+  return (next.conditions ?? []).flatMap((c): PlannedEvent[] => {
+    const old = prevConds.get(c.type);
+    if (old && old.status === c.status && old.reason === c.reason) return [];
+    if (c.type === 'Ready' && (c.status === 'True' || old !== undefined)) {
+      const ready = c.status === 'True';
+      return [
+        { type: ready ? 'Normal' : 'Warning', reason: ready ? 'Ready' : 'NotReady', message: c.message },
+      ];
+    }
+    if (c.type === 'Progressing' && c.status === 'False')
+      return [{ type: 'Warning', reason: c.reason, message: c.message }];
+    return [];
+  });
+}
+
+/**
+ * The events a person should see for a status change: endpoints newly verified
+ * or refused, and condition flips. Pure; the shell emits them after the status
+ * write succeeded, so an event never announces a state that was not stored.
+ */
+export function planEvents(previous: DeploymentStatus | undefined, next: DeploymentStatus): PlannedEvent[] {
+  return [...planEndpointEvents(previous, next), ...planConditionEvents(previous, next)];
+}

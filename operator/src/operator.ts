@@ -1,0 +1,48 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
+import { buildDeploymentController } from './controllers/deployment/reconciler.ts';
+import { KubeClient } from './runtime/client.ts';
+import type { Logger } from './runtime/logger.ts';
+import { Manager, type ManagerOptions } from './runtime/manager.ts';
+
+export interface OperatorOptions {
+  /** A kubeconfig file; unset: in-cluster or $KUBECONFIG. */
+  kubeconfig?: string | undefined;
+  namespace?: string | undefined;
+  logger: Logger;
+  leaderElection: NonNullable<ManagerOptions['leaderElection']>;
+  http: NonNullable<ManagerOptions['http']>;
+  concurrency?: number;
+}
+
+export interface Operator {
+  readonly manager: Manager;
+  readonly client: KubeClient;
+  stop(): Promise<void>;
+}
+
+/** Builds and starts the manager with every controller; the caller decides how the process ends. */
+export async function startOperator(opts: OperatorOptions): Promise<Operator> {
+  const kc = new KubeConfig();
+  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
+  else kc.loadFromDefault();
+  const client = await KubeClient.fromKubeConfig(kc, { userAgent: 'cacheroute-operator' });
+  const manager = new Manager({
+    client,
+    logger: opts.logger,
+    ...(opts.namespace ? { namespace: opts.namespace } : {}),
+    leaderElection: opts.leaderElection,
+    http: opts.http,
+  });
+  manager.addController(buildDeploymentController({ manager, client, concurrency: opts.concurrency ?? 4 }));
+  manager.addController(buildCachePolicyController({ manager, client }));
+  await manager.start();
+  return {
+    manager,
+    client,
+    async stop() {
+      await manager.stop();
+      await client.close();
+    },
+  };
+}
