@@ -13,7 +13,9 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	@# Not `npm ci`: vite names an optional Windows-only package the registry here does not serve, and
+	@# `npm ci` refuses a lockfile without it; `npm install` skips it and installs the locked versions.
+	npm install --no-audit --no-fund
 	@touch $@
 
 .PHONY: deps
