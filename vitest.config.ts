@@ -8,7 +8,13 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['operator/**/*.test.ts', 'gateway/**/*.test.ts', 'test/sim/**/*.test.ts', 'hack/**/*.test.ts', 'test/bench/**/*.test.ts'],
+          include: [
+            'operator/**/*.test.ts',
+            'gateway/**/*.test.ts',
+            'test/sim/**/*.test.ts',
+            'hack/**/*.test.ts',
+            'test/bench/**/*.test.ts',
+          ],
         },
       },
       {
