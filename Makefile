@@ -85,3 +85,7 @@ sim-bench: deps ## Simulator throughput on one core (tiny /generate requests/s)
 .PHONY: run-operator
 run-operator: deps ## Run the operator against the current kubeconfig (ARGS='--namespace x --leader-elect false')
 	$(NODE) operator/src/main.ts $(ARGS)
+
+.PHONY: run-gateway
+run-gateway: deps ## Run the gateway against the current kubeconfig (discovery from Deployment/CachePolicy status); ARGS='--namespace a,b --port 8080'
+	$(NODE) gateway/src/server.ts $(ARGS)

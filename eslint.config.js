@@ -18,8 +18,10 @@ export default tseslint.config(
     },
   },
   {
-    // The gateway may use the operator's API and SGLang contract, never its controllers.
+    // The gateway may use the operator's API and SGLang contract, never its controllers;
+    // its Kubernetes shell (discovery/) also uses the runtime's informers and client.
     files: ['gateway/**/*.ts'],
+    ignores: ['gateway/src/discovery/**'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -27,7 +29,25 @@ export default tseslint.config(
           patterns: [
             {
               regex: 'operator/src/(?!api/|sglang/)',
-              message: 'gateway imports operator/src/api and operator/src/sglang only',
+              message:
+                'gateway imports operator/src/api and operator/src/sglang only (discovery/ also runtime/)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['gateway/src/discovery/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: 'operator/src/(?!api/|sglang/|runtime/)',
+              message:
+                'gateway discovery imports operator/src/api, sglang and runtime only, never controllers',
             },
           ],
         },

@@ -1,0 +1,364 @@
+import { describe, expect, it } from 'vitest';
+import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
+import { computeCacheSalt } from '../../../operator/src/sglang/salt.ts';
+import { loadSample } from '../../../test/support/samples.ts';
+import { buildRoutingTable, DEFAULT_CACHE_NAMESPACE_PREFIX, reuseUnchangedRoutes } from './build-table.ts';
+
+type Json = Record<string, unknown>;
+type StatusEndpoint = Json & { pod: string; role: string };
+
+const T0 = '2026-01-01T00:00:00Z';
+const T1 = '2026-02-01T00:00:00Z';
+
+const ep = (pod: string, over: Json = {}): StatusEndpoint => ({
+  pod,
+  ip: '10.244.0.5',
+  port: 30000,
+  role: 'standalone',
+  ready: true,
+  verified: true,
+  fingerprint: 'fp1',
+  restartCount: 0,
+  ...over,
+});
+
+interface DepOptions {
+  ns?: string;
+  name?: string;
+  created?: string;
+  served?: string;
+  endpoints?: StatusEndpoint[];
+  routable?: boolean | undefined;
+  pd?: boolean;
+  deleting?: boolean;
+}
+
+function dep(o: DepOptions = {}): Json {
+  const doc = loadSample(
+    o.pd ? 'deployment-pd-hisparse.yaml' : 'deployment-dense.yaml',
+  ) as unknown as Json & {
+    spec: { model: Json };
+  };
+  doc['metadata'] = {
+    name: o.name ?? 'llama',
+    namespace: o.ns ?? 'team-a',
+    creationTimestamp: o.created ?? T0,
+    ...(o.deleting ? { deletionTimestamp: T1 } : {}),
+  };
+  if (o.served) doc.spec.model['servedName'] = o.served;
+  doc['status'] = {
+    identity: { deploymentId: 'llama-3-1-8b-instruct-r1', fingerprint: 'fp1' },
+    endpoints: o.endpoints ?? [ep('p0')],
+    ...(o.routable === undefined && 'routable' in o
+      ? {}
+      : {
+          routable: {
+            value: o.routable ?? true,
+            reason: o.routable === false ? 'NoVerifiedEndpoints' : 'Ok',
+          },
+        }),
+  };
+  return doc;
+}
+
+interface PolOptions {
+  ns?: string;
+  name?: string;
+  created?: string;
+  targets?: string[];
+  /** Status targets: name → salt (accepted) or false (refused). */
+  status?: Record<string, string | false>;
+  statusDeploymentId?: string;
+  policy?: string;
+}
+
+function pol(o: PolOptions = {}): Json {
+  const doc = loadSample('cachepolicy.yaml') as unknown as Json & { spec: Json };
+  doc['metadata'] = {
+    name: o.name ?? 'pol',
+    namespace: o.ns ?? 'team-a',
+    creationTimestamp: o.created ?? T0,
+  };
+  doc.spec['targetRefs'] = (o.targets ?? ['llama']).map((name) => ({ kind: 'Deployment', name }));
+  doc.spec['routing'] = { policy: o.policy ?? 'prefix-hash' };
+  doc['status'] = {
+    targets: Object.entries(o.status ?? { llama: 'salt-from-status' }).map(([name, salt]) =>
+      salt === false
+        ? { name, accepted: false, reason: 'Conflicted' }
+        : {
+            name,
+            accepted: true,
+            reason: 'Accepted',
+            cacheSalt: salt,
+            deploymentId: o.statusDeploymentId ?? 'llama-3-1-8b-instruct-r1',
+          },
+    ),
+  };
+  return doc;
+}
+
+const DEFAULT_SALT = (ns: string) =>
+  computeCacheSalt(`${DEFAULT_CACHE_NAMESPACE_PREFIX}${ns}`, 'llama-3-1-8b-instruct-r1');
+
+describe('buildRoutingTable: endpoints fail closed', () => {
+  it.each([
+    ['ready and verified', ep('a'), ['team-a/a']],
+    ['not ready', ep('a', { ready: false }), []],
+    ['not verified', ep('a', { verified: false }), []],
+    ['neither', ep('a', { ready: false, verified: false }), []],
+    ['no IP yet', ep('a', { ip: '' }), []],
+    ['a role the spec does not declare', ep('a', { role: 'prefill' }), []],
+  ])('standalone endpoint %s', (_name, endpoint, ids) => {
+    const { routes } = buildRoutingTable({ deployments: [dep({ endpoints: [endpoint] })], policies: [] });
+    expect(routes.map((r) => r.endpoints.map((e) => e.id))).toEqual([ids]);
+  });
+
+  it('maps a status endpoint to a route endpoint', () => {
+    const { routes } = buildRoutingTable({
+      deployments: [
+        dep({ endpoints: [ep('a', { restartCount: 2 }), ep('b', { ip: 'fd00::5', port: 31000 })] }),
+      ],
+      policies: [],
+    });
+    expect(routes[0]?.endpoints).toEqual([
+      {
+        id: 'team-a/a',
+        url: 'http://10.244.0.5:30000',
+        role: 'standalone',
+        fingerprint: 'fp1',
+        verified: true,
+        ready: true,
+        generation: '10.244.0.5#2',
+      },
+      {
+        id: 'team-a/b',
+        url: 'http://[fd00::5]:31000',
+        role: 'standalone',
+        fingerprint: 'fp1',
+        verified: true,
+        ready: true,
+        generation: 'fd00::5#0',
+      },
+    ]);
+    expect(routes[0]).toMatchObject({ model: 'llama-8b', deployment: 'team-a/llama', fingerprint: 'fp1' });
+  });
+
+  it.each([
+    ['routable false', false],
+    ['routable absent (no status from the operator yet)', undefined],
+  ])('%s: the model stays listed with no endpoints, and an issue says why', (_name, routable) => {
+    const { routes, issues } = buildRoutingTable({ deployments: [dep({ routable })], policies: [] });
+    expect(routes).toHaveLength(1);
+    expect(routes[0]?.endpoints).toEqual([]);
+    expect(issues).toEqual([expect.objectContaining({ code: 'NotRoutable', model: 'llama-8b' })]);
+  });
+
+  it('leaves out a Deployment that is being deleted', () => {
+    const { routes } = buildRoutingTable({ deployments: [dep({ deleting: true })], policies: [] });
+    expect(routes).toEqual([]);
+  });
+});
+
+describe('buildRoutingTable: prefill/decode', () => {
+  const P = (pod: string, over: Json = {}) => ep(pod, { role: 'prefill', ...over });
+  const D = (pod: string, over: Json = {}) => ep(pod, { role: 'decode', ...over });
+
+  it.each([
+    ['a same-revision pair', [P('p'), D('d')], ['team-a/p', 'team-a/d']],
+    ['decode only (HiSparse decode never alone)', [D('d1'), D('d2')], []],
+    ['prefill only', [P('p')], []],
+    ['revisions never mix', [P('p', { fingerprint: 'fp0' }), D('d')], []],
+    [
+      'a prefill without a decode of its revision is left out',
+      [P('p-old', { fingerprint: 'fp0' }), P('p'), D('d')],
+      ['team-a/p', 'team-a/d'],
+    ],
+    ['an unverified prefill does not pair', [P('p', { verified: false }), D('d')], []],
+    [
+      'standalone endpoints on a PD deployment are ignored',
+      [ep('s'), P('p'), D('d')],
+      ['team-a/p', 'team-a/d'],
+    ],
+  ])('%s', (_name, endpoints, ids) => {
+    const { routes } = buildRoutingTable({ deployments: [dep({ pd: true, endpoints })], policies: [] });
+    expect(routes[0]?.endpoints.map((e) => e.id)).toEqual(ids);
+  });
+
+  it('a prefill carries its bootstrap port, or the spec default', () => {
+    const { routes } = buildRoutingTable({
+      deployments: [dep({ pd: true, endpoints: [P('p1', { bootstrapPort: 9100 }), P('p2'), D('d')] })],
+      policies: [],
+    });
+    expect(routes[0]?.endpoints.map((e) => [e.id, e.bootstrapPort])).toEqual([
+      ['team-a/p1', 9100],
+      ['team-a/p2', 8998],
+      ['team-a/d', undefined],
+    ]);
+  });
+});
+
+describe('buildRoutingTable: the governing CachePolicy', () => {
+  it.each([
+    ['an accepted policy: its status salt', [pol()], 'salt-from-status', 'prefix-hash'],
+    ['no policy: the namespace default', [], DEFAULT_SALT('team-a'), 'cache-aware'],
+    [
+      'a refused policy: the default',
+      [pol({ status: { llama: false } })],
+      DEFAULT_SALT('team-a'),
+      'cache-aware',
+    ],
+    [
+      'a policy the operator has not seen yet: the default',
+      [pol({ status: {} })],
+      DEFAULT_SALT('team-a'),
+      'cache-aware',
+    ],
+    [
+      'a policy whose spec no longer targets it (stale status): the default',
+      [pol({ targets: ['other'] })],
+      DEFAULT_SALT('team-a'),
+      'cache-aware',
+    ],
+    [
+      'a policy in another namespace: the default',
+      [pol({ ns: 'team-b' })],
+      DEFAULT_SALT('team-a'),
+      'cache-aware',
+    ],
+    [
+      'status computed for an older deploymentId: the salt of the current one',
+      [pol({ statusDeploymentId: 'llama-old' })],
+      computeCacheSalt('team-a', 'llama-3-1-8b-instruct-r1'),
+      'prefix-hash',
+    ],
+    [
+      'two accepted (stale status): the oldest wins, as the operator decides',
+      [
+        pol({ name: 'newer', created: T1, status: { llama: 'salt-newer' }, policy: 'round-robin' }),
+        pol({ name: 'older', created: T0, status: { llama: 'salt-older' }, policy: 'least-load' }),
+      ],
+      'salt-older',
+      'least-load',
+    ],
+  ])('%s', (_name, policies, salt, policy) => {
+    const { routes } = buildRoutingTable({ deployments: [dep()], policies });
+    expect(routes[0]?.salt).toBe(salt);
+    expect(routes[0]?.routing.policy).toBe(policy);
+  });
+
+  it('the default salt differs per Kubernetes namespace and from any CachePolicy salt', () => {
+    const a = DEFAULT_SALT('team-a');
+    expect(a).not.toBe(DEFAULT_SALT('team-b'));
+    expect(a).not.toBe(computeCacheSalt('team-a', 'llama-3-1-8b-instruct-r1'));
+  });
+
+  it("takes the policy's settings, with zod defaults for what it leaves out", () => {
+    const { routes } = buildRoutingTable({ deployments: [dep()], policies: [pol()] });
+    expect(routes[0]?.routing).toEqual(RoutingSettings.parse({ policy: 'prefix-hash' }));
+    expect(routes[0]?.admission).toEqual(
+      Admission.parse({ maxConcurrency: 128, maxQueue: 512, queueTimeoutSeconds: 20 }),
+    );
+    expect(routes[0]?.reuse).toEqual(
+      ResultReuse.parse({ enabled: true, ttlSeconds: 3600, reusableWhen: ['temperatureZero', 'fixedSeed'] }),
+    );
+  });
+
+  it('without a policy: every setting at its zod default', () => {
+    const { routes } = buildRoutingTable({ deployments: [dep()], policies: [] });
+    expect(routes[0]).toMatchObject({
+      routing: RoutingSettings.parse({}),
+      admission: Admission.parse({}),
+      reuse: ResultReuse.parse({}),
+    });
+  });
+});
+
+describe('buildRoutingTable: one Deployment per served name', () => {
+  it.each([
+    [
+      'in two namespaces: the older keeps the name',
+      [dep({ ns: 'team-b', created: T1 }), dep({ ns: 'team-a', created: T0 })],
+      'team-a/llama',
+      ['team-b/llama'],
+    ],
+    [
+      'created in the same second: namespace/name decides',
+      [dep({ ns: 'team-b' }), dep({ ns: 'team-a' })],
+      'team-a/llama',
+      ['team-b/llama'],
+    ],
+    [
+      'even when the older one is not routable (a name never moves between tenants on health)',
+      [dep({ ns: 'team-b', created: T1 }), dep({ ns: 'team-a', created: T0, routable: false })],
+      'team-a/llama',
+      ['team-b/llama'],
+    ],
+    [
+      'a deleted owner hands the name over',
+      [dep({ ns: 'team-b', created: T1 }), dep({ ns: 'team-a', created: T0, deleting: true })],
+      'team-b/llama',
+      [],
+    ],
+  ])('%s', (_name, deployments, servedBy, refused) => {
+    const { routes, issues } = buildRoutingTable({ deployments, policies: [] });
+    expect(routes.map((r) => r.deployment)).toEqual([servedBy]);
+    expect(issues.filter((i) => i.code === 'DuplicateModel')).toEqual(
+      refused.map((d) => ({ code: 'DuplicateModel', path: `Deployment ${d}`, model: 'llama-8b', servedBy })),
+    );
+  });
+
+  it('different served names live side by side, sorted', () => {
+    const { routes, issues } = buildRoutingTable({
+      deployments: [dep({ name: 'z', served: 'zeta' }), dep({ name: 'a', served: 'alpha' })],
+      policies: [],
+    });
+    expect(routes.map((r) => r.model)).toEqual(['alpha', 'zeta']);
+    expect(issues).toEqual([]);
+  });
+});
+
+describe('buildRoutingTable: invalid objects', () => {
+  it('refuses an invalid object with a reason and keeps the rest', () => {
+    const bad = dep({ name: 'bad', served: 'bad' }) as Json & { spec: { runtime: Json } };
+    bad.spec.runtime['image'] = 'lmsysorg/sglang:latest';
+    const badPolicy = { ...pol(), kind: 'CachePolicy', spec: {} };
+    const { routes, issues } = buildRoutingTable({ deployments: [bad, dep()], policies: [badPolicy] });
+    expect(routes.map((r) => r.model)).toEqual(['llama-8b']);
+    expect(issues).toEqual([
+      {
+        code: 'InvalidObject',
+        path: 'Deployment team-a/bad',
+        message: expect.stringContaining('runtime.image must be pinned by digest'),
+      },
+      {
+        code: 'InvalidObject',
+        path: 'CachePolicy team-a/pol',
+        message: expect.stringContaining('targetRefs'),
+      },
+    ]);
+  });
+});
+
+describe('reuseUnchangedRoutes', () => {
+  const build = (deployments: Json[]) => buildRoutingTable({ deployments, policies: [] }).routes;
+
+  it('keeps the previous object of a model that did not change', () => {
+    const before = build([dep({ name: 'a', served: 'a' }), dep({ name: 'b', served: 'b' })]);
+    const after = build([
+      dep({ name: 'a', served: 'a' }),
+      dep({ name: 'b', served: 'b', endpoints: [ep('p0'), ep('p1')] }),
+    ]);
+    const { routes, changed } = reuseUnchangedRoutes(before, after);
+    expect(changed).toBe(true);
+    expect(routes[0]).toBe(before[0]);
+    expect(routes[1]).toBe(after[1]);
+  });
+
+  it.each([
+    ['nothing changed', [dep()], [dep()], false],
+    ['a model removed', [dep({ name: 'a', served: 'a' }), dep()], [dep()], true],
+    ['a model added', [dep()], [dep(), dep({ name: 'a', served: 'a' })], true],
+  ])('%s → changed %s', (_name, before, after, changed) => {
+    expect(reuseUnchangedRoutes(build(before), build(after)).changed).toBe(changed);
+  });
+});

@@ -1,0 +1,279 @@
+// The routing table from Kubernetes state, as plain data: the Deployments and
+// CachePolicies of the watched namespaces in, one ModelRoute per served model
+// name out, with the reasons for everything left out. No I/O; the watcher
+// (watcher.ts) feeds it the informer caches and swaps the result in.
+//
+// Rules, in order:
+// 1. Objects are validated with the API's zod schemas; an invalid one is left
+//    out (an issue says why). A Deployment being deleted is left out.
+// 2. Endpoints fail closed: only `ready && verified` ones, only roles the spec
+//    declares (standalone, or prefill + decode), only with an IP. A PD
+//    deployment keeps only endpoints whose fingerprint has both roles, so the
+//    policy never picks a prefill that has no decode of its revision.
+// 3. `status.routable` gates generation: not true (or absent: fail closed) →
+//    the model stays listed with no endpoints (503 GW_NO_ENDPOINT, "try
+//    later"), not 404 ("no such model"). HiSparse decode alone and unpaired PD
+//    deployments are not routable by the operator's status.
+// 4. The governing CachePolicy is the one whose status accepts the Deployment
+//    (and whose spec still targets it); the oldest wins if stale status shows
+//    two, as the operator decides. Its salt is the status `cacheSalt`.
+//    Without one: zod defaults for routing/admission/reuse and a salt derived
+//    from the Kubernetes namespace (DEFAULT_CACHE_NAMESPACE_PREFIX), which no
+//    CachePolicy can produce since cacheNamespace is a DNS label.
+// 5. One served name, one Deployment: the oldest (creationTimestamp, then
+//    namespace/name) keeps the name, the others are refused. Never chosen by
+//    health: a model name must not move between tenants' namespaces because
+//    one of them is momentarily unready.
+
+import { isDeepStrictEqual } from 'node:util';
+import {
+  Admission,
+  ResultReuse,
+  RoutingSettings,
+  validateResource,
+  type CachePolicyResource,
+  type DeploymentResource,
+} from '../../../operator/src/api/index.ts';
+import { computeCacheSalt } from '../../../operator/src/sglang/salt.ts';
+import { EndpointRole, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
+
+/** Prefix of the cache namespace used when no CachePolicy governs a Deployment. */
+export const DEFAULT_CACHE_NAMESPACE_PREFIX = 'kubernetes-namespace/';
+
+export const DiscoveryIssueCode = {
+  InvalidObject: 'InvalidObject',
+  DuplicateModel: 'DuplicateModel',
+  NotRoutable: 'NotRoutable',
+} as const;
+
+export type DiscoveryIssue =
+  | {
+      readonly code: typeof DiscoveryIssueCode.InvalidObject;
+      /** `Kind namespace/name` of the refused object. */
+      readonly path: string;
+      readonly message: string;
+    }
+  | {
+      readonly code: typeof DiscoveryIssueCode.DuplicateModel;
+      readonly path: string;
+      readonly model: string;
+      /** namespace/name of the Deployment that keeps the name. */
+      readonly servedBy: string;
+    }
+  | {
+      readonly code: typeof DiscoveryIssueCode.NotRoutable;
+      readonly path: string;
+      readonly model: string;
+      readonly reason: string;
+      readonly message: string;
+    };
+
+export interface DiscoveryInput {
+  /** Deployment objects as the informer holds them (unvalidated). */
+  readonly deployments: readonly unknown[];
+  readonly policies: readonly unknown[];
+}
+
+export interface DiscoveredTable {
+  /** Sorted by model name. */
+  readonly routes: readonly ModelRoute[];
+  readonly issues: readonly DiscoveryIssue[];
+}
+
+interface Candidate {
+  readonly route: ModelRoute;
+  readonly created: string;
+}
+
+export function buildRoutingTable(input: DiscoveryInput): DiscoveredTable {
+  const issues: DiscoveryIssue[] = [];
+  const deployments = parseAll(input.deployments, 'Deployment', issues) as DeploymentResource[];
+  const policies = parseAll(input.policies, 'CachePolicy', issues) as CachePolicyResource[];
+  const candidates: Candidate[] = [];
+  for (const d of deployments) {
+    if (d.metadata.deletionTimestamp) continue;
+    const route = buildModelRoute(d, findGoverningPolicy(d, policies));
+    const routable = d.status?.routable;
+    if (routable?.value !== true) {
+      issues.push({
+        code: DiscoveryIssueCode.NotRoutable,
+        path: `Deployment ${route.deployment}`,
+        model: route.model,
+        reason: routable?.reason ?? 'NoStatus',
+        message: routable?.message ?? 'the operator has not reported status.routable yet',
+      });
+    }
+    candidates.push({ route, created: d.metadata.creationTimestamp ?? '' });
+  }
+  const routes = planModelNames(candidates, issues);
+  return { routes, issues };
+}
+
+/** What the gateway needs of one Deployment, with its governing policy's settings. */
+export function buildModelRoute(d: DeploymentResource, policy: CachePolicyResource | undefined): ModelRoute {
+  const namespace = d.metadata.namespace ?? '';
+  const routable = d.status?.routable?.value === true;
+  return {
+    model: d.spec.model.servedName,
+    deployment: `${namespace}/${d.metadata.name ?? ''}`,
+    fingerprint: d.status?.identity?.fingerprint ?? '',
+    salt: computeRouteSalt(d, policy),
+    routing: policy?.spec.routing ?? RoutingSettings.parse({}),
+    admission: policy?.spec.admission ?? Admission.parse({}),
+    reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),
+    endpoints: routable ? buildRouteEndpoints(d) : [],
+  };
+}
+
+/**
+ * The policy that accepted this Deployment. Status alone could be stale after
+ * a targetRefs edit, so the spec must still name the Deployment too.
+ */
+export function findGoverningPolicy(
+  d: DeploymentResource,
+  policies: readonly CachePolicyResource[],
+): CachePolicyResource | undefined {
+  const name = d.metadata.name ?? '';
+  return policies
+    .filter(
+      (p) =>
+        p.metadata.namespace === d.metadata.namespace &&
+        p.spec.targetRefs.some((r) => r.name === name) &&
+        (p.status?.targets ?? []).some((t) => t.name === name && t.accepted),
+    )
+    .sort(compareAge)[0];
+}
+
+/**
+ * The status salt while it was computed for the current deploymentId; the
+ * operator's own function over the spec when the status lags an identity
+ * change, so a new identity never runs under the old identity's salt.
+ */
+export function computeRouteSalt(d: DeploymentResource, policy: CachePolicyResource | undefined): string {
+  const id = d.spec.deploymentId;
+  if (!policy) return computeCacheSalt(`${DEFAULT_CACHE_NAMESPACE_PREFIX}${d.metadata.namespace ?? ''}`, id);
+  const target = policy.status?.targets?.find((t) => t.name === d.metadata.name && t.accepted);
+  const isCurrent = target?.deploymentId === undefined || target.deploymentId === id;
+  if (target?.cacheSalt && isCurrent) return target.cacheSalt;
+  return computeCacheSalt(policy.spec.cacheNamespace, id);
+}
+
+export function buildRouteEndpoints(d: DeploymentResource): RouteEndpoint[] {
+  const namespace = d.metadata.namespace ?? '';
+  const disaggregation = d.spec.disaggregation;
+  const roles: readonly string[] = disaggregation
+    ? [EndpointRole.prefill, EndpointRole.decode]
+    : [EndpointRole.standalone];
+  const serving = (d.status?.endpoints ?? []).filter(
+    (e) => e.ready && e.verified && e.ip !== '' && roles.includes(e.role),
+  );
+  const kept = disaggregation ? keepPairable(serving) : serving;
+  return kept.map((e) => ({
+    // Pod names are unique per namespace only; the gateway's load maps are global.
+    id: `${namespace}/${e.pod}`,
+    url: `http://${formatHost(e.ip)}:${e.port}`,
+    role: e.role,
+    fingerprint: e.fingerprint ?? '',
+    verified: e.verified,
+    ready: e.ready,
+    ...(e.role === EndpointRole.prefill && disaggregation
+      ? { bootstrapPort: e.bootstrapPort ?? disaggregation.bootstrapPort }
+      : {}),
+    // A new IP (recreated pod) or a container restart is a new process with an empty cache.
+    generation: `${e.ip}#${e.restartCount ?? 0}`,
+  }));
+}
+
+type StatusEndpoint = NonNullable<NonNullable<DeploymentResource['status']>['endpoints']>[number];
+
+function keepPairable(endpoints: readonly StatusEndpoint[]): StatusEndpoint[] {
+  const fingerprintsOf = (role: string): Set<string | undefined> =>
+    new Set(endpoints.filter((e) => e.role === role).map((e) => e.fingerprint));
+  const prefill = fingerprintsOf(EndpointRole.prefill);
+  const decode = fingerprintsOf(EndpointRole.decode);
+  return endpoints.filter(
+    (e) => e.fingerprint !== undefined && prefill.has(e.fingerprint) && decode.has(e.fingerprint),
+  );
+}
+
+function formatHost(ip: string): string {
+  return ip.includes(':') ? `[${ip}]` : ip;
+}
+
+/** One Deployment per served name: the oldest keeps it (see rule 5 above). */
+function planModelNames(candidates: readonly Candidate[], issues: DiscoveryIssue[]): ModelRoute[] {
+  const byModel = new Map<string, Candidate[]>();
+  for (const c of candidates) byModel.set(c.route.model, [...(byModel.get(c.route.model) ?? []), c]);
+  const routes: ModelRoute[] = [];
+  for (const [model, group] of byModel) {
+    const [winner, ...losers] = [...group].sort(
+      (a, b) =>
+        compareStrings(a.created, b.created) || compareStrings(a.route.deployment, b.route.deployment),
+    );
+    if (!winner) continue;
+    routes.push(winner.route);
+    for (const l of losers) {
+      issues.push({
+        code: DiscoveryIssueCode.DuplicateModel,
+        path: `Deployment ${l.route.deployment}`,
+        model,
+        servedBy: winner.route.deployment,
+      });
+    }
+  }
+  return routes.sort((a, b) => compareStrings(a.model, b.model));
+}
+
+function compareAge(a: CachePolicyResource, b: CachePolicyResource): number {
+  return (
+    compareStrings(a.metadata.creationTimestamp ?? '', b.metadata.creationTimestamp ?? '') ||
+    compareStrings(a.metadata.name ?? '', b.metadata.name ?? '')
+  );
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function parseAll(
+  objects: readonly unknown[],
+  kind: 'Deployment' | 'CachePolicy',
+  issues: DiscoveryIssue[],
+): (DeploymentResource | CachePolicyResource)[] {
+  const out: (DeploymentResource | CachePolicyResource)[] = [];
+  for (const obj of objects) {
+    const r = validateResource(obj);
+    if (r.ok && r.value.kind === kind) {
+      out.push(r.value);
+      continue;
+    }
+    const meta = (obj as { metadata?: { namespace?: string; name?: string } } | null)?.metadata;
+    const first = r.ok ? { path: 'kind', message: `expected kind ${kind}` } : r.issues[0];
+    issues.push({
+      code: DiscoveryIssueCode.InvalidObject,
+      path: `${kind} ${meta?.namespace ?? ''}/${meta?.name ?? ''}`,
+      message: first ? `${first.path}: ${first.message}` : 'invalid',
+    });
+  }
+  return out;
+}
+
+/**
+ * Keeps the previous ModelRoute object wherever the new one is equal, so a
+ * rebuild that changed nothing for a model does not look like an endpoint-set
+ * change to the gateway (it re-syncs a policy when the route object changes).
+ */
+export function reuseUnchangedRoutes(
+  previous: readonly ModelRoute[],
+  next: readonly ModelRoute[],
+): { routes: ModelRoute[]; changed: boolean } {
+  const before = new Map(previous.map((r) => [r.model, r]));
+  let changed = previous.length !== next.length;
+  const routes = next.map((r) => {
+    const old = before.get(r.model);
+    if (old && isDeepStrictEqual(old, r)) return old;
+    changed = true;
+    return r;
+  });
+  return { routes, changed };
+}

@@ -1,0 +1,176 @@
+// Where the routing table comes from, as the command line says: a static
+// `--routes file.json`, or discovery from Kubernetes (`--kubeconfig`, default
+// $KUBECONFIG, ~/.kube/config, then the pod's service account; `--namespace`
+// to narrow the watch). server.ts parses flags with `parseRouteSourceFlags`
+// and opens discovery with `openDiscovery`.
+
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { FastifyBaseLogger } from 'fastify';
+import { z } from 'zod';
+import { KubeClient } from '../../../operator/src/runtime/client.ts';
+import { describeError, type LogFields, type Logger } from '../../../operator/src/runtime/logger.ts';
+import { StaticRoutingTable, type ModelRoute, type RoutingTable } from '../routing/table.ts';
+import { DiscoveryWatcher } from './watcher.ts';
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+const NamespaceName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, {
+    error: (iss) =>
+      `${JSON.stringify(iss.input)} is not a namespace name (lower-case letters, digits and '-')`,
+  })
+  .max(63, {
+    error: (iss) => `${JSON.stringify(iss.input)} is longer than a namespace name (63 characters)`,
+  });
+
+export const RouteSourceFlags = z
+  .object({
+    routes: z.string().min(1, 'give a file path').optional(),
+    kubeconfig: z.string().min(1, 'give a file path').optional(),
+    namespace: z
+      .array(z.string())
+      .default([])
+      // `--namespace a,b` and `--namespace a --namespace b` mean the same.
+      .transform((list) =>
+        list
+          .flatMap((n) => n.split(','))
+          .map((n) => n.trim())
+          .filter((n) => n !== ''),
+      )
+      .pipe(z.array(NamespaceName)),
+  })
+  .refine((f) => !(f.routes && (f.kubeconfig || f.namespace.length > 0)), {
+    message:
+      '--routes (a static table) and --kubeconfig/--namespace (discovery) exclude each other; choose one',
+    path: ['routes'],
+  });
+
+export type RouteSource =
+  | { readonly kind: 'static'; readonly routes: string }
+  | { readonly kind: 'discovery'; readonly kubeconfig?: string; readonly namespaces: readonly string[] };
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/** Flags → where routes come from; an error names the flag and what to change. */
+export function parseRouteSourceFlags(values: Readonly<Record<string, unknown>>): Parsed<RouteSource> {
+  const r = RouteSourceFlags.safeParse(values);
+  if (!r.success) return { ok: false, error: formatFlagIssues(r.error) };
+  const f = r.data;
+  if (f.routes) return { ok: true, value: { kind: 'static', routes: f.routes } };
+  return {
+    ok: true,
+    value: {
+      kind: 'discovery',
+      namespaces: f.namespace,
+      ...(f.kubeconfig ? { kubeconfig: f.kubeconfig } : {}),
+    },
+  };
+}
+
+export function formatFlagIssues(error: z.ZodError): string {
+  return error.issues
+    .map((i) => {
+      const flag = typeof i.path[0] === 'string' ? `--${i.path[0]}` : 'flags';
+      return `${flag}: ${i.message}`;
+    })
+    .join('\n');
+}
+
+export function loadKubeConfig(path: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  const home = join(homedir(), '.kube', 'config');
+  try {
+    if (path) kc.loadFromFile(path);
+    else if (process.env['KUBECONFIG']) kc.loadFromDefault();
+    else if (existsSync(home)) kc.loadFromFile(home);
+    else if (existsSync(SERVICE_ACCOUNT_TOKEN)) kc.loadFromCluster();
+    else
+      throw new Error(
+        'no kubeconfig: pass --kubeconfig <file>, set $KUBECONFIG, or run in a pod with a service account',
+      );
+  } catch (err) {
+    throw new Error(`cannot load the kubeconfig: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
+  if (!kc.getCurrentCluster()) throw new Error('the kubeconfig has no current context with a cluster');
+  return kc;
+}
+
+export interface Discovery {
+  /** Discovery: not ready until the first sync. server.ts hands it to build(). */
+  readonly table: RoutingTable;
+  /** Starts the informers (discovery); logs through the app's logger. */
+  start(log: FastifyBaseLogger): void;
+  close(): Promise<void>;
+}
+
+/** The table and its lifecycle, for either source; `loadStatic` reads a --routes file. */
+export async function openRouteSource(
+  source: RouteSource,
+  loadStatic: (path: string) => ModelRoute[],
+): Promise<Discovery> {
+  if (source.kind === 'discovery') return openDiscovery(source);
+  const table = new StaticRoutingTable(loadStatic(source.routes));
+  return { table, start: () => undefined, close: () => Promise.resolve() };
+}
+
+export async function openDiscovery(source: Extract<RouteSource, { kind: 'discovery' }>): Promise<Discovery> {
+  const client = await KubeClient.fromKubeConfig(loadKubeConfig(source.kubeconfig), {
+    userAgent: 'cacheroute-gateway',
+  });
+  const table = new StaticRoutingTable();
+  table.ready = false;
+  let watcher: DiscoveryWatcher | undefined;
+  return {
+    table,
+    start(log) {
+      watcher = new DiscoveryWatcher({
+        client,
+        table,
+        namespaces: source.namespaces,
+        logger: adaptFastifyLogger(log),
+      });
+      watcher.start();
+    },
+    async close() {
+      await watcher?.stop();
+      await client.close();
+    },
+  };
+}
+
+/** The runtime's Logger interface over fastify's pino logger: one log stream. */
+export function adaptFastifyLogger(log: FastifyBaseLogger): Logger {
+  const fields = (f: LogFields | undefined): LogFields => {
+    const out: LogFields = {};
+    for (const [k, v] of Object.entries(f ?? {})) out[k] = v instanceof Error ? describeError(v) : v;
+    return out;
+  };
+  return {
+    debug: (msg, f) => log.debug(fields(f), msg),
+    info: (msg, f) => log.info(fields(f), msg),
+    warn: (msg, f) => log.warn(fields(f), msg),
+    error: (msg, f) => log.error(fields(f), msg),
+    child: (f) => adaptFastifyLogger(log.child(fields(f))),
+    isEnabled: (level) => isPinoLevelEnabled(log.level, level),
+  };
+}
+
+const PINO_LEVELS: Readonly<Record<string, number>> = {
+  trace: 10,
+  debug: 20,
+  info: 30,
+  warn: 40,
+  error: 50,
+  fatal: 60,
+  silent: Infinity,
+};
+
+function isPinoLevelEnabled(current: string, level: string): boolean {
+  return (PINO_LEVELS[level] ?? 0) >= (PINO_LEVELS[current] ?? 30);
+}

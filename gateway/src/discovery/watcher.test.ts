@@ -1,0 +1,195 @@
+// The watcher's own behaviour (readiness, coalescing, atomic swap) over an
+// in-memory list/watch source; the real API server is in
+// test/integration/gateway-discovery.test.ts.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
+import type { KubeList, KubeObject, WatchEvent } from '../../../operator/src/runtime/objects.ts';
+import type { ResourceType } from '../../../operator/src/runtime/resources.ts';
+import { loadSample } from '../../../test/support/samples.ts';
+import { ManualClock } from '../clock.ts';
+import { Gate, eventually } from '../testing/fake-upstream.ts';
+import { DiscoveryWatcher } from './watcher.ts';
+
+type Stream = { push(ev: WatchEvent): void };
+
+/** Lists and watches plain objects per resource; `gate` holds lists back. */
+class MemoryApi implements ListerWatcher {
+  readonly gate = new Gate();
+  readonly listed: (string | undefined)[] = [];
+  /** Watch events the informers have taken and processed. */
+  delivered = 0;
+  #objects = new Map<string, Map<string, KubeObject>>();
+  #streams = new Map<string, Set<Stream>>();
+  #rv = 1;
+
+  async list<T extends KubeObject>(rt: ResourceType, opts: { namespace?: string | undefined } = {}) {
+    this.listed.push(opts.namespace);
+    await this.gate.wait();
+    const items = [...(this.#objects.get(rt.resource)?.values() ?? [])].filter(
+      (o) => opts.namespace === undefined || o.metadata?.namespace === opts.namespace,
+    );
+    return { items: structuredClone(items), metadata: { resourceVersion: String(this.#rv) } } as KubeList<T>;
+  }
+
+  async *watch<T extends KubeObject>(
+    rt: ResourceType,
+    opts: { namespace?: string | undefined; signal?: AbortSignal },
+  ): AsyncGenerator<WatchEvent<T>> {
+    const queue: WatchEvent[] = [];
+    let wake: (() => void) | undefined;
+    const stream: Stream = {
+      push: (ev) => {
+        if (opts.namespace !== undefined && ev.object.metadata?.namespace !== opts.namespace) return;
+        queue.push(structuredClone(ev));
+        wake?.();
+      },
+    };
+    const streams = this.#streams.get(rt.resource) ?? new Set();
+    this.#streams.set(rt.resource, streams.add(stream));
+    opts.signal?.addEventListener('abort', () => wake?.());
+    try {
+      while (!opts.signal?.aborted) {
+        const ev = queue.shift();
+        if (ev) {
+          yield ev as WatchEvent<T>;
+          this.delivered++; // resumed: the informer handled it and asks for the next
+        } else await new Promise<void>((r) => (wake = r));
+      }
+    } finally {
+      streams.delete(stream);
+    }
+  }
+
+  put(resource: string, obj: KubeObject): void {
+    const m = obj.metadata ?? {};
+    const store = this.#objects.get(resource) ?? new Map<string, KubeObject>();
+    this.#objects.set(resource, store);
+    const key = `${m.namespace ?? ''}/${m.name ?? ''}`;
+    const type = store.has(key) ? 'MODIFIED' : 'ADDED';
+    const stored = { ...obj, metadata: { ...m, resourceVersion: String(++this.#rv) } };
+    store.set(key, stored);
+    for (const s of this.#streams.get(resource) ?? []) s.push({ type, object: stored });
+  }
+
+  remove(resource: string, namespace: string, name: string): void {
+    const store = this.#objects.get(resource);
+    const obj = store?.get(`${namespace}/${name}`);
+    if (!store || !obj) return;
+    store.delete(`${namespace}/${name}`);
+    for (const s of this.#streams.get(resource) ?? []) s.push({ type: 'DELETED', object: obj });
+  }
+}
+
+const deployment = (ns: string, name: string, verified = true): KubeObject => {
+  const doc = loadSample('deployment-dense.yaml') as unknown as KubeObject & { spec: { model: object } };
+  doc.metadata = { name, namespace: ns, creationTimestamp: '2026-01-01T00:00:00Z' };
+  doc.spec.model = { ...doc.spec.model, servedName: name };
+  doc['status'] = {
+    identity: { deploymentId: 'llama-3-1-8b-instruct-r1', fingerprint: 'fp1' },
+    endpoints: [
+      { pod: `${name}-0`, ip: '10.244.0.5', port: 30000, role: 'standalone', ready: true, verified },
+    ],
+    routable: verified
+      ? { value: true, reason: 'VerifiedEndpoints' }
+      : { value: false, reason: 'NoVerifiedEndpoints' },
+  };
+  return doc;
+};
+
+const DEPLOYMENTS = 'deployments';
+let watcher: DiscoveryWatcher | undefined;
+afterEach(async () => {
+  await watcher?.stop();
+  watcher = undefined;
+});
+
+function start(api: MemoryApi, clock: ManualClock, namespaces?: string[]): DiscoveryWatcher {
+  watcher = new DiscoveryWatcher({
+    client: api,
+    clock,
+    coalesceMs: 100,
+    ...(namespaces ? { namespaces } : {}),
+  });
+  watcher.start();
+  return watcher;
+}
+
+const models = (w: DiscoveryWatcher) => w.table.list().map((r) => r.model);
+
+describe('DiscoveryWatcher', () => {
+  it('is not ready until every informer has listed, then serves the listed state', async () => {
+    const api = new MemoryApi();
+    api.put(DEPLOYMENTS, deployment('a', 'm1'));
+    const w = start(api, new ManualClock());
+    await eventually(() => api.listed.length === 2);
+    expect(w.table.ready).toBe(false);
+    expect(w.table.list()).toEqual([]);
+    api.gate.open();
+    await eventually(() => w.table.ready);
+    expect(models(w)).toEqual(['m1']);
+    expect(w.rebuilds).toBe(1);
+  });
+
+  it('coalesces a burst of changes into one rebuild, after the delay', async () => {
+    const api = new MemoryApi();
+    api.gate.open();
+    const clock = new ManualClock();
+    const w = start(api, clock);
+    await eventually(() => w.table.ready);
+    api.put(DEPLOYMENTS, deployment('a', 'm1'));
+    api.put(DEPLOYMENTS, deployment('a', 'm2'));
+    api.put(DEPLOYMENTS, deployment('b', 'm3'));
+    await eventually(() => w.cached.deployments === 3);
+    expect(clock.pendingTimers).toBe(1);
+    expect(models(w)).toEqual([]);
+    clock.advance(100);
+    expect(models(w)).toEqual(['m1', 'm2', 'm3']);
+    expect(w.rebuilds).toBe(2);
+  });
+
+  it('swaps whole routes: an unchanged model keeps its object, a changed one gets a new one', async () => {
+    const api = new MemoryApi();
+    api.put(DEPLOYMENTS, deployment('a', 'm1'));
+    api.put(DEPLOYMENTS, deployment('a', 'm2'));
+    api.gate.open();
+    const clock = new ManualClock();
+    const w = start(api, clock);
+    await eventually(() => w.table.ready);
+    const [m1, m2] = w.table.list();
+    api.put(DEPLOYMENTS, deployment('a', 'm1')); // a new resourceVersion, the same content
+    api.put(DEPLOYMENTS, deployment('a', 'm2', false)); // its endpoint lost verification
+    await eventually(() => api.delivered === 2);
+    clock.advance(100);
+    expect(w.table.lookup('m1')).toBe(m1);
+    expect(w.table.lookup('m2')).not.toBe(m2);
+    expect(w.table.lookup('m2')?.endpoints).toEqual([]);
+    expect(m2?.endpoints).toHaveLength(1); // a request holding the old route keeps its endpoint
+    expect(w.issues).toEqual([expect.objectContaining({ code: 'NotRoutable', model: 'm2' })]);
+  });
+
+  it('removes a deleted Deployment', async () => {
+    const api = new MemoryApi();
+    api.put(DEPLOYMENTS, deployment('a', 'm1'));
+    api.gate.open();
+    const clock = new ManualClock();
+    const w = start(api, clock);
+    await eventually(() => w.table.ready);
+    api.remove(DEPLOYMENTS, 'a', 'm1');
+    await eventually(() => clock.pendingTimers === 1);
+    clock.advance(100);
+    expect(models(w)).toEqual([]);
+  });
+
+  it('watches only the listed namespaces', async () => {
+    const api = new MemoryApi();
+    api.put(DEPLOYMENTS, deployment('a', 'm1'));
+    api.put(DEPLOYMENTS, deployment('b', 'm2'));
+    api.put(DEPLOYMENTS, deployment('c', 'm3'));
+    api.gate.open();
+    const w = start(api, new ManualClock(), ['a', 'c', 'a']);
+    await eventually(() => w.table.ready);
+    expect(models(w)).toEqual(['m1', 'm3']);
+    expect(api.listed.sort()).toEqual(['a', 'a', 'c', 'c']);
+  });
+});

@@ -1,0 +1,161 @@
+// Discovery shell: informers on cacheroute Deployments and CachePolicies (all
+// namespaces, or one pair per listed namespace) → buildRoutingTable → one
+// atomic swap of the routing table. The request path only reads the table:
+// no Kubernetes API call ever happens while serving.
+//
+// - Ready only after every informer has listed once: before that an empty
+//   table would answer 404 for models that exist, so /readyz says 503.
+// - Changes are coalesced: the first event after a rebuild schedules the next
+//   one `coalesceMs` later, and events meanwhile ride along. A fixed delay
+//   from the first event (not a debounce that restarts on every event) bounds
+//   staleness even when status churns constantly.
+// - Routes are replaced whole; a model whose route did not change keeps its
+//   old object (reuseUnchangedRoutes), so the gateway sees no endpoint change.
+//   A request in flight holds its own ModelRoute and keeps its endpoint.
+// - Reconnects, relists on 410 and backoff are the Informer's job.
+
+import { Informer, type ListerWatcher } from '../../../operator/src/runtime/informer.ts';
+import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
+import { Resources, type ResourceType } from '../../../operator/src/runtime/resources.ts';
+import { systemClock, type Clock, type Timer } from '../clock.ts';
+import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
+import { buildRoutingTable, reuseUnchangedRoutes, type DiscoveryIssue } from './build-table.ts';
+
+export interface DiscoveryWatcherOptions {
+  readonly client: ListerWatcher;
+  /** The table to fill (marked not ready until the first sync); a new one if absent. */
+  readonly table?: StaticRoutingTable;
+  /** Namespaces to watch; empty or absent: all namespaces. */
+  readonly namespaces?: readonly string[];
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** Delay from the first change to the rebuild that includes it. */
+  readonly coalesceMs?: number;
+}
+
+export class DiscoveryWatcher {
+  /** The table the gateway serves from; not ready until the first sync. */
+  readonly table: StaticRoutingTable;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #coalesceMs: number;
+  readonly #deployments: Informer[];
+  readonly #policies: Informer[];
+  readonly #abort = new AbortController();
+  #pending: Timer | undefined;
+  #synced = false;
+  #issues = new Map<string, DiscoveryIssue>();
+  #rebuilds = 0;
+
+  constructor(opts: DiscoveryWatcherOptions) {
+    this.table = opts.table ?? new StaticRoutingTable();
+    this.table.ready = false;
+    this.#log = (opts.logger ?? noopLogger).child({ component: 'discovery' });
+    this.#clock = opts.clock ?? systemClock;
+    this.#coalesceMs = opts.coalesceMs ?? 100;
+    const namespaces = opts.namespaces?.length ? [...new Set(opts.namespaces)] : [undefined];
+    const informers = (resource: ResourceType): Informer[] =>
+      namespaces.map(
+        (namespace) => new Informer({ client: opts.client, resource, namespace, logger: this.#log }),
+      );
+    this.#deployments = informers(Resources.sglangDeployments);
+    this.#policies = informers(Resources.cachePolicies);
+  }
+
+  /** Starts the informers; the table turns ready after the first full sync. */
+  start(): void {
+    const all = [...this.#deployments, ...this.#policies];
+    const onChange = (): void => this.#schedule();
+    for (const informer of all) {
+      informer.addEventHandler({
+        onAdd: onChange,
+        // A resync replays objects as updates of themselves: nothing changed.
+        onUpdate: (before, after) => before !== after && onChange(),
+        onDelete: onChange,
+      });
+      informer.start();
+    }
+    void Promise.all(all.map((i) => i.waitForSync(this.#abort.signal))).then((synced) => {
+      if (!synced.every(Boolean)) return;
+      this.#synced = true;
+      this.#rebuild();
+      this.table.ready = true;
+      this.#log.info('routing table synced', { models: this.table.list().length });
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    this.#pending?.cancel();
+    this.#pending = undefined;
+    await Promise.all([...this.#deployments, ...this.#policies].map((i) => i.stop()));
+  }
+
+  /** Why objects or models are left out of the table right now. */
+  get issues(): readonly DiscoveryIssue[] {
+    return [...this.#issues.values()];
+  }
+
+  /** Objects in the informer caches (tests, diagnostics). */
+  get cached(): { readonly deployments: number; readonly policies: number } {
+    const count = (informers: readonly Informer[]): number => informers.reduce((n, i) => n + i.size(), 0);
+    return { deployments: count(this.#deployments), policies: count(this.#policies) };
+  }
+
+  /** Table rebuilds so far (tests, diagnostics). */
+  get rebuilds(): number {
+    return this.#rebuilds;
+  }
+
+  #schedule(): void {
+    if (!this.#synced || this.#pending) return;
+    this.#pending = this.#clock.setTimer(this.#coalesceMs, () => {
+      this.#pending = undefined;
+      this.#rebuild();
+    });
+  }
+
+  #rebuild(): void {
+    this.#rebuilds++;
+    const built = buildRoutingTable({
+      deployments: this.#deployments.flatMap((i) => i.list()),
+      policies: this.#policies.flatMap((i) => i.list()),
+    });
+    const previous = this.table.list();
+    const { routes, changed } = reuseUnchangedRoutes(previous, built.routes);
+    if (changed) {
+      this.table.replace(routes);
+      this.#logChanges(previous, routes);
+    }
+    this.#logIssues(built.issues);
+  }
+
+  #logChanges(previous: readonly ModelRoute[], next: readonly ModelRoute[]): void {
+    const before = new Map(previous.map((r) => [r.model, r]));
+    for (const r of next) {
+      if (before.get(r.model) === r) continue;
+      this.#log.info(before.has(r.model) ? 'route updated' : 'route added', {
+        model: r.model,
+        deployment: r.deployment,
+        policy: r.routing.policy,
+        endpoints: r.endpoints.map((e) => e.id),
+      });
+    }
+    const kept = new Set(next.map((r) => r.model));
+    for (const r of previous)
+      if (!kept.has(r.model)) this.#log.info('route removed', { model: r.model, deployment: r.deployment });
+  }
+
+  /** Each issue is logged when it appears and when it clears, not on every rebuild. */
+  #logIssues(issues: readonly DiscoveryIssue[]): void {
+    const next = new Map(issues.map((i) => [JSON.stringify(i), i]));
+    for (const [key, issue] of next) {
+      if (this.#issues.has(key)) continue;
+      if (issue.code === 'NotRoutable') this.#log.info('model not routable', { ...issue });
+      else this.#log.warn('left out of the routing table', { ...issue });
+    }
+    for (const [key, issue] of this.#issues)
+      if (!next.has(key)) this.#log.info('discovery issue cleared', { code: issue.code, path: issue.path });
+    this.#issues = next;
+  }
+}

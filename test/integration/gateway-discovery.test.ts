@@ -1,0 +1,272 @@
+// Gateway discovery against a real kube-apiserver: Deployment and CachePolicy
+// status written through the status subresource (as the operator would) reach
+// the gateway's routing table, and real requests through build() reach only
+// verified endpoints (in-process simulators on 127.0.0.1, where the status
+// endpoints point), with the policy's cache salt stamped.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { build } from '../../gateway/src/app.ts';
+import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
+import { KubeClient } from '../../operator/src/runtime/client.ts';
+import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
+import { loadSample, REPO_ROOT } from '../support/samples.ts';
+
+const kubeconfig = inject('kubeconfig');
+const CRD_DIR = join(REPO_ROOT, 'crds');
+const MODEL = 'llama-8b'; // servedName of examples/deployment-dense.yaml
+const POLICY_SALT = 'team-a-salt-from-status';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+beforeAll(async () => {
+  await kubectlOk(['apply', '--server-side', '-f', CRD_DIR], { kubeconfig });
+  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', CRD_DIR], { kubeconfig });
+});
+
+async function startGateway(
+  namespaces: string[],
+): Promise<{ watcher: DiscoveryWatcher; app: FastifyInstance }> {
+  const kc = new KubeConfig();
+  kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
+  const client = await KubeClient.fromKubeConfig(kc);
+  const watcher = new DiscoveryWatcher({ client, namespaces, coalesceMs: 20 });
+  const app = build({ table: watcher.table });
+  watcher.start();
+  cleanups.push(async () => {
+    await app.close();
+    await watcher.stop();
+    await client.close();
+  });
+  return { watcher, app };
+}
+
+async function startSims(n: number): Promise<RunningSim[]> {
+  const sims = await Promise.all(
+    Array.from({ length: n }, () => startSim(['--model-path', 'm', '--enable-cache-report'])),
+  );
+  cleanups.push(async () => void (await Promise.all(sims.map((s) => s.close()))));
+  return sims;
+}
+
+const portOf = (sim: RunningSim): number => Number(new URL(sim.url).port);
+const requestsOf = (sim: RunningSim): number => sim.server.engine.snapshot().counters.requests;
+
+async function apply(ns: string, doc: unknown): Promise<void> {
+  await kubectlOk(['apply', '-n', ns, '-f', '-'], { kubeconfig, input: JSON.stringify(doc) });
+}
+
+async function patchStatus(ns: string, resource: string, name: string, status: unknown): Promise<void> {
+  await kubectlOk(
+    [
+      'patch',
+      `${resource}.cacheroute.dev`,
+      name,
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ],
+    { kubeconfig },
+  );
+}
+
+/** Deployment status as the operator writes it: one endpoint per simulator, `verified` per pod. */
+function deploymentStatus(sims: readonly RunningSim[], verified: readonly boolean[]) {
+  const endpoints = sims.map((s, i) => ({
+    pod: `llama-8b-${i}`,
+    ip: '127.0.0.1',
+    port: portOf(s),
+    role: 'standalone',
+    ready: true,
+    verified: verified[i] ?? false,
+    fingerprint: 'fp1',
+    restartCount: 0,
+  }));
+  const routable = verified.some(Boolean);
+  return {
+    identity: { deploymentId: 'llama-3-1-8b-instruct-r1', fingerprint: 'fp1' },
+    endpoints,
+    routable: routable
+      ? { value: true, reason: 'VerifiedEndpoints' }
+      : { value: false, reason: 'NoVerifiedEndpoints', message: 'no endpoint is ready and verified' },
+  };
+}
+
+async function createDeployment(ns: string): Promise<void> {
+  await apply(ns, loadSample('deployment-dense.yaml'));
+}
+
+async function createPolicy(ns: string): Promise<void> {
+  await apply(ns, loadSample('cachepolicy.yaml'));
+  await patchStatus(ns, 'cachepolicies', 'team-a', {
+    targets: [
+      {
+        name: 'llama-8b',
+        accepted: true,
+        reason: 'Accepted',
+        deploymentId: 'llama-3-1-8b-instruct-r1',
+        cacheSalt: POLICY_SALT,
+      },
+      { name: 'qwen-32b', accepted: false, reason: 'TargetNotFound' },
+    ],
+  });
+}
+
+const prompt = (seed: number, n = 400): number[] =>
+  Array.from({ length: n }, (_, i) => 100 + ((seed * 7919 + i) % 30000));
+
+async function generate(app: FastifyInstance, seed: number) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/generate',
+    payload: { model: MODEL, input_ids: prompt(seed), sampling_params: { max_new_tokens: 1 } },
+  });
+  return {
+    status: res.statusCode,
+    endpoint: res.headers['x-cacheroute-endpoint'],
+    body: res.json<Record<string, unknown>>(),
+  };
+}
+
+describe('gateway discovery from Kubernetes status', () => {
+  it('routes only to verified endpoints with the policy salt, follows verification, and drops a deleted Deployment', async () => {
+    const ns = await createTestNamespace(kubeconfig, 'gw-disc');
+    const sims = await startSims(2);
+    const [sim0, sim1] = sims as [RunningSim, RunningSim];
+    await createDeployment(ns);
+    await patchStatus(ns, 'deployments', 'llama-8b', deploymentStatus(sims, [true, false]));
+    await createPolicy(ns);
+
+    const { watcher, app } = await startGateway([ns]);
+    expect((await app.inject({ url: '/readyz' })).statusCode).toBe(503); // nothing listed yet
+    await eventually(async () => expect((await app.inject({ url: '/readyz' })).statusCode).toBe(200));
+
+    // The table: only the verified pod, the policy's salt and settings.
+    const route = await eventually(() => {
+      const r = watcher.table.lookup(MODEL);
+      expect(r?.salt).toBe(POLICY_SALT);
+      return r;
+    });
+    expect(route).toMatchObject({
+      deployment: `${ns}/llama-8b`,
+      fingerprint: 'fp1',
+      routing: { policy: 'cache-aware', cacheAware: { balanceAbsThreshold: 32 } },
+      admission: { maxConcurrency: 128, maxQueue: 512 },
+      reuse: { enabled: true },
+    });
+    expect(route?.endpoints.map((e) => e.id)).toEqual([`${ns}/llama-8b-0`]);
+    const models = (await app.inject({ url: '/v1/models' })).json<{ data: { id: string }[] }>();
+    expect(models.data.map((m) => m.id)).toEqual([MODEL]);
+
+    // Requests: every one to the verified pod, none to the unverified one.
+    for (let i = 0; i < 6; i++) {
+      const r = await generate(app, i);
+      expect(r.status).toBe(200);
+      expect(r.endpoint).toBe(`${ns}/llama-8b-0`);
+    }
+    expect(requestsOf(sim0)).toBe(6);
+    expect(requestsOf(sim1)).toBe(0);
+
+    // The salt was stamped: the runtime holds the prompt under the policy's salt only.
+    const direct = (salt?: string) =>
+      postJson(`${sim0.url}/generate`, {
+        input_ids: prompt(0),
+        sampling_params: { max_new_tokens: 1 },
+        ...(salt ? { cache_salt: salt } : {}),
+      }).then((r) => (r.json as { meta_info: { cached_tokens: number } }).meta_info.cached_tokens);
+    expect(await direct()).toBe(0);
+    expect(await direct(POLICY_SALT)).toBeGreaterThan(0);
+
+    // Verification moves to the other pod: traffic follows, the unverified pod gets nothing.
+    await patchStatus(ns, 'deployments', 'llama-8b', deploymentStatus(sims, [false, true]));
+    await eventually(() =>
+      expect(watcher.table.lookup(MODEL)?.endpoints.map((e) => e.id)).toEqual([`${ns}/llama-8b-1`]),
+    );
+    const before0 = requestsOf(sim0);
+    for (let i = 10; i < 14; i++) expect((await generate(app, i)).endpoint).toBe(`${ns}/llama-8b-1`);
+    expect(requestsOf(sim0)).toBe(before0);
+    expect(requestsOf(sim1)).toBe(4);
+
+    // Nothing verified: the model is still listed, and a request gets a 503 that says why.
+    await patchStatus(ns, 'deployments', 'llama-8b', deploymentStatus(sims, [false, false]));
+    await eventually(() => expect(watcher.table.lookup(MODEL)?.endpoints).toEqual([]));
+    const none = await generate(app, 20);
+    expect(none.status).toBe(503);
+    expect(none.body).toMatchObject({ error: { code: 'GW_NO_ENDPOINT' } });
+
+    // Deleting the Deployment removes the model: 404 with a JSON error.
+    await kubectlOk(['delete', 'deployments.cacheroute.dev', 'llama-8b', '-n', ns], { kubeconfig });
+    await eventually(() => expect(watcher.table.lookup(MODEL)).toBeUndefined());
+    const gone = await generate(app, 21);
+    expect(gone.status).toBe(404);
+    expect(gone.body).toMatchObject({ error: { code: 'GW_MODEL_NOT_FOUND' } });
+  });
+
+  it('without an accepted CachePolicy: the namespace default salt and zod defaults', async () => {
+    const ns = await createTestNamespace(kubeconfig, 'gw-disc');
+    const sims = await startSims(1);
+    await createDeployment(ns);
+    await patchStatus(ns, 'deployments', 'llama-8b', deploymentStatus(sims, [true]));
+    const { watcher } = await startGateway([ns]);
+    const route = await eventually(() => {
+      const r = watcher.table.lookup(MODEL);
+      expect(r?.endpoints).toHaveLength(1);
+      return r;
+    });
+    expect(route?.salt).toMatch(/^[0-9a-f]{32}$/);
+    expect(route).toMatchObject({ routing: { policy: 'cache-aware' }, admission: { maxConcurrency: 64 } });
+
+    // The policy arrives and the operator accepts it: the table picks up its salt.
+    await createPolicy(ns);
+    await eventually(() => expect(watcher.table.lookup(MODEL)?.salt).toBe(POLICY_SALT));
+  });
+
+  it('one served name in two namespaces: the older Deployment keeps it, the other is refused with a reason', async () => {
+    const older = await createTestNamespace(kubeconfig, 'gw-disc');
+    const sims = await startSims(2);
+    await createDeployment(older);
+    await patchStatus(older, 'deployments', 'llama-8b', deploymentStatus(sims.slice(0, 1), [true]));
+    // creationTimestamp has a resolution of one second: make the second one visibly newer.
+    const createdOlder = await kubectlOk(
+      [
+        'get',
+        'deployments.cacheroute.dev',
+        'llama-8b',
+        '-n',
+        older,
+        '-o',
+        'jsonpath={.metadata.creationTimestamp}',
+      ],
+      { kubeconfig },
+    );
+    await eventually(() => expect(new Date().toISOString().slice(0, 19)).not.toBe(createdOlder.slice(0, 19)));
+    const newer = await createTestNamespace(kubeconfig, 'gw-disc');
+    await createDeployment(newer);
+    await patchStatus(newer, 'deployments', 'llama-8b', deploymentStatus(sims.slice(1), [true]));
+
+    const { watcher, app } = await startGateway([newer, older]);
+    await eventually(() => expect(watcher.table.ready).toBe(true));
+    expect(watcher.table.lookup(MODEL)?.deployment).toBe(`${older}/llama-8b`);
+    expect(watcher.issues).toContainEqual({
+      code: 'DuplicateModel',
+      path: `Deployment ${newer}/llama-8b`,
+      model: MODEL,
+      servedBy: `${older}/llama-8b`,
+    });
+    expect((await generate(app, 1)).endpoint).toBe(`${older}/llama-8b-0`);
+
+    // The older one goes away: the name passes to the newer one.
+    await kubectlOk(['delete', 'deployments.cacheroute.dev', 'llama-8b', '-n', older], { kubeconfig });
+    await eventually(() => expect(watcher.table.lookup(MODEL)?.deployment).toBe(`${newer}/llama-8b`));
+    expect((await generate(app, 2)).endpoint).toBe(`${newer}/llama-8b-0`);
+  });
+});
