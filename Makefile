@@ -42,16 +42,20 @@ lint: deps ## ESLint and Prettier checks
 controlplane: ## Build (or reuse) kube-apiserver, etcd, controller-manager, scheduler, kubectl, KWOK and helm in $(CACHE)
 	bash hack/build-controlplane.sh
 
+.PHONY: test-deps
+test-deps: ## Install redis-server and chromium from Debian when missing (the gateway's Redis and status-page tests)
+	bash hack/install-test-deps.sh
+
 .PHONY: test-unit
 test-unit: deps ## Unit tests (no cluster)
 	$(NPM_BIN)/vitest run --project unit
 
 .PHONY: test-integration
-test-integration: deps controlplane ## Integration tests against a real kube-apiserver and etcd, inside a private network namespace
+test-integration: deps controlplane test-deps ## Integration tests against a real kube-apiserver and etcd, inside a private network namespace
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration
 
 .PHONY: test-e2e
-test-e2e: deps controlplane ## End-to-end suites (full control plane, KWOK, simulators); GREP=pattern selects tests
+test-e2e: deps controlplane test-deps ## End-to-end suites (full control plane, KWOK, simulators); GREP=pattern selects tests
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test

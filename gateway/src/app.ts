@@ -12,7 +12,9 @@ import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
 import { buildMetrics } from './metrics.ts';
 import type { RouteKind } from './request-shape.ts';
+import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { RuntimeLoadPoller } from './runtime-load.ts';
+import { statusPlugin } from './status/index.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -26,6 +28,8 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly defaultMetrics?: boolean;
   /** Scrape each endpoint's /metrics this often for its queue (0 = off, the default). */
   readonly scrapeIntervalMs?: number;
+  /** Share reuse results across replicas through Redis (ignored when `store` is given). */
+  readonly redis?: RedisStoreOptions;
 }
 
 const GENERATION_ROUTES: readonly [string, RouteKind][] = [
@@ -44,13 +48,23 @@ export function build(opts: BuildOptions): FastifyInstance {
       ? undefined
       : new RuntimeLoadPoller({ table: opts.table, clock, intervalMs: opts.scrapeIntervalMs });
   const runtimeLoad = opts.runtimeLoad ?? (poller ? (id: string) => poller.get(id) : undefined);
-  const gateway = new Gateway({ ...opts, clock, metrics, ...(runtimeLoad ? { runtimeLoad } : {}) });
+  const redisStore =
+    opts.redis && !opts.store ? new RedisResultStore({ logger: app.log, clock, ...opts.redis }) : undefined;
+  const store = opts.store ?? redisStore;
+  const gateway = new Gateway({
+    ...opts,
+    clock,
+    metrics,
+    ...(runtimeLoad ? { runtimeLoad } : {}),
+    ...(store ? { store } : {}),
+  });
   app.decorate('gateway', gateway);
   gateway.start();
   poller?.start();
   app.addHook('onClose', async () => {
     poller?.stop();
     await gateway.close();
+    await redisStore?.close();
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
@@ -65,6 +79,13 @@ export function build(opts: BuildOptions): FastifyInstance {
     return reply.code(err.statusCode).send(buildErrorBody(err));
   });
 
+  void app.register(statusPlugin, {
+    table: opts.table,
+    gateway,
+    metrics,
+    runtimeLoad,
+    generationPaths: GENERATION_ROUTES.map(([path]) => path),
+  });
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', (_req, reply) =>
     opts.table.ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' }),

@@ -63,9 +63,15 @@ export class ResultReuser {
         source = 'store';
         return hit;
       }
-      const own = await produce();
+      // A claim taken by get() must not outlive a failed or unstorable generation:
+      // replicas waiting on it would sit out their whole wait timeout.
+      const own = await produce().catch(async (err: unknown) => {
+        await this.#store.release?.(key);
+        throw err;
+      });
       produced = own.value;
       if (own.stored) await this.#store.set(key, own.stored, ttlMs);
+      else await this.#store.release?.(key);
       return own.stored;
     })();
     this.#inflight.set(key, leader);

@@ -14,6 +14,8 @@ export interface ResultStore {
   get(key: string): Promise<StoredResult | undefined>;
   set(key: string, value: StoredResult, ttlMs: number): Promise<void>;
   delete(key: string): Promise<void>;
+  /** Gives up a claim on `key` without a result, so waiters elsewhere generate at once. */
+  release?(key: string): Promise<void>;
 }
 
 export interface MemoryStoreOptions {

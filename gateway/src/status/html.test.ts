@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { escapeHtml, renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
+import type { EndpointStatus, StatusView } from './view.ts';
+
+const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
+  id: 'sim0',
+  url: 'http://10.244.0.5:30000',
+  role: 'standalone',
+  ready: true,
+  verified: true,
+  routable: true,
+  fingerprint: 'sha256:0123456789abcdef0123',
+  isCurrent: true,
+  inFlight: 1,
+  runtimeQueue: 2,
+  kvUsage: 0.5,
+  routed: 4,
+  predictedHitRate: 0.5,
+  served: 3,
+  promptTokens: 200,
+  cachedTokens: 150,
+  cacheHitRate: 0.75,
+  lastError: null,
+  ...over,
+});
+
+const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => ({
+  generatedAt: '2026-01-02T03:04:05.000Z',
+  deployments: [
+    {
+      model,
+      deployment: 'ns/llama',
+      fingerprint: 'fp1',
+      policy: 'cache-aware',
+      admission: { limit: 8, maxConcurrency: 8, inFlight: 1, queued: 0, maxQueue: 16, draining: false },
+      routing: { promptTokens: 200, matchedTokens: 100, predictedTokenHitRate: 0.5 },
+      reuse: { enabled: false, ttlSeconds: 300, fromStore: 0, sharedInFlight: 0, fresh: 0 },
+      routableEndpoints: 1,
+      endpoints: [ep],
+      lastError: null,
+    },
+  ],
+});
+
+describe('escapeHtml', () => {
+  it.each([
+    ['<script>alert(1)</script>', '&lt;script&gt;alert(1)&lt;/script&gt;'],
+    [`"a" & 'b'`, '&quot;a&quot; &amp; &#39;b&#39;'],
+    ['plain', 'plain'],
+  ])('%s', (input, out) => expect(escapeHtml(input)).toBe(out));
+});
+
+describe('renderStatusPage', () => {
+  it('is one self-contained document: no external URL anywhere', () => {
+    const html = renderStatusPage(view());
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).not.toMatch(/\b(src|href)=/);
+    expect(html).not.toMatch(/@import|url\(/);
+    expect(html).toContain('<script>');
+    expect(html).toContain("fetch('status?part=main'");
+  });
+
+  it('shows an endpoint row with its numbers', () => {
+    const html = renderStatusMain(view());
+    expect(html).toContain('<tr data-endpoint="sim0">');
+    expect(html).toContain('<td class="n" data-field="served">3</td>');
+    expect(html).toContain('75.0%');
+    expect(html).toContain('(150/200)');
+    expect(html).toContain('1/8 in flight, 0/16 queued');
+    expect(html).toContain('badge ok">ready');
+  });
+
+  it('shows a dash, not 0%, when nothing was measured', () => {
+    const html = renderStatusMain(view(endpoint({ cacheHitRate: null, runtimeQueue: null })));
+    expect(html).toMatch(/data-field="cache-hit-rate"><span class="mute">—/);
+    expect(html).not.toContain('>0.0%');
+  });
+
+  it('escapes every value from the cluster and from upstream answers', () => {
+    const evil = '<img src=x onerror=alert(1)>"\'&';
+    const html = renderStatusPage(
+      view(
+        endpoint({
+          id: evil,
+          url: evil,
+          fingerprint: evil,
+          lastError: { at: evil, status: 500, code: evil, message: evil },
+        }),
+        evil,
+      ),
+    );
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('onerror=alert(1)>');
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;&quot;&#39;&amp;');
+  });
+
+  it('the CSP admits only the page’s own inline style and script', () => {
+    expect(STATUS_CSP).toContain("default-src 'none'");
+    expect(STATUS_CSP).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'/);
+    expect(STATUS_CSP).not.toContain('unsafe-inline');
+  });
+});

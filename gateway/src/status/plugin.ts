@@ -1,0 +1,170 @@
+// GET /status (HTML for a person), GET /status?part=main (the refreshed
+// fragment), GET /status.json (the same view, zod-typed), and the hooks that
+// record what each endpoint answered.
+//
+// The hooks must see the generation routes, which live in the root context:
+// the plugin skips fastify's encapsulation (what fastify-plugin does).
+// Answers are recorded in onResponse, once per request: onSend keeps the
+// buffered body (for the runtime's cache report) and the endpoint header;
+// streamed answers bypass onSend (the reply is hijacked), so their endpoint
+// header is read as the gateway writes the head of the stream.
+
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Gateway, RuntimeLoad } from '../gateway.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { RoutingTable } from '../routing/table.ts';
+import { ENDPOINT_HEADER, REUSED_HEADER } from '../served.ts';
+import { extractCacheReport } from '../upstream-report.ts';
+import { ActivityRecorder, type ErrorRecord } from './activity.ts';
+import { renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
+import { collectStatusSnapshot } from './snapshot.ts';
+import { buildStatusView, type StatusView } from './view.ts';
+
+export interface StatusPluginOptions {
+  readonly table: RoutingTable;
+  readonly gateway: Gateway;
+  readonly metrics: GatewayMetrics;
+  readonly runtimeLoad?: ((endpointId: string) => RuntimeLoad | undefined) | undefined;
+  /** Route paths whose answers are recorded. */
+  readonly generationPaths: readonly string[];
+  /** Wall-clock ms (shown to people); Date.now by default. */
+  readonly wallClock?: () => number;
+}
+
+interface Seen {
+  endpoint: string | undefined;
+  payload: string | undefined;
+}
+
+const MESSAGE_LIMIT = 300;
+
+const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, opts) => {
+  const activity = new ActivityRecorder();
+  const wallClock = opts.wallClock ?? Date.now;
+  const paths = new Set(opts.generationPaths);
+  const seen = new WeakMap<FastifyRequest, Seen>();
+
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!paths.has(req.routeOptions.url ?? '')) return done();
+    const s: Seen = { endpoint: undefined, payload: undefined };
+    seen.set(req, s);
+    captureStreamEndpoint(reply.raw, (endpoint) => (s.endpoint = endpoint));
+    done();
+  });
+  app.addHook('onSend', (req, reply, payload, done) => {
+    const s = seen.get(req);
+    if (s) {
+      s.endpoint = headerValue(reply.getHeader(ENDPOINT_HEADER));
+      s.payload = typeof payload === 'string' ? payload : undefined;
+    }
+    done(null, payload);
+  });
+  app.addHook('onResponse', (req, reply, done) => {
+    const s = seen.get(req);
+    if (s && reply.getHeader(REUSED_HEADER) === undefined) record(req, reply.statusCode, s);
+    done();
+  });
+
+  function record(req: FastifyRequest, status: number, s: Seen): void {
+    const at = wallClock();
+    if (s.endpoint !== undefined) {
+      const report = status < 300 && s.payload !== undefined ? extractCacheReport(s.payload) : undefined;
+      activity.recordAnswer({
+        endpoint: s.endpoint,
+        status,
+        ...(report ? { report } : {}),
+        ...(status >= 400 ? { error: buildErrorRecord(at, status, s.payload) } : {}),
+      });
+      return;
+    }
+    // The gateway answered itself. Only what says something about the deployment: 429 and 5xx.
+    if (status !== 429 && status < 500) return;
+    const deployment = deploymentOf(opts.table, req.body, req.headers);
+    if (deployment) activity.recordGatewayError(deployment, buildErrorRecord(at, status, s.payload));
+  }
+
+  const view = async (): Promise<StatusView> =>
+    buildStatusView(
+      await collectStatusSnapshot(
+        {
+          table: opts.table,
+          gateway: opts.gateway,
+          metrics: opts.metrics,
+          activity,
+          runtimeLoad: opts.runtimeLoad,
+        },
+        wallClock(),
+      ),
+    );
+
+  app.get('/status.json', async (_req, reply) =>
+    reply.header('cache-control', 'no-store').send(await view()),
+  );
+  app.get('/status', async (req: FastifyRequest<{ Querystring: { part?: string } }>, reply: FastifyReply) => {
+    const v = await view();
+    const html = req.query.part === 'main' ? renderStatusMain(v) : renderStatusPage(v);
+    return reply
+      .header('cache-control', 'no-store')
+      .header('content-security-policy', STATUS_CSP)
+      .header('x-content-type-options', 'nosniff')
+      .type('text/html; charset=utf-8')
+      .send(html);
+  });
+  return Promise.resolve();
+};
+
+// Hooks registered here apply to the whole app (see the header).
+(plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
+export const statusPlugin = plugin;
+
+/** Streams are written with `writeHead(status, headers)`, which getHeader() cannot see afterwards. */
+function captureStreamEndpoint(raw: ServerResponse, onEndpoint: (id: string) => void): void {
+  const writeHead = raw.writeHead.bind(raw) as (...args: unknown[]) => ServerResponse;
+  const patched = (...args: unknown[]): ServerResponse => {
+    const headers = args.find((a): a is OutgoingHttpHeaders => a !== null && typeof a === 'object');
+    const endpoint = headerValue(headers?.[ENDPOINT_HEADER]);
+    if (endpoint !== undefined) onEndpoint(endpoint);
+    return writeHead(...args);
+  };
+  raw.writeHead = patched;
+}
+
+function buildErrorRecord(at: number, status: number, payload: string | undefined): ErrorRecord {
+  let code = `HTTP_${status}`;
+  let message = '';
+  try {
+    const body = JSON.parse(payload ?? '') as { error?: unknown; message?: unknown; code?: unknown };
+    const err = (typeof body.error === 'object' && body.error !== null ? body.error : body) as {
+      code?: unknown;
+      message?: unknown;
+    };
+    if (typeof err.code === 'string') code = err.code;
+    if (typeof err.message === 'string') message = err.message;
+    else if (typeof body.error === 'string') message = body.error;
+  } catch {
+    message = payload ?? '';
+  }
+  return { at, status, code, message: message.slice(0, MESSAGE_LIMIT) };
+}
+
+function deploymentOf(table: RoutingTable, body: unknown, headers: IncomingHttpHeaders): string | undefined {
+  const fromBody = (body as { model?: unknown } | undefined)?.model;
+  const header = headers['x-cacheroute-model'];
+  const routes = table.list();
+  const model =
+    typeof fromBody === 'string'
+      ? fromBody
+      : typeof header === 'string'
+        ? header
+        : routes.length === 1
+          ? routes[0]?.model
+          : undefined;
+  return model === undefined ? undefined : table.lookup(model)?.deployment;
+}
+
+function headerValue(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v) && typeof v[0] === 'string') return v[0];
+  return undefined;
+}

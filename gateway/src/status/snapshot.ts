@@ -1,0 +1,79 @@
+// Collects a StatusSnapshot from the running gateway: the routing table, the
+// gateway's in-flight counts and admission controllers, the runtime load the
+// poller scraped, the gateway's own metrics (routing decisions, predicted
+// matches, reuse) and the answers the status plugin recorded. Reads only.
+
+import type { Gateway, RuntimeLoad } from '../gateway.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { RoutingTable } from '../routing/table.ts';
+import type { ActivityRecorder, EndpointActivity, ErrorRecord } from './activity.ts';
+import type { DecisionCounts, StatusSnapshot } from './view.ts';
+import type { AdmissionSnapshot } from '../admission/index.ts';
+
+export interface SnapshotSources {
+  readonly table: RoutingTable;
+  readonly gateway: Gateway;
+  readonly metrics: GatewayMetrics;
+  readonly activity: ActivityRecorder;
+  readonly runtimeLoad?: ((endpointId: string) => RuntimeLoad | undefined) | undefined;
+}
+
+export async function collectStatusSnapshot(src: SnapshotSources, now: number): Promise<StatusSnapshot> {
+  const routes = src.table.list();
+  const inFlight = new Map<string, number>();
+  const runtimeLoad = new Map<string, RuntimeLoad>();
+  const activity = new Map<string, EndpointActivity>();
+  const deploymentErrors = new Map<string, ErrorRecord>();
+  for (const route of routes) {
+    const err = src.activity.deploymentError(route.deployment);
+    if (err) deploymentErrors.set(route.deployment, err);
+    for (const e of route.endpoints) {
+      inFlight.set(e.id, src.gateway.inFlightOf(e.id));
+      const load = src.runtimeLoad?.(e.id);
+      if (load) runtimeLoad.set(e.id, load);
+      const a = src.activity.endpoint(e.id);
+      if (a) activity.set(e.id, { ...a });
+    }
+  }
+  const admission = new Map<string, AdmissionSnapshot>(
+    src.gateway.admission.entries().map(([deployment, ctl]) => [deployment, ctl.snapshot()]),
+  );
+
+  const decisions = new Map<string, DecisionCounts>();
+  for (const { labels, value } of (await src.metrics.decisions.get()).values) {
+    const id = String(labels.endpoint ?? '');
+    const prev = decisions.get(id) ?? { routed: 0, predictedHits: 0 };
+    decisions.set(id, {
+      routed: prev.routed + value,
+      predictedHits: prev.predictedHits + (labels.hit === 'true' ? value : 0),
+    });
+  }
+  const routingTokens = new Map<string, { prompt: number; matched: number }>();
+  const tokensOf = (model: string) => routingTokens.get(model) ?? { prompt: 0, matched: 0 };
+  for (const { labels, value } of (await src.metrics.promptTokens.get()).values) {
+    const model = String(labels.model ?? '');
+    routingTokens.set(model, { ...tokensOf(model), prompt: value });
+  }
+  for (const { labels, value } of (await src.metrics.matchedTokens.get()).values) {
+    const model = String(labels.model ?? '');
+    routingTokens.set(model, { ...tokensOf(model), matched: value });
+  }
+  const reuse = new Map<string, Record<string, number>>();
+  for (const { labels, value } of (await src.metrics.reuse.get()).values) {
+    const model = String(labels.model ?? '');
+    reuse.set(model, { ...reuse.get(model), [String(labels.source ?? '')]: value });
+  }
+
+  return {
+    now,
+    routes,
+    admission,
+    inFlight,
+    runtimeLoad,
+    decisions,
+    activity,
+    routingTokens,
+    reuse,
+    deploymentErrors,
+  };
+}

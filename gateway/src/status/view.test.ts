@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
+import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
+import { buildStatusView, StatusView, type StatusSnapshot } from './view.ts';
+
+const ep = (id: string, over: Partial<RouteEndpoint> = {}): RouteEndpoint => ({
+  id,
+  url: `http://10.0.0.1:${id.length}`,
+  role: 'standalone',
+  fingerprint: 'fp1',
+  verified: true,
+  ready: true,
+  ...over,
+});
+
+const route = (over: Partial<ModelRoute> = {}): ModelRoute => ({
+  model: 'm',
+  deployment: 'ns/m',
+  fingerprint: 'fp1',
+  salt: 's',
+  routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+  admission: Admission.parse({ maxConcurrency: 8, maxQueue: 16 }),
+  reuse: ResultReuse.parse({ enabled: true, ttlSeconds: 60 }),
+  endpoints: [ep('b'), ep('a')],
+  ...over,
+});
+
+const empty: StatusSnapshot = {
+  now: Date.UTC(2026, 0, 2, 3, 4, 5),
+  routes: [],
+  admission: new Map(),
+  inFlight: new Map(),
+  runtimeLoad: new Map(),
+  decisions: new Map(),
+  activity: new Map(),
+  routingTokens: new Map(),
+  reuse: new Map(),
+  deploymentErrors: new Map(),
+};
+
+describe('buildStatusView', () => {
+  it('an idle deployment: configured admission, no rates yet (null, not zero)', () => {
+    const v = buildStatusView({ ...empty, routes: [route()] });
+    expect(StatusView.parse(v)).toEqual(v);
+    expect(v.generatedAt).toBe('2026-01-02T03:04:05.000Z');
+    const [d] = v.deployments;
+    expect(d).toMatchObject({
+      model: 'm',
+      policy: 'cache-aware',
+      admission: { limit: 8, maxConcurrency: 8, inFlight: 0, queued: 0, maxQueue: 16, draining: false },
+      routing: { promptTokens: 0, matchedTokens: 0, predictedTokenHitRate: null },
+      reuse: { enabled: true, ttlSeconds: 60, fromStore: 0, sharedInFlight: 0, fresh: 0 },
+      routableEndpoints: 2,
+      lastError: null,
+    });
+    expect(d?.endpoints.map((e) => e.id)).toEqual(['a', 'b']); // sorted
+    expect(d?.endpoints[0]).toMatchObject({
+      inFlight: 0,
+      runtimeQueue: null,
+      kvUsage: null,
+      routed: 0,
+      predictedHitRate: null,
+      served: 0,
+      cacheHitRate: null,
+      lastError: null,
+    });
+  });
+
+  it('combines load, decisions, runtime reports and errors per endpoint', () => {
+    const err = { at: Date.UTC(2026, 0, 1), status: 400, code: 'HTTP_400', message: 'too long' };
+    const v = buildStatusView({
+      ...empty,
+      routes: [route()],
+      admission: new Map([['ns/m', { limit: 5, inFlight: 5, queued: 3, draining: true }]]),
+      inFlight: new Map([['a', 2]]),
+      runtimeLoad: new Map([['a', { queued: 4, tokenUsage: 0.25 }]]),
+      decisions: new Map([['a', { routed: 10, predictedHits: 7 }]]),
+      activity: new Map([
+        ['a', { served: 9, reported: 9, promptTokens: 1000, cachedTokens: 750, lastError: err }],
+      ]),
+      routingTokens: new Map([['m', { prompt: 2000, matched: 500 }]]),
+      reuse: new Map([['m', { store: 3, inflight: 1, fresh: 4 }]]),
+      deploymentErrors: new Map([['ns/m', { ...err, status: 429, code: 'GW_OVERLOADED' }]]),
+    });
+    const [d] = v.deployments;
+    expect(d?.admission).toMatchObject({ limit: 5, inFlight: 5, queued: 3, draining: true });
+    expect(d?.routing.predictedTokenHitRate).toBe(0.25);
+    expect(d?.reuse).toMatchObject({ fromStore: 3, sharedInFlight: 1, fresh: 4 });
+    expect(d?.lastError).toMatchObject({
+      status: 429,
+      code: 'GW_OVERLOADED',
+      at: '2026-01-01T00:00:00.000Z',
+    });
+    expect(d?.endpoints[0]).toMatchObject({
+      id: 'a',
+      inFlight: 2,
+      runtimeQueue: 4,
+      kvUsage: 0.25,
+      routed: 10,
+      predictedHitRate: 0.7,
+      served: 9,
+      promptTokens: 1000,
+      cachedTokens: 750,
+      cacheHitRate: 0.75,
+      lastError: { status: 400, code: 'HTTP_400', message: 'too long' },
+    });
+    expect(StatusView.parse(v)).toEqual(v);
+  });
+
+  it.each([
+    ['not ready', { ready: false }, false],
+    ['unverified', { verified: false }, false],
+    ['ready and verified', {}, true],
+    ['a verified prefill', { role: 'prefill' as const }, true],
+  ])('%s → routable %s', (_name, over, routable) => {
+    const v = buildStatusView({ ...empty, routes: [route({ endpoints: [ep('a', over)] })] });
+    expect(v.deployments[0]?.endpoints[0]?.routable).toBe(routable);
+    expect(v.deployments[0]?.routableEndpoints).toBe(routable ? 1 : 0);
+  });
+
+  it('marks an endpoint of another fingerprint (mid-rollout) as not current', () => {
+    const v = buildStatusView({
+      ...empty,
+      routes: [route({ endpoints: [ep('old', { fingerprint: 'fp0' })] })],
+    });
+    expect(v.deployments[0]?.endpoints[0]?.isCurrent).toBe(false);
+  });
+
+  it('sorts deployments by model', () => {
+    const v = buildStatusView({
+      ...empty,
+      routes: [route({ model: 'z', deployment: 'ns/z' }), route({ model: 'a', deployment: 'ns/a' })],
+    });
+    expect(v.deployments.map((d) => d.model)).toEqual(['a', 'z']);
+  });
+});

@@ -1,0 +1,233 @@
+// The status view: what /status shows and /status.json returns, built by a
+// pure function from a snapshot of the gateway's state (status/snapshot.ts
+// collects it). Rates are 0..1, or null when nothing was measured yet: an
+// endpoint that served nothing has no hit rate, not a hit rate of zero.
+
+import { z } from 'zod';
+import type { AdmissionSnapshot } from '../admission/index.ts';
+import type { RuntimeLoad } from '../gateway.ts';
+import { computeRoutableEndpoints, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
+import type { EndpointActivity, ErrorRecord } from './activity.ts';
+
+const Count = z.number().int().nonnegative();
+const Rate = z.number().min(0).max(1).nullable();
+
+export const ErrorView = z.object({
+  /** ISO 8601 */
+  at: z.string(),
+  status: z.number().int(),
+  code: z.string(),
+  message: z.string(),
+});
+
+export const EndpointStatus = z.object({
+  id: z.string(),
+  url: z.string(),
+  role: z.enum(['standalone', 'prefill', 'decode']),
+  ready: z.boolean(),
+  verified: z.boolean(),
+  /** Ready, verified and of a routable role: the gateway sends it generation. */
+  routable: z.boolean(),
+  fingerprint: z.string(),
+  /** Its fingerprint is the deployment's current one (false during a rollout). */
+  isCurrent: z.boolean(),
+  inFlight: Count,
+  /** `sglang:num_queue_reqs` from its /metrics; null when not scraped. */
+  runtimeQueue: Count.nullable(),
+  /** `sglang:token_usage`; null when not scraped. */
+  kvUsage: Rate,
+  /** Routing decisions that chose it (retries included). */
+  routed: Count,
+  /** Share of those decisions with a predicted prefix match. */
+  predictedHitRate: Rate,
+  /** Answers it gave that the gateway passed on (not reused ones). */
+  served: Count,
+  promptTokens: Count,
+  cachedTokens: Count,
+  /** cachedTokens / promptTokens, as the runtime reported them. */
+  cacheHitRate: Rate,
+  lastError: ErrorView.nullable(),
+});
+
+export const DeploymentStatus = z.object({
+  model: z.string(),
+  deployment: z.string(),
+  fingerprint: z.string(),
+  policy: z.string(),
+  admission: z.object({
+    limit: Count,
+    maxConcurrency: Count,
+    inFlight: Count,
+    queued: Count,
+    maxQueue: Count,
+    draining: z.boolean(),
+  }),
+  routing: z.object({
+    promptTokens: Count,
+    matchedTokens: Count,
+    /** Prompt tokens the policy predicted cached where it routed them. */
+    predictedTokenHitRate: Rate,
+  }),
+  reuse: z.object({
+    enabled: z.boolean(),
+    ttlSeconds: Count,
+    fromStore: Count,
+    sharedInFlight: Count,
+    fresh: Count,
+  }),
+  routableEndpoints: Count,
+  endpoints: z.array(EndpointStatus),
+  /** The last error the gateway answered itself for this deployment. */
+  lastError: ErrorView.nullable(),
+});
+
+export const StatusView = z.object({
+  generatedAt: z.string(),
+  deployments: z.array(DeploymentStatus),
+});
+
+export type ErrorView = z.infer<typeof ErrorView>;
+export type EndpointStatus = z.infer<typeof EndpointStatus>;
+export type DeploymentStatus = z.infer<typeof DeploymentStatus>;
+export type StatusView = z.infer<typeof StatusView>;
+
+export interface DecisionCounts {
+  readonly routed: number;
+  readonly predictedHits: number;
+}
+
+export interface StatusSnapshot {
+  /** Wall-clock milliseconds since the epoch. */
+  readonly now: number;
+  readonly routes: readonly ModelRoute[];
+  /** By deployment; absent until the deployment's first request. */
+  readonly admission: ReadonlyMap<string, AdmissionSnapshot>;
+  /** By endpoint id. */
+  readonly inFlight: ReadonlyMap<string, number>;
+  readonly runtimeLoad: ReadonlyMap<string, RuntimeLoad>;
+  readonly decisions: ReadonlyMap<string, DecisionCounts>;
+  readonly activity: ReadonlyMap<string, EndpointActivity>;
+  /** By model. */
+  readonly routingTokens: ReadonlyMap<string, { readonly prompt: number; readonly matched: number }>;
+  /** By model, then reuse source (store, inflight, fresh). */
+  readonly reuse: ReadonlyMap<string, Readonly<Record<string, number>>>;
+  /** By deployment. */
+  readonly deploymentErrors: ReadonlyMap<string, ErrorRecord>;
+}
+
+export function buildStatusView(s: StatusSnapshot): StatusView {
+  return {
+    generatedAt: new Date(s.now).toISOString(),
+    deployments: [...s.routes]
+      .sort((a, b) => compare(a.model, b.model))
+      .map((route) => buildDeploymentStatus(route, s)),
+  };
+}
+
+function buildDeploymentStatus(route: ModelRoute, s: StatusSnapshot): DeploymentStatus {
+  const tokens = s.routingTokens.get(route.model) ?? { prompt: 0, matched: 0 };
+  const reuse = s.reuse.get(route.model) ?? {};
+  const routable = new Set(computeRoutableEndpoints(route).map((e) => e.id));
+  // Prefill/decode pairs: both roles receive generation when ready and verified.
+  for (const e of route.endpoints) if (e.ready && e.verified && e.role !== 'standalone') routable.add(e.id);
+  const lastError = s.deploymentErrors.get(route.deployment);
+  return {
+    model: route.model,
+    deployment: route.deployment,
+    fingerprint: route.fingerprint,
+    policy: route.routing.policy,
+    admission: buildAdmissionStatus(route, s.admission.get(route.deployment)),
+    routing: {
+      promptTokens: round(tokens.prompt),
+      matchedTokens: round(tokens.matched),
+      predictedTokenHitRate: ratio(tokens.matched, tokens.prompt),
+    },
+    reuse: {
+      enabled: route.reuse.enabled,
+      ttlSeconds: route.reuse.ttlSeconds,
+      fromStore: round(reuse['store'] ?? 0),
+      sharedInFlight: round(reuse['inflight'] ?? 0),
+      fresh: round(reuse['fresh'] ?? 0),
+    },
+    routableEndpoints: routable.size,
+    endpoints: [...route.endpoints]
+      .sort((a, b) => compare(a.id, b.id))
+      .map((e) => buildEndpointStatus(e, route, routable.has(e.id), s)),
+    lastError: lastError ? buildErrorView(lastError) : null,
+  };
+}
+
+function buildAdmissionStatus(
+  route: ModelRoute,
+  adm: AdmissionSnapshot | undefined,
+): DeploymentStatus['admission'] {
+  const cfg = route.admission;
+  if (!adm)
+    return {
+      limit: cfg.maxConcurrency,
+      maxConcurrency: cfg.maxConcurrency,
+      inFlight: 0,
+      queued: 0,
+      maxQueue: cfg.maxQueue,
+      draining: false,
+    };
+  return {
+    limit: adm.limit,
+    maxConcurrency: cfg.maxConcurrency,
+    inFlight: adm.inFlight,
+    queued: adm.queued,
+    maxQueue: cfg.maxQueue,
+    draining: adm.draining,
+  };
+}
+
+function buildEndpointStatus(
+  e: RouteEndpoint,
+  route: ModelRoute,
+  routable: boolean,
+  s: StatusSnapshot,
+): EndpointStatus {
+  const load = s.runtimeLoad.get(e.id);
+  const d = s.decisions.get(e.id) ?? { routed: 0, predictedHits: 0 };
+  const a = s.activity.get(e.id) ?? { served: 0, promptTokens: 0, cachedTokens: 0, lastError: undefined };
+  return {
+    id: e.id,
+    url: e.url,
+    role: e.role,
+    ready: e.ready,
+    verified: e.verified,
+    routable,
+    fingerprint: e.fingerprint,
+    isCurrent: e.fingerprint === route.fingerprint,
+    inFlight: s.inFlight.get(e.id) ?? 0,
+    runtimeQueue: load ? round(load.queued) : null,
+    kvUsage: load?.tokenUsage === undefined ? null : clamp01(load.tokenUsage),
+    routed: round(d.routed),
+    predictedHitRate: ratio(d.predictedHits, d.routed),
+    served: a.served,
+    promptTokens: a.promptTokens,
+    cachedTokens: a.cachedTokens,
+    cacheHitRate: ratio(a.cachedTokens, a.promptTokens),
+    lastError: a.lastError ? buildErrorView(a.lastError) : null,
+  };
+}
+
+function buildErrorView(e: ErrorRecord): ErrorView {
+  return { at: new Date(e.at).toISOString(), status: e.status, code: e.code, message: e.message };
+}
+
+function ratio(part: number, whole: number): number | null {
+  return whole > 0 ? clamp01(part / whole) : null;
+}
+
+function clamp01(x: number): number {
+  return Math.min(1, Math.max(0, x));
+}
+
+function round(x: number): number {
+  return Math.max(0, Math.round(x));
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

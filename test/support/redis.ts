@@ -1,0 +1,105 @@
+// A real redis-server for a test: on loopback, on a free port, in a temp dir,
+// nothing persisted; stopped (and its dir removed) by stop(), and on every
+// other exit path by processes.ts. `bash hack/install-test-deps.sh` installs it.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
+
+export interface RunningRedis {
+  readonly url: string;
+  readonly port: number;
+  readonly dir: string;
+  stop(): Promise<void>;
+}
+
+export async function startRedis(
+  opts: { startTimeoutMs?: number; args?: readonly string[] } = {},
+): Promise<RunningRedis> {
+  const dir = mkdtempSync(join(tmpdir(), 'cacheroute-redis-'));
+  const removeDir = (): void => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  const unregister = registerCleanup(removeDir);
+  const port = await freePort();
+  const logPath = join(dir, 'redis.log');
+  const proc = spawnManaged(
+    'redis-server',
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--protected-mode',
+      'yes',
+      ...(opts.args ?? []),
+    ],
+    { logPath, cwd: dir },
+  );
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopped ??= (async () => {
+      await stopManaged(proc);
+      unregister();
+      removeDir();
+    })());
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 15_000);
+  try {
+    for (;;) {
+      if (!proc.isRunning()) {
+        const exit = await proc.exited;
+        throw new Error(
+          `redis-server exited (code ${exit.code}) before it answered\n${readLogTail(logPath)}`,
+        );
+      }
+      if (await ping(port)) break;
+      if (Date.now() > deadline) throw new Error(`redis-server did not answer PING\n${readLogTail(logPath)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url: `redis://127.0.0.1:${port}`, port, dir, stop };
+}
+
+/** One RESP PING over a fresh connection. */
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ port, host: '127.0.0.1' });
+    let buf = '';
+    const done = (ok: boolean): void => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(1_000, () => done(false));
+    s.on('error', () => done(false));
+    s.on('connect', () => s.write('PING\r\n'));
+    s.on('data', (d) => {
+      buf += d.toString();
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() =>
+        addr !== null && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
