@@ -34,11 +34,11 @@ import {
   type CachePolicyResource,
   type DeploymentResource,
 } from '../../../operator/src/api/index.ts';
-import { computeCacheSalt } from '../../../operator/src/sglang/salt.ts';
+import { computeDeploymentSalt, findAcceptingPolicy } from '../../../operator/src/sglang/cache-binding.ts';
 import { EndpointRole, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
 
 /** Prefix of the cache namespace used when no CachePolicy governs a Deployment. */
-export const DEFAULT_CACHE_NAMESPACE_PREFIX = 'kubernetes-namespace/';
+export { DEFAULT_CACHE_NAMESPACE_PREFIX } from '../../../operator/src/sglang/cache-binding.ts';
 
 export const DiscoveryIssueCode = {
   InvalidObject: 'InvalidObject',
@@ -92,7 +92,7 @@ export function buildRoutingTable(input: DiscoveryInput): DiscoveredTable {
   const candidates: Candidate[] = [];
   for (const d of deployments) {
     if (d.metadata.deletionTimestamp) continue;
-    const route = buildModelRoute(d, findGoverningPolicy(d, policies));
+    const route = buildModelRoute(d, findAcceptingPolicy(d, policies));
     const routable = d.status?.routable;
     if (routable?.value !== true) {
       issues.push({
@@ -117,45 +117,12 @@ export function buildModelRoute(d: DeploymentResource, policy: CachePolicyResour
     model: d.spec.model.servedName,
     deployment: `${namespace}/${d.metadata.name ?? ''}`,
     fingerprint: d.status?.identity?.fingerprint ?? '',
-    salt: computeRouteSalt(d, policy),
+    salt: computeDeploymentSalt(d, policy),
     routing: policy?.spec.routing ?? RoutingSettings.parse({}),
     admission: policy?.spec.admission ?? Admission.parse({}),
     reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),
     endpoints: routable ? buildRouteEndpoints(d) : [],
   };
-}
-
-/**
- * The policy that accepted this Deployment. Status alone could be stale after
- * a targetRefs edit, so the spec must still name the Deployment too.
- */
-export function findGoverningPolicy(
-  d: DeploymentResource,
-  policies: readonly CachePolicyResource[],
-): CachePolicyResource | undefined {
-  const name = d.metadata.name ?? '';
-  return policies
-    .filter(
-      (p) =>
-        p.metadata.namespace === d.metadata.namespace &&
-        p.spec.targetRefs.some((r) => r.name === name) &&
-        (p.status?.targets ?? []).some((t) => t.name === name && t.accepted),
-    )
-    .sort(compareAge)[0];
-}
-
-/**
- * The status salt while it was computed for the current deploymentId; the
- * operator's own function over the spec when the status lags an identity
- * change, so a new identity never runs under the old identity's salt.
- */
-export function computeRouteSalt(d: DeploymentResource, policy: CachePolicyResource | undefined): string {
-  const id = d.spec.deploymentId;
-  if (!policy) return computeCacheSalt(`${DEFAULT_CACHE_NAMESPACE_PREFIX}${d.metadata.namespace ?? ''}`, id);
-  const target = policy.status?.targets?.find((t) => t.name === d.metadata.name && t.accepted);
-  const isCurrent = target?.deploymentId === undefined || target.deploymentId === id;
-  if (target?.cacheSalt && isCurrent) return target.cacheSalt;
-  return computeCacheSalt(policy.spec.cacheNamespace, id);
 }
 
 export function buildRouteEndpoints(d: DeploymentResource): RouteEndpoint[] {
@@ -222,13 +189,6 @@ function planModelNames(candidates: readonly Candidate[], issues: DiscoveryIssue
     }
   }
   return routes.sort((a, b) => compareStrings(a.model, b.model));
-}
-
-function compareAge(a: CachePolicyResource, b: CachePolicyResource): number {
-  return (
-    compareStrings(a.metadata.creationTimestamp ?? '', b.metadata.creationTimestamp ?? '') ||
-    compareStrings(a.metadata.name ?? '', b.metadata.name ?? '')
-  );
 }
 
 function compareStrings(a: string, b: string): number {

@@ -162,18 +162,23 @@ describe('ResultReuser', () => {
   it.each([
     ['fails', () => Promise.reject(new Error('upstream reset'))],
     ['is not storable', () => Promise.resolve({ value: 'err', stored: undefined })],
-  ])('releases its claim at once when the generation %s, so other replicas need not wait', async (_what, produce) => {
-    const released: string[] = [];
-    class ReleasingStore extends MemoryResultStore {
-      release(key: string): Promise<void> {
-        released.push(key);
-        return Promise.resolve();
+  ])(
+    'releases its claim at once when the generation %s, so other replicas need not wait',
+    async (_what, produce) => {
+      const released: string[] = [];
+      class ReleasingStore extends MemoryResultStore {
+        release(key: string): Promise<void> {
+          released.push(key);
+          return Promise.resolve();
+        }
       }
-    }
-    const store = new ReleasingStore({ maxEntries: 10 }, new ManualClock());
-    await new ResultReuser(store).run('k', 1000, produce as () => Promise<Produced<string>>).catch(() => undefined);
-    expect(released).toEqual(['k']);
-  });
+      const store = new ReleasingStore({ maxEntries: 10 }, new ManualClock());
+      await new ResultReuser(store)
+        .run('k', 1000, produce as () => Promise<Produced<string>>)
+        .catch(() => undefined);
+      expect(released).toEqual(['k']);
+    },
+  );
 
   it('a non-reusable result is not stored', async () => {
     const store = new MemoryResultStore({ maxEntries: 10 }, new ManualClock());

@@ -4,6 +4,7 @@ import type {
   Condition,
   DeploymentResource,
 } from '../../api/index.ts';
+import { comparePolicyAge } from '../../sglang/cache-binding.ts';
 import { computeCacheSalt } from '../../sglang/salt.ts';
 import { setCondition } from '../../runtime/conditions.ts';
 
@@ -16,14 +17,6 @@ export const PolicyReason = {
 } as const;
 
 type TargetStatus = NonNullable<CachePolicyStatus['targets']>[number];
-
-/** Older first, then by name: the same order on every operator replica. */
-export function comparePolicyAge(a: CachePolicyResource, b: CachePolicyResource): number {
-  const ta = a.metadata.creationTimestamp ?? '';
-  const tb = b.metadata.creationTimestamp ?? '';
-  if (ta !== tb) return ta < tb ? -1 : 1;
-  return (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
-}
 
 /** The policy that governs a Deployment: the oldest in its namespace that targets it. */
 export function findGoverningPolicy(
