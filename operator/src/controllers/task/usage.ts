@@ -1,0 +1,197 @@
+// The usage contract: a generation counts only with known, consistent usage.
+//
+// Unknown usage stops the task (reason UsageUnknown): a missing counter is
+// never read as zero, contradictory counters are never reconciled, and the
+// call is never retried (it may already have been charged).
+//
+// SGLang (meta_info of a finished native /generate): prompt_tokens,
+// completion_tokens and cached_tokens are required; prompt_tokens must equal
+// the token ids we sent; cached <= prompt; completion <= max_new_tokens; when
+// cached_tokens_details is present its device + host (+ storage) must add up
+// to cached_tokens. KV hits are runtime metrics, not billable cache tokens.
+//
+// OpenRouter (usage of a Chat Completions response): prompt_tokens,
+// completion_tokens and prompt_tokens_details.cached_tokens (the cache read)
+// are required. cache_write_usage "required" needs an explicit
+// prompt_tokens_details.cache_write_tokens; "not_applicable" allows it only
+// absent or zero. Read and write are disjoint parts of prompt_tokens; a
+// total_tokens must be prompt + completion; reasoning is part of completion.
+import { z } from 'zod';
+import { TaskReason } from './reasons.ts';
+import { err, ok, type AttemptError, type Result, type Usage } from './types.ts';
+
+export const UsageIssueCode = {
+  UsageMissing: 'UsageMissing',
+  CounterMissing: 'CounterMissing',
+  CounterInvalid: 'CounterInvalid',
+  CountersContradictory: 'CountersContradictory',
+  CacheWriteUnexpected: 'CacheWriteUnexpected',
+} as const;
+export type UsageIssueCode = (typeof UsageIssueCode)[keyof typeof UsageIssueCode];
+
+export interface UsageIssue {
+  code: UsageIssueCode;
+  path: string;
+  message: string;
+}
+
+export function toAttemptError(issue: UsageIssue): AttemptError {
+  return { reason: TaskReason.UsageUnknown, code: issue.code, message: `${issue.path}: ${issue.message}` };
+}
+
+const Counter = z.number().int().nonnegative().nullish();
+
+const SglangMeta = z.looseObject({
+  prompt_tokens: Counter,
+  completion_tokens: Counter,
+  cached_tokens: Counter,
+  cached_tokens_details: z.looseObject({ device: Counter, host: Counter, storage: Counter }).nullish(),
+});
+
+const OpenRouterUsage = z.looseObject({
+  prompt_tokens: Counter,
+  completion_tokens: Counter,
+  total_tokens: Counter,
+  prompt_tokens_details: z.looseObject({ cached_tokens: Counter, cache_write_tokens: Counter }).nullish(),
+  completion_tokens_details: z.looseObject({ reasoning_tokens: Counter }).nullish(),
+});
+
+function issue(code: UsageIssueCode, path: string, message: string): { ok: false; error: UsageIssue } {
+  return err({ code, path, message });
+}
+
+function parse<S extends z.ZodType>(schema: S, raw: unknown, root: string): Result<z.infer<S>, UsageIssue> {
+  if (raw === undefined || raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return issue(UsageIssueCode.UsageMissing, root, 'no usage reported');
+  const r = schema.safeParse(raw);
+  if (r.success) return ok(r.data);
+  const first = r.error.issues[0];
+  const path = [root, ...(first?.path ?? []).map(String)].join('.');
+  return issue(
+    UsageIssueCode.CounterInvalid,
+    path,
+    `not a non-negative integer (${first?.message ?? 'invalid'})`,
+  );
+}
+
+function required(value: number | null | undefined, path: string): Result<number, UsageIssue> {
+  return value === undefined || value === null
+    ? issue(UsageIssueCode.CounterMissing, path, 'required counter is missing')
+    : ok(value);
+}
+
+export interface SglangUsageContext {
+  /** The number of token ids sent as input_ids. */
+  sentInputTokens: number;
+  maxNewTokens: number;
+}
+
+export function computeSglangUsage(metaInfo: unknown, ctx: SglangUsageContext): Result<Usage, UsageIssue> {
+  const parsed = parse(SglangMeta, metaInfo, 'meta_info');
+  if (!parsed.ok) return parsed;
+  const m = parsed.value;
+  const prompt = required(m.prompt_tokens, 'meta_info.prompt_tokens');
+  if (!prompt.ok) return prompt;
+  const completion = required(m.completion_tokens, 'meta_info.completion_tokens');
+  if (!completion.ok) return completion;
+  const cached = required(m.cached_tokens, 'meta_info.cached_tokens');
+  if (!cached.ok) return cached;
+  const contradictory = (path: string, message: string) =>
+    issue(UsageIssueCode.CountersContradictory, path, message);
+  if (prompt.value !== ctx.sentInputTokens)
+    return contradictory(
+      'meta_info.prompt_tokens',
+      `runtime counted ${prompt.value} prompt tokens, ${ctx.sentInputTokens} were sent`,
+    );
+  if (cached.value > prompt.value)
+    return contradictory(
+      'meta_info.cached_tokens',
+      `${cached.value} cached exceeds ${prompt.value} prompt tokens`,
+    );
+  if (completion.value > ctx.maxNewTokens)
+    return contradictory(
+      'meta_info.completion_tokens',
+      `${completion.value} completion tokens exceed max_new_tokens ${ctx.maxNewTokens}`,
+    );
+  const usage: Usage = {
+    promptTokens: prompt.value,
+    completionTokens: completion.value,
+    cachedTokens: cached.value,
+  };
+  const d = m.cached_tokens_details;
+  if (d) {
+    const device = d.device ?? 0;
+    const host = d.host ?? 0;
+    const sum = device + host + (d.storage ?? 0);
+    if (sum !== cached.value)
+      return contradictory(
+        'meta_info.cached_tokens_details',
+        `device + host (+ storage) = ${sum}, cached_tokens = ${cached.value}`,
+      );
+    usage.cachedTokensDevice = device;
+    usage.cachedTokensHost = host;
+  }
+  return ok(usage);
+}
+
+export interface OpenRouterUsageContext {
+  cacheWriteUsage: 'required' | 'not_applicable';
+}
+
+export function computeOpenRouterUsage(raw: unknown, ctx: OpenRouterUsageContext): Result<Usage, UsageIssue> {
+  const parsed = parse(OpenRouterUsage, raw, 'usage');
+  if (!parsed.ok) return parsed;
+  const u = parsed.value;
+  const prompt = required(u.prompt_tokens, 'usage.prompt_tokens');
+  if (!prompt.ok) return prompt;
+  const completion = required(u.completion_tokens, 'usage.completion_tokens');
+  if (!completion.ok) return completion;
+  const details = u.prompt_tokens_details;
+  const read = required(details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens');
+  if (!read.ok) return read;
+  const writeRaw = details?.cache_write_tokens;
+  let write: number;
+  if (ctx.cacheWriteUsage === 'required') {
+    const w = required(writeRaw, 'usage.prompt_tokens_details.cache_write_tokens');
+    if (!w.ok) return w;
+    write = w.value;
+  } else {
+    if (writeRaw !== undefined && writeRaw !== null && writeRaw !== 0)
+      return issue(
+        UsageIssueCode.CacheWriteUnexpected,
+        'usage.prompt_tokens_details.cache_write_tokens',
+        `${writeRaw} cache-write tokens reported, but cacheWriteUsage is not_applicable`,
+      );
+    write = 0;
+  }
+  const contradictory = (path: string, message: string) =>
+    issue(UsageIssueCode.CountersContradictory, path, message);
+  if (read.value + write > prompt.value)
+    return contradictory(
+      'usage.prompt_tokens_details',
+      `cache read ${read.value} + write ${write} exceed ${prompt.value} prompt tokens`,
+    );
+  if (
+    u.total_tokens !== undefined &&
+    u.total_tokens !== null &&
+    u.total_tokens !== prompt.value + completion.value
+  )
+    return contradictory(
+      'usage.total_tokens',
+      `${u.total_tokens} is not prompt ${prompt.value} + completion ${completion.value}`,
+    );
+  const reasoning = u.completion_tokens_details?.reasoning_tokens;
+  if (reasoning !== undefined && reasoning !== null && reasoning > completion.value)
+    return contradictory(
+      'usage.completion_tokens_details.reasoning_tokens',
+      `${reasoning} reasoning tokens exceed ${completion.value} completion tokens (reasoning is part of completion)`,
+    );
+  const usage: Usage = {
+    promptTokens: prompt.value,
+    completionTokens: completion.value,
+    cachedTokens: read.value,
+    cacheWriteTokens: write,
+  };
+  if (reasoning !== undefined && reasoning !== null) usage.reasoningTokens = reasoning;
+  return ok(usage);
+}

@@ -1,0 +1,145 @@
+// SGLang provider: bounded, non-streaming native generation on a verified endpoint.
+//
+//   1. POST /tokenize the exact prepared prompt (the runtime's own tokenizer);
+//   2. check the input cap and the cost cap with that count — before any
+//      /generate, so an over-cap input never reaches the engine;
+//   3. POST /generate {input_ids, sampling_params{max_new_tokens,…}, cache_salt,
+//      stream: false} — to a standalone endpoint, or to a prefill and a decode
+//      endpoint at once with bootstrap_host/port/room (the decode answers);
+//   4. read meta_info under the usage contract (usage.ts).
+// No retries: a failed call fails the attempt.
+import { z } from 'zod';
+import { planBudgetBefore } from '../controllers/task/budget.ts';
+import type { GenerateCall } from '../controllers/task/phase.ts';
+import type { PdPrefill } from '../controllers/task/target.ts';
+import { err, ok, type AttemptOutcome, type Result } from '../controllers/task/types.ts';
+import { computeSglangUsage, toAttemptError } from '../controllers/task/usage.ts';
+import { parseWith, postJson, providerError } from './http.ts';
+
+export interface SglangProviderOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Uniform in [0, 1): picks endpoints and the bootstrap room (injected for tests). */
+  random?: () => number;
+}
+
+const TokenizeResponse = z.looseObject({
+  tokens: z.array(z.number().int().nonnegative()),
+  count: z.number().int(),
+});
+const GenerateResponse = z.looseObject({
+  text: z.string(),
+  meta_info: z.unknown().optional(),
+});
+const FinishReason = z.looseObject({ type: z.string() }).nullish();
+
+function pick<T>(list: readonly T[], random: () => number): T | undefined {
+  return list[Math.min(list.length - 1, Math.floor(random() * list.length))];
+}
+
+function buildSamplingParams(call: GenerateCall): Record<string, unknown> {
+  const s = call.sampling;
+  const p: Record<string, unknown> = { max_new_tokens: call.maxNewTokens, temperature: s.temperature };
+  if (s.topP !== undefined) p['top_p'] = s.topP;
+  if (s.topK !== undefined) p['top_k'] = s.topK;
+  if (s.stop !== undefined) p['stop'] = s.stop;
+  if (s.seed !== undefined) p['sampling_seed'] = s.seed;
+  return p;
+}
+
+interface Route {
+  tokenizeUrl: string;
+  generate: { url: string; extra: Record<string, unknown> }[];
+}
+
+function planRoute(
+  call: GenerateCall,
+  random: () => number,
+): Result<Route, ReturnType<typeof providerError>['error']> {
+  if (call.target.provider !== 'sglang') return providerError('WrongProvider', 'not an SGLang target');
+  const route = call.target.route;
+  if (route.kind === 'standalone') {
+    const url = pick(route.urls, random);
+    if (!url) return providerError('NoEndpoint', 'no endpoint');
+    return ok({ tokenizeUrl: url, generate: [{ url, extra: {} }] });
+  }
+  const prefill: PdPrefill | undefined = pick(route.prefill, random);
+  const decode = pick(route.decode, random);
+  if (!prefill || !decode) return providerError('NoEndpoint', 'no prefill/decode pair');
+  // 53 random bits: SGLang takes [0, 2^63-1], JSON numbers are exact below 2^53.
+  const room = Math.floor(random() * 2 ** 21) * 2 ** 32 + Math.floor(random() * 2 ** 32);
+  const extra = {
+    bootstrap_host: prefill.bootstrapHost,
+    bootstrap_port: prefill.bootstrapPort,
+    bootstrap_room: room,
+  };
+  return ok({
+    tokenizeUrl: prefill.url,
+    generate: [
+      { url: prefill.url, extra },
+      { url: decode, extra },
+    ],
+  });
+}
+
+export async function generateWithSglang(
+  call: GenerateCall,
+  opts: SglangProviderOptions = {},
+): Promise<AttemptOutcome> {
+  const timeoutMs = opts.timeoutMs ?? 300_000;
+  const post = { timeoutMs, signal: opts.signal };
+  if (call.target.provider !== 'sglang' || call.prepared.kind !== 'text')
+    return providerError('WrongProvider', 'the SGLang provider takes an SGLang target and a text input');
+  const route = planRoute(call, opts.random ?? Math.random);
+  if (!route.ok) return route;
+  const tokenized = await postJson(
+    `${route.value.tokenizeUrl}/tokenize`,
+    { prompt: call.prepared.text, add_special_tokens: true },
+    post,
+  );
+  if (!tokenized.ok) return tokenized;
+  const tokens = parseWith(TokenizeResponse, tokenized.value, 'POST /tokenize');
+  if (!tokens.ok) return tokens;
+  const inputIds = tokens.value.tokens;
+  if (tokens.value.count !== inputIds.length)
+    return providerError(
+      'BadResponse',
+      `POST /tokenize: count ${tokens.value.count} but ${inputIds.length} tokens`,
+    );
+  const before = planBudgetBefore({
+    budget: call.budget,
+    provider: 'sglang',
+    inputTokens: inputIds.length,
+    maxNewTokens: call.maxNewTokens,
+    spent: call.spent,
+  });
+  if (!before.ok) return err(before.error);
+  const body = {
+    input_ids: inputIds,
+    sampling_params: buildSamplingParams(call),
+    cache_salt: call.target.identity.cacheSalt,
+    stream: false,
+  };
+  const answers = await Promise.all(
+    route.value.generate.map((g) => postJson(`${g.url}/generate`, { ...body, ...g.extra }, post)),
+  );
+  // The last answer is the standalone's or the decode's.
+  const failed = answers.find((a) => !a.ok);
+  if (failed && !failed.ok) return failed;
+  const last = answers.at(-1);
+  if (!last?.ok) return providerError('NoAnswer', 'POST /generate: no answer');
+  const generated = parseWith(GenerateResponse, last.value, 'POST /generate');
+  if (!generated.ok) return generated;
+  const usage = computeSglangUsage(generated.value.meta_info, {
+    sentInputTokens: inputIds.length,
+    maxNewTokens: call.maxNewTokens,
+  });
+  if (!usage.ok) return err(toAttemptError(usage.error));
+  const meta = generated.value.meta_info as Record<string, unknown>;
+  const finish = FinishReason.safeParse(meta['finish_reason']);
+  const finishType = finish.success ? finish.data?.type : undefined;
+  if (finishType === 'abort')
+    return providerError('Aborted', 'POST /generate: the runtime aborted the request');
+  const value = { text: generated.value.text, usage: usage.value, inputTokens: inputIds.length };
+  return ok(finishType === undefined ? value : { ...value, finishReason: finishType });
+}
