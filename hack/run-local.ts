@@ -1,21 +1,28 @@
 // `make run`: the whole system, locally, without Docker. Outside the private
-// network namespace this process keeps host ports that reach into it (so
-// kubectl on the host works as printed) and starts itself again inside
-// hack/in-netns.sh, where the control plane runs with its fake GPU nodes.
+// network namespace this process keeps host ports that reach into it (so the
+// printed kubectl and curl lines work as printed) and starts itself again
+// inside hack/in-netns.sh, where everything runs: the control plane with fake
+// GPU nodes, an SGLang simulator on every pod IP, the operator and the gateway
+// as real processes, and the samples.
 //
-//   node hack/run-local.ts [--api-port=16443] [--gpu-nodes=2]
+//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=4]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
+import { buildDeploymentManifest } from '../test/support/builders.ts';
 import { startControlPlane } from '../test/support/controlplane.ts';
-import { kubectlOk } from '../test/support/kubectl.ts';
+import { eventually, kubectlOk } from '../test/support/kubectl.ts';
+import { spawnManaged, stopManaged, type ManagedProcess } from '../test/support/processes.ts';
+import { loadSamples } from '../test/support/samples.ts';
+import { startSimKubelet } from '../test/support/sim-kubelet.ts';
 import { forwardTcpToUnix, forwardUnixToTcp } from './local-bridge.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const log = (msg: string): void => void process.stderr.write(`[run] ${msg}\n`);
+const SYSTEM_NS = 'cacheroute-system';
 
 function flag(name: string, fallback: number): number {
   const raw = process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
@@ -32,9 +39,14 @@ function waitForSignal(): Promise<void> {
 
 async function outside(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-run-'));
-  const apiPort = flag('api-port', 16443);
-  const bridge = await forwardTcpToUnix(apiPort, join(dir, 'apiserver.sock')).catch((err: Error) => {
-    throw new Error(`cannot listen on 127.0.0.1:${apiPort} (${err.message}); pass --api-port=<free port>`);
+  const ports = { api: flag('api-port', 16443), gateway: flag('gateway-port', 8080) };
+  const bridges = await Promise.all([
+    forwardTcpToUnix(ports.api, join(dir, 'apiserver.sock')),
+    forwardTcpToUnix(ports.gateway, join(dir, 'gateway.sock')),
+  ]).catch((err: Error) => {
+    throw new Error(
+      `cannot listen on 127.0.0.1 (${err.message}); pass --api-port=<free> --gateway-port=<free>`,
+    );
   });
   const child = spawn(
     'bash',
@@ -43,7 +55,6 @@ async function outside(): Promise<void> {
       process.execPath,
       fileURLToPath(import.meta.url),
       `--inner=${dir}`,
-      `--api-port=${apiPort}`,
       ...process.argv.slice(2),
     ],
     {
@@ -56,7 +67,7 @@ async function outside(): Promise<void> {
   const code = await new Promise<number>((resolve) =>
     child.on('exit', (c, s) => resolve(c ?? (s ? 130 : 1))),
   );
-  bridge.close();
+  for (const b of bridges) b.close();
   rmSync(dir, { recursive: true, force: true });
   process.exitCode = code;
 }
@@ -68,36 +79,102 @@ function writeHostKubeconfig(source: string, target: string, apiPort: number): v
   writeFileSync(target, stringify(config), { mode: 0o600 });
 }
 
-async function inside(dir: string): Promise<void> {
-  const apiPort = flag('api-port', 16443);
-  const cp = await startControlPlane({ full: true, gpuNodes: flag('gpu-nodes', 2), log });
-  const server = new URL(cp.server);
-  const bridge = await forwardUnixToTcp(join(dir, 'apiserver.sock'), server.hostname, Number(server.port));
-  const kubeconfig = join(dir, 'kubeconfig');
-  writeHostKubeconfig(cp.kubeconfig, kubeconfig, apiPort);
+/** The samples, runnable on fake GPU nodes: model files from a host path (no PVC, no download). */
+function buildLocalSamples(): string {
+  const docs = loadSamples()
+    .filter((s) => s.file !== 'task-openrouter.yaml') // needs the internet and a paid key
+    .map((s) => (s.doc.kind === 'Deployment' ? buildDeploymentManifest({ sample: s.file }) : s.doc));
+  return docs.map((d) => `---\n${stringify(d)}`).join('');
+}
 
+const WARMUP_DOCUMENT = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'shared-knowledge' },
+  data: {
+    'handbook.md': 'cacheroute handbook: every replica starts with this text already in its prefix cache.',
+  },
+};
+
+function startProcess(dir: string, name: string, args: string[]): ManagedProcess {
+  return spawnManaged(name, process.execPath, args, { logPath: join(dir, `${name}.log`), cwd: ROOT });
+}
+
+async function inside(dir: string): Promise<void> {
+  const ports = { api: flag('api-port', 16443), gateway: flag('gateway-port', 8080) };
+  const cp = await startControlPlane({ full: true, gpuNodes: flag('gpu-nodes', 4), log });
+  const server = new URL(cp.server);
+  const bridges = [await forwardUnixToTcp(join(dir, 'apiserver.sock'), server.hostname, Number(server.port))];
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeHostKubeconfig(cp.kubeconfig, kubeconfig, ports.api);
   const k = { kubeconfig: cp.kubeconfig };
+
   await kubectlOk(['apply', '--server-side', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(ROOT, 'crds')], k);
-  await kubectlOk(['apply', '-f', join(ROOT, 'examples')], k);
+  await kubectlOk(['create', 'namespace', SYSTEM_NS], k);
+  const kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig, log: (m) => log(m) });
+  const operator = startProcess(dir, 'operator', [
+    join(ROOT, 'operator/src/main.ts'),
+    `--kubeconfig=${cp.kubeconfig}`,
+    `--lease-namespace=${SYSTEM_NS}`,
+    '--metrics-host=127.0.0.1',
+    '--metrics-port=8081',
+  ]);
+  const gatewayPort = 8080;
+  const gateway = startProcess(dir, 'gateway', [
+    join(ROOT, 'gateway/src/server.ts'),
+    `--kubeconfig=${cp.kubeconfig}`,
+    '--host=127.0.0.1',
+    `--port=${gatewayPort}`,
+  ]);
+  bridges.push(await forwardUnixToTcp(join(dir, 'gateway.sock'), '127.0.0.1', gatewayPort));
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
+
+  log('waiting for llama-8b to be Ready (every endpoint verified)');
+  await eventually(
+    async () => {
+      const ready = await kubectlOk(
+        ['get', 'sgd', 'llama-8b', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
+        k,
+      );
+      if (ready !== 'True') throw new Error(`llama-8b Ready=${ready || 'unknown'}`);
+      const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/models`);
+      const body = (await res.json()) as { data?: { id: string }[] };
+      if (!body.data?.some((m) => m.id === 'llama-8b'))
+        throw new Error('the gateway does not list llama-8b yet');
+    },
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
+
   const kubectl = join(cp.binDir, 'kubectl');
+  const request = JSON.stringify({
+    model: 'llama-8b',
+    messages: [{ role: 'user', content: 'Say hello to cacheroute.' }],
+    max_tokens: 32,
+  });
   process.stdout.write(
     [
       '',
-      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 2)} fake GPU nodes, CRDs and examples/ applied.`,
+      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 4)} fake 8-GPU nodes, the operator, the gateway,`,
+      'an SGLang simulator on every pod, and the samples from examples/.',
+      '',
+      `Gateway: http://127.0.0.1:${ports.gateway}   (status page: http://127.0.0.1:${ports.gateway}/status)`,
       '',
       `export KUBECONFIG=${kubeconfig}`,
-      `${kubectl} get nodes`,
       `${kubectl} get cacheroute`,
-      `${kubectl} explain sgd.spec`,
       '',
-      'Ctrl-C stops everything.',
+      `curl -s http://127.0.0.1:${ports.gateway}/v1/chat/completions -H 'content-type: application/json' -d '${request}'`,
+      '',
+      `Logs: ${dir}/operator.log ${dir}/gateway.log. Ctrl-C stops everything.`,
       '',
     ].join('\n'),
   );
   await waitForSignal();
   log('stopping');
-  bridge.close();
+  for (const b of bridges) b.close();
+  await Promise.all([stopManaged(gateway), stopManaged(operator)]);
+  await kubelet.stop();
   await cp.stop();
 }
 

@@ -9,7 +9,12 @@ export const KWOK_NODE_ANNOTATION = { key: 'kwok.x-k8s.io/node', value: 'fake' }
 // Fake GPU nodes look like a cloud GPU pool: labelled, tainted, 8 GPUs each. Pods
 // requesting nvidia.com/gpu get the toleration from the ExtendedResourceToleration
 // admission plugin (as on GKE); others must tolerate the taint explicitly.
-export const GPU_NODE_LABELS = { 'nvidia.com/gpu.present': 'true', type: 'kwok' } as const;
+// The labels NVIDIA's GPU feature discovery puts on an 8x H100 node, so samples that select them schedule.
+export const GPU_NODE_LABELS = {
+  'nvidia.com/gpu.present': 'true',
+  'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+  type: 'kwok',
+} as const;
 export const GPU_NODE_TAINT = { key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' } as const;
 export const GPU_NODE_CAPACITY = { cpu: '64', memory: '512Gi', pods: '110', 'nvidia.com/gpu': '8' } as const;
 
