@@ -1,0 +1,172 @@
+// The gateway end to end with the operator: apply a sample, the operator
+// verifies each runtime, the gateway discovers only verified endpoints from
+// status, and a chat request is served; a runtime that reports another
+// identity receives nothing. Real control plane, KWOK GPU nodes, a simulator
+// on every pod IP.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DeploymentStatus } from '../../operator/src/api/index.ts';
+import { startOperator, type Operator } from '../../operator/src/operator.ts';
+import { KubeClient } from '../../operator/src/runtime/client.ts';
+import { createLogger } from '../../operator/src/runtime/logger.ts';
+import { build } from '../../gateway/src/app.ts';
+import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
+import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
+import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
+import { eventually, kubectlOk } from '../support/kubectl.ts';
+import { REPO_ROOT } from '../support/samples.ts';
+import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+
+const NS = 'e2e-gateway';
+let cp: ControlPlane;
+let kubelet: SimKubelet;
+let operator: Operator;
+let gateway: { app: FastifyInstance; stop(): Promise<void> };
+// Once set, every pod of `llama` not in this set is an impostor (known before its simulator starts).
+let honestPods: Set<string> | undefined;
+const isImpostor = (pod: { metadata?: { name?: string; labels?: Record<string, string> } }): boolean =>
+  honestPods !== undefined &&
+  pod.metadata?.labels?.['cacheroute.dev/deployment'] === 'llama' &&
+  !honestPods.has(pod.metadata.name ?? '');
+
+const k = (args: string[], input?: string) =>
+  kubectlOk(['-n', NS, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
+const status = async (name: string): Promise<DeploymentStatus> =>
+  (JSON.parse(await k(['get', 'sgd', name, '-o', 'json'])) as { status?: DeploymentStatus }).status ?? {};
+const requestsOf = (pod: string): number =>
+  kubelet.sims.get(pod)?.server.engine.snapshot().counters.requests ?? 0;
+
+async function startGateway(): Promise<typeof gateway> {
+  const kc = new KubeConfig();
+  kc.loadFromString(readFileSync(cp.kubeconfig, 'utf8'));
+  const client = await KubeClient.fromKubeConfig(kc);
+  const watcher = new DiscoveryWatcher({ client, namespaces: [NS], coalesceMs: 20 });
+  const app = build({ table: watcher.table });
+  watcher.start();
+  return {
+    app,
+    async stop() {
+      await app.close();
+      await watcher.stop();
+      await client.close();
+    },
+  };
+}
+
+beforeAll(async () => {
+  cp = await startControlPlane({ full: true, gpuNodes: 1 });
+  const crds = join(REPO_ROOT, 'crds');
+  await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig: cp.kubeconfig });
+  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], {
+    kubeconfig: cp.kubeconfig,
+  });
+  await kubectlOk(['create', 'namespace', NS], { kubeconfig: cp.kubeconfig });
+  kubelet = await startSimKubelet({
+    kubeconfig: cp.kubeconfig,
+    extraArgs: (pod) => (isImpostor(pod) ? ['--served-model-name', 'not-llama'] : []),
+  });
+  operator = await startOperator({
+    kubeconfig: cp.kubeconfig,
+    logger: createLogger({ level: 'warn' }),
+    leaderElection: false,
+    http: false,
+  });
+  gateway = await startGateway();
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await operator?.stop();
+  await kubelet?.stop();
+  await cp?.stop();
+});
+
+describe('gateway with the operator', () => {
+  it('discovers the verified endpoints of a sample and serves a chat completion', async () => {
+    await k(['apply', '-f', '-'], JSON.stringify(buildDeploymentManifest({ name: 'llama', replicas: 2 })));
+    await k(['apply', '-f', '-'], JSON.stringify(buildCachePolicyManifest('team-a', ['llama'])));
+    await eventually(async () => expect((await status('llama')).verifiedReplicas).toBe(2), {
+      timeoutMs: 60_000,
+    });
+    const res = await eventually(
+      async () => {
+        const r = await gateway.app.inject({
+          method: 'POST',
+          url: '/v1/chat/completions',
+          payload: {
+            model: 'llama-8b',
+            messages: [{ role: 'user', content: 'Hello through the gateway' }],
+            max_tokens: 8,
+          },
+        });
+        expect(r.statusCode).toBe(200);
+        return r;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const body = res.json<{
+      choices: { message: { content: string } }[];
+      usage: { completion_tokens: number };
+    }>();
+    expect(body.usage.completion_tokens).toBe(8);
+    const endpoint = String(res.headers['x-cacheroute-endpoint']);
+    expect(endpoint).toMatch(new RegExp(`^${NS}/llama-sglang-`));
+    expect(requestsOf(endpoint.split('/')[1] ?? '')).toBeGreaterThan(0);
+  });
+
+  it('never sends a request to an endpoint whose runtime reports another identity', async () => {
+    // Delete one pod and make its replacement an impostor: the operator refuses it, the gateway skips it.
+    const pods = (
+      await k([
+        'get',
+        'pods',
+        '-l',
+        'cacheroute.dev/deployment=llama',
+        '-o',
+        'jsonpath={.items[*].metadata.name}',
+      ])
+    ).split(' ');
+    const keep = pods[0] ?? '';
+    honestPods = new Set(pods);
+    await k(['delete', 'pod', pods[1] ?? '', '--wait=false']);
+    const impostor = await eventually(
+      async () => {
+        const now = (
+          await k([
+            'get',
+            'pods',
+            '-l',
+            'cacheroute.dev/deployment=llama',
+            '-o',
+            'jsonpath={.items[*].metadata.name}',
+          ])
+        ).split(' ');
+        const fresh = now.find((p) => p && !honestPods?.has(p));
+        expect(fresh).toBeDefined();
+        return fresh ?? '';
+      },
+      { timeoutMs: 30_000 },
+    );
+    await eventually(
+      async () => {
+        const e = (await status('llama')).endpoints?.find((x) => x.pod === impostor);
+        expect(e).toMatchObject({ ready: true, verified: false, reason: 'IdentityMismatch' });
+      },
+      { timeoutMs: 60_000 },
+    );
+    await eventually(() => expect(kubelet.sims.has(impostor)).toBe(true), { timeoutMs: 30_000 });
+    for (let i = 0; i < 12; i++) {
+      const r = await gateway.app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: { model: 'llama-8b', messages: [{ role: 'user', content: `request ${i}` }], max_tokens: 2 },
+      });
+      expect(r.statusCode).toBe(200);
+      expect(r.headers['x-cacheroute-endpoint']).toBe(`${NS}/${keep}`);
+    }
+    expect(requestsOf(impostor)).toBe(0);
+  });
+});
