@@ -4,18 +4,14 @@
 // operator renders is what the "runtime" reports), and stops it when the pod
 // goes. Simulators run in this process: a fleet of hundreds costs no forks.
 // Needs the private network namespace (hack/in-netns.sh) for pod IPs.
-import type { V1Pod } from '@kubernetes/client-node';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { Informer } from '../../operator/src/runtime/informer.ts';
-import type { KubeObject } from '../../operator/src/runtime/objects.ts';
+import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
 import { ScaledClock } from '../sim/clock.ts';
 import { parseSimArgs } from '../sim/config.ts';
 import { SimServer, silentLogger } from '../sim/server.ts';
-
-/** A pod as JSON from the API server (timestamps are strings, not Dates). */
-export type PodObject = KubeObject & Pick<V1Pod, 'spec' | 'status'>;
 
 export interface SimKubeletOptions {
   kubeconfig: string;
