@@ -10,6 +10,7 @@ import {
   Sha256Digest,
   Toleration,
 } from './common.ts';
+import { HICACHE_STORAGE_BACKENDS, TRANSFER_BACKENDS } from '../sglang/flags.ts';
 import { withRules, type Rule, type TransitionRule } from './rules.ts';
 
 export const Profile = z.enum(['dense', 'hicache', 'hisparse']).meta({
@@ -83,25 +84,10 @@ export const HiCacheSpec = withRules(
         .meta({ description: '--hicache-mem-layout.' }),
       storage: z
         .object({
-          backend: z
-            .enum([
-              'file',
-              'sim',
-              'mooncake',
-              'hf3fs',
-              'nixl',
-              'aibrix',
-              'dynamic',
-              'eic',
-              'simm',
-              'mori',
-              'shm',
-              'kvcc',
-            ])
-            .meta({
-              description:
-                'L3 storage backend (--hicache-storage-backend); the only tier shared across instances.',
-            }),
+          backend: z.enum(HICACHE_STORAGE_BACKENDS).meta({
+            description:
+              'L3 storage backend (--hicache-storage-backend); the only tier shared across instances.',
+          }),
           prefetchPolicy: z
             .enum(['best_effort', 'wait_complete', 'timeout'])
             .optional()
@@ -203,8 +189,6 @@ export const DisaggregationPart = withRules(
   engineRules,
 );
 export type DisaggregationPart = z.infer<typeof DisaggregationPart>;
-
-export const TRANSFER_BACKENDS = ['mooncake', 'nixl', 'ascend', 'fake', 'mori', 'mooncake_tcp'] as const;
 
 export const Disaggregation = withRules(
   z

@@ -57,6 +57,23 @@ function defineFlag<const F extends FlagSpec>(spec: F): F {
   return spec;
 }
 
+/** Choices the API offers too: one list, so the CRD never offers what SGLang refuses. */
+export const HICACHE_STORAGE_BACKENDS = [
+  'file',
+  'sim',
+  'mooncake',
+  'hf3fs',
+  'nixl',
+  'aibrix',
+  'dynamic',
+  'eic',
+  'simm',
+  'mori',
+  'shm',
+  'kvcc',
+] as const;
+export const TRANSFER_BACKENDS = ['mooncake', 'nixl', 'ascend', 'fake', 'mori', 'mooncake_tcp'] as const;
+
 export const SGLANG_FLAGS = [
   // Model and serving
   defineFlag({
@@ -324,20 +341,7 @@ export const SGLANG_FLAGS = [
     dest: 'hicache_storage_backend',
     type: 'enum',
     default: null,
-    choices: [
-      'file',
-      'sim',
-      'mooncake',
-      'hf3fs',
-      'nixl',
-      'aibrix',
-      'dynamic',
-      'eic',
-      'simm',
-      'mori',
-      'shm',
-      'kvcc',
-    ],
+    choices: HICACHE_STORAGE_BACKENDS,
     // An earlier 0.5.x list reads file|mooncake|hf3fs|nixl|aibrix|dynamic|eic|simm.
     newerChoices: ['sim', 'mori', 'shm', 'kvcc'],
     group: 'hicache',
@@ -408,7 +412,7 @@ export const SGLANG_FLAGS = [
     dest: 'disaggregation_transfer_backend',
     type: 'enum',
     default: 'mooncake',
-    choices: ['mooncake', 'nixl', 'ascend', 'fake', 'mori', 'mooncake_tcp'],
+    choices: TRANSFER_BACKENDS,
     group: 'disaggregation',
   }),
   defineFlag({
