@@ -1,5 +1,6 @@
 // The operator process: `node operator/src/main.ts [flags]` (`make run-operator`).
 import { z } from 'zod';
+import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import { startOperator } from './operator.ts';
 import { createLogger } from './runtime/logger.ts';
 
@@ -13,12 +14,13 @@ const Flags = z.object({
   'lease-name': z.string().default('cacheroute-operator'),
   'log-level': z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   concurrency: z.coerce.number().int().min(1).max(64).default(4),
+  'openrouter-base-url': z.url({ protocol: /^https?$/ }).default(DEFAULT_OPENROUTER_BASE_URL),
 });
 export type OperatorFlags = z.infer<typeof Flags>;
 
 const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS] [--metrics-port 8080] [--metrics-host 0.0.0.0]
   [--leader-elect true|false] [--lease-namespace cacheroute-system] [--lease-name cacheroute-operator]
-  [--log-level debug|info|warn|error] [--concurrency 4]`;
+  [--log-level debug|info|warn|error] [--concurrency 4] [--openrouter-base-url https://openrouter.ai/api/v1]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -56,6 +58,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
         : false,
     http: { host: flags['metrics-host'], port: flags['metrics-port'] },
     concurrency: flags.concurrency,
+    openrouterBaseUrl: flags['openrouter-base-url'],
   });
   op.manager.handleSignals();
   const address = op.manager.address();

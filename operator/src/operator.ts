@@ -1,6 +1,8 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildDeploymentController } from './controllers/deployment/reconciler.ts';
+import { buildTaskController } from './controllers/task/reconciler.ts';
+import { LABEL_TASK } from './controllers/task/result.ts';
 import { KubeClient } from './runtime/client.ts';
 import type { Logger } from './runtime/logger.ts';
 import { Manager, type ManagerOptions } from './runtime/manager.ts';
@@ -13,6 +15,10 @@ export interface OperatorOptions {
   leaderElection: NonNullable<ManagerOptions['leaderElection']>;
   http: NonNullable<ManagerOptions['http']>;
   concurrency?: number;
+  /** Base URL of OpenRouter-shaped Chat Completions (--openrouter-base-url); unset: OpenRouter tasks fail. */
+  openrouterBaseUrl?: string | undefined;
+  /** Every object is reconciled again this often (default 10 h); benchmarks shorten it. */
+  syncPeriodMs?: number;
 }
 
 export interface Operator {
@@ -33,9 +39,13 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
     ...(opts.namespace ? { namespace: opts.namespace } : {}),
     leaderElection: opts.leaderElection,
     http: opts.http,
+    // Tasks own their result ConfigMaps; caching only those keeps every other ConfigMap out of memory.
+    cacheSelectors: { configmaps: LABEL_TASK },
+    ...(opts.syncPeriodMs ? { syncPeriodMs: opts.syncPeriodMs } : {}),
   });
   manager.addController(buildDeploymentController({ manager, client, concurrency: opts.concurrency ?? 4 }));
   manager.addController(buildCachePolicyController({ manager, client }));
+  manager.addController(buildTaskController({ manager, client, openrouterBaseUrl: opts.openrouterBaseUrl }));
   await manager.start();
   return {
     manager,
