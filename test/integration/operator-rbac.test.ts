@@ -1,0 +1,487 @@
+// The operator's RBAC is exactly the requests its code makes.
+// (a) The chart's rendered ClusterRole and leader-election Role equal the table below,
+//     and the table equals what the code declares: for every ControllerDefinition that
+//     startOperator registers, the primary kind (informer, status writes), the owned
+//     kinds (informer, server-side apply) and the watched kinds (informer), plus each
+//     controller's direct reads and the runtime's fixed needs (Events, the Lease); and
+//     the resource types the operator's source refers to are the table's.
+// (b) Run as the chart's ServiceAccount (a client certificate for its user name, given
+//     rights only by the rendered RBAC objects), the operator reconciles a Deployment
+//     and a CachePolicy, writes status and Events and holds the Lease, with no request
+//     denied by RBAC.
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, inject, it, onTestFinished, vi } from 'vitest';
+import { startOperator } from '../../operator/src/operator.ts';
+import { KubeClient } from '../../operator/src/runtime/client.ts';
+import type { RequestInfo } from '../../operator/src/runtime/client.ts';
+import type { Lease } from '../../operator/src/runtime/leader.ts';
+import { createLogger, noopLogger } from '../../operator/src/runtime/logger.ts';
+import { Manager } from '../../operator/src/runtime/manager.ts';
+import type { ControllerDefinition } from '../../operator/src/runtime/manager.ts';
+import { createRequestCounter } from '../../operator/src/runtime/request-counter.ts';
+import type { RequestCounter } from '../../operator/src/runtime/request-counter.ts';
+import { Resources } from '../../operator/src/runtime/resources.ts';
+import type { ResourceType } from '../../operator/src/runtime/resources.ts';
+import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
+import { createUserKubeconfig } from '../support/controlplane.ts';
+import { helmTemplate } from '../support/helm.ts';
+import type { RenderedObject } from '../support/helm.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { loadSample, REPO_ROOT } from '../support/samples.ts';
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+// ---- The table ---------------------------------------------------------------------
+// ClusterRole: the operator watches every namespace.
+const CLUSTER_RULES: readonly Rule[] = [
+  // Primary kinds: informers; a Task is re-read after a status conflict.
+  { apiGroups: ['cacheroute.dev'], resources: ['deployments', 'cachepolicies'], verbs: ['list', 'watch'] },
+  { apiGroups: ['cacheroute.dev'], resources: ['tasks'], verbs: ['get', 'list', 'watch'] },
+  // Status through the status subresource (a PUT).
+  {
+    apiGroups: ['cacheroute.dev'],
+    resources: ['deployments/status', 'cachepolicies/status', 'tasks/status'],
+    verbs: ['update'],
+  },
+  // Owner references with blockOwnerDeletion: where OwnerReferencesPermissionEnforcement
+  // is on (OpenShift, hardened clusters), setting one needs update on the owner's finalizers.
+  {
+    apiGroups: ['cacheroute.dev'],
+    resources: ['deployments/finalizers', 'tasks/finalizers'],
+    verbs: ['update'],
+  },
+  // Owned kinds: informers; server-side apply is a PATCH (dry runs too), one that
+  // creates is also authorized as create; get reads outside the cache.
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+  {
+    apiGroups: [''],
+    resources: ['services', 'configmaps'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch'],
+  },
+  // Pods of our deployments: the informer selects by label, RBAC cannot.
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+  // A Task's provider API key, by name.
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+  // Tasks' generation Leases, in the Task's namespace.
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  // Event recorder: new Events are created, repeats patch the series.
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];
+
+// Role in the release namespace: the leader Lease (leader.ts reads, creates, replaces).
+const leaderRules = (leaseName: string): Rule[] => [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    resourceNames: [leaseName],
+    verbs: ['get', 'update'],
+  },
+];
+
+// ---- How the code's declarations become grants ---------------------------------------
+const LIST_WATCH = ['list', 'watch'];
+// applyOwned: cache-checked SSA (patch, create when new), get on the refusal path.
+const APPLY = ['get', 'list', 'watch', 'create', 'patch'];
+// Requests beside the informers, applyOwned and the status write, per controller, read
+// from its reconciler. A controller without an entry has not been reviewed: the test fails.
+const DIRECT_REQUESTS: Record<string, { rt: ResourceType; verbs: string[] }[]> = {
+  deployment: [],
+  // Warm-up documents.
+  cachepolicy: [{ rt: Resources.configMaps, verbs: ['get'] }],
+  // Input and result ConfigMaps by name (owned: already granted), the API key Secret,
+  // the generation Lease, the Task re-read after a status conflict.
+  task: [
+    { rt: Resources.configMaps, verbs: ['get'] },
+    { rt: Resources.secrets, verbs: ['get'] },
+    { rt: Resources.leases, verbs: ['get', 'create', 'update'] },
+    { rt: Resources.tasks, verbs: ['get'] },
+  ],
+};
+// The runtime's own requests outside any controller (events.ts).
+const RUNTIME_CLUSTER_NEEDS = [{ rt: Resources.events, verbs: ['create', 'patch'] }];
+
+// One `group/resource[/sub] verb [name]` string per permission.
+function expand(rules: readonly Rule[]): string[] {
+  const out = rules.flatMap((r) =>
+    r.apiGroups.flatMap((g) =>
+      r.resources.flatMap((res) =>
+        r.verbs.flatMap((v) =>
+          (r.resourceNames ?? ['']).map((n) => `${g || 'core'}/${res} ${v}${n ? ` ${n}` : ''}`),
+        ),
+      ),
+    ),
+  );
+  return [...new Set(out)].sort();
+}
+
+function grant(rt: ResourceType, verbs: readonly string[], sub?: string): Rule {
+  return {
+    apiGroups: [rt.group],
+    resources: [sub ? `${rt.resource}/${sub}` : rt.resource],
+    verbs: [...verbs],
+  };
+}
+
+function deriveClusterRules(defs: readonly ControllerDefinition[]): Rule[] {
+  const rules: Rule[] = RUNTIME_CLUSTER_NEEDS.map((n) => grant(n.rt, n.verbs));
+  for (const d of defs) {
+    rules.push(grant(d.primary, LIST_WATCH), grant(d.primary, ['update'], 'status'));
+    for (const rt of d.owns ?? []) rules.push(grant(rt, APPLY), grant(d.primary, ['update'], 'finalizers'));
+    for (const w of d.watches ?? []) rules.push(grant(w.resource, LIST_WATCH));
+    for (const r of DIRECT_REQUESTS[d.name] ?? []) rules.push(grant(r.rt, r.verbs));
+  }
+  return rules;
+}
+
+// The definitions startOperator really registers, without starting anything.
+async function registeredDefinitions(kubeconfig: string): Promise<ControllerDefinition[]> {
+  const added = vi.spyOn(Manager.prototype, 'addController');
+  const start = vi.spyOn(Manager.prototype, 'start').mockResolvedValue();
+  try {
+    const op = await startOperator({ kubeconfig, logger: noopLogger, leaderElection: false, http: false });
+    await op.stop();
+    return added.mock.calls.map(([def]) => def);
+  } finally {
+    added.mockRestore();
+    start.mockRestore();
+  }
+}
+
+// Every runtime resource type named in the code startOperator runs (files reachable by
+// relative imports from operator.ts), as `group/resource`.
+function referencedResources(): string[] {
+  const resourcesFile = join(REPO_ROOT, 'operator/src/runtime/resources.ts');
+  const seen = new Set<string>();
+  const found = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const src = readFileSync(file, 'utf8');
+    const imports = [...src.matchAll(/from '(\.[^']+\.ts)'/g)].map((m) => resolve(dirname(file), m[1] ?? ''));
+    imports.forEach(visit);
+    const usesRuntimeResources = [...src.matchAll(/import \{([^}]*)\} from '(\.[^']+\.ts)'/g)].some(
+      (m) => /\bResources\b/.test(m[1] ?? '') && resolve(dirname(file), m[2] ?? '') === resourcesFile,
+    );
+    if (!usesRuntimeResources) return;
+    for (const m of src.matchAll(/\bResources\.(\w+)/g)) {
+      const rt = (Resources as Record<string, ResourceType | undefined>)[m[1] ?? ''];
+      if (rt) found.add(`${rt.group || 'core'}/${rt.resource}`);
+    }
+  };
+  visit(join(REPO_ROOT, 'operator/src/operator.ts'));
+  return [...found].sort();
+}
+
+const resourcesOf = (rules: readonly Rule[]): string[] =>
+  [...new Set(expand(rules).map((g) => g.split(' ')[0]?.split('/').slice(0, 2).join('/') ?? ''))].sort();
+
+// The chart also renders the gateway and more: the operator's identity objects only.
+const IDENTITY_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+const operatorIdentity = (objects: readonly RenderedObject[]): RenderedObject[] =>
+  objects.filter(
+    (o) =>
+      IDENTITY_KINDS.includes(o.kind) && o.metadata.labels?.['app.kubernetes.io/component'] === 'operator',
+  );
+
+function rulesOf(objects: readonly RenderedObject[], kind: string): Rule[] {
+  const found = operatorIdentity(objects).filter((o) => o.kind === kind);
+  expect(found, `one ${kind}`).toHaveLength(1);
+  return (found[0]?.['rules'] as Rule[] | undefined) ?? [];
+}
+
+const kubeconfig = inject('kubeconfig');
+const controlPlane = inject('controlPlane');
+
+describe('chart RBAC equals what the code uses', () => {
+  it('the rendered ClusterRole and leader Role are the table', async () => {
+    const objects = await helmTemplate({ release: 'cr', namespace: 'cacheroute-system' });
+    expect(expand(rulesOf(objects, 'ClusterRole'))).toEqual(expand(CLUSTER_RULES));
+    expect(expand(rulesOf(objects, 'Role'))).toEqual(expand(leaderRules('cacheroute-operator')));
+    const other = await helmTemplate({
+      release: 'cr',
+      namespace: 'ops',
+      values: { 'operator.leaderElection.leaseName': 'my-lease' },
+    });
+    expect(expand(rulesOf(other, 'Role'))).toEqual(expand(leaderRules('my-lease')));
+    // Bring-your-own identity: no ServiceAccount, or no RBAC objects at all.
+    const byo = await helmTemplate({
+      release: 'cr',
+      namespace: 'ops',
+      values: { 'operator.serviceAccount.create': 'false', 'operator.serviceAccount.name': 'mine' },
+    });
+    expect(operatorIdentity(byo).map((o) => o.kind)).not.toContain('ServiceAccount');
+    expect(operatorIdentity(byo).find((o) => o.kind === 'RoleBinding')?.['subjects']).toEqual([
+      { kind: 'ServiceAccount', name: 'mine', namespace: 'ops' },
+    ]);
+    const none = await helmTemplate({
+      release: 'cr',
+      namespace: 'ops',
+      values: { 'operator.rbac.create': 'false' },
+    });
+    expect(operatorIdentity(none).map((o) => o.kind)).toEqual(['ServiceAccount']);
+    // Both bindings grant the operator's ServiceAccount and nobody else.
+    const sa = operatorIdentity(objects).find((o) => o.kind === 'ServiceAccount');
+    expect(sa?.metadata).toMatchObject({ name: 'cr-cacheroute-operator', namespace: 'cacheroute-system' });
+    for (const kind of ['ClusterRoleBinding', 'RoleBinding']) {
+      const b = operatorIdentity(objects).find((o) => o.kind === kind);
+      expect(b?.['subjects']).toEqual([
+        { kind: 'ServiceAccount', name: 'cr-cacheroute-operator', namespace: 'cacheroute-system' },
+      ]);
+    }
+  });
+
+  it('the table is derived from the controllers startOperator registers and the runtime', async () => {
+    const defs = await registeredDefinitions(kubeconfig);
+    // A controller without an entry here has not had its direct reads reviewed.
+    expect(defs.map((d) => d.name).sort()).toEqual(Object.keys(DIRECT_REQUESTS).sort());
+    expect(expand(deriveClusterRules(defs))).toEqual(expand(CLUSTER_RULES));
+  });
+
+  it('the resource types the operator source names are exactly the table', () => {
+    expect(referencedResources()).toEqual(resourcesOf([...CLUSTER_RULES, ...leaderRules('x')]));
+  });
+});
+
+// ---- (b) the operator under that identity ---------------------------------------------
+
+// Counts every request of the next KubeClient created (the operator's), from its first.
+function countNextClient(counter: RequestCounter): void {
+  const original = KubeClient.fromKubeConfig.bind(KubeClient);
+  const spy = vi
+    .spyOn(KubeClient, 'fromKubeConfig')
+    .mockImplementationOnce((kc, opts = {}) =>
+      original(kc, { ...opts, observers: [...(opts.observers ?? []), counter.observe] }),
+    );
+  onTestFinished(() => spy.mockRestore());
+}
+
+interface Identity {
+  user: string;
+  groups: string[];
+}
+
+// Whether RBAC allows a request (as the API server authorizes it), by SubjectAccessReview.
+async function isAllowed(who: Identity, r: RequestInfo): Promise<boolean> {
+  const dot = r.resource.indexOf('.');
+  const [resource, group] =
+    dot < 0 ? [r.resource, ''] : [r.resource.slice(0, dot), r.resource.slice(dot + 1)];
+  // An apply that creates is authorized as patch and as create.
+  const verbs = r.verb === 'apply' ? ['patch', 'create'] : [r.verb];
+  for (const verb of verbs) {
+    const sar = {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: who.user,
+        groups: who.groups,
+        resourceAttributes: {
+          verb,
+          group,
+          resource,
+          ...(r.subresource ? { subresource: r.subresource } : {}),
+          ...(r.namespace ? { namespace: r.namespace } : {}),
+        },
+      },
+    };
+    const out = await kubectlOk(['create', '-o', 'json', '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify(sar),
+    });
+    if (!(JSON.parse(out) as { status?: { allowed?: boolean } }).status?.allowed) return false;
+  }
+  return true;
+}
+
+async function getJson<T>(args: string[], who = kubeconfig): Promise<T> {
+  return JSON.parse(await kubectlOk([...args, '-o', 'json'], { kubeconfig: who })) as T;
+}
+
+describe('the operator as the chart ServiceAccount', () => {
+  it('reconciles a Deployment, a CachePolicy and a Task with no request denied by RBAC', async () => {
+    // Short names: the user name is a certificate CN (64 characters at most).
+    const ns = await createTestNamespace(kubeconfig, 'rbac');
+    const work = await createTestNamespace(kubeconfig, 'op-rbac-work');
+    const crds = join(REPO_ROOT, 'crds');
+    await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig });
+    await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], { kubeconfig });
+
+    // The chart's RBAC objects, as rendered, under a release name of this test's own.
+    const release = `r${randomBytes(2).toString('hex')}`;
+    const objects = operatorIdentity(await helmTemplate({ release, namespace: ns }));
+    expect(objects.map((o) => o.kind).sort()).toEqual([
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Role',
+      'RoleBinding',
+      'ServiceAccount',
+    ]);
+    const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects });
+    await kubectlOk(['apply', '-f', '-'], { kubeconfig, input: list });
+    onTestFinished(async () => {
+      await kubectl(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], { kubeconfig, input: list });
+    });
+    const sa = objects.find((o) => o.kind === 'ServiceAccount')?.metadata.name ?? '';
+    const who: Identity = {
+      user: `system:serviceaccount:${ns}:${sa}`,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`],
+    };
+    const userKubeconfig = await createUserKubeconfig(controlPlane, who);
+
+    // Not an admin: allowed what the table says, and nothing beside it.
+    const canI = async (...args: string[]): Promise<boolean> =>
+      (await kubectl(['auth', 'can-i', ...args], { kubeconfig: userKubeconfig })).code === 0;
+    expect(await canI('list', 'pods', '--all-namespaces')).toBe(true);
+    expect(await canI('patch', 'deployments.apps', '-n', work)).toBe(true);
+    expect(await canI('list', 'secrets', '-n', work)).toBe(false);
+    expect(await canI('delete', 'deployments.apps', '-n', work)).toBe(false);
+    expect(await canI('update', 'deployments.cacheroute.dev', '-n', work)).toBe(false);
+    expect(await canI('delete', 'configmaps', '-n', work)).toBe(false);
+    expect(await canI('delete', 'leases.coordination.k8s.io', '-n', ns)).toBe(false);
+    expect(await canI('create', 'pods', '-n', work)).toBe(false);
+
+    await kubectlOk(['apply', '-n', work, '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify(buildDeploymentManifest({ name: 'llama-8b', replicas: 1 })),
+    });
+    await kubectlOk(['apply', '-n', work, '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify(buildCachePolicyManifest('team-a', ['llama-8b'])),
+    });
+
+    // A Task on that Deployment (no endpoint yet: it gets as far as its status says).
+    await kubectlOk(['apply', '-n', work, '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify(loadSample('task-sglang.yaml')),
+    });
+
+    const counter = createRequestCounter();
+    countNextClient(counter);
+    const op = await startOperator({
+      kubeconfig: userKubeconfig,
+      logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
+      leaderElection: { namespace: ns, name: 'cacheroute-operator' },
+      http: false,
+    });
+    let stopped = false;
+    onTestFinished(async () => {
+      if (!stopped) await op.stop();
+    });
+
+    // Owned objects, applied with a controller reference that blocks owner deletion.
+    const workload = await eventually(() =>
+      getJson<{ metadata: { ownerReferences?: unknown[] } }>([
+        'get',
+        'deployment.apps',
+        'llama-8b-sglang',
+        '-n',
+        work,
+      ]),
+    );
+    expect(workload.metadata.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'Deployment',
+        name: 'llama-8b',
+        controller: true,
+        blockOwnerDeletion: true,
+      }),
+    ]);
+    await eventually(() => getJson(['get', 'service', 'llama-8b-sglang', '-n', work]));
+    // Status of both kinds, through their status subresources.
+    await eventually(async () => {
+      const d = await getJson<{ status?: { observedGeneration?: number; conditions?: { type: string }[] } }>([
+        'get',
+        'sgd',
+        'llama-8b',
+        '-n',
+        work,
+      ]);
+      expect(d.status?.observedGeneration).toBe(1);
+      expect(d.status?.conditions?.map((c) => c.type)).toContain('Ready');
+    });
+    await eventually(async () => {
+      const p = await getJson<{ status?: { targets?: { name: string; accepted: boolean }[] } }>([
+        'get',
+        'cachepolicies.cacheroute.dev',
+        'team-a',
+        '-n',
+        work,
+      ]);
+      expect(p.status?.targets).toEqual([expect.objectContaining({ name: 'llama-8b', accepted: true })]);
+    });
+    const task = await eventually(async () => {
+      const t = await getJson<{ status?: { phase?: string; observedGeneration?: number } }>([
+        'get',
+        'tasks.cacheroute.dev',
+        'summarize-release-notes',
+        '-n',
+        work,
+      ]);
+      expect(t.status?.observedGeneration).toBe(1);
+      return t;
+    });
+    console.log(`operator-rbac: the Task reached phase ${task.status?.phase ?? '(none)'}`);
+    // Events, and the Lease.
+    await op.manager.events.flush();
+    await eventually(async () => {
+      const events = await getJson<{
+        items: { reportingController?: string; regarding?: { kind?: string } }[];
+      }>(['get', 'events.events.k8s.io', '-n', work]);
+      const ours = events.items.filter((e) => e.reportingController === 'cacheroute.dev/operator');
+      // A Deployment without pods has no state change worth an Event yet; the policy's Accepted has.
+      expect(ours.map((e) => e.regarding?.kind)).toContain('CachePolicy');
+    });
+    expect(op.manager.isLeader()).toBe(true);
+    const lease = await getJson<Lease>(['get', 'lease', 'cacheroute-operator', '-n', ns]);
+    expect(lease.spec?.holderIdentity).toBeTruthy();
+
+    // A clean stop releases the Lease, with the same rights.
+    stopped = true;
+    await op.stop();
+    const released = await getJson<Lease>(['get', 'lease', 'cacheroute-operator', '-n', ns]);
+    expect(released.spec?.holderIdentity ?? '').toBe('');
+
+    const requests = counter.requests();
+    const seen = counter.snapshot().byVerbResource;
+    for (const used of [
+      'get leases.coordination.k8s.io',
+      'create leases.coordination.k8s.io',
+      'update leases.coordination.k8s.io',
+      'list deployments.cacheroute.dev',
+      'list cachepolicies.cacheroute.dev',
+      'list tasks.cacheroute.dev',
+      'list configmaps',
+      'list deployments.apps',
+      'list services',
+      'list pods',
+      'apply deployments.apps',
+      'apply services',
+      'update deployments.cacheroute.dev/status',
+      'update cachepolicies.cacheroute.dev/status',
+      'update tasks.cacheroute.dev/status',
+      'create events.events.k8s.io',
+    ])
+      expect(seen[used], used).toBeGreaterThan(0);
+    expect(requests.filter((r) => r.code === 401)).toEqual([]);
+    // The shared plane may hold other tests' objects in Terminating namespaces, where
+    // admission (not RBAC) forbids new objects: a 403 counts only if RBAC denies it.
+    const forbidden = requests.filter((r) => r.code === 403);
+    expect(
+      forbidden.filter((r) => r.namespace === undefined || r.namespace === ns || r.namespace === work),
+    ).toEqual([]);
+    const deniedByRbac: RequestInfo[] = [];
+    for (const r of forbidden) if (!(await isAllowed(who, r))) deniedByRbac.push(r);
+    expect(deniedByRbac).toEqual([]);
+    console.log(`operator-rbac: requests by verb and resource ${JSON.stringify(seen)}`);
+    console.log(
+      `operator-rbac: ${requests.length} requests, ${forbidden.length} forbidden by admission in other tests' namespaces, 0 denied by RBAC`,
+    );
+  });
+});

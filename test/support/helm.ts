@@ -1,0 +1,68 @@
+// helm, the one built with the control plane (hack/build-controlplane.sh), for chart
+// tests: `helm template` into parsed objects, and a plain runner for everything else.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { findBinDir } from './binaries.ts';
+import { REPO_ROOT } from './samples.ts';
+
+export const CHART_DIR = join(REPO_ROOT, 'charts', 'cacheroute');
+
+// A source-built helm defaults to Kubernetes v1.20 for capabilities; render for ours.
+export const KUBE_VERSION = process.env['K8S_VERSION'] ?? 'v1.35.4';
+
+export interface HelmResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RenderedObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+export async function helm(args: readonly string[], opts: { timeoutMs?: number } = {}): Promise<HelmResult> {
+  const bin = join(findBinDir(['helm']), 'helm');
+  return new Promise((resolve, reject) => {
+    execFile(
+      bin,
+      args,
+      { timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err && typeof err.code !== 'number') {
+          reject(new Error(`helm ${args.join(' ')}: ${err.message}`, { cause: err }));
+          return;
+        }
+        resolve({ code: typeof err?.code === 'number' ? err.code : 0, stdout, stderr });
+      },
+    );
+  });
+}
+
+// `helm template` of the chart; values as --set pairs (typed: true, 3). Throws with helm's stderr.
+export async function helmTemplate(opts: {
+  release: string;
+  namespace: string;
+  values?: Record<string, string>;
+  chartDir?: string;
+}): Promise<RenderedObject[]> {
+  const sets = Object.entries(opts.values ?? {}).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+  const args = [
+    'template',
+    opts.release,
+    opts.chartDir ?? CHART_DIR,
+    '--namespace',
+    opts.namespace,
+    '--kube-version',
+    KUBE_VERSION,
+    ...sets,
+  ];
+  const res = await helm(args);
+  if (res.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
+  return parseAllDocuments(res.stdout)
+    .map((d) => d.toJS() as RenderedObject | null)
+    .filter((o): o is RenderedObject => o !== null && typeof o === 'object');
+}
