@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TaskResource } from '../../api/resources.ts';
 import type { TaskStatus } from '../../api/task.ts';
 import { FEEDBACK_PREFIX } from './prepare.ts';
-import { planTaskStep, type TaskObservations, type TaskStep } from './phase.ts';
+import { planTaskStep, type TaskObservations, type TaskStep, TARGET_RECHECK_MS } from './phase.ts';
 import { computeResultSha256 } from './result.ts';
 import type { TaskTarget } from './target.ts';
 import { buildTask } from './testing.ts';
@@ -98,6 +98,22 @@ describe('planTaskStep: Pending', () => {
       },
     ]);
     expect(step.events).toEqual([{ type: 'Normal', reason: 'Generating', message: 'attempt 1: generating' }]);
+  });
+
+  it('waits for a target that is not routable yet while the task is young, then fails with the reason', () => {
+    const target = {
+      ok: false as const,
+      error: { reason: 'TargetNotRoutable', code: 'IdentityPending', message: 'not verified yet' },
+    };
+    const young = planTaskStep(buildTask({ created: '2026-01-01T00:55:00Z' }), { target }, now);
+    expect(young.status.phase).toBe('Pending');
+    expect(young.status.conditions?.find((c) => c.type === 'Progressing')).toMatchObject({
+      reason: 'TargetNotRoutable',
+      message: expect.stringContaining('not verified yet'),
+    });
+    expect(young.actions).toEqual([{ type: 'requeue', afterMs: TARGET_RECHECK_MS }]);
+    const old = planTaskStep(buildTask({ created: '2026-01-01T00:49:00Z' }), { target }, now);
+    expect(old.status.phase).toBe('Failed');
   });
 
   it.each<[string, TaskResource, Partial<TaskObservations>, string]>([

@@ -42,6 +42,13 @@ import type { TaskTarget } from './target.ts';
 import type { AttemptError, AttemptOutcome, Result } from './types.ts';
 
 export const WAIT_FOR_IN_FLIGHT_MS = 5_000;
+/**
+ * How long a new Task waits for its target to become routable before it fails
+ * with the reason: a Deployment applied with it (one GitOps sync) is still
+ * starting, and failing it at once would make the order of a sync matter.
+ */
+export const TARGET_WAIT_MS = 10 * 60_000;
+export const TARGET_RECHECK_MS = 5_000;
 
 export interface TaskObservations {
   /** computeTaskTarget(spec, …) this pass. */
@@ -247,8 +254,25 @@ function planReused(
   );
 }
 
+function isWithinTargetWait(ctx: Ctx): boolean {
+  const created = Date.parse(ctx.task.metadata.creationTimestamp ?? '');
+  return Number.isFinite(created) && ctx.now.getTime() - created < TARGET_WAIT_MS;
+}
+
 function planPending(ctx: Ctx): TaskStep {
   const r = resolve(ctx, []);
+  if (!r.ok && r.error.reason === TaskReason.TargetNotRoutable && isWithinTargetWait(ctx)) {
+    return enter(
+      ctx,
+      ctx.status,
+      'Pending',
+      TaskReason.TargetNotRoutable,
+      `waiting for the target: ${r.error.message}`,
+      {
+        actions: [{ type: 'requeue', afterMs: TARGET_RECHECK_MS }],
+      },
+    );
+  }
   if (!r.ok) return failWith(ctx, ctx.status, r.error);
   const status: TaskStatus = {
     ...ctx.status,
