@@ -103,7 +103,7 @@ describe('planTaskStep: Pending', () => {
   it('waits for a target that is not routable yet while the task is young, then fails with the reason', () => {
     const target = {
       ok: false as const,
-      error: { reason: 'TargetNotRoutable', code: 'IdentityPending', message: 'not verified yet' },
+      error: { reason: 'TargetNotRoutable' as const, code: 'IdentityPending', message: 'not verified yet' },
     };
     const young = planTaskStep(buildTask({ created: '2026-01-01T00:55:00Z' }), { target }, now);
     expect(young.status.phase).toBe('Pending');
