@@ -59,7 +59,7 @@ test-e2e: deps controlplane test-deps ## End-to-end suites (full control plane, 
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test
-test: deps controlplane build lint crds-check test-unit test-integration test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, integration, e2e
+test: deps controlplane build lint crds-check docs-check test-unit test-integration test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, integration, e2e
 
 .PHONY: run
 run: deps controlplane ## Bring the system up locally (control plane, CRDs, samples); Ctrl-C stops it
@@ -97,3 +97,23 @@ run-gateway: deps ## Run the gateway against the current kubeconfig (discovery f
 .PHONY: bench-operator
 bench-operator: deps controlplane ## Operator benchmark: 200 Deployments on 30 KWOK GPU nodes to Ready; ends with one JSON line (ARGS='--deployments 200 --nodes 30 --sync-period-s 90 --timeout-s 1500')
 	bash hack/in-netns.sh $(NODE) test/bench/bench-operator.ts $(ARGS)
+
+.PHONY: docs
+docs: deps ## Regenerate docs/api.md from the zod schemas in operator/src/api
+	$(NODE) hack/generate-api-docs.ts
+
+.PHONY: docs-check
+docs-check: deps ## Fail when docs/api.md differs from the zod source
+	$(NODE) hack/generate-api-docs.ts --check
+
+.PHONY: chart-lint
+chart-lint: controlplane ## helm lint --strict the chart (the integration suite also golden-tests it)
+	$${CACHEROUTE_BIN:-$(CACHE)/k8s-$${K8S_VERSION:-v1.35.4}/bin}/helm lint --strict charts/cacheroute
+
+KIND_CLUSTER ?= cacheroute
+.PHONY: test-e2e-kind
+test-e2e-kind: deps ## With Docker: kind cluster, fake GPU nodes, images, chart (hack/kind-up.sh), then the chart e2e test against it; CI cannot run it
+	KIND_CLUSTER=$(KIND_CLUSTER) bash hack/kind-up.sh
+	CACHEROUTE_E2E_KUBECONFIG=$(CACHE)/kind-$(KIND_CLUSTER)/kubeconfig \
+	CACHEROUTE_E2E_VALUES=$(CACHE)/kind-$(KIND_CLUSTER)/images.values.yaml \
+	$(NPM_BIN)/vitest run --project e2e test/e2e/chart.test.ts

@@ -5,7 +5,7 @@
 // GPU nodes, an SGLang simulator on every pod IP, the operator and the gateway
 // as real processes, and the samples.
 //
-//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=4]
+//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=5]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { buildDeploymentManifest } from '../test/support/builders.ts';
+import { createChartIdentity } from '../test/support/helm.ts';
 import { startControlPlane } from '../test/support/controlplane.ts';
 import { eventually, kubectlOk } from '../test/support/kubectl.ts';
 import { spawnManaged, stopManaged, type ManagedProcess } from '../test/support/processes.ts';
@@ -102,7 +103,7 @@ function startProcess(dir: string, name: string, args: string[]): ManagedProcess
 
 async function inside(dir: string): Promise<void> {
   const ports = { api: flag('api-port', 16443), gateway: flag('gateway-port', 8080) };
-  const cp = await startControlPlane({ full: true, gpuNodes: flag('gpu-nodes', 4), log });
+  const cp = await startControlPlane({ full: true, gpuNodes: flag('gpu-nodes', 5), log });
   const server = new URL(cp.server);
   const bridges = [await forwardUnixToTcp(join(dir, 'apiserver.sock'), server.hostname, Number(server.port))];
   const kubeconfig = join(dir, 'kubeconfig');
@@ -112,10 +113,14 @@ async function inside(dir: string): Promise<void> {
   await kubectlOk(['apply', '--server-side', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['create', 'namespace', SYSTEM_NS], k);
+  // The operator and the gateway run with exactly the chart's RBAC, as they would in a cluster.
+  const identity = { release: 'cacheroute', namespace: SYSTEM_NS };
+  const operatorKubeconfig = await createChartIdentity(cp, { ...identity, component: 'operator' });
+  const gatewayKubeconfig = await createChartIdentity(cp, { ...identity, component: 'gateway' });
   const kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig, log: (m) => log(m) });
   const operator = startProcess(dir, 'operator', [
     join(ROOT, 'operator/src/main.ts'),
-    `--kubeconfig=${cp.kubeconfig}`,
+    `--kubeconfig=${operatorKubeconfig}`,
     `--lease-namespace=${SYSTEM_NS}`,
     '--metrics-host=127.0.0.1',
     '--metrics-port=8081',
@@ -123,7 +128,7 @@ async function inside(dir: string): Promise<void> {
   const gatewayPort = 8080;
   const gateway = startProcess(dir, 'gateway', [
     join(ROOT, 'gateway/src/server.ts'),
-    `--kubeconfig=${cp.kubeconfig}`,
+    `--kubeconfig=${gatewayKubeconfig}`,
     '--host=127.0.0.1',
     `--port=${gatewayPort}`,
   ]);
@@ -156,7 +161,7 @@ async function inside(dir: string): Promise<void> {
   process.stdout.write(
     [
       '',
-      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 4)} fake 8-GPU nodes, the operator, the gateway,`,
+      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 5)} fake 8-GPU nodes, the operator, the gateway,`,
       'an SGLang simulator on every pod, and the samples from examples/.',
       '',
       `Gateway: http://127.0.0.1:${ports.gateway}   (status page: http://127.0.0.1:${ports.gateway}/status)`,

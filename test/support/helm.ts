@@ -4,6 +4,8 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { findBinDir } from './binaries.ts';
+import { createUserKubeconfig, type ControlPlaneInfo } from './controlplane.ts';
+import { kubectlOk } from './kubectl.ts';
 import { REPO_ROOT } from './samples.ts';
 
 export const CHART_DIR = join(REPO_ROOT, 'charts', 'cacheroute');
@@ -65,4 +67,33 @@ export async function helmTemplate(opts: {
   return parseAllDocuments(res.stdout)
     .map((d) => d.toJS() as RenderedObject | null)
     .filter((o): o is RenderedObject => o !== null && typeof o === 'object');
+}
+
+const IDENTITY_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+
+/**
+ * The chart's RBAC for one component (operator or gateway), applied as the chart
+ * renders it, and a kubeconfig that authenticates as its ServiceAccount (a client
+ * certificate for the ServiceAccount's user name): the rights are exactly the
+ * chart's, nothing more.
+ */
+export async function createChartIdentity(
+  cp: Pick<ControlPlaneInfo, 'dir' | 'server' | 'kubeconfig'>,
+  opts: { release: string; namespace: string; component: 'operator' | 'gateway' },
+): Promise<string> {
+  const objects = (await helmTemplate({ release: opts.release, namespace: opts.namespace })).filter(
+    (o) =>
+      IDENTITY_KINDS.includes(o.kind) &&
+      o.metadata.labels?.['app.kubernetes.io/component'] === opts.component,
+  );
+  const sa = objects.find((o) => o.kind === 'ServiceAccount')?.metadata.name;
+  if (!sa) throw new Error(`the chart renders no ServiceAccount for ${opts.component}`);
+  await kubectlOk(['apply', '-f', '-'], {
+    kubeconfig: cp.kubeconfig,
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
+  });
+  return createUserKubeconfig(cp, {
+    user: `system:serviceaccount:${opts.namespace}:${sa}`,
+    groups: ['system:serviceaccounts', `system:serviceaccounts:${opts.namespace}`],
+  });
 }

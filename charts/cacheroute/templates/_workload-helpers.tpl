@@ -1,0 +1,72 @@
+{{/*
+Helpers of the operator and gateway workloads. The names live here, apart from
+_helpers.tpl, and never repeat one of its names (Helm lets the last definition win).
+*/}}
+
+{{/* Selector labels of one component: stable across upgrades (a Deployment's selector is immutable). */}}
+{{- define "cacheroute.component.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cacheroute.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Labels of the gateway's objects. */}}
+{{- define "cacheroute.gateway.labels" -}}
+{{ include "cacheroute.labels" . }}
+app.kubernetes.io/component: gateway
+{{- end }}
+
+{{/* The gateway's ServiceAccount name. */}}
+{{- define "cacheroute.gateway.serviceAccountName" -}}
+{{- if .Values.gateway.serviceAccount.create }}
+{{- default (printf "%s-gateway" (include "cacheroute.fullname" .)) .Values.gateway.serviceAccount.name }}
+{{- else }}
+{{- required "gateway.serviceAccount.name is required when gateway.serviceAccount.create is false" .Values.gateway.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* An image reference from {repository, tag, digest}: the digest pins it; else tag, else appVersion. */}}
+{{- define "cacheroute.component.image" -}}
+{{- $img := .image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository (default .root.Chart.AppVersion $img.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* A PodDisruptionBudget's budget: minAvailable when set, else maxUnavailable. */}}
+{{- define "cacheroute.component.budget" -}}
+{{- if not (kindIs "invalid" .minAvailable) }}
+minAvailable: {{ .minAvailable }}
+{{- else }}
+maxUnavailable: {{ .maxUnavailable }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the cluster serves a Prometheus Operator kind (helm template: --api-versions). */}}
+{{- define "cacheroute.monitoring.has" -}}
+{{- if .root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind) }}true{{ end }}
+{{- end }}
+
+{{/* Value rules JSON Schema cannot state clearly; each failure says what to change. */}}
+{{- define "cacheroute.validate" -}}
+{{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
+{{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are both true: each would scrape the same pods; enable one" }}
+{{- end }}
+{{- if and .Values.gateway.redis.url .Values.gateway.redis.existingSecret.name }}
+{{- fail "gateway.redis.url and gateway.redis.existingSecret.name are both set: give the URL one way (a URL with a password belongs in the Secret)" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Labels of a component's pods: the selector labels, part-of and commonLabels. Not the
+chart version: a chart release that changes no pod field must not roll the pods.
+*/}}
+{{- define "cacheroute.component.podLabels" -}}
+{{ include "cacheroute.component.selectorLabels" . }}
+app.kubernetes.io/part-of: cacheroute
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,416 @@
+// The Helm chart without installing it: `helm lint`; `helm template` golden files,
+// one per values set in testdata/chart (UPDATE_GOLDEN=1 rewrites them); every
+// rendered object accepted by the real API server (--dry-run=server); the values
+// reaching the objects; values.schema.json and the templates refusing bad values
+// with messages that say what to change; and the gateway's RBAC being exactly what
+// discovery needs, exercised as the gateway's ServiceAccount.
+// `helm install` and `helm upgrade` are in test/e2e/chart.test.ts.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
+import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
+import { KubeClient, type RequestInfo } from '../../operator/src/runtime/client.ts';
+import { createUserKubeconfig } from '../support/controlplane.ts';
+import { CHART_DIR, helm, KUBE_VERSION, type RenderedObject } from '../support/helm.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { REPO_ROOT } from '../support/samples.ts';
+
+const kubeconfig = inject('kubeconfig');
+const controlPlane = inject('controlPlane');
+const TESTDATA = join(REPO_ROOT, 'test', 'integration', 'testdata', 'chart');
+const RELEASE = 'cacheroute';
+const NAMESPACE = 'cacheroute-system';
+// The APIs a values set needs beyond the built-in ones (helm template cannot ask a cluster).
+const API_VERSIONS: Record<string, string[]> = {
+  monitoring: ['monitoring.coreos.com/v1/ServiceMonitor'],
+  restricted: ['monitoring.coreos.com/v1/PodMonitor'],
+};
+const VALUE_SETS = readdirSync(TESTDATA)
+  .filter((f) => f.endsWith('.values.yaml'))
+  .map((f) => f.replace(/\.values\.yaml$/, ''))
+  .sort();
+
+interface RenderOptions {
+  set?: readonly string[];
+  valuesFile?: string;
+  apiVersions?: readonly string[];
+  release?: string;
+  namespace?: string;
+}
+
+function templateArgs(opts: RenderOptions): string[] {
+  return [
+    'template',
+    opts.release ?? RELEASE,
+    CHART_DIR,
+    '--namespace',
+    opts.namespace ?? NAMESPACE,
+    '--kube-version',
+    KUBE_VERSION,
+    ...(opts.apiVersions ?? []).flatMap((v) => ['--api-versions', v]),
+    ...(opts.valuesFile ? ['--values', opts.valuesFile] : []),
+    ...(opts.set ?? []).flatMap((s) => ['--set', s]),
+  ];
+}
+
+async function renderText(opts: RenderOptions): Promise<string> {
+  const args = templateArgs(opts);
+  const res = await helm(args);
+  if (res.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
+  return res.stdout;
+}
+
+async function render(opts: RenderOptions): Promise<RenderedObject[]> {
+  return parseAllDocuments(await renderText(opts))
+    .map((d) => d.toJS() as RenderedObject | null)
+    .filter((o): o is RenderedObject => o !== null && typeof o === 'object');
+}
+
+const renderSet = (name: string): Promise<string> =>
+  renderText({ valuesFile: join(TESTDATA, `${name}.values.yaml`), apiVersions: API_VERSIONS[name] ?? [] });
+
+interface Container {
+  name: string;
+  image: string;
+  args: string[];
+  env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+  livenessProbe: { httpGet: { path: string; port: string } };
+  readinessProbe: { httpGet: { path: string; port: string } };
+  securityContext: Record<string, unknown>;
+}
+interface PodSpec {
+  securityContext: Record<string, unknown>;
+  containers: Container[];
+  serviceAccountName: string;
+  tolerations?: unknown[];
+}
+const find = (objs: RenderedObject[], kind: string, name: string): RenderedObject => {
+  const o = objs.find((x) => x.kind === kind && x.metadata.name === name);
+  if (!o)
+    throw new Error(`no ${kind} ${name} in ${objs.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')}`);
+  return o;
+};
+const podSpec = (o: RenderedObject): PodSpec =>
+  (o as unknown as { spec: { template: { spec: PodSpec } } }).spec.template.spec;
+const container = (objs: RenderedObject[], component: 'operator' | 'gateway'): Container => {
+  const c = podSpec(find(objs, 'Deployment', `${RELEASE}-${component}`)).containers[0];
+  if (!c) throw new Error(`the ${component} Deployment has no container`);
+  return c;
+};
+
+describe('helm lint', () => {
+  it.each(VALUE_SETS)('passes --strict with %s values', async (name) => {
+    const res = await helm([
+      'lint',
+      CHART_DIR,
+      '--strict',
+      '--kube-version',
+      KUBE_VERSION,
+      '--values',
+      join(TESTDATA, `${name}.values.yaml`),
+    ]);
+    expect(res.stdout + res.stderr).toContain('0 chart(s) failed');
+    expect(res.code).toBe(0);
+  });
+});
+
+describe('helm template golden files', () => {
+  it.each(VALUE_SETS)('%s values render as %s.golden.yaml', async (name) => {
+    const out = await renderSet(name);
+    const golden = join(TESTDATA, `${name}.golden.yaml`);
+    if (process.env['UPDATE_GOLDEN'] === '1' || !existsSync(golden)) writeFileSync(golden, out);
+    // A difference here is a change of what users install: review it, then
+    // `UPDATE_GOLDEN=1 make test-integration` (or this file alone) and commit the goldens.
+    expect(out).toBe(readFileSync(golden, 'utf8'));
+  });
+});
+
+describe('rendered objects on the real API server', () => {
+  beforeAll(async () => {
+    const crds = join(CHART_DIR, 'crds');
+    await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig });
+    // The Prometheus Operator's kinds, as stubs that accept any spec: enough to check
+    // the objects' names, namespaces and that the API exists where the chart assumes it.
+    for (const [kind, plural] of [
+      ['ServiceMonitor', 'servicemonitors'],
+      ['PodMonitor', 'podmonitors'],
+    ] as const) {
+      await kubectlOk(['apply', '--server-side', '-f', '-'], {
+        kubeconfig,
+        input: JSON.stringify(buildStubCrd('monitoring.coreos.com', kind, plural)),
+      });
+    }
+    await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all'], { kubeconfig });
+    for (const ns of [NAMESPACE, 'team-a', 'team-b']) {
+      await kubectlOk(['apply', '-f', '-'], {
+        kubeconfig,
+        input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }),
+      });
+    }
+  });
+
+  it.each(VALUE_SETS)('%s: every object is accepted by kubectl apply --dry-run=server', async (name) => {
+    const text = await renderSet(name);
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { kubeconfig, input: text });
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    const count = parseAllDocuments(text).filter((d) => d.toJS() !== null).length;
+    expect(res.stdout.trim().split('\n')).toHaveLength(count);
+  });
+});
+
+describe('values reach the objects', () => {
+  it('defaults: non-root, read-only, no capabilities, RuntimeDefault seccomp, probes on /healthz and /readyz', async () => {
+    const objs = await render({});
+    for (const component of ['operator', 'gateway'] as const) {
+      const spec = podSpec(find(objs, 'Deployment', `${RELEASE}-${component}`));
+      expect(spec.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      const c = container(objs, component);
+      expect(c.securityContext).toEqual({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+      expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+      expect(c.image).toBe(`ghcr.io/cacheroute/${component}:0.1.0`);
+    }
+    expect(container(objs, 'operator').args).toEqual(
+      expect.arrayContaining([
+        '--leader-elect=true',
+        `--lease-namespace=${NAMESPACE}`,
+        '--lease-name=cacheroute-operator',
+        '--metrics-port=8080',
+      ]),
+    );
+    expect(podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)).serviceAccountName).toBe(
+      `${RELEASE}-gateway`,
+    );
+    expect(objs.filter((o) => o.apiVersion.startsWith('monitoring.coreos.com'))).toEqual([]);
+    expect(objs.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+  });
+
+  it('a digest pins the image and wins over the tag', async () => {
+    const digest = `sha256:${'ab'.repeat(32)}`;
+    const objs = await render({ set: [`gateway.image.digest=${digest}`, 'gateway.image.tag=ignored'] });
+    expect(container(objs, 'gateway').image).toBe(`ghcr.io/cacheroute/gateway@${digest}`);
+  });
+
+  it('the Redis URL from a Secret stays in the Secret', async () => {
+    const objs = await render({ set: ['gateway.redis.existingSecret.name=redis-url'] });
+    const c = container(objs, 'gateway');
+    expect(c.args).toContain('--redis-url=$(CACHEROUTE_REDIS_URL)');
+    expect(c.env).toEqual([
+      { name: 'CACHEROUTE_REDIS_URL', valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } } },
+    ]);
+  });
+
+  it('gateway.watchNamespaces: Roles in those namespaces and no ClusterRole', async () => {
+    const objs = await render({ set: ['gateway.watchNamespaces={a,b}'] });
+    expect(container(objs, 'gateway').args).toContain('--namespace=a,b');
+    const gatewayRbac = objs.filter(
+      (o) =>
+        o.metadata.labels?.['app.kubernetes.io/component'] === 'gateway' && o.apiVersion.startsWith('rbac'),
+    );
+    expect(gatewayRbac.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}`).sort()).toEqual([
+      'Role/a',
+      'Role/b',
+      'RoleBinding/a',
+      'RoleBinding/b',
+    ]);
+  });
+
+  it('gateway.enabled=false renders no gateway object', async () => {
+    const objs = await render({ set: ['gateway.enabled=false'] });
+    expect(objs.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'gateway')).toEqual([]);
+    expect(find(objs, 'Deployment', `${RELEASE}-operator`)).toBeDefined();
+  });
+
+  it('monitoring enabled on a cluster without the Prometheus Operator renders nothing for it', async () => {
+    const objs = await render({ set: ['monitoring.serviceMonitor.enabled=true'] });
+    expect(objs.filter((o) => o.apiVersion.startsWith('monitoring.coreos.com'))).toEqual([]);
+  });
+});
+
+describe('bad values are refused with a message that says what to change', () => {
+  it.each([
+    ['operator.replica=2', "at '/operator': additional properties 'replica' not allowed"],
+    ['gateway.image.digest=latest', "at '/gateway/image/digest': 'latest' does not match pattern"],
+    [
+      'operator.logLevel=verbose',
+      "at '/operator/logLevel': value must be one of 'debug', 'info', 'warn', 'error'",
+    ],
+    [
+      'gateway.redis.url=http://redis:6379',
+      "at '/gateway/redis/url': 'http://redis:6379' does not match pattern",
+    ],
+    ['gateway.port=0', "at '/gateway/port': minimum: got 0, want 1"],
+    ['operator.concurrency=100', "at '/operator/concurrency': maximum: got 100, want 64"],
+    ['gateway.service.type=Ingress', "at '/gateway/service/type': value must be one of"],
+    ['operator.extraArgs={-v}', "at '/operator/extraArgs/0': '-v' does not match pattern '^--'"],
+    ['gateway.watchNamespaces={Team_A}', "at '/gateway/watchNamespaces/0': 'Team_A' does not match pattern"],
+    [
+      'monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true',
+      'monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are both true',
+    ],
+    [
+      'gateway.redis.url=redis://r:6379,gateway.redis.existingSecret.name=s',
+      'gateway.redis.url and gateway.redis.existingSecret.name are both set',
+    ],
+    [
+      'gateway.serviceAccount.create=false',
+      'gateway.serviceAccount.name is required when gateway.serviceAccount.create is false',
+    ],
+  ])('--set %s', async (set, message) => {
+    const res = await helm(templateArgs({ set: [set] }));
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(message);
+  });
+});
+
+describe("the gateway's RBAC is what discovery needs, and no more", () => {
+  // Runs the gateway's discovery as the chart's ServiceAccount (a client certificate
+  // for its user name, rights only from the rendered RBAC objects).
+  // Short names: the user name is a certificate CN, 64 characters at most.
+  async function runDiscoveryAs(
+    release: string,
+    ns: string,
+    namespaces: string[],
+  ): Promise<{ stop: () => Promise<RequestInfo[]> }> {
+    const set = namespaces.length > 0 ? [`gateway.watchNamespaces={${namespaces.join(',')}}`] : [];
+    const objs = (await render({ release, namespace: ns, set })).filter(
+      (o) =>
+        o.metadata.labels?.['app.kubernetes.io/component'] === 'gateway' &&
+        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind),
+    );
+    const input = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objs });
+    await kubectlOk(['apply', '-f', '-'], { kubeconfig, input });
+    onTestFinished(async () => {
+      await kubectl(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], { kubeconfig, input });
+    });
+    const sa = find(objs, 'ServiceAccount', `${release}-cacheroute-gateway`).metadata.name;
+    const userKubeconfig = await createUserKubeconfig(controlPlane, {
+      user: `system:serviceaccount:${ns}:${sa}`,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+    });
+    const kc = new KubeConfig();
+    kc.loadFromString(await readFile(userKubeconfig, 'utf8'));
+    const client = await KubeClient.fromKubeConfig(kc);
+    const requests: RequestInfo[] = [];
+    client.observe((info) => void requests.push(info));
+    const watcher = new DiscoveryWatcher({ client, namespaces, coalesceMs: 20 });
+    watcher.start();
+    let stopped: Promise<RequestInfo[]> | undefined;
+    // A watch is reported when its stream ends: stop, then read what was asked.
+    const stop = (): Promise<RequestInfo[]> =>
+      (stopped ??= (async () => {
+        await watcher.stop();
+        await client.close();
+        return requests;
+      })());
+    onTestFinished(async () => void (await stop()));
+    // RBAC bindings take effect within moments; until then lists are 403 and retried.
+    await eventually(() => expect(watcher.table.ready).toBe(true), { timeoutMs: 30_000 });
+    return { stop };
+  }
+
+  const canI = async (ns: string, sa: string, args: string[]): Promise<string> =>
+    (
+      await kubectl(['auth', 'can-i', ...args, `--as=system:serviceaccount:${ns}:${sa}`], { kubeconfig })
+    ).stdout.trim();
+
+  beforeAll(async () => {
+    await kubectlOk(['apply', '--server-side', '-f', join(CHART_DIR, 'crds')], { kubeconfig });
+  });
+
+  it('every namespace: the ClusterRole lets discovery list and watch, and grants nothing else', async () => {
+    const ns = await createTestNamespace(kubeconfig, 'gw');
+    const discovery = await runDiscoveryAs('gw1', ns, []);
+    const requests = await discovery.stop();
+    // Everything discovery asked for is in the ClusterRole, and it listed both kinds.
+    // (A watch is reported when its stream ends; one cut short before it was sent is not.)
+    const asked = [...new Set(requests.map((r) => `${r.verb} ${r.resource}`))];
+    const granted = ['list', 'watch'].flatMap((verb) =>
+      ['deployments', 'cachepolicies'].map((kind) => `${verb} ${kind}.cacheroute.dev`),
+    );
+    expect(granted).toEqual(expect.arrayContaining(asked));
+    expect(asked).toEqual(
+      expect.arrayContaining(['list deployments.cacheroute.dev', 'list cachepolicies.cacheroute.dev']),
+    );
+    const sa = 'gw1-cacheroute-gateway';
+    expect(await canI(ns, sa, ['watch', 'cachepolicies.cacheroute.dev', '-A'])).toBe('yes');
+    for (const denied of [
+      ['get', 'deployments.cacheroute.dev', '-n', ns],
+      ['update', 'deployments.cacheroute.dev/status', '-n', ns],
+      ['list', 'tasks.cacheroute.dev', '-A'],
+      ['list', 'pods', '-A'],
+      ['get', 'secrets', '-n', ns],
+    ])
+      expect(await canI(ns, sa, denied), denied.join(' ')).toBe('no');
+  });
+
+  it('gateway.watchNamespaces: Roles let discovery watch those namespaces only', async () => {
+    const ns = await createTestNamespace(kubeconfig, 'gw');
+    await runDiscoveryAs('gw2', ns, [ns]);
+    const sa = 'gw2-cacheroute-gateway';
+    expect(await canI(ns, sa, ['list', 'deployments.cacheroute.dev', '-n', ns])).toBe('yes');
+    expect(await canI(ns, sa, ['list', 'deployments.cacheroute.dev', '-n', 'default'])).toBe('no');
+    expect(await canI(ns, sa, ['list', 'deployments.cacheroute.dev', '-A'])).toBe('no');
+  });
+});
+
+function buildStubCrd(group: string, kind: string, plural: string): unknown {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${group}` },
+    spec: {
+      group,
+      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
+    },
+  };
+}
+
+describe('GitOps examples', () => {
+  // examples/gitops: the values an Argo CD Application or a Flux HelmRelease hands the
+  // chart pass its schema and render (the files themselves need Argo CD or Flux CRDs).
+  const gitops = (file: string): Record<string, unknown>[] =>
+    parseAllDocuments(readFileSync(join(REPO_ROOT, 'examples', 'gitops', file), 'utf8')).map(
+      (d) => d.toJS() as Record<string, unknown>,
+    );
+  const chartValues = (doc: Record<string, unknown>): unknown => {
+    const spec = doc['spec'] as {
+      values?: unknown;
+      source?: { path?: string; helm?: { valuesObject?: unknown } };
+    };
+    return spec.values ?? spec.source?.helm?.valuesObject;
+  };
+
+  it.each([
+    ['argocd-application.yaml', 'Application'],
+    ['flux-helmrelease.yaml', 'HelmRelease'],
+  ])('%s: the %s values render the chart', async (file, kind) => {
+    const docs = gitops(file).filter((d) => d['kind'] === kind && chartValues(d) !== undefined);
+    expect(docs).toHaveLength(1);
+    const path = join(controlPlane.dir, `gitops-${kind}.values.json`);
+    writeFileSync(path, JSON.stringify(chartValues(docs[0] ?? {})));
+    const objs = await render({ valuesFile: path, apiVersions: ['monitoring.coreos.com/v1/ServiceMonitor'] });
+    expect(find(objs, 'Deployment', `${RELEASE}-gateway`)).toBeDefined();
+    expect(objs.filter((o) => o.kind === 'ServiceMonitor')).toHaveLength(2);
+  });
+});
