@@ -5,7 +5,7 @@
 // GPU nodes, an SGLang simulator on every pod IP, the operator and the gateway
 // as real processes, and the samples.
 //
-//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=5]
+//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=7]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,7 +103,9 @@ function startProcess(dir: string, name: string, args: string[]): ManagedProcess
 
 async function inside(dir: string): Promise<void> {
   const ports = { api: flag('api-port', 16443), gateway: flag('gateway-port', 8080) };
-  const cp = await startControlPlane({ full: true, gpuNodes: flag('gpu-nodes', 5), log });
+  // The scheduler spreads pods (as Kubernetes does by default), so the samples' four small
+  // pods can each take a node; seven leave three whole nodes for the 8-GPU prefill/decode pods.
+  const cp = await startControlPlane({ full: true, gpuNodes: flag('gpu-nodes', 7), log });
   const server = new URL(cp.server);
   const bridges = [await forwardUnixToTcp(join(dir, 'apiserver.sock'), server.hostname, Number(server.port))];
   const kubeconfig = join(dir, 'kubeconfig');
@@ -161,7 +163,7 @@ async function inside(dir: string): Promise<void> {
   process.stdout.write(
     [
       '',
-      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 5)} fake 8-GPU nodes, the operator, the gateway,`,
+      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 7)} fake 8-GPU nodes, the operator, the gateway,`,
       'an SGLang simulator on every pod, and the samples from examples/.',
       '',
       `Gateway: http://127.0.0.1:${ports.gateway}   (status page: http://127.0.0.1:${ports.gateway}/status)`,
