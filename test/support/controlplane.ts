@@ -8,7 +8,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -32,6 +31,7 @@ import type { Credentials } from './kube-api.ts';
 import { createPki, issueClientCert, pkiPaths } from './pki.ts';
 import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
 import type { ManagedProcess } from './processes.ts';
+import { findFreePort } from '../sim/testing.ts';
 
 export {
   GPU_NODE_CAPACITY,
@@ -235,26 +235,13 @@ async function waitFor(
   throw new Error(`timed out waiting for ${name}`, { cause: last });
 }
 
+// The kernel's picks of free ports. Another process could take one before our child
+// binds it; inside the private namespace nobody else is there.
 async function pickPorts(): Promise<Ports> {
   const ports = new Set<number>();
-  while (ports.size < 5) ports.add(await freePort());
+  while (ports.size < 5) ports.add(await findFreePort());
   const [etcdClient = 0, etcdPeer = 0, apiserver = 0, controllerManager = 0, scheduler = 0] = [...ports];
   return { etcdClient, etcdPeer, apiserver, controllerManager, scheduler };
-}
-
-// The kernel's pick of a free port. Another process could take it before our child
-// binds it; inside the private namespace nobody else is there.
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() =>
-        addr !== null && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 function healthz(port: number): string {

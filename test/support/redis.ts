@@ -3,10 +3,11 @@
 // other exit path by processes.ts. `bash hack/install-test-deps.sh` installs it.
 
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
+import { findFreePort } from '../sim/testing.ts';
 
 export interface RunningRedis {
   readonly url: string;
@@ -21,7 +22,7 @@ export async function startRedis(
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-redis-'));
   const removeDir = (): void => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   const unregister = registerCleanup(removeDir);
-  const port = await freePort();
+  const port = await findFreePort();
   const logPath = join(dir, 'redis.log');
   const proc = spawnManaged(
     'redis-server',
@@ -87,19 +88,6 @@ function ping(port: number): Promise<boolean> {
     s.on('data', (d) => {
       buf += d.toString();
       if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
-    });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() =>
-        addr !== null && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port')),
-      );
     });
   });
 }

@@ -161,15 +161,8 @@ export function planBudgetAfter(i: BudgetAfterInput): Result<{ cost?: bigint }, 
 
 /** The status ledger: usage summed over every attempt that generated, and its cost. */
 export interface Ledger {
-  usage: {
-    promptTokens: number;
-    completionTokens: number;
-    cachedTokens: number;
-    cachedTokensDevice?: number;
-    cachedTokensHost?: number;
-    cacheWriteTokens?: number;
-    newGeneration: boolean;
-  };
+  // Reasoning is already inside completionTokens, so the ledger does not count it again.
+  usage: Omit<Usage, 'reasoningTokens'> & { newGeneration: boolean };
   spent: bigint;
   cost?: string;
 }
