@@ -117,3 +117,7 @@ test-e2e-kind: deps ## With Docker: kind cluster, fake GPU nodes, images, chart 
 	CACHEROUTE_E2E_KUBECONFIG=$(CACHE)/kind-$(KIND_CLUSTER)/kubeconfig \
 	CACHEROUTE_E2E_VALUES=$(CACHE)/kind-$(KIND_CLUSTER)/images.values.yaml \
 	$(NPM_BIN)/vitest run --project e2e test/e2e/chart.test.ts
+
+.PHONY: bench
+bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators + router overhead; last line JSON: make bench [N=2000] [ARGS='--scale 8']
+	$(NODE) test/bench/bench-routing.ts --n $(or $(N),2000) $(ARGS)

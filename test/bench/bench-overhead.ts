@@ -1,0 +1,166 @@
+// Router overhead: tiny non-streaming chat requests (max_tokens 1, short
+// prompt) against a zero-latency simulator, directly and through each router,
+// from one client in one run. Open loop at a fixed rate; targets take turns in
+// rounds of `roundMs` so slow drift of the (shared) machine hits all alike.
+
+import http from 'node:http';
+import { percentile } from './replay-stats.ts';
+
+export interface OverheadTarget {
+  readonly name: string;
+  readonly url: string;
+}
+
+export interface OverheadStats {
+  readonly sent: number;
+  readonly ok: number;
+  readonly errors: number;
+  readonly p50_ms: number;
+  readonly p99_ms: number;
+  readonly max_ms: number;
+  /** Completed requests per second of the target's own rounds (offered: `rate`). */
+  readonly rps: number;
+  readonly first_error?: string;
+}
+
+export interface OverheadOptions {
+  readonly model: string;
+  /** Offered requests per second. */
+  readonly rate: number;
+  readonly roundMs: number;
+  readonly rounds: number;
+  /** Unmeasured requests per target first (JIT, connection pools). */
+  readonly warmup: number;
+  readonly timeoutMs: number;
+}
+
+interface Sample {
+  readonly ok: boolean;
+  readonly ms: number;
+  readonly error?: string;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+function postOnce(url: URL, payload: string, timeoutMs: number): Promise<Sample> {
+  const start = performance.now();
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (s: Sample): void => {
+      if (settled) return;
+      settled = true;
+      resolve(s);
+    };
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          if (text.length < 2000) text += c;
+        });
+        res.on('end', () => {
+          const ms = performance.now() - start;
+          const ok = res.statusCode === 200 && text.includes('"choices"');
+          done(ok ? { ok, ms } : { ok, ms, error: `${res.statusCode ?? 0} ${text.slice(0, 200)}` });
+        });
+        res.on('error', (e) => done({ ok: false, ms: performance.now() - start, error: e.message }));
+      },
+    );
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
+    req.on('error', (e) => done({ ok: false, ms: performance.now() - start, error: e.message }));
+    req.end(payload);
+  });
+}
+
+/** Send `count` requests at `rate`/s open loop; resolves when all answered. */
+async function runOpenLoop(
+  url: URL,
+  payload: string,
+  count: number,
+  rate: number,
+  timeoutMs: number,
+): Promise<{ samples: Sample[]; elapsedMs: number }> {
+  const samples: Promise<Sample>[] = [];
+  const start = performance.now();
+  const interval = 1000 / rate;
+  let sent = 0;
+  while (sent < count) {
+    const due = Math.min(count, Math.floor((performance.now() - start) / interval) + 1);
+    while (sent < due) {
+      samples.push(postOnce(url, payload, timeoutMs));
+      sent++;
+    }
+    if (sent < count)
+      await new Promise((r) => setTimeout(r, Math.max(0, start + sent * interval - performance.now())));
+  }
+  const out = await Promise.all(samples);
+  return { samples: out, elapsedMs: performance.now() - start };
+}
+
+export async function measureOverhead(
+  targets: readonly OverheadTarget[],
+  opts: OverheadOptions,
+): Promise<Record<string, OverheadStats>> {
+  const payload = JSON.stringify({
+    model: opts.model,
+    messages: [{ role: 'user', content: 'Say hi.' }],
+    max_tokens: 1,
+    temperature: 0.7,
+    stream: false,
+  });
+  const perRound = Math.max(1, Math.round((opts.rate * opts.roundMs) / 1000));
+  const collected = new Map<string, { samples: Sample[]; elapsedMs: number }>();
+  for (const t of targets) {
+    await runOpenLoop(
+      new URL('/v1/chat/completions', t.url),
+      payload,
+      opts.warmup,
+      opts.rate,
+      opts.timeoutMs,
+    );
+    collected.set(t.name, { samples: [], elapsedMs: 0 });
+  }
+  for (let r = 0; r < opts.rounds; r++) {
+    // Rotate the order each round so no target always follows the same one.
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(k + r) % targets.length] as OverheadTarget;
+      const res = await runOpenLoop(
+        new URL('/v1/chat/completions', t.url),
+        payload,
+        perRound,
+        opts.rate,
+        opts.timeoutMs,
+      );
+      const c = collected.get(t.name);
+      if (c) {
+        c.samples.push(...res.samples);
+        c.elapsedMs += res.elapsedMs;
+      }
+    }
+  }
+  const out: Record<string, OverheadStats> = {};
+  for (const [name, c] of collected) {
+    const ok = c.samples.filter((s) => s.ok);
+    const lat = ok.map((s) => s.ms);
+    const firstError = c.samples.find((s) => !s.ok)?.error;
+    out[name] = {
+      sent: c.samples.length,
+      ok: ok.length,
+      errors: c.samples.length - ok.length,
+      p50_ms: round3(percentile(lat, 50)),
+      p99_ms: round3(percentile(lat, 99)),
+      max_ms: round3(lat.length > 0 ? Math.max(...lat) : 0),
+      rps: c.elapsedMs > 0 ? Number(((ok.length * 1000) / c.elapsedMs).toFixed(1)) : 0,
+      ...(firstError === undefined ? {} : { first_error: firstError }),
+    };
+  }
+  return out;
+}
+
+const round3 = (x: number): number => Number(x.toFixed(3));

@@ -1,0 +1,152 @@
+// The benchmark's verdicts and human table (pure).
+
+import type { OverheadStats } from './bench-overhead.ts';
+
+export interface RouterResult {
+  readonly hit_rate: number;
+  readonly hit_rate_vs_bound: number;
+  readonly ttft_p50_ms: number;
+  readonly ttft_p99_ms: number;
+  readonly e2e_p50_ms: number;
+  readonly e2e_p99_ms: number;
+  readonly throughput_rps: number;
+  readonly imbalance: number;
+  readonly requests: number;
+  readonly errors: number;
+  /** Hit rate from the clients' usage.prompt_tokens_details (cross-check of the simulators' counters). */
+  readonly hit_rate_client: number;
+  readonly per_worker: Record<string, number>;
+  readonly duration_s: number;
+  /** 1-minute load average of the machine: mean and max of samples during the run. */
+  readonly loadavg_mean: number;
+  readonly loadavg_max: number;
+  readonly first_error?: string;
+}
+
+export type RouterEntry = RouterResult | { readonly skipped: string } | { readonly failed: string };
+
+export function isResult(e: RouterEntry | undefined): e is RouterResult {
+  return e !== undefined && 'hit_rate' in e;
+}
+
+export interface Goal {
+  readonly goal: string;
+  /** true / false, or null when it cannot be judged (a router was skipped). */
+  readonly met: boolean | null;
+  readonly detail: string;
+}
+
+export function judgeGoals(
+  routers: Readonly<Record<string, RouterEntry>>,
+  overhead: Readonly<Record<string, OverheadStats>> | undefined,
+  overheadRate: number,
+): Goal[] {
+  const ca = routers['cache-aware'];
+  const sg = routers['sglang-router'];
+  const rr = routers['round-robin'];
+  const goals: Goal[] = [];
+  if (isResult(ca) && isResult(sg)) {
+    goals.push({
+      goal: "hit rate >= SGLang router's at no worse imbalance",
+      met: ca.hit_rate >= sg.hit_rate && ca.imbalance <= sg.imbalance,
+      detail: `hit ${ca.hit_rate} vs ${sg.hit_rate}, imbalance ${ca.imbalance} vs ${sg.imbalance}`,
+    });
+  } else {
+    goals.push({
+      goal: "hit rate >= SGLang router's at no worse imbalance",
+      met: null,
+      detail: 'cache-aware or sglang-router did not run',
+    });
+  }
+  if (isResult(ca) && isResult(rr) && rr.ttft_p50_ms > 0) {
+    const cut = 1 - ca.ttft_p50_ms / rr.ttft_p50_ms;
+    goals.push({
+      goal: 'TTFT p50 >= 30% below round-robin',
+      met: cut >= 0.3,
+      detail: `${ca.ttft_p50_ms} vs ${rr.ttft_p50_ms} ms: ${(cut * 100).toFixed(1)}% below`,
+    });
+  } else {
+    goals.push({ goal: 'TTFT p50 >= 30% below round-robin', met: null, detail: 'a run is missing' });
+  }
+  const gw = overhead?.['gateway'];
+  const direct = overhead?.['direct'];
+  if (gw && direct) {
+    const p99 = gw.p99_ms - direct.p99_ms;
+    goals.push({
+      goal: `added latency p99 < 2 ms at ${overheadRate} req/s`,
+      met: p99 < 2 && gw.errors === 0 && gw.rps >= 0.95 * overheadRate,
+      detail: `+${p99.toFixed(3)} ms p99, ${gw.rps} req/s achieved, ${gw.errors} errors`,
+    });
+  } else {
+    goals.push({ goal: 'added latency p99 < 2 ms', met: null, detail: 'overhead not measured' });
+  }
+  return goals;
+}
+
+const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
+const lpad = (s: string, n: number): string => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
+
+export function renderTable(
+  routers: Readonly<Record<string, RouterEntry>>,
+  overhead: Readonly<Record<string, OverheadStats>> | undefined,
+  goals: readonly Goal[],
+  header: readonly string[],
+): string {
+  const lines: string[] = [...header, ''];
+  const cols = [
+    'router',
+    'hit',
+    'hit/bound',
+    'ttft p50',
+    'ttft p99',
+    'e2e p50',
+    'e2e p99',
+    'req/s',
+    'imbal',
+    'err',
+    'load1m',
+  ];
+  const widths = [14, 7, 9, 9, 9, 9, 9, 7, 6, 5, 7];
+  lines.push(cols.map((c, i) => (i === 0 ? pad(c, widths[i] ?? 8) : lpad(c, widths[i] ?? 8))).join(' '));
+  for (const [name, e] of Object.entries(routers)) {
+    if (!isResult(e)) {
+      const why = 'skipped' in e ? `skipped: ${e.skipped}` : `failed: ${e.failed}`;
+      lines.push(`${pad(name, 14)} ${why}`);
+      continue;
+    }
+    const cells = [
+      name,
+      e.hit_rate.toFixed(3),
+      e.hit_rate_vs_bound.toFixed(3),
+      e.ttft_p50_ms.toFixed(0),
+      e.ttft_p99_ms.toFixed(0),
+      e.e2e_p50_ms.toFixed(0),
+      e.e2e_p99_ms.toFixed(0),
+      e.throughput_rps.toFixed(2),
+      e.imbalance.toFixed(3),
+      String(e.errors),
+      e.loadavg_mean.toFixed(1),
+    ];
+    lines.push(cells.map((c, i) => (i === 0 ? pad(c, widths[i] ?? 8) : lpad(c, widths[i] ?? 8))).join(' '));
+  }
+  if (overhead) {
+    lines.push('', 'overhead (tiny requests, zero-latency simulator; ms):');
+    lines.push(
+      `  ${pad('target', 14)} ${lpad('p50', 8)} ${lpad('p99', 8)} ${lpad('+p50', 8)} ${lpad('+p99', 8)} ${lpad('req/s', 8)} ${lpad('err', 5)}`,
+    );
+    const direct = overhead['direct'];
+    for (const [name, s] of Object.entries(overhead)) {
+      const d50 = direct ? (s.p50_ms - direct.p50_ms).toFixed(3) : '-';
+      const d99 = direct ? (s.p99_ms - direct.p99_ms).toFixed(3) : '-';
+      lines.push(
+        `  ${pad(name, 14)} ${lpad(s.p50_ms.toFixed(3), 8)} ${lpad(s.p99_ms.toFixed(3), 8)} ${lpad(d50, 8)} ${lpad(d99, 8)} ${lpad(s.rps.toFixed(1), 8)} ${lpad(String(s.errors), 5)}`,
+      );
+    }
+  }
+  lines.push('', 'goals:');
+  for (const g of goals) {
+    const mark = g.met === null ? 'n/a ' : g.met ? 'MET ' : 'MISS';
+    lines.push(`  [${mark}] ${g.goal} — ${g.detail}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,175 @@
+// The benchmark's slice through the gateway's own routing policies and N
+// simulator engines in virtual time: no HTTP, no wall clock, immune to host
+// CPU contention. For sweeping policy settings quickly (block size,
+// thresholds, tree bound, KV pool) before a wall-clock `make bench` run.
+//
+//   node test/bench/bench-virtual.ts [--trace FILE] [--n 2000] [--policy cache-aware]
+//        [--settings '{"cacheAware":{"blockTokens":64}}'] [--load 0.8 | --stretch S]
+//        [--workers 4] [--max-total-tokens 413000] [--queued]
+//
+// Mirrors the gateway: route tokens are the pseudo-tokens of "user\n<text>\n"
+// (request-shape.ts), load = requests in flight to the endpoint (+ the
+// engine's waiting queue with --queued, as the gateway's /metrics scrape
+// would add), `completed` carries the runtime's cached_tokens report.
+// Latencies are model ms. Prints one JSON line.
+
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { RoutingSettings } from '../../operator/src/api/index.ts';
+import { buildPolicy, type EndpointView, type RouteInput } from '../../gateway/src/policies/index.ts';
+import { computeTextTokens } from '../../gateway/src/radix/blocks.ts';
+import { VirtualClock } from '../sim/clock.ts';
+import { isRadixCacheOn, parseSimArgs, resolveServing } from '../sim/config.ts';
+import { Engine, type RequestResult } from '../sim/engine.ts';
+import { applyChatTemplate } from '../sim/generation.ts';
+import { encode } from '../sim/tokenizer.ts';
+import { computeStretch, computeWorkload } from './bench-workload.ts';
+import { computeSummary, type RequestRecord } from './replay-stats.ts';
+import { buildPromptText, parseTrace } from './replay-trace.ts';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const { values } = parseArgs({
+  options: {
+    trace: { type: 'string', default: path.join(REPO, '../shared/data/mooncake_conversation_trace.jsonl') },
+    n: { type: 'string', default: '2000' },
+    policy: { type: 'string', default: 'cache-aware' },
+    settings: { type: 'string', default: '{}' },
+    load: { type: 'string', default: '0.8' },
+    stretch: { type: 'string' },
+    workers: { type: 'string', default: '4' },
+    'max-total-tokens': { type: 'string', default: '413000' },
+    'prefill-tps': { type: 'string', default: '8000' },
+    queued: { type: 'boolean', default: false },
+  },
+});
+
+const workers = Number(values.workers);
+const pool = Number(values['max-total-tokens']);
+const prefillTps = Number(values['prefill-tps']);
+const trace = parseTrace(readFileSync(values.trace ?? '', 'utf8'), Number(values.n));
+if (!trace.ok) throw new Error(trace.error);
+const records = trace.value;
+const workload = computeWorkload(records, pool, workers);
+const stretch =
+  values.stretch !== undefined
+    ? Number(values.stretch)
+    : computeStretch(workload.prompt_tps, workers * prefillTps, Number(values.load));
+const routing = RoutingSettings.parse({
+  ...(JSON.parse(values.settings ?? '{}') as object),
+  policy: values.policy,
+});
+const policy = buildPolicy(routing);
+
+const simCfg = parseSimArgs(['--model-path', 'sim', '--max-total-tokens', String(pool)]);
+if (!simCfg.ok) throw new Error(simCfg.error);
+const serving = resolveServing(simCfg.value);
+const a = simCfg.value.sglang;
+const clock = new VirtualClock();
+const engines = Array.from(
+  { length: workers },
+  () =>
+    new Engine(
+      {
+        maxRunningRequests: serving.maxRunningRequests,
+        maxTotalTokens: serving.maxTotalTokens,
+        maxPrefillTokens: a.max_prefill_tokens,
+        pageSize: a.page_size,
+        radixCache: isRadixCacheOn(a),
+        hostCapacity: serving.hostCapacity,
+        writePolicy: a.hicache_write_policy,
+        prefillTps,
+        hostLoadTps: simCfg.value.sim.hostLoadTps,
+        decodeBaseMs: simCfg.value.sim.decodeBaseMs,
+        decodePerReqMs: simCfg.value.sim.decodePerReqMs,
+      },
+      clock,
+    ),
+);
+const ids = engines.map((_e, i) => `w${i}`);
+const inFlight = engines.map(() => 0);
+const view = (i: number): EndpointView => ({
+  id: ids[i] ?? '',
+  inFlight: inFlight[i] ?? 0,
+  queued: values.queued ? (engines[i]?.snapshot().numWaitingReqs ?? 0) : 0,
+  generation: 'g',
+});
+policy.syncEndpoints?.(engines.map((_e, i) => view(i)));
+setMaintenance();
+
+function setMaintenance(): void {
+  clock.setTimer(60_000, () => {
+    policy.maintain?.(clock.now());
+    if (inFlight.some((x) => x > 0) || clock.pendingTimers > 0) setMaintenance();
+  });
+}
+
+const out: RequestRecord[] = [];
+const t0 = records[0]?.timestamp ?? 0;
+const filler = encode(' ba')[0] ?? 0;
+records.forEach((rec, i) => {
+  clock.setTimer((rec.timestamp - t0) * stretch, () => {
+    const text = buildPromptText(rec);
+    const input: RouteInput = {
+      id: String(i),
+      salt: 'bench-salt',
+      tokens: computeTextTokens(`user\n${text}\n`),
+      now: clock.now(),
+    };
+    const views = engines.map((_e, k) => view(k));
+    const w = policy.select(views, input) ?? 0;
+    const id = ids[w] ?? '';
+    policy.observe?.({ kind: 'routed', endpoint: id, input });
+    inFlight[w] = (inFlight[w] ?? 0) + 1;
+    engines[w]?.submit(
+      {
+        rid: String(i),
+        namespace: 'bench-salt',
+        promptIds: applyChatTemplate([{ role: 'user', content: text }]),
+        outputIds: Array.from({ length: Math.max(1, rec.output_length) }, () => filler),
+      },
+      {
+        onTokens: () => undefined,
+        onFinish: (r: RequestResult) => {
+          inFlight[w] = (inFlight[w] ?? 1) - 1;
+          policy.observe?.({
+            kind: 'completed',
+            endpoint: id,
+            input: { ...input, now: clock.now() },
+            report: { promptTokens: r.promptTokens, cachedTokens: r.cachedTokens },
+          });
+          out.push({
+            index: i,
+            ok: r.finish === 'length',
+            status: 200,
+            worker: id,
+            sentAtMs: r.arrivedAt,
+            ttftMs: r.ttftMs,
+            e2eMs: r.e2eMs,
+            promptTokens: r.promptTokens,
+            cachedTokens: r.cachedTokens,
+            completionTokens: r.completionTokens,
+          });
+        },
+      },
+    );
+  });
+});
+clock.runAll(Infinity);
+const s = computeSummary(out, workload.bound, clock.now(), 1);
+console.log(
+  JSON.stringify({
+    policy: values.policy,
+    settings: routing,
+    stretch: Number(stretch.toFixed(3)),
+    hit_rate: s.hit_rate,
+    hit_rate_vs_bound: s.hit_rate_vs_bound,
+    ttft_p50_ms: s.ttft_p50_ms,
+    ttft_p99_ms: s.ttft_p99_ms,
+    e2e_p50_ms: s.e2e_p50_ms,
+    e2e_p99_ms: s.e2e_p99_ms,
+    imbalance: s.imbalance,
+    per_worker: s.per_worker,
+  }),
+);
