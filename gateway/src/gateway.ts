@@ -472,8 +472,11 @@ export class Gateway {
   }
 
   #policyFor(route: ModelRoute): Policy {
-    const key = canonicalJson(route.routing);
     let entry = this.#policies.get(route.deployment);
+    // Routes are replaced whole on change, so the same object means the same settings and
+    // endpoints: the hot path skips re-serializing the settings.
+    if (entry?.synced === route) return entry.policy;
+    const key = canonicalJson(route.routing);
     if (entry?.key !== key) {
       entry = { key, policy: buildPolicy(route.routing), synced: undefined };
       this.#policies.set(route.deployment, entry);
