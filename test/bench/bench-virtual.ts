@@ -26,7 +26,7 @@ import { Engine, type RequestResult } from '../sim/engine.ts';
 import { applyChatTemplate } from '../sim/generation.ts';
 import { encode } from '../sim/tokenizer.ts';
 import { computeStretch, computeWorkload } from './bench-workload.ts';
-import { computeSummary, type RequestRecord } from './replay-stats.ts';
+import { buildVirtualRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, parseTrace } from './replay-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -139,18 +139,7 @@ records.forEach((rec, i) => {
             input: { ...input, now: clock.now() },
             report: { promptTokens: r.promptTokens, cachedTokens: r.cachedTokens },
           });
-          out.push({
-            index: i,
-            ok: r.finish === 'length',
-            status: 200,
-            worker: id,
-            sentAtMs: r.arrivedAt,
-            ttftMs: r.ttftMs,
-            e2eMs: r.e2eMs,
-            promptTokens: r.promptTokens,
-            cachedTokens: r.cachedTokens,
-            completionTokens: r.completionTokens,
-          });
+          out.push(buildVirtualRecord(i, id, r));
         },
       },
     );

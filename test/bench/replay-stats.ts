@@ -14,6 +14,34 @@ export interface RequestRecord {
   readonly completionTokens: number;
 }
 
+/** The record of a request an engine finished in virtual time (always HTTP 200 there). */
+export function buildVirtualRecord(
+  index: number,
+  worker: string,
+  r: {
+    finish: string;
+    arrivedAt: number;
+    ttftMs: number;
+    e2eMs: number;
+    promptTokens: number;
+    cachedTokens: number;
+    completionTokens: number;
+  },
+): RequestRecord {
+  return {
+    index,
+    ok: r.finish === 'length',
+    status: 200,
+    worker,
+    sentAtMs: r.arrivedAt,
+    ttftMs: r.ttftMs,
+    e2eMs: r.e2eMs,
+    promptTokens: r.promptTokens,
+    cachedTokens: r.cachedTokens,
+    completionTokens: r.completionTokens,
+  };
+}
+
 export interface Summary {
   readonly requests: number;
   readonly ok: number;

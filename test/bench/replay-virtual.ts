@@ -11,7 +11,7 @@ import { isRadixCacheOn, parseSimArgs, resolveServing } from '../sim/config.ts';
 import { Engine, type RequestResult } from '../sim/engine.ts';
 import { applyChatTemplate } from '../sim/generation.ts';
 import { buildPromptText, computeBound, parseTrace } from './replay-trace.ts';
-import { computeSummary, type RequestRecord } from './replay-stats.ts';
+import { buildVirtualRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { encode } from '../sim/tokenizer.ts';
 
 const { values, positionals } = parseArgs({
@@ -70,19 +70,7 @@ trace.value.forEach((rec, i) => {
       { rid: String(i), namespace: '', promptIds, outputIds: out },
       {
         onTokens: () => undefined,
-        onFinish: (r: RequestResult) =>
-          records.push({
-            index: i,
-            ok: r.finish === 'length',
-            status: 200,
-            worker: `engine-${worker}`,
-            sentAtMs: r.arrivedAt,
-            ttftMs: r.ttftMs,
-            e2eMs: r.e2eMs,
-            promptTokens: r.promptTokens,
-            cachedTokens: r.cachedTokens,
-            completionTokens: r.completionTokens,
-          }),
+        onFinish: (r: RequestResult) => records.push(buildVirtualRecord(i, `engine-${worker}`, r)),
       },
     );
   });
