@@ -21,7 +21,7 @@ import { RoutingSettings } from '../../operator/src/api/index.ts';
 import { buildPolicy, type EndpointView, type RouteInput } from '../../gateway/src/policies/index.ts';
 import { computeTextTokens } from '../../gateway/src/radix/blocks.ts';
 import { VirtualClock } from '../sim/clock.ts';
-import { isRadixCacheOn, parseSimArgs, resolveServing } from '../sim/config.ts';
+import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
 import { Engine, type RequestResult } from '../sim/engine.ts';
 import { applyChatTemplate } from '../sim/generation.ts';
 import { encode } from '../sim/tokenizer.ts';
@@ -64,28 +64,10 @@ const policy = buildPolicy(routing);
 
 const simCfg = parseSimArgs(['--model-path', 'sim', '--max-total-tokens', String(pool)]);
 if (!simCfg.ok) throw new Error(simCfg.error);
-const serving = resolveServing(simCfg.value);
-const a = simCfg.value.sglang;
 const clock = new VirtualClock();
 const engines = Array.from(
   { length: workers },
-  () =>
-    new Engine(
-      {
-        maxRunningRequests: serving.maxRunningRequests,
-        maxTotalTokens: serving.maxTotalTokens,
-        maxPrefillTokens: a.max_prefill_tokens,
-        pageSize: a.page_size,
-        radixCache: isRadixCacheOn(a),
-        hostCapacity: serving.hostCapacity,
-        writePolicy: a.hicache_write_policy,
-        prefillTps,
-        hostLoadTps: simCfg.value.sim.hostLoadTps,
-        decodeBaseMs: simCfg.value.sim.decodeBaseMs,
-        decodePerReqMs: simCfg.value.sim.decodePerReqMs,
-      },
-      clock,
-    ),
+  () => new Engine({ ...buildEngineConfig(simCfg.value), prefillTps }, clock),
 );
 const ids = engines.map((_e, i) => `w${i}`);
 const inFlight = engines.map(() => 0);

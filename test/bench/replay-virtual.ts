@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { VirtualClock } from '../sim/clock.ts';
-import { isRadixCacheOn, parseSimArgs, resolveServing } from '../sim/config.ts';
+import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
 import { Engine, type RequestResult } from '../sim/engine.ts';
 import { applyChatTemplate } from '../sim/generation.ts';
 import { buildPromptText, computeBound, parseTrace } from './replay-trace.ts';
@@ -36,28 +36,10 @@ if (!trace.ok) {
   console.error(`replay-virtual: ${trace.error}`);
   process.exit(2);
 }
-const serving = resolveServing(cfg.value);
-const a = cfg.value.sglang;
 const clock = new VirtualClock();
 const engines = Array.from(
   { length: Number(values.workers) },
-  () =>
-    new Engine(
-      {
-        maxRunningRequests: serving.maxRunningRequests,
-        maxTotalTokens: serving.maxTotalTokens,
-        maxPrefillTokens: a.max_prefill_tokens,
-        pageSize: a.page_size,
-        radixCache: isRadixCacheOn(a),
-        hostCapacity: serving.hostCapacity,
-        writePolicy: a.hicache_write_policy,
-        prefillTps: cfg.value.sim.prefillTps,
-        hostLoadTps: cfg.value.sim.hostLoadTps,
-        decodeBaseMs: cfg.value.sim.decodeBaseMs,
-        decodePerReqMs: cfg.value.sim.decodePerReqMs,
-      },
-      clock,
-    ),
+  () => new Engine({ ...buildEngineConfig(cfg.value) }, clock),
 );
 const records: RequestRecord[] = [];
 const t0 = trace.value[0]?.timestamp ?? 0;

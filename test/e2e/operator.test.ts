@@ -7,7 +7,7 @@ import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { eventually, kubectl, kubectlOk, listEvents } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 import { join } from 'node:path';
@@ -30,17 +30,7 @@ async function status(name: string): Promise<DeploymentStatus> {
 
 const condition = (s: DeploymentStatus, type: string) => s.conditions?.find((c) => c.type === type);
 
-async function events(name: string): Promise<{ reason: string; type: string; note?: string }[]> {
-  const out = await k([
-    'get',
-    'events.events.k8s.io',
-    '-o',
-    'json',
-    '--field-selector',
-    `regarding.name=${name}`,
-  ]);
-  return (JSON.parse(out) as { items: { reason: string; type: string; note?: string }[] }).items;
-}
+const events = (name: string) => listEvents(cp.kubeconfig, NS, name);
 
 beforeAll(async () => {
   cp = await startControlPlane({ full: true, gpuNodes: 2 });

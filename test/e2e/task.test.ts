@@ -17,7 +17,7 @@ import {
 } from '../fixtures/openrouter/server.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { eventually, kubectlOk } from '../support/kubectl.ts';
+import { eventually, kubectlOk, listEvents } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 import {
@@ -71,17 +71,7 @@ async function waitForPhase(
   );
 }
 
-async function events(name: string): Promise<{ reason: string; type: string; note?: string }[]> {
-  const out = await k([
-    'get',
-    'events.events.k8s.io',
-    '-o',
-    'json',
-    '--field-selector',
-    `regarding.name=${name}`,
-  ]);
-  return (JSON.parse(out) as { items: { reason: string; type: string; note?: string }[] }).items;
-}
+const events = (name: string) => listEvents(cp.kubeconfig, NS, name);
 
 /** The simulators' engine counters, summed over every running pod of the Deployment. */
 function simCounters(): EngineCounters {

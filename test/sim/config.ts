@@ -19,6 +19,7 @@ import {
   type Result,
   type SglangArgs,
 } from '../../operator/src/sglang/flags.ts';
+import type { EngineConfig } from './engine.ts';
 
 export interface SimOptions {
   readonly prefillTps: number;
@@ -191,6 +192,25 @@ export function resolveServing(cfg: SimConfig): ResolvedServing {
     contextLength,
     hostCapacity,
     chunkedPrefillSize: a.chunked_prefill_size ?? 8192,
+  };
+}
+
+/** The engine's settings for a launch: one place for the server and the virtual-time replays. */
+export function buildEngineConfig(cfg: SimConfig): EngineConfig {
+  const a = cfg.sglang;
+  const serving = resolveServing(cfg);
+  return {
+    maxRunningRequests: serving.maxRunningRequests,
+    maxTotalTokens: serving.maxTotalTokens,
+    maxPrefillTokens: a.max_prefill_tokens,
+    pageSize: a.page_size,
+    radixCache: isRadixCacheOn(a),
+    hostCapacity: serving.hostCapacity,
+    writePolicy: a.hicache_write_policy,
+    prefillTps: cfg.sim.prefillTps,
+    hostLoadTps: cfg.sim.hostLoadTps,
+    decodeBaseMs: cfg.sim.decodeBaseMs,
+    decodePerReqMs: cfg.sim.decodePerReqMs,
   };
 }
 

@@ -8,7 +8,7 @@ import { handleChatCompletions, handleCompletions } from './api-openai.ts';
 import { handleGenerate, type AbortState } from './api-generate.ts';
 import { routeInfo } from './api-info.ts';
 import type { Clock } from './clock.ts';
-import { isRadixCacheOn, resolveServing, type ResolvedServing, type SimConfig } from './config.ts';
+import { buildEngineConfig, resolveServing, type ResolvedServing, type SimConfig } from './config.ts';
 import { Engine, type CachedSplit, type RequestResult } from './engine.ts';
 import { abortReason, planOutput, type FinishReason, type OutputPlan, type StopRules } from './generation.ts';
 import { HttpError, nativeError, openAiError, sendJson } from './http-util.ts';
@@ -77,23 +77,7 @@ export class SimServer {
     this.config = config;
     this.#deps = deps;
     this.serving = resolveServing(config);
-    const a = config.sglang;
-    this.engine = new Engine(
-      {
-        maxRunningRequests: this.serving.maxRunningRequests,
-        maxTotalTokens: this.serving.maxTotalTokens,
-        maxPrefillTokens: a.max_prefill_tokens,
-        pageSize: a.page_size,
-        radixCache: isRadixCacheOn(a),
-        hostCapacity: this.serving.hostCapacity,
-        writePolicy: a.hicache_write_policy,
-        prefillTps: config.sim.prefillTps,
-        hostLoadTps: config.sim.hostLoadTps,
-        decodeBaseMs: config.sim.decodeBaseMs,
-        decodePerReqMs: config.sim.decodePerReqMs,
-      },
-      deps.clock,
-    );
+    this.engine = new Engine(buildEngineConfig(config), deps.clock);
     this.server = http.createServer((req, res) => this.#onRequest(req, res));
     // Long generations under overload outlive Node's default request/headers timeouts; SGLang has none.
     this.server.keepAliveTimeout = 65_000;

@@ -92,3 +92,27 @@ export async function createTestNamespace(kubeconfig: string, prefix = 'test'): 
   });
   return name;
 }
+
+export interface EventView {
+  reason: string;
+  type: string;
+  note?: string;
+}
+
+// The events.k8s.io Events about one object (by name) in a namespace.
+export async function listEvents(kubeconfig: string, namespace: string, name: string): Promise<EventView[]> {
+  const out = await kubectlOk(
+    [
+      'get',
+      'events.events.k8s.io',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+      '--field-selector',
+      `regarding.name=${name}`,
+    ],
+    { kubeconfig },
+  );
+  return (JSON.parse(out) as { items: EventView[] }).items;
+}
