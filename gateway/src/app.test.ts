@@ -160,6 +160,16 @@ describe('forwarding', () => {
     expect(inFlight()).toBe(0);
   });
 
+  it('does not retry an answer that broke after its first byte', async () => {
+    a.mode = 'break';
+    const res = await app.inject(post('/v1/chat/completions', chat())); // round-robin starts at a
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toMatchObject({ error: { code: 'GW_UPSTREAM_ERROR' } });
+    expect(a.received).toHaveLength(1);
+    expect(b.received).toHaveLength(0);
+    expect(inFlight()).toBe(0);
+  });
+
   it('retries when an endpoint refuses connections', async () => {
     await a.close();
     const res = await app.inject(post('/v1/chat/completions', chat()));

@@ -61,11 +61,16 @@ import {
 } from './served.ts';
 import { extractCacheReport } from './upstream-report.ts';
 import {
-  drainForReport,
+  AnswerInterruptedError,
+  BUFFERED_EXCHANGE,
+  computeBufferedReport,
   headerString,
   mapUpstreamFailure,
   pipeStream,
-  sendUpstream,
+  sendBuffered,
+  STREAMING_EXCHANGE,
+  type BufferedResponse,
+  type Exchange,
   type SendOptions,
 } from './upstream.ts';
 
@@ -117,11 +122,13 @@ type DeliveryOutcome =
   { readonly kind: 'completed'; readonly report: CacheReport | undefined } | { readonly kind: 'failed' };
 
 /** Hands a started response to the client; calls `done` once the endpoint is finished with. */
-type Deliver<T> = (
+type Deliver<T, R> = (
   endpoint: RouteEndpoint,
-  res: Dispatcher.ResponseData,
+  res: R,
   done: (outcome: DeliveryOutcome) => void,
 ) => Promise<T>;
+
+type Answer = { readonly statusCode: number };
 
 interface PolicyEntry {
   readonly key: string;
@@ -210,10 +217,12 @@ export class Gateway {
     };
     const fwd = { ctx, route, input, body };
     if (body['stream'] === true)
-      return this.#forward(fwd, (e, res, done) => this.#deliverStream(fwd, e, res, done));
+      return this.#forward(fwd, STREAMING_EXCHANGE, (e, res, done) => this.#deliverStream(fwd, e, res, done));
     const mode = route.reuse.enabled ? computeDeterminism(body, route.reuse.reusableWhen) : undefined;
     if (mode) return this.#serveReusable(fwd);
-    return toServed(await this.#forward(fwd, (e, res, done) => this.#deliverBuffered(fwd, e, res, done)));
+    return toServed(
+      await this.#forward(fwd, BUFFERED_EXCHANGE, (e, res, done) => this.#deliverBuffered(e, res, done)),
+    );
   }
 
   #lookup(parsed: ParsedBody, headers: RequestContext['headers']): ModelRoute {
@@ -241,7 +250,9 @@ export class Gateway {
       body,
     });
     const out = await this.#reuser.run(key, route.reuse.ttlSeconds * 1000, async () => {
-      const r = await this.#forward(fwd, (e, res, done) => this.#deliverBuffered(fwd, e, res, done));
+      const r = await this.#forward(fwd, BUFFERED_EXCHANGE, (e, res, done) =>
+        this.#deliverBuffered(e, res, done),
+      );
       return { value: r, stored: isStorable(r, route) ? toStored(r) : undefined };
     });
     this.#metrics.reuse.inc({ model: route.model, source: out.source });
@@ -249,25 +260,30 @@ export class Gateway {
     return buildReusedServed(out.stored as StoredResult, out.source);
   }
 
-  async #forward<T>(fwd: Forwarding, deliver: Deliver<T>): Promise<T> {
+  async #forward<T, R extends Answer>(
+    fwd: Forwarding,
+    exchange: Exchange<R>,
+    deliver: Deliver<T, R>,
+  ): Promise<T> {
     const permit = await this.#admit(fwd.route, fwd.ctx.signal);
     const release: { info: ReleaseInfo | undefined } = { info: undefined };
     try {
       const policy = this.#policyFor(fwd.route);
-      if (isDisaggregated(fwd.route)) return await this.#forwardPair(fwd, policy, permit, release, deliver);
-      return await this.#forwardOne(fwd, policy, permit, release, deliver);
+      const via = { exchange, deliver };
+      if (isDisaggregated(fwd.route)) return await this.#forwardPair(fwd, policy, permit, release, via);
+      return await this.#forwardOne(fwd, policy, permit, release, via);
     } finally {
       permit.release(fwd.ctx.signal.aborted ? undefined : release.info);
     }
   }
 
   /** Standalone endpoints: choose, send; on a failure before the response starts, choose another. */
-  async #forwardOne<T>(
+  async #forwardOne<T, R extends Answer>(
     fwd: Forwarding,
     policy: Policy,
     permit: Permit,
     release: { info: ReleaseInfo | undefined },
-    deliver: Deliver<T>,
+    { exchange, deliver }: Via<T, R>,
   ): Promise<T> {
     const { ctx, route, input } = fwd;
     const tried = new Set<string>();
@@ -293,19 +309,21 @@ export class Gateway {
       const guard = this.#trackLoad(endpoint.id);
       policy.observe?.({ kind: 'routed', endpoint: endpoint.id, input });
       const start = this.#clock.now();
-      const res = await sendUpstream(this.#send, endpoint.url, ctx.path, fwd.body, ctx.signal).catch(
-        (err: unknown) => ({ error: err }),
-      );
+      const res = await exchange
+        .send(this.#send, endpoint.url, ctx.path, fwd.body, ctx.signal)
+        .catch((err: unknown) => ({ error: err }));
       if ('error' in res || res.statusCode >= 500) {
         guard.release();
         policy.observe?.({ kind: 'failed', endpoint: endpoint.id, input });
         if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
+        release.info = { ok: false };
+        if ('error' in res && res.error instanceof AnswerInterruptedError)
+          throw mapUpstreamFailure(res.error.cause, this.#upstream.headersTimeoutMs);
         if ('error' in res) lastError = mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
         else {
-          await res.body.dump().catch(() => undefined);
+          await exchange.discard(res);
           lastError = mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
         }
-        release.info = { ok: false };
         continue;
       }
       release.info = { ok: true, latencyMs: this.#clock.now() - start };
@@ -327,12 +345,12 @@ export class Gateway {
    * the request; the client gets the decode's answer. No retry: a pair that
    * failed may already have moved KV.
    */
-  async #forwardPair<T>(
+  async #forwardPair<T, R extends Answer>(
     fwd: Forwarding,
     policy: Policy,
     permit: Permit,
     release: { info: ReleaseInfo | undefined },
-    deliver: Deliver<T>,
+    { exchange, deliver }: Via<T, R>,
   ): Promise<T> {
     const { ctx, route, input } = fwd;
     const prefills = computeRoutableByRole(route, EndpointRole.prefill);
@@ -367,16 +385,16 @@ export class Gateway {
     // The prefill's answer is only read for its cache report; a failed prefill aborts the decode.
     void this.#runPrefill(fwd, policy, prefill, body, signal, () => pairAbort.abort());
     const start = this.#clock.now();
-    const res = await sendUpstream(this.#send, decode.url, ctx.path, body, signal).catch((err: unknown) => ({
-      error: err,
-    }));
+    const res = await exchange
+      .send(this.#send, decode.url, ctx.path, body, signal)
+      .catch((err: unknown) => ({ error: err }));
     if ('error' in res || res.statusCode >= 500) {
       decodeGuard.release();
       pairAbort.abort();
       if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
       release.info = { ok: false };
       if ('error' in res) throw mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
-      await res.body.dump().catch(() => undefined);
+      await exchange.discard(res);
       throw mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
     }
     release.info = { ok: true, latencyMs: this.#clock.now() - start };
@@ -393,12 +411,9 @@ export class Gateway {
   ): Promise<void> {
     const guard = this.#trackLoad(prefill.id);
     try {
-      const res = await sendUpstream(this.#send, prefill.url, fwd.ctx.path, body, signal);
-      if (res.statusCode >= 300) {
-        await res.body.dump();
-        throw mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
-      }
-      const report = await drainForReport(res);
+      const res = await sendBuffered(this.#send, prefill.url, fwd.ctx.path, body, signal);
+      if (res.statusCode >= 300) throw mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
+      const report = computeBufferedReport(res);
       policy.observe?.({ kind: 'completed', endpoint: prefill.id, input: fwd.input, ...withReport(report) });
     } catch {
       policy.observe?.({ kind: 'failed', endpoint: prefill.id, input: fwd.input });
@@ -440,23 +455,15 @@ export class Gateway {
     }
   }
 
-  async #deliverBuffered(
-    fwd: Forwarding,
+  #deliverBuffered(
     endpoint: RouteEndpoint,
-    res: Dispatcher.ResponseData,
+    res: BufferedResponse,
     done: (outcome: DeliveryOutcome) => void,
   ): Promise<Buffered> {
-    let text: string;
-    try {
-      text = await res.body.text();
-    } catch (err) {
-      done({ kind: 'failed' });
-      if (fwd.ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED', {}, { cause: err });
-      throw mapUpstreamFailure(err, this.#upstream.headersTimeoutMs);
-    }
+    const text = res.text;
     done({ kind: 'completed', report: res.statusCode < 300 ? extractCacheReport(text) : undefined });
     const contentType = headerString(res.headers['content-type']) ?? 'application/json';
-    return { status: res.statusCode, contentType, body: text, endpoint };
+    return Promise.resolve({ status: res.statusCode, contentType, body: text, endpoint });
   }
 
   async #deliverStream(
@@ -518,6 +525,12 @@ export class Gateway {
     else this.#inFlight.set(id, n);
     this.#metrics.inFlight.set({ endpoint: id }, Math.max(0, n));
   }
+}
+
+/** How one request's answers travel: the exchange that fetches them, the delivery that passes them on. */
+interface Via<T, R extends Answer> {
+  readonly exchange: Exchange<R>;
+  readonly deliver: Deliver<T, R>;
 }
 
 interface Forwarding {

@@ -33,7 +33,7 @@ export interface FakeUpstream {
   readonly received: Received[];
   /** Requests whose client (the gateway) closed the connection before the end. */
   readonly aborted: { count: number };
-  /** 'ok' | 'fail' (500) | 'break' (stream dies after the first chunk) */
+  /** 'ok' | 'fail' (500) | 'break' (the answer dies after its first bytes: a stream chunk, half a body) */
   mode: 'ok' | 'fail' | 'break';
   /** Held before the response starts. */
   headGate: Gate;
@@ -106,7 +106,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
             choices: [{ index: 0, message: { role: 'assistant', content: 'ab' }, finish_reason: 'stop' }],
             usage,
           };
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    const text = JSON.stringify(answer);
+    if (state.mode === 'break') {
+      // Headers and half the body on the wire, then the connection dies.
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(text.length) });
+      await new Promise((r) => res.write(text.slice(0, text.length >> 1), r));
+      res.destroy();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end(text);
   };
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
