@@ -45,6 +45,7 @@ const chat = (over: object = {}) => ({
 });
 const post = (url: string, body: object) => ({ method: 'POST' as const, url, payload: body });
 const inFlight = () => app.gateway.inFlightOf('a') + app.gateway.inFlightOf('b');
+const metricsText = async () => (await app.inject({ url: '/metrics' })).body;
 
 beforeEach(async () => {
   a = await startFakeUpstream();
@@ -149,6 +150,13 @@ describe('forwarding', () => {
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ error: { code: 'GW_NO_ENDPOINT' } });
     expect(a.received.length + b.received.length).toBe(0);
+    // Discovery is visible in the metrics: what is known, and why it is not routed to.
+    const text = await metricsText();
+    expect(text).toContain('cacheroute_gateway_endpoints{model="m",role="standalone",state="unverified"} 1');
+    expect(text).toContain('cacheroute_gateway_endpoints{model="m",role="standalone",state="not_ready"} 1');
+    expect(text).toContain('cacheroute_gateway_endpoints{model="m",role="decode",state="routable"} 1');
+    table.replace([]);
+    expect(await metricsText()).not.toContain('cacheroute_gateway_endpoints{');
   });
 
   it('retries on another endpoint before the first byte', async () => {
@@ -158,6 +166,9 @@ describe('forwarding', () => {
     expect(first.headers['x-cacheroute-endpoint']).toBe('b');
     expect(a.received).toHaveLength(1);
     expect(inFlight()).toBe(0);
+    expect(await metricsText()).toContain(
+      'cacheroute_gateway_upstream_failures_total{endpoint="a",reason="status"} 1',
+    );
   });
 
   it('does not retry an answer that broke after its first byte', async () => {
@@ -168,6 +179,9 @@ describe('forwarding', () => {
     expect(a.received).toHaveLength(1);
     expect(b.received).toHaveLength(0);
     expect(inFlight()).toBe(0);
+    expect(await metricsText()).toContain(
+      'cacheroute_gateway_upstream_failures_total{endpoint="a",reason="interrupted"} 1',
+    );
   });
 
   it('retries when an endpoint refuses connections', async () => {
@@ -175,6 +189,9 @@ describe('forwarding', () => {
     const res = await app.inject(post('/v1/chat/completions', chat()));
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-cacheroute-endpoint']).toBe('b');
+    expect(await metricsText()).toContain(
+      'cacheroute_gateway_upstream_failures_total{endpoint="a",reason="connect"} 1',
+    );
   });
 
   it('all endpoints failing → 502 without upstream text', async () => {

@@ -41,7 +41,7 @@ const GENERATION_ROUTES: readonly [string, RouteKind][] = [
 export function build(opts: BuildOptions): FastifyInstance {
   const bodyLimit = opts.bodyLimitBytes ?? 64 * 1024 * 1024;
   const app = Fastify({ logger: opts.logger ?? false, bodyLimit, genReqId: () => randomUUID() });
-  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false });
+  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
   const clock = opts.clock ?? systemClock;
   const poller =
     opts.runtimeLoad || !opts.scrapeIntervalMs

@@ -63,6 +63,7 @@ import { extractCacheReport } from './upstream-report.ts';
 import {
   AnswerInterruptedError,
   BUFFERED_EXCHANGE,
+  classifyUpstreamFailure,
   computeBufferedReport,
   headerString,
   mapUpstreamFailure,
@@ -317,13 +318,12 @@ export class Gateway {
         policy.observe?.({ kind: 'failed', endpoint: endpoint.id, input });
         if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
         release.info = { ok: false };
+        const failure = 'error' in res ? res.error : res;
+        this.#countFailure(endpoint, failure);
         if ('error' in res && res.error instanceof AnswerInterruptedError)
-          throw mapUpstreamFailure(res.error.cause, this.#upstream.headersTimeoutMs);
-        if ('error' in res) lastError = mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
-        else {
-          await exchange.discard(res);
-          lastError = mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
-        }
+          throw mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
+        if (!('error' in res)) await exchange.discard(res);
+        lastError = mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
         continue;
       }
       release.info = { ok: true, latencyMs: this.#clock.now() - start };
@@ -393,9 +393,10 @@ export class Gateway {
       pairAbort.abort();
       if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
       release.info = { ok: false };
-      if ('error' in res) throw mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
-      await exchange.discard(res);
-      throw mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
+      const failure = 'error' in res ? res.error : res;
+      this.#countFailure(decode, failure);
+      if (!('error' in res)) await exchange.discard(res);
+      throw mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
     }
     release.info = { ok: true, latencyMs: this.#clock.now() - start };
     return deliver(decode, res, () => decodeGuard.release());
@@ -410,17 +411,18 @@ export class Gateway {
     onFailure: () => void,
   ): Promise<void> {
     const guard = this.#trackLoad(prefill.id);
-    try {
-      const res = await sendBuffered(this.#send, prefill.url, fwd.ctx.path, body, signal);
-      if (res.statusCode >= 300) throw mapUpstreamFailure(res, this.#upstream.headersTimeoutMs);
-      const report = computeBufferedReport(res);
-      policy.observe?.({ kind: 'completed', endpoint: prefill.id, input: fwd.input, ...withReport(report) });
-    } catch {
+    const res = await sendBuffered(this.#send, prefill.url, fwd.ctx.path, body, signal).catch(
+      (err: unknown) => ({ error: err }),
+    );
+    guard.release();
+    if ('error' in res || res.statusCode >= 300) {
+      if (!signal.aborted) this.#countFailure(prefill, 'error' in res ? res.error : res);
       policy.observe?.({ kind: 'failed', endpoint: prefill.id, input: fwd.input });
       onFailure();
-    } finally {
-      guard.release();
+      return;
     }
+    const report = computeBufferedReport(res);
+    policy.observe?.({ kind: 'completed', endpoint: prefill.id, input: fwd.input, ...withReport(report) });
   }
 
   async #admit(route: ModelRoute, signal: AbortSignal): Promise<Permit> {
@@ -505,6 +507,10 @@ export class Gateway {
       generation: `${e.generation ?? ''}/${e.fingerprint}`,
       ...(load?.tokenUsage !== undefined ? { tokenUsage: load.tokenUsage } : {}),
     };
+  }
+
+  #countFailure(endpoint: RouteEndpoint, failure: unknown): void {
+    this.#metrics.upstreamFailures.inc({ endpoint: endpoint.id, reason: classifyUpstreamFailure(failure) });
   }
 
   /** In-flight +1 now, -1 exactly once on release (end, abort, error or close). */

@@ -1,6 +1,10 @@
 // The gateway's Prometheus metrics, on a registry per app (tests build many).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RouteEndpoint, RoutingTable } from './routing/table.ts';
+
+/** Why an upstream attempt failed (a label value). */
+export type UpstreamFailureReason = 'connect' | 'timeout' | 'status' | 'interrupted';
 
 export interface GatewayMetrics {
   readonly registry: Registry;
@@ -13,9 +17,18 @@ export interface GatewayMetrics {
   readonly retries: Counter<'model'>;
   readonly queueSeconds: Histogram<'deployment'>;
   readonly inFlight: Gauge<'endpoint'>;
+  readonly upstreamFailures: Counter<'endpoint' | 'reason'>;
+  readonly endpoints: Gauge<'model' | 'role' | 'state'>;
 }
 
-export function buildMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMetrics {
+/** routable: ready and verified; the others never receive generation. */
+export function classifyEndpoint(e: RouteEndpoint): 'routable' | 'not_ready' | 'unverified' {
+  if (!e.verified) return 'unverified';
+  return e.ready ? 'routable' : 'not_ready';
+}
+
+export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTable } = {}): GatewayMetrics {
+  const table = opts.table;
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'cacheroute_gateway_' });
   const registers = [registry];
@@ -75,6 +88,29 @@ export function buildMetrics(opts: { defaultMetrics?: boolean } = {}): GatewayMe
       help: 'Requests this gateway has in flight per endpoint.',
       labelNames: ['endpoint'],
       registers,
+    }),
+    upstreamFailures: new Counter({
+      name: 'cacheroute_gateway_upstream_failures_total',
+      help:
+        'Upstream attempts that failed, by endpoint and reason: connect (refused or reset before an ' +
+        'answer), timeout, status (a 5xx answer), interrupted (the answer broke after its first byte).',
+      labelNames: ['endpoint', 'reason'],
+      registers,
+    }),
+    endpoints: new Gauge({
+      name: 'cacheroute_gateway_endpoints',
+      help:
+        'Endpoints discovered from Deployment status, by model, role and state: routable (ready and ' +
+        'verified), not_ready, unverified (identity not confirmed: never routed to).',
+      labelNames: ['model', 'role', 'state'],
+      registers,
+      // Read from the routing table at scrape time: nothing to keep in step on the request path.
+      collect() {
+        if (!table) return;
+        this.reset();
+        for (const r of table.list())
+          for (const e of r.endpoints) this.inc({ model: r.model, role: e.role, state: classifyEndpoint(e) });
+      },
     }),
   };
 }

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { request, type Agent, type Dispatcher } from 'undici';
 import { buildErrorBody, GatewayError } from './errors.ts';
+import type { UpstreamFailureReason } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
 import { extractCacheReport, SseReportSniffer } from './upstream-report.ts';
 
@@ -116,13 +117,34 @@ function toError(reason: unknown): Error {
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/** The metrics' reason for a failed attempt: an error, or an answer with a 5xx status. */
+export function classifyUpstreamFailure(failure: unknown): UpstreamFailureReason {
+  if (failure instanceof AnswerInterruptedError) {
+    const code = (failure.cause as { code?: unknown } | undefined)?.code;
+    return typeof code === 'string' && TIMEOUT_CODES.has(code) ? 'timeout' : 'interrupted';
+  }
+  if (
+    failure !== null &&
+    typeof failure === 'object' &&
+    'statusCode' in failure &&
+    !(failure instanceof Error)
+  )
+    return 'status';
+  const code = (failure as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && TIMEOUT_CODES.has(code) ? 'timeout' : 'connect';
+}
+
 /** Upstream failure → 502/504, naming only our side of it. */
 export function mapUpstreamFailure(res: unknown, timeoutMs: number): GatewayError {
-  if (res !== null && typeof res === 'object' && 'statusCode' in res && !(res instanceof Error))
-    return new GatewayError('GW_UPSTREAM_ERROR', { reason: `status ${String(res.statusCode)}` });
+  const reason = classifyUpstreamFailure(res);
+  if (reason === 'status')
+    return new GatewayError('GW_UPSTREAM_ERROR', {
+      reason: `status ${String((res as { statusCode: unknown }).statusCode)}`,
+    });
+  if (reason === 'timeout') return new GatewayError('GW_UPSTREAM_TIMEOUT', { timeoutMs }, { cause: res });
+  if (reason === 'interrupted')
+    return new GatewayError('GW_UPSTREAM_ERROR', { reason: 'the answer was interrupted' }, { cause: res });
   const code = (res as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && TIMEOUT_CODES.has(code))
-    return new GatewayError('GW_UPSTREAM_TIMEOUT', { timeoutMs }, { cause: res });
   return new GatewayError(
     'GW_UPSTREAM_ERROR',
     { reason: typeof code === 'string' ? code : 'connection failed' },
