@@ -5,7 +5,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent } from 'undici';
 import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
 import { systemClock, type Clock, type Timer } from './clock.ts';
 import { recordDecision } from './decision.ts';
@@ -60,20 +60,19 @@ import {
   type Served,
 } from './served.ts';
 import { extractCacheReport } from './upstream-report.ts';
+import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './exchange.ts';
 import {
   AnswerInterruptedError,
-  BUFFERED_EXCHANGE,
   classifyUpstreamFailure,
   computeBufferedReport,
   headerString,
   mapUpstreamFailure,
   pipeStream,
   sendBuffered,
-  STREAMING_EXCHANGE,
   type BufferedResponse,
-  type Exchange,
   type SendOptions,
 } from './upstream.ts';
+import type { StreamedResponse } from './upstream-stream.ts';
 
 export interface RuntimeLoad {
   /** `sglang:num_queue_reqs` */
@@ -471,7 +470,7 @@ export class Gateway {
   async #deliverStream(
     fwd: Forwarding,
     endpoint: RouteEndpoint,
-    res: Dispatcher.ResponseData,
+    res: StreamedResponse,
     done: (outcome: DeliveryOutcome) => void,
   ): Promise<Served> {
     const piped = await pipeStream(fwd.ctx.reply, res, { [ENDPOINT_HEADER]: endpoint.id }, fwd.ctx.signal);

@@ -4,35 +4,17 @@
 import { once } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { request, type Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import type { UpstreamFailureReason } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
 import { extractCacheReport, SseReportSniffer } from './upstream-report.ts';
+import type { StreamedResponse } from './upstream-stream.ts';
 
 export interface SendOptions {
   readonly agent: Agent;
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
-}
-
-/** A response whose body the caller reads as a stream (SSE passed through). */
-export function sendStreaming(
-  opts: SendOptions,
-  baseUrl: string,
-  path: string,
-  body: Record<string, unknown>,
-  signal: AbortSignal,
-): Promise<Dispatcher.ResponseData> {
-  return request(new URL(path, baseUrl), {
-    dispatcher: opts.agent,
-    method: 'POST',
-    headers: JSON_HEADERS,
-    body: JSON.stringify(body),
-    signal,
-    headersTimeout: opts.headersTimeoutMs,
-    bodyTimeout: opts.bodyTimeoutMs,
-  });
 }
 
 export interface BufferedResponse {
@@ -92,7 +74,7 @@ export function sendBuffered(
         origin: url.origin,
         path: url.pathname + url.search,
         method: 'POST',
-        headers: JSON_HEADERS,
+        headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
         headersTimeout: opts.headersTimeoutMs,
         bodyTimeout: opts.bodyTimeoutMs,
@@ -109,9 +91,7 @@ export class AnswerInterruptedError extends Error {
   }
 }
 
-const JSON_HEADERS = { 'content-type': 'application/json' } as const;
-
-function toError(reason: unknown): Error {
+export function toError(reason: unknown): Error {
   return reason instanceof Error ? reason : new Error('aborted');
 }
 
@@ -178,7 +158,7 @@ export interface PipeResult {
  */
 export async function pipeStream(
   reply: FastifyReply,
-  res: Dispatcher.ResponseData,
+  res: StreamedResponse,
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
 ): Promise<PipeResult> {
@@ -192,7 +172,7 @@ export async function pipeStream(
   });
   raw.flushHeaders();
   try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    for (let chunk = await res.read(); chunk !== null; chunk = await res.read()) {
       sniffer.push(chunk);
       if (!raw.write(chunk)) await once(raw, 'drain', { signal });
     }
@@ -204,30 +184,7 @@ export async function pipeStream(
       const err = new GatewayError('GW_UPSTREAM_ERROR', { reason: 'the stream was interrupted' });
       raw.end(`data: ${JSON.stringify(buildErrorBody(err))}\n\n`);
     }
-    res.body.destroy();
+    res.cancel();
     return { complete: false, report: sniffer.report() };
   }
 }
-
-/** How an answer comes back: whole, or as a stream passed through. */
-export interface Exchange<R extends { readonly statusCode: number }> {
-  send(
-    opts: SendOptions,
-    baseUrl: string,
-    path: string,
-    body: Record<string, unknown>,
-    signal: AbortSignal,
-  ): Promise<R>;
-  /** Drops an answer that is not passed on (a 5xx before a retry). */
-  discard(res: R): Promise<void>;
-}
-
-export const BUFFERED_EXCHANGE: Exchange<BufferedResponse> = {
-  send: sendBuffered,
-  discard: () => Promise.resolve(),
-};
-
-export const STREAMING_EXCHANGE: Exchange<Dispatcher.ResponseData> = {
-  send: sendStreaming,
-  discard: (res) => res.body.dump().catch(() => undefined),
-};

@@ -1,0 +1,154 @@
+// A streamed answer (SSE) on undici's dispatch API: the status and headers
+// first, then the body chunk by chunk as the caller asks for it. Like
+// sendBuffered, it avoids request()'s per-answer body stream and promise
+// chains, which outlive young-generation GCs under load. Backpressure: the
+// socket is paused while unread chunks pile up and resumed as they are read.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { AnswerInterruptedError, toError, type SendOptions } from './upstream.ts';
+
+/** Unread chunks held before the upstream socket is paused. */
+const HIGH_WATER_CHUNKS = 16;
+
+export interface StreamedResponse {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  /** The next body chunk; null at the end. Rejects with AnswerInterruptedError when the answer breaks. */
+  read(): Promise<Buffer | null>;
+  /** Stops the answer and closes its connection (nothing more is read). */
+  cancel(): void;
+  /** Reads the rest and drops it (keeps the connection for reuse). */
+  discard(): Promise<void>;
+}
+
+export function sendStreamed(
+  opts: SendOptions,
+  baseUrl: string,
+  path: string,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<StreamedResponse> {
+  if (signal.aborted) return Promise.reject(toError(signal.reason));
+  const url = new URL(path, baseUrl);
+  return new Promise((resolve, reject) => {
+    const answer = new StreamedAnswer(signal);
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        answer.attach(c);
+      },
+      onResponseStart(_c, status, headers) {
+        answer.start(status, headers);
+        resolve(answer);
+      },
+      onResponseData(_c, chunk) {
+        answer.push(chunk);
+      },
+      onResponseEnd() {
+        answer.end();
+      },
+      onResponseError(_c, err) {
+        if (answer.started) answer.fail(new AnswerInterruptedError(err));
+        else {
+          answer.detach();
+          reject(err);
+        }
+      },
+    };
+    opts.agent.dispatch(
+      {
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        headersTimeout: opts.headersTimeoutMs,
+        bodyTimeout: opts.bodyTimeoutMs,
+      },
+      handler,
+    );
+  });
+}
+
+class StreamedAnswer implements StreamedResponse {
+  statusCode = 0;
+  headers: IncomingHttpHeaders = {};
+  started = false;
+  readonly #signal: AbortSignal;
+  readonly #onAbort = (): void => this.#controller?.abort(toError(this.#signal.reason));
+  #controller: Dispatcher.DispatchController | undefined;
+  readonly #chunks: Buffer[] = [];
+  #done = false;
+  #error: Error | undefined;
+  #waiter: { resolve: (c: Buffer | null) => void; reject: (e: Error) => void } | undefined;
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  attach(c: Dispatcher.DispatchController): void {
+    this.#controller = c;
+    if (this.#signal.aborted) c.abort(toError(this.#signal.reason));
+  }
+
+  detach(): void {
+    this.#signal.removeEventListener('abort', this.#onAbort);
+  }
+
+  start(status: number, headers: IncomingHttpHeaders): void {
+    this.started = true;
+    this.statusCode = status;
+    this.headers = headers;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.#waiter) {
+      const w = this.#waiter;
+      this.#waiter = undefined;
+      w.resolve(chunk);
+      return;
+    }
+    this.#chunks.push(chunk);
+    if (this.#chunks.length >= HIGH_WATER_CHUNKS) this.#controller?.pause();
+  }
+
+  end(): void {
+    this.#done = true;
+    this.detach();
+    this.#waiter?.resolve(null);
+    this.#waiter = undefined;
+  }
+
+  fail(err: Error): void {
+    this.#error = err;
+    this.detach();
+    this.#waiter?.reject(err);
+    this.#waiter = undefined;
+  }
+
+  read(): Promise<Buffer | null> {
+    const chunk = this.#chunks.shift();
+    if (chunk) {
+      if (this.#controller?.paused && this.#chunks.length < HIGH_WATER_CHUNKS / 2) this.#controller.resume();
+      return Promise.resolve(chunk);
+    }
+    if (this.#error) return Promise.reject(this.#error);
+    if (this.#done) return Promise.resolve(null);
+    if (this.#controller?.paused) this.#controller.resume();
+    return new Promise((resolve, reject) => (this.#waiter = { resolve, reject }));
+  }
+
+  cancel(): void {
+    if (this.#done || this.#error) return;
+    this.#controller?.abort(new Error('cancelled by the gateway'));
+  }
+
+  async discard(): Promise<void> {
+    try {
+      while ((await this.read()) !== null);
+    } catch {
+      // Nothing to keep from a broken answer we were dropping anyway.
+    }
+  }
+}
