@@ -21,6 +21,7 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
   cachedTokens: 150,
   cacheHitRate: 0.75,
   lastError: null,
+  failedAttempts: { connect: 0, timeout: 0, status: 0, interrupted: 0 },
   ...over,
 });
 
@@ -68,6 +69,14 @@ describe('renderStatusPage', () => {
     expect(html).toContain('(150/200)');
     expect(html).toContain('1/8 in flight, 0/16 queued');
     expect(html).toContain('badge ok">ready');
+  });
+
+  it('shows failed attempts by reason, and nothing when there were none', () => {
+    expect(renderStatusMain(view())).not.toContain('failed attempt');
+    const html = renderStatusMain(
+      view(endpoint({ failedAttempts: { connect: 2, timeout: 0, status: 1, interrupted: 0 } })),
+    );
+    expect(html).toContain('data-field="failed-attempts">3 failed attempts: connect 2, status 1</span>');
   });
 
   it('shows a dash, not 0%, when nothing was measured', () => {

@@ -150,9 +150,21 @@ function renderEndpoint(e: EndpointStatus): string {
     `<td class="n">${formatRate(e.predictedHitRate)}</td>`,
     `<td class="n" data-field="served">${e.served}</td>`,
     `<td data-field="cache-hit-rate">${hit}</td>`,
-    `<td class="err" data-field="last-error">${e.lastError ? `<span class="bad">${renderError(e.lastError)}</span>` : '<span class="mute">—</span>'}</td>`,
+    `<td class="err" data-field="last-error">${renderLastError(e)}</td>`,
   ];
   return `<tr data-endpoint="${escapeHtml(e.id)}">${cells.join('')}</tr>`;
+}
+
+/** The last error answer, then failed attempts (retried ones never reach a client). */
+function renderLastError(e: EndpointStatus): string {
+  const parts = e.lastError ? [`<span class="bad">${renderError(e.lastError)}</span>`] : [];
+  const reasons = Object.entries(e.failedAttempts).filter(([, n]) => n > 0);
+  const total = reasons.reduce((sum, [, n]) => sum + n, 0);
+  if (total > 0)
+    parts.push(
+      `<span class="warn" data-field="failed-attempts">${total} failed attempt${total === 1 ? '' : 's'}: ${reasons.map(([r, n]) => `${r} ${n}`).join(', ')}</span>`,
+    );
+  return parts.length > 0 ? parts.join('<br>') : '<span class="mute">—</span>';
 }
 
 function renderError(e: ErrorView): string {

@@ -103,5 +103,12 @@ describe('/status and /status.json', () => {
     const v = StatusView.parse((await app.inject({ method: 'GET', url: '/status.json' })).json());
     expect(v.deployments[0]?.lastError).toMatchObject({ status: 502, code: 'GW_UPSTREAM_ERROR' });
     expect(v.deployments[0]?.lastError?.message).not.toContain('secret upstream detail');
+    // The endpoint's own row counts the failed attempt with its reason.
+    expect((await statusOf('a'))?.failedAttempts).toEqual({
+      connect: 0,
+      timeout: 0,
+      status: 1,
+      interrupted: 0,
+    });
   });
 });

@@ -4,7 +4,7 @@
 // matches, reuse) and the answers the status plugin recorded. Reads only.
 
 import type { Gateway, RuntimeLoad } from '../gateway.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics, UpstreamFailureReason } from '../metrics.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import type { ActivityRecorder, EndpointActivity, ErrorRecord } from './activity.ts';
 import type { DecisionCounts, StatusSnapshot } from './view.ts';
@@ -58,11 +58,12 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     const model = String(labels.model ?? '');
     routingTokens.set(model, { ...tokensOf(model), matched: value });
   }
-  const reuse = new Map<string, Record<string, number>>();
-  for (const { labels, value } of (await src.metrics.reuse.get()).values) {
-    const model = String(labels.model ?? '');
-    reuse.set(model, { ...reuse.get(model), [String(labels.source ?? '')]: value });
-  }
+  const failures: ReadonlyMap<string, Partial<Record<UpstreamFailureReason, number>>> = tabulate(
+    await src.metrics.upstreamFailures.get(),
+    'endpoint',
+    'reason',
+  );
+  const reuse = tabulate(await src.metrics.reuse.get(), 'model', 'source');
 
   return {
     now,
@@ -72,8 +73,23 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     runtimeLoad,
     decisions,
     activity,
+    failures,
     routingTokens,
     reuse,
     deploymentErrors,
   };
+}
+
+/** A labelled metric as rows by one label, columns by another. */
+function tabulate(
+  metric: { readonly values: readonly { labels: Partial<Record<string, string | number>>; value: number }[] },
+  row: string,
+  column: string,
+): Map<string, Record<string, number>> {
+  const out = new Map<string, Record<string, number>>();
+  for (const { labels, value } of metric.values) {
+    const r = String(labels[row] ?? '');
+    out.set(r, { ...out.get(r), [String(labels[column] ?? '')]: value });
+  }
+  return out;
 }

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { AdmissionSnapshot } from '../admission/index.ts';
 import type { RuntimeLoad } from '../gateway.ts';
 import { computeRoutableEndpoints, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
+import type { UpstreamFailureReason } from '../metrics.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';
 
 const Count = z.number().int().nonnegative();
@@ -47,6 +48,8 @@ export const EndpointStatus = z.object({
   /** cachedTokens / promptTokens, as the runtime reported them. */
   cacheHitRate: Rate,
   lastError: ErrorView.nullable(),
+  /** Attempts to it that failed since the gateway started, by reason (retried ones included). */
+  failedAttempts: z.object({ connect: Count, timeout: Count, status: Count, interrupted: Count }),
 });
 
 export const DeploymentStatus = z.object({
@@ -107,6 +110,8 @@ export interface StatusSnapshot {
   readonly runtimeLoad: ReadonlyMap<string, RuntimeLoad>;
   readonly decisions: ReadonlyMap<string, DecisionCounts>;
   readonly activity: ReadonlyMap<string, EndpointActivity>;
+  /** By endpoint id, then reason. */
+  readonly failures: ReadonlyMap<string, Readonly<Partial<Record<UpstreamFailureReason, number>>>>;
   /** By model. */
   readonly routingTokens: ReadonlyMap<string, { readonly prompt: number; readonly matched: number }>;
   /** By model, then reuse source (store, inflight, fresh). */
@@ -209,6 +214,18 @@ function buildEndpointStatus(
     cachedTokens: a.cachedTokens,
     cacheHitRate: ratio(a.cachedTokens, a.promptTokens),
     lastError: a.lastError ? buildErrorView(a.lastError) : null,
+    failedAttempts: buildFailedAttempts(s.failures.get(e.id)),
+  };
+}
+
+function buildFailedAttempts(
+  f: Readonly<Partial<Record<UpstreamFailureReason, number>>> | undefined,
+): EndpointStatus['failedAttempts'] {
+  return {
+    connect: round(f?.connect ?? 0),
+    timeout: round(f?.timeout ?? 0),
+    status: round(f?.status ?? 0),
+    interrupted: round(f?.interrupted ?? 0),
   };
 }
 
