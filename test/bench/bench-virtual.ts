@@ -5,12 +5,16 @@
 //
 //   node test/bench/bench-virtual.ts [--trace FILE] [--n 2000] [--policy cache-aware]
 //        [--settings '{"cacheAware":{"blockTokens":64}}'] [--load 0.8 | --stretch S]
-//        [--workers 4] [--max-total-tokens 413000] [--queued]
+//        [--workers 4] [--max-total-tokens 413000] [--queued] [--loss]
+//
+// `--policy sglang-router` runs the emulation of SGLang's router
+// (virtual-sglang-router.ts) on the request text instead of a gateway policy.
 //
 // Mirrors the gateway: route tokens are the pseudo-tokens of "user\n<text>\n"
 // (request-shape.ts), load = requests in flight to the endpoint (+ the
 // engine's waiting queue with --queued, as the gateway's /metrics scrape
-// would add), `completed` carries the runtime's cached_tokens report.
+// would add), `first-token` is observed when the engine emits a request's
+// first token, `completed` carries the runtime's cached_tokens report.
 // Latencies are model ms. Prints one JSON line.
 
 import { readFileSync } from 'node:fs';
@@ -18,7 +22,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { RoutingSettings } from '../../operator/src/api/index.ts';
-import { buildPolicy, type EndpointView, type RouteInput } from '../../gateway/src/policies/index.ts';
+import {
+  buildPolicy,
+  type Policy,
+  type EndpointView,
+  type RouteInput,
+} from '../../gateway/src/policies/index.ts';
 import { computeTextTokens } from '../../gateway/src/radix/blocks.ts';
 import { VirtualClock } from '../sim/clock.ts';
 import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
@@ -28,6 +37,7 @@ import { encode } from '../sim/tokenizer.ts';
 import { computeStretch, computeWorkload } from './bench-workload.ts';
 import { buildVirtualRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, parseTrace } from './replay-trace.ts';
+import { SglangRouterEmulation } from './virtual-sglang-router.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({
@@ -42,6 +52,7 @@ const { values } = parseArgs({
     'max-total-tokens': { type: 'string', default: '413000' },
     'prefill-tps': { type: 'string', default: '8000' },
     queued: { type: 'boolean', default: false },
+    loss: { type: 'boolean', default: false },
   },
 });
 
@@ -56,11 +67,15 @@ const stretch =
   values.stretch !== undefined
     ? Number(values.stretch)
     : computeStretch(workload.prompt_tps, workers * prefillTps, Number(values.load));
+const emulated = values.policy === 'sglang-router';
 const routing = RoutingSettings.parse({
   ...(JSON.parse(values.settings ?? '{}') as object),
-  policy: values.policy,
+  policy: emulated ? 'cache-aware' : values.policy,
 });
-const policy = buildPolicy(routing);
+const texts = new Map<string, string>();
+const policy: Policy = emulated
+  ? new SglangRouterEmulation((req) => texts.get(req.id) ?? '')
+  : buildPolicy(routing);
 
 const simCfg = parseSimArgs(['--model-path', 'sim', '--max-total-tokens', String(pool)]);
 if (!simCfg.ok) throw new Error(simCfg.error);
@@ -87,12 +102,46 @@ function setMaintenance(): void {
   });
 }
 
+// --loss: split the hit lost against the infinite-cache bound into `moved`
+// (the deepest reusable block was last served by another worker) and
+// `evicted` (same worker, or a new conversation), in tokens.
+const DEBUG_LOSS = values.loss === true;
+const loss = { moved: 0, evicted: 0, bound: 0 };
+const seenLen = new Map<string, number>();
+const lastAt = new Map<string, string>();
+function lossProbe(
+  rec: (typeof records)[number],
+  worker: string,
+): { bound: number; holder: string | undefined } {
+  let chain = '';
+  let matched = 0;
+  let holder: string | undefined;
+  let ok = true;
+  let remaining = rec.input_length;
+  for (const h of rec.hash_ids) {
+    if (remaining <= 0) break;
+    const len = Math.min(512, remaining);
+    chain = chain === '' ? String(h) : `${chain},${h}`;
+    if (ok && (seenLen.get(chain) ?? 0) >= len) {
+      matched += len;
+      holder = lastAt.get(chain);
+    } else ok = false;
+    if ((seenLen.get(chain) ?? 0) < len) seenLen.set(chain, len);
+    lastAt.set(chain, worker);
+    remaining -= len;
+  }
+  return {
+    bound: Math.min(matched, Math.max(0, rec.input_length - 1)),
+    holder: matched > 512 ? holder : undefined,
+  };
+}
 const out: RequestRecord[] = [];
 const t0 = records[0]?.timestamp ?? 0;
 const filler = encode(' ba')[0] ?? 0;
 records.forEach((rec, i) => {
   clock.setTimer((rec.timestamp - t0) * stretch, () => {
     const text = buildPromptText(rec);
+    if (emulated) texts.set(String(i), text);
     const input: RouteInput = {
       id: String(i),
       salt: 'bench-salt',
@@ -102,6 +151,7 @@ records.forEach((rec, i) => {
     const views = engines.map((_e, k) => view(k));
     const w = policy.select(views, input) ?? 0;
     const id = ids[w] ?? '';
+    const lossInfo = DEBUG_LOSS ? lossProbe(rec, id) : undefined;
     policy.observe?.({ kind: 'routed', endpoint: id, input });
     inFlight[w] = (inFlight[w] ?? 0) + 1;
     engines[w]?.submit(
@@ -112,7 +162,9 @@ records.forEach((rec, i) => {
         outputIds: Array.from({ length: Math.max(1, rec.output_length) }, () => filler),
       },
       {
-        onTokens: () => undefined,
+        onTokens: (generated: number) => {
+          if (generated === 1) policy.observe?.({ kind: 'first-token', endpoint: id, input });
+        },
         onFinish: (r: RequestResult) => {
           inFlight[w] = (inFlight[w] ?? 1) - 1;
           policy.observe?.({
@@ -121,6 +173,13 @@ records.forEach((rec, i) => {
             input: { ...input, now: clock.now() },
             report: { promptTokens: r.promptTokens, cachedTokens: r.cachedTokens },
           });
+          if (emulated) texts.delete(String(i));
+          if (lossInfo) {
+            const lost = Math.max(0, lossInfo.bound - r.cachedTokens);
+            if (lossInfo.holder !== undefined && lossInfo.holder !== id) loss.moved += lost;
+            else loss.evicted += lost;
+            loss.bound += lossInfo.bound;
+          }
           out.push(buildVirtualRecord(i, id, r));
         },
       },
@@ -132,7 +191,7 @@ const s = computeSummary(out, workload.bound, clock.now(), 1);
 console.log(
   JSON.stringify({
     policy: values.policy,
-    settings: routing,
+    settings: emulated ? 'sglang-router 0.3.2 defaults' : routing,
     stretch: Number(stretch.toFixed(3)),
     hit_rate: s.hit_rate,
     hit_rate_vs_bound: s.hit_rate_vs_bound,
@@ -142,5 +201,6 @@ console.log(
     e2e_p99_ms: s.e2e_p99_ms,
     imbalance: s.imbalance,
     per_worker: s.per_worker,
+    ...(DEBUG_LOSS ? { loss } : {}),
   }),
 );

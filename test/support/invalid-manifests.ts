@@ -235,6 +235,12 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'cacheAware.balanceAbsThreshold must be 0 or more',
   },
   {
+    name: 'negative cost weight',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.cacheAware.costWeight = -2),
+    expect: 'cacheAware.costWeight must be 0 or more',
+  },
+  {
     name: 'prefix-hash load factor of 1',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.prefixHash = { loadFactor: 1 }),

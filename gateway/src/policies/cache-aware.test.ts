@@ -8,6 +8,7 @@ const base: CacheAwareConfig = {
   balanceRelThreshold: 1.5,
   maxTreeTokens: 1024,
   blockTokens: 4,
+  costWeight: 0,
 };
 
 /** A policy where `a` holds tokens 0..63 (16 blocks). */
@@ -137,5 +138,79 @@ describe('CacheAwarePolicy', () => {
 
   it('returns undefined with no endpoints', () => {
     expect(new CacheAwarePolicy(base).select([], input('r', range(0, 8)))).toBeUndefined();
+  });
+
+  describe('cost routing (costWeight > 0)', () => {
+    const cost = (w = 2): CacheAwarePolicy => warmed({ costWeight: w });
+    const eps = () => [ep('a'), ep('b')];
+
+    it('a new prompt goes to the endpoint with less prefill backlog', () => {
+      const p = cost();
+      // a carries the warm-up's 64 tokens until its first token.
+      expect(route(p, eps(), input('q1', range(1000, 40)))).toBe('b'); // 64+80 vs 0+80
+      expect(route(p, eps(), input('q2', range(2000, 40)))).toBe('b'); // 64+80 vs 40+80
+      p.observe({ kind: 'first-token', endpoint: 'a', input: input('w', range(0, 64)) });
+      expect(route(p, eps(), input('q3', range(3000, 40)))).toBe('a'); // 0+80 vs 80+80
+    });
+
+    it('the holder wins while its backlog is below costWeight x the tokens it saves', () => {
+      const p = cost(2);
+      // b gets a backlog of 100 uncached tokens; a holds 64 tokens of the next prompt.
+      p.observe({ kind: 'routed', endpoint: 'b', input: input('x', range(5000, 100)) });
+      expect(route(p, eps(), input('r', range(0, 64)))).toBe('a');
+      // a now carries backlog too: 64 (warm-up) + 0 uncached; give it 200 more.
+      p.observe({ kind: 'routed', endpoint: 'a', input: input('y', range(7000, 200)) });
+      // a: 264 + 2*0 = 264 vs b: 100 + 2*64 = 228 → b.
+      expect(p.select([ep('a'), ep('b')], input('s', range(0, 64)))).toBe(1);
+    });
+
+    it('first-token takes a request out of the backlog, once', () => {
+      const p = cost();
+      const req = input('q', range(3000, 40));
+      p.observe({ kind: 'routed', endpoint: 'b', input: req });
+      expect(p.backlogTokens('b')).toBe(40);
+      p.observe({ kind: 'first-token', endpoint: 'b', input: req });
+      expect(p.backlogTokens('b')).toBe(0);
+      p.observe({
+        kind: 'completed',
+        endpoint: 'b',
+        input: req,
+        report: { promptTokens: 40, cachedTokens: 0 },
+      });
+      expect(p.backlogTokens('b')).toBe(0);
+      expect(p.backlogTokens('a')).toBe(64); // warm-up request never started
+    });
+
+    it('completed or failed without a first token also ends the backlog', () => {
+      const p = cost();
+      const r1 = input('q1', range(3000, 40));
+      const r2 = input('q2', range(4000, 20));
+      p.observe({ kind: 'routed', endpoint: 'b', input: r1 });
+      p.observe({ kind: 'routed', endpoint: 'b', input: r2 });
+      p.observe({ kind: 'completed', endpoint: 'b', input: r1 });
+      expect(p.backlogTokens('b')).toBe(20);
+      p.observe({ kind: 'failed', endpoint: 'b', input: r2 });
+      expect(p.backlogTokens('b')).toBe(0);
+    });
+
+    it('counts only the part of the prompt the endpoint does not hold', () => {
+      const p = cost();
+      p.observe({ kind: 'routed', endpoint: 'a', input: input('r', [...range(0, 64), ...range(900, 16)]) });
+      expect(p.backlogTokens('a')).toBe(64 + 16);
+    });
+
+    it('the imbalance guard still applies first', () => {
+      const p = cost(100);
+      const e = [ep('a', { inFlight: 10 }), ep('b', { inFlight: 2 })];
+      expect(p.select(e, input('r', range(0, 64)))).toBe(1);
+    });
+
+    it('a restarted endpoint loses its backlog with its tree', () => {
+      const p = cost();
+      p.syncEndpoints([ep('a'), ep('b')]);
+      p.observe({ kind: 'routed', endpoint: 'b', input: input('x', range(5000, 100)) });
+      p.syncEndpoints([ep('a'), ep('b', { generation: 'g2' })]);
+      expect(p.backlogTokens('b')).toBe(0);
+    });
   });
 });

@@ -27,6 +27,20 @@
 // - An endpoint's tree is dropped when its generation (pod uid, restarts,
 //   identity fingerprint) changes: the runtime's cache is empty.
 // - Ties among least-loaded endpoints go to the smaller tree (spreads cache).
+// - Cost routing (costWeight > 0, the default) replaces the threshold step:
+//     backlog(e)  = predicted uncached prompt tokens this policy sent to e
+//                   that have not produced a first token yet ('first-token'
+//                   outcome; 'completed'/'failed' also end it)
+//     uncached(e) = prompt tokens - tier-weighted match on e
+//     choose        argmin backlog(e) + costWeight x uncached(e),
+//                   ties → least load, then the smaller tree
+//   backlog/prefill rate is the queueing part of TTFT (the runtime prefills
+//   FCFS, before decode), uncached/rate its own part; costWeight > 1 values
+//   keeping a conversation's cache over one request's TTFT, so affinity
+//   yields only to a backlog costWeight times the tokens it would save. The
+//   imbalance guard above still applies first. Measured in virtual time
+//   (test/bench/bench-virtual.ts): TTFT p50 -15..-35% against threshold
+//   routing, hit rate within +-0.003.
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '../../../operator/src/api/index.ts';
@@ -53,6 +67,9 @@ const MAX_PENDING = 100_000;
 interface Pending {
   readonly endpoint: string;
   readonly predictedBlocks: number;
+  /** Predicted uncached prompt tokens (route units), counted in the backlog until the first token. */
+  readonly uncached: number;
+  started: boolean;
 }
 
 export class CacheAwarePolicy implements Policy {
@@ -65,6 +82,8 @@ export class CacheAwarePolicy implements Policy {
   readonly #pending = new Map<string, Pending>();
   readonly #hostShare = new Map<string, number>();
   readonly #generations = new Map<string, string>();
+  /** Predicted uncached prompt tokens sent to each endpoint and not yet past prefill. */
+  readonly #backlog = new Map<string, number>();
 
   constructor(cfg: CacheAwareConfig) {
     this.#cfg = cfg;
@@ -83,6 +102,20 @@ export class CacheAwarePolicy implements Policy {
     if (key.blocks.length === 0) return this.#leastLoaded(endpoints);
     const matches = this.#tree.matchByEndpoint(key);
     const scores = endpoints.map((e) => this.#effectiveMatch(e, matches.get(e.id) ?? 0));
+    const w = this.#cfg.costWeight;
+    if (w > 0) {
+      const total = req.tokens.length;
+      const bt = this.#cfg.blockTokens;
+      const cost = endpoints.map(
+        (e, i) => (this.#backlog.get(e.id) ?? 0) + w * Math.max(0, total - (scores[i] as number) * bt),
+      );
+      const bestCost = Math.min(...cost);
+      return indexOfMin(endpoints, (e, i) => {
+        if ((cost[i] as number) > bestCost) return Infinity;
+        const size = this.#tree.sizeOf(e.id);
+        return (loads[i] as number) + (0.5 * size) / (size + 1);
+      });
+    }
     const best = Math.max(...scores);
     if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
     return indexOfMin(endpoints, (_e, i) => (scores[i] === best ? (loads[i] as number) : Infinity));
@@ -94,13 +127,23 @@ export class CacheAwarePolicy implements Policy {
     switch (outcome.kind) {
       case 'routed': {
         const predictedBlocks = this.#tree.matchByEndpoint(key).get(endpoint) ?? 0;
-        if (this.#pending.size >= MAX_PENDING)
-          this.#pending.delete(this.#pending.keys().next().value as string);
-        this.#pending.set(input.id, { endpoint, predictedBlocks });
+        if (this.#pending.size >= MAX_PENDING) {
+          const oldest = this.#pending.keys().next().value as string;
+          this.#settle(this.#pending.get(oldest));
+          this.#pending.delete(oldest);
+        }
+        const uncached = Math.max(0, input.tokens.length - predictedBlocks * this.#cfg.blockTokens);
+        this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, started: false });
+        this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
         this.#tree.insert(key, endpoint, input.now);
         // Between timer runs, keep one endpoint from growing without bound.
         if (this.#tree.sizeOf(endpoint) > 2 * this.#maxBlocks)
           this.#tree.evict(this.#maxBlocks, input.now, this.#cfg.maxIdle);
+        return;
+      }
+      case 'first-token': {
+        const pending = this.#pending.get(input.id);
+        if (pending?.endpoint === endpoint) this.#settle(pending);
         return;
       }
       case 'completed': {
@@ -147,6 +190,11 @@ export class CacheAwarePolicy implements Policy {
     return (this.#tree.matchByEndpoint(this.#keyOf(req)).get(endpointId) ?? 0) * this.#cfg.blockTokens;
   }
 
+  /** Predicted uncached prompt tokens sent to `endpointId` and not yet past prefill. */
+  backlogTokens(endpointId: string): number {
+    return this.#backlog.get(endpointId) ?? 0;
+  }
+
   /** Tokens the tree believes `endpointId` holds. */
   treeTokens(endpointId: string): number {
     return this.#tree.sizeOf(endpointId) * this.#cfg.blockTokens;
@@ -181,7 +229,17 @@ export class CacheAwarePolicy implements Policy {
     const pending = this.#pending.get(id);
     if (pending?.endpoint !== endpoint) return undefined;
     this.#pending.delete(id);
+    this.#settle(pending);
     return pending;
+  }
+
+  /** The request's prefill is over (or it ended): it leaves its endpoint's backlog. */
+  #settle(pending: Pending | undefined): void {
+    if (!pending || pending.started) return;
+    pending.started = true;
+    const left = (this.#backlog.get(pending.endpoint) ?? 0) - pending.uncached;
+    if (left > 0) this.#backlog.set(pending.endpoint, left);
+    else this.#backlog.delete(pending.endpoint);
   }
 
   #learnTier(endpoint: string, device: number | undefined, host: number | undefined): void {
@@ -194,6 +252,7 @@ export class CacheAwarePolicy implements Policy {
     this.#tree.removeEndpoint(id);
     this.#hostShare.delete(id);
     this.#generations.delete(id);
+    this.#backlog.delete(id);
     for (const [rid, p] of this.#pending) if (p.endpoint === id) this.#pending.delete(rid);
   }
 }

@@ -49,6 +49,11 @@ export type RouteOutcome =
       readonly input: RouteInput;
       readonly report?: CacheReport;
     }
+  /**
+   * The endpoint produced the request's first output byte (first SSE chunk,
+   * or the whole body when not streaming): its prefill is over.
+   */
+  | { readonly kind: 'first-token'; readonly endpoint: string; readonly input: RouteInput }
   | { readonly kind: 'failed'; readonly endpoint: string; readonly input: RouteInput };
 
 export interface Policy {

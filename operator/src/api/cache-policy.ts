@@ -45,6 +45,14 @@ export const CacheAwareSettings = withRules(
         .int()
         .default(16)
         .meta({ description: 'Tokens per block the tree matches on (1..4096).' }),
+      costWeight: z
+        .number()
+        .default(64)
+        .meta({
+          description:
+            'Cost routing: the endpoint with the least (prefill tokens it has not started + costWeight x this ' +
+            'prompt tokens it does not hold) wins; 0 = threshold routing (matchThreshold, then least loaded).',
+        }),
     })
     .meta({ description: 'Settings of the cache-aware policy.' }),
   [
@@ -78,17 +86,22 @@ export const CacheAwareSettings = withRules(
       fieldPath: '.blockTokens',
       check: (s) => s.blockTokens >= 1 && s.blockTokens <= 4096,
     },
+    {
+      cel: 'self.costWeight >= 0.0',
+      message: 'cacheAware.costWeight must be 0 or more',
+      fieldPath: '.costWeight',
+      check: (s) => s.costWeight >= 0,
+    },
   ],
 );
 
 export const PrefixHashSettings = withRules(
   z
     .object({
-      prefixBlocks: z
-        .number()
-        .int()
-        .default(4)
-        .meta({ description: 'Leading blocks hashed to choose the endpoint.' }),
+      prefixBlocks: z.number().int().default(16).meta({
+        description:
+          'Leading blocks hashed to choose the endpoint; cover more than the prefix all requests share.',
+      }),
       blockTokens: z.number().int().default(64).meta({ description: 'Tokens per hashed block.' }),
       loadFactor: z.number().default(1.25).meta({
         description: 'Bounded load: an endpoint takes at most loadFactor x mean in-flight requests (> 1).',

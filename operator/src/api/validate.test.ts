@@ -33,7 +33,7 @@ describe('validateResource', () => {
     const result = validateResource(loadSample('cachepolicy.yaml'));
     if (!result.ok || result.value.kind !== 'CachePolicy') throw new Error('sample must parse');
     expect(result.value.spec.routing.prefixHash).toEqual({
-      prefixBlocks: 4,
+      prefixBlocks: 16,
       blockTokens: 64,
       loadFactor: 1.25,
     });
