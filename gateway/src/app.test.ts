@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
 import { build } from './app.ts';
 import { ManualClock } from './clock.ts';
+import type { CacheAwarePolicy } from './policies/cache-aware.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
 import { eventually, Gate, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
 
@@ -310,6 +311,36 @@ describe('streaming over real HTTP', () => {
     for (let r = await reader.read(); !r.done; r = await reader.read())
       rest += new TextDecoder().decode(r.value);
     expect(rest).toContain('data: [DONE]');
+    await eventually(() => inFlight() === 0);
+  });
+
+  it('a stream leaves the cache-aware prefill backlog at its first chunk, not at its end', async () => {
+    table.replace([route({}, { routing: { policy: 'cache-aware' } })]);
+    const base = await listen();
+    for (const up of [a, b]) {
+      up.headGate = new Gate();
+      up.streamGate = new Gate();
+    }
+    const backlog = () => {
+      const p = app.gateway.policyOf('ns/m') as CacheAwarePolicy | undefined;
+      return (p?.backlogTokens('a') ?? 0) + (p?.backlogTokens('b') ?? 0);
+    };
+    const res = fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat({ stream: true, messages: [{ role: 'user', content: 'y'.repeat(2000) }] })),
+    });
+    await eventually(() => a.headGate.waiting + b.headGate.waiting === 1);
+    expect(backlog()).toBeGreaterThan(0); // sent, prefill not over
+    a.headGate.open();
+    b.headGate.open();
+    const reader = ((await res).body as ReadableStream<Uint8Array>).getReader();
+    await reader.read(); // the first chunk
+    await eventually(() => backlog() === 0);
+    expect(inFlight()).toBe(1); // still streaming
+    a.streamGate.open();
+    b.streamGate.open();
+    while (!(await reader.read()).done);
     await eventually(() => inFlight() === 0);
   });
 

@@ -118,10 +118,13 @@ interface LoadGuard {
   release(): void;
 }
 
+/** What a delivery reports: the first body byte (prefill is over), then once the end. */
 type DeliveryOutcome =
-  { readonly kind: 'completed'; readonly report: CacheReport | undefined } | { readonly kind: 'failed' };
+  | { readonly kind: 'first-byte' }
+  | { readonly kind: 'completed'; readonly report: CacheReport | undefined }
+  | { readonly kind: 'failed' };
 
-/** Hands a started response to the client; calls `done` once the endpoint is finished with. */
+/** Hands a started response to the client; reports its progress, and `completed`/`failed` once the endpoint is finished with. */
 type Deliver<T, R> = (
   endpoint: RouteEndpoint,
   res: R,
@@ -196,6 +199,11 @@ export class Gateway {
   /** Requests waiting for an identical one in flight (reuse de-duplication). */
   get reuseWaiting(): number {
     return this.#reuser.waitingCount;
+  }
+
+  /** The routing policy a deployment's requests use, once it has served one (for status and tests). */
+  policyOf(deployment: string): Policy | undefined {
+    return this.#policies.get(deployment)?.policy;
   }
 
   inFlightOf(endpointId: string): number {
@@ -327,6 +335,10 @@ export class Gateway {
       }
       release.info = { ok: true, latencyMs: this.#clock.now() - start };
       return deliver(endpoint, res, (outcome) => {
+        if (outcome.kind === 'first-byte') {
+          policy.observe?.({ kind: 'first-token', endpoint: endpoint.id, input });
+          return;
+        }
         guard.release();
         policy.observe?.(
           outcome.kind === 'failed'
@@ -398,7 +410,9 @@ export class Gateway {
       throw mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
     }
     release.info = { ok: true, latencyMs: this.#clock.now() - start };
-    return deliver(decode, res, () => decodeGuard.release());
+    return deliver(decode, res, (outcome) => {
+      if (outcome.kind !== 'first-byte') decodeGuard.release();
+    });
   }
 
   async #runPrefill(
@@ -473,7 +487,13 @@ export class Gateway {
     res: StreamedResponse,
     done: (outcome: DeliveryOutcome) => void,
   ): Promise<Served> {
-    const piped = await pipeStream(fwd.ctx.reply, res, { [ENDPOINT_HEADER]: endpoint.id }, fwd.ctx.signal);
+    const piped = await pipeStream(
+      fwd.ctx.reply,
+      res,
+      { [ENDPOINT_HEADER]: endpoint.id },
+      fwd.ctx.signal,
+      () => done({ kind: 'first-byte' }),
+    );
     // Even an interrupted stream was prefilled: the endpoint holds the prompt.
     done({ kind: 'completed', report: piped.report });
     return { kind: 'streamed' };

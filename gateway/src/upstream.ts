@@ -161,6 +161,7 @@ export async function pipeStream(
   res: StreamedResponse,
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
+  onFirstChunk: () => void = () => undefined,
 ): Promise<PipeResult> {
   const sniffer = new SseReportSniffer();
   reply.hijack();
@@ -172,7 +173,12 @@ export async function pipeStream(
   });
   raw.flushHeaders();
   try {
+    let first = true;
     for (let chunk = await res.read(); chunk !== null; chunk = await res.read()) {
+      if (first) {
+        first = false;
+        onFirstChunk();
+      }
       sniffer.push(chunk);
       if (!raw.write(chunk)) await once(raw, 'drain', { signal });
     }
