@@ -344,6 +344,45 @@ describe('streaming over real HTTP', () => {
     await eventually(() => inFlight() === 0);
   });
 
+  it('least-load weighs the prefill backlog it predicts from learned prefill rates', async () => {
+    await app.close();
+    const clock = new ManualClock();
+    app = build({ table, clock });
+    table.replace([route({}, { routing: { policy: 'least-load' } })]);
+    const base = await listen();
+    const send = (content: string) =>
+      fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(chat({ stream: true, messages: [{ role: 'user', content }] })),
+      });
+    const endpointOf = async (res: Promise<Response>) => (await res).headers.get('x-cacheroute-endpoint');
+    // Learn each endpoint's rate: a short prompt alone, 1 s to its first byte.
+    for (const up of [a, b]) {
+      up.headGate = new Gate();
+      const learning = send('hello');
+      await eventually(() => up.headGate.waiting === 1);
+      clock.advance(1000);
+      up.headGate.open();
+      await (await learning).text();
+    }
+    // a: a long prompt not yet past prefill. b: a stream past its first byte. One request each.
+    a.headGate = new Gate();
+    const long = send('z'.repeat(20_000));
+    await eventually(() => a.headGate.waiting === 1);
+    b.streamGate = new Gate();
+    const held = send('hello');
+    expect(await endpointOf(held)).toBe('b');
+    // Equal in-flight counts (the rotation alone would pick a): a's backlog sends it to b.
+    const last = send('hello');
+    await eventually(() => a.received.length + b.received.length === 5);
+    expect(b.received).toHaveLength(3);
+    a.headGate.open();
+    b.streamGate.open();
+    for (const res of [long, held, last]) await (await res).text();
+    await eventually(() => inFlight() === 0);
+  });
+
   it('a client abort mid-stream aborts the upstream and releases the endpoint', async () => {
     const base = await listen();
     a.streamGate = new Gate();

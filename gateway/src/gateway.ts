@@ -19,7 +19,9 @@ import {
   type EndpointView,
   type Policy,
   type RouteInput,
+  type RouteOutcome,
 } from './policies/index.ts';
+import { PrefillTracker } from './prefill-tracker.ts';
 import {
   computeEffectiveSalt,
   computeRouteTokens,
@@ -149,6 +151,7 @@ export class Gateway {
   readonly #upstream: Required<UpstreamOptions>;
   readonly #policies = new Map<string, PolicyEntry>();
   readonly #inFlight = new Map<string, number>();
+  readonly #prefill = new PrefillTracker();
   readonly admission: AdmissionRegistry;
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
@@ -315,14 +318,14 @@ export class Gateway {
       if (attempt > 0) this.#metrics.retries.inc({ model: route.model });
       tried.add(endpoint.id);
       const guard = this.#trackLoad(endpoint.id);
-      policy.observe?.({ kind: 'routed', endpoint: endpoint.id, input });
+      this.#observe(policy, { kind: 'routed', endpoint: endpoint.id, input });
       const start = this.#clock.now();
       const res = await exchange
         .send(this.#send, endpoint.url, ctx.path, fwd.body, ctx.signal)
         .catch((err: unknown) => ({ error: err }));
       if ('error' in res || res.statusCode >= 500) {
         guard.release();
-        policy.observe?.({ kind: 'failed', endpoint: endpoint.id, input });
+        this.#observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
         if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
         release.info = { ok: false };
         const failure = 'error' in res ? res.error : res;
@@ -336,11 +339,12 @@ export class Gateway {
       release.info = { ok: true, latencyMs: this.#clock.now() - start };
       return deliver(endpoint, res, (outcome) => {
         if (outcome.kind === 'first-byte') {
-          policy.observe?.({ kind: 'first-token', endpoint: endpoint.id, input });
+          this.#observe(policy, { kind: 'first-token', endpoint: endpoint.id, input });
           return;
         }
         guard.release();
-        policy.observe?.(
+        this.#observe(
+          policy,
           outcome.kind === 'failed'
             ? { kind: 'failed', endpoint: endpoint.id, input }
             : { kind: 'completed', endpoint: endpoint.id, input, ...withReport(outcome.report) },
@@ -392,7 +396,7 @@ export class Gateway {
     const pairAbort = new AbortController();
     const signal = AbortSignal.any([ctx.signal, pairAbort.signal]);
     const decodeGuard = this.#trackLoad(decode.id);
-    policy.observe?.({ kind: 'routed', endpoint: prefill.id, input });
+    this.#observe(policy, { kind: 'routed', endpoint: prefill.id, input });
     // The prefill's answer is only read for its cache report; a failed prefill aborts the decode.
     void this.#runPrefill(fwd, policy, prefill, body, signal, () => pairAbort.abort());
     const start = this.#clock.now();
@@ -430,12 +434,17 @@ export class Gateway {
     guard.release();
     if ('error' in res || res.statusCode >= 300) {
       if (!signal.aborted) this.#countFailure(prefill, 'error' in res ? res.error : res);
-      policy.observe?.({ kind: 'failed', endpoint: prefill.id, input: fwd.input });
+      this.#observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
       onFailure();
       return;
     }
     const report = computeBufferedReport(res);
-    policy.observe?.({ kind: 'completed', endpoint: prefill.id, input: fwd.input, ...withReport(report) });
+    this.#observe(policy, {
+      kind: 'completed',
+      endpoint: prefill.id,
+      input: fwd.input,
+      ...withReport(report),
+    });
   }
 
   async #admit(route: ModelRoute, signal: AbortSignal): Promise<Permit> {
@@ -519,13 +528,36 @@ export class Gateway {
 
   #view(e: RouteEndpoint): EndpointView {
     const load = this.#runtimeLoad(e.id);
+    const rate = this.#prefill.tokensPerSecond(e.id);
     return {
       id: e.id,
       inFlight: this.inFlightOf(e.id),
       queued: load?.queued ?? 0,
       generation: `${e.generation ?? ''}/${e.fingerprint}`,
+      pendingPrefillTokens: this.#prefill.pendingTokens(e.id),
+      ...(rate !== undefined ? { prefillTokensPerSecond: rate } : {}),
       ...(load?.tokenUsage !== undefined ? { tokenUsage: load.tokenUsage } : {}),
     };
+  }
+
+  /** Tells the policy, and the prefill tracker every policy's endpoint views read. */
+  #observe(policy: Policy, outcome: RouteOutcome): void {
+    const { endpoint, input } = outcome;
+    switch (outcome.kind) {
+      case 'routed':
+        this.#prefill.sent(input.id, endpoint, input.tokens.length, this.#clock.now());
+        break;
+      case 'first-token':
+        this.#prefill.firstByte(input.id, this.#clock.now());
+        break;
+      case 'completed':
+        this.#prefill.finished(input.id, outcome.report);
+        break;
+      case 'failed':
+        this.#prefill.finished(input.id, undefined);
+        break;
+    }
+    policy.observe?.(outcome);
   }
 
   #countFailure(endpoint: RouteEndpoint, failure: unknown): void {

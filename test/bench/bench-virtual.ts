@@ -28,6 +28,7 @@ import {
   type EndpointView,
   type RouteInput,
 } from '../../gateway/src/policies/index.ts';
+import { PrefillTracker } from '../../gateway/src/prefill-tracker.ts';
 import { computeTextTokens } from '../../gateway/src/radix/blocks.ts';
 import { VirtualClock } from '../sim/clock.ts';
 import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
@@ -86,12 +87,20 @@ const engines = Array.from(
 );
 const ids = engines.map((_e, i) => `w${i}`);
 const inFlight = engines.map(() => 0);
-const view = (i: number): EndpointView => ({
-  id: ids[i] ?? '',
-  inFlight: inFlight[i] ?? 0,
-  queued: values.queued ? (engines[i]?.snapshot().numWaitingReqs ?? 0) : 0,
-  generation: 'g',
-});
+// The gateway's shell keeps this for every policy (gateway.ts #observe).
+const prefill = new PrefillTracker();
+const view = (i: number): EndpointView => {
+  const id = ids[i] ?? '';
+  const rate = prefill.tokensPerSecond(id);
+  return {
+    id,
+    inFlight: inFlight[i] ?? 0,
+    queued: values.queued ? (engines[i]?.snapshot().numWaitingReqs ?? 0) : 0,
+    generation: 'g',
+    pendingPrefillTokens: prefill.pendingTokens(id),
+    ...(rate !== undefined ? { prefillTokensPerSecond: rate } : {}),
+  };
+};
 policy.syncEndpoints?.(engines.map((_e, i) => view(i)));
 setMaintenance();
 
@@ -153,6 +162,7 @@ records.forEach((rec, i) => {
     const id = ids[w] ?? '';
     const lossInfo = DEBUG_LOSS ? lossProbe(rec, id) : undefined;
     policy.observe?.({ kind: 'routed', endpoint: id, input });
+    prefill.sent(input.id, id, input.tokens.length, clock.now());
     inFlight[w] = (inFlight[w] ?? 0) + 1;
     engines[w]?.submit(
       {
@@ -163,10 +173,13 @@ records.forEach((rec, i) => {
       },
       {
         onTokens: (generated: number) => {
-          if (generated === 1) policy.observe?.({ kind: 'first-token', endpoint: id, input });
+          if (generated !== 1) return;
+          policy.observe?.({ kind: 'first-token', endpoint: id, input });
+          prefill.firstByte(input.id, clock.now());
         },
         onFinish: (r: RequestResult) => {
           inFlight[w] = (inFlight[w] ?? 1) - 1;
+          prefill.finished(input.id, { promptTokens: r.promptTokens, cachedTokens: r.cachedTokens });
           policy.observe?.({
             kind: 'completed',
             endpoint: id,
