@@ -1,6 +1,7 @@
 // Info, health, cache, tokenizer, load and metrics endpoints (entrypoints/http_server.py, v1_loads.py).
 
 import type http from 'node:http';
+import type { AbortState } from './api-generate.ts';
 import { FAKE_BOOTSTRAP_HOST } from './pd.ts';
 import { HttpError, readJson, sendJson, sendText } from './http-util.ts';
 import { buildLoad, renderLoadsPrometheus, renderMetrics } from './metrics.ts';
@@ -9,6 +10,7 @@ import type { SimServer } from './server.ts';
 import { VOCAB_SIZE, decode, encode } from './tokenizer.ts';
 
 const HEALTH_TIMEOUT_MS = 20_000;
+const HEALTH_POLL_MS = 1_000;
 
 export function buildServerInfo(server: SimServer): Record<string, unknown> {
   const s = server.engine.snapshot();
@@ -53,28 +55,47 @@ async function checkHealth(server: SimServer, res: http.ServerResponse): Promise
     sendText(res, 503, '');
     return;
   }
-  // One token of input_ids [0], as SGLang's health check; PD uses the fake bootstrap host, room 0.
+  // SGLang's health_generate: submit one token of input_ids [0] (PD: the fake bootstrap host,
+  // room 0), then poll each second; any output from the scheduler since the check began (its own
+  // token or another request's) is healthy. Under load that is the first poll, not the end of
+  // the queue; 503 only after 20 s without any output.
   const pd = server.config.sglang.disaggregation_mode !== 'null';
-  const run = server.runGeneration(
-    {
-      rid: `HEALTH_CHECK_${server.newRid()}`,
-      promptIds: [0],
-      maxNewTokens: 1,
-      seed: 0,
-      rules: { stop: [], stopTokenIds: [] },
-      namespace: '\u0000health',
-      bootstrap: pd
-        ? { host: FAKE_BOOTSTRAP_HOST, port: server.config.sglang.disaggregation_bootstrap_port, room: 0 }
-        : null,
-    },
-    () => undefined,
-    { aborted: false },
-  );
-  const timeout = new Promise<'timeout'>((resolve) =>
-    server.clock.setTimer(HEALTH_TIMEOUT_MS, () => resolve('timeout')),
-  );
-  const outcome = await Promise.race([run, timeout]);
-  sendText(res, outcome === 'timeout' || outcome.finish.type === 'abort' ? 503 : 200, '');
+  const abort: AbortState = { aborted: false };
+  const tokensBefore = server.engine.counters.generationTokens;
+  let answered = false;
+  void server
+    .runGeneration(
+      {
+        rid: `HEALTH_CHECK_${server.newRid()}`,
+        promptIds: [0],
+        maxNewTokens: 1,
+        seed: 0,
+        rules: { stop: [], stopTokenIds: [] },
+        namespace: '\u0000health',
+        bootstrap: pd
+          ? { host: FAKE_BOOTSTRAP_HOST, port: server.config.sglang.disaggregation_bootstrap_port, room: 0 }
+          : null,
+      },
+      () => undefined,
+      abort,
+    )
+    .then((outcome) => (answered = outcome.finish.type !== 'abort'));
+  for (let waited = 0; waited < HEALTH_TIMEOUT_MS; waited += HEALTH_POLL_MS) {
+    await new Promise<void>((resolve) => server.clock.setTimer(HEALTH_POLL_MS, resolve));
+    if (answered || server.engine.counters.generationTokens > tokensBefore) {
+      abortHealthCheck(abort);
+      sendText(res, 200, '');
+      return;
+    }
+  }
+  abortHealthCheck(abort);
+  sendText(res, 503, '');
+}
+
+/** SGLang cancels its health request once answered; the engine need not run it. */
+function abortHealthCheck(abort: AbortState): void {
+  abort.aborted = true;
+  abort.onAbort?.();
 }
 
 async function handleLoads(server: SimServer, res: http.ServerResponse, url: URL): Promise<void> {

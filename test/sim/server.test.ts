@@ -324,3 +324,36 @@ describe('info, health, cache and load endpoints', () => {
     }
   });
 });
+
+describe('/health under load (SGLang answers on any scheduler output, not on its own turn)', () => {
+  let busy: RunningSim;
+  beforeAll(async () => {
+    busy = await startSim([
+      '--model-path',
+      MODEL,
+      '--max-running-requests',
+      '1',
+      '--sim-decode-base-ms',
+      '50',
+    ]);
+  });
+  afterAll(() => busy.close());
+
+  const untilRunning = async (): Promise<void> => {
+    for (let i = 0; i < 100_000 && busy.server.engine.snapshot().numRunningReqs < 1; i++)
+      await new Promise((r) => setImmediate(r));
+  };
+
+  it('is 200 at the first one-second poll while another request decodes and its own waits', async () => {
+    const long = postJson(`${busy.url}/generate`, {
+      text: 'x',
+      sampling_params: { max_new_tokens: 2000, ignore_eos: true },
+    }); // 100 s of decode, holding the only running slot
+    await untilRunning();
+    const start = busy.clock.now();
+    expect((await fetch(`${busy.url}/health`)).status).toBe(200);
+    // Answered at the first poll (1 s); before, it waited its turn behind the 100 s request.
+    expect(busy.clock.now() - start).toBeLessThan(2000);
+    expect((await long).status).toBe(200);
+  });
+});
