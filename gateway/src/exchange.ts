@@ -2,8 +2,13 @@
 // requests, read into one string), or streamed (SSE passed through). The
 // forwarding code is the same for both; only sending and dropping differ.
 
-import { sendBuffered, type BufferedResponse, type SendOptions } from './upstream.ts';
-import { sendStreamed, type StreamedResponse } from './upstream-stream.ts';
+import {
+  sendBuffered,
+  sendStreamed,
+  type BufferedResponse,
+  type SendOptions,
+  type StreamedResponse,
+} from './upstream-answer.ts';
 
 export interface Exchange<R extends { readonly statusCode: number }> {
   send(

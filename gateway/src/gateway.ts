@@ -65,16 +65,18 @@ import { extractCacheReport } from './upstream-report.ts';
 import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './exchange.ts';
 import {
   AnswerInterruptedError,
+  sendBuffered,
+  type BufferedResponse,
+  type SendOptions,
+  type StreamedResponse,
+} from './upstream-answer.ts';
+import {
   classifyUpstreamFailure,
   computeBufferedReport,
   headerString,
   mapUpstreamFailure,
   pipeStream,
-  sendBuffered,
-  type BufferedResponse,
-  type SendOptions,
 } from './upstream.ts';
-import type { StreamedResponse } from './upstream-stream.ts';
 
 export interface RuntimeLoad {
   /** `sglang:num_queue_reqs` */

@@ -2,98 +2,12 @@
 // map failures to our error codes (never the runtime's own text).
 
 import { once } from 'node:events';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { Agent, Dispatcher } from 'undici';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import type { UpstreamFailureReason } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
 import { extractCacheReport, SseReportSniffer } from './upstream-report.ts';
-import type { StreamedResponse } from './upstream-stream.ts';
-
-export interface SendOptions {
-  readonly agent: Agent;
-  readonly headersTimeoutMs: number;
-  readonly bodyTimeoutMs: number;
-}
-
-export interface BufferedResponse {
-  readonly statusCode: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly text: string;
-}
-
-/**
- * A whole answer read into one string, on undici's dispatch API directly.
- * request() wraps every answer in a body stream, an abort listener and promise
- * chains that outlive a young-generation GC at a few hundred requests/s; their
- * promotion made scavenges take 5-10 ms, the gateway's whole p99 (make bench,
- * overhead). Non-streaming answers arrive at the end of generation anyway.
- */
-export function sendBuffered(
-  opts: SendOptions,
-  baseUrl: string,
-  path: string,
-  body: Record<string, unknown>,
-  signal: AbortSignal,
-): Promise<BufferedResponse> {
-  if (signal.aborted) return Promise.reject(toError(signal.reason));
-  const url = new URL(path, baseUrl);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let statusCode = 0;
-    let headers: IncomingHttpHeaders = {};
-    let controller: Dispatcher.DispatchController | undefined;
-    let started = false;
-    const onAbort = (): void => controller?.abort(toError(signal.reason));
-    signal.addEventListener('abort', onAbort, { once: true });
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        if (signal.aborted) c.abort(toError(signal.reason));
-      },
-      onResponseStart(_c, status, h) {
-        started = true;
-        statusCode = status;
-        headers = h;
-      },
-      onResponseData(_c, chunk) {
-        chunks.push(chunk);
-      },
-      onResponseEnd() {
-        signal.removeEventListener('abort', onAbort);
-        resolve({ statusCode, headers, text: Buffer.concat(chunks).toString('utf8') });
-      },
-      onResponseError(_c, err) {
-        signal.removeEventListener('abort', onAbort);
-        reject(started ? new AnswerInterruptedError(err) : err);
-      },
-    };
-    opts.agent.dispatch(
-      {
-        origin: url.origin,
-        path: url.pathname + url.search,
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-        headersTimeout: opts.headersTimeoutMs,
-        bodyTimeout: opts.bodyTimeoutMs,
-      },
-      handler,
-    );
-  });
-}
-
-/** The answer had begun when it failed: not retried, the runtime already did the work. */
-export class AnswerInterruptedError extends Error {
-  constructor(cause: unknown) {
-    super('the upstream answer was interrupted', { cause });
-  }
-}
-
-export function toError(reason: unknown): Error {
-  return reason instanceof Error ? reason : new Error('aborted');
-}
+import { AnswerInterruptedError, type BufferedResponse, type StreamedResponse } from './upstream-answer.ts';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 

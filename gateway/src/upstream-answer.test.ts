@@ -2,8 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AnswerInterruptedError, type SendOptions } from './upstream.ts';
-import { sendStreamed } from './upstream-stream.ts';
+import { AnswerInterruptedError, sendBuffered, sendStreamed, type SendOptions } from './upstream-answer.ts';
 
 const CHUNK = 64 * 1024;
 const CHUNKS = 200; // 12.5 MiB: more than loopback socket buffers hold
@@ -98,5 +97,21 @@ describe('sendStreamed', () => {
     const abort = new AbortController();
     abort.abort();
     await expect(sendStreamed(opts, base, '/', {}, abort.signal)).rejects.toThrow();
+  });
+});
+
+describe('sendBuffered', () => {
+  it('reads the whole answer into one string', async () => {
+    const res = await sendBuffered(opts, base, '/v1/chat/completions', {}, new AbortController().signal);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream');
+    expect(res.text).toHaveLength(CHUNK * CHUNKS);
+  });
+
+  it('an answer that breaks after it started is interrupted, not a connection failure', async () => {
+    mode = 'break';
+    await expect(
+      sendBuffered(opts, base, '/v1/chat/completions', {}, new AbortController().signal),
+    ).rejects.toBeInstanceOf(AnswerInterruptedError);
   });
 });

@@ -1,12 +1,27 @@
-// A streamed answer (SSE) on undici's dispatch API: the status and headers
-// first, then the body chunk by chunk as the caller asks for it. Like
-// sendBuffered, it avoids request()'s per-answer body stream and promise
-// chains, which outlive young-generation GCs under load. Backpressure: the
-// socket is paused while unread chunks pile up and resumed as they are read.
+// Reading an answer from a runtime endpoint, on undici's dispatch API: the
+// status and headers first, then the body chunk by chunk as the caller asks
+// for it (streamed, SSE passed through), or all of it (sendBuffered).
+// request() wraps every answer in a body stream, an abort listener and
+// promise chains that outlived young-generation GCs at a few hundred
+// requests/s; their promotion made scavenges take 5-10 ms, the gateway's whole
+// p99 (make bench, overhead). Backpressure: the socket is paused while unread
+// chunks pile up and resumed as they are read.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Dispatcher } from 'undici';
-import { AnswerInterruptedError, toError, type SendOptions } from './upstream.ts';
+import type { Agent, Dispatcher } from 'undici';
+
+export interface SendOptions {
+  readonly agent: Agent;
+  readonly headersTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+}
+
+/** The answer had begun when it failed: not retried, the runtime already did the work. */
+export class AnswerInterruptedError extends Error {
+  constructor(cause: unknown) {
+    super('the upstream answer was interrupted', { cause });
+  }
+}
 
 /** Unread chunks held before the upstream socket is paused. */
 const HIGH_WATER_CHUNKS = 16;
@@ -68,6 +83,26 @@ export function sendStreamed(
       handler,
     );
   });
+}
+
+export interface BufferedResponse {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly text: string;
+}
+
+/** The whole answer in one string (non-streaming answers arrive at the end of generation anyway). */
+export async function sendBuffered(
+  opts: SendOptions,
+  baseUrl: string,
+  path: string,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<BufferedResponse> {
+  const res = await sendStreamed(opts, baseUrl, path, body, signal);
+  const chunks: Buffer[] = [];
+  for (let chunk = await res.read(); chunk !== null; chunk = await res.read()) chunks.push(chunk);
+  return { statusCode: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') };
 }
 
 class StreamedAnswer implements StreamedResponse {
@@ -151,4 +186,8 @@ class StreamedAnswer implements StreamedResponse {
       // Nothing to keep from a broken answer we were dropping anyway.
     }
   }
+}
+
+function toError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error('aborted');
 }
