@@ -16,12 +16,10 @@ import {
   indexOfMin,
   loadOf,
   type CacheReport,
-  type EndpointView,
   type Policy,
   type RouteInput,
-  type RouteOutcome,
 } from './policies/index.ts';
-import { PrefillTracker } from './prefill-tracker.ts';
+import { EndpointBook, type RuntimeLoad } from './endpoint-book.ts';
 import {
   computeEffectiveSalt,
   computeRouteTokens,
@@ -70,20 +68,7 @@ import {
   type SendOptions,
   type StreamedResponse,
 } from './upstream-answer.ts';
-import {
-  classifyUpstreamFailure,
-  computeBufferedReport,
-  headerString,
-  mapUpstreamFailure,
-  pipeStream,
-} from './upstream.ts';
-
-export interface RuntimeLoad {
-  /** `sglang:num_queue_reqs` */
-  readonly queued: number;
-  /** `sglang:token_usage` */
-  readonly tokenUsage?: number;
-}
+import { computeBufferedReport, headerString, mapUpstreamFailure, pipeStream } from './upstream.ts';
 
 export interface UpstreamOptions {
   /** Time to response headers (non-streaming: the whole generation). */
@@ -118,10 +103,6 @@ export interface RequestContext {
   readonly log: FastifyBaseLogger;
 }
 
-interface LoadGuard {
-  release(): void;
-}
-
 /** What a delivery reports: the first body byte (prefill is over), then once the end. */
 type DeliveryOutcome =
   | { readonly kind: 'first-byte' }
@@ -147,13 +128,11 @@ export class Gateway {
   readonly #table: RoutingTable;
   readonly #metrics: GatewayMetrics;
   readonly #clock: Clock;
-  readonly #runtimeLoad: (id: string) => RuntimeLoad | undefined;
   readonly #agent: Agent;
   readonly #send: SendOptions;
   readonly #upstream: Required<UpstreamOptions>;
   readonly #policies = new Map<string, PolicyEntry>();
-  readonly #inFlight = new Map<string, number>();
-  readonly #prefill = new PrefillTracker();
+  readonly #book: EndpointBook;
   readonly admission: AdmissionRegistry;
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
@@ -163,7 +142,11 @@ export class Gateway {
     this.#table = opts.table;
     this.#metrics = opts.metrics;
     this.#clock = opts.clock ?? systemClock;
-    this.#runtimeLoad = opts.runtimeLoad ?? (() => undefined);
+    this.#book = new EndpointBook({
+      metrics: this.#metrics,
+      clock: this.#clock,
+      runtimeLoad: opts.runtimeLoad ?? (() => undefined),
+    });
     this.#upstream = {
       headersTimeoutMs: 600_000,
       bodyTimeoutMs: 300_000,
@@ -212,7 +195,7 @@ export class Gateway {
   }
 
   inFlightOf(endpointId: string): number {
-    return this.#inFlight.get(endpointId) ?? 0;
+    return this.#book.inFlightOf(endpointId);
   }
 
   async serve(ctx: RequestContext): Promise<Served> {
@@ -304,7 +287,7 @@ export class Gateway {
     for (let attempt = 0; attempt < this.#upstream.maxAttempts; attempt++) {
       const candidates = computeRoutableEndpoints(route).filter((e) => !tried.has(e.id));
       const i = policy.select(
-        candidates.map((e) => this.#view(e)),
+        candidates.map((e) => this.#book.view(e)),
         input,
       );
       const endpoint = i === undefined ? undefined : candidates[i];
@@ -319,19 +302,19 @@ export class Gateway {
       });
       if (attempt > 0) this.#metrics.retries.inc({ model: route.model });
       tried.add(endpoint.id);
-      const guard = this.#trackLoad(endpoint.id);
-      this.#observe(policy, { kind: 'routed', endpoint: endpoint.id, input });
+      const guard = this.#book.track(endpoint.id);
+      this.#book.observe(policy, { kind: 'routed', endpoint: endpoint.id, input });
       const start = this.#clock.now();
       const res = await exchange
         .send(this.#send, endpoint.url, ctx.path, fwd.body, ctx.signal)
         .catch((err: unknown) => ({ error: err }));
       if ('error' in res || res.statusCode >= 500) {
         guard.release();
-        this.#observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
+        this.#book.observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
         if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
         release.info = { ok: false };
         const failure = 'error' in res ? res.error : res;
-        this.#countFailure(endpoint, failure);
+        this.#book.countFailure(endpoint, failure);
         if ('error' in res && res.error instanceof AnswerInterruptedError)
           throw mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
         if (!('error' in res)) await exchange.discard(res);
@@ -341,11 +324,11 @@ export class Gateway {
       release.info = { ok: true, latencyMs: this.#clock.now() - start };
       return deliver(endpoint, res, (outcome) => {
         if (outcome.kind === 'first-byte') {
-          this.#observe(policy, { kind: 'first-token', endpoint: endpoint.id, input });
+          this.#book.observe(policy, { kind: 'first-token', endpoint: endpoint.id, input });
           return;
         }
         guard.release();
-        this.#observe(
+        this.#book.observe(
           policy,
           outcome.kind === 'failed'
             ? { kind: 'failed', endpoint: endpoint.id, input }
@@ -372,7 +355,7 @@ export class Gateway {
     const { ctx, route, input } = fwd;
     const prefills = computeRoutableByRole(route, EndpointRole.prefill);
     const pi = policy.select(
-      prefills.map((e) => this.#view(e)),
+      prefills.map((e) => this.#book.view(e)),
       input,
     );
     const prefill = pi === undefined ? undefined : prefills[pi];
@@ -380,7 +363,7 @@ export class Gateway {
     const decode =
       decodes[
         indexOfMin(
-          decodes.map((e) => this.#view(e)),
+          decodes.map((e) => this.#book.view(e)),
           loadOf,
         ) ?? -1
       ];
@@ -397,8 +380,8 @@ export class Gateway {
     const body = buildPdBody(fwd.body, prefill, computeBootstrapRoom(random32));
     const pairAbort = new AbortController();
     const signal = AbortSignal.any([ctx.signal, pairAbort.signal]);
-    const decodeGuard = this.#trackLoad(decode.id);
-    this.#observe(policy, { kind: 'routed', endpoint: prefill.id, input });
+    const decodeGuard = this.#book.track(decode.id);
+    this.#book.observe(policy, { kind: 'routed', endpoint: prefill.id, input });
     // The prefill's answer is only read for its cache report; a failed prefill aborts the decode.
     void this.#runPrefill(fwd, policy, prefill, body, signal, () => pairAbort.abort());
     const start = this.#clock.now();
@@ -411,7 +394,7 @@ export class Gateway {
       if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
       release.info = { ok: false };
       const failure = 'error' in res ? res.error : res;
-      this.#countFailure(decode, failure);
+      this.#book.countFailure(decode, failure);
       if (!('error' in res)) await exchange.discard(res);
       throw mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
     }
@@ -429,19 +412,19 @@ export class Gateway {
     signal: AbortSignal,
     onFailure: () => void,
   ): Promise<void> {
-    const guard = this.#trackLoad(prefill.id);
+    const guard = this.#book.track(prefill.id);
     const res = await sendBuffered(this.#send, prefill.url, fwd.ctx.path, body, signal).catch(
       (err: unknown) => ({ error: err }),
     );
     guard.release();
     if ('error' in res || res.statusCode >= 300) {
-      if (!signal.aborted) this.#countFailure(prefill, 'error' in res ? res.error : res);
-      this.#observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
+      if (!signal.aborted) this.#book.countFailure(prefill, 'error' in res ? res.error : res);
+      this.#book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
       onFailure();
       return;
     }
     const report = computeBufferedReport(res);
-    this.#observe(policy, {
+    this.#book.observe(policy, {
       kind: 'completed',
       endpoint: prefill.id,
       input: fwd.input,
@@ -522,67 +505,10 @@ export class Gateway {
     }
     if (entry.synced !== route) {
       // Routes are replaced whole on change: identity says "endpoints may have changed".
-      entry.policy.syncEndpoints?.(route.endpoints.map((e) => this.#view(e)));
+      entry.policy.syncEndpoints?.(route.endpoints.map((e) => this.#book.view(e)));
       entry.synced = route;
     }
     return entry.policy;
-  }
-
-  #view(e: RouteEndpoint): EndpointView {
-    const load = this.#runtimeLoad(e.id);
-    const rate = this.#prefill.tokensPerSecond(e.id);
-    return {
-      id: e.id,
-      inFlight: this.inFlightOf(e.id),
-      queued: load?.queued ?? 0,
-      generation: `${e.generation ?? ''}/${e.fingerprint}`,
-      pendingPrefillTokens: this.#prefill.pendingTokens(e.id),
-      ...(rate !== undefined ? { prefillTokensPerSecond: rate } : {}),
-      ...(load?.tokenUsage !== undefined ? { tokenUsage: load.tokenUsage } : {}),
-    };
-  }
-
-  /** Tells the policy, and the prefill tracker every policy's endpoint views read. */
-  #observe(policy: Policy, outcome: RouteOutcome): void {
-    const { endpoint, input } = outcome;
-    switch (outcome.kind) {
-      case 'routed':
-        this.#prefill.sent(input.id, endpoint, input.tokens.length, this.#clock.now());
-        break;
-      case 'first-token':
-        this.#prefill.firstByte(input.id, this.#clock.now());
-        break;
-      case 'completed':
-        this.#prefill.finished(input.id, outcome.report);
-        break;
-      case 'failed':
-        this.#prefill.finished(input.id, undefined);
-        break;
-    }
-    policy.observe?.(outcome);
-  }
-
-  #countFailure(endpoint: RouteEndpoint, failure: unknown): void {
-    this.#metrics.upstreamFailures.inc({ endpoint: endpoint.id, reason: classifyUpstreamFailure(failure) });
-  }
-
-  /** In-flight +1 now, -1 exactly once on release (end, abort, error or close). */
-  #trackLoad(id: string): LoadGuard {
-    this.#setInFlight(id, this.inFlightOf(id) + 1);
-    let released = false;
-    return {
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#setInFlight(id, this.inFlightOf(id) - 1);
-      },
-    };
-  }
-
-  #setInFlight(id: string, n: number): void {
-    if (n <= 0) this.#inFlight.delete(id);
-    else this.#inFlight.set(id, n);
-    this.#metrics.inFlight.set({ endpoint: id }, Math.max(0, n));
   }
 }
 

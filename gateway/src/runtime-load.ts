@@ -6,7 +6,7 @@
 
 import { request } from 'undici';
 import type { Clock, Timer } from './clock.ts';
-import type { RuntimeLoad } from './gateway.ts';
+import type { RuntimeLoad } from './endpoint-book.ts';
 import type { RoutingTable } from './routing/table.ts';
 
 const QUEUE_METRICS = new Set([

@@ -11,7 +11,8 @@
 
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { Gateway, RuntimeLoad } from '../gateway.ts';
+import type { RuntimeLoad } from '../endpoint-book.ts';
+import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import { ENDPOINT_HEADER, REUSED_HEADER } from '../served.ts';

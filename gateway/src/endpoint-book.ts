@@ -1,0 +1,101 @@
+// What the gateway knows about each endpoint besides the routing table: its
+// requests in flight from here, the prefill it predicts is still queued there
+// (prefill-tracker.ts), its failed attempts, and the runtime's own load from
+// the /metrics scrape. Policies see it as one EndpointView per decision.
+
+import type { Clock } from './clock.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import type { EndpointView, Policy, RouteOutcome } from './policies/index.ts';
+import { PrefillTracker } from './prefill-tracker.ts';
+import type { RouteEndpoint } from './routing/table.ts';
+import { classifyUpstreamFailure } from './upstream.ts';
+
+export interface RuntimeLoad {
+  /** `sglang:num_queue_reqs` */
+  readonly queued: number;
+  /** `sglang:token_usage` */
+  readonly tokenUsage?: number;
+}
+
+export interface LoadGuard {
+  release(): void;
+}
+
+export class EndpointBook {
+  readonly #metrics: GatewayMetrics;
+  readonly #clock: Clock;
+  readonly #runtimeLoad: (id: string) => RuntimeLoad | undefined;
+  readonly #inFlight = new Map<string, number>();
+  readonly #prefill = new PrefillTracker();
+
+  constructor(deps: {
+    metrics: GatewayMetrics;
+    clock: Clock;
+    runtimeLoad: (id: string) => RuntimeLoad | undefined;
+  }) {
+    this.#metrics = deps.metrics;
+    this.#clock = deps.clock;
+    this.#runtimeLoad = deps.runtimeLoad;
+  }
+
+  inFlightOf(endpointId: string): number {
+    return this.#inFlight.get(endpointId) ?? 0;
+  }
+
+  view(e: RouteEndpoint): EndpointView {
+    const load = this.#runtimeLoad(e.id);
+    const rate = this.#prefill.tokensPerSecond(e.id);
+    return {
+      id: e.id,
+      inFlight: this.inFlightOf(e.id),
+      queued: load?.queued ?? 0,
+      generation: `${e.generation ?? ''}/${e.fingerprint}`,
+      pendingPrefillTokens: this.#prefill.pendingTokens(e.id),
+      ...(rate !== undefined ? { prefillTokensPerSecond: rate } : {}),
+      ...(load?.tokenUsage !== undefined ? { tokenUsage: load.tokenUsage } : {}),
+    };
+  }
+
+  /** Tells the policy, and keeps the predicted prefill every policy's views read. */
+  observe(policy: Policy, outcome: RouteOutcome): void {
+    const { endpoint, input } = outcome;
+    switch (outcome.kind) {
+      case 'routed':
+        this.#prefill.sent(input.id, endpoint, input.tokens.length, this.#clock.now());
+        break;
+      case 'first-token':
+        this.#prefill.firstByte(input.id, this.#clock.now());
+        break;
+      case 'completed':
+        this.#prefill.finished(input.id, outcome.report);
+        break;
+      case 'failed':
+        this.#prefill.finished(input.id, undefined);
+        break;
+    }
+    policy.observe?.(outcome);
+  }
+
+  countFailure(endpoint: RouteEndpoint, failure: unknown): void {
+    this.#metrics.upstreamFailures.inc({ endpoint: endpoint.id, reason: classifyUpstreamFailure(failure) });
+  }
+
+  /** In-flight +1 now, -1 exactly once on release (end, abort, error or close). */
+  track(id: string): LoadGuard {
+    this.#setInFlight(id, this.inFlightOf(id) + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#setInFlight(id, this.inFlightOf(id) - 1);
+      },
+    };
+  }
+
+  #setInFlight(id: string, n: number): void {
+    if (n <= 0) this.#inFlight.delete(id);
+    else this.#inFlight.set(id, n);
+    this.#metrics.inFlight.set({ endpoint: id }, Math.max(0, n));
+  }
+}
