@@ -311,14 +311,10 @@ export class Gateway {
       if ('error' in res || res.statusCode >= 500) {
         guard.release();
         this.#book.observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
-        if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
-        release.info = { ok: false };
-        const failure = 'error' in res ? res.error : res;
-        this.#book.countFailure(endpoint, failure);
-        if ('error' in res && res.error instanceof AnswerInterruptedError)
-          throw mapUpstreamFailure(res.error, this.#upstream.headersTimeoutMs);
-        if (!('error' in res)) await exchange.discard(res);
-        lastError = mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
+        const err = await this.#failAttempt(ctx, endpoint, exchange, res, release);
+        // An answer that had begun is not retried: the runtime already did the work.
+        if ('error' in res && res.error instanceof AnswerInterruptedError) throw err;
+        lastError = err;
         continue;
       }
       release.info = { ok: true, latencyMs: this.#clock.now() - start };
@@ -391,17 +387,31 @@ export class Gateway {
     if ('error' in res || res.statusCode >= 500) {
       decodeGuard.release();
       pairAbort.abort();
-      if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
-      release.info = { ok: false };
-      const failure = 'error' in res ? res.error : res;
-      this.#book.countFailure(decode, failure);
-      if (!('error' in res)) await exchange.discard(res);
-      throw mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
+      throw await this.#failAttempt(ctx, decode, exchange, res, release);
     }
     release.info = { ok: true, latencyMs: this.#clock.now() - start };
     return deliver(decode, res, (outcome) => {
       if (outcome.kind !== 'first-byte') decodeGuard.release();
     });
+  }
+
+  /**
+   * A failed attempt (no answer, or a 5xx): the client's own abort wins; otherwise it is
+   * counted, a 5xx answer is drained, and the error the client would get is returned.
+   */
+  async #failAttempt<R extends Answer>(
+    ctx: RequestContext,
+    endpoint: RouteEndpoint,
+    exchange: Exchange<R>,
+    res: R | { error: unknown },
+    release: { info: ReleaseInfo | undefined },
+  ): Promise<GatewayError> {
+    if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
+    release.info = { ok: false };
+    const failure = 'error' in res ? res.error : res;
+    this.#book.countFailure(endpoint, failure);
+    if (!('error' in res)) await exchange.discard(res);
+    return mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
   }
 
   async #runPrefill(
