@@ -49,7 +49,7 @@ import {
 import { judgeGoals, renderTable, type RouterEntry, type RouterResult } from './bench-report.ts';
 import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
 import { postStream } from './replay-client.ts';
-import { computeSummary, type RequestRecord } from './replay-stats.ts';
+import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -390,19 +390,7 @@ async function replay(
             };
             void postStream(target, body).then((o) => {
               lastDone = performance.now();
-              results[i] = {
-                index: i,
-                ok: o.status === 200 && o.error === undefined,
-                status: o.status,
-                ...(o.error === undefined ? {} : { error: o.error }),
-                worker: o.worker ?? 'unknown',
-                sentAtMs,
-                ttftMs: o.ttftMs,
-                e2eMs: o.e2eMs,
-                promptTokens: o.promptTokens,
-                cachedTokens: o.cachedTokens,
-                completionTokens: o.completionTokens,
-              };
+              results[i] = buildStreamRecord(i, o, sentAtMs, 'unknown');
               resolve();
             });
           }, at),

@@ -1,5 +1,7 @@
 // Per-request records → the replay summary (pure).
 
+import type { StreamOutcome } from './replay-client.ts';
+
 export interface RequestRecord {
   readonly index: number;
   readonly ok: boolean;
@@ -12,6 +14,28 @@ export interface RequestRecord {
   readonly promptTokens: number;
   readonly cachedTokens: number;
   readonly completionTokens: number;
+}
+
+/** The record of a request answered over HTTP; `worker` when the answer did not name one. */
+export function buildStreamRecord(
+  index: number,
+  o: StreamOutcome,
+  sentAtMs: number,
+  worker: string,
+): RequestRecord {
+  return {
+    index,
+    ok: o.status === 200 && o.error === undefined,
+    status: o.status,
+    ...(o.error === undefined ? {} : { error: o.error }),
+    worker: o.worker ?? worker,
+    sentAtMs,
+    ttftMs: o.ttftMs,
+    e2eMs: o.e2eMs,
+    promptTokens: o.promptTokens,
+    cachedTokens: o.cachedTokens,
+    completionTokens: o.completionTokens,
+  };
 }
 
 /** The record of a request an engine finished in virtual time (always HTTP 200 there). */

@@ -18,7 +18,7 @@ import {
   parseTrace,
   type TraceRecord,
 } from './replay-trace.ts';
-import { computeSummary, type RequestRecord } from './replay-stats.ts';
+import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 
 function usage(message: string): never {
   console.error(`replay: ${message}`);
@@ -110,19 +110,7 @@ async function main(): Promise<void> {
           const { path, body } = buildBody(values.mode ?? 'chat', rec, model, maxOutput);
           const sentAtMs = performance.now() - start;
           void postStream(new URL(path, base), body).then((o) => {
-            results.push({
-              index: i,
-              ok: o.status === 200 && o.error === undefined,
-              status: o.status,
-              ...(o.error === undefined ? {} : { error: o.error }),
-              worker: o.worker ?? base,
-              sentAtMs,
-              ttftMs: o.ttftMs,
-              e2eMs: o.e2eMs,
-              promptTokens: o.promptTokens,
-              cachedTokens: o.cachedTokens,
-              completionTokens: o.completionTokens,
-            });
+            results.push(buildStreamRecord(i, o, sentAtMs, base));
             resolve();
           });
         }, at);
