@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CachePolicyStatus, DeploymentStatus, TaskStatus } from '../../operator/src/api/index.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
-import type { EngineCounters } from '../sim/engine.ts';
+import { createEngineCounters, type EngineCounters } from '../sim/engine.ts';
 import {
   FIXTURE_API_KEY,
   startOpenRouterFixture,
@@ -75,16 +75,7 @@ const events = (name: string) => listEvents(cp.kubeconfig, NS, name);
 
 /** The simulators' engine counters, summed over every running pod of the Deployment. */
 function simCounters(): EngineCounters {
-  const sum: EngineCounters = {
-    promptTokens: 0,
-    generationTokens: 0,
-    cachedTokens: 0,
-    cachedHostTokens: 0,
-    requests: 0,
-    aborted: 0,
-    evictedDeviceTokens: 0,
-    loadedBackTokens: 0,
-  };
+  const sum = createEngineCounters();
   for (const sim of kubelet.sims.values()) {
     const c = sim.server.engine.counters;
     for (const key of Object.keys(sum) as (keyof EngineCounters)[]) sum[key] += c[key];

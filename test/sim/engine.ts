@@ -123,6 +123,20 @@ export interface EngineCounters {
   loadedBackTokens: number;
 }
 
+/** All counters at zero: a new engine's, or the start of a sum. */
+export function createEngineCounters(): EngineCounters {
+  return {
+    promptTokens: 0,
+    generationTokens: 0,
+    cachedTokens: 0,
+    cachedHostTokens: 0,
+    requests: 0,
+    aborted: 0,
+    evictedDeviceTokens: 0,
+    loadedBackTokens: 0,
+  };
+}
+
 const THROUGHPUT_WINDOW_MS = 5_000;
 
 export class Engine {
@@ -139,16 +153,7 @@ export class Engine {
   #reservedTotal = 0;
   #lastHitRate = 0;
   readonly #genLog: [number, number][] = [];
-  readonly counters: EngineCounters = {
-    promptTokens: 0,
-    generationTokens: 0,
-    cachedTokens: 0,
-    cachedHostTokens: 0,
-    requests: 0,
-    aborted: 0,
-    evictedDeviceTokens: 0,
-    loadedBackTokens: 0,
-  };
+  readonly counters: EngineCounters = createEngineCounters();
 
   constructor(cfg: EngineConfig, clock: Clock) {
     this.#cfg = cfg;
