@@ -21,7 +21,7 @@ import { createEventRecorder } from './events.ts';
 import { startHealthServer } from './health-server.ts';
 import type { HealthServer } from './health-server.ts';
 import { Informer } from './informer.ts';
-import { LeaderElector, defaultIdentity } from './leader.ts';
+import { LeaderElector, defaultIdentity, type LeaderElectionOptions } from './leader.ts';
 import type { Logger } from './logger.ts';
 import { noopLogger } from './logger.ts';
 import { buildQueueMetrics, buildRequestMetricsObserver, createRuntimeMetrics } from './metrics.ts';
@@ -61,16 +61,13 @@ export interface ManagerOptions {
   cacheSelectors?: Record<string, string>;
   // Every object is reconciled again this often (controller-runtime: 10 h).
   syncPeriodMs?: number;
+  // The lease and its timings; the manager supplies the client, clock, logger and callbacks.
   leaderElection?:
     | false
-    | {
-        namespace: string;
-        name: string;
-        identity?: string;
-        leaseDurationMs?: number;
-        renewDeadlineMs?: number;
-        retryPeriodMs?: number;
-      };
+    | Pick<
+        LeaderElectionOptions,
+        'namespace' | 'name' | 'identity' | 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'
+      >;
   // /healthz, /readyz, /metrics; port 0 picks a free one.
   http?: false | { host?: string; port: number };
   gracefulShutdownMs?: number;
