@@ -11,6 +11,7 @@ import { systemClock } from './clock.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
 import { buildMetrics } from './metrics.ts';
+import type { CacheReport } from './policies/index.ts';
 import type { RouteKind } from './request-shape.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { RuntimeLoadPoller } from './runtime-load.ts';
@@ -19,6 +20,10 @@ import { statusPlugin } from './status/index.ts';
 declare module 'fastify' {
   interface FastifyInstance {
     gateway: Gateway;
+  }
+  interface FastifyRequest {
+    /** The runtime's cache report in the answer passed on, for the status page (parsed once). */
+    cacheReport: CacheReport | null;
   }
 }
 
@@ -59,6 +64,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     ...(store ? { store } : {}),
   });
   app.decorate('gateway', gateway);
+  app.decorateRequest('cacheReport', null);
   gateway.start();
   poller?.start();
   app.addHook('onClose', async () => {
@@ -118,6 +124,7 @@ export function build(opts: BuildOptions): FastifyInstance {
         log: req.log,
       });
       if (served.kind === 'streamed') return reply;
+      req.cacheReport = served.report ?? null;
       return reply.code(served.status).headers(served.headers).type(served.contentType).send(served.body);
     });
   }

@@ -480,9 +480,10 @@ export class Gateway {
     done: (outcome: DeliveryOutcome) => void,
   ): Promise<Buffered> {
     const text = res.text;
-    done({ kind: 'completed', report: res.statusCode < 300 ? extractCacheReport(text) : undefined });
+    const report = res.statusCode < 300 ? extractCacheReport(text) : undefined;
+    done({ kind: 'completed', report });
     const contentType = headerString(res.headers['content-type']) ?? 'application/json';
-    return Promise.resolve({ status: res.statusCode, contentType, body: text, endpoint });
+    return Promise.resolve({ status: res.statusCode, contentType, body: text, endpoint, report });
   }
 
   async #deliverStream(

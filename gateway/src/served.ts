@@ -1,6 +1,7 @@
 // What the gateway hands back to the route: a whole body, or "already
 // streamed". Reused answers are marked (header + zero-usage body).
 
+import type { CacheReport } from './policies/index.ts';
 import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
 import { markReused, type Json, type ReuseSource, type StoredResult } from './reuse/index.ts';
 import { isAbortedAnswer } from './upstream-report.ts';
@@ -15,6 +16,8 @@ export type Served =
       readonly contentType: string;
       readonly body: string;
       readonly headers: Readonly<Record<string, string>>;
+      /** What the runtime said of its cache in this answer (not for reused answers). */
+      readonly report?: CacheReport;
     }
   | { readonly kind: 'streamed' };
 
@@ -23,6 +26,7 @@ export interface Buffered {
   readonly contentType: string;
   readonly body: string;
   readonly endpoint: RouteEndpoint;
+  readonly report: CacheReport | undefined;
 }
 
 export function toServed(b: Buffered): Served {
@@ -32,6 +36,7 @@ export function toServed(b: Buffered): Served {
     contentType: b.contentType,
     body: b.body,
     headers: { [ENDPOINT_HEADER]: b.endpoint.id },
+    ...(b.report ? { report: b.report } : {}),
   };
 }
 

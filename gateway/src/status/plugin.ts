@@ -5,7 +5,8 @@
 // The hooks must see the generation routes, which live in the root context:
 // the plugin skips fastify's encapsulation (what fastify-plugin does).
 // Answers are recorded in onResponse, once per request: onSend keeps the
-// buffered body (for the runtime's cache report) and the endpoint header;
+// buffered body (for an error answer's message) and the endpoint header, and
+// the runtime's cache report is the one the gateway parsed (request.cacheReport);
 // streamed answers bypass onSend (the reply is hijacked), so their endpoint
 // header is read as the gateway writes the head of the stream.
 
@@ -16,7 +17,6 @@ import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import { ENDPOINT_HEADER, REUSED_HEADER } from '../served.ts';
-import { extractCacheReport } from '../upstream-report.ts';
 import { ActivityRecorder, type ErrorRecord } from './activity.ts';
 import { renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
 import { collectStatusSnapshot } from './snapshot.ts';
@@ -70,7 +70,8 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
   function record(req: FastifyRequest, status: number, s: Seen): void {
     const at = wallClock();
     if (s.endpoint !== undefined) {
-      const report = status < 300 && s.payload !== undefined ? extractCacheReport(s.payload) : undefined;
+      // The gateway parsed the answer's cache report already (buffered answers only).
+      const report = status < 300 ? (req.cacheReport ?? undefined) : undefined;
       activity.recordAnswer({
         endpoint: s.endpoint,
         status,
