@@ -46,6 +46,14 @@ controlplane: ## Build (or reuse) kube-apiserver, etcd, controller-manager, sche
 test-deps: ## Install redis-server and chromium from Debian when missing (the gateway's Redis and status-page tests)
 	bash hack/install-test-deps.sh
 
+.PHONY: sglang-kit
+sglang-kit: ## Install (or reuse) the pinned SGLang in a cached virtualenv: the conformance kit (hack/sglang/README.md)
+	bash hack/sglang/install.sh
+
+.PHONY: sglang-flags
+sglang-flags: sglang-kit ## Regenerate operator/src/sglang/sglang-flags.json from the pinned SGLang's own parser
+	bash hack/sglang/kit.sh dump-flags > operator/src/sglang/sglang-flags.json
+
 .PHONY: test-unit
 test-unit: deps ## Unit tests (no cluster)
 	$(NPM_BIN)/vitest run --project unit

@@ -1,0 +1,76 @@
+"""cacheroute's SGLang conformance kit: SGLang's own code answers for SGLang.
+
+  check-args [--model FAMILY] ARGV... | --batch
+  dump-flags
+  validate MODEL [JSON] | --batch
+  decode-events      (ZMQ frames as hex JSON lines on stdin -> decoded events)
+  make-model DIR     (the tiny Llama the real CPU server runs)
+  serve ARGV...      (the real server on CPU; see serve.py for what CPU adapts)
+
+Run through hack/sglang/kit.sh, which installs the pinned SGLang first.
+"""
+
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def pinned_version():
+    with open(os.path.join(ROOT, "operator", "src", "sglang", "version.json")) as f:
+        return json.load(f)["sglang"]
+
+
+def quiet_logs():
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    command, args = argv[0], argv[1:]
+    if command == "check-args":
+        quiet_logs()
+        from . import gpu_stand_in
+
+        gpu_stand_in.install()
+        from sglang.srt.plugins import load_plugins
+
+        load_plugins()
+        from . import check_args
+
+        return check_args.main(args)
+    if command == "dump-flags":
+        quiet_logs()
+        from . import dump_flags
+
+        return dump_flags.main(pinned_version())
+    if command == "validate":
+        quiet_logs()
+        from . import validate
+
+        return validate.main(args)
+    if command == "decode-events":
+        from . import events
+
+        return events.main(args)
+    if command == "make-model":
+        from . import make_model
+
+        return make_model.main(args)
+    if command == "serve":
+        from . import serve
+
+        return serve.main(args)
+    print(f"unknown command {command!r}\n{__doc__}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,99 @@
+// The SGLang conformance kit (hack/sglang/) from TypeScript: SGLang's own
+// argument parser and startup checks, its flag table, its protocol models.
+// Each call runs the pinned SGLang in its cached virtualenv; install it first
+// with `ensureSglangKit()` (idempotent, minutes when cold).
+import { spawn, spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const INSTALL = resolve(ROOT, 'hack/sglang/install.sh');
+const KIT = resolve(ROOT, 'hack/sglang/kit.sh');
+
+let venv: string | undefined;
+
+/** Installs (or finds) the pinned SGLang's virtualenv; returns its path. */
+export function ensureSglangKit(): string {
+  if (venv !== undefined) return venv;
+  const fromEnv = process.env['SGLANG_KIT_VENV'];
+  if (fromEnv) return (venv = fromEnv);
+  const out = spawnSync('bash', [INSTALL], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  if (out.status !== 0) throw new Error(`hack/sglang/install.sh failed (exit ${out.status})`);
+  const last = out.stdout.trim().split('\n').at(-1);
+  if (!last) throw new Error('hack/sglang/install.sh printed no venv path');
+  return (venv = last);
+}
+
+function kitEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, SGLANG_KIT_VENV: ensureSglangKit() };
+}
+
+/** Runs one kit command with `input` on stdin; resolves with its stdout, rejects on a non-zero exit. */
+export function runKit(args: readonly string[], input = ''): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('bash', [KIT, ...args], { env: kitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code === 0) resolvePromise(Buffer.concat(out).toString('utf8'));
+      else {
+        const tail = Buffer.concat(err).toString('utf8').trim().split('\n').slice(-20).join('\n');
+        reject(new Error(`kit ${args[0] ?? ''} exited ${code}:\n${tail}`));
+      }
+    });
+    child.stdin.end(input);
+  });
+}
+
+export interface CheckArgsRequest {
+  readonly id: string;
+  readonly argv: readonly string[];
+  /** Model family whose config.json stands in for --model-path (hack/sglang/models/); default llama. */
+  readonly model?: string;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+export const CheckArgsResult = z.object({
+  id: z.string(),
+  ok: z.boolean(),
+  /** parse: argparse refused; resolve/check: a startup check refused; kit: the kit itself failed. */
+  stage: z.enum(['parse', 'resolve', 'check', 'kit']),
+  error: z.string().nullable(),
+});
+export type CheckArgsResult = z.infer<typeof CheckArgsResult>;
+
+/** SGLang's verdict on each command line, in one SGLang process (a fork per check). */
+export async function checkArgs(requests: readonly CheckArgsRequest[]): Promise<CheckArgsResult[]> {
+  if (requests.length === 0) return [];
+  const input = requests.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const stdout = await runKit(['check-args', '--batch'], input);
+  const results = stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => CheckArgsResult.parse(JSON.parse(l)));
+  if (results.length !== requests.length) {
+    throw new Error(`check-args answered ${results.length} of ${requests.length} requests`);
+  }
+  return results;
+}
+
+export const DumpedFlag = z.object({
+  name: z.string(),
+  aliases: z.array(z.string()),
+  dest: z.string(),
+  kind: z.string(),
+  type: z.string().nullable(),
+  nargs: z.union([z.string(), z.number()]).nullable(),
+  choices: z.array(z.unknown()).nullable(),
+  default: z.unknown(),
+});
+export const DumpedFlags = z.object({ sglang: z.string(), flags: z.array(DumpedFlag) });
+export type DumpedFlags = z.infer<typeof DumpedFlags>;
+
+/** Every launch flag as SGLang's argparse parser declares it. */
+export async function dumpFlags(): Promise<DumpedFlags> {
+  return DumpedFlags.parse(JSON.parse(await runKit(['dump-flags'])));
+}
