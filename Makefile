@@ -54,6 +54,12 @@ sglang-kit: ## Install (or reuse) the pinned SGLang in a cached virtualenv: the 
 sglang-flags: sglang-kit ## Regenerate operator/src/sglang/sglang-flags.json from the pinned SGLang's own parser
 	bash hack/sglang/kit.sh dump-flags > operator/src/sglang/sglang-flags.json
 
+.PHONY: conformance
+conformance: deps sglang-kit ## SGLang's own code and real server against ours; ends with one JSON line (specs_checked, disagreements, ...)
+	@rm -rf .tmp/conformance && mkdir -p .tmp/conformance
+	CONFORMANCE_REPORT_DIR=$(CURDIR)/.tmp/conformance $(NPM_BIN)/vitest run --project conformance
+	@$(NODE) hack/conformance-summary.ts .tmp/conformance
+
 .PHONY: test-unit
 test-unit: deps ## Unit tests (no cluster)
 	$(NPM_BIN)/vitest run --project unit

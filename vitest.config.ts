@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// Three suites: unit tests beside their source; integration against a real
-// kube-apiserver + etcd; e2e with the full control plane, KWOK and simulators.
+// Four suites: unit tests beside their source; integration against a real
+// kube-apiserver + etcd; e2e with the full control plane, KWOK and simulators;
+// conformance against the pinned SGLang's own code and its real server on CPU.
 export default defineConfig({
   test: {
     projects: [
@@ -24,6 +25,16 @@ export default defineConfig({
           globalSetup: ['test/support/global-controlplane.ts'],
           testTimeout: 120_000,
           hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'conformance',
+          include: ['test/conformance/**/*.test.ts'],
+          globalSetup: ['test/support/global-sglang-kit.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 900_000,
           fileParallelism: false,
         },
       },

@@ -43,9 +43,10 @@ def _plain(value):
         return str(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = [_plain(v) for v in value]
-        return sorted(items, key=str) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v) for v in value), key=str)  # a set has no order to keep
+    if isinstance(value, (list, tuple, range)) or hasattr(value, "__iter__") and not isinstance(value, dict):
+        return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return repr(value)
@@ -72,7 +73,7 @@ def describe(parser):
             "kind": _kind(action),
             "type": _type_name(action),
             "nargs": _plain(action.nargs),
-            "choices": None if action.choices is None else _plain(list(action.choices)),
+            "choices": None if action.choices is None else _plain(action.choices),
             "default": _plain(action.default),
         }
         flags.append(entry)
