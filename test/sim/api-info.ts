@@ -21,6 +21,7 @@ export function buildServerInfo(server: SimServer): Record<string, unknown> {
     max_running_requests: server.serving.maxRunningRequests,
     max_total_tokens: server.config.sglang.max_total_tokens,
     chunked_prefill_size: server.serving.chunkedPrefillSize,
+    page_size: server.serving.pageSize,
     context_length: server.serving.contextLength,
     status: 'ready',
     max_total_num_tokens: server.serving.maxTotalTokens,
@@ -188,7 +189,7 @@ function handleMetrics(server: SimServer, _req: http.IncomingMessage, res: http.
     metrics: server.metrics,
     hicache: server.config.sglang.enable_hierarchical_cache,
     pdMode: server.config.sglang.disaggregation_mode,
-    pageSize: server.config.sglang.page_size,
+    pageSize: server.serving.pageSize,
   });
   sendText(res, 200, text, 'text/plain; version=0.0.4; charset=utf-8');
 }

@@ -13,12 +13,12 @@
 //   effective PCIe bandwidth, 25x faster than recomputing the prefill.
 
 import {
-  checkSglangArgs,
   parseSglangArgs,
   type ParsedSglangArgs,
   type Result,
   type SglangArgs,
 } from '../../operator/src/sglang/flags.ts';
+import { checkSglangArgs } from '../../operator/src/sglang/startup-checks.ts';
 import type { EngineConfig } from './engine.ts';
 
 export interface SimOptions {
@@ -158,6 +158,11 @@ export function parseSimArgs(argv: readonly string[]): Result<SimConfig, string>
   return { ok: true, value: { sglang: parsed.value.args, explicit: parsed.value.explicit, sim: options } };
 }
 
+// What SGLang resolves a None to on a CUDA platform (hicache_hook.handle_hicache_ratio_default,
+// overrides._page_size_default).
+const DEFAULT_HICACHE_RATIO = 2.0;
+const DEFAULT_PAGE_SIZE = 1;
+
 /** Values SGLang derives when a flag is left at None. */
 export interface ResolvedServing {
   readonly servedModelName: string;
@@ -168,6 +173,7 @@ export interface ResolvedServing {
   readonly contextLength: number;
   readonly hostCapacity: number;
   readonly chunkedPrefillSize: number;
+  readonly pageSize: number;
 }
 
 export function resolveServing(cfg: SimConfig): ResolvedServing {
@@ -181,7 +187,7 @@ export function resolveServing(cfg: SimConfig): ResolvedServing {
     hostCapacity =
       a.hicache_size > 0
         ? Math.floor((a.hicache_size * 1e9) / 131_072)
-        : Math.floor(a.hicache_ratio * maxTotalTokens);
+        : Math.floor((a.hicache_ratio ?? DEFAULT_HICACHE_RATIO) * maxTotalTokens);
   }
   return {
     servedModelName: a.served_model_name ?? modelPath,
@@ -192,6 +198,7 @@ export function resolveServing(cfg: SimConfig): ResolvedServing {
     contextLength,
     hostCapacity,
     chunkedPrefillSize: a.chunked_prefill_size ?? 8192,
+    pageSize: a.page_size ?? DEFAULT_PAGE_SIZE,
   };
 }
 
@@ -203,7 +210,7 @@ export function buildEngineConfig(cfg: SimConfig): EngineConfig {
     maxRunningRequests: serving.maxRunningRequests,
     maxTotalTokens: serving.maxTotalTokens,
     maxPrefillTokens: a.max_prefill_tokens,
-    pageSize: a.page_size,
+    pageSize: serving.pageSize,
     radixCache: isRadixCacheOn(a),
     hostCapacity: serving.hostCapacity,
     writePolicy: a.hicache_write_policy,

@@ -52,6 +52,24 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'runtime.extraArgs must not set flags the operator renders',
   },
   {
+    name: 'extraArgs with a flag SGLang 0.5.23 does not have',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--log-level', 'info', '--enable-turbo']),
+    expect: 'runtime.extraArgs may hold only flags of SGLang 0.5.23',
+  },
+  {
+    name: 'extraArgs with an abbreviated flag',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--schedule-conservative=0.5']),
+    expect: 'runtime.extraArgs may hold only flags of SGLang 0.5.23',
+  },
+  {
+    name: 'extraArgs that set the HiCache alias the spec renders',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--enable-hicache']),
+    expect: 'runtime.extraArgs must not set flags the operator renders',
+  },
+  {
     name: 'model digest not sha256',
     sample: DENSE,
     mutate: (m) => (m.spec.model.digest = 'md5:abc'),
@@ -130,13 +148,51 @@ export const INVALID_CASES: InvalidCase[] = [
     name: 'HiSparse on an unsupported family',
     sample: PD,
     mutate: (m) => (m.spec.model.family = 'llama-3-1'),
-    expect: 'HiSparse supports only DeepSeek sparse-attention and DeepSeek V4 models',
+    expect:
+      'HiSparse supports only DeepSeek sparse-attention (DeepSeek V3.2, GLM-5), DeepSeek V4 and MiniMax M3 models',
   },
   {
     name: 'HiSparse without a model family',
     sample: PD,
     mutate: (m) => delete m.spec.model.family,
-    expect: 'HiSparse supports only DeepSeek sparse-attention and DeepSeek V4 models',
+    expect:
+      'HiSparse supports only DeepSeek sparse-attention (DeepSeek V3.2, GLM-5), DeepSeek V4 and MiniMax M3 models',
+  },
+  {
+    name: 'HiSparse with --enable-mixed-chunk',
+    sample: PD,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--enable-mixed-chunk']),
+    expect: 'SGLang 0.5.23 does not run HiSparse with --enable-mixed-chunk',
+  },
+  {
+    name: 'HiCache buffer_only without storage',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.hicache = { ratio: 2, hostMemoryMode: 'buffer_only' }),
+    expect: 'hicache.hostMemoryMode buffer_only keeps no cache in host memory',
+  },
+  {
+    name: 'HiCache buffer_only on the decode part',
+    sample: PD,
+    mutate: (m) =>
+      (m.spec.disaggregation.decode = {
+        replicas: 1,
+        profile: 'hicache',
+        hicache: { hostMemoryMode: 'buffer_only', storage: { backend: 'file' } },
+      }),
+    expect: 'decode.hicache.hostMemoryMode buffer_only is refused on decode servers',
+  },
+  {
+    name: 'the fake transfer backend',
+    sample: PD,
+    mutate: (m) => (m.spec.disaggregation.transferBackend = 'fake'),
+    expect: 'disaggregation.transferBackend fake moves no KV',
+  },
+  {
+    name: 'a storage backend newer than SGLang 0.5.23',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.hicache = { ratio: 2, storage: { backend: 'kvcc' } }),
+    expect: 'Unsupported value: "kvcc"',
+    structural: true,
   },
   // Deployment: topology and resources
   {

@@ -65,8 +65,7 @@ export const CheckArgsResult = z.object({
 });
 export type CheckArgsResult = z.infer<typeof CheckArgsResult>;
 
-/** SGLang's verdict on each command line, in one SGLang process (a fork per check). */
-export async function checkArgs(requests: readonly CheckArgsRequest[]): Promise<CheckArgsResult[]> {
+async function checkArgsBatch(requests: readonly CheckArgsRequest[]): Promise<CheckArgsResult[]> {
   if (requests.length === 0) return [];
   const input = requests.map((r) => JSON.stringify(r)).join('\n') + '\n';
   const stdout = await runKit(['check-args', '--batch'], input);
@@ -78,6 +77,24 @@ export async function checkArgs(requests: readonly CheckArgsRequest[]): Promise<
     throw new Error(`check-args answered ${results.length} of ${requests.length} requests`);
   }
   return results;
+}
+
+/**
+ * SGLang's verdict on each command line, in the request order. `jobs` SGLang
+ * processes share the list (each imports SGLang once, then forks per check).
+ */
+export async function checkArgs(
+  requests: readonly CheckArgsRequest[],
+  { jobs = 2 }: { jobs?: number } = {},
+): Promise<CheckArgsResult[]> {
+  const n = Math.max(1, Math.min(jobs, Math.ceil(requests.length / 20)));
+  const shares = Array.from({ length: n }, (_, j) => requests.filter((_r, i) => i % n === j));
+  const answers = await Promise.all(shares.map((share) => checkArgsBatch(share)));
+  return requests.map((_r, i) => {
+    const answer = answers[i % n]?.[Math.floor(i / n)];
+    if (!answer) throw new Error(`check-args gave no answer for request ${i}`);
+    return answer;
+  });
 }
 
 export const DumpedFlag = z.object({

@@ -10,7 +10,8 @@ import {
   Sha256Digest,
   Toleration,
 } from './common.ts';
-import { HICACHE_STORAGE_BACKENDS, TRANSFER_BACKENDS } from '../sglang/flags.ts';
+import { choicesOf, SGLANG_FLAGS, SGLANG_VERSION } from '../sglang/catalogue.ts';
+import { HICACHE_HOST_MEMORY_MODES, HICACHE_WRITE_POLICIES } from '../sglang/flags.ts';
 import { withRules, type Rule, type TransitionRule } from './rules.ts';
 
 export const Profile = z.enum(['dense', 'hicache', 'hisparse']).meta({
@@ -23,8 +24,12 @@ export const RadixCache = z.enum(['enabled', 'disabled']).meta({
   description: "Prefix (radix) cache. Unset: SGLang's default for the role (on, except on decode).",
 });
 
-/** Model families whose sparse attention HiSparse supports (SGLang hisparse_guide.md). */
-export const HISPARSE_FAMILIES = ['deepseek-v3.2', 'deepseek-v4', 'glm-5.1'] as const;
+/**
+ * Model families HiSparse supports in the pinned SGLang (hisparse_hook.validate_hisparse):
+ * DeepSeek sparse-attention (DSA) models, DeepSeek V4 and MiniMax M3. The conformance
+ * kit checks each against SGLang with a config.json of that architecture.
+ */
+export const HISPARSE_FAMILIES = ['deepseek-v3.2', 'glm-5', 'glm-5.1', 'deepseek-v4', 'minimax-m3'] as const;
 
 /** Flags the operator renders itself; setting them in extraArgs would split identity from spec. */
 export const OPERATOR_OWNED_FLAGS = [
@@ -43,11 +48,24 @@ export const OPERATOR_OWNED_FLAGS = [
   'enable-cache-report',
   'disable-radix-cache',
   'enable-hierarchical-cache',
+  'enable-hicache',
+  'hicache-ratio',
+  'hicache-size',
+  'hicache-host-memory-mode',
+  'hicache-write-policy',
+  'hicache-io-backend',
+  'hicache-mem-layout',
+  'hicache-storage-backend',
+  'hicache-storage-prefetch-policy',
+  'hicache-storage-backend-extra-config',
   'enable-hisparse',
+  'hierarchical-sparse-attention-extra-config',
   'hisparse-config',
   'disaggregation-mode',
   'disaggregation-transfer-backend',
   'disaggregation-bootstrap-port',
+  'disaggregation-ib-device',
+  'disaggregation-decode-enable-radix-cache',
 ] as const;
 
 export const HiCacheSpec = withRules(
@@ -66,30 +84,30 @@ export const HiCacheSpec = withRules(
         .max(65536)
         .optional()
         .meta({ description: 'Host tier size in GB (--hicache-size); overrides ratio.' }),
-      hostMemoryMode: z
-        .enum(['cache', 'buffer_only'])
-        .optional()
-        .meta({ description: '--hicache-host-memory-mode.' }),
+      hostMemoryMode: z.enum(HICACHE_HOST_MEMORY_MODES).optional().meta({
+        description:
+          '--hicache-host-memory-mode: cache (host memory is a cache tier) or buffer_only (host memory only stages pages to storage; needs storage, not on decode).',
+      }),
       writePolicy: z
-        .enum(['write_back', 'write_through', 'write_through_selective'])
+        .enum(HICACHE_WRITE_POLICIES)
         .optional()
         .meta({ description: '--hicache-write-policy.' }),
       ioBackend: z
-        .enum(['direct', 'kernel', 'kernel_ascend'])
+        .enum(choicesOf('--hicache-io-backend'))
         .optional()
         .meta({ description: '--hicache-io-backend.' }),
       memLayout: z
-        .enum(['layer_first', 'page_first', 'page_first_direct', 'page_first_kv_split', 'page_head'])
+        .enum(choicesOf('--hicache-mem-layout'))
         .optional()
         .meta({ description: '--hicache-mem-layout.' }),
       storage: z
         .object({
-          backend: z.enum(HICACHE_STORAGE_BACKENDS).meta({
+          backend: z.enum(choicesOf('--hicache-storage-backend')).meta({
             description:
               'L3 storage backend (--hicache-storage-backend); the only tier shared across instances.',
           }),
           prefetchPolicy: z
-            .enum(['best_effort', 'wait_complete', 'timeout'])
+            .enum(choicesOf('--hicache-storage-prefetch-policy'))
             .optional()
             .meta({ description: '--hicache-storage-prefetch-policy.' }),
           extraConfig: z
@@ -107,6 +125,13 @@ export const HiCacheSpec = withRules(
       cel: '!(has(self.ratio) && has(self.sizeGB))',
       message: 'set hicache.ratio or hicache.sizeGB, not both (SGLang lets sizeGB override ratio silently)',
       check: (s) => !(s.ratio !== undefined && s.sizeGB !== undefined),
+    },
+    {
+      cel: "!has(self.hostMemoryMode) || self.hostMemoryMode != 'buffer_only' || has(self.storage)",
+      message:
+        'hicache.hostMemoryMode buffer_only keeps no cache in host memory, only pages staged for storage: set hicache.storage or use hostMemoryMode cache (SGLang refuses buffer_only without a storage backend)',
+      fieldPath: '.hostMemoryMode',
+      check: (s) => s.hostMemoryMode !== 'buffer_only' || s.storage !== undefined,
     },
   ],
 );
@@ -193,8 +218,9 @@ export type DisaggregationPart = z.infer<typeof DisaggregationPart>;
 export const Disaggregation = withRules(
   z
     .object({
-      transferBackend: z.enum(TRANSFER_BACKENDS).optional().meta({
-        description: 'KV transfer backend (--disaggregation-transfer-backend); fake for runs without RDMA.',
+      transferBackend: z.enum(choicesOf('--disaggregation-transfer-backend')).optional().meta({
+        description:
+          'KV transfer backend (--disaggregation-transfer-backend); mooncake_tcp runs Mooncake over TCP where there is no RDMA. fake is refused: SGLang does not run a prefill server with it.',
       }),
       bootstrapPort: z
         .number()
@@ -216,8 +242,22 @@ export const Disaggregation = withRules(
   [
     {
       cel: 'has(self.transferBackend)',
-      message: `disaggregation needs transferBackend: one of ${TRANSFER_BACKENDS.join(', ')} (fake runs without RDMA)`,
+      message: `disaggregation needs transferBackend: one of ${choicesOf('--disaggregation-transfer-backend')
+        .filter((b) => b !== 'fake')
+        .join(', ')} (mooncake_tcp where there is no RDMA)`,
       check: (s) => s.transferBackend !== undefined,
+    },
+    {
+      cel: "!has(self.transferBackend) || self.transferBackend != 'fake'",
+      message: `disaggregation.transferBackend fake moves no KV and SGLang ${SGLANG_VERSION} refuses it on the prefill server: use mooncake_tcp where there is no RDMA, or mooncake, nixl or mori`,
+      fieldPath: '.transferBackend',
+      check: (s) => s.transferBackend !== 'fake',
+    },
+    {
+      cel: "!has(self.decode.hicache) || !has(self.decode.hicache.hostMemoryMode) || self.decode.hicache.hostMemoryMode != 'buffer_only'",
+      message: `decode.hicache.hostMemoryMode buffer_only is refused on decode servers by SGLang ${SGLANG_VERSION}: use hostMemoryMode cache on the decode part (buffer_only is supported on prefill)`,
+      fieldPath: '.decode.hicache.hostMemoryMode',
+      check: (s) => s.decode.hicache?.hostMemoryMode !== 'buffer_only',
     },
     {
       cel: 'self.bootstrapPort >= 1024 && self.bootstrapPort <= 65535',
@@ -227,7 +267,7 @@ export const Disaggregation = withRules(
     },
     {
       cel: "self.prefill.profile != 'hisparse'",
-      message: 'HiSparse runs only on the decode part: set prefill.profile to dense or hicache',
+      message: `HiSparse runs only on the decode part (a cacheroute policy, ADR 0005; SGLang ${SGLANG_VERSION} itself would start it): set prefill.profile to dense or hicache`,
       fieldPath: '.prefill.profile',
       check: (s) => s.prefill.profile !== 'hisparse',
     },
@@ -313,6 +353,16 @@ export const ModelSpec = z
 
 const IMAGE_DIGEST_RE = '^[^@ ]+@sha256:[a-f0-9]{64}$';
 const OWNED_FLAGS_RE = `^--(${OPERATOR_OWNED_FLAGS.join('|')})(=.*)?$`;
+// Every long option of the pinned SGLang (its own parser's table), so a typo or a flag of
+// another release is refused at apply instead of crash-looping the pod.
+const SGLANG_OPTIONS = [...new Set(SGLANG_FLAGS.flatMap((f) => [f.name, ...f.aliases]))]
+  .filter((o) => o.startsWith('--'))
+  .map((o) => o.slice(2));
+// A map literal: CEL looks a key up at constant cost, where a list or an alternation of 500
+// names costs more than the API server's per-rule budget for 64 arguments.
+const KNOWN_OPTIONS_CEL = `{${SGLANG_OPTIONS.map((o) => `'--${o}': true`).join(', ')}}`;
+const KNOWN_OPTIONS = new Set(SGLANG_OPTIONS.map((o) => `--${o}`));
+const optionOf = (arg: string): string => (arg.includes('=') ? arg.slice(0, arg.indexOf('=')) : arg);
 
 export const RuntimeSpec = withRules(
   z
@@ -349,6 +399,12 @@ export const RuntimeSpec = withRules(
         'runtime.image must be pinned by digest (repository@sha256:<64 hex>); a tag alone can change what runs',
       fieldPath: '.image',
       check: (s) => new RegExp(IMAGE_DIGEST_RE).test(s.image),
+    },
+    {
+      cel: `!has(self.extraArgs) || self.extraArgs.all(a, !a.startsWith('--') || (a.contains('=') ? a.substring(0, a.indexOf('=')) : a) in ${KNOWN_OPTIONS_CEL})`,
+      message: `runtime.extraArgs may hold only flags of SGLang ${SGLANG_VERSION}, spelled out in full (see hack/sglang/README.md; make sglang-flags lists them)`,
+      fieldPath: '.extraArgs',
+      check: (s) => (s.extraArgs ?? []).every((a) => !a.startsWith('--') || KNOWN_OPTIONS.has(optionOf(a))),
     },
     {
       cel: `!has(self.extraArgs) || self.extraArgs.all(a, !a.matches('${OWNED_FLAGS_RE}'))`,
@@ -452,7 +508,7 @@ export const DeploymentSpec = withRules(
             .optional()
             .meta({ description: '--chunked-prefill-size.' }),
           schedulePolicy: z
-            .enum(['fcfs', 'lpm', 'random', 'dfs-weight', 'lof', 'priority', 'routing-key'])
+            .enum(choicesOf('--schedule-policy'))
             .optional()
             .meta({ description: '--schedule-policy.' }),
         })
@@ -468,7 +524,7 @@ export const DeploymentSpec = withRules(
     {
       cel: "!has(self.profile) || self.profile != 'hisparse' || has(self.disaggregation)",
       message:
-        'profile hisparse runs only on the decode part of a prefill/decode deployment: set spec.disaggregation with decode.profile: hisparse',
+        `profile hisparse runs only on the decode part of a prefill/decode deployment (a cacheroute policy, ADR 0005; SGLang ${SGLANG_VERSION} itself would start it standalone): set spec.disaggregation with decode.profile: hisparse`,
       fieldPath: '.profile',
       check: (s) => s.profile !== 'hisparse' || s.disaggregation !== undefined,
     },
@@ -482,10 +538,16 @@ export const DeploymentSpec = withRules(
     },
     {
       cel: `!((has(self.profile) && self.profile == 'hisparse') || (has(self.disaggregation) && self.disaggregation.decode.profile == 'hisparse')) || (has(self.model.family) && self.model.family in [${HISPARSE_FAMILY_LIST}])`,
-      message: `HiSparse supports only DeepSeek sparse-attention and DeepSeek V4 models: set model.family to one of ${HISPARSE_FAMILIES.join(', ')}`,
+      message: `HiSparse supports only DeepSeek sparse-attention (DeepSeek V3.2, GLM-5), DeepSeek V4 and MiniMax M3 models in SGLang ${SGLANG_VERSION}: set model.family to one of ${HISPARSE_FAMILIES.join(', ')}`,
       fieldPath: '.model.family',
       check: (s) =>
         !hasHiSparse(s) || (HISPARSE_FAMILIES as readonly string[]).includes(s.model.family ?? ''),
+    },
+    {
+      cel: `!((has(self.profile) && self.profile == 'hisparse') || (has(self.disaggregation) && self.disaggregation.decode.profile == 'hisparse')) || !has(self.runtime.extraArgs) || !self.runtime.extraArgs.exists(a, a == '--enable-mixed-chunk')`,
+      message: `SGLang ${SGLANG_VERSION} does not run HiSparse with --enable-mixed-chunk: remove it from runtime.extraArgs`,
+      fieldPath: '.runtime.extraArgs',
+      check: (s) => !hasHiSparse(s) || !(s.runtime.extraArgs ?? []).includes('--enable-mixed-chunk'),
     },
     {
       cel: '!has(self.resources.gpus) || self.resources.gpus >= self.parallelism.tensor',

@@ -42,9 +42,14 @@ export function buildServerArgs(spec: DeploymentSpec, engine: RoleEngine): Sglan
 
 function radixArgs(engine: RoleEngine): SglangArgsInput {
   if (engine.role !== 'decode') return { disable_radix_cache: engine.radixCache === 'disabled' };
-  // A decode server keeps no radix cache unless asked; HiSparse's guide also passes --disable-radix-cache.
+  // HiSparse requires the radix cache disabled, and says so (hisparse_hook.validate_hisparse).
   if (engine.profile === 'hisparse') return { disable_radix_cache: true };
-  return { disaggregation_decode_enable_radix_cache: engine.radixCache === 'enabled' };
+  // A decode server keeps no radix cache unless asked. HiCache extends the radix cache, and SGLang
+  // refuses it without one (kv_cache_hook.handle_cache_compatibility), so a hicache decode part has
+  // one unless the spec turns it off (which the API refuses for profile hicache).
+  const enabled =
+    engine.radixCache === 'enabled' || (engine.radixCache === undefined && engine.profile === 'hicache');
+  return { disaggregation_decode_enable_radix_cache: enabled };
 }
 
 function hicacheArgs(engine: RoleEngine): SglangArgsInput {
