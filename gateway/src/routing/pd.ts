@@ -5,9 +5,10 @@
 // fingerprint (during a rollout, old prefill + new decode would exchange KV
 // of different models).
 
+import { buildBootstrapFields } from '../../../operator/src/sglang/bootstrap.ts';
 import { EndpointRole, type ModelRoute, type RouteEndpoint } from './table.ts';
 
-export const DEFAULT_BOOTSTRAP_PORT = 8998;
+export { computeBootstrapRoom } from '../../../operator/src/sglang/bootstrap.ts';
 
 export function isDisaggregated(route: ModelRoute): boolean {
   return route.endpoints.some((e) => e.role !== EndpointRole.standalone);
@@ -24,23 +25,10 @@ export function computeDecodePartners(route: ModelRoute, prefill: RouteEndpoint)
   );
 }
 
-/**
- * A room id in [0, 2^53): SGLang takes [0, 2^63-1], but JSON numbers above
- * 2^53 lose precision in JavaScript; 53 random bits keep collisions negligible.
- */
-export function computeBootstrapRoom(random32: () => number): number {
-  return (random32() >>> 11) * 0x100000000 + (random32() >>> 0);
-}
-
 export function buildPdBody(
   body: Readonly<Record<string, unknown>>,
   prefill: RouteEndpoint,
   room: number,
 ): Record<string, unknown> {
-  return {
-    ...body,
-    bootstrap_host: new URL(prefill.url).hostname,
-    bootstrap_port: prefill.bootstrapPort ?? DEFAULT_BOOTSTRAP_PORT,
-    bootstrap_room: room,
-  };
+  return { ...body, ...buildBootstrapFields(new URL(prefill.url).hostname, prefill.bootstrapPort, room) };
 }

@@ -14,6 +14,7 @@ import type { GenerateCall } from '../controllers/task/phase.ts';
 import type { PdPrefill } from '../controllers/task/target.ts';
 import { err, ok, type AttemptOutcome, type Result } from '../controllers/task/types.ts';
 import { computeSglangUsage, toAttemptError } from '../controllers/task/usage.ts';
+import { buildBootstrapFields, computeBootstrapRoom, toRandom32 } from '../sglang/bootstrap.ts';
 import { parseWith, postJson, providerError } from './http.ts';
 
 export interface SglangProviderOptions {
@@ -66,13 +67,8 @@ function planRoute(
   const prefill: PdPrefill | undefined = pick(route.prefill, random);
   const decode = pick(route.decode, random);
   if (!prefill || !decode) return providerError('NoEndpoint', 'no prefill/decode pair');
-  // 53 random bits: SGLang takes [0, 2^63-1], JSON numbers are exact below 2^53.
-  const room = Math.floor(random() * 2 ** 21) * 2 ** 32 + Math.floor(random() * 2 ** 32);
-  const extra = {
-    bootstrap_host: prefill.bootstrapHost,
-    bootstrap_port: prefill.bootstrapPort,
-    bootstrap_room: room,
-  };
+  const room = computeBootstrapRoom(toRandom32(random));
+  const extra = buildBootstrapFields(prefill.bootstrapHost, prefill.bootstrapPort, room);
   return ok({
     tokenizeUrl: prefill.url,
     generate: [

@@ -1,5 +1,7 @@
 import { validateResource, type CachePolicyResource, type DeploymentResource } from '../../api/index.ts';
-import { postGenerate } from '../../sglang/generate.ts';
+import { buildBootstrapFields, computeBootstrapRoom, toRandom32 } from '../../sglang/bootstrap.ts';
+import type { ClientOptions } from '../../sglang/client.ts';
+import { postGenerate, type GenerateRequest } from '../../sglang/generate.ts';
 import type { KubeClient } from '../../runtime/client.ts';
 import { isNotFound } from '../../runtime/client.ts';
 import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
@@ -25,6 +27,31 @@ function parseAll<T>(objs: readonly KubeObject[], kind: string): T[] {
     const r = validateResource(o);
     return r.ok && r.value.kind === kind ? [r.value as T] : [];
   });
+}
+
+/**
+ * One warm-up request: to a standalone endpoint as is; to a prefill endpoint
+ * as SGLang's PD clients send it, to the prefill and its decode partner at
+ * once with the prefill's bootstrap address and a fresh room. Returns the
+ * error, if any.
+ */
+async function sendWarmup(
+  t: WarmupTarget,
+  body: GenerateRequest,
+  post: ClientOptions,
+): Promise<string | undefined> {
+  if (!t.pair) {
+    const r = await postGenerate(t.url, body, post);
+    return r.ok ? undefined : r.error;
+  }
+  const room = computeBootstrapRoom(toRandom32(Math.random));
+  const paired = { ...body, ...buildBootstrapFields(t.pair.bootstrapHost, t.pair.bootstrapPort, room) };
+  const [prefill, decode] = await Promise.all([
+    postGenerate(t.url, paired, post),
+    postGenerate(t.pair.decodeUrl, paired, post),
+  ]);
+  if (!prefill.ok) return prefill.error;
+  return decode.ok ? undefined : `decode ${t.pair.decodePod}: ${decode.error}`;
 }
 
 export function buildCachePolicyController(opts: CachePolicyControllerOptions): ControllerDefinition {
@@ -64,13 +91,11 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
       targets.map(async (t) => {
         for (const text of docs) {
           // One generated token: the point is the prefill, which lands the prefix in the radix cache.
-          const r = await postGenerate(
-            t.url,
-            { text, cache_salt: t.salt, sampling_params: { max_new_tokens: 1, temperature: 0 } },
-            { timeoutMs: opts.warmupTimeoutMs ?? 120_000, signal: ctx.signal },
-          );
-          if (!r.ok) {
-            ctx.logger.warn('warm-up failed', { pod: t.pod, error: r.error });
+          const body = { text, cache_salt: t.salt, sampling_params: { max_new_tokens: 1, temperature: 0 } };
+          const post = { timeoutMs: opts.warmupTimeoutMs ?? 120_000, signal: ctx.signal };
+          const error = await sendWarmup(t, body, post);
+          if (error !== undefined) {
+            ctx.logger.warn('warm-up failed', { pod: t.pod, error });
             return undefined;
           }
         }

@@ -63,6 +63,48 @@ describe('planWarmup', () => {
   });
 });
 
+describe('planWarmup on a prefill/decode target', () => {
+  const pd = (endpoints: Endpoint[]): DeploymentResource => ({
+    ...parse<DeploymentResource>(loadSample('deployment-pd-hisparse.yaml')),
+    status: { endpoints },
+  });
+  const salts = new Map([['deepseek-v32', 's']]);
+  const named = { ...policy, spec: { ...policy.spec, targetRefs: [{ name: 'deepseek-v32' }] } };
+
+  // The bug this guards: warm-up posted plain /generate to prefill pods, which a real
+  // disaggregated SGLang refuses (no bootstrap room).
+  it('warms a prefill endpoint through a serving decode endpoint of its fingerprint', () => {
+    const d = pd([
+      ep('p1', { role: 'prefill', fingerprint: 'f2', bootstrapPort: 9000, ip: '10.244.1.1' }),
+      ep('d-old', { role: 'decode', fingerprint: 'f1' }),
+      ep('d-unready', { role: 'decode', fingerprint: 'f2', ready: false }),
+      ep('d2', { role: 'decode', fingerprint: 'f2', ip: '10.244.1.2' }),
+    ]);
+    expect(planWarmup(named, new Map([['deepseek-v32', d]]), salts)).toEqual([
+      {
+        deployment: 'deepseek-v32',
+        pod: 'p1',
+        url: 'http://10.244.1.1:30000',
+        salt: 's',
+        pair: {
+          decodePod: 'd2',
+          decodeUrl: 'http://10.244.1.2:30000',
+          bootstrapHost: '10.244.1.1',
+          bootstrapPort: 9000,
+        },
+      },
+    ]);
+  });
+
+  it('waits for a decode partner before warming a prefill endpoint', () => {
+    const d = pd([
+      ep('p1', { role: 'prefill', fingerprint: 'f2' }),
+      ep('d1', { role: 'decode', fingerprint: 'f1' }),
+    ]);
+    expect(planWarmup(named, new Map([['deepseek-v32', d]]), salts)).toEqual([]);
+  });
+});
+
 describe('pruneWarmed', () => {
   it('forgets pods that went away, so their replacements are warmed', () => {
     expect(pruneWarmed(['a', 'gone'], deployment([ep('a'), ep('new')]))).toEqual(['a']);

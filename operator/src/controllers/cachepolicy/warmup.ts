@@ -1,16 +1,32 @@
-import type { CachePolicyResource, DeploymentResource } from '../../api/index.ts';
+import type { CachePolicyResource, DeploymentResource, Endpoint } from '../../api/index.ts';
+
+/** A disaggregated target's partner: SGLang warms a prefill only through a real prefill/decode pair. */
+export interface WarmupPair {
+  decodePod: string;
+  decodeUrl: string;
+  bootstrapHost: string;
+  bootstrapPort: number | undefined;
+}
 
 export interface WarmupTarget {
   deployment: string;
   pod: string;
   url: string;
   salt: string;
+  pair?: WarmupPair;
 }
+
+const isServing = (e: Endpoint): boolean => e.ready && e.verified;
+const urlOf = (e: Endpoint): string => `http://${e.ip}:${e.port}`;
 
 /**
  * The endpoints that still need the policy's documents prefilled: verified and
  * ready, of a role that prefills (standalone or prefill; a decode server gets
- * its KV from prefill), not warmed before. Pure.
+ * its KV from prefill), not warmed before. A prefill endpoint is warmed
+ * through a serving decode endpoint of its fingerprint: a disaggregated SGLang
+ * server refuses a request without a bootstrap room, and one sent with the
+ * fake bootstrap host is never inserted in its cache (sglang/bootstrap.ts).
+ * A prefill without a partner waits for one. Pure.
  */
 export function planWarmup(
   policy: CachePolicyResource,
@@ -23,11 +39,24 @@ export function planWarmup(
   );
   const out: WarmupTarget[] = [];
   for (const [name, salt] of salts) {
-    const d = deployments.get(name);
-    for (const e of d?.status?.endpoints ?? []) {
-      if (!e.ready || !e.verified || e.role === 'decode') continue;
+    const endpoints = deployments.get(name)?.status?.endpoints ?? [];
+    for (const e of endpoints) {
+      if (!isServing(e) || e.role === 'decode') continue;
       if (warmed.get(name)?.has(e.pod)) continue;
-      out.push({ deployment: name, pod: e.pod, url: `http://${e.ip}:${e.port}`, salt });
+      const target: WarmupTarget = { deployment: name, pod: e.pod, url: urlOf(e), salt };
+      if (e.role === 'prefill') {
+        const decode = endpoints.find(
+          (d) => d.role === 'decode' && isServing(d) && d.fingerprint === e.fingerprint,
+        );
+        if (!decode) continue;
+        target.pair = {
+          decodePod: decode.pod,
+          decodeUrl: urlOf(decode),
+          bootstrapHost: e.ip,
+          bootstrapPort: e.bootstrapPort,
+        };
+      }
+      out.push(target);
     }
   }
   return out;

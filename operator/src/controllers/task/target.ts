@@ -10,9 +10,8 @@ import type { DeploymentResource } from '../../api/resources.ts';
 import type { TaskSpec } from '../../api/task.ts';
 import type { OpenRouterIdentity, ProviderIdentity, SglangIdentity, VerifiedRuntime } from './fingerprint.ts';
 import { TaskReason } from './reasons.ts';
+import { DEFAULT_BOOTSTRAP_PORT } from '../../sglang/bootstrap.ts';
 import { err, ok, type AttemptError, type Result } from './types.ts';
-
-export const DEFAULT_BOOTSTRAP_PORT = 8998;
 
 export interface PdPrefill {
   url: string;
