@@ -34,6 +34,8 @@ export function buildServerInfo(server: SimServer): Record<string, unknown> {
       },
     ],
     version: server.config.sim.version,
+    // describe_kv_events_publisher: null unless KV events are published (kv-events-config.ts).
+    kv_events: server.kvEvents?.descriptor ?? null,
   };
 }
 

@@ -21,6 +21,11 @@
 // into the radix tree when its prefill ends and prompt + output when the
 // request finishes; the path stays locked while the request runs.
 //
+// After each prefill step, each decode step and whenever the engine falls
+// fully idle (nothing waiting or running; a flush included) it tells the
+// optional step listener: where SGLang's scheduler publishes its KV and load
+// events (process_batch_result, on_idle).
+//
 // KV accounting: used = tree.deviceSize + Σ running.reserved, where reserved
 // is the part of a request's KV not (yet) in the tree: uncached prompt tokens
 // until its prefill ends, then its new tokens. With the radix cache disabled
@@ -121,7 +126,15 @@ export interface EngineCounters {
   aborted: number;
   evictedDeviceTokens: number;
   loadedBackTokens: number;
+  /** Model time spent in prefill steps. */
+  prefillBusyMs: number;
 }
+
+export const EngineStepKind = { prefill: 'prefill', decode: 'decode', idle: 'idle' } as const;
+export type EngineStepKind = (typeof EngineStepKind)[keyof typeof EngineStepKind];
+
+/** Told after each step's results are out, and when the engine falls fully idle. */
+export type StepListener = (kind: EngineStepKind, now: number) => void;
 
 /** All counters at zero: a new engine's, or the start of a sum. */
 export function createEngineCounters(): EngineCounters {
@@ -134,6 +147,7 @@ export function createEngineCounters(): EngineCounters {
     aborted: 0,
     evictedDeviceTokens: 0,
     loadedBackTokens: 0,
+    prefillBusyMs: 0,
   };
 }
 
@@ -154,6 +168,7 @@ export class Engine {
   #lastHitRate = 0;
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
+  onStep: StepListener | null = null;
 
   constructor(cfg: EngineConfig, clock: Clock) {
     this.#cfg = cfg;
@@ -207,7 +222,14 @@ export class Engine {
   flushCache(): boolean {
     if (this.#waiting.length > 0 || this.#running.length > 0 || this.#busy) return false;
     this.#releaseEpoch++;
-    return this.tree.reset();
+    const flushed = this.tree.reset();
+    this.onStep?.('idle', this.#clock.now());
+    return flushed;
+  }
+
+  /** Prompt tokens of the requests still waiting for admission. */
+  get waitingPromptTokens(): number {
+    return this.#waiting.reduce((s, l) => s + l.spec.promptIds.length, 0);
   }
 
   get usedTokens(): number {
@@ -322,11 +344,14 @@ export class Engine {
       this.#lastHitRate = hits / Math.max(1, hits + uncached);
       const loaded = prefill.reduce((s, l) => s + l.hostLoaded, 0);
       const duration = (uncached / this.#cfg.prefillTps) * 1000 + (loaded / this.#cfg.hostLoadTps) * 1000;
-      this.#runStep(start, duration, this.#endPrefill(prefill));
+      this.counters.prefillBusyMs += duration;
+      this.#runStep(start, duration, this.#endPrefill(prefill), 'prefill');
     } else if (this.#running.length > 0) {
       const duration = this.#cfg.decodeBaseMs + this.#cfg.decodePerReqMs * this.#running.length;
       const batch = [...this.#running];
-      this.#runStep(now, duration, this.#endDecode(batch));
+      this.#runStep(now, duration, this.#endDecode(batch), 'decode');
+    } else if (this.#waiting.length === 0) {
+      this.onStep?.('idle', now);
     }
   }
 
@@ -336,11 +361,12 @@ export class Engine {
    * lag does not accumulate into model time. A step never starts before the
    * requests in it arrived.
    */
-  #runStep(start: number, duration: number, done: (end: number) => void): void {
+  #runStep(start: number, duration: number, done: (end: number) => void, kind: EngineStepKind): void {
     this.#busy = true;
     const end = start + duration;
     this.#clock.setTimer(Math.max(0, end - this.#clock.now()), () => {
       done(end);
+      this.onStep?.(kind, end);
       this.#busy = false;
       this.#iterate(end);
     });

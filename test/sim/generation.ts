@@ -97,6 +97,14 @@ export function buildNamespace(
   return `${cacheSalt ?? ''}\u0000${extraKey ?? ''}`;
 }
 
+/** The cache_salt and extra_key of a namespace built by buildNamespace (a name without NUL is all salt). */
+export function parseNamespace(namespace: string): { cacheSalt: string | null; extraKey: string | null } {
+  const nul = namespace.indexOf('\u0000');
+  const salt = nul < 0 ? namespace : namespace.slice(0, nul);
+  const extra = nul < 0 ? '' : namespace.slice(nul + 1);
+  return { cacheSalt: salt === '' ? null : salt, extraKey: extra === '' ? null : extra };
+}
+
 export function buildMetaInfo(
   rid: string,
   r: Pick<RequestResult, 'cachedTokens' | 'cachedDevice' | 'cachedHost' | 'e2eMs'> | null,

@@ -16,7 +16,9 @@
 // - deviceSize, hostSize and lockedSize (device tokens with lockRef > 0) are
 //   maintained incrementally.
 //
-// Pure: the caller passes `now` (any monotonic number) for LRU ordering.
+// Pure: the caller passes `now` (any monotonic number) for LRU ordering. An
+// optional TreeObserver hears where KV lands and leaves, at the points
+// SGLang's tree records its KV events (the simulator's event recorder).
 
 import { MinHeap } from './min-heap.ts';
 
@@ -46,6 +48,21 @@ export interface TreeNode {
   host: boolean;
 }
 
+export const Tier = { device: 'device', host: 'host' } as const;
+export type Tier = (typeof Tier)[keyof typeof Tier];
+
+/**
+ * Told, synchronously and while the node is still linked to its parent,
+ * when a node's KV becomes resident on a tier (a new leaf, a node brought
+ * back to the device by an insert or a load-back, a host backup), when it
+ * leaves one (device or host eviction), and when the whole cache is reset.
+ */
+export interface TreeObserver {
+  onStored(node: TreeNode, tier: Tier): void;
+  onRemoved(node: TreeNode, tier: Tier): void;
+  onCleared(): void;
+}
+
 export interface MatchResult {
   /** Deepest matched node (a root when nothing matched). */
   readonly node: TreeNode;
@@ -70,9 +87,14 @@ function selectiveThreshold(policy: WritePolicy): number {
 export class RadixTree {
   readonly #opts: RadixTreeOptions;
   readonly #roots = new Map<string, TreeNode>();
+  readonly #rootNames = new Map<TreeNode, string>();
+  observer: TreeObserver | null = null;
   #nextId = 0;
   #deviceSize = 0;
   #hostSize = 0;
+  /** Tokens ever copied to the host tier, and dropped from it for room (SGLang's hicache counters). */
+  #backedUp = 0;
+  #droppedHost = 0;
   #lockedSize = 0;
   #nodeCount = 0;
 
@@ -97,6 +119,14 @@ export class RadixTree {
       lockedSize: this.#lockedSize,
       nodeCount: this.#nodeCount,
     };
+  }
+
+  get backedUpTokens(): number {
+    return this.#backedUp;
+  }
+
+  get droppedHostTokens(): number {
+    return this.#droppedHost;
   }
 
   get evictableDeviceSize(): number {
@@ -124,8 +154,16 @@ export class RadixTree {
       root.device = true;
       root.lockRef = 1; // roots are never evicted
       this.#roots.set(namespace, root);
+      this.#rootNames.set(root, namespace);
     }
     return root;
+  }
+
+  /** The namespace of the root `node` hangs under ('' if detached). */
+  namespaceOf(node: TreeNode): string {
+    let n = node;
+    while (n.parent) n = n.parent;
+    return this.#rootNames.get(n) ?? '';
   }
 
   #childKey(tokens: readonly number[], at: number): number | string {
@@ -221,6 +259,7 @@ export class RadixTree {
         leaf.device = true;
         this.#deviceSize += leaf.key.length;
         added += leaf.key.length;
+        this.observer?.onStored(leaf, 'device');
         this.#maybeWriteThrough(leaf, now);
         return { node: leaf, newDeviceTokens: added };
       }
@@ -232,6 +271,7 @@ export class RadixTree {
         this.#deviceSize += next.key.length;
         if (next.lockRef > 0) this.#lockedSize += next.key.length;
         added += next.key.length;
+        this.observer?.onStored(next, 'device');
       }
       this.#maybeWriteThrough(next, now);
       node = next;
@@ -254,6 +294,8 @@ export class RadixTree {
     if (this.#opts.hostCapacity - this.#hostSize < len) return false;
     node.host = true;
     this.#hostSize += len;
+    this.#backedUp += len;
+    this.observer?.onStored(node, 'host');
     return true;
   }
 
@@ -278,13 +320,17 @@ export class RadixTree {
    * device (the caller has made room). Returns the tokens loaded.
    */
   loadBack(match: MatchResult): number {
+    const path: TreeNode[] = [];
+    for (let n: TreeNode | null = match.node; n && n !== match.deviceNode; n = n.parent) path.push(n);
     let loaded = 0;
-    for (let n: TreeNode | null = match.node; n && n !== match.deviceNode; n = n.parent) {
+    // Top-down, so each store event's parent is already on the device.
+    for (const n of path.reverse()) {
       if (n.device) continue;
       n.device = true;
       this.#deviceSize += n.key.length;
       if (n.lockRef > 0) this.#lockedSize += n.key.length;
       loaded += n.key.length;
+      this.observer?.onStored(n, 'device');
     }
     return loaded;
   }
@@ -335,19 +381,27 @@ export class RadixTree {
       freed += len;
       const parent = n.parent;
       // KV on no tier: the node goes, with any host-only descendants (unreachable without it).
-      if (!n.host) this.#dropSubtree(n);
+      if (n.host) this.observer?.onRemoved(n, 'device');
+      else this.#dropSubtree(n);
       if (parent && this.#isDeviceLeaf(parent)) heap.push(parent);
     }
     return freed;
   }
 
   #dropSubtree(n: TreeNode): void {
+    const descendants: TreeNode[] = [];
     const stack = [...n.children.values()];
     for (let c = stack.pop(); c; c = stack.pop()) {
-      if (c.host) this.#hostSize -= c.key.length;
-      this.#nodeCount--;
+      descendants.push(c);
       stack.push(...c.children.values());
     }
+    // As SGLang's drop of an unbacked device leaf: host-only descendants deepest first, then the node.
+    for (const c of descendants.reverse()) {
+      this.observer?.onRemoved(c, 'host');
+      if (c.host) this.#hostSize -= c.key.length;
+      this.#nodeCount--;
+    }
+    this.observer?.onRemoved(n, 'device');
     n.children.clear();
     this.#remove(n);
   }
@@ -363,8 +417,10 @@ export class RadixTree {
       const n = heap.pop();
       if (!n) break;
       const parent = n.parent;
+      this.observer?.onRemoved(n, 'host');
       n.host = false;
       this.#hostSize -= n.key.length;
+      this.#droppedHost += n.key.length;
       freed += n.key.length;
       this.#remove(n);
       if (parent && isHostLeaf(parent)) heap.push(parent);
@@ -376,6 +432,8 @@ export class RadixTree {
   reset(): boolean {
     if (this.#lockedSize > 0 || this.#allNodes().some((n) => n.lockRef > 0)) return false;
     this.#roots.clear();
+    this.#rootNames.clear();
+    this.observer?.onCleared();
     this.#deviceSize = 0;
     this.#hostSize = 0;
     this.#nodeCount = 0;

@@ -10,6 +10,7 @@ import { routeInfo } from './api-info.ts';
 import type { Clock } from './clock.ts';
 import { buildEngineConfig, resolveServing, type ResolvedServing, type SimConfig } from './config.ts';
 import { Engine, type CachedSplit, type RequestResult } from './engine.ts';
+import { KvEventsService } from './kv-events-service.ts';
 import { abortReason, planOutput, type FinishReason, type OutputPlan, type StopRules } from './generation.ts';
 import { HttpError, nativeError, openAiError, sendJson } from './http-util.ts';
 import { SimMetrics } from './metrics.ts';
@@ -66,6 +67,8 @@ export class SimServer {
   readonly engine: Engine;
   readonly metrics = new SimMetrics();
   readonly server: http.Server;
+  /** KV and load event publishing (--kv-events-config); null when off. */
+  readonly kvEvents: KvEventsService | null;
   readonly #deps: SimServerDeps;
   readonly #rooms = new RoomRegistry();
   #bootstrapServer: http.Server | null = null;
@@ -78,6 +81,7 @@ export class SimServer {
     this.#deps = deps;
     this.serving = resolveServing(config);
     this.engine = new Engine(buildEngineConfig(config), deps.clock);
+    this.kvEvents = KvEventsService.build(config, this.engine);
     this.server = http.createServer((req, res) => this.#onRequest(req, res));
     // Long generations under overload outlive Node's default request/headers timeouts; SGLang has none.
     this.server.keepAliveTimeout = 65_000;
@@ -116,6 +120,7 @@ export class SimServer {
       });
       this.#bootstrapServer = bs;
     }
+    await this.kvEvents?.open();
     return actual;
   }
 
@@ -128,6 +133,7 @@ export class SimServer {
       closing.push(new Promise<void>((r) => bs.close(() => r())));
     }
     await Promise.all(closing);
+    await this.kvEvents?.close();
   }
 
   isHealthy(): boolean {

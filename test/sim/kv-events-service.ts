@@ -1,0 +1,212 @@
+// The simulator's KV and load event publishing, wired as SGLang 0.5.23's
+// scheduler does (managers/scheduler.py, scheduler_components/
+// kv_events_publisher.py, metrics_reporter.py):
+//
+// - the radix tree's stores, removals and clears are recorded (device tier
+//   as medium "GPU", the HiCache host tier as "CPU_PINNED");
+// - the queue is taken and published as one batch after every prefill step,
+//   after every --decode-log-interval-th decode step (40) and whenever the
+//   engine falls idle (a /flush_cache included); an empty queue publishes
+//   nothing;
+// - the cache's construction records AllBlocksCleared, which the first idle
+//   pass publishes: a fresh server's first batch (seq 0);
+// - with --load-publish-endpoint, a LoadStat after every step (decode steps
+//   throttled by --load-snapshot-publish-interval, 15) and a heartbeat.
+//
+// One DP rank (the simulator has one scheduler): rank 0's sockets only.
+
+import type { SimConfig } from './config.ts';
+import type { Engine, EngineStepKind } from './engine.ts';
+import { encodeEventBatch, type LoadStat } from './kv-event-codec.ts';
+import { ZmqEventPublisher } from './kv-event-publisher.ts';
+import { KvEventRecorder, StorageMedium } from './kv-event-recorder.ts';
+import {
+  describeKvEvents,
+  parseKvEventsConfig,
+  parseTcpEndpoint,
+  resolveLoadRange,
+  shouldBind,
+  type KvEventsConfig,
+  type KvEventsDescriptor,
+} from './kv-events-config.ts';
+import { parseNamespace } from './generation.ts';
+import { LOAD_PUBLISH_HEARTBEAT_MS, LoadPublisher, LoadThrottle } from './load-publisher.ts';
+import type { RadixTree, TreeNode } from './radix-tree.ts';
+
+const DEFAULT_DECODE_LOG_INTERVAL = 40;
+const DEFAULT_LOAD_SNAPSHOT_PUBLISH_INTERVAL = 15;
+const ATTN_DP_RANK = 0;
+
+export interface KvEventsServiceDeps {
+  /** Wall clock, ms since the epoch: batch timestamps (SGLang's time.time()). */
+  readonly wallNow?: () => number;
+  /** Monotonic ms: the load heartbeat (SGLang's time.monotonic()). */
+  readonly monotonicNow?: () => number;
+}
+
+function intFlag(config: SimConfig, dest: string, fallback: number): number {
+  const v = config.sglang[dest];
+  return typeof v === 'number' && Number.isInteger(v) ? v : fallback;
+}
+
+export class KvEventsService {
+  readonly descriptor: KvEventsDescriptor | null;
+  readonly #cfg: KvEventsConfig;
+  readonly #engine: Engine;
+  readonly #recorder: KvEventRecorder<TreeNode> | null;
+  readonly #decodeLogInterval: number;
+  readonly #loadEndpoint: string | null;
+  readonly #throttle: LoadThrottle;
+  readonly #wallNow: () => number;
+  readonly #monotonicNow: () => number;
+  #publisher: ZmqEventPublisher | null = null;
+  #loadPublisher: LoadPublisher | null = null;
+  #heartbeat: NodeJS.Timeout | null = null;
+  #decodeSteps = 0;
+
+  /** The service for a launch, or null without --kv-events-config; throws where SGLang refuses to start. */
+  static build(config: SimConfig, engine: Engine, deps: KvEventsServiceDeps = {}): KvEventsService | null {
+    const raw = config.sglang.kv_events_config;
+    if (raw === null || raw === '') {
+      if ((config.sglang.load_publish_endpoint ?? 'off').trim().toLowerCase() !== 'off') {
+        throw new Error('--load-publish-endpoint requires --kv-events-config');
+      }
+      return null;
+    }
+    const parsed = parseKvEventsConfig(raw);
+    if (!parsed.ok) throw new Error(parsed.error);
+    return new KvEventsService(config, parsed.value, engine, deps);
+  }
+
+  private constructor(config: SimConfig, cfg: KvEventsConfig, engine: Engine, deps: KvEventsServiceDeps) {
+    this.#cfg = cfg;
+    this.#engine = engine;
+    this.#wallNow = deps.wallNow ?? Date.now;
+    this.#monotonicNow = deps.monotonicNow ?? (() => performance.now());
+    const ec = engine.config;
+    const dpSize = config.sglang.dp_size;
+    const loadEndpoint = config.sglang.load_publish_endpoint;
+    this.descriptor = describeKvEvents(cfg, {
+      pageSize: ec.pageSize,
+      dpSize,
+      loadPublishEndpoint: loadEndpoint,
+    });
+    const { range, reason } = resolveLoadRange(cfg.publisher === 'null' ? null : cfg, dpSize, loadEndpoint);
+    if (reason !== null) throw new Error(reason);
+    this.#loadEndpoint = range ? `tcp://${formatHost(range.host)}:${range.base + ATTN_DP_RANK}` : null;
+    this.#decodeLogInterval = Math.max(
+      1,
+      intFlag(config, 'decode_log_interval', DEFAULT_DECODE_LOG_INTERVAL),
+    );
+    this.#throttle = new LoadThrottle(
+      intFlag(config, 'load_snapshot_publish_interval', DEFAULT_LOAD_SNAPSHOT_PUBLISH_INTERVAL),
+    );
+    // A disabled radix cache reports no KV events (SGLang builds it with events off).
+    this.#recorder =
+      cfg.publisher === 'zmq' && ec.radixCache ? recordTreeEvents(engine.tree, ec.pageSize) : null;
+    // The cache's construction resets it, as SGLang's does.
+    this.#recorder?.recordAllCleared();
+    engine.onStep = (kind) => this.#onStep(kind);
+  }
+
+  /** Open the sockets and publish the startup batch. */
+  async open(): Promise<void> {
+    if (this.#cfg.publisher === 'zmq') {
+      const endpoint = this.#cfg.endpoint;
+      this.#publisher = await ZmqEventPublisher.open({
+        endpoint,
+        bind: shouldBind(this.#cfg, endpoint),
+        replayEndpoint: this.#cfg.replay_endpoint,
+        bufferSteps: this.#cfg.buffer_steps,
+        hwm: this.#cfg.hwm,
+        topic: this.#cfg.topic,
+      });
+    }
+    if (this.#loadEndpoint !== null) {
+      this.#loadPublisher = await LoadPublisher.open(this.#loadEndpoint);
+      this.#heartbeat = setInterval(() => this.#publishLoad(true), LOAD_PUBLISH_HEARTBEAT_MS);
+      this.#heartbeat.unref();
+    }
+    this.#onStep('idle');
+  }
+
+  /** KV event batches sent so far (the next batch's sequence number). */
+  get sentBatches(): number {
+    return this.#publisher?.nextSeq ?? 0;
+  }
+
+  /** Resolves once every batch published so far is on its way. */
+  flushed(): Promise<void> {
+    return this.#publisher?.flushed() ?? Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat = null;
+    this.#loadPublisher?.close();
+    await this.#publisher?.closed();
+  }
+
+  #onStep(kind: EngineStepKind): void {
+    this.#publishLoad(kind !== 'decode');
+    if (kind === 'decode') {
+      this.#decodeSteps = (this.#decodeSteps + 1) % 2 ** 30;
+      if (this.#decodeSteps % this.#decodeLogInterval !== 0) return;
+    }
+    this.#publishKvEvents();
+  }
+
+  #publishKvEvents(): void {
+    if (!this.#recorder || !this.#publisher) return;
+    const events = this.#recorder.take();
+    if (events.length === 0) return;
+    this.#publisher.publish(encodeEventBatch(this.#wallNow() / 1000, events, ATTN_DP_RANK));
+  }
+
+  #publishLoad(force: boolean): void {
+    if (!this.#loadPublisher) return;
+    const stat = this.#loadStat();
+    if (this.#throttle.admit(stat, force, this.#monotonicNow())) this.#loadPublisher.publish(stat);
+  }
+
+  #loadStat(): LoadStat {
+    const s = this.#engine.snapshot();
+    const waiting = this.#engine.waitingPromptTokens;
+    const c = s.counters;
+    return {
+      numRunningReqs: s.numRunningReqs,
+      numWaitingReqs: s.numWaitingReqs,
+      numTokens: s.numUsedTokens,
+      maxTotalNumTokens: s.maxTotalNumTokens,
+      attnDpRank: ATTN_DP_RANK,
+      // SGLang's estimate when the queue is not prefix-matched: the recent miss rate.
+      numWaitingUncachedTokens: Math.floor(waiting * (1 - s.cacheHitRate)),
+      numTotalTokens: s.numUsedTokens + waiting,
+      maxRunningRequests: this.#engine.config.maxRunningRequests,
+      totalPrefillUncachedTokens: c.promptTokens - c.cachedTokens,
+      totalPrefillBusyUs: Math.floor(c.prefillBusyMs * 1000),
+    };
+  }
+}
+
+/** A recorder of `tree`'s KV events: device tier as "GPU", host tier as "CPU_PINNED", salts from the namespaces. */
+export function recordTreeEvents(tree: RadixTree, pageSize: number): KvEventRecorder<TreeNode> {
+  const recorder = new KvEventRecorder<TreeNode>({
+    pageSize,
+    saltOf: (root) => parseNamespace(tree.namespaceOf(root)).cacheSalt,
+  });
+  tree.observer = {
+    onStored: (node, tier) => recorder.recordStore(node, toMedium(tier)),
+    onRemoved: (node, tier) => recorder.recordRemove(node, toMedium(tier)),
+    onCleared: () => recorder.recordAllCleared(),
+  };
+  return recorder;
+}
+
+function toMedium(tier: 'device' | 'host'): StorageMedium {
+  return tier === 'device' ? StorageMedium.gpu : StorageMedium.cpuPinned;
+}
+
+function formatHost(host: string): string {
+  return parseTcpEndpoint(`tcp://${host}:1`) ? host : `[${host}]`;
+}
