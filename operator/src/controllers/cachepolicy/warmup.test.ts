@@ -69,7 +69,6 @@ describe('planWarmup on a prefill/decode target', () => {
     status: { endpoints },
   });
   const salts = new Map([['deepseek-v32', 's']]);
-  const named = { ...policy, spec: { ...policy.spec, targetRefs: [{ name: 'deepseek-v32' }] } };
 
   // The bug this guards: warm-up posted plain /generate to prefill pods, which a real
   // disaggregated SGLang refuses (no bootstrap room).
@@ -80,7 +79,7 @@ describe('planWarmup on a prefill/decode target', () => {
       ep('d-unready', { role: 'decode', fingerprint: 'f2', ready: false }),
       ep('d2', { role: 'decode', fingerprint: 'f2', ip: '10.244.1.2' }),
     ]);
-    expect(planWarmup(named, new Map([['deepseek-v32', d]]), salts)).toEqual([
+    expect(planWarmup(policy, new Map([['deepseek-v32', d]]), salts)).toEqual([
       {
         deployment: 'deepseek-v32',
         pod: 'p1',
@@ -101,7 +100,7 @@ describe('planWarmup on a prefill/decode target', () => {
       ep('p1', { role: 'prefill', fingerprint: 'f2' }),
       ep('d1', { role: 'decode', fingerprint: 'f1' }),
     ]);
-    expect(planWarmup(named, new Map([['deepseek-v32', d]]), salts)).toEqual([]);
+    expect(planWarmup(policy, new Map([['deepseek-v32', d]]), salts)).toEqual([]);
   });
 });
 
