@@ -3,7 +3,8 @@
   check-args [--model FAMILY] ARGV... | --batch
   dump-flags
   validate MODEL [JSON] | --batch
-  decode-events      (ZMQ frames as hex JSON lines on stdin -> decoded events)
+  decode-events      (a KV-event or load stream, or frames on stdin, decoded by SGLang's classes)
+  tree-events        (the KV events SGLang's own radix cache records for a list of operations)
   make-model DIR     (the tiny Llama the real CPU server runs)
   serve ARGV...      (the real server on CPU; see serve.py for what CPU adapts)
 
@@ -60,6 +61,11 @@ def main(argv):
         from . import events
 
         return events.main(args)
+    if command == "tree-events":
+        quiet_logs()
+        from . import tree_events
+
+        return tree_events.main(args)
     if command == "make-model":
         from . import make_model
 
