@@ -140,6 +140,19 @@ export function subscribeEvents(opts: SubscribeOptions): Subscription {
   return { ready, messages, stop: () => void child.kill('SIGTERM') };
 }
 
+/** Everything the replay endpoint still keeps from `from` on, decoded by SGLang (one replay request, no waiting). */
+export async function drainReplay(opts: {
+  readonly endpoint: string;
+  readonly replay: string;
+  readonly from?: number;
+  readonly topic?: string;
+}): Promise<DecodedMessage[]> {
+  const args = ['decode-events', '--endpoint', opts.endpoint, '--replay', opts.replay];
+  args.push('--from', String(opts.from ?? 0), '--drain');
+  if (opts.topic !== undefined) args.push('--topic', opts.topic);
+  return parseLines(await runKit(args), DecodedMessage);
+}
+
 export type TreeOp =
   | {
       readonly op: 'match' | 'insert';

@@ -3,6 +3,7 @@
   decode-events --endpoint tcp://HOST:PORT [--topic kv] [--replay tcp://HOST:PORT]
                 [--from SEQ] [--count N] [--timeout SECONDS]
   decode-events --endpoint tcp://HOST:PORT --kind load [--count N] [--timeout SECONDS]
+  decode-events --endpoint tcp://HOST:PORT --replay tcp://HOST:PORT --from SEQ --drain
   decode-events --stdin [--kind kv|load]    (one {"frames": [hex, hex, hex]} per line)
 
 Subscribes with pyzmq as a KV-aware router does and decodes every payload
@@ -21,7 +22,8 @@ replay endpoint (a ROUTER) is asked for [SEQ..] at once, again whenever a
 live message skips ahead, and whenever the stream is quiet, so a message
 missed while subscribing is still delivered. Before the first message,
 {"ready": true} is printed once the subscription and the first replay are
-done. Exits 0 after --count messages, 1 on --timeout.
+done. Exits 0 after --count messages, 1 on --timeout. With --drain it asks
+the replay endpoint once for everything kept from SEQ on, prints it and exits.
 """
 
 import argparse
@@ -131,6 +133,10 @@ class Stream:
             if self.replay.recv_multipart()[2] == END_SEQ:
                 return
 
+    def drain(self):
+        self.ask_replay(sys.maxsize)
+        return 0
+
     def run(self, count, timeout):
         deadline = time.monotonic() + timeout
         self.ask_replay(count)
@@ -162,6 +168,7 @@ def main(argv):
     p.add_argument("--from", dest="start", type=int)
     p.add_argument("--count", type=int, default=1)
     p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--drain", action="store_true")
     args = p.parse_args(argv)
     if args.topic is None:
         args.topic = "load" if args.kind == "load" else ""
@@ -172,4 +179,7 @@ def main(argv):
         p.error("--endpoint or --stdin is required")
     if args.replay and args.start is None:
         p.error("--replay needs --from: the first sequence number expected")
-    return Stream(args, printer).run(args.count, args.timeout)
+    if args.drain and not args.replay:
+        p.error("--drain needs --replay and --from")
+    stream = Stream(args, printer)
+    return stream.drain() if args.drain else stream.run(args.count, args.timeout)
