@@ -203,7 +203,6 @@ export function buildRandomSpecs(count: number, seed: number): GeneratedSpec[] {
       : standalone(part('standalone'), family);
     if (family === undefined) delete (m.spec['model'] as Json)['family'];
     if (!isPd && m.spec['profile'] === 'hisparse') (m.spec['model'] as Json)['family'] = family;
-    m.spec['parallelism'] = { tensor };
     m.spec['resources'] = { gpus: tensor };
     const serving: Json = {
       ...(maybe(0.5, () => ({ pageSize: pick([1, 16, 64]) })) ?? {}),
@@ -213,6 +212,13 @@ export function buildRandomSpecs(count: number, seed: number): GeneratedSpec[] {
       ...(maybe(0.3, () => ({ memFractionStatic: pick([0.8, 0.88]) })) ?? {}),
     };
     if (Object.keys(serving).length > 0) m.spec['serving'] = serving;
+    const events = maybe(0.3, () => ({
+      kvCache: true,
+      load: next() < 0.5,
+      ...(maybe(0.3, () => ({ port: 6000 })) ?? {}),
+    }));
+    if (events) m.spec['events'] = events;
+    m.spec['parallelism'] = { tensor, ...(maybe(0.2, () => ({ data: 2 })) ?? {}) };
     const extra = Array.from({ length: Math.floor(next() * 3) }, () => pick(EXTRA_ARGS)).flat();
     if (extra.length > 0) (m.spec['runtime'] as Json)['extraArgs'] = extra;
     out.push({ label: `random #${i} (seed ${seed})`, manifest: m });

@@ -194,6 +194,12 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'Unsupported value: "kvcc"',
     structural: true,
   },
+  {
+    name: 'load events without KV events',
+    sample: DENSE,
+    mutate: (m) => (m.spec.events = { load: true }),
+    expect: 'events.load needs events.kvCache',
+  },
   // Deployment: topology and resources
   {
     name: 'disaggregation without transfer backend',

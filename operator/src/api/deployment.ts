@@ -88,10 +88,7 @@ export const HiCacheSpec = withRules(
         description:
           '--hicache-host-memory-mode: cache (host memory is a cache tier) or buffer_only (host memory only stages pages to storage; needs storage, not on decode).',
       }),
-      writePolicy: z
-        .enum(HICACHE_WRITE_POLICIES)
-        .optional()
-        .meta({ description: '--hicache-write-policy.' }),
+      writePolicy: z.enum(HICACHE_WRITE_POLICIES).optional().meta({ description: '--hicache-write-policy.' }),
       ioBackend: z
         .enum(choicesOf('--hicache-io-backend'))
         .optional()
@@ -415,6 +412,34 @@ export const RuntimeSpec = withRules(
   ],
 );
 
+export const RuntimeEvents = withRules(
+  z
+    .object({
+      kvCache: z.boolean().default(false).meta({
+        description:
+          'Publish KV cache events (blocks stored and removed, per tier) over ZMQ: --kv-events-config with publisher zmq, a replay endpoint and topic kv.',
+      }),
+      load: z.boolean().default(false).meta({
+        description: 'Publish runtime load over ZMQ (--load-publish-endpoint auto); needs kvCache.',
+      }),
+      port: z.number().int().min(1024).max(65000).default(5557).meta({
+        description:
+          'First port of the KV events range (one port per data-parallel rank); the replay range follows it, then the load range.',
+      }),
+    })
+    .meta({ description: "The runtime's own event streams, for the gateway's cache index and load view." }),
+  [
+    {
+      cel: '!self.load || self.kvCache',
+      message:
+        'events.load needs events.kvCache: SGLang advertises the load publisher through the KV events block of /server_info',
+      fieldPath: '.load',
+      check: (s) => !s.load || s.kvCache,
+    },
+  ],
+);
+export type RuntimeEvents = z.infer<typeof RuntimeEvents>;
+
 export const Parallelism = z
   .object({
     tensor: z
@@ -481,6 +506,7 @@ export const DeploymentSpec = withRules(
       hicache: HiCacheSpec.optional(),
       hisparse: HiSparseSpec.optional(),
       disaggregation: Disaggregation.optional(),
+      events: RuntimeEvents.optional(),
       parallelism: Parallelism.prefault({}),
       resources: Resources.prefault({}),
       scheduling: Scheduling.optional(),
@@ -523,8 +549,7 @@ export const DeploymentSpec = withRules(
     ...engineRules,
     {
       cel: "!has(self.profile) || self.profile != 'hisparse' || has(self.disaggregation)",
-      message:
-        `profile hisparse runs only on the decode part of a prefill/decode deployment (a cacheroute policy, ADR 0005; SGLang ${SGLANG_VERSION} itself would start it standalone): set spec.disaggregation with decode.profile: hisparse`,
+      message: `profile hisparse runs only on the decode part of a prefill/decode deployment (a cacheroute policy, ADR 0005; SGLang ${SGLANG_VERSION} itself would start it standalone): set spec.disaggregation with decode.profile: hisparse`,
       fieldPath: '.profile',
       check: (s) => s.profile !== 'hisparse' || s.disaggregation !== undefined,
     },

@@ -32,12 +32,44 @@ export function buildServerArgs(spec: DeploymentSpec, engine: RoleEngine): Sglan
   if (spec.model.tokenizerPath !== undefined) args.tokenizer_path = spec.model.tokenizerPath;
   Object.assign(
     args,
+    eventArgs(spec),
     radixArgs(engine),
     hicacheArgs(engine),
     hisparseArgs(engine),
     disaggregationArgs(spec, engine),
   );
   return args;
+}
+
+/** The ports an engine's event publishers bind: KV events, their replay, load (one per DP rank each). */
+export interface EventPorts {
+  kv: number;
+  replay: number;
+  load: number | undefined;
+}
+
+export function computeEventPorts(spec: DeploymentSpec): EventPorts | undefined {
+  const e = spec.events;
+  if (!e?.kvCache) return undefined;
+  const ranks = spec.parallelism.data;
+  // Each range holds one port per rank; replay after KV, load after replay (what
+  // SGLang's `auto` picks too: kv_events.resolve_load_pub_range).
+  return { kv: e.port, replay: e.port + ranks, load: e.load ? e.port + 2 * ranks : undefined };
+}
+
+function eventArgs(spec: DeploymentSpec): SglangArgsInput {
+  const ports = computeEventPorts(spec);
+  if (!ports) return {};
+  const config = {
+    publisher: 'zmq',
+    endpoint: `tcp://*:${ports.kv}`,
+    replay_endpoint: `tcp://*:${ports.replay}`,
+    topic: 'kv',
+  };
+  return {
+    kv_events_config: JSON.stringify(config),
+    load_publish_endpoint: ports.load === undefined ? undefined : 'auto',
+  };
 }
 
 function radixArgs(engine: RoleEngine): SglangArgsInput {

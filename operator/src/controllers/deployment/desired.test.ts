@@ -91,6 +91,35 @@ describe('buildDesired', () => {
     expect(d.workloads.map((w) => w.spec?.replicas)).toEqual([1, 2]);
   });
 
+  it('renders the KV and load event publishers, one port range per data-parallel rank', () => {
+    const doc = loadSample('deployment-dense.yaml');
+    doc.spec['events'] = { kvCache: true, load: true };
+    doc.spec['parallelism'] = { tensor: 1, data: 2 };
+    const [w] = buildDesired(parse(doc)).workloads;
+    const args = container(w!).args ?? [];
+    const config = args[args.indexOf('--kv-events-config') + 1];
+    expect(JSON.parse(config ?? '')).toEqual({
+      publisher: 'zmq',
+      endpoint: 'tcp://*:5557',
+      replay_endpoint: 'tcp://*:5559',
+      topic: 'kv',
+    });
+    expect(args).toEqual(expect.arrayContaining(['--load-publish-endpoint', 'auto']));
+    expect(container(w!).ports?.map((p) => [p.name, p.containerPort])).toEqual([
+      ['http', 30000],
+      ['kv-events', 5557],
+      ['kv-replay', 5559],
+      ['load-events', 5561],
+    ]);
+  });
+
+  it('renders no event publisher unless asked', () => {
+    const args = container(buildDesired(parse(loadSample('deployment-dense.yaml'))).workloads[0]!).args ?? [];
+    expect(args.some((a) => a.startsWith('--kv-events-config') || a.startsWith('--load-publish'))).toBe(
+      false,
+    );
+  });
+
   it('renders a bootstrap port other than the default on the prefill part only', () => {
     const doc = loadSample('deployment-pd-hisparse.yaml');
     (doc.spec['disaggregation'] as { bootstrapPort: number }).bootstrapPort = 9000;

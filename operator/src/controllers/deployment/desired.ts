@@ -13,7 +13,7 @@ import type {
 import type { DeploymentResource, DeploymentSpec } from '../../api/index.ts';
 import type { KubeObject } from '../../runtime/objects.ts';
 import { API_VERSION } from '../../api/index.ts';
-import { buildArgv, MODEL_DIR, SGLANG_PORT } from './args.ts';
+import { buildArgv, computeEventPorts, MODEL_DIR, SGLANG_PORT } from './args.ts';
 import { computeFingerprint } from './fingerprint.ts';
 import { ANNOTATION_FINGERPRINT, buildPodLabels, buildSelectorLabels, buildWorkloadName } from './labels.ts';
 import { planRoles, type RoleEngine } from './roles.ts';
@@ -145,6 +145,14 @@ function buildSglangContainer(
   const ports = [{ name: 'http', containerPort: SGLANG_PORT, protocol: 'TCP' }];
   if (engine.role === 'prefill' && spec.disaggregation) {
     ports.push({ name: 'bootstrap', containerPort: spec.disaggregation.bootstrapPort, protocol: 'TCP' });
+  }
+  // The first port of each event range (data-parallel rank r publishes on base + r).
+  const events = computeEventPorts(spec);
+  if (events) {
+    ports.push({ name: 'kv-events', containerPort: events.kv, protocol: 'TCP' });
+    ports.push({ name: 'kv-replay', containerPort: events.replay, protocol: 'TCP' });
+    if (events.load !== undefined)
+      ports.push({ name: 'load-events', containerPort: events.load, protocol: 'TCP' });
   }
   const health = { httpGet: { path: '/health', port: 'http' }, timeoutSeconds: HEALTH_TIMEOUT_SECONDS };
   const needsRdma =
