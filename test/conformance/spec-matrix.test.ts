@@ -55,8 +55,11 @@ async function checkDistinct(requests: readonly CheckArgsRequest[]) {
 
 describe('valid spec => SGLang starts', () => {
   it('every spec the API accepts renders arguments SGLang 0.5.23 accepts', async () => {
-    const specs = [...buildSpecMatrix(), ...buildRandomSpecs(RANDOM_SPECS, RANDOM_SEED)];
+    const samples = buildSampleSpecs();
+    const specs = [...samples, ...buildSpecMatrix(), ...buildRandomSpecs(RANDOM_SPECS, RANDOM_SEED)];
     const rendered = specs.map(render).filter((r): r is Rendered => r !== undefined);
+    // Every sample is a valid spec: the API accepts it, so SGLang must start with it.
+    expect(rendered.filter((r) => r.spec.label.startsWith('sample')).length).toBe(samples.length);
     const requests = rendered.flatMap((r) => r.requests);
     const { distinct, verdict } = await checkDistinct(requests);
     const disagreements = requests

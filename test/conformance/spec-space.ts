@@ -12,7 +12,7 @@ import {
   RadixCache,
 } from '../../operator/src/api/index.ts';
 import type { Manifest } from '../support/samples.ts';
-import { loadSample } from '../support/samples.ts';
+import { loadSample, loadSamples } from '../support/samples.ts';
 
 type Json = Record<string, unknown>;
 
@@ -88,6 +88,13 @@ function disaggregated(
     decode: { replicas: 1, ...decode },
   };
   return m;
+}
+
+/** The Deployments in examples/, as users copy them. */
+export function buildSampleSpecs(): GeneratedSpec[] {
+  return loadSamples()
+    .filter((s) => s.doc.kind === 'Deployment')
+    .map((s) => ({ label: `sample ${s.file}`, manifest: s.doc }));
 }
 
 /** Every combination of one value from each list, in order. */
