@@ -17,6 +17,7 @@ import { recordConformance } from '../support/conformance-report.ts';
 import { checkArgs, type CheckArgsRequest } from '../support/sglang-kit.ts';
 import {
   buildRandomSpecs,
+  buildSampleSpecs,
   buildSpecMatrix,
   cartesian,
   kitModelFor,
