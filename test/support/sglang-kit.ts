@@ -114,3 +114,34 @@ export type DumpedFlags = z.infer<typeof DumpedFlags>;
 export async function dumpFlags(): Promise<DumpedFlags> {
   return DumpedFlags.parse(JSON.parse(await runKit(['dump-flags'])));
 }
+
+export interface ValidateRequest {
+  readonly id: string;
+  /** GenerateReqInput, openai.<Class>, api.<Class> or kit.<Name> (hack/sglang/cacheroute_kit/validate.py). */
+  readonly model: string;
+  readonly body: unknown;
+}
+
+export const ValidateResult = z.object({
+  id: z.string(),
+  ok: z.boolean(),
+  errors: z.array(z.string()),
+  /** Keys a proto contract type ignores (it declares fewer than the server sends); never errors. */
+  ignored: z.array(z.string()),
+});
+export type ValidateResult = z.infer<typeof ValidateResult>;
+
+/** Each body judged by SGLang's own request/response models, in one SGLang process. */
+export async function validateBodies(requests: readonly ValidateRequest[]): Promise<ValidateResult[]> {
+  if (requests.length === 0) return [];
+  const input = requests.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const stdout = await runKit(['validate', '--batch'], input);
+  const results = stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => ValidateResult.parse(JSON.parse(l)));
+  if (results.length !== requests.length) {
+    throw new Error(`validate answered ${results.length} of ${requests.length} bodies`);
+  }
+  return results;
+}

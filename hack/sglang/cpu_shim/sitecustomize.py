@@ -1,0 +1,76 @@
+"""HiCache on CPU: what the real server needs to keep a host tier without CUDA.
+
+`kit serve` puts this directory on PYTHONPATH (only with
+--enable-hierarchical-cache), so every SGLang process, the scheduler spawned
+by multiprocessing included, imports it at startup. Two things stand in the
+way on a machine without an NVIDIA driver (see hack/sglang/README.md):
+
+1. The host pool registers its memory with cudaHostRegister ("pinning") so
+   GPU copies can use DMA. There is no GPU; the pool is ordinary memory.
+2. The device<->host KV copy functions come from sgl_kernel.kvcacheio and are
+   imported only on CUDA/ROCm/XPU: on CPU, `transfer_kv_direct` is an unbound
+   name. With --hicache-io-backend direct --hicache-mem-layout layer_first
+   it is the only one the MHA host pool calls; it is written here in torch.
+
+Nothing else is changed: the radix tree, the eviction to host, the load back,
+the metrics and the cache report are SGLang's own.
+"""
+
+import importlib.abc
+import importlib.util
+import sys
+
+_TARGETS = {
+    "sglang.srt.mem_cache.pool_host.common": "_patch_common",
+    "sglang.srt.mem_cache.pool_host.mha": "_patch_mha",
+}
+
+
+def transfer_kv_direct(src_layers, dst_layers, src_indices, dst_indices, page_size):
+    """Copy the tokens at src_indices of each source layer to dst_indices of its
+    destination (K layers then V layers, paired in order). Indices are token
+    slots, page-aligned runs of page_size; a row copy needs no page grouping."""
+    for src, dst in zip(src_layers, dst_layers, strict=True):
+        dst[dst_indices.to(dst.device)] = src[src_indices.to(src.device)].to(dst.dtype)
+
+
+def _alloc_unpinned(dims, dtype, device, pin_memory, allocator, registration_granularity_bytes=None):
+    # SGLang's allocator, without the cudaHostRegister call that follows it on CUDA.
+    return allocator.allocate(dims, dtype=dtype, device=device)
+
+
+def _patch_common(module):
+    module.ALLOC_MEMORY_FUNCS["cpu"] = _alloc_unpinned
+
+
+def _patch_mha(module):
+    if not hasattr(module, "transfer_kv_direct"):
+        module.transfer_kv_direct = transfer_kv_direct
+
+
+class _PatchAfterImport(importlib.abc.MetaPathFinder):
+    """Patches the two modules right after SGLang imports them."""
+
+    def find_spec(self, fullname, path, target=None):
+        patch = _TARGETS.get(fullname)
+        if patch is None:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        original_exec = loader.exec_module
+
+        def exec_module(module):
+            original_exec(module)
+            globals()[patch](module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _PatchAfterImport())
