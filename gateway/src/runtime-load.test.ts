@@ -16,7 +16,14 @@ sglang:num_running_reqs{model_name="m"} 9.0
 describe('parseRuntimeMetrics', () => {
   it.each([
     ['sums queues over ranks, takes the busiest KV usage', sample, { queued: 5, tokenUsage: 0.7 }],
-    ['PD queues count', 'sglang:num_prefill_prealloc_queue_reqs{a="b"} 4\n', { queued: 4 }],
+    ['PD queues count', 'sglang:num_prefill_bootstrap_queue_reqs{a="b"} 4\n', { queued: 4 }],
+    ['decode prealloc queue counts', 'sglang:num_decode_prealloc_queue_reqs{a="b"} 2\n', { queued: 2 }],
+    // Regression: a made-up prefill "prealloc" queue was counted, SGLang's bootstrap queue was not.
+    [
+      'a made-up prefill prealloc queue is not a queue',
+      'sglang:num_prefill_prealloc_queue_reqs{a="b"} 4\n',
+      undefined,
+    ],
     ['nothing known', '# nothing\nother_metric 1\n', undefined],
   ])('%s', (_name, text, expected) => {
     expect(parseRuntimeMetrics(text)).toEqual(expected);

@@ -11,8 +11,10 @@ import type { RoutingTable } from './routing/table.ts';
 
 const QUEUE_METRICS = new Set([
   'sglang:num_queue_reqs',
-  // PD: requests waiting for a KV slot or a transfer also wait.
-  'sglang:num_prefill_prealloc_queue_reqs',
+  // PD: requests waiting for a KV slot or a transfer also wait. SGLang 0.5.23's
+  // names (observability/metrics_collector.py): the prefill side's waiting
+  // room is its bootstrap queue; it has no prealloc queue.
+  'sglang:num_prefill_bootstrap_queue_reqs',
   'sglang:num_decode_prealloc_queue_reqs',
 ]);
 

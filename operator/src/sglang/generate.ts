@@ -24,13 +24,17 @@ export const GenerateResponse = z.looseObject({
 });
 export type GenerateResponse = z.infer<typeof GenerateResponse>;
 
+/**
+ * SGLang 0.5.23's sampling parameters (api/v1 SamplingParams, which refuses
+ * any other key with a 400: the seed is `sampling_seed`, never `seed`).
+ */
 export interface SamplingParams {
   max_new_tokens?: number;
   temperature?: number;
   top_p?: number;
   top_k?: number;
   stop?: string[];
-  seed?: number;
+  sampling_seed?: number;
 }
 
 export interface GenerateRequest {
