@@ -146,10 +146,13 @@ interface Counters {
 
 async function readCounters(url: string): Promise<Counters> {
   const text = await (await fetchOk(`${url}/metrics`, {}, 10_000)).text();
-  const get = (name: string): number => {
-    const m = new RegExp(`^sglang:${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
-    return m ? Number(m[1]) : NaN;
-  };
+  // Summed over series: SGLang splits these by is_streaming / cache_source, and
+  // a series appears only once something counted (0 before the first request).
+  const get = (name: string): number =>
+    [...text.matchAll(new RegExp(`^sglang:${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
   return {
     requests: get('num_requests_total'),
     prompt: get('prompt_tokens_total'),

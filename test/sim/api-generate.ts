@@ -1,17 +1,22 @@
 // POST /generate: SGLang's native API (entrypoints/http_server.py, io_struct.py).
 
 import type http from 'node:http';
+import { buildNamespace, partialText, type FinishReason, type OutputPlan } from './generation.ts';
 import {
-  buildMetaInfo,
-  buildNamespace,
-  partialText,
-  type FinishReason,
-  type OutputPlan,
-} from './generation.ts';
-import { HttpError, nativeError, readJson, sendJson, startSse, writeSse } from './http-util.ts';
-import { GenerateRequest, formatZodError, type SamplingParams } from './schemas.ts';
+  HttpError,
+  httpExceptionError,
+  nativeError,
+  readJson,
+  sendJson,
+  startSse,
+  writeSse,
+} from './http-util.ts';
+import { buildMetaInfo, type MetaStage, type RequestTimes } from './meta-info.ts';
+import { checkSamplingContract, verifySampling } from './sampling.ts';
+import { GenerateRequest, SamplingParamsOrList, formatZodError, type SamplingParams } from './schemas.ts';
 import type { Bootstrap, GenerationInput, GenerationOutcome, SimServer } from './server.ts';
 import { encode } from './tokenizer.ts';
+import type { CachedSplit } from './engine.ts';
 
 export interface AbortState {
   aborted: boolean;
@@ -48,14 +53,33 @@ export function toBootstrap(
 }
 
 function seedOf(server: SimServer, sp: SamplingParams | undefined): number {
-  return sp?.sampling_seed ?? sp?.seed ?? server.config.sglang.random_seed ?? 0;
+  return sp?.sampling_seed ?? server.config.sglang.random_seed ?? 0;
+}
+
+/**
+ * The proto contract gate, right after FastAPI's parse (http_server.generate_request);
+ * returns the sampling parameters it admitted.
+ */
+function checkContract(sp: unknown): SamplingParams | SamplingParams[] | undefined {
+  for (const one of Array.isArray(sp) ? sp : [sp]) {
+    const refusal = checkSamplingContract(one);
+    if (refusal !== null) throw new HttpError(400, refusal, 'contract');
+  }
+  const parsed = SamplingParamsOrList.safeParse(sp);
+  if (!parsed.success) throw new HttpError(400, formatZodError(parsed.error), 'contract');
+  return parsed.data ?? undefined;
 }
 
 interface PreparedItem {
   readonly input: GenerationInput;
 }
 
-function prepare(server: SimServer, body: GenerateRequest, delayMs: number): PreparedItem[] {
+function prepare(
+  server: SimServer,
+  body: GenerateRequest,
+  sampling: SamplingParams | SamplingParams[] | undefined,
+  delayMs: number,
+): PreparedItem[] {
   const given = [body.text, body.input_ids, body.input_embeds].filter((x) => x !== undefined).length;
   if (given === 0) throw new HttpError(400, 'Either text, input_ids or input_embeds should be provided.');
   if (given > 1) throw new HttpError(400, 'Only one of text, input_ids, or input_embeds can be provided.');
@@ -70,19 +94,19 @@ function prepare(server: SimServer, body: GenerateRequest, delayMs: number): Pre
   }
   const isBatch = Array.isArray(body.text) || Array.isArray(body.input_ids?.[0]);
   if (isBatch && body.stream) throw new HttpError(400, 'The simulator does not stream batch requests.');
-  const sps = Array.isArray(body.sampling_params)
-    ? body.sampling_params
-    : prompts.map(() => body.sampling_params);
+  const sps = Array.isArray(sampling) ? sampling : prompts.map(() => sampling);
   if (sps.length !== prompts.length) throw new HttpError(400, 'sampling_params must match the batch size.');
   const rids = Array.isArray(body.rid) ? body.rid : null;
   const bootstrap = toBootstrap(body.bootstrap_host, body.bootstrap_port, body.bootstrap_room);
   const anyBootstrap =
     body.bootstrap_host != null || body.bootstrap_port != null || body.bootstrap_room != null;
   return prompts.map((promptIds, i) => {
-    const sp = Array.isArray(body.sampling_params) ? body.sampling_params[i] : body.sampling_params;
+    const sp = Array.isArray(sampling) ? sampling[i] : sampling;
+    const refusal = verifySampling(sp ?? {});
+    if (refusal !== null) throw new HttpError(400, refusal);
     if ((sp?.n ?? 1) !== 1)
       throw new HttpError(400, 'sampling_params.n > 1 is not supported by the simulator.');
-    server.validateGeneration(promptIds.length, bootstrap, anyBootstrap);
+    server.validateGeneration(promptIds.length, bootstrap, anyBootstrap, sp?.max_new_tokens ?? 0);
     return {
       input: {
         rid: rids?.[i] ?? (typeof body.rid === 'string' && !isBatch ? body.rid : server.newRid()),
@@ -93,17 +117,65 @@ function prepare(server: SimServer, body: GenerateRequest, delayMs: number): Pre
         namespace: buildNamespace(body.cache_salt, body.extra_key),
         bootstrap,
         delayMs,
+        stream: body.stream === true,
       },
     };
   });
 }
 
-function responseOf(o: GenerationOutcome, rid: string): Record<string, unknown> {
+/** A finished request's times on the epoch clock. */
+export function timesOf(server: SimServer, o: GenerationOutcome): RequestTimes {
+  const r = o.result;
+  const at = (ms: number): number => server.toEpochSeconds(ms);
+  return {
+    receivedAt: at(r.arrivedAt),
+    forwardEntryAt: at(r.arrivedAt + r.queueMs),
+    prefillFinishedAt: at(r.arrivedAt + r.ttftMs),
+    firstTokenAt: at(r.arrivedAt + r.ttftMs),
+    finishedAt: at(r.arrivedAt + r.e2eMs),
+  };
+}
+
+/** Times of a request still running (a stream chunk): what is known so far. */
+function runningTimes(server: SimServer, receivedMs: number): RequestTimes {
+  const now = server.toEpochSeconds(server.clock.now());
+  const receivedAt = server.toEpochSeconds(receivedMs);
+  return { receivedAt, forwardEntryAt: now, prefillFinishedAt: now, firstTokenAt: now, finishedAt: now };
+}
+
+function metaOf(
+  server: SimServer,
+  rid: string,
+  o: { finish: FinishReason | null; promptTokens: number; completionTokens: number; cached: CachedSplit },
+  times: RequestTimes,
+  stage: MetaStage,
+): Record<string, unknown> {
+  return buildMetaInfo({
+    rid,
+    finish: o.finish,
+    promptTokens: o.promptTokens,
+    completionTokens: o.completionTokens,
+    cachedDevice: o.cached.device,
+    cachedHost: o.cached.host,
+    times,
+    stage,
+    enableMetrics: server.config.sglang.enable_metrics,
+    dpRank: server.dpRank,
+  });
+}
+
+function finalMeta(server: SimServer, o: GenerationOutcome, rid: string): Record<string, unknown> {
+  const cached = { device: o.result.cachedDevice, host: o.result.cachedHost };
+  const counts = { promptTokens: o.result.promptTokens, completionTokens: o.completionTokens, cached };
+  return metaOf(server, rid, { ...counts, finish: o.finish }, timesOf(server, o), 'final');
+}
+
+function responseOf(server: SimServer, o: GenerationOutcome, rid: string): Record<string, unknown> {
   const ids = o.plan.outputIds.slice(0, o.completionTokens);
   return {
     text: partialText(o.plan, o.completionTokens),
     output_ids: ids,
-    meta_info: buildMetaInfo(rid, o.result, o.finish, o.completionTokens, o.result.promptTokens),
+    meta_info: finalMeta(server, o, rid),
   };
 }
 
@@ -118,9 +190,10 @@ export async function handleGenerate(
   delayMs = 0,
 ): Promise<void> {
   const parsed = GenerateRequest.safeParse(await readJson(req));
-  if (!parsed.success) throw new HttpError(400, formatZodError(parsed.error));
+  if (!parsed.success) throw new HttpError(400, formatZodError(parsed.error), 'validation');
   const body = parsed.data;
-  const items = prepare(server, body, delayMs);
+  const sampling = checkContract(body.sampling_params);
+  const items = prepare(server, body, sampling, delayMs);
   const state = watchClient(res);
   if (body.stream) {
     const item = items[0];
@@ -135,10 +208,17 @@ export async function handleGenerate(
   const first = outcomes[0];
   const status = first ? abortStatus(first.finish) : null;
   if (outcomes.length === 1 && first && status !== null && first.finish.type === 'abort') {
-    sendJson(res, status, nativeError(first.finish.message, status), server.headers);
+    // tokenizer_manager._handle_abort_finish_reason: a ValueError for 400, else an HTTPException.
+    const message = first.finish.message;
+    sendJson(
+      res,
+      status,
+      status === 400 ? nativeError(message) : httpExceptionError(message, status),
+      server.headers,
+    );
     return;
   }
-  const bodies = outcomes.map((o, i) => responseOf(o, items[i]?.input.rid ?? ''));
+  const bodies = outcomes.map((o, i) => responseOf(server, o, items[i]?.input.rid ?? ''));
   const isBatch = Array.isArray(body.text) || Array.isArray(body.input_ids?.[0]);
   sendJson(res, 200, isBatch ? bodies : bodies[0], server.headers);
 }
@@ -151,8 +231,10 @@ async function streamGenerate(
 ): Promise<void> {
   startSse(res, server.headers);
   const incremental = server.config.sglang.incremental_streaming_output;
+  const receivedMs = server.clock.now();
   let sent = 0;
   let sentText = '';
+  let stage: MetaStage = 'first';
   const chunk = (plan: OutputPlan, n: number, meta: Record<string, unknown>): void => {
     const text = partialText(plan, n);
     writeSse(res, {
@@ -163,32 +245,22 @@ async function streamGenerate(
     sent = n;
     sentText = text;
   };
+  const promptTokens = input.promptIds.length;
   const outcome = await server.runGeneration(
     input,
     (n, plan, isLast, cached) => {
       // The last token goes out with the final chunk, which carries finish_reason.
       if (state.aborted || isLast) return;
-      const sofar = {
-        cachedTokens: cached.device + cached.host,
-        cachedDevice: cached.device,
-        cachedHost: cached.host,
-        e2eMs: 0,
-      };
-      chunk(plan, n, buildMetaInfo(input.rid, sofar, null, n, input.promptIds.length));
+      const counts = { finish: null, promptTokens, completionTokens: n, cached };
+      chunk(plan, n, metaOf(server, input.rid, counts, runningTimes(server, receivedMs), stage));
+      stage = 'middle';
     },
     state,
   );
   if (state.aborted) return;
-  if (outcome.finish.type === 'abort') {
-    writeSse(res, { error: { message: outcome.finish.message, code: outcome.finish.status_code } });
-  } else {
-    const n = outcome.completionTokens;
-    chunk(
-      outcome.plan,
-      n,
-      buildMetaInfo(input.rid, outcome.result, outcome.finish, n, input.promptIds.length),
-    );
-  }
+  // An abort (with its status) is a chunk like any other, finish_reason {type: abort, ...}
+  // (tokenizer_manager._handle_abort_finish_reason returns it for streams).
+  chunk(outcome.plan, outcome.completionTokens, finalMeta(server, outcome, input.rid));
   writeSse(res, '[DONE]');
   res.end();
 }

@@ -3,10 +3,25 @@
 import type http from 'node:http';
 import type { AbortState } from './api-generate.ts';
 import { FAKE_BOOTSTRAP_HOST } from './pd.ts';
-import { HttpError, readJson, sendJson, sendText } from './http-util.ts';
-import { buildLoad, renderLoadsPrometheus, renderMetrics } from './metrics.ts';
-import { DetokenizeRequest, LoadsQuery, TokenizeRequest, formatZodError } from './schemas.ts';
+import { HttpError, readJson, sendBare, sendJson, sendText } from './http-util.ts';
+import {
+  InvalidSections,
+  buildLoadSnapshot,
+  parseInclude,
+  renderLoadsPrometheus,
+  selectSections,
+} from './loads.ts';
+import { renderMetrics } from './metrics.ts';
+import { DetokenizeRequest, TokenizeRequest, formatZodError } from './schemas.ts';
 import type { SimServer } from './server.ts';
+import {
+  buildInternalState,
+  buildKvCacheGb,
+  buildModelCard,
+  buildModelInfo,
+  buildServerArgs,
+  buildServerInfoExtras,
+} from './server-info.ts';
 import { VOCAB_SIZE, decode, encode } from './tokenizer.ts';
 
 const HEALTH_TIMEOUT_MS = 20_000;
@@ -15,47 +30,23 @@ const HEALTH_POLL_MS = 1_000;
 export function buildServerInfo(server: SimServer): Record<string, unknown> {
   const s = server.engine.snapshot();
   return {
-    ...server.config.sglang,
-    served_model_name: server.serving.servedModelName,
-    tokenizer_path: server.serving.tokenizerPath,
-    max_running_requests: server.serving.maxRunningRequests,
-    max_total_tokens: server.config.sglang.max_total_tokens,
-    chunked_prefill_size: server.serving.chunkedPrefillSize,
-    page_size: server.serving.pageSize,
-    context_length: server.serving.contextLength,
+    ...buildServerArgs(server),
+    ...buildServerInfoExtras(server),
     status: 'ready',
     max_total_num_tokens: server.serving.maxTotalTokens,
     max_req_input_len: server.serving.maxReqInputLen,
-    internal_states: [
-      {
-        ...buildLoad(s, server.serving.maxRunningRequests),
-        last_gen_throughput: s.genThroughput,
-        memory_usage: { token_capacity: server.serving.maxTotalTokens },
-      },
-    ],
+    internal_states: [buildInternalState(server, s.genThroughput)],
     version: server.config.sim.version,
     // describe_kv_events_publisher: null unless KV events are published (kv-events-config.ts).
     kv_events: server.kvEvents?.descriptor ?? null,
   };
 }
 
-export function buildModelInfo(server: SimServer): Record<string, unknown> {
-  return {
-    model_path: server.config.sglang.model_path,
-    tokenizer_path: server.serving.tokenizerPath,
-    is_generation: true,
-    preferred_sampling_params: null,
-    weight_version: 'default',
-    has_image_understanding: false,
-    has_audio_understanding: false,
-    model_type: 'llama',
-    architectures: ['LlamaForCausalLM'],
-  };
-}
+export { buildModelInfo };
 
 async function checkHealth(server: SimServer, res: http.ServerResponse): Promise<void> {
   if (!server.isHealthy()) {
-    sendText(res, 503, '');
+    sendBare(res, 503);
     return;
   }
   // SGLang's health_generate: submit one token of input_ids [0] (PD: the fake bootstrap host,
@@ -87,12 +78,12 @@ async function checkHealth(server: SimServer, res: http.ServerResponse): Promise
     await new Promise<void>((resolve) => server.clock.setTimer(HEALTH_POLL_MS, resolve));
     if (answered || server.engine.counters.generationTokens > tokensBefore) {
       abortHealthCheck(abort);
-      sendText(res, 200, '');
+      sendBare(res, 200);
       return;
     }
   }
   abortHealthCheck(abort);
-  sendText(res, 503, '');
+  sendBare(res, 503);
 }
 
 /** SGLang cancels its health request once answered; the engine need not run it. */
@@ -101,26 +92,41 @@ function abortHealthCheck(abort: AbortState): void {
   abort.onAbort?.();
 }
 
-async function handleLoads(server: SimServer, res: http.ServerResponse, url: URL): Promise<void> {
-  const q = LoadsQuery.safeParse(Object.fromEntries(url.searchParams));
-  if (!q.success) throw new HttpError(400, formatZodError(q.error));
-  const load = buildLoad(server.engine.snapshot(), server.serving.maxRunningRequests);
-  if (q.data.format === 'prometheus') {
-    sendText(
-      res,
-      200,
-      renderLoadsPrometheus(load, server.serving.servedModelName),
-      'text/plain; version=0.0.4; charset=utf-8',
-    );
+function handleLoads(server: SimServer, res: http.ServerResponse, url: URL): void {
+  const pd = server.metrics.pd;
+  const load = buildLoadSnapshot({
+    snapshot: server.engine.snapshot(),
+    nowEpochSeconds: server.toEpochSeconds(server.clock.now()),
+    maxRunningRequests: server.serving.maxRunningRequests,
+    waitingPromptTokens: server.engine.waitingPromptTokens,
+    pdMode: server.config.sglang.disaggregation_mode,
+    pd: { prefillInflight: pd.prefillInflight, decodeTransfer: pd.decodeTransfer },
+    kvCacheGb: buildKvCacheGb(server),
+    decodeMoments: server.engine.decodeMoments,
+  });
+  let selected: Record<string, unknown>;
+  try {
+    selected = selectSections(load, parseInclude(url.searchParams.get('include')));
+  } catch (e) {
+    // to_dict raises outside the handler's try: an unhandled error, Starlette's bare 500.
+    if (!(e instanceof InvalidSections)) throw e;
+    sendText(res, 500, 'Internal Server Error');
     return;
   }
-  sendJson(
-    res,
-    200,
-    { timestamp: Date.now() / 1000, version: server.config.sim.version, loads: [load] },
-    server.headers,
-  );
-  return Promise.resolve();
+  if (url.searchParams.get('format') === 'prometheus') {
+    sendText(res, 200, renderLoadsPrometheus([selected]), 'text/plain; version=0.0.4; charset=utf-8');
+    return;
+  }
+  const body = {
+    timestamp: new Date(server.toEpochSeconds(server.clock.now()) * 1000)
+      .toISOString()
+      .replace('Z', '+00:00'),
+    version: server.config.sim.version,
+    accelerator: null,
+    num_accelerators: server.config.sglang.tp_size * Number(server.config.sglang.pp_size ?? 1),
+    loads: [selected],
+  };
+  sendJson(res, 200, body, server.headers);
 }
 
 type Handler = (
@@ -131,27 +137,20 @@ type Handler = (
 ) => Promise<void> | void;
 
 function handleModels(server: SimServer, _req: http.IncomingMessage, res: http.ServerResponse): void {
-  const model = server.serving.servedModelName;
-  const data = [
-    {
-      id: model,
-      object: 'model',
-      created: 0,
-      owned_by: 'sglang',
-      root: model,
-      max_model_len: server.serving.contextLength,
-    },
-  ];
-  sendJson(res, 200, { object: 'list', data }, server.headers);
+  const card = buildModelCard(server, Date.now() / 1000);
+  sendJson(res, 200, { object: 'list', data: [card] }, server.headers);
 }
 
+/** http_server.flush_cache: plain text, no media type. */
 function handleFlush(server: SimServer, _req: http.IncomingMessage, res: http.ServerResponse): void {
-  const ok = server.engine.flushCache();
-  sendText(
-    res,
-    ok ? 200 : 400,
-    ok ? 'Cache flushed.\n' : 'Cache not flushed: there are running or waiting requests.\n',
-  );
+  if (server.engine.flushCache()) {
+    sendBare(
+      res,
+      200,
+      'Cache flushed.\nPlease check backend logs for more details. ' +
+        '(When there are running or waiting requests, the operation will not be performed.)\n',
+    );
+  } else sendBare(res, 400, 'Flush cache failed.\n');
 }
 
 async function handleTokenize(
@@ -160,7 +159,7 @@ async function handleTokenize(
   res: http.ServerResponse,
 ): Promise<void> {
   const b = TokenizeRequest.safeParse(await readJson(req));
-  if (!b.success) throw new HttpError(400, formatZodError(b.error));
+  if (!b.success) throw new HttpError(400, formatZodError(b.error), 'validation');
   const max = server.serving.contextLength;
   if (typeof b.data.prompt === 'string') {
     const tokens = encode(b.data.prompt);
@@ -177,7 +176,7 @@ async function handleDetokenize(
   res: http.ServerResponse,
 ): Promise<void> {
   const b = DetokenizeRequest.safeParse(await readJson(req));
-  if (!b.success) throw new HttpError(400, formatZodError(b.error));
+  if (!b.success) throw new HttpError(400, formatZodError(b.error), 'validation');
   const bad = b.data.tokens.find((t) => t < 0 || t >= VOCAB_SIZE);
   if (bad !== undefined)
     throw new HttpError(400, `Token id ${bad} is out of the vocabulary (size ${VOCAB_SIZE}).`);
@@ -185,13 +184,25 @@ async function handleDetokenize(
 }
 
 function handleMetrics(server: SimServer, _req: http.IncomingMessage, res: http.ServerResponse): void {
+  const a = server.config.sglang;
+  const tree = server.engine.tree;
   const text = renderMetrics({
     modelName: server.serving.servedModelName,
     snapshot: server.engine.snapshot(),
     metrics: server.metrics,
-    hicache: server.config.sglang.enable_hierarchical_cache,
-    pdMode: server.config.sglang.disaggregation_mode,
+    pdMode: a.disaggregation_mode,
     pageSize: server.serving.pageSize,
+    contextLength: server.serving.contextLength,
+    dpSize: a.dp_size,
+    evictableTokens: tree.evictableDeviceSize,
+    hicache: a.enable_hierarchical_cache
+      ? {
+          totalTokens: server.serving.hostCapacity,
+          backedUpTokens: tree.backedUpTokens,
+          droppedTokens: tree.droppedHostTokens,
+        }
+      : null,
+    pid: process.pid,
   });
   sendText(res, 200, text, 'text/plain; version=0.0.4; charset=utf-8');
 }

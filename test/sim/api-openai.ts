@@ -5,6 +5,7 @@ import type http from 'node:http';
 import { toBootstrap, toStopRules, watchClient, type AbortState } from './api-generate.ts';
 import { applyChatTemplate, buildNamespace, partialText, type FinishReason } from './generation.ts';
 import { HttpError, openAiError, readJson, sendJson, startSse, writeSse } from './http-util.ts';
+import { verifySampling } from './sampling.ts';
 import { ChatCompletionRequest, CompletionRequest, formatZodError } from './schemas.ts';
 import type { GenerationInput, GenerationOutcome, SimServer } from './server.ts';
 import { encode } from './tokenizer.ts';
@@ -18,18 +19,32 @@ function finishReasonOf(f: FinishReason): { reason: string; matched: string | nu
   return { reason: 'abort', matched: null };
 }
 
+/** usage_processor.calculate_token_usage: prompt_tokens_details is {cached_tokens: N} with --enable-cache-report, 0 included. */
 export function buildUsage(server: SimServer, o: GenerationOutcome): Record<string, unknown> {
-  const cached = o.result.cachedTokens;
   const prompt = o.result.promptTokens;
   return {
     prompt_tokens: prompt,
-    completion_tokens: o.completionTokens,
     total_tokens: prompt + o.completionTokens,
-    // Only with --enable-cache-report and a positive count, else null (usage_processor.py).
-    prompt_tokens_details:
-      server.config.sglang.enable_cache_report && cached > 0 ? { cached_tokens: cached } : null,
+    completion_tokens: o.completionTokens,
+    prompt_tokens_details: server.config.sglang.enable_cache_report
+      ? { cached_tokens: o.result.cachedTokens }
+      : null,
     reasoning_tokens: 0,
+    // Set only when there are reasoning tokens; the simulator has none.
     completion_tokens_details: null,
+  };
+}
+
+/** The completions stream's usage chunk is dumped with exclude_none (serving_completions.py). */
+function withoutNulls(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null));
+}
+
+/** ChatCompletionResponse/CompletionResponse.metadata (serving_chat.py, serving_completions.py). */
+function buildMetadata(completionTokens: number): Record<string, unknown> {
+  return {
+    weight_version: 'default',
+    weight_versions: [{ version: 'default', start: 0, end: completionTokens }],
   };
 }
 
@@ -44,14 +59,17 @@ function buildInput(server: SimServer, kind: Kind, body: OpenAiBody, delayMs: nu
     else throw new HttpError(400, 'The simulator serves one prompt a request.');
   }
   if ((body.n ?? 1) !== 1) throw new HttpError(400, 'n > 1 is not supported by the simulator.');
+  const refusal = verifySampling({ temperature: body.temperature, top_p: body.top_p }, true);
+  if (refusal !== null) throw new HttpError(400, refusal);
   const bootstrap = toBootstrap(body.bootstrap_host, body.bootstrap_port, body.bootstrap_room);
   const anyBootstrap =
     body.bootstrap_host != null || body.bootstrap_port != null || body.bootstrap_room != null;
-  server.validateGeneration(promptIds.length, bootstrap, anyBootstrap);
-  const maxTokens =
+  const asked =
     kind === 'chat'
-      ? ((body as ChatCompletionRequest).max_completion_tokens ?? body.max_tokens ?? 128)
-      : (body.max_tokens ?? 16);
+      ? ((body as ChatCompletionRequest).max_completion_tokens ?? body.max_tokens)
+      : body.max_tokens;
+  server.validateGeneration(promptIds.length, bootstrap, anyBootstrap, asked ?? 0);
+  const maxTokens = asked ?? (kind === 'chat' ? 128 : 16);
   return {
     rid: body.rid ?? server.newRid(),
     promptIds,
@@ -61,6 +79,7 @@ function buildInput(server: SimServer, kind: Kind, body: OpenAiBody, delayMs: nu
     namespace: buildNamespace(body.cache_salt, body.extra_key),
     bootstrap,
     delayMs,
+    stream: body.stream === true,
   };
 }
 
@@ -73,13 +92,15 @@ async function handle(
 ): Promise<void> {
   const raw = await readJson(req);
   const parsed = kind === 'chat' ? ChatCompletionRequest.safeParse(raw) : CompletionRequest.safeParse(raw);
-  if (!parsed.success) throw new HttpError(400, formatZodError(parsed.error));
+  if (!parsed.success) throw new HttpError(400, formatZodError(parsed.error), 'validation');
   const body = parsed.data;
   const input = buildInput(server, kind, body, delayMs);
   const state = watchClient(res);
-  const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${input.rid}`;
+  // The answer's id is the request's rid, bare; its model echoes the request's
+  // (`model=request.model` in serving_chat.py/serving_completions.py; "default" when absent).
+  const id = input.rid;
   const created = Math.floor(Date.now() / 1000);
-  const model = server.serving.servedModelName;
+  const model = body.model ?? 'default';
   if (body.stream) {
     await stream(
       server,
@@ -103,7 +124,8 @@ async function handle(
     kind === 'chat'
       ? {
           index: 0,
-          message: { role: 'assistant', content: text, reasoning_content: null, tool_calls: null },
+          // ChatMessage drops tool_calls when None.
+          message: { role: 'assistant', content: text, reasoning_content: null },
           logprobs: null,
           finish_reason: reason,
           matched_stop: matched,
@@ -119,7 +141,7 @@ async function handle(
       model,
       choices: [choice],
       usage: buildUsage(server, o),
-      metadata: { weight_version: 'default' },
+      metadata: buildMetadata(o.completionTokens),
     },
     server.headers,
   );
@@ -132,6 +154,17 @@ interface StreamIds {
   readonly includeUsage: boolean;
 }
 
+/**
+ * The chunks SGLang streams (serving_chat.py _generate_chat_stream,
+ * serving_completions.py):
+ * - chat: a role-only first chunk (delta {reasoning_content, role, content: ""}),
+ *   then one chunk per non-empty text delta, then a chunk with finish_reason
+ *   and an empty delta; chat chunks carry no usage key;
+ * - completions: one chunk per token (empty text included), the last with
+ *   finish_reason, each with usage null;
+ * - with stream_options.include_usage, a usage chunk with no choices (the
+ *   completions one dumped without nulls); then [DONE].
+ */
 async function stream(
   server: SimServer,
   kind: Kind,
@@ -142,35 +175,36 @@ async function stream(
 ): Promise<void> {
   startSse(res, server.headers);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+  const head = { id: ids.id, object, created: ids.created, model: ids.model };
+  const choice = (extra: Record<string, unknown>, finish: string | null, matched: unknown): unknown => ({
+    index: 0,
+    ...extra,
+    logprobs: null,
+    finish_reason: finish,
+    matched_stop: matched,
+  });
+  const chatChunk = (delta: Record<string, unknown>, finish: string | null, matched: unknown): void =>
+    writeSse(res, {
+      ...head,
+      choices: [choice({ delta: { reasoning_content: null, ...delta } }, finish, matched)],
+    });
+  const textChunk = (text: string, finish: string | null, matched: unknown): void =>
+    writeSse(res, { ...head, choices: [choice({ text }, finish, matched)], usage: null });
   let sentText = '';
   let first = true;
-  const chunk = (delta: string, finish: string | null, matched: string | number | null): void => {
-    const choice =
-      kind === 'chat'
-        ? {
-            index: 0,
-            delta: { ...(first ? { role: 'assistant' } : {}), content: delta },
-            logprobs: null,
-            finish_reason: finish,
-            matched_stop: matched,
-          }
-        : { index: 0, text: delta, logprobs: null, finish_reason: finish, matched_stop: matched };
+  const emit = (text: string): void => {
+    if (kind === 'chat') {
+      if (first) chatChunk({ role: 'assistant', content: '' }, null, null);
+      if (text !== '') chatChunk({ content: text }, null, null);
+    } else textChunk(text, null, null);
     first = false;
-    writeSse(res, {
-      id: ids.id,
-      object,
-      created: ids.created,
-      model: ids.model,
-      choices: [choice],
-      usage: null,
-    });
   };
   const o = await server.runGeneration(
     input,
     (n, plan, isLast) => {
-      if (state.aborted || isLast) return;
+      if (state.aborted || (isLast && kind === 'completion')) return;
       const text = partialText(plan, n);
-      chunk(text.slice(sentText.length), null, null);
+      emit(text.slice(sentText.length));
       sentText = text;
     },
     state,
@@ -180,17 +214,14 @@ async function stream(
     writeSse(res, { error: openAiError(o.finish.message, o.finish.status_code) });
   } else {
     const { reason, matched } = finishReasonOf(o.finish);
-    const text = partialText(o.plan, o.completionTokens);
-    chunk(text.slice(sentText.length), reason, matched);
+    const rest = partialText(o.plan, o.completionTokens).slice(sentText.length);
+    if (kind === 'chat') {
+      if (first || rest !== '') emit(rest);
+      chatChunk({}, reason, matched);
+    } else textChunk(rest, reason, matched);
     if (ids.includeUsage) {
-      writeSse(res, {
-        id: ids.id,
-        object,
-        created: ids.created,
-        model: ids.model,
-        choices: [],
-        usage: buildUsage(server, o),
-      });
+      const usage = buildUsage(server, o);
+      writeSse(res, { ...head, choices: [], usage: kind === 'chat' ? usage : withoutNulls(usage) });
     }
   }
   writeSse(res, '[DONE]');

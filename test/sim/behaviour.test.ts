@@ -199,7 +199,9 @@ describe('prefill/decode disaggregation', () => {
         bootstrap_room: 7,
       });
       expect(r.status).toBe(500);
-      expect(((r.json as Json)['error'] as Json)['message']).toMatch(/KVTransferError\(bootstrap_room=7\)/);
+      // A non-stream abort with status 500 is an HTTPException: SGLang's ErrorResponse, type "500".
+      expect(r.json).toMatchObject({ object: 'error', type: '500', code: 500 });
+      expect((r.json as Json)['message']).toMatch(/KVTransferError\(bootstrap_room=7\)/);
     } finally {
       await prefill.close();
       await decode.close();

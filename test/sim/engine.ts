@@ -168,6 +168,12 @@ export class Engine {
   #lastHitRate = 0;
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
+  /**
+   * SGLang's decode step-time moment sums (scheduler._accumulate_decode_moment,
+   * /v1/loads decode_moments): steps, Σ batch size, Σ step µs, Σ batch², Σ batch·µs,
+   * Σ generated tokens.
+   */
+  readonly decodeMoments: number[] = [0, 0, 0, 0, 0, 0];
   onStep: StepListener | null = null;
 
   constructor(cfg: EngineConfig, clock: Clock) {
@@ -256,6 +262,12 @@ export class Engine {
       hostCachedTokens: sizes.hostSize,
       counters: { ...this.counters },
     };
+  }
+
+  #accumulateDecodeMoment(batchSize: number, stepUs: number): void {
+    const m = this.decodeMoments;
+    const add = [1, batchSize, stepUs, batchSize * batchSize, batchSize * stepUs, batchSize];
+    add.forEach((v, i) => (m[i] = (m[i] ?? 0) + v));
   }
 
   #kick(): void {
@@ -349,6 +361,7 @@ export class Engine {
     } else if (this.#running.length > 0) {
       const duration = this.#cfg.decodeBaseMs + this.#cfg.decodePerReqMs * this.#running.length;
       const batch = [...this.#running];
+      this.#accumulateDecodeMoment(batch.length, duration * 1000);
       this.#runStep(now, duration, this.#endDecode(batch), 'decode');
     } else if (this.#waiting.length === 0) {
       this.onStep?.('idle', now);

@@ -1,16 +1,43 @@
-// Prometheus text exposition of SGLang's `sglang:` metrics (reference §2,
-// python/sglang/srt/metrics/collector.py). Labels: model_name, engine_type,
-// tp_rank, pp_rank. Pure: the server passes engine snapshots and timings in.
+// Prometheus text exposition of SGLang 0.5.23's `sglang:` metrics, as its
+// collectors emit them (python/sglang/srt/observability/metrics_collector.py,
+// held to a real server by test/conformance/differential.test.ts). Pure: the
+// server passes engine snapshots and timings in.
+//
+// Three label sets, as the real collectors use them:
+// - scheduler: model_name, engine_type, tp_rank, pp_rank, moe_ep_rank (+ dp_rank
+//   with DP ranks); engine_type is unified, prefill or decode (the PD mode);
+// - tokenizer (per finished request): model_name, engine_type, plus
+//   is_streaming on the token and latency series, cache_source on cached tokens;
+// - radix cache: cache_type, tp_rank, pp_rank, dp_rank (+ pool, reason).
+// SGLang runs prometheus_client in multiprocess mode: a labelled series exists
+// only once something set it, so request series appear with the first
+// request of their kind, aborts with the first abort, evictions with the first
+// eviction. Families SGLang has and the simulator does not model (CUDA graphs,
+// speculative decoding, SWA/Mamba pools, ...) are listed in
+// test/conformance/differential-compare.ts.
 
 import type { EngineSnapshot, RequestResult } from './engine.ts';
 
-const LATENCY_BUCKETS = [
-  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 15, 20, 25, 30, 40,
-  50, 60, 90, 120, 180, 300,
-];
+// The collectors' default buckets (bucket_* flags unset).
+const TTFT_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400];
+const E2E_BUCKETS = [...TTFT_BUCKETS, 600, 1200, 1800, 2400];
 const ITL_BUCKETS = [
-  0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1,
+  0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2, 0.4, 0.6,
+  0.8, 1, 2, 4, 6, 8,
 ];
+const QUEUE_BUCKETS = [
+  0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
+  300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000,
+];
+const TOKEN_BUCKETS = [
+  100, 300, 500, 700, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000, 12500, 15000, 17500,
+  20000, 22500, 25000, 27500, 30000, 35000, 40000, 60000, 80000, 100000, 200000, 300000, 400000, 600000,
+  800000, 1e6, 1.1e6,
+];
+/** The radix cache class a Llama model gets in 0.5.23 (its metrics' cache_type). */
+const CACHE_TYPE = 'UnifiedRadixCache';
+/** SGLang's health checks carry this rid prefix and log no metrics (log_metrics=False). */
+const HEALTH_CHECK_PREFIX = 'HEALTH_CHECK';
 
 class Histogram {
   readonly buckets: readonly number[];
@@ -37,23 +64,53 @@ export interface PdGauges {
   bootstrapFailed: number;
 }
 
+/** Per is_streaming ("true"/"false") series of the tokenizer collector. */
+class StreamSplit {
+  promptTokens = 0;
+  generationTokens = 0;
+  requests = 0;
+  readonly ttft = new Histogram(TTFT_BUCKETS);
+  readonly e2e = new Histogram(E2E_BUCKETS);
+}
+
 export class SimMetrics {
-  readonly ttft = new Histogram(LATENCY_BUCKETS);
-  readonly e2e = new Histogram(LATENCY_BUCKETS);
-  readonly queue = new Histogram(LATENCY_BUCKETS);
+  readonly byStreaming = new Map<'true' | 'false', StreamSplit>();
   readonly itl = new Histogram(ITL_BUCKETS);
+  readonly queue = new Histogram(QUEUE_BUCKETS);
+  readonly promptTokens = new Histogram(TOKEN_BUCKETS);
+  readonly uncachedPromptTokens = new Histogram(TOKEN_BUCKETS);
+  readonly generationTokens = new Histogram(TOKEN_BUCKETS);
+  readonly cachedBySource = { device: 0, host: 0 };
+  aborted = 0;
   readonly pd: PdGauges = { prefillInflight: 0, decodeTransfer: 0, bootstrapFailed: 0 };
 
-  record(r: RequestResult): void {
-    if (r.finish === 'abort') return;
-    this.ttft.observe(r.ttftMs / 1000);
-    this.e2e.observe(r.e2eMs / 1000);
+  record(r: RequestResult, isStreaming = false): void {
+    if (r.rid.startsWith(HEALTH_CHECK_PREFIX)) return;
+    if (r.finish === 'abort') {
+      this.aborted++;
+      return;
+    }
+    const key = isStreaming ? 'true' : 'false';
+    const split = this.byStreaming.get(key) ?? new StreamSplit();
+    this.byStreaming.set(key, split);
+    split.promptTokens += r.promptTokens;
+    split.generationTokens += r.completionTokens;
+    split.requests++;
+    split.ttft.observe(r.ttftMs / 1000);
+    split.e2e.observe(r.e2eMs / 1000);
     this.queue.observe(r.queueMs / 1000);
     if (r.completionTokens > 1) this.itl.observe((r.e2eMs - r.ttftMs) / 1000 / (r.completionTokens - 1));
+    this.promptTokens.observe(r.promptTokens);
+    this.uncachedPromptTokens.observe(r.promptTokens - r.cachedTokens);
+    this.generationTokens.observe(r.completionTokens);
+    this.cachedBySource.device += r.cachedDevice;
+    this.cachedBySource.host += r.cachedHost;
   }
 }
 
-function labelText(labels: Readonly<Record<string, string>>): string {
+type Labels = Readonly<Record<string, string>>;
+
+function labelText(labels: Labels): string {
   const parts = Object.entries(labels).map(
     ([k, v]) => `${k}="${v.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`,
   );
@@ -64,113 +121,244 @@ export interface MetricsInput {
   readonly modelName: string;
   readonly snapshot: EngineSnapshot;
   readonly metrics: SimMetrics;
-  readonly hicache: boolean;
   readonly pdMode: 'null' | 'prefill' | 'decode';
   readonly pageSize: number;
+  readonly contextLength: number;
+  readonly dpSize: number;
+  /** Device tokens held by the cache that no request holds (evictable). */
+  readonly evictableTokens: number;
+  /** HiCache host tier: capacity and counters; null without HiCache. */
+  readonly hicache: {
+    readonly totalTokens: number;
+    readonly backedUpTokens: number;
+    readonly droppedTokens: number;
+  } | null;
+  /** The scheduler's pid (the `pid` label of num_retracted_reqs). */
+  readonly pid: number;
+}
+
+/** DisaggregationMode.to_engine_type. */
+export function engineTypeOf(pdMode: MetricsInput['pdMode']): string {
+  return pdMode === 'null' ? 'unified' : pdMode;
+}
+
+/** prometheus_client's floatToGoString, which SGLang's bucket labels go through ("1.0", "1e+06"). */
+export function formatBucket(v: number): string {
+  if (v === Infinity) return '+Inf';
+  const s = Number.isInteger(v) ? `${v}.0` : String(v);
+  const dot = s.indexOf('.');
+  if (v > 0 && dot > 6) {
+    const mantissa = `${s[0]}.${s.slice(1, dot)}${s.slice(dot + 1)}`.replace(/[0.]+$/, '');
+    return `${mantissa}e+0${dot - 1}`;
+  }
+  return s;
+}
+
+class Exposition {
+  readonly #lines: string[] = [];
+
+  family(name: string, type: string, help: string): void {
+    this.#lines.push(`# HELP sglang:${name} ${help}`, `# TYPE sglang:${name} ${type}`);
+  }
+
+  sample(name: string, labels: Labels, v: number): void {
+    this.#lines.push(`sglang:${name}${labelText(labels)} ${v}`);
+  }
+
+  histogram(name: string, labels: Labels, h: Histogram): void {
+    h.buckets.forEach((b, i) =>
+      this.sample(`${name}_bucket`, { ...labels, le: formatBucket(b) }, h.counts[i] ?? 0),
+    );
+    this.sample(`${name}_bucket`, { ...labels, le: '+Inf' }, h.count);
+    this.sample(`${name}_sum`, labels, h.sum);
+    this.sample(`${name}_count`, labels, h.count);
+  }
+
+  text(): string {
+    return this.#lines.join('\n') + '\n';
+  }
 }
 
 export function renderMetrics(input: MetricsInput): string {
-  const labels = { model_name: input.modelName, engine_type: 'unified', tp_rank: '0', pp_rank: '0' };
-  const l = labelText(labels);
-  const out: string[] = [];
-  const gauge = (name: string, help: string, v: number): void => {
-    out.push(`# HELP sglang:${name} ${help}`, `# TYPE sglang:${name} gauge`, `sglang:${name}${l} ${v}`);
+  const engineType = engineTypeOf(input.pdMode);
+  const scheduler: Labels = {
+    model_name: input.modelName,
+    engine_type: engineType,
+    tp_rank: '0',
+    pp_rank: '0',
+    moe_ep_rank: '0',
+    ...(input.dpSize > 1 ? { dp_rank: '0' } : {}),
   };
-  const counter = (name: string, help: string, v: number): void => {
-    out.push(`# HELP sglang:${name} ${help}`, `# TYPE sglang:${name} counter`, `sglang:${name}${l} ${v}`);
-  };
-  const histogram = (name: string, help: string, h: Histogram): void => {
-    out.push(`# HELP sglang:${name} ${help}`, `# TYPE sglang:${name} histogram`);
-    h.buckets.forEach((b, i) =>
-      out.push(`sglang:${name}_bucket${labelText({ ...labels, le: String(b) })} ${h.counts[i] ?? 0}`),
-    );
-    out.push(`sglang:${name}_bucket${labelText({ ...labels, le: '+Inf' })} ${h.count}`);
-    out.push(`sglang:${name}_sum${l} ${h.sum}`, `sglang:${name}_count${l} ${h.count}`);
+  const tokenizer: Labels = { model_name: input.modelName, engine_type: engineType };
+  const radix: Labels = { cache_type: CACHE_TYPE, tp_rank: '0', pp_rank: '0', dp_rank: '0' };
+  const out = new Exposition();
+  const gauge = (name: string, help: string, v: number, labels: Labels = scheduler): void => {
+    out.family(name, 'gauge', help);
+    out.sample(name, labels, v);
   };
   const s = input.snapshot;
-  const c = s.counters;
+  const m = input.metrics;
+  const kvUsed = Math.max(0, s.numUsedTokens - input.evictableTokens);
+
   gauge('num_running_reqs', 'The number of running requests.', s.numRunningReqs);
-  gauge('num_used_tokens', 'The number of used tokens.', s.numUsedTokens);
-  gauge('token_usage', 'The token usage.', s.tokenUsage);
-  gauge('gen_throughput', 'The generation throughput (token/s).', s.genThroughput);
   gauge('num_queue_reqs', 'The number of requests in the waiting queue.', s.numWaitingReqs);
   gauge('num_grammar_queue_reqs', 'The number of requests in the grammar waiting queue.', 0);
+  gauge('gen_throughput', 'The generation throughput (token/s).', s.genThroughput);
   gauge('cache_hit_rate', 'The prefix cache hit rate.', s.cacheHitRate);
-  gauge('max_total_num_tokens', 'Maximum total number of tokens in the KV cache pool.', s.maxTotalNumTokens);
-  gauge('num_retracted_reqs', 'The number of retracted requests.', 0);
+  gauge('token_usage', 'The token usage.', s.tokenUsage);
+  gauge('full_token_usage', 'The token usage of the full-attention pool.', s.tokenUsage);
+  gauge('num_used_tokens', 'The number of used tokens.', kvUsed);
+  gauge('kv_available_tokens', 'KV tokens free in the pool.', s.maxTotalNumTokens - s.numUsedTokens);
+  gauge('kv_evictable_tokens', 'KV tokens held by the cache and evictable.', input.evictableTokens);
+  gauge('kv_used_tokens', 'KV tokens held by running requests.', kvUsed);
+  gauge('num_retracted_reqs', 'The number of retracted requests.', 0, {
+    ...scheduler,
+    pid: String(input.pid),
+  });
+  gauge('num_prefill_bootstrap_queue_reqs', 'The number of requests in the prefill bootstrap queue.', 0);
+  gauge(
+    'num_prefill_inflight_queue_reqs',
+    'The number of requests in the prefill inflight queue.',
+    m.pd.prefillInflight,
+  );
+  gauge('num_decode_prealloc_queue_reqs', 'The number of requests in the decode prealloc queue.', 0);
+  gauge(
+    'num_decode_transfer_queue_reqs',
+    'The number of requests in the decode transfer queue.',
+    m.pd.decodeTransfer,
+  );
   gauge('utilization', 'The utilization.', s.tokenUsage);
-  if (input.pdMode !== 'null') {
-    gauge('num_prefill_prealloc_queue_reqs', 'The number of requests in the prefill prealloc queue.', 0);
-    gauge(
-      'num_prefill_inflight_queue_reqs',
-      'The number of requests in the prefill inflight queue.',
-      input.metrics.pd.prefillInflight,
-    );
-    gauge('num_decode_prealloc_queue_reqs', 'The number of requests in the decode prealloc queue.', 0);
-    gauge(
-      'num_decode_transfer_queue_reqs',
-      'The number of requests in the decode transfer queue.',
-      input.metrics.pd.decodeTransfer,
-    );
-    gauge('kv_transfer_speed_gb_s', 'The KV transfer speed in GB/s.', 0);
-    gauge('kv_transfer_latency_ms', 'The KV transfer latency in ms.', 0);
-    counter(
-      'num_bootstrap_failed_reqs_total',
-      'The number of bootstrap failed requests.',
-      input.metrics.pd.bootstrapFailed,
-    );
-    counter('num_transfer_failed_reqs_total', 'The number of transfer failed requests.', 0);
-  }
-  counter('prompt_tokens_total', 'Number of prefill tokens processed.', c.promptTokens);
-  counter('generation_tokens_total', 'Number of generation tokens processed.', c.generationTokens);
-  counter('cached_tokens_total', 'Number of cached prompt tokens.', c.cachedTokens);
-  counter('num_requests_total', 'Number of requests processed.', c.requests);
-  counter('num_aborted_requests_total', 'Number of requests aborted.', c.aborted);
-  histogram(
-    'time_to_first_token_seconds',
-    'Histogram of time to first token in seconds.',
-    input.metrics.ttft,
+  gauge('max_total_num_tokens', 'Maximum total number of tokens in the KV cache pool.', s.maxTotalNumTokens);
+  gauge('page_size', 'The page size of the KV cache.', input.pageSize);
+  gauge(
+    'num_pages',
+    'The number of pages of the KV cache.',
+    Math.floor(s.maxTotalNumTokens / input.pageSize),
   );
-  histogram('inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', input.metrics.itl);
-  histogram(
-    'e2e_request_latency_seconds',
-    'Histogram of End-to-end request latency in seconds',
-    input.metrics.e2e,
-  );
-  histogram('queue_time_seconds', 'Histogram of queueing time in seconds.', input.metrics.queue);
+  gauge('context_len', 'The context length of the model.', input.contextLength);
   if (input.hicache) {
-    counter('prefetched_tokens_total', 'Number of prefetched prompt tokens.', c.loadedBackTokens);
-    counter('backuped_tokens_total', 'Number of backuped tokens.', s.hostCachedTokens);
-    gauge('prefetch_pgs', 'Prefetch pages.', Math.floor(c.loadedBackTokens / input.pageSize));
-    gauge('backup_pgs', 'Backup pages.', Math.floor(s.hostCachedTokens / input.pageSize));
-    gauge('prefetch_bandwidth', 'Prefetch bandwidth in GB/s.', 0);
-    gauge('backup_bandwidth', 'Backup bandwidth in GB/s.', 0);
+    gauge('hicache_host_used_tokens', 'KV tokens held in the host tier.', s.hostCachedTokens);
+    gauge('hicache_host_total_tokens', 'The capacity of the host tier in tokens.', input.hicache.totalTokens);
   }
-  return out.join('\n') + '\n';
+  if (m.queue.count > 0) {
+    out.family('queue_time_seconds', 'histogram', 'Histogram of queueing time in seconds.');
+    out.histogram('queue_time_seconds', scheduler, m.queue);
+  }
+  if (input.pdMode !== 'null' && m.pd.bootstrapFailed > 0) {
+    out.family('num_bootstrap_failed_reqs_total', 'counter', 'The number of bootstrap failed requests.');
+    out.sample('num_bootstrap_failed_reqs_total', scheduler, m.pd.bootstrapFailed);
+  }
+  renderRequestSeries(out, tokenizer, m);
+  renderRadixSeries(out, radix, s, input.hicache);
+  return out.text();
 }
 
-/** The `/v1/loads` entry for DP rank 0 (entrypoints/v1_loads.py). */
-export function buildLoad(s: EngineSnapshot, maxRunningRequests: number): Record<string, number> {
-  return {
-    dp_rank: 0,
-    num_running_reqs: s.numRunningReqs,
-    num_waiting_reqs: s.numWaitingReqs,
-    num_used_tokens: s.numUsedTokens,
-    max_total_num_tokens: s.maxTotalNumTokens,
-    token_usage: s.tokenUsage,
-    gen_throughput: s.genThroughput,
-    cache_hit_rate: s.cacheHitRate,
-    utilization: s.tokenUsage,
-    max_running_requests: maxRunningRequests,
+/** The tokenizer collector's per-request series. */
+function renderRequestSeries(out: Exposition, labels: Labels, m: SimMetrics): void {
+  const splits = [...m.byStreaming.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const perStream = (name: string, type: string, help: string, value: (s: StreamSplit) => number): void => {
+    if (splits.length === 0) return;
+    out.family(name, type, help);
+    for (const [k, s] of splits) out.sample(name, { ...labels, is_streaming: k }, value(s));
   };
+  perStream('prompt_tokens_total', 'counter', 'Number of prefill tokens processed.', (s) => s.promptTokens);
+  perStream(
+    'generation_tokens_total',
+    'counter',
+    'Number of generation tokens processed.',
+    (s) => s.generationTokens,
+  );
+  perStream('num_requests_total', 'counter', 'Number of requests processed.', (s) => s.requests);
+  const sources = (['device', 'host'] as const).filter((k) => m.cachedBySource[k] > 0);
+  if (sources.length > 0) {
+    out.family(
+      'cached_tokens_total',
+      'counter',
+      'Number of cached prompt tokens by source (device/host/storage).',
+    );
+    for (const k of sources)
+      out.sample('cached_tokens_total', { ...labels, cache_source: k }, m.cachedBySource[k]);
+  }
+  if (m.aborted > 0) {
+    out.family('num_aborted_requests_total', 'counter', 'Number of requests aborted.');
+    out.sample('num_aborted_requests_total', labels, m.aborted);
+  }
+  if (splits.length > 0) {
+    out.family('time_to_first_token_seconds', 'histogram', 'Histogram of time to first token in seconds.');
+    for (const [k, s] of splits)
+      out.histogram('time_to_first_token_seconds', { ...labels, is_streaming: k }, s.ttft);
+    out.family(
+      'e2e_request_latency_seconds',
+      'histogram',
+      'Histogram of End-to-end request latency in seconds',
+    );
+    for (const [k, s] of splits)
+      out.histogram('e2e_request_latency_seconds', { ...labels, is_streaming: k }, s.e2e);
+  }
+  const plain: [string, string, Histogram][] = [
+    ['inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', m.itl],
+    ['prompt_tokens_histogram', 'Histogram of prompt token length.', m.promptTokens],
+    [
+      'uncached_prompt_tokens_histogram',
+      'Histogram of uncached prompt token length.',
+      m.uncachedPromptTokens,
+    ],
+    ['generation_tokens_histogram', 'Histogram of generation token length.', m.generationTokens],
+  ];
+  for (const [name, help, h] of plain) {
+    if (h.count === 0) continue;
+    out.family(name, 'histogram', help);
+    out.histogram(name, labels, h);
+  }
 }
 
-export function renderLoadsPrometheus(load: Record<string, number>, modelName: string): string {
-  const l = labelText({ model_name: modelName, dp_rank: String(load['dp_rank'] ?? 0) });
-  return (
-    Object.entries(load)
-      .filter(([k]) => k !== 'dp_rank')
-      .map(([k, v]) => `# TYPE sglang:${k} gauge\nsglang:${k}${l} ${v}`)
-      .join('\n') + '\n'
+/** The radix cache collector: evictions, and HiCache's backups, load-backs and drops. */
+function renderRadixSeries(
+  out: Exposition,
+  labels: Labels,
+  s: EngineSnapshot,
+  hicache: MetricsInput['hicache'],
+): void {
+  const counter = (name: string, help: string, extra: Labels, v: number): void => {
+    out.family(name, 'counter', help);
+    out.sample(name, { ...labels, ...extra }, v);
+  };
+  const c = s.counters;
+  if (c.evictedDeviceTokens > 0) {
+    counter(
+      'evicted_tokens_total',
+      'Number of tokens evicted from the device cache.',
+      {},
+      c.evictedDeviceTokens,
+    );
+  }
+  if (!hicache) return;
+  if (c.loadedBackTokens > 0) {
+    counter(
+      'load_back_tokens_total',
+      'Number of tokens loaded back from host.',
+      { pool: 'kv' },
+      c.loadedBackTokens,
+    );
+  }
+  if (hicache.backedUpTokens > 0) {
+    counter(
+      'hicache_backup_tokens_total',
+      'Number of tokens backed up to host.',
+      { pool: 'kv' },
+      hicache.backedUpTokens,
+    );
+  }
+  // Both reasons are registered when HiCache starts (0 until a drop).
+  out.family('hicache_dropped_tokens_total', 'counter', 'Number of tokens dropped from the host tier.');
+  out.sample(
+    'hicache_dropped_tokens_total',
+    { ...labels, reason: 'host_pressure', pool: 'kv' },
+    hicache.droppedTokens,
+  );
+  out.sample(
+    'hicache_dropped_tokens_total',
+    { ...labels, reason: 'write_through_unbacked_eviction', pool: 'kv' },
+    0,
   );
 }

@@ -9,21 +9,22 @@ const tokenIds = z.array(z.number().int().nonnegative());
 
 export const SamplingParams = z
   .object({
-    max_new_tokens: z.number().int().nonnegative().optional(),
-    min_new_tokens: z.number().int().nonnegative().optional(),
-    temperature: z.number().nonnegative().optional(),
-    top_p: z.number().gt(0).lte(1).optional(),
-    top_k: z.number().int().optional(),
-    min_p: z.number().min(0).max(1).optional(),
+    // Types only: SGLang checks ranges later, in SamplingParams.verify (sampling.ts).
+    max_new_tokens: z.number().int().nullish(),
+    min_new_tokens: z.number().int().nullish(),
+    temperature: z.number().nullish(),
+    top_p: z.number().nullish(),
+    top_k: z.number().int().nullish(),
+    min_p: z.number().nullish(),
     stop: stop.nullish(),
     stop_token_ids: tokenIds.nullish(),
-    ignore_eos: z.boolean().optional(),
-    n: z.number().int().positive().optional(),
+    ignore_eos: z.boolean().nullish(),
+    n: z.number().int().nullish(),
     sampling_seed: z.number().int().nullish(),
-    seed: z.number().int().nullish(),
   })
   .loose();
 export type SamplingParams = z.infer<typeof SamplingParams>;
+export const SamplingParamsOrList = z.union([SamplingParams, z.array(SamplingParams)]).nullish();
 
 const bootstrap = {
   bootstrap_host: z.string().nullish(),
@@ -42,7 +43,11 @@ export const GenerateRequest = z
     text: z.union([z.string(), z.array(z.string()).min(1)]).optional(),
     input_ids: z.union([tokenIds, z.array(tokenIds).min(1)]).optional(),
     input_embeds: z.unknown().optional(),
-    sampling_params: z.union([SamplingParams, z.array(SamplingParams)]).optional(),
+    // FastAPI's parse takes any object (or list of objects); the contract gate and
+    // SamplingParamsOrList (below) judge the inside.
+    sampling_params: z
+      .union([z.record(z.string(), z.unknown()), z.array(z.record(z.string(), z.unknown()))])
+      .nullish(),
     stream: z.boolean().optional(),
     rid: z.union([z.string(), z.array(z.string())]).nullish(),
     return_logprob: z.union([z.boolean(), z.array(z.boolean())]).optional(),
@@ -71,8 +76,9 @@ const openAiCommon = {
   max_tokens: z.number().int().nonnegative().nullish(),
   stream: z.boolean().optional(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).loose().nullish(),
-  temperature: z.number().nonnegative().nullish(),
-  top_p: z.number().gt(0).lte(1).nullish(),
+  // Ranges are SamplingParams.verify's (sampling.ts), a BadRequestError, not a parse error.
+  temperature: z.number().nullish(),
+  top_p: z.number().nullish(),
   stop: stop.nullish(),
   stop_token_ids: tokenIds.nullish(),
   seed: z.number().int().nullish(),
@@ -148,7 +154,7 @@ function maxDepth(issues: readonly Issue[]): number {
   return Math.max(0, ...issues.map((i) => i.path.length));
 }
 
-/** "field.path: message" for the first few issues, the way the 400 bodies word validation errors. */
+/** "field.path: message" for the first few issues (SGLang's 400 lists pydantic's; the words differ). */
 export function formatZodError(error: z.ZodError): string {
   return error.issues
     .flatMap((i) => flattenIssue(i, []))

@@ -22,7 +22,7 @@ beforeAll(async () => {
 afterAll(() => sim.close());
 
 describe('/generate', () => {
-  it('answers {text, output_ids, meta_info} with the reference meta_info fields', async () => {
+  it('answers {text, output_ids, meta_info} with the meta_info fields of SGLang 0.5.23', async () => {
     const r = await postJson(`${sim.url}/generate`, {
       text: 'Hello world',
       sampling_params: { max_new_tokens: 6 },
@@ -36,13 +36,27 @@ describe('/generate', () => {
       prompt_tokens: encode('Hello world').length,
       completion_tokens: 6,
       cached_tokens: 0,
-      cached_tokens_details: { device: 0, host: 0 },
+      // null when nothing was cached (output_streamer.get_cached_tokens_details), no DP ranks: null.
+      cached_tokens_details: null,
+      dp_rank: null,
       finish_reason: { type: 'length', length: 6 },
+      weight_versions: [{ version: 'default', start: 0, end: 6 }],
     });
-    expect(typeof b.meta_info['id']).toBe('string');
+    // The request id is SGLang's: uuid4 hex.
+    expect(b.meta_info['id']).toMatch(/^[0-9a-f]{32}$/);
     expect(typeof b.meta_info['e2e_latency']).toBe('number');
+    // --enable-metrics adds the scheduler's and tokenizer's timings.
+    for (const k of ['queue_time', 'forward_entry_time', 'request_received_ts', 'decode_throughput'])
+      expect(typeof b.meta_info[k]).toBe('number');
     // max_new_tokens 6: one prefill step + 5 decode steps of 6 + 0.35 ms.
     expect(b.meta_info['e2e_latency']).toBeCloseTo(11 / 8000 + 5 * 0.00635, 6);
+    const again = (
+      await postJson(`${sim.url}/generate`, { text: 'Hello world', sampling_params: { max_new_tokens: 6 } })
+    ).json as { meta_info: Json };
+    expect(again.meta_info['cached_tokens_details']).toEqual({
+      device: encode('Hello world').length - 1,
+      host: 0,
+    });
   });
 
   it('is deterministic for (prompt, seed, max_new_tokens) and agrees with /tokenize', async () => {
@@ -119,22 +133,47 @@ describe('/generate', () => {
 
   it.each([
     [{}, 'Either text, input_ids or input_embeds should be provided.'],
-    [{ text: 'a', input_ids: [1] }, 'Only one of text, input_ids, or input_embeds can be provided.'],
-    [{ text: 'a', sampling_params: { max_new_tokens: 'many' } }, 'sampling_params.max_new_tokens'],
-    [{ text: 'a', sampling_params: { temperature: -1 } }, 'sampling_params.temperature'],
-    [{ input_ids: [-1] }, 'input_ids'],
-    ['{not json', 'Invalid JSON body'],
-  ])('rejects %j with a 400 JSON error', async (body, message) => {
+    [
+      { text: 'a', sampling_params: { temperature: -1 } },
+      'temperature must be a non-negative finite number, got -1.',
+    ],
+    [{ text: 'a', sampling_params: { max_new_tokens: -1 } }, 'max_new_tokens must be at least 0, got -1.'],
+  ])('refuses %j as the tokenizer manager does: 400 {"error": {"message"}}', async (body, message) => {
     const r = await postJson(`${sim.url}/generate`, body);
     expect(r.status).toBe(400);
-    expect(((r.json as Json)['error'] as Json)['message']).toContain(message);
+    expect(r.json).toEqual({ error: { message } });
   });
+
+  it.each([
+    [
+      { text: 'a', sampling_params: { seed: 3 } },
+      /^unknown field `seed`, expected one of `max_new_tokens`, .*`sampling_seed`/,
+    ],
+    [
+      { text: 'a', sampling_params: { max_new_tokens: 'many' } },
+      /^invalid type: string "many", expected i64$/,
+    ],
+  ])('refuses %j at the proto contract gate: 400 {"error": "<serde text>"}', async (body, message) => {
+    const r = await postJson(`${sim.url}/generate`, body);
+    expect(r.status).toBe(400);
+    expect(Object.keys(r.json as Json)).toEqual(['error']);
+    expect((r.json as Json)['error']).toMatch(message);
+  });
+
+  it.each([[{ input_ids: [-1] }], [{ text: 3 }], ['{not json']])(
+    'refuses %j as FastAPI validation: 400 ErrorResponse of type "Bad Request"',
+    async (body) => {
+      const r = await postJson(`${sim.url}/generate`, body);
+      expect(r.status).toBe(400);
+      expect(r.json).toMatchObject({ object: 'error', type: 'Bad Request', param: null, code: 400 });
+    },
+  );
 });
 
 describe('OpenAI endpoints', () => {
   const messages = [{ role: 'user', content: ' ba be bi bo bu ca ce ci co cu' }];
 
-  it('answers chat completions with usage; cached tokens only with --enable-cache-report and > 0', async () => {
+  it('answers chat completions with usage; with --enable-cache-report the cached count is there, 0 included', async () => {
     const r = await postJson(`${sim.url}/v1/chat/completions`, {
       model: 'served',
       messages,
@@ -144,13 +183,19 @@ describe('OpenAI endpoints', () => {
     expect(r.status).toBe(200);
     const b = r.json as Json;
     expect(b).toMatchObject({ object: 'chat.completion', model: 'served' });
+    // The id is the bare rid (no chatcmpl- prefix), as SGLang's.
+    expect(b['id']).toMatch(/^[0-9a-f]{32}$/);
     const choice = (b['choices'] as Json[])[0]!;
     expect(choice).toMatchObject({ index: 0, finish_reason: 'length', message: { role: 'assistant' } });
-    expect(b['usage']).toMatchObject({
+    // ChatMessage drops tool_calls when None.
+    expect(Object.keys(choice['message'] as Json).sort()).toEqual(['content', 'reasoning_content', 'role']);
+    expect(b['usage']).toEqual({
       prompt_tokens: 12,
-      completion_tokens: 5,
       total_tokens: 17,
-      prompt_tokens_details: null,
+      completion_tokens: 5,
+      prompt_tokens_details: { cached_tokens: 0 },
+      reasoning_tokens: 0,
+      completion_tokens_details: null,
     });
     const again = (
       await postJson(`${sim.url}/v1/chat/completions`, {
@@ -161,6 +206,33 @@ describe('OpenAI endpoints', () => {
       })
     ).json as Json;
     expect(again['usage']).toMatchObject({ prompt_tokens_details: { cached_tokens: 11 } });
+  });
+
+  it('echoes the request\'s model name, "default" when it names none', async () => {
+    const named = await postJson(`${sim.url}/v1/chat/completions`, {
+      model: 'whatever',
+      messages,
+      max_tokens: 1,
+    });
+    expect((named.json as Json)['model']).toBe('whatever');
+    const unnamed = await postJson(`${sim.url}/v1/chat/completions`, { messages, max_tokens: 1 });
+    expect((unnamed.json as Json)['model']).toBe('default');
+  });
+
+  it('streams a role-only first chat chunk, content chunks, an empty finish chunk, a usage chunk, [DONE]', async () => {
+    const r = await postSse(`${sim.url}/v1/chat/completions`, {
+      messages,
+      max_tokens: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = r.events.slice(0, -1).map((e) => JSON.parse(e) as Json);
+    const deltas = chunks.map((c) => ((c['choices'] as Json[])[0]?.['delta'] ?? null) as Json | null);
+    expect(deltas[0]).toEqual({ reasoning_content: null, role: 'assistant', content: '' });
+    expect(deltas.at(-2)).toEqual({ reasoning_content: null });
+    // Chat chunks carry no usage key; only the last one (no choices) has usage.
+    expect(chunks.slice(0, -1).every((c) => !('usage' in c))).toBe(true);
+    expect(chunks.at(-1)!['choices']).toEqual([]);
   });
 
   it('streams chat chunks and a usage chunk, then [DONE]', async () => {
@@ -192,17 +264,20 @@ describe('OpenAI endpoints', () => {
     });
   });
 
-  it('rejects malformed bodies with the OpenAI error shape', async () => {
+  it('refuses malformed bodies as FastAPI validation, bad values as the OpenAI layer does', async () => {
     const r = await postJson(`${sim.url}/v1/chat/completions`, { messages: [] });
     expect(r.status).toBe(400);
-    expect(r.json).toMatchObject({ object: 'error', type: 'BadRequestError', code: 400 });
+    expect(r.json).toMatchObject({ object: 'error', type: 'Bad Request', code: 400 });
+    const t = await postJson(`${sim.url}/v1/chat/completions`, { messages, temperature: -1 });
+    expect(t.json).toMatchObject({ object: 'error', type: 'BadRequestError', code: 400 });
+    expect((t.json as Json)['message']).toBe('temperature must be a non-negative finite number, got -1.0.');
   });
 
   it('lists the served model name', async () => {
     const r = await fetch(`${sim.url}/v1/models`);
     expect(await r.json()).toMatchObject({
       object: 'list',
-      data: [{ id: 'served', object: 'model', root: 'served' }],
+      data: [{ id: 'served', object: 'model', root: 'served', parent: null, max_model_len: 131072 }],
     });
   });
 });
@@ -232,21 +307,31 @@ describe('info, health, cache and load endpoints', () => {
     expect(Object.keys(b).sort()).toEqual(
       [
         'architectures',
+        'disaggregation_mode',
+        'embedding',
         'has_audio_understanding',
         'has_image_understanding',
         'is_generation',
+        'load_format',
         'model_path',
         'model_type',
         'preferred_sampling_params',
+        'reasoning_parser',
+        'served_model_name',
         'tokenizer_path',
+        'tool_call_parser',
         'weight_version',
       ].sort(),
     );
-    expect(b['model_path']).toBe(MODEL);
+    expect(b).toMatchObject({ model_path: MODEL, served_model_name: 'served', disaggregation_mode: 'null' });
   });
 
   it.each(['/health', '/health_generate'])('%s is 200 when the scheduler answers', async (path) => {
-    expect((await fetch(`${sim.url}${path}`)).status).toBe(200);
+    const r = await fetch(`${sim.url}${path}`);
+    expect(r.status).toBe(200);
+    // Response(status_code=200): no body, no media type.
+    expect(r.headers.get('content-type')).toBeNull();
+    expect(await r.text()).toBe('');
   });
 
   it('flushes the cache when idle', async () => {
@@ -256,32 +341,42 @@ describe('info, health, cache and load endpoints', () => {
     expect(sim.server.engine.tree.sizes().deviceSize).toBe(0);
   });
 
-  it('/v1/loads reports one DP rank with the reference fields, as JSON or Prometheus', async () => {
+  it('/v1/loads reports one DP rank as LoadSnapshot.to_dict does, as JSON or Prometheus', async () => {
     const b = (await (await fetch(`${sim.url}/v1/loads?include=all`)).json()) as Json;
-    expect(Object.keys(b).sort()).toEqual(['loads', 'timestamp', 'version']);
-    expect(Object.keys((b['loads'] as Json[])[0]!).sort()).toEqual(
-      [
-        'cache_hit_rate',
-        'dp_rank',
-        'gen_throughput',
-        'max_running_requests',
-        'max_total_num_tokens',
-        'num_running_reqs',
-        'num_used_tokens',
-        'num_waiting_reqs',
-        'token_usage',
-        'utilization',
-      ].sort(),
-    );
+    expect(Object.keys(b).sort()).toEqual([
+      'accelerator',
+      'loads',
+      'num_accelerators',
+      'timestamp',
+      'version',
+    ]);
+    expect(b['timestamp']).toMatch(/^\d{4}-\d\d-\d\dT.*\+00:00$/);
+    const load = (b['loads'] as Json[])[0]!;
+    for (const k of [
+      'dp_rank',
+      'num_running_reqs',
+      'num_waiting_reqs',
+      'token_usage',
+      'memory',
+      'disaggregation',
+      'queues',
+    ])
+      expect(load).toHaveProperty(k);
+    const core = (await (await fetch(`${sim.url}/v1/loads?include=core`)).json()) as Json;
+    expect((core['loads'] as Json[])[0]).not.toHaveProperty('memory');
     const p = await (await fetch(`${sim.url}/v1/loads?format=prometheus`)).text();
-    expect(p).toContain('sglang:num_running_reqs{');
-    expect((await fetch(`${sim.url}/v1/loads?include=bogus`)).status).toBe(400);
+    expect(p).toContain('sglang_num_running_reqs{dp_rank="0"} ');
+    expect(p).toContain('sglang_disagg_prefill_bootstrap_queue_reqs{dp_rank="0"} ');
+    // An unknown section raises in to_dict, outside the handler's try: a bare 500.
+    const bogus = await fetch(`${sim.url}/v1/loads?include=bogus`);
+    expect(bogus.status).toBe(500);
+    expect(await bogus.text()).toBe('Internal Server Error');
   });
 
-  it('/metrics exposes sglang: metrics with the reference labels', async () => {
+  it("/metrics exposes sglang: metrics with the label sets of SGLang's collectors", async () => {
     await postJson(`${sim.url}/generate`, { text: 'metrics', sampling_params: { max_new_tokens: 2 } });
     const text = await (await fetch(`${sim.url}/metrics`)).text();
-    const labels = '{model_name="served",engine_type="unified",tp_rank="0",pp_rank="0"}';
+    const scheduler = '{model_name="served",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"}';
     for (const name of [
       'num_running_reqs',
       'num_used_tokens',
@@ -291,25 +386,34 @@ describe('info, health, cache and load endpoints', () => {
       'num_grammar_queue_reqs',
       'cache_hit_rate',
       'max_total_num_tokens',
-      'num_retracted_reqs',
       'utilization',
-      'prompt_tokens_total',
-      'generation_tokens_total',
-      'cached_tokens_total',
-      'num_requests_total',
-      'num_aborted_requests_total',
+      'kv_used_tokens',
+      'kv_available_tokens',
+      'kv_evictable_tokens',
+      'num_prefill_bootstrap_queue_reqs',
+      'num_decode_prealloc_queue_reqs',
     ]) {
-      expect(text).toContain(`sglang:${name}${labels} `);
+      expect(text).toContain(`sglang:${name}${scheduler} `);
     }
-    for (const h of [
-      'time_to_first_token_seconds',
-      'inter_token_latency_seconds',
-      'e2e_request_latency_seconds',
-      'queue_time_seconds',
-    ]) {
+    const tokenizer = '{model_name="served",engine_type="unified"';
+    for (const name of ['prompt_tokens_total', 'generation_tokens_total', 'num_requests_total'])
+      expect(text).toContain(`sglang:${name}${tokenizer},is_streaming="false"} `);
+    expect(text).toContain(`sglang:cached_tokens_total${tokenizer},cache_source="device"} `);
+    // Multiprocess prometheus: no series before the first abort.
+    expect(text).not.toContain('sglang:num_aborted_requests_total');
+    // Regression: a made-up PD gauge; SGLang's prefill queue is the bootstrap queue.
+    expect(text).not.toContain('num_prefill_prealloc_queue_reqs');
+    for (const [h, labels] of [
+      ['time_to_first_token_seconds', `${tokenizer},is_streaming="false"}`],
+      ['e2e_request_latency_seconds', `${tokenizer},is_streaming="false"}`],
+      ['inter_token_latency_seconds', `${tokenizer}}`],
+      ['queue_time_seconds', scheduler],
+    ] as const) {
       expect(text).toContain(`# TYPE sglang:${h} histogram`);
       expect(text).toContain(`sglang:${h}_count${labels} `);
     }
+    // Bucket bounds as prometheus_client prints them.
+    expect(text).toContain('le="1.0"');
   });
 
   it('answers 404 on /metrics without --enable-metrics and on legacy-only servers for new info paths', async () => {

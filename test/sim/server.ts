@@ -12,7 +12,7 @@ import { buildEngineConfig, resolveServing, type ResolvedServing, type SimConfig
 import { Engine, type CachedSplit, type RequestResult } from './engine.ts';
 import { KvEventsService } from './kv-events-service.ts';
 import { abortReason, planOutput, type FinishReason, type OutputPlan, type StopRules } from './generation.ts';
-import { HttpError, nativeError, openAiError, sendJson } from './http-util.ts';
+import { HttpError, errorBody, sendJson } from './http-util.ts';
 import { SimMetrics } from './metrics.ts';
 import { FAKE_BOOTSTRAP_HOST, RoomRegistry, createBootstrapServer, waitForPrefill } from './pd.ts';
 
@@ -49,6 +49,8 @@ export interface GenerationInput {
   readonly bootstrap: Bootstrap | null;
   /** Injected latency before the request reaches the scheduler (model ms). */
   readonly delayMs?: number;
+  /** A streamed request (the is_streaming label of the request metrics). */
+  readonly stream?: boolean;
 }
 
 export interface GenerationOutcome {
@@ -75,10 +77,12 @@ export class SimServer {
   #generationCount = 0;
   #nextRid = 0;
   #workerId = '';
+  readonly #epochAtZero: number;
 
   constructor(config: SimConfig, deps: SimServerDeps) {
     this.config = config;
     this.#deps = deps;
+    this.#epochAtZero = Date.now() / 1000 - deps.clock.now() / 1000;
     this.serving = resolveServing(config);
     this.engine = new Engine(buildEngineConfig(config), deps.clock);
     this.kvEvents = KvEventsService.build(config, this.engine);
@@ -101,8 +105,19 @@ export class SimServer {
     return { 'x-sim-worker': this.#workerId };
   }
 
+  /** A request id in SGLang's format (uuid4().hex: 32 hex digits); deterministic here. */
   newRid(): string {
-    return `sim-${(this.#nextRid++).toString(16)}`;
+    return (this.#nextRid++).toString(16).padStart(32, '0');
+  }
+
+  /** Seconds since the epoch at model time `ms` (SGLang's meta_info timestamps). */
+  toEpochSeconds(ms: number): number {
+    return this.#epochAtZero + ms / 1000;
+  }
+
+  /** meta_info.dp_rank: SGLang reports null without DP ranks; the simulator is rank 0 of any. */
+  get dpRank(): number | null {
+    return this.config.sglang.dp_size > 1 ? 0 : null;
   }
 
   async listen(port = this.config.sglang.port, host = this.config.sglang.host): Promise<number> {
@@ -150,13 +165,9 @@ export class SimServer {
         res.end();
         return;
       }
-      const isOpenAi = (req.url ?? '').startsWith('/v1/');
-      sendJson(
-        res,
-        status,
-        isOpenAi ? openAiError(message, status) : nativeError(message, status),
-        this.headers,
-      );
+      const path = new URL(req.url ?? '/', 'http://sim').pathname;
+      const error = e instanceof HttpError ? e : new HttpError(status, message);
+      sendJson(res, status, errorBody(error, path), this.headers);
     });
   }
 
@@ -168,7 +179,7 @@ export class SimServer {
       method === 'POST' &&
       (path === '/generate' || path === '/v1/chat/completions' || path === '/v1/completions')
     ) {
-      const delayMs = this.#admitGeneration(res, path.startsWith('/v1/'));
+      const delayMs = this.#admitGeneration(res, path);
       if (delayMs === null) return;
       if (path === '/generate') await handleGenerate(this, req, res, delayMs);
       else if (path === '/v1/chat/completions') await handleChatCompletions(this, req, res, delayMs);
@@ -179,7 +190,7 @@ export class SimServer {
   }
 
   /** Fault injection ahead of a generation request: the delay to apply, or null when it was answered here. */
-  #admitGeneration(res: http.ServerResponse, isOpenAi: boolean): number | null {
+  #admitGeneration(res: http.ServerResponse, path: string): number | null {
     const n = ++this.#generationCount;
     const sim = this.config.sim;
     if (sim.crashAfter > 0 && n > sim.crashAfter) {
@@ -190,7 +201,7 @@ export class SimServer {
     }
     if (n <= sim.failFirst) {
       const msg = `Simulated failure ${n} of ${sim.failFirst} (--sim-fail-first)`;
-      sendJson(res, 500, isOpenAi ? openAiError(msg, 500) : nativeError(msg, 500), this.headers);
+      sendJson(res, 500, errorBody(new HttpError(500, msg), path), this.headers);
       return null;
     }
     // --sim-latency-spike-*: every Nth generation waits before it is served.
@@ -202,13 +213,29 @@ export class SimServer {
   }
 
   /** Check a request's input against the server's limits and mode; throws a 400 HttpError. */
-  validateGeneration(promptTokens: number, bootstrap: Bootstrap | null, hasAnyBootstrap: boolean): void {
+  validateGeneration(
+    promptTokens: number,
+    bootstrap: Bootstrap | null,
+    hasAnyBootstrap: boolean,
+    maxNewTokens = 0,
+  ): void {
     if (promptTokens === 0)
       throw new HttpError(400, 'The input is empty: provide text or input_ids with at least one token.');
     if (promptTokens > this.serving.maxReqInputLen) {
       throw new HttpError(
         400,
         `The input (${promptTokens} tokens) is longer than the model's context length (${this.serving.maxReqInputLen} tokens).`,
+      );
+    }
+    // tokenizer_manager._validate_one_request: the prompt plus what may be generated must fit.
+    const context = this.serving.contextLength;
+    if (promptTokens + maxNewTokens > context) {
+      throw new HttpError(
+        400,
+        `Requested token count exceeds the model's maximum context length of ${context} tokens. ` +
+          `You requested a total of ${promptTokens + maxNewTokens} tokens: ${promptTokens} tokens from the ` +
+          `input messages and ${maxNewTokens} tokens for the completion. Please reduce the number of tokens ` +
+          'in the input messages or the completion to fit within the limit.',
       );
     }
     const a = this.config.sglang;
@@ -289,7 +316,7 @@ export class SimServer {
       this.metrics.pd.prefillInflight--;
       if (b) this.#rooms.complete(String(b.room), performance.now());
     }
-    this.metrics.record(result);
+    this.metrics.record(result, input.stream === true);
     const completionTokens = Math.min(result.completionTokens, wanted);
     let finish: FinishReason = plan.finish;
     if (result.finish === 'abort')

@@ -1,0 +1,166 @@
+// The same requests to the real SGLang 0.5.23 server (on CPU, through `kit serve`)
+// and to the simulator launched with the same arguments, compared field by
+// field (differential-compare.ts): status codes, content types, key sets, JSON
+// types, null against a value, stream chunk kinds, metric names, types, label
+// names and values; text, token ids, timings and ids aside. One real server at
+// a time, next to an in-process simulator.
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordConformance } from '../support/conformance-report.ts';
+import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
+import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { compareObservations } from './differential-compare.ts';
+import { runScript, type Observation } from './differential-script.ts';
+import type { Mismatch } from './shape-diff.ts';
+
+const MODEL = 'tiny-chat';
+const mismatches: Mismatch[] = [];
+
+afterAll(() => {
+  recordConformance('differential', { differential_mismatches: mismatches.length });
+});
+
+interface Pair {
+  readonly real: RealSglang;
+  readonly sim: RunningSim;
+  readonly dir: string;
+}
+
+/** A real server and a simulator on the same arguments; the declared model path is a fresh temp path. */
+async function startPair(args: readonly string[]): Promise<Pair> {
+  const dir = mkdtempSync(join(tmpdir(), 'cacheroute-differential-'));
+  const argv = ['--model-path', join(dir, 'models'), ...args];
+  const real = await startRealSglang({ args: argv });
+  const sim = await startSim(argv);
+  return { real, sim, dir };
+}
+
+async function stopPair(p: Pair | undefined): Promise<void> {
+  if (!p) return;
+  await Promise.all([p.real.stop(), p.sim.close()]);
+  rmSync(p.dir, { recursive: true, force: true });
+}
+
+/** DIFFERENTIAL_DUMP_DIR=<dir> keeps both sides' answers, to compare offline. */
+function dump(name: string, real: Map<string, Observation>, sim: Map<string, Observation>): void {
+  const dir = process.env['DIFFERENTIAL_DUMP_DIR'];
+  if (!dir) return;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}-real.json`), JSON.stringify(Object.fromEntries(real), null, 1));
+  writeFileSync(join(dir, `${name}-sim.json`), JSON.stringify(Object.fromEntries(sim), null, 1));
+}
+
+function format(list: readonly Mismatch[]): string {
+  return list.map((m) => `${m.path}: real ${m.real} | sim ${m.sim}`).join('\n');
+}
+
+describe('dense: radix cache, metrics, cache report', () => {
+  let pair: Pair | undefined;
+  let real: Map<string, Observation>;
+  let sim: Map<string, Observation>;
+  beforeAll(async () => {
+    pair = await startPair([
+      '--served-model-name',
+      MODEL,
+      '--enable-metrics',
+      '--enable-cache-report',
+      // Large enough that neither server evicts: the simulator's tokenizer makes
+      // more tokens of the same text than the tiny model's.
+      '--max-total-tokens',
+      '65536',
+    ]);
+    real = await runScript(pair.real.url, MODEL);
+    sim = await runScript(pair.sim.url, MODEL);
+    dump('dense', real, sim);
+  });
+  afterAll(() => stopPair(pair));
+
+  it('answers every request with the same shapes, codes and metric families', () => {
+    const found = compareObservations(real, sim);
+    mismatches.push(...found);
+    expect(format(found)).toBe('');
+  });
+
+  it('starts within 3 minutes and holds less than 4 GB', () => {
+    expect(pair?.real.startupMs).toBeLessThan(180_000);
+    expect(pair?.real.readPssMb()).toBeLessThan(4096);
+  });
+});
+
+/** input_ids of `n` tokens valid in both vocabularies (the tiny model's is the smaller: 430). */
+function ids(seed: number, n: number): number[] {
+  return Array.from({ length: n }, (_, i) => 5 + ((seed * 131 + i * 7) % 400));
+}
+
+/** The HiCache script: fill the device pool past capacity, then ask for the first prompt again. */
+async function runHicacheScript(url: string): Promise<Map<string, Observation>> {
+  const out = new Map<string, Observation>();
+  const gen = async (name: string, inputIds: number[]): Promise<void> => {
+    const r = await postJson(`${url}/generate`, {
+      input_ids: inputIds,
+      sampling_params: { max_new_tokens: 1, temperature: 0, ignore_eos: true },
+    });
+    out.set(name, { name, status: r.status, contentType: 'application/json', body: r.json });
+  };
+  await gen('first', ids(0, 700));
+  for (let i = 1; i <= 6; i++) await gen(`filler_${i}`, ids(i, 700));
+  await gen('back_from_host', ids(0, 700));
+  for (const path of ['/server_info', '/metrics']) {
+    const r = await fetch(`${url}${path}`);
+    const text = await r.text();
+    const contentType = (r.headers.get('content-type') ?? '').split(';')[0] ?? '';
+    const name = path === '/metrics' ? 'metrics' : 'server_info';
+    out.set(name, {
+      name,
+      status: r.status,
+      contentType,
+      body: name === 'metrics' ? text : JSON.parse(text),
+    });
+  }
+  return out;
+}
+
+function hostTokens(o: Observation | undefined): number {
+  const meta = (o?.body as { meta_info?: { cached_tokens_details?: { host?: number } | null } } | undefined)
+    ?.meta_info;
+  return meta?.cached_tokens_details?.host ?? 0;
+}
+
+describe('HiCache: a prompt pushed out of the device pool comes back from the host tier', () => {
+  let pair: Pair | undefined;
+  let real: Map<string, Observation>;
+  let sim: Map<string, Observation>;
+  beforeAll(async () => {
+    pair = await startPair([
+      '--served-model-name',
+      MODEL,
+      '--enable-metrics',
+      '--enable-cache-report',
+      '--enable-hierarchical-cache',
+      '--hicache-ratio',
+      '2',
+      '--page-size',
+      '16',
+      '--max-total-tokens',
+      '4096',
+    ]);
+    real = await runHicacheScript(pair.real.url);
+    sim = await runHicacheScript(pair.sim.url);
+    dump('hicache', real, sim);
+  });
+  afterAll(() => stopPair(pair));
+
+  it('reports host-tier cached tokens on both', () => {
+    expect(hostTokens(real.get('back_from_host'))).toBeGreaterThan(0);
+    expect(hostTokens(sim.get('back_from_host'))).toBeGreaterThan(0);
+  });
+
+  it('answers with the same shapes and HiCache metric families', () => {
+    const found = compareObservations(real, sim);
+    mismatches.push(...found);
+    expect(format(found)).toBe('');
+  });
+});

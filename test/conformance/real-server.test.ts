@@ -1,0 +1,105 @@
+// `kit serve`: the real SGLang 0.5.23 server started from the arguments the
+// operator renders for a Deployment's pod, with only what a CPU forces changed.
+// The operator's own identity read-back (operator/src/sglang/identity.ts) then
+// finds the runtime it declared, except for the one thing a CPU cannot give:
+// tensor parallelism (serve.py runs tp 1).
+
+import { lstatSync, mkdtempSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateResource } from '../../operator/src/api/index.ts';
+import {
+  buildArgv,
+  computeDeclaredIdentity,
+  MODEL_DIR,
+} from '../../operator/src/controllers/deployment/args.ts';
+import { planRoles } from '../../operator/src/controllers/deployment/roles.ts';
+import {
+  ModelInfo,
+  ServerInfo,
+  compareIdentity,
+  computeRuntimeIdentity,
+  type RuntimeIdentity,
+} from '../../operator/src/sglang/identity.ts';
+import { buildDeploymentManifest } from '../support/builders.ts';
+import { isPidAlive } from '../support/processes.ts';
+import { listDescendants, startRealSglang, type RealSglang } from '../support/real-sglang.ts';
+import { runKit } from '../support/sglang-kit.ts';
+
+/** The pod's arguments and declared identity of the dense sample at tensor parallelism 2. */
+function renderPod(modelDir: string): { argv: string[]; declared: RuntimeIdentity } {
+  const manifest = buildDeploymentManifest({ spec: { parallelism: { tensor: 2 }, resources: { gpus: 2 } } });
+  const r = validateResource(manifest);
+  if (!r.ok || r.value.kind !== 'Deployment') throw new Error(JSON.stringify(r));
+  const spec = r.value.spec;
+  const engine = planRoles(spec)[0];
+  if (!engine) throw new Error('no engine');
+  // The pod mounts the model at /models; here the declared path is a fresh
+  // temp path (serve links the tiny model there, and never writes /models).
+  const argv = buildArgv(spec, engine).map((a) => (a === MODEL_DIR ? modelDir : a));
+  const declared = computeDeclaredIdentity(spec, engine);
+  const swap = (p: string): string => (p === MODEL_DIR ? modelDir : p);
+  return {
+    argv: argv.filter(
+      (a, i) => !['--host', '--port'].includes(a) && !['--host', '--port'].includes(argv[i - 1] ?? ''),
+    ),
+    declared: {
+      ...declared,
+      modelPath: swap(declared.modelPath),
+      tokenizerPath: swap(declared.tokenizerPath),
+    },
+  };
+}
+
+describe('kit serve: a pod of the dense sample on the real server', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cacheroute-serve-'));
+  const modelDir = join(dir, 'models');
+  const pod = renderPod(modelDir);
+  let server: RealSglang | undefined;
+  beforeAll(async () => {
+    server = await startRealSglang({ args: pod.argv });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('loads the tiny model from the declared path, a link serve made', () => {
+    expect(lstatSync(modelDir).isSymbolicLink()).toBe(true);
+    expect(basename(readlinkSync(modelDir))).toBe('tiny-llama');
+  });
+
+  it("passes the operator's identity check but for tensor parallelism, which a CPU forces to 1", async () => {
+    const url = server?.url ?? '';
+    const info = ServerInfo.parse(await (await fetch(`${url}/server_info`)).json());
+    const model = ModelInfo.parse(await (await fetch(`${url}/model_info`)).json());
+    const reported = computeRuntimeIdentity(info, model);
+    expect(reported).toMatchObject({ modelPath: modelDir, servedModelName: 'llama-8b', version: '0.5.23' });
+    expect(compareIdentity(pod.declared, reported)).toEqual([
+      { field: 'tensorParallel', declared: 2, reported: 1 },
+    ]);
+    // What the pod asked for and serve passed through unchanged.
+    expect(info).toMatchObject({ page_size: 16, max_running_requests: 256, enable_cache_report: true });
+  });
+
+  it('stops its whole process tree on SIGTERM within 10 s', async () => {
+    const s = server;
+    if (!s) throw new Error('no server');
+    const tree = [s.pid, ...listDescendants(s.pid)];
+    expect(tree.length).toBeGreaterThanOrEqual(3); // main, scheduler, detokenizer
+    const started = performance.now();
+    await s.stop();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(tree.filter(isPidAlive)).toEqual([]);
+  });
+});
+
+describe('kit serve refuses what a CPU cannot run, before loading anything', () => {
+  it.each([
+    [['--enable-hisparse'], /HiSparse needs a sparse-attention model/],
+    [['--disaggregation-mode', 'prefill'], /prefill\/decode needs a KV transfer engine/],
+  ])('%j', async (extra, message) => {
+    await expect(runKit(['serve', '--model-path', '/nonexistent/model', ...extra])).rejects.toThrow(message);
+  });
+});
