@@ -81,13 +81,12 @@ describe('KV event recorder on the radix tree', () => {
     expect(recorder.take()).toEqual([{ type: 'AllBlocksCleared' }]);
   });
 
-  it('HiCache write_through: host copy stored as CPU_PINNED; device eviction removes GPU only; load-back stores GPU; host eviction removes CPU_PINNED', () => {
+  it('HiCache write_through: host copy stored as CPU_PINNED once released (the copy completes after its step); device eviction removes GPU only; load-back stores GPU; host eviction removes CPU_PINNED', () => {
     const { tree, recorder } = setup({ hostCapacity: 64 });
     tree.insert(PLAIN, seq(1, 8), 0);
-    expect(recorder.take()).toEqual([
-      stored([H1, H2], null, seq(1, 8)),
-      stored([H1, H2], null, seq(1, 8), 'CPU_PINNED'),
-    ]);
+    expect(recorder.take()).toEqual([stored([H1, H2], null, seq(1, 8))]);
+    recorder.releaseDeferred();
+    expect(recorder.take()).toEqual([stored([H1, H2], null, seq(1, 8), 'CPU_PINNED')]);
     tree.evictDevice(8, 1);
     expect(recorder.take()).toEqual([{ type: 'BlockRemoved', blockHashes: [H1, H2], medium: 'GPU' }]);
     const m = tree.match(PLAIN, seq(1, 8), 2);

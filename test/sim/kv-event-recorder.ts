@@ -14,6 +14,11 @@
 //   pages arrive as one BlockStored, and what a step evicts as one
 //   BlockRemoved.
 //
+// - a write-through host copy completes after the step that started it:
+//   deferStore keeps it aside until releaseDeferred(), which the owner calls
+//   once it has taken the step's events (SGLang records it on the copy's
+//   acknowledgement, at a later scheduler pass).
+//
 // Pure: the owner decides when to take() the queue (SGLang does after each
 // prefill batch, every decode_log_interval decode batches and when idle).
 
@@ -60,6 +65,7 @@ export interface KvEventRecorderOptions<N> {
 export class KvEventRecorder<N extends HashableNode<N>> {
   readonly #opts: KvEventRecorderOptions<N>;
   #queue: KvCacheEvent[] = [];
+  #deferred: [N, StorageMedium][] = [];
   // Keyed by the key array, which the tree replaces (never mutates) when it
   // splits a node: a split node's pages are then rehashed from its new parent.
   readonly #digests = new WeakMap<readonly number[], Digest[]>();
@@ -90,6 +96,18 @@ export class KvEventRecorder<N extends HashableNode<N>> {
       });
       parent = hash;
     });
+  }
+
+  /** A store recorded at the next releaseDeferred(). */
+  deferStore(node: N, medium: StorageMedium): void {
+    this.#deferred.push([node, medium]);
+  }
+
+  /** Record the deferred stores of nodes still in the tree (a node removed meanwhile has nothing to store). */
+  releaseDeferred(): void {
+    const deferred = this.#deferred;
+    this.#deferred = [];
+    for (const [node, medium] of deferred) if (node.parent) this.recordStore(node, medium);
   }
 
   recordRemove(node: N, medium: StorageMedium): void {

@@ -63,6 +63,7 @@ export class KvEventsService {
   #loadPublisher: LoadPublisher | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
   #decodeSteps = 0;
+  #idleRepublish: NodeJS.Immediate | null = null;
 
   /** The service for a launch, or null without --kv-events-config; throws where SGLang refuses to start. */
   static build(config: SimConfig, engine: Engine, deps: KvEventsServiceDeps = {}): KvEventsService | null {
@@ -142,6 +143,7 @@ export class KvEventsService {
 
   async close(): Promise<void> {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
+    if (this.#idleRepublish) clearImmediate(this.#idleRepublish);
     this.#heartbeat = null;
     this.#loadPublisher?.close();
     await this.#publisher?.closed();
@@ -153,14 +155,24 @@ export class KvEventsService {
       this.#decodeSteps = (this.#decodeSteps + 1) % 2 ** 30;
       if (this.#decodeSteps % this.#decodeLogInterval !== 0) return;
     }
-    this.#publishKvEvents();
+    this.#publishKvEvents(kind);
   }
 
-  #publishKvEvents(): void {
-    if (!this.#recorder || !this.#publisher) return;
-    const events = this.#recorder.take();
-    if (events.length === 0) return;
-    this.#publisher.publish(encodeEventBatch(this.#wallNow() / 1000, events, ATTN_DP_RANK));
+  #publishKvEvents(kind: EngineStepKind): void {
+    const recorder = this.#recorder;
+    if (!recorder || !this.#publisher) return;
+    const events = recorder.take();
+    if (events.length > 0)
+      this.#publisher.publish(encodeEventBatch(this.#wallNow() / 1000, events, ATTN_DP_RANK));
+    // Write-through copies started in this step are acknowledged by the next scheduler pass: the
+    // next publish point, or, on an idle server, its next idle pass.
+    recorder.releaseDeferred();
+    if (kind === 'idle' && recorder.pending > 0 && !this.#idleRepublish) {
+      this.#idleRepublish = setImmediate(() => {
+        this.#idleRepublish = null;
+        this.#publishKvEvents('idle');
+      });
+    }
   }
 
   #publishLoad(force: boolean): void {
@@ -196,7 +208,8 @@ export function recordTreeEvents(tree: RadixTree, pageSize: number): KvEventReco
     saltOf: (root) => parseNamespace(tree.namespaceOf(root)).cacheSalt,
   });
   tree.observer = {
-    onStored: (node, tier) => recorder.recordStore(node, toMedium(tier)),
+    onStored: (node, tier, copying) =>
+      copying ? recorder.deferStore(node, toMedium(tier)) : recorder.recordStore(node, toMedium(tier)),
     onRemoved: (node, tier) => recorder.recordRemove(node, toMedium(tier)),
     onCleared: () => recorder.recordAllCleared(),
   };

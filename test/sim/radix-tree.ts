@@ -58,7 +58,11 @@ export type Tier = (typeof Tier)[keyof typeof Tier];
  * leaves one (device or host eviction), and when the whole cache is reset.
  */
 export interface TreeObserver {
-  onStored(node: TreeNode, tier: Tier): void;
+  /**
+   * `copying`: a write-through backup, whose host copy SGLang's cache
+   * controller completes (and records) only after the step that started it.
+   */
+  onStored(node: TreeNode, tier: Tier, copying?: boolean): void;
   onRemoved(node: TreeNode, tier: Tier): void;
   onCleared(): void;
 }
@@ -283,11 +287,11 @@ export class RadixTree {
   #maybeWriteThrough(node: TreeNode, now: number): void {
     if (!this.hasHostTier || node.host || this.#opts.writePolicy === 'write_back') return;
     if (node.hitCount + 1 < selectiveThreshold(this.#opts.writePolicy)) return;
-    this.#backup(node, now);
+    this.#backup(node, now, true);
   }
 
   /** Copy a node's KV to the host tier, evicting host-only leaves for room; false when it does not fit. */
-  #backup(node: TreeNode, now: number): boolean {
+  #backup(node: TreeNode, now: number, writeThrough = false): boolean {
     const len = node.key.length;
     const free = this.#opts.hostCapacity - this.#hostSize;
     if (free < len) this.evictHost(len - free, now, node);
@@ -295,7 +299,7 @@ export class RadixTree {
     node.host = true;
     this.#hostSize += len;
     this.#backedUp += len;
-    this.observer?.onStored(node, 'host');
+    this.observer?.onStored(node, 'host', writeThrough);
     return true;
   }
 
