@@ -153,19 +153,18 @@ describe('KV events: the simulator publishes what SGLang 0.5.23 publishes', () =
     expectShapes(got);
   });
 
-  it('publishes LoadStat on the load socket, decoded by SGLang', async () => {
+  it('publishes LoadStat on the load socket, decoded by SGLang; idle, cached KV is not counted as used', async () => {
     const sub = subscribeEvents({
       endpoint: `tcp://127.0.0.1:${loadBase}`,
       kind: 'load',
-      count: 2,
+      count: 4,
       timeoutS: 60,
     });
     await sub.ready;
     await generate(sim, { prompt: ids(7000, 20) }, 4);
     const got = await sub.messages;
     expect(got.every((m) => m.reencoded_equal)).toBe(true);
-    const seqs = got.map((m) => m.seq);
-    expect(seqs[1]).toBe((seqs[0] ?? 0) + 1);
+    expect(got.map((m) => m.seq - (got[0]?.seq ?? 0))).toEqual([0, 1, 2, 3]);
     for (const m of got) {
       expect(m.load).toMatchObject({
         max_total_num_tokens: MAX_TOTAL_TOKENS,
@@ -173,6 +172,14 @@ describe('KV events: the simulator publishes what SGLang 0.5.23 publishes', () =
         max_running_requests: 256,
       });
     }
+    // The last one is an idle heartbeat: the request's 16 cached tokens are evictable, so not "used".
+    expect(got.at(-1)?.load).toMatchObject({
+      num_running_reqs: 0,
+      num_waiting_reqs: 0,
+      num_tokens: 0,
+      num_total_tokens: 0,
+    });
+    expect(sim.server.engine.tree.sizes().deviceSize).toBe(PAGE);
   });
 });
 

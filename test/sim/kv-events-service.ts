@@ -183,17 +183,19 @@ export class KvEventsService {
 
   #loadStat(): LoadStat {
     const s = this.#engine.snapshot();
+    // SGLang's num_used_tokens leaves out what the radix cache could evict (0 on an idle server).
+    const used = s.numUsedTokens - this.#engine.tree.evictableDeviceSize;
     const waiting = this.#engine.waitingPromptTokens;
     const c = s.counters;
     return {
       numRunningReqs: s.numRunningReqs,
       numWaitingReqs: s.numWaitingReqs,
-      numTokens: s.numUsedTokens,
+      numTokens: used,
       maxTotalNumTokens: s.maxTotalNumTokens,
       attnDpRank: ATTN_DP_RANK,
       // SGLang's estimate when the queue is not prefix-matched: the recent miss rate.
       numWaitingUncachedTokens: Math.floor(waiting * (1 - s.cacheHitRate)),
-      numTotalTokens: s.numUsedTokens + waiting,
+      numTotalTokens: used + waiting,
       maxRunningRequests: this.#engine.config.maxRunningRequests,
       totalPrefillUncachedTokens: c.promptTokens - c.cachedTokens,
       totalPrefillBusyUs: Math.floor(c.prefillBusyMs * 1000),
