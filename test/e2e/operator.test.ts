@@ -2,13 +2,13 @@
 // SGLang simulator on every running pod's IP started with the pod's own
 // rendered arguments. Nothing here is mocked but the GPU.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { CachePolicyStatus, DeploymentStatus } from '../../operator/src/api/index.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
 import { eventually, kubectl, kubectlOk, listEvents } from '../support/kubectl.ts';
-import { REPO_ROOT } from '../support/samples.ts';
+import { loadSample, REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 import { join } from 'node:path';
 
@@ -178,6 +178,39 @@ describe('Deployment on fake GPU nodes', () => {
       bootstrapPort: 8998,
       reported: { hicache: true },
     });
+  });
+
+  // The bug this guards: warm-up posted a room-less /generate to prefill pods, which a
+  // disaggregated SGLang (and now the simulator) refuses, so a PD target was never warmed.
+  it('warms a disaggregated deployment through a prefill/decode pair', async () => {
+    await k(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'shared-knowledge' },
+        data: { 'handbook.md': 'Every replica starts with this prefix in its cache.' },
+      }),
+    );
+    const policy = loadSample('cachepolicy.yaml');
+    policy.metadata.name = 'pd-warmup';
+    policy.spec['targetRefs'] = [{ kind: 'Deployment', name: 'pd' }];
+    await k(['apply', '-f', '-'], JSON.stringify(policy));
+    const prefill = (await status('pd')).endpoints?.find((e) => e.role === 'prefill')?.pod ?? '';
+    await eventually(
+      async () => {
+        const p = JSON.parse(await k(['get', 'cachepolicies.cacheroute.dev', 'pd-warmup', '-o', 'json'])) as {
+          status?: CachePolicyStatus;
+        };
+        expect(p.status?.targets?.[0]?.warmedEndpoints).toEqual([prefill]);
+      },
+      { timeoutMs: 60_000 },
+    );
+    const counters = kubelet.sims.get(prefill)?.server.engine.counters;
+    expect(counters?.requests).toBeGreaterThan(0);
+    expect(counters?.aborted).toBe(0);
+    const decodes = [...kubelet.sims.values()].filter((sim) => sim.argv.includes('decode'));
+    expect(decodes.reduce((n, sim) => n + sim.server.engine.counters.requests, 0)).toBeGreaterThan(0);
   });
 
   it('refuses an identity change under the same deploymentId: a condition, an event, nothing applied', async () => {

@@ -208,19 +208,47 @@ describe('prefill/decode disaggregation', () => {
     }
   });
 
-  it('HiSparse runs only on decode instances and refuses requests without bootstrap fields', async () => {
-    expect(parseSimArgs(['--model-path', 'm', '--enable-hisparse'])).toMatchObject({ ok: false });
-    await withSim(
-      ['--disaggregation-mode', 'decode', '--enable-hisparse', '--disable-radix-cache'],
-      async (s) => {
-        const r = await gen(s, { text: 'a' });
-        expect(r.status).toBe(400);
-        expect(((r.json as Json)['error'] as Json)['message']).toMatch(
-          /^HiSparse decode requires bootstrap_host/,
-        );
-      },
-    );
+  it('HiSparse needs the radix cache off (SGLang 0.5.23 starts it standalone too)', () => {
+    expect(parseSimArgs(['--model-path', 'm', '--enable-hisparse'])).toMatchObject({
+      ok: false,
+      error: 'Hierarchical sparse attention currently requires --disable-radix-cache.',
+    });
+    expect(parseSimArgs(['--model-path', 'm', '--enable-hisparse', '--disable-radix-cache']).ok).toBe(true);
   });
+
+  // The bug this guards: warm-up sent room-less requests to prefill pods, which the
+  // simulator served and a real disaggregated SGLang refuses.
+  it.each([
+    [['--disaggregation-mode', 'prefill']],
+    [['--disaggregation-mode', 'decode']],
+    [['--disaggregation-mode', 'decode', '--enable-hisparse', '--disable-radix-cache']],
+  ])('%j refuses a request without a bootstrap room, as the scheduler does', (argv) =>
+    withSim(argv, async (s) => {
+      const r = await gen(s, { text: 'a', rid: 'r1' });
+      expect(r.status).toBe(400);
+      expect(((r.json as Json)['error'] as Json)['message']).toBe(
+        "Invalid request: Disaggregated request received without bootstrap room id. req.rid='r1'",
+      );
+    }),
+  );
+
+  it('with the fake transfer backend a decode server serves a room-less request', () =>
+    withSim(['--disaggregation-mode', 'decode', '--disaggregation-transfer-backend', 'fake'], async (s) => {
+      expect((await gen(s, { text: 'a' })).status).toBe(200);
+    }));
+
+  it('computes but never caches a request with the fake bootstrap host (SGLang skips its radix insert)', () =>
+    withSim(['--disaggregation-mode', 'prefill'], async (s) => {
+      const prompt = ids(0, 300);
+      const fake = { bootstrap_host: '2.2.2.2', bootstrap_port: 8998, bootstrap_room: 0 };
+      expect((await gen(s, { input_ids: prompt, ...fake })).status).toBe(200);
+      expect(meta(await gen(s, { input_ids: prompt, ...fake }))['cached_tokens']).toBe(0);
+      const real = { bootstrap_host: '127.0.0.1', bootstrap_port: 8998, bootstrap_room: 7 };
+      await gen(s, { input_ids: prompt, ...real });
+      expect(meta(await gen(s, { input_ids: prompt, ...real, bootstrap_room: 8 }))['cached_tokens']).toBe(
+        299,
+      );
+    }));
 });
 
 describe('launch flags', () => {

@@ -58,6 +58,11 @@ export interface RequestSpec {
   readonly outputIds: readonly number[];
   /** PD decode: the KV arrives from the prefill server, no prefill step here. */
   readonly skipPrefill?: boolean;
+  /**
+   * Computed but never inserted in the radix cache: SGLang's requests with the
+   * fake bootstrap host (managers/schedule_batch.py skip_radix_cache_insert).
+   */
+  readonly skipCacheInsert?: boolean;
 }
 
 export interface RequestListener {
@@ -424,7 +429,7 @@ export class Engine {
   }
 
   #insert(l: Live, ids: readonly number[], now: number): void {
-    if (!this.#cfg.radixCache) return;
+    if (!this.#cfg.radixCache || l.spec.skipCacheInsert) return;
     const { node } = this.tree.insert(l.spec.namespace, ids, now);
     this.tree.lock(node);
     if (l.lockedNode) this.tree.unlock(l.lockedNode);

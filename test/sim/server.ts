@@ -238,17 +238,38 @@ export class SimServer {
           'in the input messages or the completion to fit within the limit.',
       );
     }
-    const a = this.config.sglang;
-    if (a.disaggregation_mode === 'decode' && !bootstrap) {
-      const who = a.enable_hisparse ? 'HiSparse decode' : 'PD decode mode';
-      throw new HttpError(
-        400,
-        `${who} requires bootstrap_host, bootstrap_port and bootstrap_room in the request.`,
-      );
-    }
     if (hasAnyBootstrap && !bootstrap) {
       throw new HttpError(400, 'bootstrap_host, bootstrap_port and bootstrap_room must be given together.');
     }
+  }
+
+  /**
+   * A disaggregated server aborts a request without a bootstrap room before it
+   * schedules it, prefill and decode alike, unless the transfer backend is fake
+   * (managers/scheduler.py); the abort answers 400.
+   */
+  #refuseRoomless(input: GenerationInput): RequestResult | undefined {
+    const a = this.config.sglang;
+    if (a.disaggregation_mode === 'null' || input.bootstrap || a.disaggregation_transfer_backend === 'fake') {
+      return undefined;
+    }
+    const now = this.clock.now();
+    this.engine.counters.requests++;
+    this.engine.counters.aborted++;
+    return {
+      rid: input.rid,
+      finish: 'abort',
+      abortMessage: `Invalid request: Disaggregated request received without bootstrap room id. req.rid='${input.rid}'`,
+      promptTokens: input.promptIds.length,
+      completionTokens: 0,
+      cachedTokens: 0,
+      cachedDevice: 0,
+      cachedHost: 0,
+      arrivedAt: now,
+      queueMs: 0,
+      ttftMs: 0,
+      e2eMs: 0,
+    };
   }
 
   /** Run one generation through faults, the PD handshake and the engine. */
@@ -264,6 +285,14 @@ export class SimServer {
     if ((input.delayMs ?? 0) > 0) await this.#delay(input.delayMs ?? 0);
     let transferFailed = false;
     const b = input.bootstrap;
+    const refused = this.#refuseRoomless(input);
+    if (refused)
+      return {
+        plan,
+        result: refused,
+        finish: abortReason(refused.abortMessage ?? '', 400),
+        completionTokens: 0,
+      };
     if (mode === 'decode' && b && b.host !== FAKE_BOOTSTRAP_HOST) {
       this.metrics.pd.decodeTransfer++;
       transferFailed = !(await waitForPrefill(
@@ -287,6 +316,7 @@ export class SimServer {
           promptIds: input.promptIds,
           outputIds: engineIds,
           skipPrefill: mode === 'decode',
+          skipCacheInsert: b?.host === FAKE_BOOTSTRAP_HOST,
         },
         {
           onTokens: (n, _now, cached) => onProgress(Math.min(n, wanted), plan, n >= wanted, cached),
