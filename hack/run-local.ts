@@ -5,9 +5,14 @@
 // GPU nodes, an SGLang simulator on every pod IP, the operator and the gateway
 // as real processes, and the samples.
 //
-//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=7]
+//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=7] [--real-sglang]
+//
+// --real-sglang (make run REAL_SGLANG=1): the dense sample's pods run the real
+// SGLang (the pinned release on CPU with the kit's tiny model,
+// hack/sglang/README.md) instead of the simulator; the other samples stay
+// simulated (prefill/decode and HiSparse need GPUs).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,8 +22,11 @@ import { createChartIdentity } from '../test/support/helm.ts';
 import { startControlPlane } from '../test/support/controlplane.ts';
 import { eventually, kubectlOk } from '../test/support/kubectl.ts';
 import { spawnManaged, stopManaged, type ManagedProcess } from '../test/support/processes.ts';
+import { removeKitModelLink } from '../test/support/real-sglang.ts';
 import { loadSamples } from '../test/support/samples.ts';
 import { startSimKubelet } from '../test/support/sim-kubelet.ts';
+import { MODEL_DIR } from '../operator/src/controllers/deployment/args.ts';
+import { SGLANG_VERSION } from '../operator/src/sglang/catalogue.ts';
 import { forwardTcpToUnix, forwardUnixToTcp } from './local-bridge.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -88,6 +96,9 @@ function buildLocalSamples(): string {
   return docs.map((d) => `---\n${stringify(d)}`).join('');
 }
 
+// The sample whose pods run the real SGLang under --real-sglang.
+const REAL_SAMPLE = 'llama-8b';
+
 const WARMUP_DOCUMENT = {
   apiVersion: 'v1',
   kind: 'ConfigMap',
@@ -119,7 +130,18 @@ async function inside(dir: string): Promise<void> {
   const identity = { release: 'cacheroute', namespace: SYSTEM_NS };
   const operatorKubeconfig = await createChartIdentity(cp, { ...identity, component: 'operator' });
   const gatewayKubeconfig = await createChartIdentity(cp, { ...identity, component: 'gateway' });
-  const kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig, log: (m) => log(m) });
+  const real = process.argv.includes('--real-sglang');
+  const linksModelDir = real && !existsSync(MODEL_DIR);
+  const kubelet = await startSimKubelet({
+    kubeconfig: cp.kubeconfig,
+    log: (m) => log(m),
+    ...(real
+      ? {
+          realSglang: (pod) =>
+            pod.metadata?.labels?.['cacheroute.dev/deployment'] === REAL_SAMPLE ? [] : undefined,
+        }
+      : {}),
+  });
   const operator = startProcess(dir, 'operator', [
     join(ROOT, 'operator/src/main.ts'),
     `--kubeconfig=${operatorKubeconfig}`,
@@ -138,7 +160,9 @@ async function inside(dir: string): Promise<void> {
   await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
   await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
 
-  log('waiting for llama-8b to be Ready (every endpoint verified)');
+  log(
+    `waiting for llama-8b to be Ready (every endpoint verified${real ? ', from two real SGLang servers' : ''})`,
+  );
   await eventually(
     async () => {
       const ready = await kubectlOk(
@@ -151,7 +175,8 @@ async function inside(dir: string): Promise<void> {
       if (!body.data?.some((m) => m.id === 'llama-8b'))
         throw new Error('the gateway does not list llama-8b yet');
     },
-    { timeoutMs: 120_000, intervalMs: 500 },
+    // A real SGLang takes 20-60 s to start on this machine, and the two start one after the other.
+    { timeoutMs: real ? 360_000 : 120_000, intervalMs: 500 },
   );
 
   const kubectl = join(cp.binDir, 'kubectl');
@@ -164,7 +189,9 @@ async function inside(dir: string): Promise<void> {
     [
       '',
       `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 7)} fake 8-GPU nodes, the operator, the gateway,`,
-      'an SGLang simulator on every pod, and the samples from examples/.',
+      real
+        ? `the real SGLang ${SGLANG_VERSION} (CPU, tiny model) on the ${REAL_SAMPLE} pods, a simulator on the others, and the samples from examples/.`
+        : 'an SGLang simulator on every pod, and the samples from examples/.',
       '',
       `Gateway: http://127.0.0.1:${ports.gateway}   (status page: http://127.0.0.1:${ports.gateway}/status)`,
       '',
@@ -183,6 +210,7 @@ async function inside(dir: string): Promise<void> {
   await Promise.all([stopManaged(gateway), stopManaged(operator)]);
   await kubelet.stop();
   await cp.stop();
+  if (linksModelDir) removeKitModelLink(MODEL_DIR);
 }
 
 const inner = process.argv.find((a) => a.startsWith('--inner='))?.slice('--inner='.length);

@@ -4,9 +4,9 @@
 // a CPU forces is changed (listed in serve.py). Start-up takes 20-40 s (Python
 // imports) and about 2.2 GB; this 2-core machine holds two next to a test suite.
 
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { isPidAlive, readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
 import { ensureSglangKit } from './sglang-kit.ts';
 import { findFreePort } from '../sim/testing.ts';
@@ -114,6 +114,24 @@ async function isHealthy(url: string): Promise<boolean> {
     return res.status === 200;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Removes `path` when it is the link `kit serve` made from a pod's declared model path
+ * to the tiny model (serve.py link_declared); anything else is left alone.
+ */
+export function removeKitModelLink(path: string): void {
+  if (!lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) return;
+  const target = readLinkTarget(path);
+  if (target !== undefined && basename(target).startsWith('tiny-llama')) rmSync(path);
+}
+
+function readLinkTarget(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined; // a dangling link is not ours to judge
   }
 }
 

@@ -3,6 +3,7 @@
 // launched with the pod's own rendered SGLang arguments (so whatever the
 // operator renders is what the "runtime" reports), and stops it when the pod
 // goes. Simulators run in this process: a fleet of hundreds costs no forks.
+// Chosen pods get the real SGLang instead (`realSglang`), a process each.
 // Needs the private network namespace (hack/in-netns.sh) for pod IPs.
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
@@ -12,12 +13,26 @@ import { Resources } from '../../operator/src/runtime/resources.ts';
 import { ScaledClock } from '../sim/clock.ts';
 import { parseSimArgs } from '../sim/config.ts';
 import { SimServer, silentLogger } from '../sim/server.ts';
+import { startRealSglang, type RealSglang } from './real-sglang.ts';
 
 export interface SimKubeletOptions {
   kubeconfig: string;
   /** Extra simulator flags for one pod (e.g. a fault, or another reported model). */
   extraArgs?: (pod: PodObject) => readonly string[];
+  /**
+   * Pods that get the real SGLang (the pinned release on CPU, `kit serve`) instead of a
+   * simulator, launched with the pod's own arguments; returns extra SGLang flags for it, or
+   * undefined for a simulator. At most two at once on this machine (real-sglang.ts).
+   */
+  realSglang?: (pod: PodObject) => readonly string[] | undefined;
   log?: (msg: string) => void;
+}
+
+export interface RunningPodReal {
+  pod: string;
+  ip: string;
+  argv: readonly string[];
+  sglang: RealSglang;
 }
 
 export interface RunningPodSim {
@@ -30,6 +45,8 @@ export interface RunningPodSim {
 export interface SimKubelet {
   /** Simulators by pod name. */
   readonly sims: ReadonlyMap<string, RunningPodSim>;
+  /** Real SGLang servers by pod name. */
+  readonly reals: ReadonlyMap<string, RunningPodReal>;
   stop(): Promise<void>;
 }
 
@@ -67,7 +84,15 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     chain = chain.then(fn).catch((err: unknown) => log(`sim-kubelet: ${(err as Error).message}`));
   };
 
+  const reals = new Map<string, RunningPodReal>();
+
   async function stopSim(name: string): Promise<void> {
+    const real = reals.get(name);
+    if (real) {
+      reals.delete(name);
+      await real.sglang.stop();
+      log(`stopped real SGLang for ${name}`);
+    }
     const sim = sims.get(name);
     if (!sim) return;
     sims.delete(name);
@@ -75,13 +100,24 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     log(`stopped simulator for ${name}`);
   }
 
-  async function reconcile(pod: PodObject): Promise<void> {
+  /** The real server for a pod: its container args, bound to the pod IP and its port. */
+  async function startReal(pod: PodObject, extra: readonly string[]): Promise<void> {
     const name = pod.metadata?.name ?? '';
-    const running = pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp;
-    const argv = running ? buildSimArgv(pod, opts.extraArgs?.(pod) ?? []) : undefined;
-    const current = sims.get(name);
-    if (current && (!argv || current.ip !== pod.status?.podIP)) await stopSim(name);
-    if (!argv || sims.has(name)) return;
+    const ip = pod.status?.podIP ?? '';
+    const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
+    const argv = [...(container?.args ?? []), ...extra];
+    const parsed = parseSimArgs(argv);
+    if (!parsed.ok) {
+      log(`real SGLang for ${name} refused its arguments: ${parsed.error}`);
+      return;
+    }
+    const sglang = await startRealSglang({ args: argv, host: ip, port: parsed.value.sglang.port });
+    reals.set(name, { pod: name, ip, argv, sglang });
+    log(`real SGLang for ${name} on ${ip}:${parsed.value.sglang.port} (${Math.round(sglang.startupMs)} ms)`);
+  }
+
+  async function startSim(pod: PodObject, argv: readonly string[]): Promise<void> {
+    const name = pod.metadata?.name ?? '';
     const parsed = parseSimArgs(argv);
     if (!parsed.ok) {
       // What SGLang itself would do with a bad command line: exit, and the pod never gets ready.
@@ -100,6 +136,17 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     log(`simulator for ${name} on ${pod.status?.podIP ?? ''}:${parsed.value.sglang.port}`);
   }
 
+  async function reconcile(pod: PodObject): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    const running = pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp;
+    const argv = running ? buildSimArgv(pod, opts.extraArgs?.(pod) ?? []) : undefined;
+    const current = sims.get(name) ?? reals.get(name);
+    if (current && (!argv || current.ip !== pod.status?.podIP)) await stopSim(name);
+    if (!argv || sims.has(name) || reals.has(name)) return;
+    const real = opts.realSglang?.(pod);
+    await (real ? startReal(pod, real) : startSim(pod, argv));
+  }
+
   informer.addEventHandler({
     onAdd: (pod) => enqueue(() => reconcile(pod)),
     onUpdate: (_old, pod) => enqueue(() => reconcile(pod)),
@@ -109,10 +156,11 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   await informer.waitForSync();
   return {
     sims,
+    reals,
     async stop() {
       await informer.stop();
       await chain;
-      await Promise.all([...sims.keys()].map((n) => stopSim(n)));
+      await Promise.all([...sims.keys(), ...reals.keys()].map((n) => stopSim(n)));
       await client.close();
     },
   };
