@@ -95,6 +95,18 @@ function buildArgvMatrix(): CheckArgsRequest[] {
   ];
   const storage = [[], ['--hicache-storage-backend', 'file']];
   const sparse = [[], ['--enable-hisparse'], ['--enable-hisparse', '--enable-mixed-chunk']];
+  const kvEvents =
+    '{"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558","topic":"kv"}';
+  const events = [
+    [],
+    ['--load-publish-endpoint', 'auto'],
+    ['--kv-events-config', kvEvents, '--load-publish-endpoint', 'auto'],
+  ];
+  // The event publishers are independent of the cache flags: each mode, without the product.
+  for (const [m, e] of cartesian(modes, events.slice(1))) {
+    const argv = ['--model-path', '/models', ...m, ...(m.length > 0 ? (transfers[0] ?? []) : []), ...e];
+    out.push({ id: argv.slice(2).join(' '), argv, model: 'deepseek-v3.2' });
+  }
   for (const [m, r, h, s, x] of cartesian(modes, radix, hicache, storage, sparse)) {
     for (const t of m.length === 0 ? [[]] : transfers) {
       const argv = ['--model-path', '/models', ...m, ...t, ...r, ...h, ...s, ...x];

@@ -79,6 +79,7 @@ describe('checkSglangArgs (SGLang 0.5.23 startup checks)', () => {
       ['--disaggregation-decode-enable-offload-kvcache'],
       'disaggregation-decode-enable-offload-kvcache is only supported for decode side',
     ],
+    [['--load-publish-endpoint', 'auto'], '--load-publish-endpoint requires --kv-events-config'],
   ])('refuses %j as SGLang does', (extra, message) => {
     expect(refusals(extra)[0]).toContain(message);
   });

@@ -49,6 +49,11 @@ const isDecodeHostPoolPath = (a: SglangArgs): boolean =>
   (a.disaggregation_mode === 'decode' &&
     [null, 'host_pool'].includes((a['disaggregation_decode_retraction_backup'] as string | null) ?? null));
 
+const isLoadPublishOn = (a: SglangArgs): boolean => {
+  const mode = (a.load_publish_endpoint ?? '').trim().toLowerCase();
+  return mode !== '' && mode !== 'off';
+};
+
 export const STARTUP_RULES: readonly StartupRule[] = [
   {
     source: 'pd_disaggregation_hook.handle_pd_disaggregation',
@@ -121,6 +126,14 @@ export const STARTUP_RULES: readonly StartupRule[] = [
         ? 'The argument disaggregation-decode-enable-offload-kvcache is only supported when hicache-storage-backend is provided.'
         : undefined;
     },
+  },
+  {
+    source: 'validation_hook.check_load_publish_args',
+    path: ['load_publish_endpoint', 'kv_events_config'],
+    check: ({ args: a }) =>
+      isLoadPublishOn(a) && !a.kv_events_config
+        ? "--load-publish-endpoint requires --kv-events-config: routers discover the load range through /server_info's kv_events block, absent without a publisher."
+        : undefined,
   },
   {
     source: 'hisparse_hook.validate_hisparse',
