@@ -69,15 +69,15 @@ test-integration: deps controlplane test-deps ## Integration tests against a rea
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration
 
 .PHONY: test-e2e
-test-e2e: deps controlplane test-deps ## End-to-end suites (full control plane, KWOK, simulators); GREP=pattern selects tests
+test-e2e: deps controlplane test-deps sglang-kit ## End-to-end suites (full control plane, KWOK, simulators); GREP=pattern selects tests
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test
-test: deps controlplane build lint crds-check docs-check test-unit test-integration test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, integration, e2e
+test: deps controlplane build lint crds-check docs-check test-unit test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, integration, SGLang conformance, e2e
 
 .PHONY: run
-run: deps controlplane ## Bring the system up locally (control plane, CRDs, samples); Ctrl-C stops it
-	$(NODE) hack/run-local.ts $(ARGS)
+run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; Ctrl-C stops it
+	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(ARGS)
 
 .PHONY: render
 render: deps ## Print the objects the operator would apply for FILE=<manifest>, without a cluster
