@@ -11,6 +11,7 @@ import {
   Profile,
   RadixCache,
 } from '../../operator/src/api/index.ts';
+import { createRng } from '../../gateway/src/testing/rng.ts';
 import type { Manifest } from '../support/samples.ts';
 import { loadSample, loadSamples } from '../support/samples.ts';
 
@@ -136,18 +137,6 @@ export function buildSpecMatrix(): GeneratedSpec[] {
   return [...standaloneSpecs, ...pdSpecs];
 }
 
-/** A small deterministic RNG (mulberry32), so a failing random spec is reproducible from its label. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // Extra arguments a platform team plausibly adds; each a real flag of the pinned SGLang.
 const EXTRA_ARGS: readonly (readonly string[])[] = [
   ['--log-level', 'debug'],
@@ -164,7 +153,7 @@ const EXTRA_ARGS: readonly (readonly string[])[] = [
 
 /** `count` random specs over the rest of the schema, from `seed`. */
 export function buildRandomSpecs(count: number, seed: number): GeneratedSpec[] {
-  const next = rng(seed);
+  const next = createRng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T;
   const maybe = <T>(p: number, v: () => T): T | undefined => (next() < p ? v() : undefined);
   const families = [undefined, 'llama-3.1', ...HISPARSE_FAMILIES];
