@@ -65,16 +65,21 @@ export const CheckArgsResult = z.object({
 });
 export type CheckArgsResult = z.infer<typeof CheckArgsResult>;
 
-async function checkArgsBatch(requests: readonly CheckArgsRequest[]): Promise<CheckArgsResult[]> {
+/** One request per JSON line in, one answer per line out, in order: the kit's batch commands. */
+async function runBatch<S extends z.ZodType>(
+  command: string,
+  requests: readonly unknown[],
+  answer: S,
+): Promise<z.infer<S>[]> {
   if (requests.length === 0) return [];
   const input = requests.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  const stdout = await runKit(['check-args', '--batch'], input);
+  const stdout = await runKit([command, '--batch'], input);
   const results = stdout
     .split('\n')
     .filter((l) => l.trim() !== '')
-    .map((l) => CheckArgsResult.parse(JSON.parse(l)));
+    .map((l) => answer.parse(JSON.parse(l)));
   if (results.length !== requests.length) {
-    throw new Error(`check-args answered ${results.length} of ${requests.length} requests`);
+    throw new Error(`${command} answered ${results.length} of ${requests.length} requests`);
   }
   return results;
 }
@@ -89,7 +94,7 @@ export async function checkArgs(
 ): Promise<CheckArgsResult[]> {
   const n = Math.max(1, Math.min(jobs, Math.ceil(requests.length / 20)));
   const shares = Array.from({ length: n }, (_, j) => requests.filter((_r, i) => i % n === j));
-  const answers = await Promise.all(shares.map((share) => checkArgsBatch(share)));
+  const answers = await Promise.all(shares.map((share) => runBatch('check-args', share, CheckArgsResult)));
   return requests.map((_r, i) => {
     const answer = answers[i % n]?.[Math.floor(i / n)];
     if (!answer) throw new Error(`check-args gave no answer for request ${i}`);
@@ -132,16 +137,6 @@ export const ValidateResult = z.object({
 export type ValidateResult = z.infer<typeof ValidateResult>;
 
 /** Each body judged by SGLang's own request/response models, in one SGLang process. */
-export async function validateBodies(requests: readonly ValidateRequest[]): Promise<ValidateResult[]> {
-  if (requests.length === 0) return [];
-  const input = requests.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  const stdout = await runKit(['validate', '--batch'], input);
-  const results = stdout
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => ValidateResult.parse(JSON.parse(l)));
-  if (results.length !== requests.length) {
-    throw new Error(`validate answered ${results.length} of ${requests.length} bodies`);
-  }
-  return results;
+export function validateBodies(requests: readonly ValidateRequest[]): Promise<ValidateResult[]> {
+  return runBatch('validate', requests, ValidateResult);
 }
