@@ -3,19 +3,14 @@
 // status, and a chat request is served; a runtime that reports another
 // identity receives nothing. Real control plane, KWOK GPU nodes, a simulator
 // on every pod IP.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentStatus } from '../../operator/src/api/index.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
-import { build } from '../../gateway/src/app.ts';
-import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
+import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
@@ -24,7 +19,7 @@ const NS = 'e2e-gateway';
 let cp: ControlPlane;
 let kubelet: SimKubelet;
 let operator: Operator;
-let gateway: { app: FastifyInstance; stop(): Promise<void> };
+let gateway: InProcessGateway;
 // Once set, every pod of `llama` not in this set is an impostor (known before its simulator starts).
 let honestPods: Set<string> | undefined;
 const isImpostor = (pod: { metadata?: { name?: string; labels?: Record<string, string> } }): boolean =>
@@ -38,23 +33,6 @@ const status = async (name: string): Promise<DeploymentStatus> =>
   (JSON.parse(await k(['get', 'sgd', name, '-o', 'json'])) as { status?: DeploymentStatus }).status ?? {};
 const requestsOf = (pod: string): number =>
   kubelet.sims.get(pod)?.server.engine.snapshot().counters.requests ?? 0;
-
-async function startGateway(): Promise<typeof gateway> {
-  const kc = new KubeConfig();
-  kc.loadFromString(readFileSync(cp.kubeconfig, 'utf8'));
-  const client = await KubeClient.fromKubeConfig(kc);
-  const watcher = new DiscoveryWatcher({ client, namespaces: [NS], coalesceMs: 20 });
-  const app = build({ table: watcher.table });
-  watcher.start();
-  return {
-    app,
-    async stop() {
-      await app.close();
-      await watcher.stop();
-      await client.close();
-    },
-  };
-}
 
 beforeAll(async () => {
   cp = await startControlPlane({ full: true, gpuNodes: 1 });
@@ -74,7 +52,7 @@ beforeAll(async () => {
     leaderElection: false,
     http: false,
   });
-  gateway = await startGateway();
+  gateway = await startInProcessGateway(cp.kubeconfig, [NS]);
 });
 
 afterAll(async () => {

@@ -4,21 +4,17 @@
 // hack/sglang/cacheroute_kit/serve.py) for the chosen Deployments' pods, from
 // the pods' own rendered arguments, on the pods' IPs. Real control plane, KWOK
 // GPU node, and at most two real servers at once (about 2.2 GB each).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentStatus, Endpoint } from '../../operator/src/api/index.ts';
 import { MODEL_DIR } from '../../operator/src/controllers/deployment/args.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { combineCacheSalt } from '../../operator/src/sglang/salt.ts';
-import { build } from '../../gateway/src/app.ts';
-import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
+import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
 import { eventually, kubectlOk, listEvents } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { removeKitModelLink } from '../support/real-sglang.ts';
@@ -39,7 +35,7 @@ const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
 let cp: ControlPlane;
 let kubelet: SimKubelet;
 let operator: Operator;
-let gateway: { app: FastifyInstance; stop(): Promise<void> };
+let gateway: InProcessGateway;
 let linkedModelDir = false;
 
 const k = (args: string[], input?: string) =>
@@ -54,23 +50,6 @@ function tinyDeployment(name: string, spec: Record<string, unknown> = {}) {
   model['servedName'] = name === 'tiny-hicache' ? 'tiny-hicache' : SERVED;
   m.spec['deploymentId'] = `${name}-r1`;
   return m;
-}
-
-async function startGateway(): Promise<typeof gateway> {
-  const kc = new KubeConfig();
-  kc.loadFromString(readFileSync(cp.kubeconfig, 'utf8'));
-  const client = await KubeClient.fromKubeConfig(kc);
-  const watcher = new DiscoveryWatcher({ client, namespaces: [NS], coalesceMs: 20 });
-  const app = build({ table: watcher.table });
-  watcher.start();
-  return {
-    app,
-    async stop() {
-      await app.close();
-      await watcher.stop();
-      await client.close();
-    },
-  };
 }
 
 async function waitVerified(name: string): Promise<Endpoint> {
@@ -121,7 +100,7 @@ beforeAll(async () => {
     leaderElection: false,
     http: false,
   });
-  gateway = await startGateway();
+  gateway = await startInProcessGateway(cp.kubeconfig, [NS]);
 });
 
 afterAll(async () => {

@@ -3,15 +3,11 @@
 // the gateway's routing table, and real requests through build() reach only
 // verified endpoints (in-process simulators on 127.0.0.1, where the status
 // endpoints point), with the policy's cache salt stamped.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { build } from '../../gateway/src/app.ts';
-import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
 import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
 import { loadSample, REPO_ROOT } from '../support/samples.ts';
 
@@ -30,21 +26,10 @@ beforeAll(async () => {
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', CRD_DIR], { kubeconfig });
 });
 
-async function startGateway(
-  namespaces: string[],
-): Promise<{ watcher: DiscoveryWatcher; app: FastifyInstance }> {
-  const kc = new KubeConfig();
-  kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
-  const client = await KubeClient.fromKubeConfig(kc);
-  const watcher = new DiscoveryWatcher({ client, namespaces, coalesceMs: 20 });
-  const app = build({ table: watcher.table });
-  watcher.start();
-  cleanups.push(async () => {
-    await app.close();
-    await watcher.stop();
-    await client.close();
-  });
-  return { watcher, app };
+async function startGateway(namespaces: string[]): Promise<InProcessGateway> {
+  const gateway = await startInProcessGateway(kubeconfig, namespaces);
+  cleanups.push(() => gateway.stop());
+  return gateway;
 }
 
 async function startSims(n: number): Promise<RunningSim[]> {

@@ -1,0 +1,35 @@
+// The gateway in the test process, discovering from a real API server: its
+// routing table fed by the discovery watcher, as `gateway/src/server.ts` wires it.
+import { readFileSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { FastifyInstance } from 'fastify';
+import { KubeClient } from '../../operator/src/runtime/client.ts';
+import { build } from '../../gateway/src/app.ts';
+import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
+
+export interface InProcessGateway {
+  readonly app: FastifyInstance;
+  readonly watcher: DiscoveryWatcher;
+  stop(): Promise<void>;
+}
+
+export async function startInProcessGateway(
+  kubeconfig: string,
+  namespaces: readonly string[],
+): Promise<InProcessGateway> {
+  const kc = new KubeConfig();
+  kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
+  const client = await KubeClient.fromKubeConfig(kc);
+  const watcher = new DiscoveryWatcher({ client, namespaces: [...namespaces], coalesceMs: 20 });
+  const app = build({ table: watcher.table });
+  watcher.start();
+  return {
+    app,
+    watcher,
+    async stop() {
+      await app.close();
+      await watcher.stop();
+      await client.close();
+    },
+  };
+}
