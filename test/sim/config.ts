@@ -18,6 +18,7 @@ import {
   type Result,
   type SglangArgs,
 } from '../../operator/src/sglang/flags.ts';
+import { SGLANG_VERSION } from '../../operator/src/sglang/catalogue.ts';
 import { checkSglangArgs } from '../../operator/src/sglang/startup-checks.ts';
 import type { EngineConfig } from './engine.ts';
 
@@ -89,7 +90,7 @@ export const SIM_DEFAULTS: SimOptions = {
   latencySpikeEvery: 0,
   crashAfter: 0,
   hang: false,
-  version: '0.5.23',
+  version: SGLANG_VERSION,
   legacyInfoOnly: false,
   pdTimeoutMs: 30_000,
   workerId: null,
