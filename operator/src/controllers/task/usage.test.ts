@@ -31,6 +31,27 @@ describe('computeSglangUsage', () => {
     });
   });
 
+  // SGLang 0.5.23 sends cached_tokens_details null when nothing was cached (seen on the real server).
+  it('reads null details with nothing cached as zero on every tier', () => {
+    expect(computeSglangUsage({ ...meta, cached_tokens: 0, cached_tokens_details: null }, ctx)).toEqual({
+      ok: true,
+      value: {
+        promptTokens: 10,
+        completionTokens: 8,
+        cachedTokens: 0,
+        cachedTokensDevice: 0,
+        cachedTokensHost: 0,
+      },
+    });
+  });
+
+  it('leaves the tiers unknown when details are null but something was cached', () => {
+    expect(computeSglangUsage({ ...meta, cached_tokens_details: null }, ctx)).toEqual({
+      ok: true,
+      value: { promptTokens: 10, completionTokens: 8, cachedTokens: 6 },
+    });
+  });
+
   it.each<[string, unknown, string, string]>([
     ['no meta_info', undefined, 'UsageMissing', 'meta_info'],
     ['meta_info not an object', 'x', 'UsageMissing', 'meta_info'],

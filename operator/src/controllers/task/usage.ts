@@ -8,7 +8,9 @@
 // completion_tokens and cached_tokens are required; prompt_tokens must equal
 // the token ids we sent; cached <= prompt; completion <= max_new_tokens; when
 // cached_tokens_details is present its device + host (+ storage) must add up
-// to cached_tokens. KV hits are runtime metrics, not billable cache tokens.
+// to cached_tokens, and null details with nothing cached are zero on every tier
+// (SGLang's answer when nothing was cached). KV hits are runtime metrics, not
+// billable cache tokens.
 //
 // OpenRouter (usage of a Chat Completions response): prompt_tokens,
 // completion_tokens and prompt_tokens_details.cached_tokens (the cache read)
@@ -130,6 +132,10 @@ export function computeSglangUsage(metaInfo: unknown, ctx: SglangUsageContext): 
       );
     usage.cachedTokensDevice = device;
     usage.cachedTokensHost = host;
+  } else if (d === null && cached.value === 0) {
+    // SGLang 0.5.23 answers null details exactly when nothing was cached: no tier holds any of it.
+    usage.cachedTokensDevice = 0;
+    usage.cachedTokensHost = 0;
   }
   return ok(usage);
 }
