@@ -9,6 +9,8 @@ import { Agent } from 'undici';
 import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
 import { systemClock, type Clock, type Timer } from './clock.ts';
 import { recordDecision } from './decision.ts';
+import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
+import { computeFleetPosition, computeShareOf, type FleetPosition } from './fleet/share.ts';
 import { GatewayError } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import {
@@ -90,6 +92,8 @@ export interface GatewayOptions {
   readonly runtimeLoad?: (endpointId: string) => RuntimeLoad | undefined;
   readonly upstream?: UpstreamOptions;
   readonly maintenanceIntervalMs?: number;
+  /** The gateway tier: admission bounds are divided among its members (fleet/share.ts). */
+  readonly peers?: PeerSet;
 }
 
 export interface RequestContext {
@@ -136,6 +140,9 @@ export class Gateway {
   readonly admission: AdmissionRegistry;
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
+  readonly #peers: PeerSet;
+  // The tier seen last and where this replica stands in it: recomputed only when the members change.
+  #fleet: { members: readonly string[]; position: FleetPosition } | undefined;
   #timer: Timer | undefined;
 
   constructor(opts: GatewayOptions) {
@@ -167,6 +174,7 @@ export class Gateway {
     this.admission = new AdmissionRegistry(this.#clock);
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
+    this.#peers = opts.peers ?? buildSoloPeers();
   }
 
   start(): void {
@@ -442,10 +450,20 @@ export class Gateway {
     });
   }
 
+  /** This replica's position in the gateway tier, for its share of each admission bound. */
+  #fleetPosition(): FleetPosition {
+    const members = this.#peers.members();
+    if (this.#fleet?.members !== members) {
+      this.#fleet = { members, position: computeFleetPosition(members, this.#peers.self) };
+    }
+    return this.#fleet.position;
+  }
+
   async #admit(route: ModelRoute, signal: AbortSignal): Promise<Permit> {
+    const fleet = this.#fleetPosition();
     const ctl = this.admission.get(route.deployment, {
-      maxConcurrency: route.admission.maxConcurrency,
-      maxQueue: route.admission.maxQueue,
+      maxConcurrency: computeShareOf(route.admission.maxConcurrency, fleet),
+      maxQueue: computeShareOf(route.admission.maxQueue, fleet),
       queueTimeoutMs: route.admission.queueTimeoutSeconds * 1000,
       adaptive: route.admission.adaptive,
     });

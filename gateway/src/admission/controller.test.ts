@@ -185,6 +185,50 @@ describe('AdmissionRegistry', () => {
     const fast = reg.get('fast', cfg);
     expect((await fast.acquire()).ok).toBe(true);
     expect(reg.get('slow', cfg)).toBe(slow);
-    expect(reg.get('slow', { ...cfg, maxQueue: 5 })).not.toBe(slow);
+    expect(reg.get('slow', { ...cfg, queueTimeoutMs: 5000 })).not.toBe(slow);
+  });
+
+  it('resizes in place when only the bounds move, keeping what is held counted', async () => {
+    const reg = new AdmissionRegistry(new ManualClock());
+    const ctl = reg.get('d', { ...cfg, maxConcurrency: 4 });
+    for (let i = 0; i < 3; i++) permit(await ctl.acquire());
+    // A fourth replica joined: this one's share drops to 2 while it holds 3.
+    expect(reg.get('d', { ...cfg, maxConcurrency: 2 })).toBe(ctl);
+    const waiting = track(ctl.acquire());
+    await flush();
+    expect(waiting.result).toBeUndefined();
+    expect(ctl.snapshot()).toMatchObject({ limit: 2, inFlight: 3, queued: 1 });
+  });
+});
+
+describe('AdmissionController.resize', () => {
+  it('a larger share admits the queue at once', async () => {
+    const ctl = new AdmissionController(cfg, new ManualClock());
+    permit(await ctl.acquire());
+    permit(await ctl.acquire());
+    const q = track(ctl.acquire());
+    ctl.resize({ maxConcurrency: 3, maxQueue: 2 });
+    await flush();
+    expect(q.result?.ok).toBe(true);
+    expect(ctl.snapshot()).toMatchObject({ limit: 3, inFlight: 3, queued: 0 });
+  });
+
+  it('a smaller queue bound refuses new arrivals but keeps the queued ones', async () => {
+    const ctl = new AdmissionController({ ...cfg, maxQueue: 3 }, new ManualClock());
+    permit(await ctl.acquire());
+    permit(await ctl.acquire());
+    const queued = [track(ctl.acquire()), track(ctl.acquire())];
+    ctl.resize({ maxConcurrency: 2, maxQueue: 1 });
+    expect(await ctl.acquire()).toMatchObject({ ok: false, error: { code: 'overloaded' } });
+    await flush();
+    expect(queued.map((q) => q.result)).toEqual([undefined, undefined]);
+    expect(ctl.snapshot().queued).toBe(2);
+  });
+
+  it('keeps an adaptive limit at its place relative to the ceiling', () => {
+    const ctl = new AdmissionController({ ...cfg, maxConcurrency: 10, adaptive: true }, new ManualClock());
+    ctl.reportPressure(); // 10 * 0.8 = 8
+    ctl.resize({ maxConcurrency: 5, maxQueue: 2 });
+    expect(ctl.limit).toBe(4);
   });
 });

@@ -75,7 +75,7 @@ export interface AdmissionSnapshot {
 }
 
 export class AdmissionController {
-  readonly #cfg: Required<AdmissionConfig>;
+  #cfg: Required<AdmissionConfig>;
   readonly #clock: Clock;
   #limit: number;
   #inFlight = 0;
@@ -120,6 +120,23 @@ export class AdmissionController {
         error: { code: 'overloaded', retryAfterSeconds: this.#retryAfterSeconds() },
       });
     return new Promise((resolve) => this.#enqueue(resolve, signal));
+  }
+
+  /**
+   * New bounds in place (a CachePolicy edit, or the gateway tier growing or
+   * shrinking): permits held and requests queued stay counted, so the bound
+   * holds across the change. The adaptive limit keeps its place relative to
+   * the ceiling; a queue longer than the new bound keeps its waiters but takes
+   * no new ones.
+   */
+  resize(bounds: Pick<AdmissionConfig, 'maxConcurrency' | 'maxQueue'>): void {
+    const ratio = this.#limit / this.#cfg.maxConcurrency;
+    this.#cfg = { ...this.#cfg, ...bounds };
+    this.#limit = Math.min(
+      bounds.maxConcurrency,
+      Math.max(this.#cfg.minConcurrency, ratio * bounds.maxConcurrency),
+    );
+    this.#dispatch();
   }
 
   /** Stop admitting: queued and new requests get `draining`. */
@@ -270,7 +287,20 @@ export class AdmissionRegistry {
   get(deployment: string, cfg: AdmissionConfig): AdmissionController {
     const entry = this.#byDeployment.get(deployment);
     if (entry && sameConfig(entry.cfg, cfg)) return entry.ctl;
-    // A changed config starts a new controller; permits of the old one still release into it.
+    if (
+      entry &&
+      sameConfig(entry.cfg, {
+        ...cfg,
+        maxConcurrency: entry.cfg.maxConcurrency,
+        maxQueue: entry.cfg.maxQueue,
+      })
+    ) {
+      // Only the bounds moved: resize in place, so what is held and queued stays counted.
+      entry.ctl.resize(cfg);
+      entry.cfg = cfg;
+      return entry.ctl;
+    }
+    // Any other change starts a new controller; permits of the old one still release into it.
     const ctl = new AdmissionController(cfg, this.#clock);
     this.#byDeployment.set(deployment, { cfg, ctl });
     return ctl;

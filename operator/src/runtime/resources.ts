@@ -37,6 +37,13 @@ export const Resources = {
     namespaced: true,
   },
   events: { group: 'events.k8s.io', version: 'v1', resource: 'events', kind: 'Event', namespaced: true },
+  endpointSlices: {
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    resource: 'endpointslices',
+    kind: 'EndpointSlice',
+    namespaced: true,
+  },
   leases: {
     group: 'coordination.k8s.io',
     version: 'v1',

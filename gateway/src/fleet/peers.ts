@@ -1,0 +1,14 @@
+// Who the gateway tier is: the replicas that receive traffic now, by name.
+// Admission divides each CachePolicy bound among them (share.ts).
+
+export interface PeerSet {
+  /** This replica's name (its pod name in a cluster). */
+  readonly self: string;
+  /** The replicas receiving traffic now, self included or not (share.ts counts it either way). */
+  members(): readonly string[];
+}
+
+/** A replica that knows of no peers: it takes every bound whole (one replica, or no peer source). */
+export function buildSoloPeers(self = 'self'): PeerSet {
+  return { self, members: () => [self] };
+}
