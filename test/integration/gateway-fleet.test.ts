@@ -9,7 +9,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { build } from '../../gateway/src/app.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
-import { EndpointSlicePeers } from '../../gateway/src/fleet/endpoint-slices.ts';
+import { EndpointSlicePeers } from '../../gateway/src/discovery/peer-slices.ts';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { startSim, type RunningSim } from '../sim/testing.ts';
 import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';

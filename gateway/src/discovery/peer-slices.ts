@@ -8,7 +8,7 @@ import { Informer, type ListerWatcher } from '../../../operator/src/runtime/info
 import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
 import type { KubeObject } from '../../../operator/src/runtime/objects.ts';
 import { Resources } from '../../../operator/src/runtime/resources.ts';
-import type { PeerSet } from './peers.ts';
+import type { PeerSet } from '../fleet/peers.ts';
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 

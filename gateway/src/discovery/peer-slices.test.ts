@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeServingMembers } from './endpoint-slices.ts';
+import { computeServingMembers } from './peer-slices.ts';
 
 const endpoint = (name: string, conditions: Record<string, boolean | null> = {}) => ({
   addresses: [`10.0.0.${name.length}`],
