@@ -20,7 +20,7 @@
 // written on its own so an integral float stays a float64, as msgspec does.
 
 import { Encoder } from '@msgpack/msgpack';
-import type { KvCacheEvent } from './kv-event-recorder.ts';
+import { encodeSeq, type KvCacheEvent } from '../../operator/src/sglang/kv-events.ts';
 
 const encoder = new Encoder({ useBigInt64: true });
 const floatEncoder = new Encoder({ forceIntegerToFloat: true });
@@ -89,13 +89,6 @@ export function encodeLoadStat(s: LoadStat): Buffer {
     s.totalPrefillBusyUs,
   ];
   return Buffer.from(encoder.encode(['LoadStat', ...fields.map(toWireInt)]));
-}
-
-/** The 8-byte big-endian sequence frame. */
-export function encodeSeq(seq: number): Buffer {
-  const b = Buffer.alloc(8);
-  b.writeBigInt64BE(BigInt(seq));
-  return b;
 }
 
 /** The three frames of one published message. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Dealer, Subscriber } from 'zeromq';
 import { ZmqEventPublisher } from './kv-event-publisher.ts';
-import { encodeSeq } from './kv-event-codec.ts';
+import { encodeSeq } from '../../operator/src/sglang/kv-events.ts';
 import { findFreePort } from './testing.ts';
 
 // Real libzmq on both ends: a SUB as routers subscribe, a DEALER on the replay ROUTER.

@@ -14,7 +14,8 @@
 // time), as SGLang's publisher thread drains its queue.
 
 import { Publisher, Router } from 'zeromq';
-import { buildFrames, encodeSeq } from './kv-event-codec.ts';
+import { buildFrames } from './kv-event-codec.ts';
+import { encodeSeq } from '../../operator/src/sglang/kv-events.ts';
 
 export interface EventPublisherOptions {
   readonly endpoint: string;

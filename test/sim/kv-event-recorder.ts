@@ -22,33 +22,13 @@
 // Pure: the owner decides when to take() the queue (SGLang does after each
 // prefill batch, every decode_log_interval decode batches and when idle).
 
-import { computePageDigests, computeSaltSeed, toBlockHash, type Digest } from './kv-event-hash.ts';
-
-export const StorageMedium = { gpu: 'GPU', cpuPinned: 'CPU_PINNED' } as const;
-export type StorageMedium = (typeof StorageMedium)[keyof typeof StorageMedium];
-
-export interface BlockStored {
-  readonly type: 'BlockStored';
-  readonly blockHashes: bigint[];
-  readonly parentBlockHash: bigint | null;
-  readonly tokenIds: number[];
-  readonly blockSize: number;
-  readonly loraId: null;
-  readonly medium: StorageMedium;
-  readonly cacheSalt: string | null;
-}
-
-export interface BlockRemoved {
-  readonly type: 'BlockRemoved';
-  readonly blockHashes: bigint[];
-  readonly medium: StorageMedium;
-}
-
-export interface AllBlocksCleared {
-  readonly type: 'AllBlocksCleared';
-}
-
-export type KvCacheEvent = BlockStored | BlockRemoved | AllBlocksCleared;
+import {
+  computePageDigests,
+  computeSaltSeed,
+  toBlockHash,
+  type Digest,
+} from '../../operator/src/sglang/kv-event-hash.ts';
+import type { KvCacheEvent, StorageMedium } from '../../operator/src/sglang/kv-events.ts';
 
 /** What the recorder needs of a tree node: its tokens and its parent (null for a namespace root). */
 export interface HashableNode<N> {

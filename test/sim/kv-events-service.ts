@@ -19,7 +19,8 @@ import type { SimConfig } from './config.ts';
 import type { Engine, EngineStepKind } from './engine.ts';
 import { encodeEventBatch, type LoadStat } from './kv-event-codec.ts';
 import { ZmqEventPublisher } from './kv-event-publisher.ts';
-import { KvEventRecorder, StorageMedium } from './kv-event-recorder.ts';
+import { KvEventRecorder } from './kv-event-recorder.ts';
+import { StorageMedium } from '../../operator/src/sglang/kv-events.ts';
 import {
   describeKvEvents,
   parseKvEventsConfig,
