@@ -10,6 +10,7 @@ import Fastify, {
 import { systemClock } from './clock.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
+import { Drain } from './lifecycle/drain.ts';
 import { buildMetrics } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
 import type { RouteKind } from './request-shape.ts';
@@ -20,6 +21,8 @@ import { statusPlugin } from './status/index.ts';
 declare module 'fastify' {
   interface FastifyInstance {
     gateway: Gateway;
+    /** This replica's drain: server.ts begins it on SIGTERM. */
+    drain: Drain;
   }
   interface FastifyRequest {
     /** The runtime's cache report in the answer passed on, for the status page (parsed once). */
@@ -35,6 +38,8 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly scrapeIntervalMs?: number;
   /** Share reuse results across replicas through Redis (ignored when `store` is given). */
   readonly redis?: RedisStoreOptions;
+  /** More that must hold before /readyz says ready (e.g. the peer list has synced). */
+  readonly ready?: () => boolean;
 }
 
 const GENERATION_ROUTES: readonly [string, RouteKind][] = [
@@ -63,7 +68,9 @@ export function build(opts: BuildOptions): FastifyInstance {
     ...(runtimeLoad ? { runtimeLoad } : {}),
     ...(store ? { store } : {}),
   });
+  const drain = new Drain();
   app.decorate('gateway', gateway);
+  app.decorate('drain', drain);
   app.decorateRequest('cacheReport', null);
   gateway.start();
   poller?.start();
@@ -93,9 +100,11 @@ export function build(opts: BuildOptions): FastifyInstance {
     generationPaths: GENERATION_ROUTES.map(([path]) => path),
   });
   app.get('/healthz', () => ({ status: 'ok' }));
-  app.get('/readyz', (_req, reply) =>
-    opts.table.ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' }),
-  );
+  app.get('/readyz', (_req, reply) => {
+    if (drain.draining) return reply.code(503).send({ status: 'draining' });
+    const ready = opts.table.ready && (opts.ready?.() ?? true);
+    return ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' });
+  });
   app.get('/metrics', async (_req, reply) =>
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
@@ -108,6 +117,14 @@ export function build(opts: BuildOptions): FastifyInstance {
 
   for (const [path, kind] of GENERATION_ROUTES) {
     app.post(path, async (req: FastifyRequest, reply: FastifyReply) => {
+      if (drain.draining)
+        throw new GatewayError(
+          'GW_DRAINING',
+          { subject: 'This gateway replica', retryAfterSeconds: 1 },
+          { retryAfterSeconds: 1 },
+        );
+      // Counted until the response closes (a stream's last byte, or the client going away).
+      reply.raw.once('close', drain.enter());
       const abort = new AbortController();
       // The client went away before the response ended: abort the upstream request.
       reply.raw.once('close', () => {
@@ -128,6 +145,12 @@ export function build(opts: BuildOptions): FastifyInstance {
       return reply.code(served.status).headers(served.headers).type(served.contentType).send(served.body);
     });
   }
+
+  // A draining replica tells keep-alive clients to reconnect (to a replica that takes traffic).
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if (drain.draining) void reply.header('connection', 'close');
+    done(null, payload);
+  });
 
   app.addHook('onResponse', (req, reply, done) => {
     const body = req.body as { model?: unknown } | undefined;

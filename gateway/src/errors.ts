@@ -25,7 +25,7 @@ export const GatewayErrors = {
     status: 503,
     message: "Request waited {waitMs} ms in the queue of deployment '{deployment}' without a free slot",
   },
-  GW_DRAINING: { status: 503, message: "Deployment '{deployment}' is draining; retry later" },
+  GW_DRAINING: { status: 503, message: '{subject} is draining; retry after {retryAfterSeconds} s' },
   GW_UPSTREAM_ERROR: { status: 502, message: 'The model endpoint failed: {reason}' },
   GW_UPSTREAM_TIMEOUT: { status: 504, message: 'The model endpoint did not answer within {timeoutMs} ms' },
   GW_CLIENT_CLOSED: { status: 499, message: 'The client closed the connection before the response ended' },

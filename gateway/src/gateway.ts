@@ -486,7 +486,11 @@ export class Gateway {
           { retryAfterSeconds: r.error.retryAfterSeconds },
         );
       case 'draining':
-        throw new GatewayError('GW_DRAINING', { deployment }, { retryAfterSeconds: 1 });
+        throw new GatewayError(
+          'GW_DRAINING',
+          { subject: `Deployment '${deployment}'`, retryAfterSeconds: 1 },
+          { retryAfterSeconds: 1 },
+        );
       case 'aborted':
         throw new GatewayError('GW_CLIENT_CLOSED');
     }

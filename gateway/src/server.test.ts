@@ -1,6 +1,8 @@
 // The gateway process itself under a real SIGTERM (what the kubelet sends
-// after the chart's preStop sleep): a request in flight is answered, nothing
-// new reaches the model server, and the process exits 0.
+// after the chart's preStop sleep): readiness turns false and new requests get
+// 503 GW_DRAINING at once, the requests in flight (a held stream, a held
+// buffered answer) finish, and the process exits 0; past the drain timeout
+// what is left is cut and the process still exits 0.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -25,16 +27,24 @@ afterEach(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** One request on its own keep-alive connection; resolves with the status, or the connection error. */
-function post(url: string, agent: http.Agent): Promise<number | string> {
-  const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+interface Answer {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+}
+
+/** One request; resolves with the answer, or the connection error's code. */
+function post(url: string, agent: http.Agent, stream = false): Promise<Answer | string> {
+  const body = JSON.stringify({ model: 'm', stream, messages: [{ role: 'user', content: 'hi' }] });
   return new Promise((resolve) => {
     const req = http.request(
       `${url}/v1/chat/completions`,
       { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
       (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        res.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
       },
     );
     req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
@@ -42,66 +52,121 @@ function post(url: string, agent: http.Agent): Promise<number | string> {
   });
 }
 
+function statusOf(a: Answer | string): number | string {
+  return typeof a === 'string' ? a : a.status;
+}
+
+async function startGateway(
+  upstream: FakeUpstream,
+  extra: string[] = [],
+): Promise<{ url: string; proc: ChildProcess; exited: Promise<[number | null, NodeJS.Signals | null]> }> {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-gw-'));
+  const routes = path.join(dir, 'routes.json');
+  writeFileSync(
+    routes,
+    JSON.stringify([
+      {
+        model: 'm',
+        deployment: 'ns/m',
+        fingerprint: 'fp',
+        salt: 's',
+        endpoints: [{ id: 'a', url: upstream.url, fingerprint: 'fp', verified: true, ready: true }],
+      },
+    ]),
+  );
+  const port = await findFreePort();
+  const url = `http://127.0.0.1:${port}`;
+  const args = ['--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'];
+  const proc = spawn(process.execPath, [SERVER, ...args, ...extra], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  child = proc;
+  const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  for (let i = 0; i < 200; i++) {
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url, proc, exited };
+}
+
 describe('gateway process on SIGTERM', () => {
-  it('answers the request in flight, sends nothing new upstream, and exits 0', async () => {
+  it('turns unready and refuses new requests with 503 GW_DRAINING, finishes a held stream and a held answer, and exits 0', async () => {
     const upstream = await startFakeUpstream();
     up = upstream;
-    dir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-gw-'));
-    const routes = path.join(dir, 'routes.json');
-    writeFileSync(
-      routes,
-      JSON.stringify([
-        {
-          model: 'm',
-          deployment: 'ns/m',
-          fingerprint: 'fp',
-          salt: 's',
-          endpoints: [{ id: 'a', url: upstream.url, fingerprint: 'fp', verified: true, ready: true }],
-        },
-      ]),
-    );
-    const port = await findFreePort();
-    const url = `http://127.0.0.1:${port}`;
-    const proc = spawn(
-      process.execPath,
-      [SERVER, '--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    child = proc;
-    const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    for (let i = 0; i < 200; i++) {
-      const ok = await fetch(`${url}/readyz`).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (ok) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const { url, proc, exited } = await startGateway(upstream);
 
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    expect(await post(url, agent)).toBe(200); // a warm keep-alive connection
+    expect(statusOf(await post(url, agent))).toBe(200); // a warm keep-alive connection
+    upstream.streamGate = new Gate();
+    const stream = post(url, new http.Agent(), true);
+    await eventually(() => upstream.streamGate.waiting === 1);
     upstream.headGate = new Gate();
     const held = post(url, new http.Agent());
     await eventually(() => upstream.headGate.waiting === 1);
 
     proc.kill('SIGTERM');
-    // Closing: the listener goes first (new connections refused) ...
-    for (let i = 0; i < 200; i++) {
-      const listening = await fetch(`${url}/healthz`).then(
-        () => true,
-        () => false,
-      );
-      if (!listening) break;
-      await new Promise((r) => setTimeout(r, 20));
+    let readyz = await fetch(`${url}/readyz`);
+    for (let i = 0; i < 200 && readyz.status === 200; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      readyz = await fetch(`${url}/readyz`);
     }
-    // ... and new work on the warm connection is refused too (503), or that connection was closed.
-    expect([503, 'ECONNREFUSED', 'ECONNRESET']).toContain(await post(url, agent));
-    expect(upstream.received).toHaveLength(2);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.json()).toEqual({ status: 'draining' });
+    // New work on the warm connection: refused, with a Retry-After, and the connection is to be closed.
+    const refused = await post(url, agent);
+    expect(typeof refused).toBe('object');
+    const r = refused as Answer;
+    expect(r.status).toBe(503);
+    expect(r.headers['retry-after']).toBe('1');
+    expect(r.headers['connection']).toBe('close');
+    expect(JSON.parse(r.body)).toMatchObject({ error: { code: 'GW_DRAINING', type: 'server_error' } });
+    expect(upstream.received).toHaveLength(3); // nothing new went upstream
 
     upstream.headGate.open();
-    expect(await held).toBe(200);
+    expect(statusOf(await held)).toBe(200);
+    expect(proc.exitCode).toBeNull(); // the stream is still in flight
+    upstream.streamGate.open();
+    const streamed = await stream;
+    expect(statusOf(streamed)).toBe(200);
+    expect((streamed as Answer).body).toContain('data: [DONE]');
     const [code, signal] = await exited;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     agent.destroy();
+  });
+
+  it('past --drain-timeout-seconds cuts what is still in flight and exits 0', async () => {
+    const upstream = await startFakeUpstream();
+    up = upstream;
+    const { url, proc, exited } = await startGateway(upstream, ['--drain-timeout-seconds', '1']);
+    upstream.streamGate = new Gate();
+    const stream = post(url, new http.Agent(), true);
+    await eventually(() => upstream.streamGate.waiting === 1);
+
+    proc.kill('SIGTERM');
+    const [code, signal] = await exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    // The stream was cut: it never saw its end.
+    const cut = await stream;
+    expect(typeof cut === 'string' || !cut.body.includes('[DONE]')).toBe(true);
+  });
+
+  it('refuses a bad drain timeout with a message naming the flag', async () => {
+    const proc = spawn(
+      process.execPath,
+      [SERVER, '--routes', '/nonexistent.json', '--drain-timeout-seconds', 'soon'],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    child = proc;
+    let err = '';
+    proc.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+    const [code] = (await once(proc, 'exit')) as [number | null];
+    expect(code).toBe(2);
+    expect(err).toContain('--drain-timeout-seconds: give a number of seconds');
   });
 });

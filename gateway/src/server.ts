@@ -1,4 +1,10 @@
 // Listen: `node gateway/src/server.ts [--kubeconfig f] [--namespace a,b] [--port 8080] [--host 0.0.0.0]`.
+// In a tier of replicas, `--peers-service <the gateway Service>` (with the pod's
+// name and namespace, from flags or $POD_NAME/$POD_NAMESPACE) divides each
+// CachePolicy's admission bounds among the replicas that take traffic.
+// SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
+// once, requests in flight (streams included) finish for up to
+// --drain-timeout-seconds, then the process exits 0.
 // The routing table comes from Deployment and CachePolicy status (discovery/,
 // default kubeconfig: $KUBECONFIG, ~/.kube/config, then in-cluster), or with
 // `--routes routes.json` from a JSON file: an array of ModelRoute objects
@@ -7,6 +13,7 @@
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
 import { build } from './app.ts';
@@ -53,16 +60,25 @@ async function main(): Promise<void> {
       // Share exact-reuse results (and in-flight de-duplication) across replicas.
       'redis-url': { type: 'string' },
       'redis-max-entries': { type: 'string', default: '10000' },
+      'peers-service': { type: 'string' },
+      'pod-name': { type: 'string', default: process.env['POD_NAME'] },
+      'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
+      'drain-timeout-seconds': { type: 'string', default: '25' },
     },
   });
   const flags = parseRouteSourceFlags(values);
   if (!flags.ok) exitWithUsage(flags.error);
+  const drainTimeout = DrainTimeout.safeParse(values['drain-timeout-seconds']);
+  if (!drainTimeout.success)
+    exitWithUsage(`--drain-timeout-seconds: ${drainTimeout.error.issues[0]?.message ?? 'invalid'}`);
   const source = await openRouteSource(flags.value, loadRoutes).catch((err: unknown) =>
     exitWithUsage(err instanceof Error ? err.message : String(err)),
   );
   const table = source.table;
+  const peers = source.peers;
   const app = build({
     table,
+    ...(peers ? { peers, ready: () => peers.synced() } : {}),
     logger: { level: values['log-level'] },
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
@@ -72,10 +88,38 @@ async function main(): Promise<void> {
   });
   app.addHook('onClose', () => source.close());
   source.start(app.log);
-  const close = () => void app.close().then(() => process.exit(0));
-  process.once('SIGTERM', close);
-  process.once('SIGINT', close);
+  const shutdown = (signal: NodeJS.Signals): void =>
+    void drainAndClose(app, signal, drainTimeout.data * 1000).then(() => process.exit(0));
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
   await app.listen({ port: Number(values.port), host: values.host });
+}
+
+const DrainTimeout = z.coerce
+  .number({ error: 'give a number of seconds' })
+  .int('give whole seconds')
+  .min(0, 'give 0 or more seconds');
+
+// How long a draining replica keeps its listener even when idle: a Service (kube-proxy on
+// every node) may still send it new connections after the preStop sleep, and those get a
+// retryable 503 GW_DRAINING instead of a refused or reset connection.
+const DRAIN_LINGER_MS = 2000;
+
+/** Stop taking requests, let those in flight finish up to `timeoutMs`, then close (cutting what is left). */
+async function drainAndClose(app: FastifyInstance, signal: string, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  app.drain.begin();
+  // Keep-alive connections stay open: closing one races a request the client is sending on it
+  // (a reset, not a retryable answer). Each next answer says `Connection: close` instead.
+  app.log.info({ signal, inFlight: app.drain.inFlight, timeoutMs }, 'draining');
+  const idle = await app.drain.waitIdle(timeoutMs);
+  const linger = Math.min(timeoutMs, DRAIN_LINGER_MS) - (Date.now() - started);
+  if (linger > 0) await new Promise((r) => setTimeout(r, linger));
+  if (!idle) {
+    app.log.warn({ cut: app.drain.inFlight }, 'drain timed out: closing the requests still in flight');
+    app.server.closeAllConnections();
+  }
+  await app.close();
 }
 
 function exitWithUsage(message: string): never {

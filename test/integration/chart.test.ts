@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
+import { EndpointSlicePeers } from '../../gateway/src/discovery/peer-slices.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import { KubeClient, type RequestInfo } from '../../operator/src/runtime/client.ts';
 import { createUserKubeconfig } from '../support/controlplane.ts';
@@ -76,7 +77,11 @@ interface Container {
   name: string;
   image: string;
   args: string[];
-  env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+  env?: {
+    name: string;
+    valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
+  }[];
+  lifecycle?: unknown;
   livenessProbe: { httpGet: { path: string; port: string } };
   readinessProbe: { httpGet: { path: string; port: string } };
   securityContext: Record<string, unknown>;
@@ -85,6 +90,7 @@ interface PodSpec {
   securityContext: Record<string, unknown>;
   containers: Container[];
   serviceAccountName: string;
+  terminationGracePeriodSeconds?: number;
   tolerations?: unknown[];
 }
 const find = (objs: RenderedObject[], kind: string, name: string): RenderedObject => {
@@ -189,9 +195,19 @@ describe('values reach the objects', () => {
         '--metrics-port=8080',
       ]),
     );
-    expect(podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)).serviceAccountName).toBe(
-      `${RELEASE}-gateway`,
+    const gatewayPod = podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`));
+    expect(gatewayPod.serviceAccountName).toBe(`${RELEASE}-gateway`);
+    // The drain: preStop 5 s, then 25 s for requests in flight, and a 5 s margin.
+    expect(gatewayPod.terminationGracePeriodSeconds).toBe(35);
+    const gw = container(objs, 'gateway');
+    expect(gw.lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
+    expect(gw.args).toEqual(
+      expect.arrayContaining(['--drain-timeout-seconds=25', `--peers-service=${RELEASE}-gateway`]),
     );
+    expect(gw.env).toEqual([
+      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ]);
     expect(objs.filter((o) => o.apiVersion.startsWith('monitoring.coreos.com'))).toEqual([]);
     expect(objs.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
   });
@@ -206,9 +222,27 @@ describe('values reach the objects', () => {
     const objs = await render({ set: ['gateway.redis.existingSecret.name=redis-url'] });
     const c = container(objs, 'gateway');
     expect(c.args).toContain('--redis-url=$(CACHEROUTE_REDIS_URL)');
-    expect(c.env).toEqual([
-      { name: 'CACHEROUTE_REDIS_URL', valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } } },
-    ]);
+    expect(c.env).toContainEqual({
+      name: 'CACHEROUTE_REDIS_URL',
+      valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } },
+    });
+    expect(JSON.stringify(c)).not.toContain('redis://');
+  });
+
+  it('gateway.shareAdmission=false: each replica admits the whole bound, and reads no EndpointSlices', async () => {
+    const objs = await render({
+      set: [
+        'gateway.shareAdmission=false',
+        'gateway.drainTimeoutSeconds=60',
+        'gateway.preStopSleepSeconds=0',
+      ],
+    });
+    const c = container(objs, 'gateway');
+    expect(c.args.filter((a: string) => a.startsWith('--peers-service'))).toEqual([]);
+    expect(c.args).toContain('--drain-timeout-seconds=60');
+    expect(c.lifecycle).toBeUndefined();
+    expect(podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)).terminationGracePeriodSeconds).toBe(65);
+    expect(objs.filter((o) => o.metadata.name === `${RELEASE}-gateway-peers`)).toEqual([]);
   });
 
   it('gateway.watchNamespaces: Roles in those namespaces and no ClusterRole', async () => {
@@ -221,8 +255,10 @@ describe('values reach the objects', () => {
     expect(gatewayRbac.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}`).sort()).toEqual([
       'Role/a',
       'Role/b',
+      `Role/${NAMESPACE}`, // the peers' EndpointSlices
       'RoleBinding/a',
       'RoleBinding/b',
+      `RoleBinding/${NAMESPACE}`,
     ]);
   });
 
@@ -306,17 +342,27 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     client.observe((info) => void requests.push(info));
     const watcher = new DiscoveryWatcher({ client, namespaces, coalesceMs: 20 });
     watcher.start();
+    // --peers-service, as the chart passes it: the gateway's own Service in the release namespace.
+    const peers = new EndpointSlicePeers({
+      client,
+      namespace: ns,
+      service: `${release}-cacheroute-gateway`,
+      self: 'gateway-0',
+    });
+    peers.start();
     let stopped: Promise<RequestInfo[]> | undefined;
     // A watch is reported when its stream ends: stop, then read what was asked.
     const stop = (): Promise<RequestInfo[]> =>
       (stopped ??= (async () => {
         await watcher.stop();
+        await peers.stop();
         await client.close();
         return requests;
       })());
     onTestFinished(async () => void (await stop()));
     // RBAC bindings take effect within moments; until then lists are 403 and retried.
     await eventually(() => expect(watcher.table.ready).toBe(true), { timeoutMs: 30_000 });
+    await eventually(() => expect(peers.hasSynced()).toBe(true), { timeoutMs: 30_000 });
     return { stop };
   }
 
@@ -337,20 +383,29 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     // (A watch is reported when its stream ends; one cut short before it was sent is not.)
     const asked = [...new Set(requests.map((r) => `${r.verb} ${r.resource}`))];
     const granted = ['list', 'watch'].flatMap((verb) =>
-      ['deployments', 'cachepolicies'].map((kind) => `${verb} ${kind}.cacheroute.dev`),
+      ['deployments.cacheroute.dev', 'cachepolicies.cacheroute.dev', 'endpointslices.discovery.k8s.io'].map(
+        (kind) => `${verb} ${kind}`,
+      ),
     );
     expect(granted).toEqual(expect.arrayContaining(asked));
     expect(asked).toEqual(
-      expect.arrayContaining(['list deployments.cacheroute.dev', 'list cachepolicies.cacheroute.dev']),
+      expect.arrayContaining([
+        'list deployments.cacheroute.dev',
+        'list cachepolicies.cacheroute.dev',
+        'list endpointslices.discovery.k8s.io',
+      ]),
     );
     const sa = 'gw1-cacheroute-gateway';
     expect(await canI(ns, sa, ['watch', 'cachepolicies.cacheroute.dev', '-A'])).toBe('yes');
+    expect(await canI(ns, sa, ['watch', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('yes');
     for (const denied of [
       ['get', 'deployments.cacheroute.dev', '-n', ns],
       ['update', 'deployments.cacheroute.dev/status', '-n', ns],
       ['list', 'tasks.cacheroute.dev', '-A'],
       ['list', 'pods', '-A'],
       ['get', 'secrets', '-n', ns],
+      ['list', 'endpointslices.discovery.k8s.io', '-n', 'default'],
+      ['get', 'services', '-n', ns],
     ])
       expect(await canI(ns, sa, denied), denied.join(' ')).toBe('no');
   });

@@ -79,6 +79,11 @@ export class EndpointSlicePeers implements PeerSet {
     this.#informer.start();
   }
 
+  /** True once the slices have been listed: until then a replica does not know its share. */
+  hasSynced(): boolean {
+    return this.#informer.hasSynced();
+  }
+
   waitForSync(signal?: AbortSignal): Promise<boolean> {
     return this.#informer.waitForSync(signal);
   }

@@ -14,6 +14,15 @@ describe('parseRouteSourceFlags', () => {
       { kubeconfig: '/k', namespace: ['a,b', ' c '] },
       { kind: 'discovery', kubeconfig: '/k', namespaces: ['a', 'b', 'c'] },
     ],
+    [
+      '--peers-service with the pod name and namespace: the tier from EndpointSlices',
+      { 'peers-service': 'gw', 'pod-name': 'gw-0', 'pod-namespace': 'ops' },
+      {
+        kind: 'discovery',
+        namespaces: [],
+        peers: { service: 'gw', namespace: 'ops', self: 'gw-0' },
+      },
+    ],
   ])('%s', (_name, flags, value) => {
     expect(parseRouteSourceFlags(flags)).toEqual({ ok: true, value });
   });
@@ -30,6 +39,16 @@ describe('parseRouteSourceFlags', () => {
       'a namespace that is not a DNS label',
       { namespace: ['Team_A'] },
       '--namespace: "Team_A" is not a namespace name',
+    ],
+    [
+      '--peers-service with --routes',
+      { routes: 'r.json', 'peers-service': 'gw', 'pod-name': 'p', 'pod-namespace': 'n' },
+      '--peers-service: --peers-service reads EndpointSlices from Kubernetes',
+    ],
+    [
+      '--peers-service without the pod name',
+      { 'peers-service': 'gw', 'pod-namespace': 'n' },
+      '--peers-service: --peers-service needs --pod-name and --pod-namespace',
     ],
   ])('refuses %s with a message naming the flag', (_name, flags, words) => {
     const r = parseRouteSourceFlags(flags);

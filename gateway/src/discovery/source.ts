@@ -12,7 +12,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { KubeClient } from '../../../operator/src/runtime/client.ts';
 import { describeError, type LogFields, type Logger } from '../../../operator/src/runtime/logger.ts';
+import type { PeerSet } from '../fleet/peers.ts';
 import { StaticRoutingTable, type ModelRoute, type RoutingTable } from '../routing/table.ts';
+import { EndpointSlicePeers } from './peer-slices.ts';
 import { DiscoveryWatcher } from './watcher.ts';
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -42,16 +44,41 @@ export const RouteSourceFlags = z
           .filter((n) => n !== ''),
       )
       .pipe(z.array(NamespaceName)),
+    // The gateway tier: this replica's Service, its pod name and namespace (the chart sets them).
+    'peers-service': z.string().min(1, "give the gateway Service's name").optional(),
+    'pod-name': z.string().min(1).optional(),
+    'pod-namespace': NamespaceName.optional(),
   })
   .refine((f) => !(f.routes && (f.kubeconfig || f.namespace.length > 0)), {
     message:
       '--routes (a static table) and --kubeconfig/--namespace (discovery) exclude each other; choose one',
     path: ['routes'],
+  })
+  .refine((f) => !(f.routes && f['peers-service']), {
+    message: '--peers-service reads EndpointSlices from Kubernetes: it needs discovery, not --routes',
+    path: ['peers-service'],
+  })
+  .refine((f) => !f['peers-service'] || (f['pod-name'] && f['pod-namespace']), {
+    message:
+      '--peers-service needs --pod-name and --pod-namespace (or $POD_NAME and $POD_NAMESPACE from the downward API)',
+    path: ['peers-service'],
   });
+
+/** The gateway tier's members come from this Service's EndpointSlices. */
+export interface PeerSource {
+  readonly service: string;
+  readonly namespace: string;
+  readonly self: string;
+}
 
 export type RouteSource =
   | { readonly kind: 'static'; readonly routes: string }
-  | { readonly kind: 'discovery'; readonly kubeconfig?: string; readonly namespaces: readonly string[] };
+  | {
+      readonly kind: 'discovery';
+      readonly kubeconfig?: string;
+      readonly namespaces: readonly string[];
+      readonly peers?: PeerSource;
+    };
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -61,12 +88,16 @@ export function parseRouteSourceFlags(values: Readonly<Record<string, unknown>>)
   if (!r.success) return { ok: false, error: formatFlagIssues(r.error) };
   const f = r.data;
   if (f.routes) return { ok: true, value: { kind: 'static', routes: f.routes } };
+  const service = f['peers-service'];
+  const self = f['pod-name'];
+  const namespace = f['pod-namespace'];
   return {
     ok: true,
     value: {
       kind: 'discovery',
       namespaces: f.namespace,
       ...(f.kubeconfig ? { kubeconfig: f.kubeconfig } : {}),
+      ...(service && self && namespace ? { peers: { service, namespace, self } } : {}),
     },
   };
 }
@@ -104,6 +135,8 @@ export function loadKubeConfig(path: string | undefined): KubeConfig {
 export interface Discovery {
   /** Discovery: not ready until the first sync. server.ts hands it to build(). */
   readonly table: RoutingTable;
+  /** The gateway tier, when a peer Service was named; `synced` gates readiness. */
+  readonly peers?: PeerSet & { synced(): boolean };
   /** Starts the informers (discovery); logs through the app's logger. */
   start(log: FastifyBaseLogger): void;
   close(): Promise<void>;
@@ -126,19 +159,29 @@ export async function openDiscovery(source: Extract<RouteSource, { kind: 'discov
   const table = new StaticRoutingTable();
   table.ready = false;
   let watcher: DiscoveryWatcher | undefined;
+  // Made at start(), when the app's logger exists; until then this replica knows no peers.
+  let slices: EndpointSlicePeers | undefined;
+  const peerSource = source.peers;
+  const peers = peerSource && {
+    self: peerSource.self,
+    members: () => slices?.members() ?? [],
+    synced: () => slices?.hasSynced() ?? false,
+  };
   return {
     table,
+    ...(peers ? { peers } : {}),
     start(log) {
-      watcher = new DiscoveryWatcher({
-        client,
-        table,
-        namespaces: source.namespaces,
-        logger: adaptFastifyLogger(log),
-      });
+      const logger = adaptFastifyLogger(log);
+      watcher = new DiscoveryWatcher({ client, table, namespaces: source.namespaces, logger });
       watcher.start();
+      if (peerSource) {
+        slices = new EndpointSlicePeers({ client, ...peerSource, logger });
+        slices.start();
+      }
     },
     async close() {
       await watcher?.stop();
+      await slices?.stop();
       await client.close();
     },
   };

@@ -40,6 +40,8 @@ export interface FakeUpstream {
   /** Held between the first and the last stream chunk. */
   streamGate: Gate;
   cachedTokens: number;
+  /** Added before the response starts and again before a stream's last chunk (a generation's time). */
+  latencyMs: number;
   close(): Promise<void>;
 }
 
@@ -51,13 +53,16 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     headGate: new Gate(),
     streamGate: new Gate(),
     cachedTokens: 4,
+    latencyMs: 0,
   };
   state.headGate.open();
   state.streamGate.open();
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
-    req.on('end', () => void respond(req.url ?? '/', raw, res));
+    // Only generation is scripted; the gateway's /metrics scrape gets a 404.
+    if (req.method !== 'POST') req.on('end', () => res.writeHead(404).end());
+    else req.on('end', () => void respond(req.url ?? '/', raw, res));
     res.on('close', () => {
       if (!res.writableFinished) state.aborted.count++;
     });
@@ -66,6 +71,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const body = JSON.parse(raw) as Record<string, unknown>;
     state.received.push({ path, body });
     await state.headGate.wait();
+    await sleep(state.latencyMs);
     if (res.destroyed) return;
     if (state.mode === 'fail') {
       res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"secret upstream detail"}');
@@ -92,6 +98,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return;
       }
       await state.streamGate.wait();
+      await sleep(state.latencyMs);
       if (res.destroyed) return;
       res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: 'b' } }], usage })}\n\n`);
       res.end('data: [DONE]\n\n');
@@ -129,6 +136,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 }
 
 /** Yields to the event loop until `cond` holds (I/O callbacks run in between); no timers. */
+function sleep(ms: number): Promise<void> {
+  return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve();
+}
+
 export async function eventually(cond: () => boolean, turns = 100_000): Promise<void> {
   for (let i = 0; i < turns; i++) {
     if (cond()) return;

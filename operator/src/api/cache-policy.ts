@@ -175,16 +175,15 @@ export const ResultReuse = withRules(
 export const Admission = withRules(
   z
     .object({
-      maxConcurrency: z
-        .number()
-        .int()
-        .default(64)
-        .meta({ description: 'In-flight requests per deployment before queueing.' }),
+      maxConcurrency: z.number().int().default(64).meta({
+        description:
+          'In-flight requests per deployment before queueing, for the whole gateway tier (each replica takes a share).',
+      }),
       maxQueue: z
         .number()
         .int()
         .default(256)
-        .meta({ description: 'Queued requests per deployment before 429.' }),
+        .meta({ description: 'Queued requests per deployment before 429, for the whole gateway tier.' }),
       queueTimeoutSeconds: z
         .number()
         .default(30)

@@ -1,0 +1,186 @@
+// A rolling restart of a two-replica gateway tier under load, as Kubernetes
+// runs one: four clients keep sending (streamed and not) through a stand-in
+// Service that spreads requests over the ready replicas; each old replica in
+// turn leaves the Service, sleeps its preStop, gets SIGTERM and drains, and a
+// new one takes its place once /readyz says so. For the second replica the
+// SIGTERM comes before the Service has caught up (endpoint removal is
+// asynchronous in a cluster): requests that still reach it get 503
+// GW_DRAINING with Retry-After, and a client retries them as OpenAI's SDKs do
+// (the replica keeps its listener a moment after it is idle, for exactly this).
+// No request may be lost.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findFreePort } from '../../test/sim/testing.ts';
+import { startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
+
+const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
+const PRE_STOP_MS = 150;
+
+const children: ChildProcess[] = [];
+let up: FakeUpstream | undefined;
+let dir: string | undefined;
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await up?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Replica {
+  readonly url: string;
+  readonly proc: ChildProcess;
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+  readonly agent: http.Agent;
+}
+
+async function startReplica(routes: string): Promise<Replica> {
+  const port = await findFreePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc = spawn(
+    process.execPath,
+    [SERVER, '--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  children.push(proc);
+  const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  for (let i = 0; i < 400; i++) {
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    await sleep(25);
+  }
+  return { url, proc, exited, agent: new http.Agent({ keepAlive: true }) };
+}
+
+type Outcome = { readonly status: number; readonly draining: boolean; readonly done: boolean } | string;
+
+function post(replica: Replica, stream: boolean): Promise<Outcome> {
+  const body = JSON.stringify({ model: 'm', stream, messages: [{ role: 'user', content: 'hi' }] });
+  return new Promise((resolve) => {
+    const req = http.request(
+      `${replica.url}/v1/chat/completions`,
+      { method: 'POST', agent: replica.agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            draining: text.includes('GW_DRAINING'),
+            // A whole answer: a stream's end marker, or a complete JSON body.
+            done: stream ? text.includes('data: [DONE]') : text.includes('"choices"'),
+          }),
+        );
+        res.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      },
+    );
+    req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    req.end(body);
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+describe('a rolling restart of the gateway tier under load', () => {
+  it('loses no request', { timeout: 60_000 }, async () => {
+    const upstream = await startFakeUpstream();
+    up = upstream;
+    upstream.latencyMs = 60; // every answer is in flight for a while, streams twice that
+    dir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-rolling-'));
+    const routes = path.join(dir, 'routes.json');
+    writeFileSync(
+      routes,
+      JSON.stringify([
+        {
+          model: 'm',
+          deployment: 'ns/m',
+          fingerprint: 'fp',
+          salt: 's',
+          endpoints: [{ id: 'a', url: upstream.url, fingerprint: 'fp', verified: true, ready: true }],
+        },
+      ]),
+    );
+    // The Service: the replicas it sends new requests to, in turn.
+    const service: Replica[] = [await startReplica(routes), await startReplica(routes)];
+    let turn = 0;
+    const pick = (): Replica => {
+      const r = service[turn++ % service.length];
+      if (!r) throw new Error('the Service has no endpoint');
+      return r;
+    };
+
+    let running = true;
+    let phase = 'steady';
+    const lost: string[] = [];
+    let answered = 0;
+    let retriedDraining = 0;
+    const client = async (n: number): Promise<void> => {
+      for (let i = 0; running; i++) {
+        const stream = (n + i) % 2 === 0;
+        let out = await post(pick(), stream);
+        // A 503 with Retry-After is retried (up to 3 times; the test waits 50 ms, not the 1 s it says).
+        for (
+          let retry = 0;
+          retry < 3 && typeof out !== 'string' && out.status === 503 && out.draining;
+          retry++
+        ) {
+          retriedDraining++;
+          await sleep(50);
+          out = await post(pick(), stream);
+        }
+        if (typeof out === 'string' || out.status !== 200 || !out.done)
+          lost.push(`${phase} ${typeof out === 'string' ? out : `${out.status}${out.done ? '' : ' cut'}`}`);
+        else answered++;
+      }
+    };
+    const clients = [0, 1, 2, 3].map(client);
+    await sleep(300);
+
+    const replace = async (old: Replica, serviceFirst: boolean): Promise<void> => {
+      const leave = (): void => void service.splice(service.indexOf(old), 1);
+      phase = serviceFirst ? 'first' : 'second';
+      if (serviceFirst) {
+        leave();
+        await sleep(PRE_STOP_MS); // the chart's preStop sleep
+        old.proc.kill('SIGTERM');
+      } else {
+        old.proc.kill('SIGTERM');
+        await sleep(PRE_STOP_MS); // the Service catches up late
+        leave();
+      }
+      const [code, signal] = await old.exited;
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      old.agent.destroy();
+      phase += '-exited';
+      service.push(await startReplica(routes));
+      phase += '-replaced';
+      await sleep(300);
+    };
+    const [first, second] = service as [Replica, Replica];
+    await replace(first, true);
+    await replace(second, false);
+    running = false;
+    await Promise.all(clients);
+    for (const r of service) {
+      r.proc.kill('SIGTERM');
+      await r.exited;
+      r.agent.destroy();
+    }
+
+    expect(lost).toEqual([]);
+    expect(answered).toBeGreaterThan(20);
+    // The late Service sent requests to the draining replica: they were refused, not lost.
+    expect(retriedDraining).toBeGreaterThan(0);
+  });
+});
