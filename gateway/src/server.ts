@@ -39,6 +39,16 @@ const RouteFile = z.array(
         ready: z.boolean(),
         bootstrapPort: z.number().int().optional(),
         generation: z.string().optional(),
+        events: z
+          .object({
+            kv: z.array(z.string()).min(1),
+            replay: z.array(z.string()).optional(),
+            topic: z.string().default(''),
+            blockSize: z.number().int().positive(),
+            load: z.array(z.string()).optional(),
+            loadTopic: z.string().optional(),
+          })
+          .optional(),
       }),
     ),
   }),

@@ -143,6 +143,36 @@ describe('buildRoutingTable: endpoints fail closed', () => {
     expect(routes[0]).toMatchObject({ model: 'llama-8b', deployment: 'team-a/llama', fingerprint: 'fp1' });
   });
 
+  it("joins the runtime's advertised event ports to the pod IP, one address per rank", () => {
+    const events = { port: 5557, ranks: 2, topic: 'kv', blockSize: 16, replayPort: 5559, loadPort: 5561 };
+    const { routes } = buildRoutingTable({
+      deployments: [
+        dep({
+          endpoints: [ep('a', { events }), ep('b', { ip: 'fd00::5', events: { ...events, ranks: 1 } })],
+        }),
+      ],
+      policies: [],
+    });
+    expect(routes[0]?.endpoints.map((e) => e.events)).toEqual([
+      {
+        kv: ['tcp://10.244.0.5:5557', 'tcp://10.244.0.5:5558'],
+        replay: ['tcp://10.244.0.5:5559', 'tcp://10.244.0.5:5560'],
+        load: ['tcp://10.244.0.5:5561', 'tcp://10.244.0.5:5562'],
+        loadTopic: 'load',
+        topic: 'kv',
+        blockSize: 16,
+      },
+      {
+        kv: ['tcp://[fd00::5]:5557'],
+        replay: ['tcp://[fd00::5]:5559'],
+        load: ['tcp://[fd00::5]:5561'],
+        loadTopic: 'load',
+        topic: 'kv',
+        blockSize: 16,
+      },
+    ]);
+  });
+
   it.each([
     ['routable false', false],
     ['routable absent (no status from the operator yet)', undefined],

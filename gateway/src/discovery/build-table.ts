@@ -33,9 +33,15 @@ import {
   validateResource,
   type CachePolicyResource,
   type DeploymentResource,
+  type EndpointEvents,
 } from '../../../operator/src/api/index.ts';
 import { computeDeploymentSalt, findAcceptingPolicy } from '../../../operator/src/sglang/cache-binding.ts';
-import { EndpointRole, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
+import {
+  EndpointRole,
+  type ModelRoute,
+  type RouteEndpoint,
+  type RouteEndpointEvents,
+} from '../routing/table.ts';
 
 /** Prefix of the cache namespace used when no CachePolicy governs a Deployment. */
 export { DEFAULT_CACHE_NAMESPACE_PREFIX } from '../../../operator/src/sglang/cache-binding.ts';
@@ -148,7 +154,22 @@ export function buildRouteEndpoints(d: DeploymentResource): RouteEndpoint[] {
       : {}),
     // A new IP (recreated pod) or a container restart is a new process with an empty cache.
     generation: `${e.ip}#${e.restartCount ?? 0}`,
+    ...(e.events ? { events: buildEventAddresses(e.ip, e.events) } : {}),
   }));
+}
+
+/** Status publishes ports (the runtime binds a wildcard); subscribers dial the pod IP, rank r on base + r. */
+export function buildEventAddresses(ip: string, ev: EndpointEvents): RouteEndpointEvents {
+  const host = formatHost(ip);
+  const range = (base: number): string[] =>
+    Array.from({ length: Math.max(1, ev.ranks) }, (_, r) => `tcp://${host}:${base + r}`);
+  return {
+    kv: range(ev.port),
+    topic: ev.topic,
+    blockSize: ev.blockSize,
+    ...(ev.replayPort !== undefined ? { replay: range(ev.replayPort) } : {}),
+    ...(ev.loadPort !== undefined ? { load: range(ev.loadPort), loadTopic: ev.loadTopic ?? 'load' } : {}),
+  };
 }
 
 type StatusEndpoint = NonNullable<NonNullable<DeploymentResource['status']>['endpoints']>[number];

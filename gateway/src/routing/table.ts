@@ -27,6 +27,20 @@ export interface RouteEndpoint {
   readonly bootstrapPort?: number;
   /** Pod uid + restart count: changes when the runtime's cache is lost. */
   readonly generation?: string;
+  /** The runtime's event publishers (one address per data-parallel rank), when it publishes. */
+  readonly events?: RouteEndpointEvents;
+}
+
+export interface RouteEndpointEvents {
+  /** KV events (ZMQ PUB), e.g. tcp://10.0.0.5:5557. */
+  readonly kv: readonly string[];
+  /** Replay (ZMQ ROUTER), same ranks; absent when the runtime keeps no replay buffer. */
+  readonly replay?: readonly string[];
+  readonly topic: string;
+  /** Tokens a block is hashed over (the runtime's page size). */
+  readonly blockSize: number;
+  readonly load?: readonly string[];
+  readonly loadTopic?: string;
 }
 
 export interface ModelRoute {

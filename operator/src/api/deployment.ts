@@ -616,6 +616,25 @@ export const ReportedIdentity = z.object({
   tensorParallel: z.number().int().optional(),
 });
 
+export const EndpointEvents = z
+  .object({
+    port: z.number().int().meta({ description: 'KV events: rank r publishes on port + r (ZMQ PUB).' }),
+    ranks: z.number().int().meta({ description: 'Data-parallel ranks: one publisher each.' }),
+    topic: z.string(),
+    blockSize: z.number().int().meta({ description: 'Tokens a block (page) is hashed over.' }),
+    replayPort: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: 'Replay (ZMQ ROUTER): rank r on replayPort + r.' }),
+    loadPort: z.number().int().optional().meta({ description: 'Load publisher: rank r on loadPort + r.' }),
+    loadTopic: z.string().optional(),
+  })
+  .meta({
+    description: "The runtime's event publishers on the pod IP, as its /server_info advertises them.",
+  });
+export type EndpointEvents = z.infer<typeof EndpointEvents>;
+
 export const Endpoint = z.object({
   pod: z.string(),
   ip: z.string(),
@@ -630,6 +649,7 @@ export const Endpoint = z.object({
   reported: ReportedIdentity.optional(),
   restartCount: z.number().int().optional(),
   verifiedAt: z.string().optional(),
+  events: EndpointEvents.optional(),
 });
 export type Endpoint = z.infer<typeof Endpoint>;
 

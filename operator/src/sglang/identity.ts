@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { KvEventsAdvert } from './publishers.ts';
 
 /**
  * The parts of SGLang's `/server_info` (legacy `/get_server_info`) that identify
@@ -21,6 +22,8 @@ export const ServerInfo = z.looseObject({
   disaggregation_decode_enable_radix_cache: z.boolean().nullish(),
   disaggregation_bootstrap_port: z.number().int().nullish(),
   max_total_num_tokens: z.number().int().nullish(),
+  // A block we cannot read costs the gateway its exact index, not the runtime its verification.
+  kv_events: KvEventsAdvert.nullish().catch(null),
 });
 export type ServerInfo = z.infer<typeof ServerInfo>;
 

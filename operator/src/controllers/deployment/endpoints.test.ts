@@ -94,6 +94,23 @@ describe('buildVerifiedEndpoint', () => {
     expect(e).toMatchObject({ verified: true, verifiedAt: new Date(NOW).toISOString(), reported });
     expect(e.reason).toBeUndefined();
   });
+  it('publishes the event publishers the runtime advertised, once verified', () => {
+    const events = { port: 5557, ranks: 1, topic: 'kv', blockSize: 1, replayPort: 5558 };
+    const ok = buildVerifiedEndpoint(
+      pod,
+      undefined,
+      { ok: true, reported, mismatches: '', events },
+      new Date(NOW),
+    );
+    expect(ok.events).toEqual(events);
+    const bad = buildVerifiedEndpoint(
+      pod,
+      undefined,
+      { ok: true, reported, mismatches: 'version: declared 0.5.23, runtime reports 0.5.0', events },
+      new Date(NOW),
+    );
+    expect(bad.events).toBeUndefined();
+  });
   it('marks a mismatch unverified and says what differs', () => {
     const e = buildVerifiedEndpoint(
       pod,

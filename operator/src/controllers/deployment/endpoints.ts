@@ -2,7 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeObject } from '../../runtime/objects.ts';
 import type { Endpoint, EndpointRole } from '../../api/index.ts';
 import { EndpointRole as EndpointRoleSchema } from '../../api/index.ts';
-import type { RuntimeIdentity } from '../../sglang/identity.ts';
+import type { IdentityReadback } from './verify.ts';
 import { SGLANG_PORT } from './args.ts';
 import { LABEL_FINGERPRINT, LABEL_ROLE } from './labels.ts';
 
@@ -115,7 +115,7 @@ export function planVerification(
 export function buildVerifiedEndpoint(
   pod: PodView,
   bootstrapPort: number | undefined,
-  outcome: { ok: true; reported: RuntimeIdentity; mismatches: string } | { ok: false; error: string },
+  outcome: IdentityReadback,
   now: Date,
 ): Endpoint {
   const base = baseEndpoint(pod, bootstrapPort);
@@ -126,5 +126,6 @@ export function buildVerifiedEndpoint(
   if (outcome.mismatches !== '') {
     return { ...base, reported, reason: EndpointReason.IdentityMismatch, message: outcome.mismatches };
   }
-  return { ...base, reported, verified: true, verifiedAt: now.toISOString() };
+  const events = outcome.events ? { events: outcome.events } : {};
+  return { ...base, reported, verified: true, verifiedAt: now.toISOString(), ...events };
 }

@@ -1,4 +1,6 @@
+import type { EndpointEvents } from '../../api/index.ts';
 import { fetchModelInfo, fetchServerInfo } from '../../sglang/client.ts';
+import { toEndpointEvents } from '../../sglang/publishers.ts';
 import {
   compareIdentity,
   computeRuntimeIdentity,
@@ -7,7 +9,8 @@ import {
 } from '../../sglang/identity.ts';
 
 export type IdentityReadback =
-  { ok: true; reported: RuntimeIdentity; mismatches: string } | { ok: false; error: string };
+  | { ok: true; reported: RuntimeIdentity; mismatches: string; events?: EndpointEvents }
+  | { ok: false; error: string };
 
 /** Reads what the runtime at `baseUrl` says it is and compares it with what was declared. */
 export async function readIdentity(
@@ -19,5 +22,7 @@ export async function readIdentity(
   if (!server.ok) return { ok: false, error: server.error };
   if (!model.ok) return { ok: false, error: model.error };
   const reported = computeRuntimeIdentity(server.value, model.value);
-  return { ok: true, reported, mismatches: formatMismatches(compareIdentity(declared, reported)) };
+  const mismatches = formatMismatches(compareIdentity(declared, reported));
+  const events = server.value.kv_events ? toEndpointEvents(server.value.kv_events) : undefined;
+  return { ok: true, reported, mismatches, ...(events ? { events } : {}) };
 }
