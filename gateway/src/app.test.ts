@@ -195,6 +195,29 @@ describe('forwarding', () => {
     );
   });
 
+  it('an endpoint that refused a connection leaves every pick at once, before the table says so', async () => {
+    await a.close();
+    // Round-robin would send every other request to a; after its first refusal none goes there.
+    for (let i = 0; i < 6; i++) {
+      const res = await app.inject(post('/v1/chat/completions', chat()));
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-cacheroute-endpoint']).toBe('b');
+    }
+    expect(b.received).toHaveLength(6);
+    expect(await metricsText()).toContain(
+      'cacheroute_gateway_upstream_failures_total{endpoint="a",reason="connect"} 1',
+    );
+    expect(app.gateway.standing.list()).toEqual([
+      expect.objectContaining({ id: 'a', reason: 'ECONNREFUSED' }),
+    ]);
+  });
+
+  it('a 5xx answer is a failed attempt, not a gone endpoint', async () => {
+    a.mode = 'fail';
+    await app.inject(post('/v1/chat/completions', chat()));
+    expect(app.gateway.standing.list()).toEqual([]);
+  });
+
   it('all endpoints failing → 502 without upstream text', async () => {
     a.mode = 'fail';
     b.mode = 'fail';

@@ -22,6 +22,7 @@ import {
   type RouteInput,
 } from './policies/index.ts';
 import { EndpointBook, type RuntimeLoad } from './endpoint-book.ts';
+import { StandingEndpoints } from './endpoints/standing.ts';
 import {
   computeEffectiveSalt,
   computeRouteTokens,
@@ -70,7 +71,13 @@ import {
   type SendOptions,
   type StreamedResponse,
 } from './upstream-answer.ts';
-import { computeBufferedReport, headerString, mapUpstreamFailure, pipeStream } from './upstream.ts';
+import {
+  classifyUpstreamFailure,
+  computeBufferedReport,
+  headerString,
+  mapUpstreamFailure,
+  pipeStream,
+} from './upstream.ts';
 
 export interface UpstreamOptions {
   /** Time to response headers (non-streaming: the whole generation). */
@@ -94,6 +101,8 @@ export interface GatewayOptions {
   readonly maintenanceIntervalMs?: number;
   /** The gateway tier: admission bounds are divided among its members (fleet/share.ts). */
   readonly peers?: PeerSet;
+  /** How long an endpoint whose connection failed stays out of picks (default 10 s). */
+  readonly downHoldMs?: number;
 }
 
 export interface RequestContext {
@@ -137,6 +146,8 @@ export class Gateway {
   readonly #upstream: Required<UpstreamOptions>;
   readonly #policies = new Map<string, PolicyEntry>();
   readonly #book: EndpointBook;
+  /** Endpoints whose connection just failed leave every pick before the table catches up. */
+  readonly standing: StandingEndpoints;
   readonly admission: AdmissionRegistry;
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
@@ -172,6 +183,7 @@ export class Gateway {
       bodyTimeoutMs: this.#upstream.bodyTimeoutMs,
     };
     this.admission = new AdmissionRegistry(this.#clock);
+    this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
     this.#peers = opts.peers ?? buildSoloPeers();
@@ -293,7 +305,9 @@ export class Gateway {
     const tried = new Set<string>();
     let lastError: GatewayError | undefined;
     for (let attempt = 0; attempt < this.#upstream.maxAttempts; attempt++) {
-      const candidates = computeRoutableEndpoints(route).filter((e) => !tried.has(e.id));
+      const candidates = this.standing
+        .filter(computeRoutableEndpoints(route))
+        .filter((e) => !tried.has(e.id));
       const i = policy.select(
         candidates.map((e) => this.#book.view(e)),
         input,
@@ -357,13 +371,13 @@ export class Gateway {
     { exchange, deliver }: Via<T, R>,
   ): Promise<T> {
     const { ctx, route, input } = fwd;
-    const prefills = computeRoutableByRole(route, EndpointRole.prefill);
+    const prefills = this.standing.filter(computeRoutableByRole(route, EndpointRole.prefill));
     const pi = policy.select(
       prefills.map((e) => this.#book.view(e)),
       input,
     );
     const prefill = pi === undefined ? undefined : prefills[pi];
-    const decodes = prefill ? computeDecodePartners(route, prefill) : [];
+    const decodes = prefill ? this.standing.filter(computeDecodePartners(route, prefill)) : [];
     const decode =
       decodes[
         indexOfMin(
@@ -407,6 +421,13 @@ export class Gateway {
    * A failed attempt (no answer, or a 5xx): the client's own abort wins; otherwise it is
    * counted, a 5xx answer is drained, and the error the client would get is returned.
    */
+  /** No connection (refused, reset, unreachable) before any answer: the runtime is gone or going. */
+  #markIfGone(endpoint: RouteEndpoint, failure: unknown): void {
+    if (classifyUpstreamFailure(failure) !== 'connect') return;
+    const code = (failure as { code?: unknown } | undefined)?.code;
+    this.standing.markDown(endpoint, typeof code === 'string' ? code : 'connection failed');
+  }
+
   async #failAttempt<R extends Answer>(
     ctx: RequestContext,
     endpoint: RouteEndpoint,
@@ -418,6 +439,7 @@ export class Gateway {
     release.info = { ok: false };
     const failure = 'error' in res ? res.error : res;
     this.#book.countFailure(endpoint, failure);
+    this.#markIfGone(endpoint, failure);
     if (!('error' in res)) await exchange.discard(res);
     return mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
   }
@@ -436,7 +458,11 @@ export class Gateway {
     );
     guard.release();
     if ('error' in res || res.statusCode >= 300) {
-      if (!signal.aborted) this.#book.countFailure(prefill, 'error' in res ? res.error : res);
+      if (!signal.aborted) {
+        const failure = 'error' in res ? res.error : res;
+        this.#book.countFailure(prefill, failure);
+        this.#markIfGone(prefill, failure);
+      }
       this.#book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
       onFailure();
       return;

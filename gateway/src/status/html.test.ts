@@ -22,6 +22,7 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
   cacheHitRate: 0.75,
   lastError: null,
   failedAttempts: { connect: 0, timeout: 0, status: 0, interrupted: 0 },
+  down: null,
   ...over,
 });
 
@@ -77,6 +78,12 @@ describe('renderStatusPage', () => {
       view(endpoint({ failedAttempts: { connect: 2, timeout: 0, status: 1, interrupted: 0 } })),
     );
     expect(html).toContain('data-field="failed-attempts">3 failed attempts: connect 2, status 1</span>');
+  });
+
+  it('says why an endpoint is left out of picks', () => {
+    expect(renderStatusMain(view())).not.toContain('data-field="down"');
+    const html = renderStatusMain(view(endpoint({ down: 'ECONNREFUSED' })));
+    expect(html).toContain('data-field="down">left out of picks: ECONNREFUSED</span>');
   });
 
   it('shows a dash, not 0%, when nothing was measured', () => {

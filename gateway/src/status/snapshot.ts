@@ -65,6 +65,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     'reason',
   );
   const reuse = tabulate(await src.metrics.reuse.get(), 'model', 'source');
+  const down = new Map(src.gateway.standing.list().map((m) => [m.id, m.reason]));
 
   return {
     now,
@@ -74,6 +75,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     runtimeLoad,
     decisions,
     activity,
+    down,
     failures,
     routingTokens,
     reuse,

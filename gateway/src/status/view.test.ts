@@ -33,6 +33,7 @@ const empty: StatusSnapshot = {
   runtimeLoad: new Map(),
   decisions: new Map(),
   activity: new Map(),
+  down: new Map(),
   failures: new Map(),
   routingTokens: new Map(),
   reuse: new Map(),
@@ -80,6 +81,7 @@ describe('buildStatusView', () => {
         ['a', { served: 9, reported: 9, promptTokens: 1000, cachedTokens: 750, lastError: err }],
       ]),
       failures: new Map([['a', { connect: 2, status: 1 }]]),
+      down: new Map([['a', 'ECONNREFUSED']]),
       routingTokens: new Map([['m', { prompt: 2000, matched: 500 }]]),
       reuse: new Map([['m', { store: 3, inflight: 1, fresh: 4 }]]),
       deploymentErrors: new Map([['ns/m', { ...err, status: 429, code: 'GW_OVERLOADED' }]]),
@@ -106,6 +108,7 @@ describe('buildStatusView', () => {
       cacheHitRate: 0.75,
       lastError: { status: 400, code: 'HTTP_400', message: 'too long' },
       failedAttempts: { connect: 2, timeout: 0, status: 1, interrupted: 0 },
+      down: 'ECONNREFUSED',
     });
     expect(StatusView.parse(v)).toEqual(v);
   });

@@ -50,6 +50,8 @@ export const EndpointStatus = z.object({
   lastError: ErrorView.nullable(),
   /** Attempts to it that failed since the gateway started, by reason (retried ones included). */
   failedAttempts: z.object({ connect: Count, timeout: Count, status: Count, interrupted: Count }),
+  /** Why this replica leaves it out of every pick for now (a refused or reset connection); null when it does not. */
+  down: z.string().nullable(),
 });
 
 export const DeploymentStatus = z.object({
@@ -110,6 +112,8 @@ export interface StatusSnapshot {
   readonly runtimeLoad: ReadonlyMap<string, RuntimeLoad>;
   readonly decisions: ReadonlyMap<string, DecisionCounts>;
   readonly activity: ReadonlyMap<string, EndpointActivity>;
+  /** By endpoint id: why a failed connection took it out of picks, while that holds. */
+  readonly down: ReadonlyMap<string, string>;
   /** By endpoint id, then reason. */
   readonly failures: ReadonlyMap<string, Readonly<Partial<Record<UpstreamFailureReason, number>>>>;
   /** By model. */
@@ -215,6 +219,7 @@ function buildEndpointStatus(
     cacheHitRate: ratio(a.cachedTokens, a.promptTokens),
     lastError: a.lastError ? buildErrorView(a.lastError) : null,
     failedAttempts: buildFailedAttempts(s.failures.get(e.id)),
+    down: s.down.get(e.id) ?? null,
   };
 }
 
