@@ -1,0 +1,232 @@
+// One publisher's numbered KV event batches, applied to a KvBlockIndex in
+// sequence: the decisions of the subscriber, without its sockets.
+//
+// SGLang's publisher numbers batches 0, 1, 2, ... from its start and keeps
+// the last buffer_steps (10,000 by default) for replay. The feed:
+//
+// - applies a live batch whose seq is the next one; a later seq is a gap
+//   (live() says 'gap': the caller asks the replay endpoint, then offers the
+//   batch again with afterReplay, which adopts it if the replay did not close
+//   the gap);
+// - skips a live batch it already applied (same seq, same bytes: one that
+//   arrived again after a replay); an earlier seq with other bytes means the
+//   publisher restarted: its cache is gone, so the index is dropped;
+// - asks a replay from its last seq, not the one after: the first answer
+//   must be the very batch it applied last (a SHA-1 of the bytes), which
+//   tells a restarted publisher that has since counted past our seq from the
+//   same one. Answers that start later mean the buffer rolled over;
+// - knows the index is complete (exactly the runtime's cache) when it has
+//   applied every batch since seq 0, or since an AllBlocksCleared (a flush,
+//   or a runtime's construction); after events were lost beyond the
+//   replay's reach it starts over from an empty index and says so, until
+//   the next AllBlocksCleared. An incomplete index under-reports blocks
+//   stored before it started; routing decides whether that is good enough.
+//
+// A batch that does not decode is lost for good (a replay returns the same
+// bytes): the index starts over from the batch after it.
+//
+// No I/O and no timers: time comes in through a Clock and a wall clock.
+
+import { hash } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import { addApplyStats, buildApplyStats, type ApplyStats, type KvBlockIndex } from './block-index.ts';
+import { decodeEventBatch } from './decode.ts';
+
+/** Applied batches remembered for telling a repeated batch from a restarted publisher's. */
+const RECENT_BATCHES = 1024;
+
+export type LiveStep = 'applied' | 'duplicate' | 'gap';
+export type ReplayOutcome = 'done' | 'again';
+
+export interface FeedCounters {
+  /** Batches applied (live or replayed). */
+  applied: number;
+  replays: number;
+  /** Times the index was dropped and started over (restart, lost batches, malformed batch). */
+  restarts: number;
+  malformed: number;
+  /** Accumulated over every batch applied. */
+  readonly blocks: ApplyStats;
+}
+
+export interface FeedState {
+  readonly lastSeq: number | null;
+  readonly complete: boolean;
+  /** Why the index is what it is: empty when complete and nothing notable happened. */
+  readonly note: string;
+  /** Clock ms when a batch was last applied. */
+  readonly lastEventAt: number | null;
+  /** Wall-clock receipt minus the publisher's timestamp, for the last live batch. */
+  readonly lagMs: number | null;
+}
+
+export interface KvEventFeedDeps {
+  readonly clock: Pick<Clock, 'now'>;
+  /** Milliseconds since the epoch: batch timestamps are the publisher's time.time(). */
+  readonly wallNow: () => number;
+}
+
+interface ReplayRound {
+  readonly from: number;
+  readonly verifying: boolean;
+  received: number;
+  /** The publisher answered for our last seq with other bytes, or not at all: another publisher. */
+  restarted: boolean;
+}
+
+function fingerprint(payload: Uint8Array): string {
+  return hash('sha1', payload, 'base64');
+}
+
+export class KvEventFeed {
+  readonly index: KvBlockIndex;
+  readonly counters: FeedCounters = {
+    applied: 0,
+    replays: 0,
+    restarts: 0,
+    malformed: 0,
+    blocks: buildApplyStats(),
+  };
+  readonly #deps: KvEventFeedDeps;
+  readonly #recent = new Map<number, string>();
+  #lastSeq: number | null = null;
+  #complete = false;
+  #note = 'no batch yet';
+  #lastEventAt: number | null = null;
+  #lagMs: number | null = null;
+  #round: ReplayRound | null = null;
+  /** Why the last replay failed, until a batch is adopted in its place. */
+  #replayFailure: string | null = null;
+
+  constructor(index: KvBlockIndex, deps: KvEventFeedDeps) {
+    this.index = index;
+    this.#deps = deps;
+  }
+
+  get state(): FeedState {
+    return {
+      lastSeq: this.#lastSeq,
+      complete: this.#complete,
+      note: this.#note,
+      lastEventAt: this.#lastEventAt,
+      lagMs: this.#lagMs,
+    };
+  }
+
+  /** A batch off the live socket. */
+  live(seq: number, payload: Uint8Array, opts: { afterReplay?: boolean } = {}): LiveStep {
+    const last = this.#lastSeq;
+    if (last !== null && seq <= last) {
+      if (this.#recent.get(seq) === fingerprint(payload)) return 'duplicate';
+      this.#startOver(`publisher restarted (seq ${seq} after ${last})`, false);
+      if (seq !== 0) return 'gap';
+      this.#complete = true;
+    } else if (seq !== (last ?? -1) + 1) {
+      if (!opts.afterReplay) return 'gap';
+      // The replay could not supply what came before: start from this batch.
+      this.#startOver(
+        `${this.#replayFailure ?? `batches before seq ${seq} were lost`}; index restarted at seq ${seq}`,
+        false,
+      );
+    } else if (last === null) {
+      // Seq 0 of a publisher: everything it ever published.
+      this.#complete = true;
+      this.#note = '';
+    }
+    this.#apply(seq, payload, true);
+    return 'applied';
+  }
+
+  /** Starts a replay round; returns the seq to ask from. */
+  beginReplay(): number {
+    const verifying = this.#lastSeq !== null;
+    const from = this.#lastSeq ?? 0;
+    this.#round = { from, verifying, received: 0, restarted: false };
+    this.counters.replays++;
+    return from;
+  }
+
+  /** One batch of the replay's answer, in the publisher's order. */
+  replayed(seq: number, payload: Uint8Array): void {
+    const round = this.#round;
+    if (!round || round.restarted) return;
+    const first = round.received++ === 0;
+    const last = this.#lastSeq;
+    if (first && round.verifying && seq === last) {
+      if (this.#recent.get(seq) !== fingerprint(payload)) round.restarted = true;
+      return;
+    }
+    if (last !== null && seq <= last) return;
+    if (seq !== (last ?? -1) + 1) {
+      // What we need is no longer kept (or never was: a fresh start from a rolled-over buffer).
+      const why =
+        last === null ? `replay starts at seq ${seq}` : `replay could not cover seq ${last + 1}..${seq - 1}`;
+      this.#startOver(why, false);
+    } else if (last === null) {
+      this.#startOver('', true);
+    }
+    this.#apply(seq, payload, false);
+  }
+
+  /** The replay's end marker arrived: 'again' asks for another round (from seq 0). */
+  endReplay(): ReplayOutcome {
+    const round = this.#round;
+    this.#round = null;
+    if (!round) return 'done';
+    if (round.restarted || (round.verifying && round.received === 0)) {
+      this.#startOver(`publisher restarted (replay had no seq ${round.from} of ours)`, false);
+      return 'again';
+    }
+    // An empty answer from seq 0 leaves the index incomplete: nothing published yet and nothing kept
+    // (buffer_steps 0) look alike. SGLang's seq 0, published at start-up, settles it when it comes.
+    return 'done';
+  }
+
+  /** The replay did not answer (or there is none): whatever comes next live is adopted as the start. */
+  failReplay(why: string): void {
+    this.#round = null;
+    this.#startOver(why, false);
+    this.#replayFailure = why;
+  }
+
+  #startOver(why: string, complete: boolean): void {
+    if (this.#lastSeq !== null || this.index.size > 0) this.counters.restarts++;
+    this.index.clear();
+    this.#recent.clear();
+    this.#lastSeq = null;
+    this.#complete = complete;
+    this.#note = why;
+    this.#replayFailure = null;
+  }
+
+  #apply(seq: number, payload: Uint8Array, live: boolean): void {
+    const decoded = decodeEventBatch(payload);
+    this.#lastSeq = seq;
+    this.#remember(seq, payload);
+    this.#lastEventAt = this.#deps.clock.now();
+    this.counters.applied++;
+    if (!decoded.ok) {
+      this.counters.malformed++;
+      this.counters.restarts++;
+      this.index.clear();
+      this.#complete = false;
+      this.#note = `batch ${seq} did not decode (${decoded.error.message}); index restarted after it`;
+      return;
+    }
+    const stats = this.index.apply(decoded.value.events);
+    addApplyStats(this.counters.blocks, stats);
+    if (stats.cleared && !this.#complete) {
+      this.#complete = true;
+      this.#note = '';
+    }
+    if (live) this.#lagMs = this.#deps.wallNow() - decoded.value.timestampMs;
+  }
+
+  #remember(seq: number, payload: Uint8Array): void {
+    this.#recent.set(seq, fingerprint(payload));
+    if (this.#recent.size > RECENT_BATCHES) {
+      const oldest = this.#recent.keys().next().value;
+      if (oldest !== undefined) this.#recent.delete(oldest);
+    }
+  }
+}

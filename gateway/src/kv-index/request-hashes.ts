@@ -1,0 +1,34 @@
+// A request's block hashes, as SGLang 0.5.23 keys the pages it would cache
+// for it (kv-event-hash.ts): whole pages only (SGLang's tree holds no
+// partial page), chained from the cache_salt's seed, so two salts never share
+// a block. extra_key does not enter (the default event format hashes tokens
+// and salt only); LoRA adapters would, and are not modelled here.
+//
+// SGLang matches at most all but the last prompt token (the last one's
+// logits must be computed), so a caller predicting the cached_tokens the
+// runtime will report passes tokens.slice(0, -1).
+//
+// Cost: one SHA-256 a page (about 1.4 us, kv-event-hash.ts): a 2k-token
+// prompt is 128 hashes at page size 16, 2k at page size 1.
+
+import {
+  computePageDigest,
+  computeSaltSeed,
+  toBlockHash,
+} from '../../../operator/src/sglang/kv-event-hash.ts';
+
+export function computeRequestBlockHashes(
+  tokens: readonly number[],
+  pageSize: number,
+  cacheSalt: string | null,
+): bigint[] {
+  if (!Number.isInteger(pageSize) || pageSize < 1) throw new RangeError('pageSize must be >= 1');
+  const pages = Math.floor(tokens.length / pageSize);
+  const out = new Array<bigint>(pages);
+  let prior = computeSaltSeed(cacheSalt);
+  for (let p = 0; p < pages; p++) {
+    prior = computePageDigest(prior, tokens, p * pageSize, (p + 1) * pageSize);
+    out[p] = toBlockHash(prior);
+  }
+  return out;
+}

@@ -1,0 +1,302 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Publisher, Subscriber } from 'zeromq';
+import type { KvCacheEvent } from '../../../operator/src/sglang/kv-events.ts';
+import { decodeSeq } from '../../../operator/src/sglang/kv-events.ts';
+import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
+import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
+import { findFreePort, postJson, startSim } from '../../../test/sim/testing.ts';
+import { ManualClock } from '../clock.ts';
+import { computeRequestBlockHashes } from './request-hashes.ts';
+import { KvEventSubscriber, type KvEventSubscriberOptions, type KvIndexStatus } from './subscriber.ts';
+
+// Real libzmq on both ends: the simulator's publisher (checked against SGLang's) and our SUB + DEALER.
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const stored = (hashes: bigint[], parent: bigint | null = null): KvCacheEvent => ({
+  type: 'BlockStored',
+  blockHashes: hashes,
+  parentBlockHash: parent,
+  tokenIds: [],
+  blockSize: 1,
+  loraId: null,
+  medium: 'GPU',
+  cacheSalt: null,
+});
+const CLEARED: KvCacheEvent = { type: 'AllBlocksCleared' };
+
+/** Polls `cond` every few ms (the sockets work on libzmq's threads); fails after `ms`. */
+async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+interface Ports {
+  readonly pub: number;
+  readonly replay: number;
+}
+
+async function freePorts(): Promise<Ports> {
+  return { pub: await findFreePort(), replay: await findFreePort() };
+}
+
+async function openPublisher(ports: Ports, opts: { track?: boolean } = {}): Promise<ZmqEventPublisher> {
+  const pub = await ZmqEventPublisher.open({
+    endpoint: `tcp://127.0.0.1:${ports.pub}`,
+    bind: true,
+    replayEndpoint: `tcp://127.0.0.1:${ports.replay}`,
+    bufferSteps: 10_000,
+    hwm: 100_000,
+    topic: 'kv',
+  });
+  if (opts.track !== false) cleanups.push(() => pub.closed());
+  return pub;
+}
+
+let ts = 1_700_000_000;
+async function publish(pub: ZmqEventPublisher, events: readonly KvCacheEvent[]): Promise<number> {
+  const seq = pub.nextSeq;
+  pub.publish(encodeEventBatch(ts++, events, 0));
+  await pub.flushed();
+  return seq;
+}
+
+function subscribe(ports: Ports, over: Partial<KvEventSubscriberOptions> = {}): KvEventSubscriber {
+  const s = KvEventSubscriber.start({
+    endpoint: `tcp://127.0.0.1:${ports.pub}`,
+    replayEndpoint: `tcp://127.0.0.1:${ports.replay}`,
+    topic: 'kv',
+    ...over,
+  });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+const caughtUpTo = (s: KvEventSubscriber, seq: number) => (): boolean => {
+  const st: KvIndexStatus = s.status();
+  return st.state === 'live' && st.lastSeq === seq;
+};
+
+/**
+ * Publishes single-block batches until one reaches `s` live (a SUB's subscription takes effect
+ * some time after its handshake); returns the hashes stored.
+ */
+async function untilLiveDelivery(pub: ZmqEventPublisher, s: KvEventSubscriber): Promise<void> {
+  const replaysBefore = (): number => s.status().counters.replays;
+  for (let i = 0; i < 200; i++) {
+    const r = replaysBefore();
+    const seq = await publish(pub, [stored([BigInt(1_000_000 + i)])]);
+    try {
+      await until('a live batch', caughtUpTo(s, seq), 100);
+      if (replaysBefore() === r) return;
+    } catch {
+      // not yet subscribed: the next batch reveals the gap and the replay fills it
+    }
+  }
+  throw new Error('no live delivery');
+}
+
+/** A SUB → PUB relay in front of the publisher that drops the batches it is told to. */
+async function startRelay(upstream: number): Promise<{ port: number; drop: Set<number> }> {
+  const port = await findFreePort();
+  const up = new Subscriber({ linger: 0 });
+  up.connect(`tcp://127.0.0.1:${upstream}`);
+  up.subscribe('');
+  const down = new Publisher({ linger: 0 });
+  await down.bind(`tcp://127.0.0.1:${port}`);
+  const drop = new Set<number>();
+  const loop = (async () => {
+    try {
+      for await (const frames of up) {
+        const seq = frames[1] ? decodeSeq(frames[1]) : null;
+        if (seq !== null && !drop.has(seq)) await down.send(frames);
+      }
+    } catch {
+      // closed
+    }
+  })();
+  cleanups.push(async () => {
+    up.close();
+    down.close();
+    await loop;
+  });
+  return { port, drop };
+}
+
+describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
+  it('catches up from the replay on start, then applies live batches; lag from the batch timestamp; stale only when a batch is due', async () => {
+    const ports = await freePorts();
+    const pub = await openPublisher(ports);
+    await publish(pub, [CLEARED, stored([1n, 2n])]); // before anyone subscribed
+    const clock = new ManualClock();
+    const s = subscribe(ports, { clock, wallNow: () => (ts - 1) * 1000 + 30, staleAfterMs: 1000 });
+    expect(s.status().state).toBe('down');
+    await until('caught up', caughtUpTo(s, 0));
+    expect(s.status()).toMatchObject({ complete: true, reason: '', lagMs: null });
+    expect(s.index.matchPrefix([1n, 2n]).pages).toBe(2);
+
+    await untilLiveDelivery(pub, s);
+    const seq = await publish(pub, [stored([3n], 2n)]);
+    await until('live batch', caughtUpTo(s, seq));
+    expect(s.status()).toMatchObject({ state: 'live', complete: true, lagMs: 30 });
+    expect(s.index.matchPrefix([1n, 2n, 3n]).pages).toBe(3);
+
+    // Idle is not stale; a request that stores pages makes a batch due.
+    clock.advance(60_000);
+    expect(s.status().state).toBe('live');
+    s.expectBatch();
+    clock.advance(1001);
+    expect(s.status()).toMatchObject({
+      state: 'stale',
+      reason: expect.stringMatching(/no KV batch within 1000 ms/),
+    });
+    const next = await publish(pub, [stored([4n], 3n)]);
+    await until('the due batch', caughtUpTo(s, next));
+    expect(s.status().lastEventAt).toBe(61_001);
+  });
+
+  it('recovers a batch lost on the way through the replay endpoint (a gap in the live sequence)', async () => {
+    const ports = await freePorts();
+    const pub = await openPublisher(ports);
+    const relay = await startRelay(ports.pub);
+    await publish(pub, [CLEARED]);
+    // The relay subscribes asynchronously too: publish until it forwards.
+    const s = subscribe({ pub: relay.port, replay: ports.replay });
+    await untilLiveDelivery(pub, s);
+    const replays = s.status().counters.replays;
+
+    relay.drop.add(pub.nextSeq);
+    await publish(pub, [stored([7n])]);
+    const after = await publish(pub, [stored([8n], 7n)]);
+    await until('the gap filled', caughtUpTo(s, after));
+    expect(s.index.matchPrefix([7n, 8n]).pages).toBe(2);
+    expect(s.status()).toMatchObject({ complete: true, counters: { replays: replays + 1, restarts: 0 } });
+  });
+
+  it('drops the index when the publisher restarts (seq back to 0), and says down while it is away', async () => {
+    const ports = await freePorts();
+    const old = await openPublisher(ports, { track: false });
+    await publish(old, [CLEARED, stored([1n, 2n, 3n])]);
+    const s = subscribe(ports);
+    await untilLiveDelivery(old, s);
+    expect(s.index.matchPrefix([1n, 2n, 3n]).pages).toBe(3);
+
+    await old.closed();
+    await until('down', () => s.status().state === 'down');
+    // The new runtime's first batch, without the AllBlocksCleared SGLang would send: the drop is ours.
+    const fresh = await openPublisher(ports);
+    await publish(fresh, [stored([9n])]);
+    await until('the new publisher', caughtUpTo(s, 0));
+    expect(s.index.matchPrefix([1n]).pages).toBe(0);
+    expect(s.index.matchPrefix([9n]).pages).toBe(1);
+    expect(s.status()).toMatchObject({ complete: true, counters: { restarts: 1 } });
+  });
+
+  it('drops the index when the restarted publisher has counted past our seq before we reconnect', async () => {
+    const ports = await freePorts();
+    const old = await openPublisher(ports, { track: false });
+    await publish(old, [CLEARED, stored([1n])]);
+    await publish(old, [stored([2n], 1n)]);
+    const s = subscribe(ports);
+    await until('caught up', caughtUpTo(s, 1));
+    await old.closed();
+    const fresh = await openPublisher(ports);
+    for (let i = 0; i < 5; i++) await publish(fresh, i === 0 ? [CLEARED] : [stored([BigInt(20 + i)])]);
+    await until('the new publisher', caughtUpTo(s, 4));
+    expect(s.index.size).toBe(4);
+    expect(s.index.matchPrefix([1n]).pages).toBe(0);
+    expect(s.status().complete).toBe(true);
+  });
+
+  it('starts over, incomplete, when the replay endpoint does not answer', async () => {
+    const ports = await freePorts();
+    const pub = await openPublisher(ports);
+    await publish(pub, [CLEARED, stored([1n])]); // only the replay has this one
+    const s = subscribe({ pub: ports.pub, replay: await findFreePort() }, { replayTimeoutMs: 100 });
+    await untilLiveDelivery(pub, s);
+    expect(s.status()).toMatchObject({ state: 'live', complete: false });
+    expect(s.status().reason).toMatch(/the replay endpoint did not answer/);
+    expect(s.index.matchPrefix([1n]).pages).toBe(0);
+  });
+
+  it('without a replay endpoint, starts from the first live batch, incomplete unless it is seq 0', async () => {
+    const ports = await freePorts();
+    const pub = await openPublisher(ports);
+    await publish(pub, [CLEARED, stored([1n])]); // before anyone subscribed: lost
+    const s = subscribe(ports, { replayEndpoint: null });
+    await untilLiveDelivery(pub, s);
+    expect(s.status()).toMatchObject({ state: 'live', complete: false, counters: { replays: 0 } });
+    expect(s.status().reason).toMatch(/no replay endpoint; index restarted at seq/);
+    expect(s.index.matchPrefix([1n]).pages).toBe(0);
+  });
+
+  it('close() closes both sockets, ends its loops and is idempotent', async () => {
+    const ports = await freePorts();
+    const pub = await openPublisher(ports);
+    await publish(pub, [CLEARED]);
+    const before = process.getActiveResourcesInfo().length;
+    const s = KvEventSubscriber.start({
+      endpoint: `tcp://127.0.0.1:${ports.pub}`,
+      replayEndpoint: `tcp://127.0.0.1:${ports.replay}`,
+      topic: 'kv',
+    });
+    await until('caught up', caughtUpTo(s, 0));
+    await s.close();
+    await s.close();
+    expect(s.status()).toMatchObject({ state: 'down', reason: 'closed' });
+    expect(process.getActiveResourcesInfo().length).toBeLessThanOrEqual(before);
+    // Nothing listens any more: a publish after close is not applied.
+    await publish(pub, [stored([5n])]);
+    expect(s.index.size).toBe(0);
+  });
+});
+
+describe('KvEventSubscriber on the simulator server (--kv-events-config)', () => {
+  it("indexes a request's prompt pages under the request's salt, and empties on /flush_cache", async () => {
+    const ports = await freePorts();
+    const config = {
+      publisher: 'zmq',
+      endpoint: `tcp://*:${ports.pub}`,
+      replay_endpoint: `tcp://*:${ports.replay}`,
+      topic: 'kv',
+    };
+    const sim = await startSim([
+      '--model-path',
+      'm',
+      '--page-size',
+      '16',
+      '--kv-events-config',
+      JSON.stringify(config),
+    ]);
+    cleanups.push(() => sim.close());
+    const s = subscribe(ports);
+    await until('caught up', () => s.status().state === 'live' && s.status().complete);
+
+    const prompt = Array.from({ length: 100 }, (_, i) => 200 + i);
+    const r = await postJson(`${sim.url}/generate`, {
+      input_ids: prompt,
+      sampling_params: { max_new_tokens: 4, temperature: 0 },
+      cache_salt: 'tenant-a',
+    });
+    expect(r.status).toBe(200);
+    const pages = (salt: string | null) => s.index.matchPrefix(computeRequestBlockHashes(prompt, 16, salt));
+    await until('the prompt pages', () => pages('tenant-a').pages === 6);
+    expect(pages('tenant-a').byMedium.GPU).toBe(6);
+    expect(pages(null).pages).toBe(0);
+    expect(pages('tenant-b').pages).toBe(0);
+
+    expect((await postJson(`${sim.url}/flush_cache`, {})).status).toBe(200);
+    await until('the flush', () => s.index.size === 0);
+    expect(s.status()).toMatchObject({
+      state: 'live',
+      complete: true,
+      counters: { restarts: 0, malformed: 0 },
+    });
+  });
+});

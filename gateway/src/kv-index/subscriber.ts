@@ -1,0 +1,253 @@
+// The KV event subscription of one SGLang endpoint (one DP rank's
+// publisher): a SUB socket on its PUB, a DEALER on its replay ROUTER, feeding
+// a KvBlockIndex through a KvEventFeed (feed.ts has the sequencing rules).
+//
+// - Catch-up asks the replay endpoint [empty, seq] and reads [empty, topic,
+//   seq, payload] answers up to the end marker (seq -1). It runs whenever the
+//   SUB completes a handshake (start-up, and every reconnect: a publisher
+//   that went away may have restarted) and on a gap in the live sequence.
+//   Live batches wait in the SUB's queue meanwhile and are then skipped as
+//   duplicates or applied. An answer not complete within replayTimeoutMs
+//   gives up: the index starts over from the next live batch (incomplete),
+//   and the DEALER is replaced so a late answer cannot be mistaken for the
+//   next one's. Without a replay endpoint every catch-up gives up that way
+//   (SGLang's replay_endpoint is optional; set it).
+// - One task at a time (live batch or catch-up), in arrival order.
+// - status() for routing, computed when read (no timers):
+//     down         closed, or the SUB is not connected to the publisher;
+//     catching-up  a replay is under way;
+//     stale        expectBatch() was called (a request that stores pages
+//                  was sent: SGLang publishes its BlockStored after the
+//                  prefill step) and no batch came within staleAfterMs;
+//     live         otherwise. `complete` says whether the index holds all
+//                  the runtime caches (feed.ts); `reason` says why not.
+//   SGLang publishes nothing while idle (no heartbeat on this socket), so
+//   silence alone never makes an endpoint stale.
+// - lagMs compares the publisher's batch timestamp (its wall clock) with
+//   ours at receipt: it includes any clock skew between the hosts.
+
+import { Dealer, Subscriber } from 'zeromq';
+import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '../../../operator/src/sglang/kv-events.ts';
+import { systemClock, type Clock } from '../clock.ts';
+import { KvBlockIndex } from './block-index.ts';
+import { KvEventFeed, type FeedCounters } from './feed.ts';
+
+export const KvIndexState = {
+  live: 'live',
+  catchingUp: 'catching-up',
+  stale: 'stale',
+  down: 'down',
+} as const;
+export type KvIndexState = (typeof KvIndexState)[keyof typeof KvIndexState];
+
+export interface KvIndexStatus {
+  readonly state: KvIndexState;
+  readonly reason: string;
+  /** The index holds everything the runtime caches (feed.ts). */
+  readonly complete: boolean;
+  readonly lastSeq: number | null;
+  /** Clock ms when a batch was last applied. */
+  readonly lastEventAt: number | null;
+  readonly lagMs: number | null;
+  readonly blocks: number;
+  readonly counters: Readonly<FeedCounters> & { readonly badFrames: number };
+}
+
+export interface KvEventSubscriberOptions {
+  /** The publisher's PUB endpoint, e.g. tcp://10.0.0.7:5557. */
+  readonly endpoint: string;
+  /** Its replay ROUTER endpoint; null when it has none (gaps then restart the index). */
+  readonly replayEndpoint: string | null;
+  /** The publisher's topic ('' for every message, SGLang's default). */
+  readonly topic: string;
+  readonly clock?: Clock;
+  /** Milliseconds since the epoch (batch timestamps are the publisher's). */
+  readonly wallNow?: () => number;
+  readonly staleAfterMs?: number;
+  readonly replayTimeoutMs?: number;
+  readonly maxBlocks?: number;
+}
+
+export const DEFAULT_STALE_AFTER_MS = 10_000;
+export const DEFAULT_REPLAY_TIMEOUT_MS = 5_000;
+/** Replay rounds in one catch-up: a restart found while verifying needs a second one, from seq 0. */
+const MAX_REPLAY_ROUNDS = 3;
+const EMPTY = Buffer.alloc(0);
+
+export class KvEventSubscriber {
+  readonly index: KvBlockIndex;
+  readonly #opts: KvEventSubscriberOptions;
+  readonly #clock: Clock;
+  readonly #feed: KvEventFeed;
+  readonly #sub: Subscriber;
+  readonly #topic: Buffer;
+  #dealer: Dealer | null = null;
+  #work: Promise<void> = Promise.resolve();
+  #loop: Promise<void> = Promise.resolve();
+  #connected = false;
+  #catchingUp = false;
+  #closed = false;
+  #expectSince: number | null = null;
+  #badFrames = 0;
+  #failure = '';
+
+  private constructor(opts: KvEventSubscriberOptions) {
+    this.#opts = opts;
+    this.#clock = opts.clock ?? systemClock;
+    this.index = new KvBlockIndex(opts.maxBlocks === undefined ? {} : { maxBlocks: opts.maxBlocks });
+    this.#feed = new KvEventFeed(this.index, { clock: this.#clock, wallNow: opts.wallNow ?? Date.now });
+    this.#topic = Buffer.from(opts.topic, 'utf8');
+    // The SUB's queue holds live batches while a replay is read; past it libzmq drops them (a gap).
+    this.#sub = new Subscriber({ linger: 0, receiveHighWaterMark: 100_000 });
+  }
+
+  /** Connects (asynchronously: status() is 'down' until the publisher answers) and starts applying. */
+  static start(opts: KvEventSubscriberOptions): KvEventSubscriber {
+    const s = new KvEventSubscriber(opts);
+    s.#sub.events.on('handshake', () => {
+      s.#connected = true;
+      void s.#enqueue(() => s.#catchUp('connected'));
+    });
+    s.#sub.events.on('disconnect', () => {
+      s.#connected = false;
+    });
+    s.#sub.connect(opts.endpoint);
+    s.#sub.subscribe(opts.topic);
+    s.#loop = s.#receiveLoop();
+    return s;
+  }
+
+  /** The caller sent this endpoint a request that stores pages: a batch is due (see status()). */
+  expectBatch(): void {
+    this.#expectSince ??= this.#clock.now();
+  }
+
+  status(): KvIndexStatus {
+    const f = this.#feed.state;
+    const [state, reason] = this.#stateAndReason(f.complete ? '' : f.note || 'index incomplete');
+    return {
+      state,
+      reason,
+      complete: f.complete,
+      lastSeq: f.lastSeq,
+      lastEventAt: f.lastEventAt,
+      lagMs: f.lagMs,
+      blocks: this.index.size,
+      counters: {
+        ...this.#feed.counters,
+        blocks: { ...this.#feed.counters.blocks },
+        badFrames: this.#badFrames,
+      },
+    };
+  }
+
+  /** Closes both sockets and waits for the work in hand to end. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#sub.close();
+    this.#dealer?.close();
+    this.#dealer = null;
+    await this.#loop;
+    await this.#work;
+  }
+
+  #stateAndReason(incomplete: string): [KvIndexState, string] {
+    if (this.#closed) return [KvIndexState.down, 'closed'];
+    if (this.#failure) return [KvIndexState.down, this.#failure];
+    if (!this.#connected) return [KvIndexState.down, `not connected to ${this.#opts.endpoint}`];
+    if (this.#catchingUp) return [KvIndexState.catchingUp, 'reading the replay'];
+    const since = this.#expectSince;
+    const staleAfter = this.#opts.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
+    if (since !== null && this.#clock.now() - since > staleAfter)
+      return [KvIndexState.stale, `no KV batch within ${staleAfter} ms of a request that stores pages`];
+    return [KvIndexState.live, incomplete];
+  }
+
+  /** Runs `task` after every task queued before it; resolves when it has run (never rejects). */
+  #enqueue(task: () => Promise<void>): Promise<void> {
+    this.#work = this.#work
+      .then(async () => {
+        if (!this.#closed) await task();
+      })
+      .catch((e: unknown) => {
+        this.#failure = `KV event handling failed: ${e instanceof Error ? e.message : String(e)}`;
+      });
+    return this.#work;
+  }
+
+  async #receiveLoop(): Promise<void> {
+    try {
+      for await (const frames of this.#sub) await this.#enqueue(() => this.#onMessage(frames));
+    } catch (e) {
+      if (!this.#closed) this.#failure = `receive failed: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+
+  async #onMessage(frames: Buffer[]): Promise<void> {
+    const [topic, seqFrame, payload] = frames;
+    const seq = seqFrame ? decodeSeq(seqFrame) : null;
+    if (frames.length !== 3 || !topic?.equals(this.#topic) || !payload || seq === null || seq < 0) {
+      this.#badFrames++;
+      return;
+    }
+    this.#connected = true;
+    this.#expectSince = null;
+    if (this.#feed.live(seq, payload) === 'gap') {
+      await this.#catchUp(`gap before seq ${seq}`);
+      this.#feed.live(seq, payload, { afterReplay: true });
+    }
+  }
+
+  async #catchUp(why: string): Promise<void> {
+    // Without a replay, what was missed (while connecting, or away) is unknown: start over.
+    if (this.#opts.replayEndpoint === null) {
+      this.#feed.failReplay(`${why}, and no replay endpoint`);
+      return;
+    }
+    this.#catchingUp = true;
+    const applied = this.#feed.counters.applied;
+    try {
+      for (let round = 0; round < MAX_REPLAY_ROUNDS; round++) {
+        const answered = await this.#readReplay(this.#feed.beginReplay());
+        if (!answered) {
+          this.#feed.failReplay(`${why}: the replay endpoint did not answer`);
+          return;
+        }
+        if (this.#feed.endReplay() === 'done') break;
+      }
+    } finally {
+      this.#catchingUp = false;
+      if (this.#feed.counters.applied !== applied) this.#expectSince = null;
+    }
+  }
+
+  /** Sends one replay request and feeds the answers; false when none came (timeout, closed). */
+  async #readReplay(from: number): Promise<boolean> {
+    const dealer = this.#replaySocket();
+    try {
+      await dealer.send([EMPTY, encodeSeq(from)]);
+      for (;;) {
+        const [, topic, seqFrame, payload] = await dealer.receive();
+        const seq = seqFrame ? decodeSeq(seqFrame) : null;
+        if (seq === REPLAY_END_SEQ) return true;
+        if (seq === null || !payload || !topic?.equals(this.#topic)) this.#badFrames++;
+        else this.#feed.replayed(seq, payload);
+      }
+    } catch {
+      // A timeout (or the socket closed under us): a late answer must not reach the next request.
+      dealer.close();
+      if (this.#dealer === dealer) this.#dealer = null;
+      return false;
+    }
+  }
+
+  #replaySocket(): Dealer {
+    if (this.#dealer) return this.#dealer;
+    const timeout = this.#opts.replayTimeoutMs ?? DEFAULT_REPLAY_TIMEOUT_MS;
+    const dealer = new Dealer({ linger: 0, receiveTimeout: timeout, sendTimeout: timeout });
+    dealer.connect(this.#opts.replayEndpoint ?? '');
+    this.#dealer = dealer;
+    return dealer;
+  }
+}
