@@ -10,6 +10,7 @@ import Fastify, {
 import { systemClock } from './clock.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
+import { registerKvIndexMetrics } from './kv-index/metrics.ts';
 import { Drain } from './lifecycle/drain.ts';
 import { buildMetrics } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
@@ -68,6 +69,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     ...(runtimeLoad ? { runtimeLoad } : {}),
     ...(store ? { store } : {}),
   });
+  registerKvIndexMetrics(metrics.registry, gateway.kvIndex);
   const drain = new Drain();
   app.decorate('gateway', gateway);
   app.decorate('drain', drain);

@@ -18,13 +18,16 @@ import {
   indexOfMin,
   loadOf,
   type CacheReport,
+  type EndpointView,
   type Policy,
   type RouteInput,
 } from './policies/index.ts';
 import { EndpointBook, type RuntimeLoad } from './endpoint-book.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
+import { KvIndexFleet, type KvMatch } from './kv-index/fleet.ts';
 import {
   computeEffectiveSalt,
+  computeExactTokens,
   computeRouteTokens,
   parseBody,
   type ParsedBody,
@@ -103,6 +106,8 @@ export interface GatewayOptions {
   readonly peers?: PeerSet;
   /** How long an endpoint whose connection failed stays out of picks (default 10 s). */
   readonly downHoldMs?: number;
+  /** The runtimes' KV indexes (their own events); the gateway opens one when absent. */
+  readonly kvIndex?: KvIndexFleet;
 }
 
 export interface RequestContext {
@@ -149,12 +154,16 @@ export class Gateway {
   /** Endpoints whose connection just failed leave every pick before the table catches up. */
   readonly standing: StandingEndpoints;
   readonly admission: AdmissionRegistry;
+  readonly kvIndex: KvIndexFleet;
+  readonly #ownsKvIndex: boolean;
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
   readonly #peers: PeerSet;
   // The tier seen last and where this replica stands in it: recomputed only when the members change.
   #fleet: { members: readonly string[]; position: FleetPosition } | undefined;
   #timer: Timer | undefined;
+  #kvTimer: Timer | undefined;
+  #kvFollowed: readonly ModelRoute[] | undefined;
 
   constructor(opts: GatewayOptions) {
     this.#table = opts.table;
@@ -184,6 +193,8 @@ export class Gateway {
     };
     this.admission = new AdmissionRegistry(this.#clock);
     this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
+    this.#ownsKvIndex = opts.kvIndex === undefined;
+    this.kvIndex = opts.kvIndex ?? new KvIndexFleet({ clock: this.#clock });
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
     this.#peers = opts.peers ?? buildSoloPeers();
@@ -196,11 +207,30 @@ export class Gateway {
       this.#timer = this.#clock.setTimer(this.#maintenanceMs, tick);
     };
     this.#timer = this.#clock.setTimer(this.#maintenanceMs, tick);
+    // Subscribe to new runtimes' events before their first request, not at it.
+    const follow = () => {
+      this.#followKvPublishers();
+      this.#kvTimer = this.#clock.setTimer(KV_FOLLOW_MS, follow);
+    };
+    follow();
+  }
+
+  #followKvPublishers(): void {
+    const routes = this.#table.list();
+    // Routes are replaced whole on change: the same objects mean the same endpoints.
+    const prev = this.#kvFollowed;
+    if (prev?.length === routes.length && routes.every((r, i) => r === prev[i])) return;
+    this.#kvFollowed = routes;
+    const all = new Set(routes.flatMap((r) => r.endpoints.map((e) => e.id)));
+    for (const r of routes) this.kvIndex.sync(r.endpoints, all);
   }
 
   async close(): Promise<void> {
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#kvTimer?.cancel();
+    this.#kvTimer = undefined;
+    if (this.#ownsKvIndex) await this.kvIndex.close();
     await this.#agent.close();
   }
 
@@ -225,13 +255,14 @@ export class Gateway {
     const salt = computeEffectiveSalt(route.salt, parsed.value.body.cache_salt);
     const body: Record<string, unknown> = { ...parsed.value.body, cache_salt: salt };
     if (ctx.kind === 'generate') delete body['model'];
+    const exact = computeExactTokens(parsed.value);
     const input: RouteInput = {
       id: ctx.id,
       salt,
-      tokens: computeRouteTokens(parsed.value),
+      tokens: exact ?? computeRouteTokens(parsed.value),
       now: this.#clock.now(),
     };
-    const fwd = { ctx, route, input, body };
+    const fwd: Forwarding = { ctx, route, input, body, ...(exact ? { exact } : {}) };
     if (body['stream'] === true)
       return this.#forward(fwd, STREAMING_EXCHANGE, (e, res, done) => this.#deliverStream(fwd, e, res, done));
     const mode = route.reuse.enabled ? computeDeterminism(body, route.reuse.reusableWhen) : undefined;
@@ -303,13 +334,14 @@ export class Gateway {
   ): Promise<T> {
     const { ctx, route, input } = fwd;
     const tried = new Set<string>();
+    const cached = this.#matchIndexed(fwd, computeRoutableEndpoints(route));
     let lastError: GatewayError | undefined;
     for (let attempt = 0; attempt < this.#upstream.maxAttempts; attempt++) {
       const candidates = this.standing
         .filter(computeRoutableEndpoints(route))
         .filter((e) => !tried.has(e.id));
       const i = policy.select(
-        candidates.map((e) => this.#book.view(e)),
+        candidates.map((e) => this.#viewOf(e, cached)),
         input,
       );
       const endpoint = i === undefined ? undefined : candidates[i];
@@ -324,6 +356,7 @@ export class Gateway {
       });
       if (attempt > 0) this.#metrics.retries.inc({ model: route.model });
       tried.add(endpoint.id);
+      this.kvIndex.expectEvents(endpoint.id);
       const guard = this.#book.track(endpoint.id);
       this.#book.observe(policy, { kind: 'routed', endpoint: endpoint.id, input });
       const start = this.#clock.now();
@@ -372,8 +405,9 @@ export class Gateway {
   ): Promise<T> {
     const { ctx, route, input } = fwd;
     const prefills = this.standing.filter(computeRoutableByRole(route, EndpointRole.prefill));
+    const cached = this.#matchIndexed(fwd, prefills);
     const pi = policy.select(
-      prefills.map((e) => this.#book.view(e)),
+      prefills.map((e) => this.#viewOf(e, cached)),
       input,
     );
     const prefill = pi === undefined ? undefined : prefills[pi];
@@ -421,6 +455,18 @@ export class Gateway {
    * A failed attempt (no answer, or a 5xx): the client's own abort wins; otherwise it is
    * counted, a 5xx answer is drained, and the error the client would get is returned.
    */
+  /** The request's prefix each endpoint's KV index holds, where the index can answer. */
+  #matchIndexed(fwd: Forwarding, endpoints: readonly RouteEndpoint[]): ReadonlyMap<string, KvMatch> {
+    if (!fwd.exact) return NO_MATCHES;
+    return this.kvIndex.match(endpoints, fwd.exact, fwd.input.salt);
+  }
+
+  #viewOf(e: RouteEndpoint, cached: ReadonlyMap<string, KvMatch>): EndpointView {
+    const view = this.#book.view(e);
+    const match = cached.get(e.id);
+    return match ? { ...view, cached: match } : view;
+  }
+
   /** No connection (refused, reset, unreachable) before any answer: the runtime is gone or going. */
   #markIfGone(endpoint: RouteEndpoint, failure: unknown): void {
     if (classifyUpstreamFailure(failure) !== 'connect') return;
@@ -565,6 +611,8 @@ export class Gateway {
     if (entry.synced !== route) {
       // Routes are replaced whole on change: identity says "endpoints may have changed".
       entry.policy.syncEndpoints?.(route.endpoints.map((e) => this.#book.view(e)));
+      const all = new Set(this.#table.list().flatMap((r) => r.endpoints.map((e) => e.id)));
+      this.kvIndex.sync(route.endpoints, all);
       entry.synced = route;
     }
     return entry.policy;
@@ -577,11 +625,16 @@ interface Via<T, R extends Answer> {
   readonly deliver: Deliver<T, R>;
 }
 
+const NO_MATCHES: ReadonlyMap<string, KvMatch> = new Map();
+const KV_FOLLOW_MS = 1000;
+
 interface Forwarding {
   readonly ctx: RequestContext;
   readonly route: ModelRoute;
   readonly input: RouteInput;
   readonly body: Record<string, unknown>;
+  /** The prompt's token ids as the runtime sees them, when known (the KV index needs them). */
+  readonly exact?: readonly number[];
 }
 
 function withReport(report: CacheReport | undefined): { report?: CacheReport } {

@@ -129,5 +129,25 @@ export function computeRouteTokens(parsed: ParsedBody): ArrayLike<number> {
   }
 }
 
+/**
+ * The prompt's token ids as the runtime will see them, when the request carries them
+ * (`input_ids`, or a completion prompt of ids); undefined for text (a tokenizer's job).
+ */
+export function computeExactTokens(parsed: ParsedBody): readonly number[] | undefined {
+  switch (parsed.kind) {
+    case 'chat':
+      return undefined;
+    case 'completion': {
+      const p = parsed.body.prompt;
+      return typeof p !== 'string' && typeof p[0] === 'number' ? (p as number[]) : undefined;
+    }
+    case 'generate': {
+      const ids = parsed.body.input_ids;
+      if (!ids) return undefined;
+      return Array.isArray(ids[0]) ? ids[0] : (ids as number[]);
+    }
+  }
+}
+
 /** The cache_salt to stamp: one rule for the gateway and Tasks, in the SGLang contract. */
 export { combineCacheSalt as computeEffectiveSalt } from '../../operator/src/sglang/salt.ts';

@@ -27,6 +27,10 @@
 // - An endpoint's tree is dropped when its generation (pod uid, restarts,
 //   identity fingerprint) changes: the runtime's cache is empty.
 // - Ties among least-loaded endpoints go to the smaller tree (spreads cache).
+// - Where the runtime publishes KV events and its index is sound, the match
+//   is the index's exact one (EndpointView.cached, by tier) instead of the
+//   tree's: every gateway replica then sees every replica's traffic. The tree
+//   stays, fed and corrected as before, for endpoints without events.
 // - Cost routing (costWeight > 0, the default) replaces the threshold step:
 //     backlog(e)  = predicted uncached prompt tokens this policy sent to e
 //                   that have not produced a first token yet ('first-token'
@@ -48,6 +52,7 @@ import { computeBlockKeys, PrefixTree, type BlockKey, type PrefixKey } from '../
 import {
   indexOfMin,
   loadOf,
+  type CachedPrefix,
   type EndpointView,
   type Policy,
   type RouteInput,
@@ -101,7 +106,9 @@ export class CacheAwarePolicy implements Policy {
     const key = this.#keyOf(req);
     if (key.blocks.length === 0) return this.#leastLoaded(endpoints);
     const matches = this.#tree.matchByEndpoint(key);
-    const scores = endpoints.map((e) => this.#effectiveMatch(e, matches.get(e.id) ?? 0));
+    const scores = endpoints.map((e) =>
+      e.cached ? this.#indexedMatch(e.cached) : this.#effectiveMatch(e, matches.get(e.id) ?? 0),
+    );
     const w = this.#cfg.costWeight;
     if (w > 0) {
       const total = req.tokens.length;
@@ -183,6 +190,16 @@ export class CacheAwarePolicy implements Policy {
 
   maintain(now: number): void {
     this.#tree.evict(this.#maxBlocks, now, this.#cfg.maxIdle);
+  }
+
+  /**
+   * An exact match from the runtime's KV events, in blocks, weighted by tier like the tree's
+   * learned split: a host page counts hostWeight, a storage page half that (it is read back
+   * through host memory first).
+   */
+  #indexedMatch(c: CachedPrefix): number {
+    const w = this.#hostWeight;
+    return (c.deviceTokens + w * c.hostTokens + (w / 2) * c.storageTokens) / this.#cfg.blockTokens;
   }
 
   /** Predicted cached prompt tokens on `endpointId` (for decision records). */

@@ -20,6 +20,17 @@ export interface EndpointView {
   readonly pendingPrefillTokens?: number;
   /** Learned prefill rate of the endpoint, tokens per second. */
   readonly prefillTokensPerSecond?: number;
+  /**
+   * The request's prefix the runtime holds, in tokens by tier, read from its own KV events
+   * (kv-index/): exact where the tree is a guess. Absent when the index cannot answer.
+   */
+  readonly cached?: CachedPrefix;
+}
+
+export interface CachedPrefix {
+  readonly deviceTokens: number;
+  readonly hostTokens: number;
+  readonly storageTokens: number;
 }
 
 export interface RouteInput {

@@ -23,6 +23,7 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
   lastError: null,
   failedAttempts: { connect: 0, timeout: 0, status: 0, interrupted: 0 },
   down: null,
+  kvIndex: null,
   ...over,
 });
 

@@ -158,6 +158,10 @@ function renderEndpoint(e: EndpointStatus): string {
 /** The last error answer, then failed attempts (retried ones never reach a client). */
 function renderLastError(e: EndpointStatus): string {
   const parts = e.lastError ? [`<span class="bad">${renderError(e.lastError)}</span>`] : [];
+  if (e.kvIndex && !e.kvIndex.usable)
+    parts.push(
+      `<span class="warn" data-field="kv-index">KV index not used: ${escapeHtml(e.kvIndex.reason)}</span>`,
+    );
   if (e.down !== null)
     parts.push(`<span class="bad" data-field="down">left out of picks: ${escapeHtml(e.down)}</span>`);
   const reasons = Object.entries(e.failedAttempts).filter(([, n]) => n > 0);

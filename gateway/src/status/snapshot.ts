@@ -66,6 +66,18 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
   );
   const reuse = tabulate(await src.metrics.reuse.get(), 'model', 'source');
   const down = new Map(src.gateway.standing.list().map((m) => [m.id, m.reason]));
+  const kvIndex = new Map(
+    src.gateway.kvIndex.status().map((k) => {
+      const lags = k.ranks.map((r) => r.lagMs).filter((l): l is number => l !== null);
+      const view = {
+        usable: k.usable,
+        reason: k.reason,
+        blocks: k.ranks.reduce((n, r) => n + r.blocks, 0),
+        lagMs: lags.length > 0 ? Math.round(Math.max(...lags)) : null,
+      };
+      return [k.endpoint, view];
+    }),
+  );
 
   return {
     now,
@@ -76,6 +88,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     decisions,
     activity,
     down,
+    kvIndex,
     failures,
     routingTokens,
     reuse,

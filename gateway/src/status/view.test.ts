@@ -34,6 +34,7 @@ const empty: StatusSnapshot = {
   decisions: new Map(),
   activity: new Map(),
   down: new Map(),
+  kvIndex: new Map(),
   failures: new Map(),
   routingTokens: new Map(),
   reuse: new Map(),
@@ -82,6 +83,7 @@ describe('buildStatusView', () => {
       ]),
       failures: new Map([['a', { connect: 2, status: 1 }]]),
       down: new Map([['a', 'ECONNREFUSED']]),
+      kvIndex: new Map([['a', { usable: false, reason: 'catching-up: replay', blocks: 12, lagMs: 3 }]]),
       routingTokens: new Map([['m', { prompt: 2000, matched: 500 }]]),
       reuse: new Map([['m', { store: 3, inflight: 1, fresh: 4 }]]),
       deploymentErrors: new Map([['ns/m', { ...err, status: 429, code: 'GW_OVERLOADED' }]]),
@@ -109,6 +111,7 @@ describe('buildStatusView', () => {
       lastError: { status: 400, code: 'HTTP_400', message: 'too long' },
       failedAttempts: { connect: 2, timeout: 0, status: 1, interrupted: 0 },
       down: 'ECONNREFUSED',
+      kvIndex: { usable: false, reason: 'catching-up: replay', blocks: 12, lagMs: 3 },
     });
     expect(StatusView.parse(v)).toEqual(v);
   });

@@ -52,6 +52,17 @@ export const EndpointStatus = z.object({
   failedAttempts: z.object({ connect: Count, timeout: Count, status: Count, interrupted: Count }),
   /** Why this replica leaves it out of every pick for now (a refused or reset connection); null when it does not. */
   down: z.string().nullable(),
+  /** Its KV index from the runtime's events; null when the runtime publishes none. */
+  kvIndex: z
+    .object({
+      /** Routing reads the cache from the index (else from the response-corrected tree). */
+      usable: z.boolean(),
+      /** Why not, when not. */
+      reason: z.string(),
+      blocks: Count,
+      lagMs: Count.nullable(),
+    })
+    .nullable(),
 });
 
 export const DeploymentStatus = z.object({
@@ -112,6 +123,8 @@ export interface StatusSnapshot {
   readonly runtimeLoad: ReadonlyMap<string, RuntimeLoad>;
   readonly decisions: ReadonlyMap<string, DecisionCounts>;
   readonly activity: ReadonlyMap<string, EndpointActivity>;
+  /** By endpoint id: its KV index, when it publishes events. */
+  readonly kvIndex: ReadonlyMap<string, EndpointStatus['kvIndex']>;
   /** By endpoint id: why a failed connection took it out of picks, while that holds. */
   readonly down: ReadonlyMap<string, string>;
   /** By endpoint id, then reason. */
@@ -220,6 +233,7 @@ function buildEndpointStatus(
     lastError: a.lastError ? buildErrorView(a.lastError) : null,
     failedAttempts: buildFailedAttempts(s.failures.get(e.id)),
     down: s.down.get(e.id) ?? null,
+    kvIndex: s.kvIndex.get(e.id) ?? null,
   };
 }
 

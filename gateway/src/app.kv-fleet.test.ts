@@ -1,0 +1,175 @@
+// Three gateway replicas route as one from the runtimes' own KV events: three
+// simulators publish BlockStored/BlockRemoved over ZMQ (as SGLang 0.5.23 does
+// with --kv-events-config), every replica subscribes to every publisher, and
+// each turn of a conversation reaches the next replica in turn (as a Service
+// spreads connections). With the index, a follow-up turn finds the runtime
+// that holds its conversation whichever replica it reaches; with each
+// replica's own tree (no events), most follow-ups land on a runtime that
+// never saw the conversation.
+
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../test/sim/testing.ts';
+import { build } from './app.ts';
+import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
+import { createRng, pickInt } from './testing/rng.ts';
+
+const PAGE = 16;
+const CONVERSATIONS = 9;
+const TURNS = 4;
+const TURN_TOKENS = 160;
+
+let sims: RunningSim[] = [];
+let gateways: FastifyInstance[] = [];
+
+afterEach(async () => {
+  await Promise.all(gateways.map((g) => g.close()));
+  gateways = [];
+  await Promise.all(sims.map((s) => s.close()));
+  sims = [];
+});
+
+async function startFleet(events: boolean): Promise<RouteEndpoint[]> {
+  const endpoints: RouteEndpoint[] = [];
+  for (let i = 0; i < 3; i++) {
+    const [pub, replay] = [await findFreePort(), await findFreePort()];
+    const config = {
+      publisher: 'zmq',
+      endpoint: `tcp://*:${pub}`,
+      replay_endpoint: `tcp://*:${replay}`,
+      topic: 'kv',
+    };
+    const sim = await startSim([
+      '--model-path',
+      'm',
+      '--page-size',
+      String(PAGE),
+      '--enable-cache-report',
+      '--kv-events-config',
+      JSON.stringify(config),
+    ]);
+    sims.push(sim);
+    endpoints.push({
+      id: `sim${i}`,
+      url: sim.url,
+      role: 'standalone',
+      fingerprint: 'fp1',
+      verified: true,
+      ready: true,
+      generation: `g${i}`,
+      ...(events
+        ? {
+            events: {
+              kv: [`tcp://127.0.0.1:${pub}`],
+              replay: [`tcp://127.0.0.1:${replay}`],
+              topic: 'kv',
+              blockSize: PAGE,
+            },
+          }
+        : {}),
+    });
+  }
+  return endpoints;
+}
+
+async function startGateways(endpoints: RouteEndpoint[], replicas: number): Promise<string[]> {
+  const route: ModelRoute = {
+    model: 'm',
+    deployment: 'ns/m',
+    fingerprint: 'fp1',
+    salt: 'tenant-a',
+    routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+    admission: Admission.parse({}),
+    reuse: ResultReuse.parse({}),
+    endpoints,
+  };
+  const urls: string[] = [];
+  for (let r = 0; r < replicas; r++) {
+    const app = build({ table: new StaticRoutingTable([route]) });
+    gateways.push(app);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    urls.push(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
+  }
+  // Every replica caught up with every publisher before traffic (what /status reports).
+  for (let i = 0; i < 500; i++) {
+    const ready = gateways.every((g) =>
+      endpoints.every((e) => !e.events || g.gateway.kvIndex.usability(e.id).usable),
+    );
+    if (ready) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return urls;
+}
+
+/** Conversations of TURNS turns, each turn's prompt the whole conversation so far; the hit rate of follow-up turns. */
+async function replayConversations(gateways: readonly string[]): Promise<number> {
+  let prompt = 0;
+  let cached = 0;
+  const history = Array.from({ length: CONVERSATIONS }, () => [] as number[]);
+  const rng = createRng(7);
+  for (let turn = 0; turn < TURNS; turn++) {
+    // Conversations arrive in a different order each turn (no accidental pattern in the picks).
+    const order = [...history.keys()];
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = pickInt(rng, 0, i);
+      [order[i], order[j]] = [order[j] as number, order[i] as number];
+    }
+    await Promise.all(
+      order.map(async (c) => {
+        const h = history[c] as number[];
+        for (let i = 0; i < TURN_TOKENS; i++) h.push(300 + ((c * 7919 + turn * 131 + i * 17) % 30000));
+        // Each turn reaches the next replica: never the one that routed the turn before.
+        const gw = gateways[(c + turn) % gateways.length] ?? '';
+        const r = await postJson(`${gw}/generate`, {
+          model: 'm',
+          input_ids: h,
+          sampling_params: { max_new_tokens: 1, temperature: 0 },
+        });
+        expect(r.status).toBe(200);
+        const meta = (r.json as { meta_info: { prompt_tokens: number; cached_tokens: number } }).meta_info;
+        if (turn > 0) {
+          prompt += meta.prompt_tokens;
+          cached += meta.cached_tokens;
+        }
+      }),
+    );
+    // Between turns a user reads and types; the runtimes' events arrive meanwhile.
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return cached / prompt;
+}
+
+describe('gateway replicas routing from KV events', () => {
+  it(
+    'three replicas keep the hit rate of one; without events they lose most of it',
+    { timeout: 60_000 },
+    async () => {
+      const oneReplica = await replayConversations(await startGateways(await startFleet(true), 1));
+      await Promise.all(gateways.map((g) => g.close()));
+      await Promise.all(sims.map((s) => s.close()));
+      [gateways, sims] = [[], []];
+
+      const threeWithEvents = await replayConversations(await startGateways(await startFleet(true), 3));
+      const [first] = gateways;
+      const metrics = (await first?.inject({ url: '/metrics' }))?.body ?? '';
+      expect(metrics).toContain('cacheroute_gateway_kv_index_usable{endpoint="sim0"} 1');
+      const status = (await first?.inject({ url: '/status.json' }))?.json() as {
+        deployments: { endpoints: { id: string; kvIndex: { usable: boolean; blocks: number } | null }[] }[];
+      };
+      for (const e of status.deployments[0]?.endpoints ?? [])
+        expect(e.kvIndex).toMatchObject({ usable: true, blocks: expect.any(Number) });
+      await Promise.all(gateways.map((g) => g.close()));
+      await Promise.all(sims.map((s) => s.close()));
+      [gateways, sims] = [[], []];
+
+      const threeWithoutEvents = await replayConversations(await startGateways(await startFleet(false), 3));
+
+      // A follow-up turn's prompt is 1/2 .. 3/4 conversation history: ideal hit rate about 0.65.
+      expect(oneReplica).toBeGreaterThan(0.6);
+      expect(threeWithEvents).toBeGreaterThanOrEqual(0.97 * oneReplica);
+      expect(threeWithoutEvents).toBeLessThan(0.8 * threeWithEvents);
+    },
+  );
+});

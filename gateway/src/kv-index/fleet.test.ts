@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { findFreePort } from '../../../test/sim/testing.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
+import { KvIndexFleet } from './fleet.ts';
+import { KvEventSubscriber } from './subscriber.ts';
+
+// Real subscribers on addresses where nothing publishes: the fleet's bookkeeping, not the feed.
+let fleet: KvIndexFleet | undefined;
+afterEach(async () => {
+  await fleet?.close();
+  fleet = undefined;
+});
+
+async function endpoint(id: string, generation: string, ranks = 1): Promise<RouteEndpoint> {
+  const kv: string[] = [];
+  for (let r = 0; r < ranks; r++) kv.push(`tcp://127.0.0.1:${await findFreePort()}`);
+  return {
+    id,
+    url: 'http://127.0.0.1:1',
+    role: 'standalone',
+    fingerprint: 'fp',
+    verified: true,
+    ready: true,
+    generation,
+    events: { kv, topic: 'kv', blockSize: 16 },
+  };
+}
+
+function countingFleet(): { fleet: KvIndexFleet; opened: string[] } {
+  const opened: string[] = [];
+  const f = new KvIndexFleet({
+    open: (o) => {
+      opened.push(o.endpoint);
+      return KvEventSubscriber.start(o);
+    },
+  });
+  fleet = f;
+  return { fleet: f, opened };
+}
+
+describe('KvIndexFleet', () => {
+  it('subscribes once per rank, keeps a subscription while the process is the same, and replaces it when not', async () => {
+    const { fleet: f, opened } = countingFleet();
+    const a = await endpoint('a', 'ip#0', 2);
+    f.sync([a], new Set(['a']));
+    f.sync([a], new Set(['a']));
+    expect(opened).toEqual(a.events?.kv);
+    const restarted = { ...a, generation: 'ip#1' };
+    f.sync([restarted], new Set(['a']));
+    expect(opened).toHaveLength(4);
+    expect(f.status().map((s) => [s.endpoint, s.ranks.length])).toEqual([['a', 2]]);
+  });
+
+  it('closes the subscription of an endpoint the table no longer holds', async () => {
+    const { fleet: f } = countingFleet();
+    const a = await endpoint('a', 'g');
+    f.sync([a], new Set(['a']));
+    f.sync([], new Set());
+    expect(f.status()).toEqual([]);
+    expect(f.usability('a')).toEqual({ usable: false, reason: 'the runtime publishes no KV events' });
+  });
+
+  it('an index that is not live is not used, and says why; match leaves the endpoint to the tree', async () => {
+    const { fleet: f } = countingFleet();
+    const a = await endpoint('a', 'g');
+    const plain: RouteEndpoint = { ...a, id: 'b' };
+    delete (plain as { events?: unknown }).events;
+    f.sync([a, plain], new Set(['a', 'b']));
+    const u = f.usability('a');
+    expect(u.usable).toBe(false);
+    expect(u.usable ? '' : u.reason).toMatch(/^(down|catching-up)/);
+    expect(f.usability('b')).toEqual({ usable: false, reason: 'the runtime publishes no KV events' });
+    expect(f.match([a, plain], [1, 2, 3], 's').size).toBe(0);
+  });
+});

@@ -1,0 +1,191 @@
+// Every endpoint's KV index, following the routing table: one subscriber per
+// data-parallel rank of each endpoint that publishes events, opened when the
+// endpoint appears, replaced when it becomes another process (generation) or
+// its addresses change, closed when it goes. Each gateway replica subscribes
+// to every publisher, so all replicas route from the same view of the caches.
+//
+// match() answers only for an endpoint whose index can be trusted now: live
+// (connected, not catching up, not stale), complete (it holds everything the
+// runtime caches, feed.ts) and not lagging past maxLagMs; otherwise it says
+// why, and routing falls back to the response-corrected tree for that
+// endpoint. Ranks: a request reaches one rank, chosen by SGLang's DP
+// controller, which the gateway cannot see; the best rank's match stands in.
+
+import type { StorageMedium } from '../../../operator/src/sglang/kv-events.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
+import type { Clock } from '../clock.ts';
+import { computeRequestBlockHashes } from './request-hashes.ts';
+import { KvEventSubscriber, KvIndexState, type KvIndexStatus } from './subscriber.ts';
+
+/** Tokens of a request's prefix an endpoint holds, by tier (device = GPU, host = CPU_PINNED, storage = the rest). */
+export interface KvMatch {
+  readonly deviceTokens: number;
+  readonly hostTokens: number;
+  readonly storageTokens: number;
+}
+
+export type KvUsability = { readonly usable: true } | { readonly usable: false; readonly reason: string };
+
+export interface EndpointKvStatus {
+  readonly endpoint: string;
+  readonly usable: boolean;
+  readonly reason: string;
+  readonly ranks: readonly KvIndexStatus[];
+}
+
+export interface KvIndexFleetOptions {
+  readonly clock?: Clock;
+  /** An index whose last batch trails the publisher by more than this is not trusted (default 5 s). */
+  readonly maxLagMs?: number;
+  readonly staleAfterMs?: number;
+  readonly replayTimeoutMs?: number;
+  /** Opens one rank's subscription (tests substitute nothing here; it is the real socket). */
+  readonly open?: (opts: Parameters<typeof KvEventSubscriber.start>[0]) => KvEventSubscriber;
+}
+
+interface Subscription {
+  readonly key: string;
+  readonly blockSize: number;
+  readonly ranks: readonly KvEventSubscriber[];
+}
+
+const DEFAULT_MAX_LAG_MS = 5_000;
+
+export class KvIndexFleet {
+  readonly #opts: KvIndexFleetOptions;
+  readonly #open: NonNullable<KvIndexFleetOptions['open']>;
+  readonly #subs = new Map<string, Subscription>();
+  #closed = false;
+
+  constructor(opts: KvIndexFleetOptions = {}) {
+    this.#opts = opts;
+    this.#open = opts.open ?? ((o) => KvEventSubscriber.start(o));
+  }
+
+  /** Follow one deployment's endpoints; `all` lists every endpoint id the table holds (others are closed). */
+  sync(endpoints: readonly RouteEndpoint[], all: ReadonlySet<string>): void {
+    if (this.#closed) return;
+    for (const e of endpoints) {
+      const key = subscriptionKey(e);
+      const current = this.#subs.get(e.id);
+      if (current?.key === key) continue;
+      if (current) this.#closeSub(e.id, current);
+      if (!e.events || key === '') continue;
+      const ev = e.events;
+      const ranks = ev.kv.map((endpoint, r) =>
+        this.#open({
+          endpoint,
+          replayEndpoint: ev.replay?.[r] ?? null,
+          topic: ev.topic,
+          ...(this.#opts.clock ? { clock: this.#opts.clock } : {}),
+          ...(this.#opts.staleAfterMs !== undefined ? { staleAfterMs: this.#opts.staleAfterMs } : {}),
+          ...(this.#opts.replayTimeoutMs !== undefined
+            ? { replayTimeoutMs: this.#opts.replayTimeoutMs }
+            : {}),
+        }),
+      );
+      this.#subs.set(e.id, { key, blockSize: ev.blockSize, ranks });
+    }
+    for (const [id, sub] of this.#subs) if (!all.has(id)) this.#closeSub(id, sub);
+  }
+
+  /** Whether `endpointId`'s index may route now, and if not why. */
+  usability(endpointId: string): KvUsability {
+    const sub = this.#subs.get(endpointId);
+    if (!sub) return { usable: false, reason: 'the runtime publishes no KV events' };
+    const maxLag = this.#opts.maxLagMs ?? DEFAULT_MAX_LAG_MS;
+    for (const s of sub.ranks.map((r) => r.status())) {
+      if (s.state !== KvIndexState.live) return { usable: false, reason: `${s.state}: ${s.reason}` };
+      if (!s.complete) return { usable: false, reason: `incomplete: ${s.reason}` };
+      if (s.lagMs !== null && s.lagMs > maxLag)
+        return { usable: false, reason: `events lag ${Math.round(s.lagMs)} ms (bound ${maxLag} ms)` };
+    }
+    return { usable: true };
+  }
+
+  /**
+   * The prefix of `tokens` (exact token ids, as the runtime tokenizes) each usable endpoint
+   * holds under `salt`; endpoints absent from the answer fall back to the tree.
+   */
+  match(endpoints: readonly RouteEndpoint[], tokens: readonly number[], salt: string): Map<string, KvMatch> {
+    const out = new Map<string, KvMatch>();
+    // SGLang matches at most all but the last prompt token (its logits are computed).
+    const matchable = tokens.length > 0 ? tokens.slice(0, -1) : tokens;
+    const hashesBySize = new Map<number, bigint[]>();
+    for (const e of endpoints) {
+      const sub = this.#subs.get(e.id);
+      if (!sub || !this.usability(e.id).usable) continue;
+      let hashes = hashesBySize.get(sub.blockSize);
+      if (!hashes) {
+        hashes = computeRequestBlockHashes(matchable, sub.blockSize, salt);
+        hashesBySize.set(sub.blockSize, hashes);
+      }
+      let best: KvMatch | undefined;
+      for (const rank of sub.ranks) {
+        const m = rank.index.matchPrefix(hashes);
+        const candidate = toTokens(m.byMedium, sub.blockSize);
+        if (!best || total(candidate) > total(best)) best = candidate;
+      }
+      if (best) out.set(e.id, best);
+    }
+    return out;
+  }
+
+  /** A request that will store pages went to `endpointId`: its events are now due (stale detection). */
+  expectEvents(endpointId: string): void {
+    for (const rank of this.#subs.get(endpointId)?.ranks ?? []) rank.expectBatch();
+  }
+
+  status(): EndpointKvStatus[] {
+    return [...this.#subs].map(([endpoint, sub]) => {
+      const u = this.usability(endpoint);
+      return {
+        endpoint,
+        usable: u.usable,
+        reason: u.usable ? '' : u.reason,
+        ranks: sub.ranks.map((r) => r.status()),
+      };
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const subs = [...this.#subs.values()];
+    this.#subs.clear();
+    await Promise.all(subs.flatMap((s) => s.ranks.map((r) => r.close())));
+  }
+
+  #closeSub(id: string, sub: Subscription): void {
+    this.#subs.delete(id);
+    for (const r of sub.ranks) void r.close();
+  }
+}
+
+/** What makes a subscription the same one: the process (generation) and where it publishes. */
+function subscriptionKey(e: RouteEndpoint): string {
+  if (!e.events) return '';
+  return JSON.stringify([e.generation ?? '', e.fingerprint, e.events]);
+}
+
+const DEVICE: readonly StorageMedium[] = ['GPU'];
+const HOST: readonly StorageMedium[] = ['CPU_PINNED'];
+
+function toTokens(byMedium: Readonly<Record<StorageMedium, number>>, blockSize: number): KvMatch {
+  let device = 0;
+  let host = 0;
+  let storage = 0;
+  for (const [medium, pages] of Object.entries(byMedium) as [StorageMedium, number][]) {
+    if (DEVICE.includes(medium)) device += pages;
+    else if (HOST.includes(medium)) host += pages;
+    else storage += pages;
+  }
+  return {
+    deviceTokens: device * blockSize,
+    hostTokens: host * blockSize,
+    storageTokens: storage * blockSize,
+  };
+}
+
+function total(m: KvMatch): number {
+  return m.deviceTokens + m.hostTokens + m.storageTokens;
+}

@@ -1,0 +1,49 @@
+// The KV index's health as Prometheus gauges, read from the fleet at scrape
+// time (nothing to keep in step on the request path).
+
+import { Gauge, type Registry } from 'prom-client';
+import type { KvIndexFleet } from './fleet.ts';
+
+export function registerKvIndexMetrics(registry: Registry, fleet: KvIndexFleet): void {
+  new Gauge({
+    name: 'cacheroute_gateway_kv_events_lag_seconds',
+    help:
+      "How far each endpoint's last applied KV event batch trailed its publisher's clock when it " +
+      'arrived (the slowest rank; includes clock skew between hosts).',
+    labelNames: ['endpoint'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of fleet.status()) {
+        const lags = s.ranks.map((r) => r.lagMs).filter((l): l is number => l !== null);
+        if (lags.length > 0) this.set({ endpoint: s.endpoint }, Math.max(...lags) / 1000);
+      }
+    },
+  });
+  new Gauge({
+    name: 'cacheroute_gateway_kv_index_usable',
+    help:
+      "1 when routing reads the endpoint's cache from its KV events (live, complete, not lagging); " +
+      '0 when it falls back to the response-corrected tree (/status says why).',
+    labelNames: ['endpoint'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of fleet.status()) this.set({ endpoint: s.endpoint }, s.usable ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'cacheroute_gateway_kv_index_blocks',
+    help: "Blocks the gateway's index holds for each endpoint (all ranks and tiers).",
+    labelNames: ['endpoint'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of fleet.status())
+        this.set(
+          { endpoint: s.endpoint },
+          s.ranks.reduce((n, r) => n + r.blocks, 0),
+        );
+    },
+  });
+}
