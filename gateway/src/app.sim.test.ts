@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
 import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../../test/sim/testing.ts';
 import { build } from './app.ts';
+import type { CacheReport } from './policies/index.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';
 import { eventually } from './testing/fake-upstream.ts';
 
@@ -109,6 +110,38 @@ describe('gateway ↔ simulator', () => {
       expect(r.events.length).toBeGreaterThan(2);
       expect(r.events.at(-1)).toBe('[DONE]');
       expect(app?.gateway.inFlightOf('sim0')).toBe(0);
+    }));
+
+  it("a streamed chat that did not ask for usage still teaches the policy the runtime's cache report, and the client sees no usage event", () =>
+    setup([[]]).then(async (gw) => {
+      const reports: (CacheReport | undefined)[] = [];
+      const stream = (includeUsage: boolean) =>
+        postSse(`${gw}/v1/chat/completions`, {
+          model: 'm',
+          messages: [{ role: 'user', content: 'Tell me a story about a ship' }],
+          max_tokens: 4,
+          stream: true,
+          ...(includeUsage ? { stream_options: { include_usage: true } } : {}),
+        });
+      const first = await stream(false); // the policy exists once it served a request
+      expect(first.events.some((e) => e.includes('"usage"'))).toBe(false);
+      const policy = app?.gateway.policyOf('ns/m');
+      if (!policy?.observe) throw new Error('no policy');
+      const observe = policy.observe.bind(policy);
+      policy.observe = (o) => {
+        if (o.kind === 'completed') reports.push(o.report);
+        observe(o);
+      };
+      const quiet = await stream(false);
+      expect(quiet.events.at(-1)).toBe('[DONE]');
+      expect(quiet.events.some((e) => e.includes('"usage"'))).toBe(false);
+      expect(reports.at(-1)).toMatchObject({
+        promptTokens: expect.any(Number),
+        cachedTokens: expect.any(Number),
+      });
+      expect(reports.at(-1)?.cachedTokens).toBeGreaterThan(0);
+      const asked = await stream(true);
+      expect(asked.events.filter((e) => e.includes('"usage"'))).toHaveLength(1);
     }));
 
   it('reuses a greedy result and de-duplicates concurrent identical requests', () =>

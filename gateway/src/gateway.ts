@@ -25,10 +25,14 @@ import {
 import { EndpointBook, type RuntimeLoad } from './endpoint-book.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
 import { KvIndexFleet, type KvMatch } from './kv-index/fleet.ts';
+import { encodeRequest } from './tokenize/request.ts';
+import { requestUsageEvent, UsageEventFilter } from './upstream/strip-usage.ts';
+import type { Tokenizer } from './tokenize/tokenizer.ts';
 import {
   computeEffectiveSalt,
   computeExactTokens,
   computeRouteTokens,
+  computeTokenizerInput,
   parseBody,
   type ParsedBody,
   type RouteKind,
@@ -108,6 +112,8 @@ export interface GatewayOptions {
   readonly downHoldMs?: number;
   /** The runtimes' KV indexes (their own events); the gateway opens one when absent. */
   readonly kvIndex?: KvIndexFleet;
+  /** Each served model's own tokenizer (--tokenizers): text prompts matched exactly against the KV index. */
+  readonly tokenizers?: ReadonlyMap<string, Tokenizer>;
 }
 
 export interface RequestContext {
@@ -156,6 +162,7 @@ export class Gateway {
   readonly admission: AdmissionRegistry;
   readonly kvIndex: KvIndexFleet;
   readonly #ownsKvIndex: boolean;
+  readonly #tokenizers: ReadonlyMap<string, Tokenizer>;
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
   readonly #peers: PeerSet;
@@ -194,6 +201,7 @@ export class Gateway {
     this.admission = new AdmissionRegistry(this.#clock);
     this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
     this.#ownsKvIndex = opts.kvIndex === undefined;
+    this.#tokenizers = opts.tokenizers ?? new Map();
     this.kvIndex = opts.kvIndex ?? new KvIndexFleet({ clock: this.#clock });
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
@@ -255,7 +263,7 @@ export class Gateway {
     const salt = computeEffectiveSalt(route.salt, parsed.value.body.cache_salt);
     const body: Record<string, unknown> = { ...parsed.value.body, cache_salt: salt };
     if (ctx.kind === 'generate') delete body['model'];
-    const exact = computeExactTokens(parsed.value);
+    const exact = computeExactTokens(parsed.value) ?? (await this.#tokenizeForIndex(route, parsed.value));
     const input: RouteInput = {
       id: ctx.id,
       salt,
@@ -263,8 +271,13 @@ export class Gateway {
       now: this.#clock.now(),
     };
     const fwd: Forwarding = { ctx, route, input, body, ...(exact ? { exact } : {}) };
-    if (body['stream'] === true)
-      return this.#forward(fwd, STREAMING_EXCHANGE, (e, res, done) => this.#deliverStream(fwd, e, res, done));
+    if (body['stream'] === true) {
+      // The runtime's usage event carries its cache report; a client that did not ask for it does not see it.
+      const strip = ctx.kind !== 'generate' && requestUsageEvent(body);
+      return this.#forward(fwd, STREAMING_EXCHANGE, (e, res, done) =>
+        this.#deliverStream(fwd, e, res, done, strip),
+      );
+    }
     const mode = route.reuse.enabled ? computeDeterminism(body, route.reuse.reusableWhen) : undefined;
     if (mode) return this.#serveReusable(fwd);
     return toServed(
@@ -455,6 +468,17 @@ export class Gateway {
    * A failed attempt (no answer, or a 5xx): the client's own abort wins; otherwise it is
    * counted, a 5xx answer is drained, and the error the client would get is returned.
    */
+  /**
+   * The prompt's ids from the model's own tokenizer, only where a KV index can use them
+   * (an endpoint publishes events): elsewhere approximate tokens serve the tree at no cost.
+   */
+  async #tokenizeForIndex(route: ModelRoute, parsed: ParsedBody): Promise<readonly number[] | undefined> {
+    const tok = this.#tokenizers.get(route.model);
+    if (!tok || !route.endpoints.some((e) => e.events)) return undefined;
+    const input = computeTokenizerInput(parsed);
+    return input ? encodeRequest(tok, input) : undefined;
+  }
+
   /** The request's prefix each endpoint's KV index holds, where the index can answer. */
   #matchIndexed(fwd: Forwarding, endpoints: readonly RouteEndpoint[]): ReadonlyMap<string, KvMatch> {
     if (!fwd.exact) return NO_MATCHES;
@@ -585,6 +609,7 @@ export class Gateway {
     endpoint: RouteEndpoint,
     res: StreamedResponse,
     done: (outcome: DeliveryOutcome) => void,
+    stripUsage: boolean,
   ): Promise<Served> {
     const piped = await pipeStream(
       fwd.ctx.reply,
@@ -592,6 +617,7 @@ export class Gateway {
       { [ENDPOINT_HEADER]: endpoint.id },
       fwd.ctx.signal,
       () => done({ kind: 'first-byte' }),
+      stripUsage ? new UsageEventFilter() : undefined,
     );
     // Even an interrupted stream was prefilled: the endpoint holds the prompt.
     done({ kind: 'completed', report: piped.report });

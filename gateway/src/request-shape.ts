@@ -3,6 +3,7 @@
 
 import { z } from 'zod';
 import { computeTextTokens } from './radix/index.ts';
+import type { TokenizerInput } from './tokenize/request.ts';
 
 const Sampling = {
   stream: z.boolean().optional(),
@@ -146,6 +147,26 @@ export function computeExactTokens(parsed: ParsedBody): readonly number[] | unde
       if (!ids) return undefined;
       return Array.isArray(ids[0]) ? ids[0] : (ids as number[]);
     }
+  }
+}
+
+/** What the model's tokenizer needs to compute the prompt's ids; undefined for a batch of prompts. */
+export function computeTokenizerInput(parsed: ParsedBody): TokenizerInput | undefined {
+  switch (parsed.kind) {
+    case 'chat': {
+      const b = parsed.body as ChatBody & { chat_template_kwargs?: unknown; reasoning_effort?: unknown };
+      const kwargs = b.chat_template_kwargs;
+      // SGLang passes both to the template: the request's kwargs, and reasoning_effort when set.
+      const templateKwargs = {
+        ...(kwargs !== null && typeof kwargs === 'object' ? (kwargs as Record<string, unknown>) : {}),
+        ...(typeof b.reasoning_effort === 'string' ? { reasoning_effort: b.reasoning_effort } : {}),
+      };
+      return { kind: 'chat', messages: b.messages, templateKwargs };
+    }
+    case 'completion':
+      return typeof parsed.body.prompt === 'string' ? { kind: 'text', text: parsed.body.prompt } : undefined;
+    case 'generate':
+      return typeof parsed.body.text === 'string' ? { kind: 'text', text: parsed.body.text } : undefined;
   }
 }
 

@@ -2,6 +2,9 @@
 // In a tier of replicas, `--peers-service <the gateway Service>` (with the pod's
 // name and namespace, from flags or $POD_NAME/$POD_NAMESPACE) divides each
 // CachePolicy's admission bounds among the replicas that take traffic.
+// `--tokenizers DIR` holds each served model's tokenizer files (DIR/<served name>/
+// tokenizer.json, tokenizer_config.json): text prompts are then tokenized as the
+// runtime tokenizes them and matched exactly against its KV events.
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
@@ -19,6 +22,7 @@ import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/
 import { build } from './app.ts';
 import { openRouteSource, parseRouteSourceFlags } from './discovery/source.ts';
 import type { ModelRoute } from './routing/table.ts';
+import { loadTokenizerDirectory, type LoadedTokenizers } from './tokenize/registry.ts';
 
 const RouteFile = z.array(
   z.looseObject({
@@ -74,6 +78,7 @@ async function main(): Promise<void> {
       'pod-name': { type: 'string', default: process.env['POD_NAME'] },
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
       'drain-timeout-seconds': { type: 'string', default: '25' },
+      tokenizers: { type: 'string' },
     },
   });
   const flags = parseRouteSourceFlags(values);
@@ -86,8 +91,10 @@ async function main(): Promise<void> {
   );
   const table = source.table;
   const peers = source.peers;
+  const tokenizers = values.tokenizers ? await loadTokenizers(values.tokenizers) : undefined;
   const app = build({
     table,
+    ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
     ...(peers ? { peers, ready: () => peers.synced() } : {}),
     logger: { level: values['log-level'] },
     defaultMetrics: true,
@@ -97,12 +104,26 @@ async function main(): Promise<void> {
       : {}),
   });
   app.addHook('onClose', () => source.close());
+  if (tokenizers) {
+    app.log.info({ models: [...tokenizers.tokenizers.keys()] }, 'tokenizers loaded');
+    for (const { model, issue } of tokenizers.issues)
+      app.log.error(
+        { model, file: issue.file },
+        `tokenizer not loaded, ${model} routes by approximate tokens: ${issue.message}`,
+      );
+  }
   source.start(app.log);
   const shutdown = (signal: NodeJS.Signals): void =>
     void drainAndClose(app, signal, drainTimeout.data * 1000).then(() => process.exit(0));
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
   await app.listen({ port: Number(values.port), host: values.host });
+}
+
+async function loadTokenizers(dir: string): Promise<LoadedTokenizers> {
+  return loadTokenizerDirectory(dir).catch((err: unknown) =>
+    exitWithUsage(`--tokenizers: cannot read ${dir}: ${err instanceof Error ? err.message : String(err)}`),
+  );
 }
 
 const DrainTimeout = z.coerce

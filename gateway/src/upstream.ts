@@ -7,6 +7,7 @@ import { buildErrorBody, GatewayError } from './errors.ts';
 import type { UpstreamFailureReason } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
 import { extractCacheReport, SseReportSniffer } from './upstream-report.ts';
+import type { UsageEventFilter } from './upstream/strip-usage.ts';
 import { AnswerInterruptedError, type BufferedResponse, type StreamedResponse } from './upstream-answer.ts';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -76,6 +77,8 @@ export async function pipeStream(
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
   onFirstChunk: () => void = () => undefined,
+  /** Takes the usage event the gateway asked for (and the client did not) out of the stream. */
+  usageFilter?: UsageEventFilter,
 ): Promise<PipeResult> {
   const sniffer = new SseReportSniffer();
   reply.hijack();
@@ -94,9 +97,10 @@ export async function pipeStream(
         onFirstChunk();
       }
       sniffer.push(chunk);
-      if (!raw.write(chunk)) await once(raw, 'drain', { signal });
+      const out = usageFilter ? usageFilter.push(chunk) : chunk;
+      if (out.length > 0 && !raw.write(out)) await once(raw, 'drain', { signal });
     }
-    raw.end();
+    raw.end(usageFilter?.flush());
     return { complete: true, report: sniffer.report() };
   } catch {
     if (signal.aborted || raw.destroyed) raw.destroy();

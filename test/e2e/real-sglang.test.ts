@@ -19,6 +19,8 @@ import { eventually, kubectlOk, listEvents } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { removeKitModelLink } from '../support/real-sglang.ts';
 import { drainReplay } from '../support/sglang-kit-events.ts';
+import { runKit } from '../support/sglang-kit.ts';
+import { loadTokenizer, type Tokenizer } from '../../gateway/src/tokenize/index.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const NS = 'e2e-real-sglang';
@@ -37,6 +39,7 @@ let kubelet: SimKubelet;
 let operator: Operator;
 let gateway: InProcessGateway;
 let linkedModelDir = false;
+let tokenizer: Tokenizer;
 
 const k = (args: string[], input?: string) =>
   kubectlOk(['-n', NS, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
@@ -100,7 +103,12 @@ beforeAll(async () => {
     leaderElection: false,
     http: false,
   });
-  gateway = await startInProcessGateway(cp.kubeconfig, [NS]);
+  // The gateway holds the served model's own tokenizer (the tiny model's files), as --tokenizers gives it.
+  const modelDir = (await runKit(['make-model'])).trim().split('\n').at(-1) ?? '';
+  const loaded = await loadTokenizer(modelDir);
+  if (!loaded.ok) throw new Error(loaded.error.message);
+  tokenizer = loaded.value;
+  gateway = await startInProcessGateway(cp.kubeconfig, [NS], { tokenizers: new Map([[SERVED, tokenizer]]) });
 });
 
 afterAll(async () => {
@@ -129,7 +137,8 @@ describe('real-sglang', () => {
       hicache: false,
       disaggregationMode: 'null',
     });
-    expect(kubelet.reals.has(e.pod)).toBe(true);
+    // The kubelet records the server once its start-up returns, which can be after it first answers.
+    await eventually(() => expect(kubelet.reals.has(e.pod)).toBe(true), { timeoutMs: 60_000 });
   });
 
   it('an impostor real runtime (another served model) stays unverified, with a Warning event', async () => {
@@ -188,6 +197,35 @@ describe('real-sglang', () => {
     expect(salts).toContain(salt);
     expect(salts).toContain(combineCacheSalt(salt, 'another-team'));
     expect(stored.every((ev) => ev.block_size === 16)).toBe(true);
+  });
+
+  it("the gateway's KV index, fed by the real runtime's events, holds exactly the prefix the runtime reports cached", async () => {
+    const s = await status('tiny');
+    const e = s.endpoints?.[0];
+    // The operator published the publishers /server_info advertised.
+    expect(e?.events).toEqual({ port: 5557, ranks: 1, topic: 'kv', blockSize: 16, replayPort: 5558 });
+    const id = `${NS}/${e?.pod ?? ''}`;
+    const kv = gateway.app.gateway.kvIndex;
+    await eventually(() => expect(kv.usability(id)).toEqual({ usable: true }), { timeoutMs: 30_000 });
+    const route = gateway.watcher.table.lookup(SERVED);
+    if (!route) throw new Error('no route');
+    const content = `An index chapter. ${SENTENCE.repeat(30)}`;
+    const ids = await tokenizer.encodeChat([{ role: 'user', content }]);
+    if (!ids.ok) throw new Error(ids.error.message);
+    expect(kv.match(route.endpoints, ids.value, route.salt).get(id)?.deviceTokens).toBe(0);
+    const first = await chat(SERVED, content);
+    // The gateway's ids are the runtime's: same count.
+    expect(first.usage.prompt_tokens).toBe(ids.value.length);
+    const indexed = await eventually(
+      () => {
+        const m = kv.match(route.endpoints, ids.value, route.salt).get(id);
+        expect(m?.deviceTokens).toBeGreaterThan(0);
+        return m;
+      },
+      { timeoutMs: 10_000 },
+    );
+    const again = await chat(SERVED, content);
+    expect(indexed?.deviceTokens).toBe(again.usage.prompt_tokens_details.cached_tokens);
   });
 
   it('a HiCache Deployment serves a prompt pushed out of the device pool from its host tier', async () => {

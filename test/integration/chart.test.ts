@@ -229,6 +229,21 @@ describe('values reach the objects', () => {
     expect(JSON.stringify(c)).not.toContain('redis://');
   });
 
+  it('gateway.tokenizers.volume: mounted read-only at /tokenizers and passed as --tokenizers', async () => {
+    const objs = await render({
+      set: ['gateway.tokenizers.volume.persistentVolumeClaim.claimName=tokenizers'],
+    });
+    const c = container(objs, 'gateway') as Container & { volumeMounts: unknown[] };
+    expect(c.args).toContain('--tokenizers=/tokenizers');
+    expect(c.volumeMounts).toContainEqual({ name: 'tokenizers', mountPath: '/tokenizers', readOnly: true });
+    const spec = podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)) as PodSpec & { volumes: unknown[] };
+    expect(spec.volumes).toContainEqual({
+      name: 'tokenizers',
+      persistentVolumeClaim: { claimName: 'tokenizers' },
+    });
+    expect(container(await render({}), 'gateway').args).not.toContain('--tokenizers=/tokenizers');
+  });
+
   it('gateway.shareAdmission=false: each replica admits the whole bound, and reads no EndpointSlices', async () => {
     const objs = await render({
       set: [

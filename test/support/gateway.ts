@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { build } from '../../gateway/src/app.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
+import type { Tokenizer } from '../../gateway/src/tokenize/tokenizer.ts';
 
 export interface InProcessGateway {
   readonly app: FastifyInstance;
@@ -16,12 +17,13 @@ export interface InProcessGateway {
 export async function startInProcessGateway(
   kubeconfig: string,
   namespaces: readonly string[],
+  opts: { tokenizers?: ReadonlyMap<string, Tokenizer> } = {},
 ): Promise<InProcessGateway> {
   const kc = new KubeConfig();
   kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
   const client = await KubeClient.fromKubeConfig(kc);
   const watcher = new DiscoveryWatcher({ client, namespaces: [...namespaces], coalesceMs: 20 });
-  const app = build({ table: watcher.table });
+  const app = build({ table: watcher.table, ...opts });
   watcher.start();
   return {
     app,

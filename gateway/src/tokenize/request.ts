@@ -1,0 +1,24 @@
+// A request's prompt as the tokenizer takes it, and its ids: a chat's
+// messages through the template, a text as it is. Undefined when the model's
+// template refuses the messages (the runtime will answer 400) or holds
+// content the runtime does not turn into text: routing then uses
+// approximate tokens, and the request still goes upstream unchanged.
+
+import { ChatMessage } from './messages.ts';
+import type { Tokenizer } from './tokenizer.ts';
+
+export type TokenizerInput =
+  | {
+      readonly kind: 'chat';
+      readonly messages: readonly unknown[];
+      readonly templateKwargs: Readonly<Record<string, unknown>>;
+    }
+  | { readonly kind: 'text'; readonly text: string };
+
+export async function encodeRequest(tok: Tokenizer, input: TokenizerInput): Promise<number[] | undefined> {
+  if (input.kind === 'text') return tok.encodeText(input.text);
+  const messages = ChatMessage.array().safeParse(input.messages);
+  if (!messages.success) return undefined;
+  const ids = await tok.encodeChat(messages.data, { templateKwargs: input.templateKwargs });
+  return ids.ok ? ids.value : undefined;
+}
