@@ -2,7 +2,9 @@
 // Running pod on a fake node it serves an SGLang simulator on the pod's IP,
 // launched with the pod's own rendered SGLang arguments (so whatever the
 // operator renders is what the "runtime" reports), and stops it when the pod
-// goes. Simulators run in this process: a fleet of hundreds costs no forks.
+// goes, after the container's preStop sleep as a kubelet runs it (a pod being
+// deleted keeps serving that long, then its runtime stops).
+// Simulators run in this process: a fleet of hundreds costs no forks.
 // Chosen pods get the real SGLang instead (`realSglang`), a process each.
 // Needs the private network namespace (hack/in-netns.sh) for pod IPs.
 import { KubeConfig } from '@kubernetes/client-node';
@@ -85,6 +87,23 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   };
 
   const reals = new Map<string, RunningPodReal>();
+  // Pods being deleted, serving out their preStop sleep.
+  const terminating = new Map<string, NodeJS.Timeout>();
+
+  /** What a kubelet does for a deleted pod: run the preStop sleep, then stop the runtime. */
+  function stopAfterPreStop(pod: PodObject): void {
+    const name = pod.metadata?.name ?? '';
+    if (terminating.has(name) || !(sims.has(name) || reals.has(name))) return;
+    const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
+    const sleepMs = (container?.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000;
+    if (sleepMs <= 0) return enqueue(() => stopSim(name));
+    const timer = setTimeout(() => {
+      terminating.delete(name);
+      enqueue(() => stopSim(name));
+    }, sleepMs);
+    terminating.set(name, timer);
+    log(`pod ${name} is terminating: its runtime serves ${sleepMs} ms more (preStop)`);
+  }
 
   async function stopSim(name: string): Promise<void> {
     const real = reals.get(name);
@@ -141,6 +160,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     const running = pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp;
     const argv = running ? buildSimArgv(pod, opts.extraArgs?.(pod) ?? []) : undefined;
     const current = sims.get(name) ?? reals.get(name);
+    if (current && pod.metadata?.deletionTimestamp) return stopAfterPreStop(pod);
     if (current && (!argv || current.ip !== pod.status?.podIP)) await stopSim(name);
     if (!argv || sims.has(name) || reals.has(name)) return;
     const real = opts.realSglang?.(pod);
@@ -150,7 +170,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   informer.addEventHandler({
     onAdd: (pod) => enqueue(() => reconcile(pod)),
     onUpdate: (_old, pod) => enqueue(() => reconcile(pod)),
-    onDelete: (pod) => enqueue(() => stopSim(pod.metadata?.name ?? '')),
+    onDelete: (pod) => stopAfterPreStop(pod),
   });
   informer.start();
   await informer.waitForSync();
@@ -159,6 +179,8 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     reals,
     async stop() {
       await informer.stop();
+      for (const timer of terminating.values()) clearTimeout(timer);
+      terminating.clear();
       await chain;
       await Promise.all([...sims.keys(), ...reals.keys()].map((n) => stopSim(n)));
       await client.close();

@@ -23,6 +23,7 @@ export const DEFAULT_SHM_SIZE = '16Gi';
 // probe must not kill a pod that is still reading weights.
 const STARTUP_PROBE_BUDGET_SECONDS = 3600;
 const PROBE_PERIOD_SECONDS = 10;
+export const PRE_STOP_SLEEP_SECONDS = 10;
 // SGLang's /health waits up to 20 s for the scheduler to generate one token.
 const HEALTH_TIMEOUT_SECONDS = 25;
 const RDMA_TRANSFER_BACKENDS = new Set(['mooncake', 'nixl', 'mori']);
@@ -175,6 +176,10 @@ function buildSglangContainer(
     },
     readinessProbe: { ...health, periodSeconds: PROBE_PERIOD_SECONDS, failureThreshold: 3 },
     livenessProbe: { ...health, periodSeconds: 30, failureThreshold: 5 },
+    // A pod being removed (scale-down, rollout) leaves Deployment status at once, but the
+    // gateways learn that through a watch: it keeps serving this long before SGLang gets
+    // SIGTERM, so nothing new reaches a process that is exiting.
+    lifecycle: { preStop: { sleep: { seconds: PRE_STOP_SLEEP_SECONDS } } },
     // The SGLang image runs as root and writes its kernel caches under /root, so
     // runAsNonRoot would break it; everything else is locked down. RDMA transfer
     // pins memory, which needs IPC_LOCK.
