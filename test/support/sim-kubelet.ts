@@ -156,11 +156,11 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   }
 
   async function reconcile(pod: PodObject): Promise<void> {
+    if (pod.metadata?.deletionTimestamp) return stopAfterPreStop(pod);
     const name = pod.metadata?.name ?? '';
-    const running = pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp;
+    const running = pod.status?.phase === 'Running';
     const argv = running ? buildSimArgv(pod, opts.extraArgs?.(pod) ?? []) : undefined;
     const current = sims.get(name) ?? reals.get(name);
-    if (current && pod.metadata?.deletionTimestamp) return stopAfterPreStop(pod);
     if (current && (!argv || current.ip !== pod.status?.podIP)) await stopSim(name);
     if (!argv || sims.has(name) || reals.has(name)) return;
     const real = opts.realSglang?.(pod);
