@@ -14,9 +14,9 @@ import { registerKvIndexMetrics } from './kv-index/metrics.ts';
 import { Drain } from './lifecycle/drain.ts';
 import { buildMetrics } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
-import type { RouteKind } from './request-shape.ts';
+import type { RouteKind } from './request/shape.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
-import { RuntimeLoadPoller } from './runtime-load.ts';
+import { RuntimeLoadPoller } from './endpoints/runtime-load.ts';
 import { statusPlugin } from './status/index.ts';
 
 declare module 'fastify' {

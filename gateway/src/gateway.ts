@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { Agent } from 'undici';
 import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
 import { systemClock, type Clock, type Timer } from './clock.ts';
-import { recordDecision } from './decision.ts';
+import { recordDecision } from './forward/decision.ts';
 import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
 import { computeFleetPosition, computeShareOf, type FleetPosition } from './fleet/share.ts';
 import { GatewayError } from './errors.ts';
@@ -22,7 +22,7 @@ import {
   type Policy,
   type RouteInput,
 } from './policies/index.ts';
-import { EndpointBook, type RuntimeLoad } from './endpoint-book.ts';
+import { EndpointBook, type RuntimeLoad } from './endpoints/book.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
 import { KvIndexFleet, type KvMatch } from './kv-index/fleet.ts';
 import { encodeRequest } from './tokenize/request.ts';
@@ -36,7 +36,7 @@ import {
   parseBody,
   type ParsedBody,
   type RouteKind,
-} from './request-shape.ts';
+} from './request/shape.ts';
 import {
   canonicalJson,
   computeDeterminism,
@@ -68,23 +68,23 @@ import {
   toStored,
   type Buffered,
   type Served,
-} from './served.ts';
-import { extractCacheReport } from './upstream-report.ts';
-import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './exchange.ts';
+} from './forward/served.ts';
+import { extractCacheReport } from './upstream/report.ts';
+import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './upstream/exchange.ts';
 import {
   AnswerInterruptedError,
   sendBuffered,
   type BufferedResponse,
   type SendOptions,
   type StreamedResponse,
-} from './upstream-answer.ts';
+} from './upstream/answer.ts';
 import {
   classifyUpstreamFailure,
   computeBufferedReport,
   headerString,
   mapUpstreamFailure,
   pipeStream,
-} from './upstream.ts';
+} from './upstream/relay.ts';
 
 export interface UpstreamOptions {
   /** Time to response headers (non-streaming: the whole generation). */
@@ -671,4 +671,4 @@ function random32(): number {
   return randomBytes(4).readUInt32BE(0);
 }
 
-export type { Served } from './served.ts';
+export type { Served } from './forward/served.ts';

@@ -28,7 +28,7 @@ import {
   type EndpointView,
   type RouteInput,
 } from '../../gateway/src/policies/index.ts';
-import { PrefillTracker } from '../../gateway/src/prefill-tracker.ts';
+import { PrefillTracker } from '../../gateway/src/endpoints/prefill-tracker.ts';
 import { computeTextTokens } from '../../gateway/src/radix/blocks.ts';
 import { VirtualClock } from '../sim/clock.ts';
 import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';

@@ -12,11 +12,11 @@
 
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { RuntimeLoad } from '../endpoint-book.ts';
+import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RoutingTable } from '../routing/table.ts';
-import { ENDPOINT_HEADER, REUSED_HEADER } from '../served.ts';
+import { ENDPOINT_HEADER, REUSED_HEADER } from '../forward/served.ts';
 import { ActivityRecorder, type ErrorRecord } from './activity.ts';
 import { renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
 import { collectStatusSnapshot } from './snapshot.ts';

@@ -3,7 +3,7 @@
 // poller scraped, the gateway's own metrics (routing decisions, predicted
 // matches, reuse) and the answers the status plugin recorded. Reads only.
 
-import type { RuntimeLoad } from '../endpoint-book.ts';
+import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics, UpstreamFailureReason } from '../metrics.ts';
 import type { RoutingTable } from '../routing/table.ts';

@@ -5,7 +5,7 @@
 
 import { z } from 'zod';
 import type { AdmissionSnapshot } from '../admission/index.ts';
-import type { RuntimeLoad } from '../endpoint-book.ts';
+import type { RuntimeLoad } from '../endpoints/book.ts';
 import { computeRoutableEndpoints, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
 import type { UpstreamFailureReason } from '../metrics.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';

@@ -1,9 +1,9 @@
 // The per-request routing decision record: a log line and metrics.
 
 import type { FastifyBaseLogger } from 'fastify';
-import type { GatewayMetrics } from './metrics.ts';
-import { CacheAwarePolicy, type Policy, type RouteInput } from './policies/index.ts';
-import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import { CacheAwarePolicy, type Policy, type RouteInput } from '../policies/index.ts';
+import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 
 export interface Decision {
   readonly route: ModelRoute;

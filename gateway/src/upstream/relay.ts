@@ -3,12 +3,12 @@
 
 import { once } from 'node:events';
 import type { FastifyReply } from 'fastify';
-import { buildErrorBody, GatewayError } from './errors.ts';
-import type { UpstreamFailureReason } from './metrics.ts';
-import type { CacheReport } from './policies/index.ts';
-import { extractCacheReport, SseReportSniffer } from './upstream-report.ts';
-import type { UsageEventFilter } from './upstream/strip-usage.ts';
-import { AnswerInterruptedError, type BufferedResponse, type StreamedResponse } from './upstream-answer.ts';
+import { buildErrorBody, GatewayError } from '../errors.ts';
+import type { UpstreamFailureReason } from '../metrics.ts';
+import type { CacheReport } from '../policies/index.ts';
+import { extractCacheReport, SseReportSniffer } from './report.ts';
+import type { UsageEventFilter } from './strip-usage.ts';
+import { AnswerInterruptedError, type BufferedResponse, type StreamedResponse } from './answer.ts';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 

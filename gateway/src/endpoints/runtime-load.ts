@@ -5,9 +5,9 @@
 // value (unknown counts as 0, not as its last reading).
 
 import { request } from 'undici';
-import type { Clock, Timer } from './clock.ts';
-import type { RuntimeLoad } from './endpoint-book.ts';
-import type { RoutingTable } from './routing/table.ts';
+import type { Clock, Timer } from '../clock.ts';
+import type { RuntimeLoad } from './book.ts';
+import type { RoutingTable } from '../routing/table.ts';
 
 const QUEUE_METRICS = new Set([
   'sglang:num_queue_reqs',

@@ -8,7 +8,7 @@ import {
   type BufferedResponse,
   type SendOptions,
   type StreamedResponse,
-} from './upstream-answer.ts';
+} from './answer.ts';
 
 export interface Exchange<R extends { readonly statusCode: number }> {
   send(

@@ -3,7 +3,7 @@
 // with --enable-cache-report and when positive, else null: then unknown, and
 // unknown never becomes zero); native /generate in `meta_info`.
 
-import type { CacheReport } from './policies/index.ts';
+import type { CacheReport } from '../policies/index.ts';
 
 type Obj = Record<string, unknown>;
 

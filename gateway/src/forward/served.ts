@@ -1,10 +1,10 @@
 // What the gateway hands back to the route: a whole body, or "already
 // streamed". Reused answers are marked (header + zero-usage body).
 
-import type { CacheReport } from './policies/index.ts';
-import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
-import { markReused, type Json, type ReuseSource, type StoredResult } from './reuse/index.ts';
-import { isAbortedAnswer } from './upstream-report.ts';
+import type { CacheReport } from '../policies/index.ts';
+import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
+import { markReused, type Json, type ReuseSource, type StoredResult } from '../reuse/index.ts';
+import { isAbortedAnswer } from '../upstream/report.ts';
 
 export const REUSED_HEADER = 'x-cacheroute-reused';
 export const ENDPOINT_HEADER = 'x-cacheroute-endpoint';

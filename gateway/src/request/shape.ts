@@ -2,8 +2,8 @@
 // passes through to SGLang untouched), the routing tokens, the salt.
 
 import { z } from 'zod';
-import { computeTextTokens } from './radix/index.ts';
-import type { TokenizerInput } from './tokenize/request.ts';
+import { computeTextTokens } from '../radix/index.ts';
+import type { TokenizerInput } from '../tokenize/request.ts';
 
 const Sampling = {
   stream: z.boolean().optional(),
@@ -171,4 +171,4 @@ export function computeTokenizerInput(parsed: ParsedBody): TokenizerInput | unde
 }
 
 /** The cache_salt to stamp: one rule for the gateway and Tasks, in the SGLang contract. */
-export { combineCacheSalt as computeEffectiveSalt } from '../../operator/src/sglang/salt.ts';
+export { combineCacheSalt as computeEffectiveSalt } from '../../../operator/src/sglang/salt.ts';

@@ -3,12 +3,12 @@
 // (prefill-tracker.ts), its failed attempts, and the runtime's own load from
 // the /metrics scrape. Policies see it as one EndpointView per decision.
 
-import type { Clock } from './clock.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import type { EndpointView, Policy, RouteOutcome } from './policies/index.ts';
+import type { Clock } from '../clock.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { EndpointView, Policy, RouteOutcome } from '../policies/index.ts';
 import { PrefillTracker } from './prefill-tracker.ts';
-import type { RouteEndpoint } from './routing/table.ts';
-import { classifyUpstreamFailure } from './upstream.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
+import { classifyUpstreamFailure } from '../upstream/relay.ts';
 
 export interface RuntimeLoad {
   /** `sglang:num_queue_reqs` */

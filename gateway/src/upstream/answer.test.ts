@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AnswerInterruptedError, sendBuffered, sendStreamed, type SendOptions } from './upstream-answer.ts';
+import { AnswerInterruptedError, sendBuffered, sendStreamed, type SendOptions } from './answer.ts';
 
 const CHUNK = 64 * 1024;
 const CHUNKS = 200; // 12.5 MiB: more than loopback socket buffers hold

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
-import { ManualClock } from './clock.ts';
+import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
+import { ManualClock } from '../clock.ts';
 import { parseRuntimeMetrics, RuntimeLoadPoller } from './runtime-load.ts';
-import { StaticRoutingTable } from './routing/table.ts';
+import { StaticRoutingTable } from '../routing/table.ts';
 
 const sample = `# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
 # TYPE sglang:num_queue_reqs gauge
