@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { Agent } from 'undici';
 import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
+import { toGatewayError } from './admission/rejection.ts';
+import { PolicyRegistry } from './policies/registry.ts';
 import { systemClock, type Clock, type Timer } from './clock.ts';
 import { recordDecision } from './forward/decision.ts';
 import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
@@ -14,7 +16,6 @@ import { computeFleetPosition, computeShareOf, type FleetPosition } from './flee
 import { GatewayError } from './errors.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import {
-  buildPolicy,
   indexOfMin,
   loadOf,
   type CacheReport,
@@ -38,7 +39,6 @@ import {
   type RouteKind,
 } from './request/shape.ts';
 import {
-  canonicalJson,
   computeDeterminism,
   computeReuseKey,
   MemoryResultStore,
@@ -142,12 +142,6 @@ type Deliver<T, R> = (
 
 type Answer = { readonly statusCode: number };
 
-interface PolicyEntry {
-  readonly key: string;
-  readonly policy: Policy;
-  synced: ModelRoute | undefined;
-}
-
 export class Gateway {
   readonly #table: RoutingTable;
   readonly #metrics: GatewayMetrics;
@@ -155,7 +149,9 @@ export class Gateway {
   readonly #agent: Agent;
   readonly #send: SendOptions;
   readonly #upstream: Required<UpstreamOptions>;
-  readonly #policies = new Map<string, PolicyEntry>();
+  readonly #policies = new PolicyRegistry();
+  /** The route object each deployment's KV subscriptions were last synced with. */
+  readonly #synced = new Map<string, ModelRoute>();
   readonly #book: EndpointBook;
   /** Endpoints whose connection just failed leave every pick before the table catches up. */
   readonly standing: StandingEndpoints;
@@ -211,7 +207,7 @@ export class Gateway {
   start(): void {
     const tick = () => {
       const now = this.#clock.now();
-      for (const { policy } of this.#policies.values()) policy.maintain?.(now);
+      this.#policies.maintain(now);
       this.#timer = this.#clock.setTimer(this.#maintenanceMs, tick);
     };
     this.#timer = this.#clock.setTimer(this.#maintenanceMs, tick);
@@ -249,7 +245,7 @@ export class Gateway {
 
   /** The routing policy a deployment's requests use, once it has served one (for status and tests). */
   policyOf(deployment: string): Policy | undefined {
-    return this.#policies.get(deployment)?.policy;
+    return this.#policies.policyOf(deployment);
   }
 
   inFlightOf(endpointId: string): number {
@@ -569,27 +565,7 @@ export class Gateway {
       return r.value;
     }
     this.#metrics.admissionRejections.inc({ deployment: route.deployment, reason: r.error.code });
-    const deployment = route.deployment;
-    switch (r.error.code) {
-      case 'overloaded': {
-        const retryAfterSeconds = r.error.retryAfterSeconds;
-        throw new GatewayError('GW_OVERLOADED', { deployment, retryAfterSeconds }, { retryAfterSeconds });
-      }
-      case 'queue-timeout':
-        throw new GatewayError(
-          'GW_QUEUE_TIMEOUT',
-          { deployment, waitMs: route.admission.queueTimeoutSeconds * 1000 },
-          { retryAfterSeconds: r.error.retryAfterSeconds },
-        );
-      case 'draining':
-        throw new GatewayError(
-          'GW_DRAINING',
-          { subject: `Deployment '${deployment}'`, retryAfterSeconds: 1 },
-          { retryAfterSeconds: 1 },
-        );
-      case 'aborted':
-        throw new GatewayError('GW_CLIENT_CLOSED');
-    }
+    throw toGatewayError(r.error, route.deployment, route.admission.queueTimeoutSeconds * 1000);
   }
 
   #deliverBuffered(
@@ -625,23 +601,13 @@ export class Gateway {
   }
 
   #policyFor(route: ModelRoute): Policy {
-    let entry = this.#policies.get(route.deployment);
-    // Routes are replaced whole on change, so the same object means the same settings and
-    // endpoints: the hot path skips re-serializing the settings.
-    if (entry?.synced === route) return entry.policy;
-    const key = canonicalJson(route.routing);
-    if (entry?.key !== key) {
-      entry = { key, policy: buildPolicy(route.routing), synced: undefined };
-      this.#policies.set(route.deployment, entry);
-    }
-    if (entry.synced !== route) {
-      // Routes are replaced whole on change: identity says "endpoints may have changed".
-      entry.policy.syncEndpoints?.(route.endpoints.map((e) => this.#book.view(e)));
+    if (this.#synced.get(route.deployment) !== route) {
+      // A new or changed route: follow its runtimes' event publishers at once.
+      this.#synced.set(route.deployment, route);
       const all = new Set(this.#table.list().flatMap((r) => r.endpoints.map((e) => e.id)));
       this.kvIndex.sync(route.endpoints, all);
-      entry.synced = route;
     }
-    return entry.policy;
+    return this.#policies.policyFor(route, (e) => this.#book.view(e));
   }
 }
 
