@@ -3,63 +3,17 @@
 // State kept here: one policy per deployment, in-flight counts per endpoint,
 // admission controllers, the reuse store, the upstream connection pool.
 
-import { randomBytes } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { Agent } from 'undici';
 import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
 import { toGatewayError } from './admission/rejection.ts';
-import { PolicyRegistry } from './policies/registry.ts';
 import { systemClock, type Clock, type Timer } from './clock.ts';
-import { recordDecision } from './forward/decision.ts';
-import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
-import { computeFleetPosition, computeShareOf, type FleetPosition } from './fleet/share.ts';
-import { GatewayError } from './errors.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import {
-  indexOfMin,
-  loadOf,
-  type CacheReport,
-  type EndpointView,
-  type Policy,
-  type RouteInput,
-} from './policies/index.ts';
 import { EndpointBook, type RuntimeLoad } from './endpoints/book.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
-import { KvIndexFleet, type KvMatch } from './kv-index/fleet.ts';
-import { encodeRequest } from './tokenize/request.ts';
-import { requestUsageEvent, UsageEventFilter } from './upstream/strip-usage.ts';
-import type { Tokenizer } from './tokenize/tokenizer.ts';
-import {
-  computeEffectiveSalt,
-  computeExactTokens,
-  computeRouteTokens,
-  computeTokenizerInput,
-  parseBody,
-  type ParsedBody,
-  type RouteKind,
-} from './request/shape.ts';
-import {
-  computeDeterminism,
-  computeReuseKey,
-  MemoryResultStore,
-  ResultReuser,
-  type ResultStore,
-  type StoredResult,
-} from './reuse/index.ts';
-import {
-  buildPdBody,
-  computeBootstrapRoom,
-  computeDecodePartners,
-  computeRoutableByRole,
-  isDisaggregated,
-} from './routing/pd.ts';
-import {
-  computeRoutableEndpoints,
-  EndpointRole,
-  type ModelRoute,
-  type RouteEndpoint,
-  type RoutingTable,
-} from './routing/table.ts';
+import { GatewayError } from './errors.ts';
+import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
+import { computeFleetPosition, computeShareOf, type FleetPosition } from './fleet/share.ts';
+import type { ForwardDeps } from './forward/attempts.ts';
+import { forwardPair } from './forward/pair.ts';
 import {
   buildReusedServed,
   ENDPOINT_HEADER,
@@ -69,22 +23,37 @@ import {
   type Buffered,
   type Served,
 } from './forward/served.ts';
-import { extractCacheReport } from './upstream/report.ts';
+import { forwardStandalone } from './forward/standalone.ts';
+import type { Answer, Deliver, DeliveryOutcome, Forwarding, RequestContext } from './forward/types.ts';
+import { KvIndexFleet } from './kv-index/fleet.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import type { Policy, RouteInput } from './policies/index.ts';
+import { PolicyRegistry } from './policies/registry.ts';
+import {
+  computeEffectiveSalt,
+  computeExactTokens,
+  computeRouteTokens,
+  computeTokenizerInput,
+  parseBody,
+  type ParsedBody,
+} from './request/shape.ts';
+import {
+  computeDeterminism,
+  computeReuseKey,
+  MemoryResultStore,
+  ResultReuser,
+  type ResultStore,
+  type StoredResult,
+} from './reuse/index.ts';
+import { isDisaggregated } from './routing/pd.ts';
+import type { ModelRoute, RouteEndpoint, RoutingTable } from './routing/table.ts';
+import { encodeRequest } from './tokenize/request.ts';
+import type { Tokenizer } from './tokenize/tokenizer.ts';
 import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './upstream/exchange.ts';
-import {
-  AnswerInterruptedError,
-  sendBuffered,
-  type BufferedResponse,
-  type SendOptions,
-  type StreamedResponse,
-} from './upstream/answer.ts';
-import {
-  classifyUpstreamFailure,
-  computeBufferedReport,
-  headerString,
-  mapUpstreamFailure,
-  pipeStream,
-} from './upstream/relay.ts';
+import type { BufferedResponse, SendOptions, StreamedResponse } from './upstream/answer.ts';
+import { headerString, pipeStream } from './upstream/relay.ts';
+import { extractCacheReport } from './upstream/report.ts';
+import { requestUsageEvent, UsageEventFilter } from './upstream/strip-usage.ts';
 
 export interface UpstreamOptions {
   /** Time to response headers (non-streaming: the whole generation). */
@@ -116,32 +85,6 @@ export interface GatewayOptions {
   readonly tokenizers?: ReadonlyMap<string, Tokenizer>;
 }
 
-export interface RequestContext {
-  readonly kind: RouteKind;
-  readonly path: string;
-  readonly id: string;
-  readonly body: unknown;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  readonly signal: AbortSignal;
-  readonly reply: FastifyReply;
-  readonly log: FastifyBaseLogger;
-}
-
-/** What a delivery reports: the first body byte (prefill is over), then once the end. */
-type DeliveryOutcome =
-  | { readonly kind: 'first-byte' }
-  | { readonly kind: 'completed'; readonly report: CacheReport | undefined }
-  | { readonly kind: 'failed' };
-
-/** Hands a started response to the client; reports its progress, and `completed`/`failed` once the endpoint is finished with. */
-type Deliver<T, R> = (
-  endpoint: RouteEndpoint,
-  res: R,
-  done: (outcome: DeliveryOutcome) => void,
-) => Promise<T>;
-
-type Answer = { readonly statusCode: number };
-
 export class Gateway {
   readonly #table: RoutingTable;
   readonly #metrics: GatewayMetrics;
@@ -153,6 +96,8 @@ export class Gateway {
   /** The route object each deployment's KV subscriptions were last synced with. */
   readonly #synced = new Map<string, ModelRoute>();
   readonly #book: EndpointBook;
+  /** What forward/standalone.ts and forward/pair.ts use of this gateway. */
+  readonly #deps: ForwardDeps;
   /** Endpoints whose connection just failed leave every pick before the table catches up. */
   readonly standing: StandingEndpoints;
   readonly admission: AdmissionRegistry;
@@ -197,8 +142,18 @@ export class Gateway {
     this.admission = new AdmissionRegistry(this.#clock);
     this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
     this.#ownsKvIndex = opts.kvIndex === undefined;
-    this.#tokenizers = opts.tokenizers ?? new Map();
     this.kvIndex = opts.kvIndex ?? new KvIndexFleet({ clock: this.#clock });
+    this.#tokenizers = opts.tokenizers ?? new Map();
+    this.#deps = {
+      book: this.#book,
+      standing: this.standing,
+      kvIndex: this.kvIndex,
+      metrics: this.#metrics,
+      clock: this.#clock,
+      send: this.#send,
+      headersTimeoutMs: this.#upstream.headersTimeoutMs,
+      maxAttempts: this.#upstream.maxAttempts,
+    };
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
     this.#peers = opts.peers ?? buildSoloPeers();
@@ -322,148 +277,21 @@ export class Gateway {
     deliver: Deliver<T, R>,
   ): Promise<T> {
     const permit = await this.#admit(fwd.route, fwd.ctx.signal);
-    const release: { info: ReleaseInfo | undefined } = { info: undefined };
+    let release: ReleaseInfo | undefined;
     try {
       const policy = this.#policyFor(fwd.route);
       const via = { exchange, deliver };
-      if (isDisaggregated(fwd.route)) return await this.#forwardPair(fwd, policy, permit, release, via);
-      return await this.#forwardOne(fwd, policy, permit, release, via);
+      const out = isDisaggregated(fwd.route)
+        ? await forwardPair(this.#deps, fwd, policy, permit, via)
+        : await forwardStandalone(this.#deps, fwd, policy, permit, via);
+      release = out.release;
+      if ('error' in out) throw out.error;
+      return out.result;
     } finally {
-      permit.release(fwd.ctx.signal.aborted ? undefined : release.info);
+      permit.release(fwd.ctx.signal.aborted ? undefined : release);
     }
   }
 
-  /** Standalone endpoints: choose, send; on a failure before the response starts, choose another. */
-  async #forwardOne<T, R extends Answer>(
-    fwd: Forwarding,
-    policy: Policy,
-    permit: Permit,
-    release: { info: ReleaseInfo | undefined },
-    { exchange, deliver }: Via<T, R>,
-  ): Promise<T> {
-    const { ctx, route, input } = fwd;
-    const tried = new Set<string>();
-    const cached = this.#matchIndexed(fwd, computeRoutableEndpoints(route));
-    let lastError: GatewayError | undefined;
-    for (let attempt = 0; attempt < this.#upstream.maxAttempts; attempt++) {
-      const candidates = this.standing
-        .filter(computeRoutableEndpoints(route))
-        .filter((e) => !tried.has(e.id));
-      const i = policy.select(
-        candidates.map((e) => this.#viewOf(e, cached)),
-        input,
-      );
-      const endpoint = i === undefined ? undefined : candidates[i];
-      if (!endpoint) break;
-      recordDecision(this.#metrics, ctx.log, {
-        route,
-        policy,
-        endpoint,
-        input,
-        queueMs: permit.queuedMs,
-        attempt,
-      });
-      if (attempt > 0) this.#metrics.retries.inc({ model: route.model });
-      tried.add(endpoint.id);
-      this.kvIndex.expectEvents(endpoint.id);
-      const guard = this.#book.track(endpoint.id);
-      this.#book.observe(policy, { kind: 'routed', endpoint: endpoint.id, input });
-      const start = this.#clock.now();
-      const res = await exchange
-        .send(this.#send, endpoint.url, ctx.path, fwd.body, ctx.signal)
-        .catch((err: unknown) => ({ error: err }));
-      if ('error' in res || res.statusCode >= 500) {
-        guard.release();
-        this.#book.observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
-        const err = await this.#failAttempt(ctx, endpoint, exchange, res, release);
-        // An answer that had begun is not retried: the runtime already did the work.
-        if ('error' in res && res.error instanceof AnswerInterruptedError) throw err;
-        lastError = err;
-        continue;
-      }
-      release.info = { ok: true, latencyMs: this.#clock.now() - start };
-      return deliver(endpoint, res, (outcome) => {
-        if (outcome.kind === 'first-byte') {
-          this.#book.observe(policy, { kind: 'first-token', endpoint: endpoint.id, input });
-          return;
-        }
-        guard.release();
-        this.#book.observe(
-          policy,
-          outcome.kind === 'failed'
-            ? { kind: 'failed', endpoint: endpoint.id, input }
-            : { kind: 'completed', endpoint: endpoint.id, input, ...withReport(outcome.report) },
-        );
-      });
-    }
-    throw lastError ?? new GatewayError('GW_NO_ENDPOINT', { model: route.model });
-  }
-
-  /**
-   * Prefill/decode: the policy picks the prefill (it holds the prefix cache),
-   * the least-loaded decode of the same fingerprint pairs with it; both get
-   * the request; the client gets the decode's answer. No retry: a pair that
-   * failed may already have moved KV.
-   */
-  async #forwardPair<T, R extends Answer>(
-    fwd: Forwarding,
-    policy: Policy,
-    permit: Permit,
-    release: { info: ReleaseInfo | undefined },
-    { exchange, deliver }: Via<T, R>,
-  ): Promise<T> {
-    const { ctx, route, input } = fwd;
-    const prefills = this.standing.filter(computeRoutableByRole(route, EndpointRole.prefill));
-    const cached = this.#matchIndexed(fwd, prefills);
-    const pi = policy.select(
-      prefills.map((e) => this.#viewOf(e, cached)),
-      input,
-    );
-    const prefill = pi === undefined ? undefined : prefills[pi];
-    const decodes = prefill ? this.standing.filter(computeDecodePartners(route, prefill)) : [];
-    const decode =
-      decodes[
-        indexOfMin(
-          decodes.map((e) => this.#book.view(e)),
-          loadOf,
-        ) ?? -1
-      ];
-    if (!prefill || !decode) throw new GatewayError('GW_NO_ENDPOINT', { model: route.model });
-    recordDecision(this.#metrics, ctx.log, {
-      route,
-      policy,
-      endpoint: prefill,
-      decode,
-      input,
-      queueMs: permit.queuedMs,
-      attempt: 0,
-    });
-    const body = buildPdBody(fwd.body, prefill, computeBootstrapRoom(random32));
-    const pairAbort = new AbortController();
-    const signal = AbortSignal.any([ctx.signal, pairAbort.signal]);
-    const decodeGuard = this.#book.track(decode.id);
-    this.#book.observe(policy, { kind: 'routed', endpoint: prefill.id, input });
-    // The prefill's answer is only read for its cache report; a failed prefill aborts the decode.
-    void this.#runPrefill(fwd, policy, prefill, body, signal, () => pairAbort.abort());
-    const start = this.#clock.now();
-    const res = await exchange
-      .send(this.#send, decode.url, ctx.path, body, signal)
-      .catch((err: unknown) => ({ error: err }));
-    if ('error' in res || res.statusCode >= 500) {
-      decodeGuard.release();
-      pairAbort.abort();
-      throw await this.#failAttempt(ctx, decode, exchange, res, release);
-    }
-    release.info = { ok: true, latencyMs: this.#clock.now() - start };
-    return deliver(decode, res, (outcome) => {
-      if (outcome.kind !== 'first-byte') decodeGuard.release();
-    });
-  }
-
-  /**
-   * A failed attempt (no answer, or a 5xx): the client's own abort wins; otherwise it is
-   * counted, a 5xx answer is drained, and the error the client would get is returned.
-   */
   /**
    * The prompt's ids from the model's own tokenizer, only where a KV index can use them
    * (an endpoint publishes events): elsewhere approximate tokens serve the tree at no cost.
@@ -473,73 +301,6 @@ export class Gateway {
     if (!tok || !route.endpoints.some((e) => e.events)) return undefined;
     const input = computeTokenizerInput(parsed);
     return input ? encodeRequest(tok, input) : undefined;
-  }
-
-  /** The request's prefix each endpoint's KV index holds, where the index can answer. */
-  #matchIndexed(fwd: Forwarding, endpoints: readonly RouteEndpoint[]): ReadonlyMap<string, KvMatch> {
-    if (!fwd.exact) return NO_MATCHES;
-    return this.kvIndex.match(endpoints, fwd.exact, fwd.input.salt);
-  }
-
-  #viewOf(e: RouteEndpoint, cached: ReadonlyMap<string, KvMatch>): EndpointView {
-    const view = this.#book.view(e);
-    const match = cached.get(e.id);
-    return match ? { ...view, cached: match } : view;
-  }
-
-  /** No connection (refused, reset, unreachable) before any answer: the runtime is gone or going. */
-  #markIfGone(endpoint: RouteEndpoint, failure: unknown): void {
-    if (classifyUpstreamFailure(failure) !== 'connect') return;
-    const code = (failure as { code?: unknown } | undefined)?.code;
-    this.standing.markDown(endpoint, typeof code === 'string' ? code : 'connection failed');
-  }
-
-  async #failAttempt<R extends Answer>(
-    ctx: RequestContext,
-    endpoint: RouteEndpoint,
-    exchange: Exchange<R>,
-    res: R | { error: unknown },
-    release: { info: ReleaseInfo | undefined },
-  ): Promise<GatewayError> {
-    if (ctx.signal.aborted) throw new GatewayError('GW_CLIENT_CLOSED');
-    release.info = { ok: false };
-    const failure = 'error' in res ? res.error : res;
-    this.#book.countFailure(endpoint, failure);
-    this.#markIfGone(endpoint, failure);
-    if (!('error' in res)) await exchange.discard(res);
-    return mapUpstreamFailure(failure, this.#upstream.headersTimeoutMs);
-  }
-
-  async #runPrefill(
-    fwd: Forwarding,
-    policy: Policy,
-    prefill: RouteEndpoint,
-    body: Record<string, unknown>,
-    signal: AbortSignal,
-    onFailure: () => void,
-  ): Promise<void> {
-    const guard = this.#book.track(prefill.id);
-    const res = await sendBuffered(this.#send, prefill.url, fwd.ctx.path, body, signal).catch(
-      (err: unknown) => ({ error: err }),
-    );
-    guard.release();
-    if ('error' in res || res.statusCode >= 300) {
-      if (!signal.aborted) {
-        const failure = 'error' in res ? res.error : res;
-        this.#book.countFailure(prefill, failure);
-        this.#markIfGone(prefill, failure);
-      }
-      this.#book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
-      onFailure();
-      return;
-    }
-    const report = computeBufferedReport(res);
-    this.#book.observe(policy, {
-      kind: 'completed',
-      endpoint: prefill.id,
-      input: fwd.input,
-      ...withReport(report),
-    });
   }
 
   /** This replica's position in the gateway tier, for its share of each admission bound. */
@@ -611,30 +372,7 @@ export class Gateway {
   }
 }
 
-/** How one request's answers travel: the exchange that fetches them, the delivery that passes them on. */
-interface Via<T, R extends Answer> {
-  readonly exchange: Exchange<R>;
-  readonly deliver: Deliver<T, R>;
-}
-
-const NO_MATCHES: ReadonlyMap<string, KvMatch> = new Map();
 const KV_FOLLOW_MS = 1000;
 
-interface Forwarding {
-  readonly ctx: RequestContext;
-  readonly route: ModelRoute;
-  readonly input: RouteInput;
-  readonly body: Record<string, unknown>;
-  /** The prompt's token ids as the runtime sees them, when known (the KV index needs them). */
-  readonly exact?: readonly number[];
-}
-
-function withReport(report: CacheReport | undefined): { report?: CacheReport } {
-  return report ? { report } : {};
-}
-
-function random32(): number {
-  return randomBytes(4).readUInt32BE(0);
-}
-
 export type { Served } from './forward/served.ts';
+export type { RequestContext } from './forward/types.ts';

@@ -1,0 +1,77 @@
+// What both ways of forwarding share: the endpoint views a policy chooses
+// from (with the KV index's exact match where it can answer), and a failed
+// attempt's bookkeeping (counted, a gone runtime taken out of picks, a 5xx
+// answer drained, the client's error named).
+
+import type { Clock } from '../clock.ts';
+import type { EndpointBook } from '../endpoints/book.ts';
+import type { StandingEndpoints } from '../endpoints/standing.ts';
+import { GatewayError } from '../errors.ts';
+import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { EndpointView } from '../policies/index.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
+import type { SendOptions } from '../upstream/answer.ts';
+import type { Exchange } from '../upstream/exchange.ts';
+import { classifyUpstreamFailure, mapUpstreamFailure } from '../upstream/relay.ts';
+import type { Answer, Forwarding } from './types.ts';
+
+export interface ForwardDeps {
+  readonly book: EndpointBook;
+  readonly standing: StandingEndpoints;
+  readonly kvIndex: KvIndexFleet;
+  readonly metrics: GatewayMetrics;
+  readonly clock: Clock;
+  readonly send: SendOptions;
+  readonly headersTimeoutMs: number;
+  /** Endpoints tried per standalone request (1 = no retry). */
+  readonly maxAttempts: number;
+}
+
+const NO_MATCHES: ReadonlyMap<string, KvMatch> = new Map();
+
+/** The request's prefix each endpoint's KV index holds, where the index can answer. */
+export function matchIndexed(
+  deps: ForwardDeps,
+  fwd: Forwarding,
+  endpoints: readonly RouteEndpoint[],
+): ReadonlyMap<string, KvMatch> {
+  if (!fwd.exact) return NO_MATCHES;
+  return deps.kvIndex.match(endpoints, fwd.exact, fwd.input.salt);
+}
+
+export function viewOf(
+  deps: ForwardDeps,
+  e: RouteEndpoint,
+  cached: ReadonlyMap<string, KvMatch>,
+): EndpointView {
+  const view = deps.book.view(e);
+  const match = cached.get(e.id);
+  return match ? { ...view, cached: match } : view;
+}
+
+/** No connection (refused, reset, unreachable) before any answer: the runtime is gone or going. */
+export function markIfGone(deps: ForwardDeps, endpoint: RouteEndpoint, failure: unknown): void {
+  if (classifyUpstreamFailure(failure) !== 'connect') return;
+  const code = (failure as { code?: unknown } | undefined)?.code;
+  deps.standing.markDown(endpoint, typeof code === 'string' ? code : 'connection failed');
+}
+
+/**
+ * A failed attempt (no answer, or a 5xx): the client's own abort wins (GW_CLIENT_CLOSED);
+ * otherwise it is counted, a 5xx answer is drained, and the error the client would get is returned.
+ */
+export async function failAttempt<R extends Answer>(
+  deps: ForwardDeps,
+  fwd: Forwarding,
+  endpoint: RouteEndpoint,
+  exchange: Exchange<R>,
+  res: R | { error: unknown },
+): Promise<GatewayError> {
+  if (fwd.ctx.signal.aborted) return new GatewayError('GW_CLIENT_CLOSED');
+  const failure = 'error' in res ? res.error : res;
+  deps.book.countFailure(endpoint, failure);
+  markIfGone(deps, endpoint, failure);
+  if (!('error' in res)) await exchange.discard(res);
+  return mapUpstreamFailure(failure, deps.headersTimeoutMs);
+}

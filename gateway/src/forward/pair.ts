@@ -1,0 +1,117 @@
+// Prefill/decode: the policy picks the prefill (it holds the prefix cache),
+// the least-loaded decode of the same fingerprint pairs with it; both get the
+// request with one bootstrap room; the client gets the decode's answer. No
+// retry: a pair that failed may already have moved KV. The prefill's answer
+// is read only for its cache report, and a failed prefill aborts the decode.
+
+import { randomBytes } from 'node:crypto';
+import type { Permit } from '../admission/index.ts';
+import { GatewayError } from '../errors.ts';
+import { indexOfMin, loadOf, type Policy } from '../policies/index.ts';
+import {
+  buildPdBody,
+  computeBootstrapRoom,
+  computeDecodePartners,
+  computeRoutableByRole,
+} from '../routing/pd.ts';
+import { EndpointRole, type RouteEndpoint } from '../routing/table.ts';
+import { sendBuffered } from '../upstream/answer.ts';
+import { computeBufferedReport } from '../upstream/relay.ts';
+import { failAttempt, markIfGone, matchIndexed, viewOf, type ForwardDeps } from './attempts.ts';
+import { recordDecision } from './decision.ts';
+import { withReport, type Answer, type Forwarded, type Forwarding, type Via } from './types.ts';
+
+export async function forwardPair<T, R extends Answer>(
+  deps: ForwardDeps,
+  fwd: Forwarding,
+  policy: Policy,
+  permit: Permit,
+  { exchange, deliver }: Via<T, R>,
+): Promise<Forwarded<T>> {
+  const { ctx, route, input } = fwd;
+  const { book } = deps;
+  const prefills = deps.standing.filter(computeRoutableByRole(route, EndpointRole.prefill));
+  const cached = matchIndexed(deps, fwd, prefills);
+  const pi = policy.select(
+    prefills.map((e) => viewOf(deps, e, cached)),
+    input,
+  );
+  const prefill = pi === undefined ? undefined : prefills[pi];
+  const decodes = prefill ? deps.standing.filter(computeDecodePartners(route, prefill)) : [];
+  const decode =
+    decodes[
+      indexOfMin(
+        decodes.map((e) => book.view(e)),
+        loadOf,
+      ) ?? -1
+    ];
+  if (!prefill || !decode)
+    return { error: new GatewayError('GW_NO_ENDPOINT', { model: route.model }), release: undefined };
+  recordDecision(deps.metrics, ctx.log, {
+    route,
+    policy,
+    endpoint: prefill,
+    decode,
+    input,
+    queueMs: permit.queuedMs,
+    attempt: 0,
+  });
+  const body = buildPdBody(fwd.body, prefill, computeBootstrapRoom(random32));
+  const pairAbort = new AbortController();
+  const signal = AbortSignal.any([ctx.signal, pairAbort.signal]);
+  const decodeGuard = book.track(decode.id);
+  deps.kvIndex.expectEvents(prefill.id);
+  book.observe(policy, { kind: 'routed', endpoint: prefill.id, input });
+  void runPrefill(deps, fwd, policy, prefill, body, signal, () => pairAbort.abort());
+  const start = deps.clock.now();
+  const res = await exchange
+    .send(deps.send, decode.url, ctx.path, body, signal)
+    .catch((err: unknown) => ({ error: err }));
+  if ('error' in res || res.statusCode >= 500) {
+    decodeGuard.release();
+    pairAbort.abort();
+    const error = await failAttempt(deps, fwd, decode, exchange, res);
+    return { error, release: error.code === 'GW_CLIENT_CLOSED' ? undefined : { ok: false } };
+  }
+  const release = { ok: true, latencyMs: deps.clock.now() - start };
+  const result = await deliver(decode, res, (outcome) => {
+    if (outcome.kind !== 'first-byte') decodeGuard.release();
+  });
+  return { result, release };
+}
+
+async function runPrefill(
+  deps: ForwardDeps,
+  fwd: Forwarding,
+  policy: Policy,
+  prefill: RouteEndpoint,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+  onFailure: () => void,
+): Promise<void> {
+  const guard = deps.book.track(prefill.id);
+  const res = await sendBuffered(deps.send, prefill.url, fwd.ctx.path, body, signal).catch(
+    (err: unknown) => ({ error: err }),
+  );
+  guard.release();
+  if ('error' in res || res.statusCode >= 300) {
+    if (!signal.aborted) {
+      const failure = 'error' in res ? res.error : res;
+      deps.book.countFailure(prefill, failure);
+      markIfGone(deps, prefill, failure);
+    }
+    deps.book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
+    onFailure();
+    return;
+  }
+  deps.book.observe(policy, {
+    kind: 'completed',
+    endpoint: prefill.id,
+    input: fwd.input,
+    ...withReport(computeBufferedReport(res)),
+  });
+}
+
+function random32(): number {
+  return randomBytes(4).readUInt32BE(0);
+}

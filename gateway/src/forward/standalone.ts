@@ -1,0 +1,80 @@
+// Standalone endpoints: the policy chooses among those standing, the request
+// goes there; a failure before the answer starts is tried once more on
+// another endpoint (up to maxAttempts), an answer that had begun is not (the
+// runtime already did the work).
+
+import type { Permit } from '../admission/index.ts';
+import { GatewayError } from '../errors.ts';
+import type { Policy } from '../policies/index.ts';
+import { computeRoutableEndpoints } from '../routing/table.ts';
+import { AnswerInterruptedError } from '../upstream/answer.ts';
+import { failAttempt, matchIndexed, viewOf, type ForwardDeps } from './attempts.ts';
+import { recordDecision } from './decision.ts';
+import { withReport, type Answer, type Forwarded, type Forwarding, type Via } from './types.ts';
+
+export async function forwardStandalone<T, R extends Answer>(
+  deps: ForwardDeps,
+  fwd: Forwarding,
+  policy: Policy,
+  permit: Permit,
+  { exchange, deliver }: Via<T, R>,
+): Promise<Forwarded<T>> {
+  const { ctx, route, input } = fwd;
+  const { book } = deps;
+  const tried = new Set<string>();
+  const cached = matchIndexed(deps, fwd, computeRoutableEndpoints(route));
+  let lastError: GatewayError | undefined;
+  for (let attempt = 0; attempt < deps.maxAttempts; attempt++) {
+    const candidates = deps.standing.filter(computeRoutableEndpoints(route)).filter((e) => !tried.has(e.id));
+    const i = policy.select(
+      candidates.map((e) => viewOf(deps, e, cached)),
+      input,
+    );
+    const endpoint = i === undefined ? undefined : candidates[i];
+    if (!endpoint) break;
+    recordDecision(deps.metrics, ctx.log, {
+      route,
+      policy,
+      endpoint,
+      input,
+      queueMs: permit.queuedMs,
+      attempt,
+    });
+    if (attempt > 0) deps.metrics.retries.inc({ model: route.model });
+    tried.add(endpoint.id);
+    deps.kvIndex.expectEvents(endpoint.id);
+    const guard = book.track(endpoint.id);
+    book.observe(policy, { kind: 'routed', endpoint: endpoint.id, input });
+    const start = deps.clock.now();
+    const res = await exchange
+      .send(deps.send, endpoint.url, ctx.path, fwd.body, ctx.signal)
+      .catch((err: unknown) => ({ error: err }));
+    if ('error' in res || res.statusCode >= 500) {
+      guard.release();
+      book.observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
+      const error = await failAttempt(deps, fwd, endpoint, exchange, res);
+      if (error.code === 'GW_CLIENT_CLOSED') return { error, release: undefined };
+      if ('error' in res && res.error instanceof AnswerInterruptedError)
+        return { error, release: { ok: false } };
+      lastError = error;
+      continue;
+    }
+    const release = { ok: true, latencyMs: deps.clock.now() - start };
+    const result = await deliver(endpoint, res, (outcome) => {
+      if (outcome.kind === 'first-byte') {
+        book.observe(policy, { kind: 'first-token', endpoint: endpoint.id, input });
+        return;
+      }
+      guard.release();
+      book.observe(
+        policy,
+        outcome.kind === 'failed'
+          ? { kind: 'failed', endpoint: endpoint.id, input }
+          : { kind: 'completed', endpoint: endpoint.id, input, ...withReport(outcome.report) },
+      );
+    });
+    return { result, release };
+  }
+  if (lastError) return { error: lastError, release: { ok: false } };
+  return { error: new GatewayError('GW_NO_ENDPOINT', { model: route.model }), release: undefined };
+}

@@ -1,0 +1,65 @@
+// The shapes one forwarded request travels in: what the shell hands the core,
+// the request as routed, how answers are fetched and delivered, and what a
+// forward returns (its result, and what admission learns from it).
+
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import type { ReleaseInfo } from '../admission/index.ts';
+import type { GatewayError } from '../errors.ts';
+import type { CacheReport, RouteInput } from '../policies/index.ts';
+import type { RouteKind } from '../request/shape.ts';
+import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
+import type { Exchange } from '../upstream/exchange.ts';
+
+export interface RequestContext {
+  readonly kind: RouteKind;
+  readonly path: string;
+  readonly id: string;
+  readonly body: unknown;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly signal: AbortSignal;
+  readonly reply: FastifyReply;
+  readonly log: FastifyBaseLogger;
+}
+
+export interface Forwarding {
+  readonly ctx: RequestContext;
+  readonly route: ModelRoute;
+  readonly input: RouteInput;
+  readonly body: Record<string, unknown>;
+  /** The prompt's token ids as the runtime sees them, when known (the KV index needs them). */
+  readonly exact?: readonly number[];
+}
+
+/** What a delivery reports: the first body byte (prefill is over), then once the end. */
+export type DeliveryOutcome =
+  | { readonly kind: 'first-byte' }
+  | { readonly kind: 'completed'; readonly report: CacheReport | undefined }
+  | { readonly kind: 'failed' };
+
+/** Hands a started response to the client; reports its progress, and `completed`/`failed` once the endpoint is finished with. */
+export type Deliver<T, R> = (
+  endpoint: RouteEndpoint,
+  res: R,
+  done: (outcome: DeliveryOutcome) => void,
+) => Promise<T>;
+
+export type Answer = { readonly statusCode: number };
+
+/** How one request's answers travel: the exchange that fetches them, the delivery that passes them on. */
+export interface Via<T, R extends Answer> {
+  readonly exchange: Exchange<R>;
+  readonly deliver: Deliver<T, R>;
+}
+
+/**
+ * A forward's outcome as a value: the delivered result or the error the client gets, and
+ * what admission learns (latency of a success, pressure of a failure; nothing when the
+ * client went away).
+ */
+export type Forwarded<T> =
+  | { readonly result: T; readonly release: ReleaseInfo }
+  | { readonly error: GatewayError; readonly release: ReleaseInfo | undefined };
+
+export function withReport(report: CacheReport | undefined): { report?: CacheReport } {
+  return report ? { report } : {};
+}
