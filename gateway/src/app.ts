@@ -16,6 +16,7 @@ import { buildMetrics } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
 import type { RouteKind } from './request/shape.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
+import { RuntimeLoadEvents } from './endpoints/load-events.ts';
 import { RuntimeLoadPoller } from './endpoints/runtime-load.ts';
 import { statusPlugin } from './status/index.ts';
 
@@ -58,7 +59,11 @@ export function build(opts: BuildOptions): FastifyInstance {
     opts.runtimeLoad || !opts.scrapeIntervalMs
       ? undefined
       : new RuntimeLoadPoller({ table: opts.table, clock, intervalMs: opts.scrapeIntervalMs });
-  const runtimeLoad = opts.runtimeLoad ?? (poller ? (id: string) => poller.get(id) : undefined);
+  // Pushed load (the runtimes' load publishers) where it is fresh, else the last scrape.
+  const loadEvents = opts.runtimeLoad ? undefined : new RuntimeLoadEvents({ clock });
+  const runtimeLoad = opts.runtimeLoad ?? ((id: string) => loadEvents?.get(id) ?? poller?.get(id));
+  const followLoad = loadEvents && setInterval(() => loadEvents.sync(opts.table.list()), 1000).unref();
+  loadEvents?.sync(opts.table.list());
   const redisStore =
     opts.redis && !opts.store ? new RedisResultStore({ logger: app.log, clock, ...opts.redis }) : undefined;
   const store = opts.store ?? redisStore;
@@ -66,7 +71,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     ...opts,
     clock,
     metrics,
-    ...(runtimeLoad ? { runtimeLoad } : {}),
+    runtimeLoad,
     ...(store ? { store } : {}),
   });
   registerKvIndexMetrics(metrics.registry, gateway.kvIndex);
@@ -78,6 +83,8 @@ export function build(opts: BuildOptions): FastifyInstance {
   poller?.start();
   app.addHook('onClose', async () => {
     poller?.stop();
+    if (followLoad) clearInterval(followLoad);
+    loadEvents?.close();
     await gateway.close();
     await redisStore?.close();
   });

@@ -1,0 +1,135 @@
+// The runtime's own load, pushed: SGLang 0.5.23's load publisher
+// (--load-publish-endpoint; scheduler_components/load_publisher.py) sends
+// [b"load", seq, msgpack LoadStat] on a PUB socket per data-parallel rank, a
+// changed stat at once and an unchanged one at least once a second. Every
+// gateway replica subscribes, so all see the same queues and KV usage within
+// a scheduler step, where the /metrics scrape is a second old. A rank silent
+// for staleAfterMs (three heartbeats) no longer counts: the scrape answers.
+//
+// LoadStat is msgspec's tagged array: ["LoadStat", num_running_reqs,
+// num_waiting_reqs, num_tokens, max_total_num_tokens, attn_dp_rank, ...].
+
+import { Decoder } from '@msgpack/msgpack';
+import { Subscriber } from 'zeromq';
+import { systemClock, type Clock } from '../clock.ts';
+import type { ModelRoute } from '../routing/table.ts';
+import type { RuntimeLoad } from './book.ts';
+
+export interface LoadStatValue {
+  readonly running: number;
+  readonly waiting: number;
+  readonly tokens: number;
+  readonly maxTotalTokens: number;
+  readonly rank: number;
+}
+
+const decoder = new Decoder({ useBigInt64: false });
+
+/** A LoadStat payload's counts; null for anything else (a newer or broken message is skipped, not fatal). */
+export function decodeLoadStat(payload: Uint8Array): LoadStatValue | null {
+  let v: unknown;
+  try {
+    v = decoder.decode(payload);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(v) || v[0] !== 'LoadStat' || v.length < 6) return null;
+  const [running, waiting, tokens, maxTotalTokens, rank] = v.slice(1, 6).map(Number);
+  const counts = [running, waiting, tokens, maxTotalTokens, rank];
+  if (!counts.every((n) => n !== undefined && Number.isFinite(n) && n >= 0)) return null;
+  return {
+    running: running as number,
+    waiting: waiting as number,
+    tokens: tokens as number,
+    maxTotalTokens: maxTotalTokens as number,
+    rank: rank as number,
+  };
+}
+
+interface Rank {
+  readonly socket: Subscriber;
+  stat: LoadStatValue | undefined;
+  at: number;
+}
+
+interface Subscription {
+  readonly key: string;
+  readonly ranks: Rank[];
+}
+
+export class RuntimeLoadEvents {
+  readonly #clock: Clock;
+  readonly #staleAfterMs: number;
+  readonly #subs = new Map<string, Subscription>();
+
+  constructor(opts: { clock?: Clock; staleAfterMs?: number } = {}) {
+    this.#clock = opts.clock ?? systemClock;
+    this.#staleAfterMs = opts.staleAfterMs ?? 3000;
+  }
+
+  /** Follow the table: subscribe to every endpoint that publishes load, drop the ones gone. */
+  sync(routes: readonly ModelRoute[]): void {
+    const seen = new Set<string>();
+    for (const e of routes.flatMap((r) => r.endpoints)) {
+      const ev = e.events;
+      if (!ev?.load) continue;
+      seen.add(e.id);
+      const key = JSON.stringify([e.generation ?? '', ev.load, ev.loadTopic]);
+      const current = this.#subs.get(e.id);
+      if (current?.key === key) continue;
+      if (current) this.#closeSub(current);
+      const ranks = ev.load.map((address) => this.#open(address, ev.loadTopic ?? 'load'));
+      this.#subs.set(e.id, { key, ranks });
+    }
+    for (const [id, sub] of this.#subs)
+      if (!seen.has(id)) {
+        this.#closeSub(sub);
+        this.#subs.delete(id);
+      }
+  }
+
+  /** The endpoint's load when every rank reported recently: queues summed, KV usage of the busiest rank. */
+  get(endpointId: string): RuntimeLoad | undefined {
+    const sub = this.#subs.get(endpointId);
+    if (!sub) return undefined;
+    const now = this.#clock.now();
+    let queued = 0;
+    let usage = 0;
+    for (const r of sub.ranks) {
+      if (!r.stat || now - r.at > this.#staleAfterMs) return undefined;
+      queued += r.stat.waiting;
+      if (r.stat.maxTotalTokens > 0) usage = Math.max(usage, r.stat.tokens / r.stat.maxTotalTokens);
+    }
+    return { queued, tokenUsage: usage };
+  }
+
+  close(): void {
+    for (const sub of this.#subs.values()) this.#closeSub(sub);
+    this.#subs.clear();
+  }
+
+  #open(address: string, topic: string): Rank {
+    const socket = new Subscriber({ linger: 0 });
+    socket.connect(address);
+    socket.subscribe(topic);
+    const rank: Rank = { socket, stat: undefined, at: 0 };
+    void (async () => {
+      try {
+        for await (const frames of socket) {
+          const stat = frames[2] ? decodeLoadStat(frames[2]) : null;
+          if (stat) {
+            rank.stat = stat;
+            rank.at = this.#clock.now();
+          }
+        }
+      } catch {
+        // closed
+      }
+    })();
+    return rank;
+  }
+
+  #closeSub(sub: Subscription): void {
+    for (const r of sub.ranks) r.socket.close();
+  }
+}
