@@ -40,6 +40,11 @@ export interface SimOptions {
   readonly pdTimeoutMs: number;
   /** Reported in the x-sim-worker header; defaults to host:port. */
   readonly workerId: string | null;
+  /**
+   * Bind wildcard-host event sockets (tcp://*:PORT) on this address instead: simulators
+   * of many pods share one network namespace, where a real pod has its own.
+   */
+  readonly bindHost: string | null;
   readonly defaultMaxTotalTokens: number;
   readonly defaultMaxRunningRequests: number;
   readonly contextLength: number;
@@ -73,6 +78,7 @@ const SIM_FLAGS: Readonly<Record<string, SimFlag>> = {
   '--sim-legacy-info-only': { key: 'legacyInfoOnly', type: 'bool' },
   '--sim-pd-timeout-ms': { key: 'pdTimeoutMs', type: 'number' },
   '--sim-worker-id': { key: 'workerId', type: 'string' },
+  '--sim-bind-host': { key: 'bindHost', type: 'string' },
   '--sim-default-max-total-tokens': { key: 'defaultMaxTotalTokens', type: 'int' },
   '--sim-default-max-running-requests': { key: 'defaultMaxRunningRequests', type: 'int' },
   '--sim-context-length': { key: 'contextLength', type: 'int' },
@@ -94,6 +100,7 @@ export const SIM_DEFAULTS: SimOptions = {
   legacyInfoOnly: false,
   pdTimeoutMs: 30_000,
   workerId: null,
+  bindHost: null,
   defaultMaxTotalTokens: 413_000,
   defaultMaxRunningRequests: 256,
   contextLength: 131_072,

@@ -52,6 +52,7 @@ function intFlag(config: SimConfig, dest: string, fallback: number): number {
 
 export class KvEventsService {
   readonly descriptor: KvEventsDescriptor | null;
+  readonly #bindHost: string | null;
   readonly #cfg: KvEventsConfig;
   readonly #engine: Engine;
   readonly #recorder: KvEventRecorder<TreeNode> | null;
@@ -82,6 +83,7 @@ export class KvEventsService {
 
   private constructor(config: SimConfig, cfg: KvEventsConfig, engine: Engine, deps: KvEventsServiceDeps) {
     this.#cfg = cfg;
+    this.#bindHost = config.sim.bindHost;
     this.#engine = engine;
     this.#wallNow = deps.wallNow ?? Date.now;
     this.#monotonicNow = deps.monotonicNow ?? (() => performance.now());
@@ -116,20 +118,30 @@ export class KvEventsService {
     if (this.#cfg.publisher === 'zmq') {
       const endpoint = this.#cfg.endpoint;
       this.#publisher = await ZmqEventPublisher.open({
-        endpoint,
+        endpoint: this.#onBindHost(endpoint),
         bind: shouldBind(this.#cfg, endpoint),
-        replayEndpoint: this.#cfg.replay_endpoint,
+        replayEndpoint:
+          this.#cfg.replay_endpoint === null ? null : this.#onBindHost(this.#cfg.replay_endpoint),
         bufferSteps: this.#cfg.buffer_steps,
         hwm: this.#cfg.hwm,
         topic: this.#cfg.topic,
       });
     }
     if (this.#loadEndpoint !== null) {
-      this.#loadPublisher = await LoadPublisher.open(this.#loadEndpoint);
+      this.#loadPublisher = await LoadPublisher.open(this.#onBindHost(this.#loadEndpoint));
       this.#heartbeat = setInterval(() => this.#publishLoad(true), LOAD_PUBLISH_HEARTBEAT_MS);
       this.#heartbeat.unref();
     }
     this.#onStep('idle');
+  }
+
+  /** A wildcard-host endpoint on --sim-bind-host, when set (the advertised endpoints stay wildcards). */
+  #onBindHost(endpoint: string): string {
+    if (this.#bindHost === null) return endpoint;
+    return endpoint.replace(
+      /^tcp:\/\/(\*|0\.0\.0\.0|\[::\])(?=:\d+$)/,
+      `tcp://${formatHost(this.#bindHost)}`,
+    );
   }
 
   /** KV event batches sent so far (the next batch's sequence number). */

@@ -68,6 +68,9 @@ export function buildSimArgv(pod: PodObject, extra: readonly string[] = []): str
     ip,
     '--sim-worker-id',
     pod.metadata?.name ?? ip,
+    // Event sockets on the pod IP: in a pod, tcp://*:5557 is the pod's own; here pods share a namespace.
+    '--sim-bind-host',
+    ip,
     ...(version ? ['--sim-version', version] : []),
     ...extra,
   ];
