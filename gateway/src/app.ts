@@ -18,6 +18,7 @@ import type { RouteKind } from './request/shape.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { RuntimeLoadEvents } from './endpoints/load-events.ts';
 import { RuntimeLoadPoller } from './endpoints/runtime-load.ts';
+import { buildNodeSink } from './upstream/sink.ts';
 import { statusPlugin } from './status/index.ts';
 
 declare module 'fastify' {
@@ -146,7 +147,10 @@ export function build(opts: BuildOptions): FastifyInstance {
         body: req.body,
         headers: req.headers,
         signal: abort.signal,
-        reply,
+        openSink: () => {
+          reply.hijack();
+          return buildNodeSink(reply.raw);
+        },
         log: req.log,
       });
       if (served.kind === 'streamed') return reply;

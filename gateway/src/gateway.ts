@@ -349,7 +349,7 @@ export class Gateway {
     stripUsage: boolean,
   ): Promise<Served> {
     const piped = await pipeStream(
-      fwd.ctx.reply,
+      fwd.ctx.openSink,
       res,
       { [ENDPOINT_HEADER]: endpoint.id },
       fwd.ctx.signal,

@@ -2,13 +2,14 @@
 // the request as routed, how answers are fetched and delivered, and what a
 // forward returns (its result, and what admission learns from it).
 
-import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
 import type { ReleaseInfo } from '../admission/index.ts';
 import type { GatewayError } from '../errors.ts';
 import type { CacheReport, RouteInput } from '../policies/index.ts';
 import type { RouteKind } from '../request/shape.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import type { Exchange } from '../upstream/exchange.ts';
+import type { ResponseSink } from '../upstream/sink.ts';
 
 export interface RequestContext {
   readonly kind: RouteKind;
@@ -17,7 +18,8 @@ export interface RequestContext {
   readonly body: unknown;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly signal: AbortSignal;
-  readonly reply: FastifyReply;
+  /** Takes the client's response for a stream (called once, when the answer starts). */
+  readonly openSink: () => ResponseSink;
   readonly log: FastifyBaseLogger;
 }
 

@@ -1,12 +1,11 @@
 // Talking to one runtime endpoint: send, read whole, pipe a stream through,
 // map failures to our error codes (never the runtime's own text).
 
-import { once } from 'node:events';
-import type { FastifyReply } from 'fastify';
 import { buildErrorBody, GatewayError } from '../errors.ts';
 import type { UpstreamFailureReason } from '../metrics.ts';
 import type { CacheReport } from '../policies/index.ts';
 import { extractCacheReport, SseReportSniffer } from './report.ts';
+import type { ResponseSink } from './sink.ts';
 import type { UsageEventFilter } from './strip-usage.ts';
 import { AnswerInterruptedError, type BufferedResponse, type StreamedResponse } from './answer.ts';
 
@@ -72,7 +71,7 @@ export interface PipeResult {
  * failure from here on ends the client stream with an error event.
  */
 export async function pipeStream(
-  reply: FastifyReply,
+  openSink: () => ResponseSink,
   res: StreamedResponse,
   headers: Readonly<Record<string, string>>,
   signal: AbortSignal,
@@ -81,14 +80,12 @@ export async function pipeStream(
   usageFilter?: UsageEventFilter,
 ): Promise<PipeResult> {
   const sniffer = new SseReportSniffer();
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(res.statusCode, {
+  const sink = openSink();
+  sink.open(res.statusCode, {
     'content-type': headerString(res.headers['content-type']) ?? 'text/event-stream',
     'cache-control': 'no-cache',
     ...headers,
   });
-  raw.flushHeaders();
   try {
     let first = true;
     for (let chunk = await res.read(); chunk !== null; chunk = await res.read()) {
@@ -98,15 +95,15 @@ export async function pipeStream(
       }
       sniffer.push(chunk);
       const out = usageFilter ? usageFilter.push(chunk) : chunk;
-      if (out.length > 0 && !raw.write(out)) await once(raw, 'drain', { signal });
+      if (out.length > 0) await sink.write(out, signal);
     }
-    raw.end(usageFilter?.flush());
+    sink.end(usageFilter?.flush());
     return { complete: true, report: sniffer.report() };
   } catch {
-    if (signal.aborted || raw.destroyed) raw.destroy();
+    if (signal.aborted || sink.closed) sink.destroy();
     else {
       const err = new GatewayError('GW_UPSTREAM_ERROR', { reason: 'the stream was interrupted' });
-      raw.end(`data: ${JSON.stringify(buildErrorBody(err))}\n\n`);
+      sink.end(`data: ${JSON.stringify(buildErrorBody(err))}\n\n`);
     }
     res.cancel();
     return { complete: false, report: sniffer.report() };
