@@ -14,7 +14,7 @@ import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/
 import { findFreePort, postJson, startSim, type RunningSim } from '../../test/sim/testing.ts';
 import { build } from './app.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
-import { createRng, pickInt } from './testing/rng.ts';
+import { createRng, shuffle } from './testing/rng.ts';
 
 const PAGE = 16;
 const CONVERSATIONS = 9;
@@ -111,11 +111,7 @@ async function replayConversations(gateways: readonly string[]): Promise<number>
   const rng = createRng(7);
   for (let turn = 0; turn < TURNS; turn++) {
     // Conversations arrive in a different order each turn (no accidental pattern in the picks).
-    const order = [...history.keys()];
-    for (let i = order.length - 1; i > 0; i--) {
-      const j = pickInt(rng, 0, i);
-      [order[i], order[j]] = [order[j] as number, order[i] as number];
-    }
+    const order = shuffle(rng, [...history.keys()]);
     await Promise.all(
       order.map(async (c) => {
         const h = history[c] as number[];

@@ -9,28 +9,22 @@
 // (the replica keeps its listener a moment after it is idle, for exactly this).
 // No request may be lost.
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findFreePort } from '../../test/sim/testing.ts';
 import { startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
+import { spawnGateway, writeRoutesFile } from './testing/gateway-process.ts';
 
-const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
 const PRE_STOP_MS = 150;
 
 const children: ChildProcess[] = [];
 let up: FakeUpstream | undefined;
-let dir: string | undefined;
+let removeRoutes: (() => void) | undefined;
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await up?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  removeRoutes?.();
 });
 
 interface Replica {
@@ -41,24 +35,9 @@ interface Replica {
 }
 
 async function startReplica(routes: string): Promise<Replica> {
-  const port = await findFreePort();
-  const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(
-    process.execPath,
-    [SERVER, '--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  children.push(proc);
-  const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  for (let i = 0; i < 400; i++) {
-    const ready = await fetch(`${url}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ready) break;
-    await sleep(25);
-  }
-  return { url, proc, exited, agent: new http.Agent({ keepAlive: true }) };
+  const gw = await spawnGateway(routes);
+  children.push(gw.proc);
+  return { ...gw, agent: new http.Agent({ keepAlive: true }) };
 }
 
 type Outcome = { readonly status: number; readonly draining: boolean; readonly done: boolean } | string;
@@ -97,20 +76,10 @@ describe('a rolling restart of the gateway tier under load', () => {
     const upstream = await startFakeUpstream();
     up = upstream;
     upstream.latencyMs = 60; // every answer is in flight for a while, streams twice that
-    dir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-rolling-'));
-    const routes = path.join(dir, 'routes.json');
-    writeFileSync(
-      routes,
-      JSON.stringify([
-        {
-          model: 'm',
-          deployment: 'ns/m',
-          fingerprint: 'fp',
-          salt: 's',
-          endpoints: [{ id: 'a', url: upstream.url, fingerprint: 'fp', verified: true, ready: true }],
-        },
-      ]),
-    );
+    const routesFile = writeRoutesFile(upstream.url);
+    removeRoutes = routesFile.remove;
+    const routes = routesFile.path;
+
     // The Service: the replicas it sends new requests to, in turn.
     const service: Replica[] = [await startReplica(routes), await startReplica(routes)];
     let turn = 0;

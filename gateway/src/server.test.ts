@@ -6,25 +6,24 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findFreePort } from '../../test/sim/testing.ts';
 import { eventually, Gate, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
-
-const SERVER = fileURLToPath(new URL('./server.ts', import.meta.url));
+import {
+  GATEWAY_SERVER as SERVER,
+  spawnGateway,
+  writeRoutesFile,
+  type GatewayProcess,
+} from './testing/gateway-process.ts';
 
 let up: FakeUpstream | undefined;
 let child: ChildProcess | undefined;
-let dir: string | undefined;
+let removeRoutes: (() => void) | undefined;
 
 afterEach(async () => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await up?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  removeRoutes?.();
 });
 
 interface Answer {
@@ -56,41 +55,12 @@ function statusOf(a: Answer | string): number | string {
   return typeof a === 'string' ? a : a.status;
 }
 
-async function startGateway(
-  upstream: FakeUpstream,
-  extra: string[] = [],
-): Promise<{ url: string; proc: ChildProcess; exited: Promise<[number | null, NodeJS.Signals | null]> }> {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-gw-'));
-  const routes = path.join(dir, 'routes.json');
-  writeFileSync(
-    routes,
-    JSON.stringify([
-      {
-        model: 'm',
-        deployment: 'ns/m',
-        fingerprint: 'fp',
-        salt: 's',
-        endpoints: [{ id: 'a', url: upstream.url, fingerprint: 'fp', verified: true, ready: true }],
-      },
-    ]),
-  );
-  const port = await findFreePort();
-  const url = `http://127.0.0.1:${port}`;
-  const args = ['--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'];
-  const proc = spawn(process.execPath, [SERVER, ...args, ...extra], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  child = proc;
-  const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  for (let i = 0; i < 200; i++) {
-    const ok = await fetch(`${url}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url, proc, exited };
+async function startGateway(upstream: FakeUpstream, extra: string[] = []): Promise<GatewayProcess> {
+  const routes = writeRoutesFile(upstream.url);
+  removeRoutes = routes.remove;
+  const gw = await spawnGateway(routes.path, extra);
+  child = gw.proc;
+  return gw;
 }
 
 describe('gateway process on SIGTERM', () => {

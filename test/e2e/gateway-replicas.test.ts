@@ -5,62 +5,27 @@
 // between the replicas: every follow-up turn reaches the runtime that holds
 // its conversation, and the runtime reports the hit. Real control plane, KWOK
 // GPU node, a simulator on every pod IP (its event sockets on that IP).
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentStatus } from '../../operator/src/api/index.ts';
-import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
-import { createRng, pickInt } from '../../gateway/src/testing/rng.ts';
+import { createRng, shuffle } from '../../gateway/src/testing/rng.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
-import { eventually, kubectlOk } from '../support/kubectl.ts';
-import { REPO_ROOT } from '../support/samples.ts';
-import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { eventually } from '../support/kubectl.ts';
 
-const NS = 'e2e-gateway-replicas';
-let cp: ControlPlane;
-let kubelet: SimKubelet;
-let operator: Operator;
-let gateways: InProcessGateway[] = [];
-
-const k = (args: string[], input?: string) =>
-  kubectlOk(['-n', NS, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
-const status = async (name: string): Promise<DeploymentStatus> =>
-  (JSON.parse(await k(['get', 'sgd', name, '-o', 'json'])) as { status?: DeploymentStatus }).status ?? {};
+let stack: E2eStack;
 
 beforeAll(async () => {
-  cp = await startControlPlane({ full: true, gpuNodes: 1 });
-  const crds = join(REPO_ROOT, 'crds');
-  await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig: cp.kubeconfig });
-  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], {
-    kubeconfig: cp.kubeconfig,
-  });
-  await kubectlOk(['create', 'namespace', NS], { kubeconfig: cp.kubeconfig });
-  kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig });
-  operator = await startOperator({
-    kubeconfig: cp.kubeconfig,
-    logger: createLogger({ level: 'warn' }),
-    leaderElection: false,
-    http: false,
-  });
-  gateways = [
-    await startInProcessGateway(cp.kubeconfig, [NS]),
-    await startInProcessGateway(cp.kubeconfig, [NS]),
-  ];
+  stack = await startE2eStack('e2e-gateway-replicas', { gateways: 2 });
 });
 
 afterAll(async () => {
-  await Promise.all(gateways.map((g) => g.stop()));
-  await operator?.stop();
-  await kubelet?.stop();
-  await cp?.stop();
+  await stack?.stop();
 });
 
 describe('two gateway replicas', () => {
   it("route every conversation's turns to the runtime that holds it, from the runtimes' KV events", async () => {
     const m = buildDeploymentManifest({ name: 'llama', replicas: 3, gpus: 1 });
     m.spec['events'] = { kvCache: true };
+    const { k, status, gateways } = stack;
     await k(['apply', '-f', '-'], JSON.stringify(m));
     await k(
       ['apply', '-f', '-'],
@@ -75,7 +40,7 @@ describe('two gateway replicas', () => {
       },
       { timeoutMs: 90_000 },
     );
-    const ids = endpoints.map((e) => `${NS}/${e.pod}`);
+    const ids = endpoints.map((e) => `e2e-gateway-replicas/${e.pod}`);
     for (const g of gateways)
       await eventually(
         () => {
@@ -94,11 +59,7 @@ describe('two gateway replicas', () => {
     const rng = createRng(11);
     for (let turn = 0; turn < 4; turn++) {
       // Conversations arrive in a different order each turn (no accidental pattern in the picks).
-      const order = [...history.keys()];
-      for (let i = order.length - 1; i > 0; i--) {
-        const j = pickInt(rng, 0, i);
-        [order[i], order[j]] = [order[j] as number, order[i] as number];
-      }
+      const order = shuffle(rng, [...history.keys()]);
       await Promise.all(
         order.map(async (c) => {
           const h = history[c] as number[];

@@ -6,53 +6,23 @@
 // stops; a refused connection would still take it out of every pick and the
 // retry go to a runtime still standing. Real control plane, KWOK GPU node,
 // a simulator on every pod IP.
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentStatus } from '../../operator/src/api/index.ts';
-import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
-import { eventually, kubectlOk } from '../support/kubectl.ts';
-import { REPO_ROOT } from '../support/samples.ts';
-import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { eventually } from '../support/kubectl.ts';
 
-const NS = 'e2e-churn';
-let cp: ControlPlane;
-let kubelet: SimKubelet;
-let operator: Operator;
-let gateway: InProcessGateway;
-
-const k = (args: string[], input?: string) =>
-  kubectlOk(['-n', NS, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
-const status = async (name: string): Promise<DeploymentStatus> =>
-  (JSON.parse(await k(['get', 'sgd', name, '-o', 'json'])) as { status?: DeploymentStatus }).status ?? {};
-const simsOf = (name: string): string[] => [...kubelet.sims.keys()].filter((p) => p.startsWith(`${name}-`));
+let stack: E2eStack;
+const k = (args: string[], input?: string) => stack.k(args, input);
+const status = (name: string) => stack.status(name);
+const simsOf = (name: string): string[] =>
+  [...stack.kubelet.sims.keys()].filter((p) => p.startsWith(`${name}-`));
 
 beforeAll(async () => {
-  cp = await startControlPlane({ full: true, gpuNodes: 1 });
-  const crds = join(REPO_ROOT, 'crds');
-  await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig: cp.kubeconfig });
-  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], {
-    kubeconfig: cp.kubeconfig,
-  });
-  await kubectlOk(['create', 'namespace', NS], { kubeconfig: cp.kubeconfig });
-  kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig });
-  operator = await startOperator({
-    kubeconfig: cp.kubeconfig,
-    logger: createLogger({ level: 'warn' }),
-    leaderElection: false,
-    http: false,
-  });
-  gateway = await startInProcessGateway(cp.kubeconfig, [NS]);
+  stack = await startE2eStack('e2e-churn');
 });
 
 afterAll(async () => {
-  await gateway?.stop();
-  await operator?.stop();
-  await kubelet?.stop();
-  await cp?.stop();
+  await stack?.stop();
 });
 
 /** Four clients sending chats in a loop until stopped; every answer that is not a 200 is a loss. */
@@ -62,6 +32,8 @@ function startLoad(): { stop: () => Promise<{ sent: number; lost: string[] }> } 
   const lost: string[] = [];
   const client = async (n: number): Promise<void> => {
     for (let i = 0; running; i++) {
+      const gateway = stack.gateways[0];
+      if (!gateway) throw new Error('no gateway');
       const r = await gateway.app.inject({
         method: 'POST',
         url: '/v1/chat/completions',
@@ -96,9 +68,12 @@ describe('runtime churn under load', () => {
     await eventually(async () => expect((await status('llama')).verifiedReplicas).toBe(3), {
       timeoutMs: 90_000,
     });
-    await eventually(() => expect(gateway.watcher.table.lookup('llama-8b')?.endpoints).toHaveLength(3), {
-      timeoutMs: 30_000,
-    });
+    await eventually(
+      () => expect(stack.gateways[0]?.watcher.table.lookup('llama-8b')?.endpoints).toHaveLength(3),
+      {
+        timeoutMs: 30_000,
+      },
+    );
     const load = startLoad();
     await new Promise((r) => setTimeout(r, 1000));
     await k(['scale', 'sgd/llama', '--replicas=1']);

@@ -1,0 +1,52 @@
+// The gateway as its own process (server.ts), for tests of what only a
+// process shows: signals, exit codes, a tier of replicas.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findFreePort } from '../../../test/sim/testing.ts';
+
+const SERVER = fileURLToPath(new URL('../server.ts', import.meta.url));
+
+export interface GatewayProcess {
+  readonly url: string;
+  readonly proc: ChildProcess;
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+}
+
+/** A --routes file with one model `m` served by one verified endpoint at `upstreamUrl`; remove() deletes it. */
+export function writeRoutesFile(upstreamUrl: string): { readonly path: string; readonly remove: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-gw-'));
+  const file = path.join(dir, 'routes.json');
+  const endpoints = [{ id: 'a', url: upstreamUrl, fingerprint: 'fp', verified: true, ready: true }];
+  writeFileSync(
+    file,
+    JSON.stringify([{ model: 'm', deployment: 'ns/m', fingerprint: 'fp', salt: 's', endpoints }]),
+  );
+  return { path: file, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Starts server.ts on a free port with `--routes`; resolves once /readyz says ready. */
+export async function spawnGateway(routes: string, extra: readonly string[] = []): Promise<GatewayProcess> {
+  const port = await findFreePort();
+  const url = `http://127.0.0.1:${port}`;
+  const args = ['--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'];
+  const proc = spawn(process.execPath, [SERVER, ...args, ...extra], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  for (let i = 0; i < 400; i++) {
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ready) break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return { url, proc, exited };
+}
+
+export { SERVER as GATEWAY_SERVER };
