@@ -6,19 +6,7 @@ import { createRng, pickInt } from '../testing/rng.ts';
 import { KvBlockIndex } from './block-index.ts';
 import { KvEventFeed } from './feed.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
-import { SimCache } from './sim-stream.testkit.ts';
-
-const stored = (hashes: bigint[], parent: bigint | null = null): KvCacheEvent => ({
-  type: 'BlockStored',
-  blockHashes: hashes,
-  parentBlockHash: parent,
-  tokenIds: [],
-  blockSize: 1,
-  loraId: null,
-  medium: 'GPU',
-  cacheSalt: null,
-});
-const CLEARED: KvCacheEvent = { type: 'AllBlocksCleared' };
+import { CLEARED, SimCache, stored } from './sim-stream.testkit.ts';
 
 /** A publisher's side, in memory: numbered batches and the last `bufferSteps` of them for replay. */
 class FakePublisher {

@@ -89,3 +89,16 @@ function randomTokens(rng: () => number, n: number): number[] {
   // A small alphabet: random requests run into each other's pages.
   return Array.from({ length: n }, () => pickInt(rng, 1, 6));
 }
+
+/** A GPU BlockStored of page size 1 without token ids: what the sequencing tests feed. */
+export const stored = (hashes: bigint[], parent: bigint | null = null): KvCacheEvent => ({
+  type: 'BlockStored',
+  blockHashes: hashes,
+  parentBlockHash: parent,
+  tokenIds: [],
+  blockSize: 1,
+  loraId: null,
+  medium: 'GPU',
+  cacheSalt: null,
+});
+export const CLEARED: KvCacheEvent = { type: 'AllBlocksCleared' };

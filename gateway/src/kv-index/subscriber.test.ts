@@ -8,6 +8,7 @@ import { findFreePort, postJson, startSim } from '../../../test/sim/testing.ts';
 import { ManualClock } from '../clock.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { KvEventSubscriber, type KvEventSubscriberOptions, type KvIndexStatus } from './subscriber.ts';
+import { CLEARED, stored } from './sim-stream.testkit.ts';
 
 // Real libzmq on both ends: the simulator's publisher (checked against SGLang's) and our SUB + DEALER.
 
@@ -15,18 +16,6 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-const stored = (hashes: bigint[], parent: bigint | null = null): KvCacheEvent => ({
-  type: 'BlockStored',
-  blockHashes: hashes,
-  parentBlockHash: parent,
-  tokenIds: [],
-  blockSize: 1,
-  loraId: null,
-  medium: 'GPU',
-  cacheSalt: null,
-});
-const CLEARED: KvCacheEvent = { type: 'AllBlocksCleared' };
 
 /** Polls `cond` every few ms (the sockets work on libzmq's threads); fails after `ms`. */
 async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
