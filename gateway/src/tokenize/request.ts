@@ -16,9 +16,14 @@ export type TokenizerInput =
   | { readonly kind: 'text'; readonly text: string };
 
 export async function encodeRequest(tok: Tokenizer, input: TokenizerInput): Promise<number[] | undefined> {
-  if (input.kind === 'text') return tok.encodeText(input.text);
-  const messages = ChatMessage.array().safeParse(input.messages);
-  if (!messages.success) return undefined;
-  const ids = await tok.encodeChat(messages.data, { templateKwargs: input.templateKwargs });
-  return ids.ok ? ids.value : undefined;
+  try {
+    if (input.kind === 'text') return await tok.encodeText(input.text);
+    const messages = ChatMessage.array().safeParse(input.messages);
+    if (!messages.success) return undefined;
+    const ids = await tok.encodeChat(messages.data, { templateKwargs: input.templateKwargs });
+    return ids.ok ? ids.value : undefined;
+  } catch {
+    // A prompt the tokenizer cannot take is still the runtime's to answer; routing guesses.
+    return undefined;
+  }
 }
