@@ -133,5 +133,5 @@ test-e2e-kind: deps ## With Docker: kind cluster, fake GPU nodes, images, chart 
 	$(NPM_BIN)/vitest run --project e2e test/e2e/chart.test.ts
 
 .PHONY: bench
-bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators + router overhead; last line JSON: make bench [N=2000] [ARGS='--scale 8']
+bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on) + router overhead; last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache']
 	$(NODE) test/bench/bench-routing.ts --n $(or $(N),2000) $(ARGS)

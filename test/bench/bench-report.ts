@@ -3,8 +3,15 @@
 import type { OverheadStats } from './bench-overhead.ts';
 
 export interface RouterResult {
+  /** Router processes the requests were spread over, in turn (bench-replicas.ts). */
+  readonly replicas: number;
   readonly hit_rate: number;
+  /** The fleet's pooled-cache bound (pooled-bound.ts), the same for every row of a run. */
+  readonly pooled_bound: number;
+  /** hit_rate / pooled_bound. */
   readonly hit_rate_vs_bound: number;
+  /** hit_rate / the infinite-cache bound. */
+  readonly hit_rate_vs_infinite: number;
   readonly ttft_p50_ms: number;
   readonly ttft_p99_ms: number;
   readonly e2e_p50_ms: number;
@@ -21,6 +28,8 @@ export interface RouterResult {
   readonly loadavg_mean: number;
   readonly loadavg_max: number;
   readonly first_error?: string;
+  /** Gateway rows: (replica, endpoint) pairs whose KV index routing could use at the end, e.g. "12/12". */
+  readonly kv_index_usable?: string;
 }
 
 export type RouterEntry = RouterResult | { readonly skipped: string } | { readonly failed: string };
@@ -96,7 +105,8 @@ export function renderTable(
   const cols = [
     'router',
     'hit',
-    'hit/bound',
+    'hit/pool',
+    'hit/inf',
     'ttft p50',
     'ttft p99',
     'e2e p50',
@@ -106,18 +116,19 @@ export function renderTable(
     'err',
     'load1m',
   ];
-  const widths = [14, 7, 9, 9, 9, 9, 9, 7, 6, 5, 7];
+  const widths = [16, 7, 8, 7, 9, 9, 9, 9, 7, 6, 5, 7];
   lines.push(cols.map((c, i) => (i === 0 ? pad(c, widths[i] ?? 8) : lpad(c, widths[i] ?? 8))).join(' '));
   for (const [name, e] of Object.entries(routers)) {
     if (!isResult(e)) {
       const why = 'skipped' in e ? `skipped: ${e.skipped}` : `failed: ${e.failed}`;
-      lines.push(`${pad(name, 14)} ${why}`);
+      lines.push(`${pad(name, 16)} ${why}`);
       continue;
     }
     const cells = [
       name,
       e.hit_rate.toFixed(3),
       e.hit_rate_vs_bound.toFixed(3),
+      e.hit_rate_vs_infinite.toFixed(3),
       e.ttft_p50_ms.toFixed(0),
       e.ttft_p99_ms.toFixed(0),
       e.e2e_p50_ms.toFixed(0),

@@ -4,8 +4,10 @@
 // one JSON line last on stdout.
 //
 //   node test/bench/bench-routing.ts [--trace FILE] [--n 2000] [--scale 8] [--load 0.8]
-//        [--workers 4] [--max-total-tokens 413000] [--routers a,b,...] [--no-overhead]
-//        [--overhead-rate 500] [--overhead-rounds 4] [--log-dir DIR]
+//        [--workers 4] [--max-total-tokens 413000] [--page-size 16] [--routers a,b,...]
+//        [--gateway-replicas 1,3] [--replicated-routers cache-aware,sglang-router,smg]
+//        [--profile dense|hicache] [--smg-args '...'] [--sglang-router-args '...']
+//        [--no-overhead] [--overhead-rate 500] [--overhead-rounds 4] [--log-dir DIR]
 //
 // Choices (see the report's `setup` object):
 // - Simulators: SGLang's defaults for an 8B model on one H100 (test/sim/config.ts:
@@ -27,37 +29,54 @@
 // - The gateway runs with admission limits out of the way (no queueing, no
 //   adaptive concurrency) and reuse off: this measures routing; SGLang's
 //   router runs with its defaults (no concurrency limit).
+// - The simulators publish KV events (--kv-events-config, pages of
+//   --page-size tokens, 16: per-token pages would make every replica hash and
+//   index every token) and each gateway replica subscribes to all of them and
+//   holds the simulator's tokenizer (sim-tokenizer.ts), so cache-aware routes
+//   from the runtimes' own index as in production. The page size applies to
+//   every router's run alike.
+// - --gateway-replicas 1,3: each router of --replicated-routers runs again as
+//   3 processes on the same fleet, each request sent to the next in turn (as a
+//   Service spreads connections); rows "<router>@3" (bench-replicas.ts).
+// - Bounds: the infinite-cache bound, and the pooled-cache bound: one LRU of
+//   the fleet's total KV pool replayed over the slice (pooled-bound.ts).
+//   hit_rate_vs_bound is against the pooled bound.
 
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { measureOverhead, type OverheadStats, type OverheadTarget } from './bench-overhead.ts';
 import {
-  fetchOk,
-  findFreePort,
-  installCleanup,
-  sleep,
-  startProcess,
-  stopAll,
-  stopProcess,
-  waitUntil,
-  type Proc,
-} from './bench-procs.ts';
+  countKvIndexUsable,
+  flushFleet,
+  GATEWAY_POLICIES,
+  MODEL,
+  PY_ROUTERS,
+  readCounters,
+  SkipError,
+  startRouter,
+  startSim,
+  stopRouter,
+  waitKvIndexSettled,
+  waitKvIndexUsable,
+  type Counters,
+  type FleetContext,
+  type Router,
+  type Sim,
+} from './bench-fleet.ts';
+import { measureOverhead, type OverheadStats, type OverheadTarget } from './bench-overhead.ts';
+import { installCleanup, sleep, stopAll, stopProcess } from './bench-procs.ts';
+import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
 import { judgeGoals, renderTable, type RouterEntry, type RouterResult } from './bench-report.ts';
 import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
+import { computePooledBound } from './pooled-bound.ts';
 import { postStream } from './replay-client.ts';
 import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
-import { buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
+import { BLOCK_TOKENS, buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const MODEL = 'sim/llama-8b';
-const GATEWAY_POLICIES = ['cache-aware', 'prefix-hash', 'least-load', 'round-robin'] as const;
-const PY_ROUTERS = ['sglang-router', 'smg'] as const;
 const ALL_ROUTERS: readonly string[] = [...GATEWAY_POLICIES, ...PY_ROUTERS];
-const SALT = 'bench-salt';
 const PREFILL_TPS = 8000;
 
 const { values } = parseArgs({
@@ -70,7 +89,13 @@ const { values } = parseArgs({
     stretch: { type: 'string' },
     workers: { type: 'string', default: '4' },
     'max-total-tokens': { type: 'string', default: 'auto' },
+    'page-size': { type: 'string', default: '16' },
+    profile: { type: 'string', default: 'dense' },
     routers: { type: 'string', default: ALL_ROUTERS.join(',') },
+    'gateway-replicas': { type: 'string', default: '1' },
+    'replicated-routers': { type: 'string', default: 'cache-aware,sglang-router,smg' },
+    'smg-args': { type: 'string', default: '' },
+    'sglang-router-args': { type: 'string', default: '' },
     'no-overhead': { type: 'boolean', default: false },
     'overhead-only': { type: 'boolean', default: false },
     'overhead-rate': { type: 'string', default: '500' },
@@ -98,245 +123,40 @@ const POOL_ARG = values['max-total-tokens'] ?? 'auto';
 if (POOL_ARG !== 'auto' && !(Number(POOL_ARG) >= 1024)) usage('--max-total-tokens is auto or a token count');
 const routersWanted = (values.routers ?? '').split(',').filter((r) => r !== '');
 for (const r of routersWanted) if (!ALL_ROUTERS.includes(r)) usage(`unknown router ${r}`);
+const PAGE_SIZE = Number(values['page-size']);
+if (!Number.isInteger(PAGE_SIZE) || PAGE_SIZE < 1 || BLOCK_TOKENS % PAGE_SIZE !== 0)
+  usage('--page-size must divide 512 (the trace block)');
+const replicaParse = parseReplicaList(values['gateway-replicas'] ?? '1');
+const replicaList: readonly number[] = typeof replicaParse === 'string' ? usage(replicaParse) : replicaParse;
+const replicated = (values['replicated-routers'] ?? '').split(',').filter((r) => r !== '');
+for (const r of replicated) if (!ALL_ROUTERS.includes(r)) usage(`unknown router ${r}`);
+// The hicache profile gives each simulator a host tier as examples/deployment-hicache.yaml renders it.
+const PROFILE_FLAGS: Readonly<Record<string, readonly string[]>> = {
+  dense: [],
+  hicache: [
+    '--enable-hierarchical-cache',
+    '--hicache-ratio',
+    '2.0',
+    '--hicache-write-policy',
+    'write_through',
+  ],
+};
+const PROFILE = values.profile ?? 'dense';
+const profileFlags = PROFILE_FLAGS[PROFILE] ?? usage(`--profile is dense or hicache, not ${PROFILE}`);
 const logDir = values['log-dir'] ?? mkdtempSync(path.join(os.tmpdir(), 'cacheroute-bench-'));
 mkdirSync(logDir, { recursive: true });
 
 const log = (msg: string): void => console.error(`bench: ${msg}`);
-
-// ---------------------------------------------------------------- simulators
-
-interface Sim {
-  readonly id: string;
-  readonly url: string;
-  readonly proc: Proc;
-}
-
-async function startSim(id: string, extra: readonly string[]): Promise<Sim> {
-  const port = await findFreePort();
-  const args = [
-    path.join(REPO, 'test/sim/main.ts'),
-    '--model-path',
-    MODEL,
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--enable-cache-report',
-    '--enable-metrics',
-    '--sim-worker-id',
-    id,
-    ...extra,
-  ];
-  const proc = startProcess(id, process.execPath, args, path.join(logDir, `${id}.log`));
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntil(
-    `simulator ${id}`,
-    async () => (await fetchOk(`${url}/health`)).status === 200,
-    30_000,
-    proc,
-  );
-  return { id, url, proc };
-}
-
-interface Counters {
-  requests: number;
-  prompt: number;
-  cached: number;
-}
-
-async function readCounters(url: string): Promise<Counters> {
-  const text = await (await fetchOk(`${url}/metrics`, {}, 10_000)).text();
-  // Summed over series: SGLang splits these by is_streaming / cache_source, and
-  // a series appears only once something counted (0 before the first request).
-  const get = (name: string): number =>
-    [...text.matchAll(new RegExp(`^sglang:${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce(
-      (sum, m) => sum + Number(m[1]),
-      0,
-    );
-  return {
-    requests: get('num_requests_total'),
-    prompt: get('prompt_tokens_total'),
-    cached: get('cached_tokens_total'),
-  };
-}
-
-/** POST /flush_cache on every simulator; it refuses while requests run, so retry (bounded). */
-async function flushFleet(sims: readonly Sim[]): Promise<void> {
-  await Promise.all(
-    sims.map((s) =>
-      waitUntil(
-        `flush ${s.id}`,
-        async () => (await fetchOk(`${s.url}/flush_cache`, { method: 'POST' })).status === 200,
-        120_000,
-        s.proc,
-        500,
-      ),
-    ),
-  );
-}
-
-// ---------------------------------------------------------------- routers
-
-class SkipError extends Error {}
-
-const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
-
-interface Router {
-  readonly url: string;
-  readonly proc: Proc;
-}
-
-function writeRoutes(name: string, policy: string, endpoints: readonly Sim[]): string {
-  const file = path.join(logDir, `routes-${name}.json`);
-  const routes = [
-    {
-      model: MODEL,
-      deployment: 'bench/sim',
-      fingerprint: 'bench',
-      salt: SALT,
-      routing: { policy },
-      // Out of the way: this measures routing, not admission.
-      admission: { maxConcurrency: 100_000, maxQueue: 1_000_000, queueTimeoutSeconds: 3600, adaptive: false },
-      reuse: { enabled: false },
-      endpoints: endpoints.map((s) => ({
-        id: s.id,
-        url: s.url,
-        fingerprint: 'bench',
-        verified: true,
-        ready: true,
-      })),
-    },
-  ];
-  writeFileSync(file, JSON.stringify(routes, null, 2));
-  return file;
-}
-
-let venvDir: string | undefined;
-let venvError: string | undefined;
-
-/** hack/bench-venv.sh once; failures become skip reasons, never fatal. */
-function ensureVenv(): void {
-  if (venvDir !== undefined || venvError !== undefined) return;
-  log('preparing the router virtualenv (hack/bench-venv.sh)');
-  const r = spawnSync('bash', [path.join(REPO, 'hack/bench-venv.sh')], {
-    encoding: 'utf8',
-    timeout: 30 * 60_000,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const out = (r.stdout ?? '').trim().split('\n').pop() ?? '';
-  if (r.status === 0 && out !== '' && existsSync(path.join(out, 'bin/python'))) venvDir = out;
-  else
-    venvError = `virtualenv not available: ${(r.error?.message ?? r.stderr ?? '').trim().slice(-300) || `exit ${r.status}`}`;
-}
-
-function pythonRouterCommand(name: string, venv: string): { cmd: string; pre: string[]; pkg: string } {
-  return name === 'smg'
-    ? { cmd: path.join(venv, 'bin/smg'), pre: ['launch'], pkg: 'smg' }
-    : {
-        cmd: path.join(venv, 'bin/python'),
-        pre: ['-m', 'sglang_router.launch_router'],
-        pkg: 'sglang-router',
-      };
-}
-
-async function startRouter(name: string, endpoints: readonly Sim[], tag: string): Promise<Router> {
-  const port = await findFreePort();
-  const url = `http://127.0.0.1:${port}`;
-  let proc: Proc;
-  if ((GATEWAY_POLICIES as readonly string[]).includes(name)) {
-    const routes = writeRoutes(`${name}-${tag}`, name, endpoints);
-    proc = startProcess(
-      `gateway-${name}`,
-      process.execPath,
-      [
-        path.join(REPO, 'gateway/src/server.ts'),
-        '--routes',
-        routes,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--log-level',
-        'warn',
-      ],
-      path.join(logDir, `gateway-${name}-${tag}.log`),
-    );
-  } else {
-    ensureVenv();
-    if (venvDir === undefined) throw new SkipError(venvError ?? 'virtualenv not available');
-    const { cmd, pre, pkg } = pythonRouterCommand(name, venvDir);
-    const failed = path.join(venvDir, `failed-${pkg}.txt`);
-    if (existsSync(failed)) {
-      const lines = readFileSync(failed, 'utf8').trim().split('\n');
-      throw new SkipError(`pip install ${pkg} failed: ${lines.slice(-2).join(' | ').slice(0, 300)}`);
-    }
-    if (!existsSync(cmd)) throw new SkipError(`${cmd} missing after install`);
-    const prom = await findFreePort();
-    proc = startProcess(
-      name,
-      cmd,
-      [
-        ...pre,
-        '--worker-urls',
-        ...endpoints.map((s) => s.url),
-        '--policy',
-        'cache_aware',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--prometheus-host',
-        '127.0.0.1',
-        '--prometheus-port',
-        String(prom),
-        '--log-level',
-        'warn',
-        '--shutdown-grace-period-secs',
-        '1',
-      ],
-      path.join(logDir, `${name}-${tag}.log`),
-      // Loopback only: no tokenizer download attempts (the routers route on text here).
-      { ...process.env, HF_HUB_OFFLINE: '1', HF_HUB_DISABLE_TELEMETRY: '1', TRANSFORMERS_OFFLINE: '1' },
-    );
-  }
-  const router = { url, proc };
-  try {
-    await waitUntil(
-      `${name} /v1/models`,
-      async () => {
-        const res = await fetchOk(`${url}/v1/models`);
-        const body = (await res.json()) as { data?: { id?: string }[] };
-        return res.status === 200 && (body.data ?? []).some((m) => m.id === MODEL);
-      },
-      90_000,
-      proc,
-      300,
-    );
-    // A real chat request through it, so a router that lists models but cannot route fails here.
-    await waitUntil(
-      `${name} probe request`,
-      async () => {
-        const o = await postStream(new URL('/v1/chat/completions', url), {
-          model: MODEL,
-          messages: [{ role: 'user', content: 'probe' }],
-          max_tokens: 1,
-          stream: true,
-        });
-        return o.status === 200 && o.error === undefined;
-      },
-      60_000,
-      proc,
-      500,
-    );
-  } catch (e) {
-    await stopProcess(proc);
-    const msg = (e as Error).message.replace(ANSI, '');
-    if ((PY_ROUTERS as readonly string[]).includes(name))
-      throw new SkipError(`could not start: ${msg.slice(0, 400)}`);
-    throw e;
-  }
-  return router;
-}
+const splitArgs = (raw: string | undefined): string[] => (raw ?? '').split(' ').filter((a) => a !== '');
+const ctx: FleetContext = {
+  repo: REPO,
+  logDir,
+  log,
+  routerArgs: {
+    smg: splitArgs(values['smg-args']),
+    'sglang-router': splitArgs(values['sglang-router-args']),
+  },
+};
 
 // ---------------------------------------------------------------- replay
 
@@ -362,8 +182,9 @@ interface ReplayOut {
   readonly timedOut: boolean;
 }
 
+/** Request i goes to urls[i % urls.length]: a Service spreading connections over replicas. */
 async function replay(
-  url: string,
+  urls: readonly string[],
   records: readonly TraceRecord[],
   texts: readonly string[],
   stretch: number,
@@ -371,7 +192,7 @@ async function replay(
   abort: () => Promise<void>,
 ): Promise<ReplayOut> {
   const t0 = records[0]?.timestamp ?? 0;
-  const target = new URL('/v1/chat/completions', url);
+  const targets = urls.map((u) => new URL('/v1/chat/completions', u));
   const results: (RequestRecord | undefined)[] = new Array<RequestRecord | undefined>(records.length);
   const start = performance.now();
   const timers: NodeJS.Timeout[] = [];
@@ -391,7 +212,7 @@ async function replay(
               stream: true,
               stream_options: { include_usage: true },
             };
-            void postStream(target, body).then((o) => {
+            void postStream(targets[i % targets.length] as URL, body).then((o) => {
               lastDone = performance.now();
               results[i] = buildStreamRecord(i, o, sentAtMs, 'unknown');
               resolve();
@@ -434,72 +255,129 @@ async function replay(
   return { records: out, durationMs: lastDone - start, timedOut };
 }
 
+interface Bounds {
+  /** Infinite-cache hit rate of the slice. */
+  readonly infinite: number;
+  /** One LRU of the fleet's total KV pool (pooled-bound.ts). */
+  readonly pooled: number;
+}
+
+/** The fleet's counters over a run: hit rate and per-worker request counts, the same for every router. */
+function diffCounters(
+  sims: readonly Sim[],
+  before: readonly Counters[],
+  after: readonly Counters[],
+): { hit: number; perWorker: Record<string, number>; imbalance: number } {
+  const perWorker: Record<string, number> = {};
+  let prompt = 0;
+  let cached = 0;
+  sims.forEach((s, i) => {
+    const a = after[i] as Counters;
+    const b = before[i] as Counters;
+    perWorker[s.id] = a.requests - b.requests;
+    prompt += a.prompt - b.prompt;
+    cached += a.cached - b.cached;
+  });
+  const counts = Object.values(perWorker);
+  const mean = counts.reduce((x, y) => x + y, 0) / Math.max(1, counts.length);
+  return {
+    hit: prompt > 0 ? cached / prompt : 0,
+    perWorker,
+    imbalance: mean > 0 ? Number((Math.max(...counts) / mean).toFixed(3)) : 0,
+  };
+}
+
+/**
+ * A cold fleet, and for gateway replicas an index that answers before traffic. The index
+ * takes the fleet's AllBlocksCleared after its replay (waitKvIndexSettled); a replica still
+ * busy applying a long replay reads the flush's batch late, and the lag it measures then
+ * stays until the next batch (an idle fleet publishes none): flush again to send a fresh one.
+ */
+async function flushForRouter(router: Router, sims: readonly Sim[]): Promise<void> {
+  if (router.kvIndexed) await waitKvIndexSettled(router);
+  for (let attempt = 1; ; attempt++) {
+    await flushFleet(sims);
+    if (!router.kvIndexed) return;
+    try {
+      await waitKvIndexUsable(router, 10_000);
+      return;
+    } catch (e) {
+      if (attempt >= 5) throw e;
+      log(
+        `${router.name}: index not usable after flush ${attempt} (${(e as Error).message.slice(-200)}); flushing again`,
+      );
+    }
+  }
+}
+
 async function runRouter(
   name: string,
+  replicas: number,
   sims: readonly Sim[],
   records: readonly TraceRecord[],
   texts: readonly string[],
   stretch: number,
-  bound: number,
+  bounds: Bounds,
   timeoutMs: number,
 ): Promise<RouterEntry> {
+  const key = rowKey(name, replicas);
   let router: Router;
   try {
-    router = await startRouter(name, sims, 'replay');
+    router = await startRouter(ctx, name, sims, `replay${replicas > 1 ? `-x${replicas}` : ''}`, replicas);
   } catch (e) {
+    log(`${key}: did not start: ${(e as Error).message.slice(0, 500)}`);
     if (e instanceof SkipError) return { skipped: e.message };
     return { failed: (e as Error).message.slice(0, 500) };
   }
   try {
-    await flushFleet(sims);
+    await flushForRouter(router, sims);
     const before = await Promise.all(sims.map((s) => readCounters(s.url)));
     const sampler = startLoadSampler();
-    log(`${name}: replaying ${records.length} requests`);
-    const out = await replay(router.url, records, texts, stretch, timeoutMs, () => stopProcess(router.proc));
+    log(`${key}: replaying ${records.length} requests over ${replicas} replica(s)`);
+    const out = await replay(router.urls, records, texts, stretch, timeoutMs, () => stopRouter(router));
     const load = sampler.stop();
+    const kv = router.kvIndexed && !out.timedOut ? await countKvIndexUsable(router) : undefined;
     // Let the simulators settle their counters for aborted streams.
     const after = await Promise.all(sims.map((s) => readCounters(s.url)));
-    const perWorker: Record<string, number> = {};
-    let prompt = 0;
-    let cached = 0;
-    sims.forEach((s, i) => {
-      const a = after[i] as Counters;
-      const b = before[i] as Counters;
-      perWorker[s.id] = a.requests - b.requests;
-      prompt += a.prompt - b.prompt;
-      cached += a.cached - b.cached;
-    });
-    const summary = computeSummary(out.records, bound, out.durationMs, SCALE);
-    const counts = Object.values(perWorker);
-    const mean = counts.reduce((x, y) => x + y, 0) / Math.max(1, counts.length);
-    const hit = prompt > 0 ? cached / prompt : 0;
+    const fleet = diffCounters(sims, before, after);
+    const summary = computeSummary(out.records, bounds.infinite, out.durationMs, SCALE);
+    const ratio = (x: number, b: number): number => (b > 0 ? Number((x / b).toFixed(4)) : 0);
     const firstError = out.records.find((r) => !r.ok);
     const result: RouterResult = {
-      hit_rate: Number(hit.toFixed(4)),
-      hit_rate_vs_bound: bound > 0 ? Number((hit / bound).toFixed(4)) : 0,
+      replicas,
+      hit_rate: Number(fleet.hit.toFixed(4)),
+      pooled_bound: bounds.pooled,
+      hit_rate_vs_bound: ratio(fleet.hit, bounds.pooled),
+      hit_rate_vs_infinite: ratio(fleet.hit, bounds.infinite),
       ttft_p50_ms: summary.ttft_p50_ms,
       ttft_p99_ms: summary.ttft_p99_ms,
       e2e_p50_ms: summary.e2e_p50_ms,
       e2e_p99_ms: summary.e2e_p99_ms,
       throughput_rps: summary.throughput_rps,
-      imbalance: mean > 0 ? Number((Math.max(...counts) / mean).toFixed(3)) : 0,
+      imbalance: fleet.imbalance,
       requests: summary.requests,
       errors: summary.errors,
       hit_rate_client: summary.hit_rate,
-      per_worker: perWorker,
+      per_worker: fleet.perWorker,
       duration_s: summary.duration_s,
       loadavg_mean: load.mean,
       loadavg_max: load.max,
       ...(firstError ? { first_error: `${firstError.status} ${firstError.error ?? ''}`.slice(0, 300) } : {}),
+      ...(kv
+        ? {
+            kv_index_usable: `${kv.usable}/${kv.total}${kv.reasons.length > 0 ? ` (${kv.reasons.join('; ')})` : ''}`,
+          }
+        : {}),
     };
-    log(`${name}: ${JSON.stringify(result)}`);
+    log(`${key}: ${JSON.stringify(result)}`);
     if (out.timedOut)
       return { failed: `run deadline ${timeoutMs} ms passed; partial: ${JSON.stringify(result)}` };
     return result;
   } catch (e) {
+    log(`${key}: failed: ${(e as Error).message.slice(0, 500)}`);
     return { failed: (e as Error).message.slice(0, 500) };
   } finally {
-    await stopProcess(router.proc);
+    await stopRouter(router);
   }
 }
 
@@ -509,32 +387,50 @@ async function runOverhead(
   wanted: readonly string[],
   skipped: ReadonlySet<string>,
 ): Promise<{ stats: Record<string, OverheadStats>; notes: Record<string, string> }> {
-  const zero = await startSim('zero', [
-    '--sim-prefill-tps',
-    '1e12',
-    '--sim-decode-base-ms',
-    '0',
-    '--sim-decode-per-req-ms',
-    '0',
-    '--sim-host-load-tps',
-    '1e12',
-  ]);
+  // With KV events, as in the replay: the gateway's path includes tokenizing and the index match.
+  const zero = await startSim(
+    ctx,
+    'zero',
+    [
+      '--sim-prefill-tps',
+      '1e12',
+      '--sim-decode-base-ms',
+      '0',
+      '--sim-decode-per-req-ms',
+      '0',
+      '--sim-host-load-tps',
+      '1e12',
+      '--page-size',
+      String(PAGE_SIZE),
+    ],
+    PAGE_SIZE,
+  );
   const routers: Router[] = [];
   const notes: Record<string, string> = {};
   try {
     const targets: OverheadTarget[] = [{ name: 'direct', url: zero.url }];
-    const gw = await startRouter('cache-aware', [zero], 'overhead');
+    const gw = await startRouter(ctx, 'cache-aware', [zero], 'overhead');
     routers.push(gw);
-    targets.push({ name: 'gateway', url: gw.url });
+    await waitKvIndexUsable(gw);
+    targets.push({ name: 'gateway', url: gw.urls[0] ?? '' });
+    // The same gateway where the runtime publishes no events: approximate tokens, no tokenizer, no index.
+    const approx = await startRouter(
+      ctx,
+      'cache-aware',
+      [{ id: zero.id, url: zero.url, proc: zero.proc }],
+      'overhead-approx',
+    );
+    routers.push(approx);
+    targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '' });
     for (const name of PY_ROUTERS) {
       if (!wanted.includes(name) || skipped.has(name)) {
         notes[name] = 'skipped (not run in the replay)';
         continue;
       }
       try {
-        const r = await startRouter(name, [zero], 'overhead');
+        const r = await startRouter(ctx, name, [zero], 'overhead');
         routers.push(r);
-        targets.push({ name, url: r.url });
+        targets.push({ name, url: r.urls[0] ?? '' });
       } catch (e) {
         notes[name] = (e as Error).message.slice(0, 300);
       }
@@ -553,7 +449,7 @@ async function runOverhead(
     notes['loadavg'] = `mean ${load.mean}, max ${load.max}`;
     return { stats, notes };
   } finally {
-    for (const r of routers) await stopProcess(r.proc);
+    for (const r of routers) await stopRouter(r);
     await stopProcess(zero.proc);
   }
 }
@@ -629,6 +525,17 @@ async function runOverheadSafely(routers: Readonly<Record<string, RouterEntry>>)
   }
 }
 
+/** Every wanted router at each replica count; at R > 1 only the routers of --replicated-routers. */
+function planRuns(
+  wanted: readonly string[],
+  replicaCounts: readonly number[],
+  multi: readonly string[],
+): { name: string; replicas: number }[] {
+  return replicaCounts.flatMap((replicas) =>
+    wanted.filter((n) => replicas === 1 || multi.includes(n)).map((name) => ({ name, replicas })),
+  );
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const parsed = parseTrace(readFileSync(values.trace ?? '', 'utf8'), N, SKIP);
@@ -638,6 +545,8 @@ async function main(): Promise<void> {
   const choice = POOL_ARG === 'auto' ? choosePool(records, WORKERS) : undefined;
   const POOL = choice?.pool ?? Number(POOL_ARG);
   const workload = computeWorkload(records, POOL, WORKERS);
+  const pooled = computePooledBound(records, POOL * WORKERS, PAGE_SIZE);
+  const bounds: Bounds = { infinite: workload.bound, pooled: Number(pooled.hitRate.toFixed(4)) };
   const stretch = chooseStretch(workload.prompt_tps);
   const expectedS = (workload.span_s * stretch) / SCALE;
   const timeoutMs = computeRunTimeoutMs(expectedS);
@@ -648,6 +557,12 @@ async function main(): Promise<void> {
     workers: WORKERS,
     max_total_tokens: POOL,
     max_total_tokens_chosen: choice ? 'auto: max of share(fleet pool) - share(one pool)' : 'given',
+    page_size: PAGE_SIZE,
+    profile: PROFILE,
+    gateway_replicas: replicaList,
+    replicated_routers: replicated,
+    gateway_routing: 'KV events from every simulator + the simulator tokenizer (exact index)',
+    router_args: ctx.routerArgs,
     prefill_tps: PREFILL_TPS,
     time_scale: SCALE,
     arrival_stretch: Number(stretch.toFixed(3)),
@@ -665,27 +580,51 @@ async function main(): Promise<void> {
   log(`workload ${JSON.stringify(workload)}`);
   const texts = values['overhead-only'] ? [] : records.map(buildPromptText);
 
-  const simFlags = ['--max-total-tokens', String(POOL), '--sim-time-scale', String(SCALE)];
+  const simFlags = [
+    '--max-total-tokens',
+    String(POOL),
+    '--sim-time-scale',
+    String(SCALE),
+    '--page-size',
+    String(PAGE_SIZE),
+    ...profileFlags,
+  ];
   const sims: Sim[] = [];
-  const replayed = values['overhead-only'] ? [] : routersWanted;
-  if (replayed.length > 0) {
-    for (let i = 0; i < WORKERS; i++) sims.push(await startSim(`w${i}`, simFlags));
+  const runs = values['overhead-only'] ? [] : planRuns(routersWanted, replicaList, replicated);
+  if (runs.length > 0) {
+    for (let i = 0; i < WORKERS; i++) sims.push(await startSim(ctx, `w${i}`, simFlags, PAGE_SIZE));
     log(`fleet: ${sims.map((s) => `${s.id}=${s.url}`).join(' ')}`);
   }
 
   const routers: Record<string, RouterEntry> = {};
-  for (const name of replayed)
-    routers[name] = await runRouter(name, sims, records, texts, stretch, workload.bound, timeoutMs);
+  for (const { name, replicas } of runs)
+    routers[rowKey(name, replicas)] = await runRouter(
+      name,
+      replicas,
+      sims,
+      records,
+      texts,
+      stretch,
+      bounds,
+      timeoutMs,
+    );
   for (const s of sims) await stopProcess(s.proc);
 
   const overhead = values['no-overhead'] ? undefined : await runOverheadSafely(routers);
   const o = overhead?.stats;
-  const goals = judgeGoals(routers, o, OVERHEAD_RATE);
+  const scaling = computeScaling(routers);
+  const goals = [
+    ...judgeGoals(routers, o, OVERHEAD_RATE),
+    ...judgeReplicaGoals(routers, scaling, setup.trace),
+  ];
   const report = {
     routers,
     ...summarizeOverhead(overhead),
     goals,
+    replica_scaling: scaling,
     bound: workload.bound,
+    pooled_bound: bounds.pooled,
+    pooled_bound_capacity_tokens: pooled.capacityTokens,
     time_scale: SCALE,
     workload,
     pool_curve: choice?.curve ?? null,
@@ -694,7 +633,8 @@ async function main(): Promise<void> {
   const header = [
     `routing benchmark: ${records.length} requests of ${setup.trace}, ${WORKERS} simulators x ${POOL} KV tokens`,
     `time scale ${SCALE} (latencies in wall ms; x${SCALE} = model ms), arrivals x${setup.arrival_stretch} (no-cache prefill load ${setup.offered_prefill_load_no_cache})`,
-    `bound (infinite cache) ${workload.bound}; median reuse distance ${workload.reuse_distance_p50_tokens} tokens; reuses within one pool ${workload.reuse_within_one_pool}, within fleet pool ${workload.reuse_within_fleet_pool}`,
+    `bound: infinite cache ${workload.bound}, pooled cache (one LRU of ${WORKERS} x ${POOL} tokens, pages of ${PAGE_SIZE}) ${bounds.pooled}; profile ${PROFILE}`,
+    `median reuse distance ${workload.reuse_distance_p50_tokens} tokens; reuses within one pool ${workload.reuse_within_one_pool}, within fleet pool ${workload.reuse_within_fleet_pool}`,
     `load average start ${setup.loadavg_start.join(' ')}, end ${report.setup.loadavg_end.join(' ')} on ${setup.cpus} CPUs`,
   ];
   console.error(renderTable(routers, o, goals, header));

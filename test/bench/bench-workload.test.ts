@@ -39,8 +39,11 @@ describe('computeStretch', () => {
 });
 
 const result = (over: Partial<RouterResult>): RouterResult => ({
+  replicas: 1,
   hit_rate: 0.2,
-  hit_rate_vs_bound: 0.7,
+  pooled_bound: 0.25,
+  hit_rate_vs_bound: 0.8,
+  hit_rate_vs_infinite: 0.7,
   ttft_p50_ms: 100,
   ttft_p99_ms: 500,
   e2e_p50_ms: 300,

@@ -1,0 +1,410 @@
+// The routing benchmark's processes: the simulator fleet (publishing KV
+// events as SGLang does with --kv-events-config) and the routers under test,
+// each router as R processes (replicas) on the same fleet. Gateway replicas
+// get every simulator's event addresses and the simulator's tokenizer, so
+// cache-aware routing matches prompts against the runtimes' own KV index.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fetchOk, findFreePort, startProcess, stopProcess, waitUntil, type Proc } from './bench-procs.ts';
+import { postStream } from './replay-client.ts';
+
+export const MODEL = 'sim/llama-8b';
+export const GATEWAY_POLICIES = ['cache-aware', 'prefix-hash', 'least-load', 'round-robin'] as const;
+export const PY_ROUTERS = ['sglang-router', 'smg'] as const;
+const SALT = 'bench-salt';
+const EVENTS_TOPIC = 'kv';
+
+export interface FleetContext {
+  readonly repo: string;
+  readonly logDir: string;
+  readonly log: (msg: string) => void;
+  /** Extra command-line arguments per Python router (e.g. smg's cache-index settings). */
+  readonly routerArgs?: Readonly<Record<string, readonly string[]>>;
+}
+
+// ---------------------------------------------------------------- simulators
+
+export interface SimEvents {
+  readonly kv: string;
+  readonly replay: string;
+  readonly blockSize: number;
+}
+
+export interface Sim {
+  readonly id: string;
+  readonly url: string;
+  readonly proc: Proc;
+  /** Where it publishes KV events (subscribe addresses), when it does. */
+  readonly events?: SimEvents;
+}
+
+/** A simulator; with `eventsPageSize`, publishing KV events (blocks of that page size, which it must run with). */
+export async function startSim(
+  ctx: FleetContext,
+  id: string,
+  extra: readonly string[],
+  eventsPageSize?: number,
+): Promise<Sim> {
+  const port = await findFreePort();
+  let events: SimEvents | undefined;
+  const eventArgs: string[] = [];
+  if (eventsPageSize !== undefined) {
+    const [pub, rep] = [await findFreePort(), await findFreePort()];
+    const config = {
+      ...(process.env['BENCH_KV_BUFFER_STEPS']
+        ? { buffer_steps: Number(process.env['BENCH_KV_BUFFER_STEPS']) }
+        : {}),
+      publisher: 'zmq',
+      endpoint: `tcp://*:${pub}`,
+      replay_endpoint: `tcp://*:${rep}`,
+      topic: EVENTS_TOPIC,
+    };
+    eventArgs.push('--kv-events-config', JSON.stringify(config));
+    events = { kv: `tcp://127.0.0.1:${pub}`, replay: `tcp://127.0.0.1:${rep}`, blockSize: eventsPageSize };
+  }
+  const args = [
+    path.join(ctx.repo, 'test/sim/main.ts'),
+    '--model-path',
+    MODEL,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--enable-cache-report',
+    '--enable-metrics',
+    '--sim-worker-id',
+    id,
+    ...eventArgs,
+    ...extra,
+  ];
+  const proc = startProcess(id, process.execPath, args, path.join(ctx.logDir, `${id}.log`));
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil(
+    `simulator ${id}`,
+    async () => (await fetchOk(`${url}/health`)).status === 200,
+    30_000,
+    proc,
+  );
+  return { id, url, proc, ...(events ? { events } : {}) };
+}
+
+export interface Counters {
+  requests: number;
+  prompt: number;
+  cached: number;
+}
+
+export async function readCounters(url: string): Promise<Counters> {
+  const text = await (await fetchOk(`${url}/metrics`, {}, 10_000)).text();
+  // Summed over series: SGLang splits these by is_streaming / cache_source, and
+  // a series appears only once something counted (0 before the first request).
+  const get = (name: string): number =>
+    [...text.matchAll(new RegExp(`^sglang:${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
+  return {
+    requests: get('num_requests_total'),
+    prompt: get('prompt_tokens_total'),
+    cached: get('cached_tokens_total'),
+  };
+}
+
+/** POST /flush_cache on every simulator; it refuses while requests run, so retry (bounded). */
+export async function flushFleet(sims: readonly Sim[]): Promise<void> {
+  await Promise.all(
+    sims.map((s) =>
+      waitUntil(
+        `flush ${s.id}`,
+        async () => (await fetchOk(`${s.url}/flush_cache`, { method: 'POST' })).status === 200,
+        120_000,
+        s.proc,
+        500,
+      ),
+    ),
+  );
+}
+
+// ---------------------------------------------------------------- routers
+
+export class SkipError extends Error {}
+
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g');
+
+/** One router under test: `replicas` processes, each client request to the next in turn. */
+export interface Router {
+  readonly name: string;
+  readonly urls: readonly string[];
+  readonly procs: readonly Proc[];
+  /** Gateway replicas routing from the simulators' KV events. */
+  readonly kvIndexed: boolean;
+}
+
+export async function stopRouter(r: Router): Promise<void> {
+  await Promise.all(r.procs.map((p) => stopProcess(p)));
+}
+
+function writeRoutes(ctx: FleetContext, name: string, policy: string, endpoints: readonly Sim[]): string {
+  const file = path.join(ctx.logDir, `routes-${name}.json`);
+  const routes = [
+    {
+      model: MODEL,
+      deployment: 'bench/sim',
+      fingerprint: 'bench',
+      salt: SALT,
+      routing: { policy },
+      // Out of the way: this measures routing, not admission.
+      admission: { maxConcurrency: 100_000, maxQueue: 1_000_000, queueTimeoutSeconds: 3600, adaptive: false },
+      reuse: { enabled: false },
+      endpoints: endpoints.map((s) => ({
+        id: s.id,
+        url: s.url,
+        fingerprint: 'bench',
+        verified: true,
+        ready: true,
+        ...(s.events
+          ? {
+              events: {
+                kv: [s.events.kv],
+                replay: [s.events.replay],
+                topic: EVENTS_TOPIC,
+                blockSize: s.events.blockSize,
+              },
+            }
+          : {}),
+      })),
+    },
+  ];
+  writeFileSync(file, JSON.stringify(routes, null, 2));
+  return file;
+}
+
+let venvDir: string | undefined;
+let venvError: string | undefined;
+
+/** hack/bench-venv.sh once; failures become skip reasons, never fatal. */
+function ensureVenv(ctx: FleetContext): void {
+  if (venvDir !== undefined || venvError !== undefined) return;
+  ctx.log('preparing the router virtualenv (hack/bench-venv.sh)');
+  const r = spawnSync('bash', [path.join(ctx.repo, 'hack/bench-venv.sh')], {
+    encoding: 'utf8',
+    timeout: 30 * 60_000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = (r.stdout ?? '').trim().split('\n').pop() ?? '';
+  if (r.status === 0 && out !== '' && existsSync(path.join(out, 'bin/python'))) venvDir = out;
+  else
+    venvError = `virtualenv not available: ${(r.error?.message ?? r.stderr ?? '').trim().slice(-300) || `exit ${r.status}`}`;
+}
+
+function pythonRouterCommand(name: string, venv: string): { cmd: string; pre: string[]; pkg: string } {
+  return name === 'smg'
+    ? { cmd: path.join(venv, 'bin/smg'), pre: ['launch'], pkg: 'smg' }
+    : {
+        cmd: path.join(venv, 'bin/python'),
+        pre: ['-m', 'sglang_router.launch_router'],
+        pkg: 'sglang-router',
+      };
+}
+
+const isGateway = (name: string): boolean => (GATEWAY_POLICIES as readonly string[]).includes(name);
+
+async function spawnGateway(
+  ctx: FleetContext,
+  name: string,
+  routes: string,
+  logName: string,
+): Promise<{ url: string; proc: Proc }> {
+  const port = await findFreePort();
+  const proc = startProcess(
+    `gateway-${name}`,
+    process.execPath,
+    [
+      path.join(ctx.repo, 'test/bench/bench-gateway.ts'),
+      '--routes',
+      routes,
+      '--tokenizer-model',
+      MODEL,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--log-level',
+      'warn',
+    ],
+    path.join(ctx.logDir, `${logName}.log`),
+  );
+  return { url: `http://127.0.0.1:${port}`, proc };
+}
+
+async function spawnPythonRouter(
+  ctx: FleetContext,
+  name: string,
+  endpoints: readonly Sim[],
+  logName: string,
+): Promise<{ url: string; proc: Proc }> {
+  ensureVenv(ctx);
+  if (venvDir === undefined) throw new SkipError(venvError ?? 'virtualenv not available');
+  const { cmd, pre, pkg } = pythonRouterCommand(name, venvDir);
+  const failed = path.join(venvDir, `failed-${pkg}.txt`);
+  if (existsSync(failed)) {
+    const lines = readFileSync(failed, 'utf8').trim().split('\n');
+    throw new SkipError(`pip install ${pkg} failed: ${lines.slice(-2).join(' | ').slice(0, 300)}`);
+  }
+  if (!existsSync(cmd)) throw new SkipError(`${cmd} missing after install`);
+  const [port, prom] = [await findFreePort(), await findFreePort()];
+  const proc = startProcess(
+    name,
+    cmd,
+    [
+      ...pre,
+      '--worker-urls',
+      ...endpoints.map((s) => s.url),
+      '--policy',
+      'cache_aware',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--prometheus-host',
+      '127.0.0.1',
+      '--prometheus-port',
+      String(prom),
+      '--log-level',
+      'warn',
+      '--shutdown-grace-period-secs',
+      '1',
+      ...(ctx.routerArgs?.[name] ?? []),
+    ],
+    path.join(ctx.logDir, `${logName}.log`),
+    // Loopback only: no tokenizer download attempts (the routers route on text here).
+    { ...process.env, HF_HUB_OFFLINE: '1', HF_HUB_DISABLE_TELEMETRY: '1', TRANSFORMERS_OFFLINE: '1' },
+  );
+  return { url: `http://127.0.0.1:${port}`, proc };
+}
+
+/** Lists the model and answers a real chat request (a router that lists models but cannot route fails here). */
+async function waitServing(name: string, url: string, proc: Proc): Promise<void> {
+  await waitUntil(
+    `${name} /v1/models`,
+    async () => {
+      const res = await fetchOk(`${url}/v1/models`);
+      const body = (await res.json()) as { data?: { id?: string }[] };
+      return res.status === 200 && (body.data ?? []).some((m) => m.id === MODEL);
+    },
+    90_000,
+    proc,
+    300,
+  );
+  await waitUntil(
+    `${name} probe request`,
+    async () => {
+      const o = await postStream(new URL('/v1/chat/completions', url), {
+        model: MODEL,
+        messages: [{ role: 'user', content: 'probe' }],
+        max_tokens: 1,
+        stream: true,
+      });
+      return o.status === 200 && o.error === undefined;
+    },
+    60_000,
+    proc,
+    500,
+  );
+}
+
+/** `router` started as `replicas` processes on `endpoints`; a Python router that cannot start is a SkipError. */
+export async function startRouter(
+  ctx: FleetContext,
+  name: string,
+  endpoints: readonly Sim[],
+  tag: string,
+  replicas = 1,
+): Promise<Router> {
+  const started: { url: string; proc: Proc }[] = [];
+  const gateway = isGateway(name);
+  try {
+    const routes = gateway ? writeRoutes(ctx, `${name}-${tag}`, name, endpoints) : '';
+    for (let r = 0; r < replicas; r++) {
+      const logName = `${gateway ? `gateway-${name}` : name}-${tag}${replicas > 1 ? `-r${r}` : ''}`;
+      started.push(
+        gateway
+          ? await spawnGateway(ctx, name, routes, logName)
+          : await spawnPythonRouter(ctx, name, endpoints, logName),
+      );
+    }
+    for (const s of started) await waitServing(name, s.url, s.proc);
+  } catch (e) {
+    await Promise.all(started.map((s) => stopProcess(s.proc)));
+    if (e instanceof SkipError) throw e;
+    const msg = (e as Error).message.replace(ANSI, '');
+    if (!gateway) throw new SkipError(`could not start: ${msg.slice(0, 400)}`);
+    throw e;
+  }
+  return {
+    name,
+    urls: started.map((s) => s.url),
+    procs: started.map((s) => s.proc),
+    kvIndexed: gateway && endpoints.some((e) => e.events),
+  };
+}
+
+interface StatusEndpoints {
+  deployments?: { endpoints?: { id: string; kvIndex?: { usable: boolean; reason?: string } | null }[] }[];
+}
+
+/** Over every replica: endpoints whose KV index routing may use now, of all (replica, endpoint) pairs. */
+export async function countKvIndexUsable(
+  r: Router,
+): Promise<{ usable: number; total: number; reasons: string[] }> {
+  let usable = 0;
+  let total = 0;
+  const reasons = new Set<string>();
+  for (const url of r.urls) {
+    const body = (await (await fetchOk(`${url}/status.json`, {}, 10_000)).json()) as StatusEndpoints;
+    for (const e of (body.deployments ?? []).flatMap((d) => d.endpoints ?? [])) {
+      total++;
+      if (e.kvIndex?.usable === true) usable++;
+      else reasons.add(e.kvIndex?.reason ?? 'no index');
+    }
+  }
+  return { usable, total, reasons: [...reasons] };
+}
+
+/**
+ * Every gateway replica done with its replay: each endpoint's index usable or live but
+ * incomplete. A replica that joins after a publisher's replay buffer rolled over (10,000
+ * batches; a 2,000-request run publishes thousands) holds an incomplete index until the
+ * runtime's next AllBlocksCleared, so the bench flushes the fleet only after this.
+ */
+export async function waitKvIndexSettled(r: Router, timeoutMs = 120_000): Promise<void> {
+  await waitUntil(
+    `${r.name} KV index replay`,
+    async () => {
+      const c = await countKvIndexUsable(r);
+      if (c.total > 0 && c.reasons.every((why) => why.startsWith('incomplete'))) return true;
+      throw new Error(`${c.usable}/${c.total} usable: ${c.reasons.join('; ')}`);
+    },
+    timeoutMs,
+    undefined,
+    250,
+  );
+}
+
+/** Every gateway replica caught up with every publisher (the index answers), bounded. */
+export async function waitKvIndexUsable(r: Router, timeoutMs = 60_000): Promise<void> {
+  await waitUntil(
+    `${r.name} KV index`,
+    async () => {
+      const c = await countKvIndexUsable(r);
+      if (c.total > 0 && c.usable === c.total) return true;
+      // Thrown, so that a timeout says why.
+      throw new Error(`${c.usable}/${c.total} usable: ${c.reasons.join('; ')}`);
+    },
+    timeoutMs,
+    undefined,
+    250,
+  );
+}

@@ -1,0 +1,44 @@
+// One gateway replica for the routing benchmark: server.ts's static-routes
+// mode, plus the simulator's tokenizer for the served model (sim-tokenizer.ts),
+// which the real server loads from --tokenizers DIR. A process of its own, as
+// each replica of the tier is: R replicas are R of these.
+//
+//   node test/bench/bench-gateway.ts --routes routes.json --port P [--host 127.0.0.1]
+//        [--log-level warn] [--tokenizer-model sim/llama-8b]
+
+import { parseArgs } from 'node:util';
+import { build } from '../../gateway/src/app.ts';
+import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
+import { loadRoutes } from '../../gateway/src/server.ts';
+import type { Tokenizer } from '../../gateway/src/tokenize/index.ts';
+import { buildSimTokenizer } from './sim-tokenizer.ts';
+
+const { values } = parseArgs({
+  options: {
+    routes: { type: 'string' },
+    port: { type: 'string', default: '8080' },
+    host: { type: 'string', default: '127.0.0.1' },
+    'log-level': { type: 'string', default: 'warn' },
+    'tokenizer-model': { type: 'string', multiple: true, default: [] },
+  },
+});
+if (values.routes === undefined) {
+  process.stderr.write('bench-gateway: --routes is required\n');
+  process.exit(2);
+}
+
+const tokenizers = new Map<string, Tokenizer>(
+  (values['tokenizer-model'] ?? []).map((m) => [m, buildSimTokenizer()]),
+);
+// As server.ts builds it for a static table: metrics on, runtime queues scraped every second.
+const app = build({
+  table: new StaticRoutingTable(loadRoutes(values.routes)),
+  tokenizers,
+  logger: { level: values['log-level'] ?? 'warn' },
+  defaultMetrics: true,
+  scrapeIntervalMs: 1000,
+});
+const stop = (): void => void app.close().then(() => process.exit(0));
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);
+await app.listen({ port: Number(values.port), host: values.host ?? '127.0.0.1' });
