@@ -18,7 +18,8 @@ const simsOf = (name: string): string[] =>
   [...stack.kubelet.sims.keys()].filter((p) => p.startsWith(`${name}-`));
 
 beforeAll(async () => {
-  stack = await startE2eStack('e2e-churn');
+  // Pods are removed here, none is replaced on a freed IP: the kubelet's preStop runs as on a node.
+  stack = await startE2eStack('e2e-churn', { kubelet: { preStop: true } });
 });
 
 afterAll(async () => {

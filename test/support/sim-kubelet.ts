@@ -2,7 +2,7 @@
 // Running pod on a fake node it serves an SGLang simulator on the pod's IP,
 // launched with the pod's own rendered SGLang arguments (so whatever the
 // operator renders is what the "runtime" reports), and stops it when the pod
-// goes, after the container's preStop sleep as a kubelet runs it (a pod being
+// goes (after the container's preStop sleep, with `preStop`, as a kubelet runs it: a pod being
 // deleted keeps serving that long, then its runtime stops).
 // Simulators run in this process: a fleet of hundreds costs no forks.
 // Chosen pods get the real SGLang instead (`realSglang`), a process each.
@@ -28,6 +28,12 @@ export interface SimKubeletOptions {
    */
   realSglang?: (pod: PodObject) => readonly string[] | undefined;
   log?: (msg: string) => void;
+  /**
+   * Run a deleted pod's preStop sleep before stopping its runtime, as a kubelet does. Off by
+   * default: KWOK hands a deleted pod's IP to the next pod at once, and a runtime still serving
+   * on it would answer for the new pod (a real node gives each pod its own namespace).
+   */
+  preStop?: boolean;
 }
 
 export interface RunningPodReal {
@@ -98,7 +104,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     const name = pod.metadata?.name ?? '';
     if (terminating.has(name) || !(sims.has(name) || reals.has(name))) return;
     const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
-    const sleepMs = (container?.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000;
+    const sleepMs = opts.preStop ? (container?.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000 : 0;
     if (sleepMs <= 0) return enqueue(() => stopSim(name));
     const timer = setTimeout(() => {
       terminating.delete(name);
