@@ -1,28 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { buildRouterResult } from './router-result.testkit.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
-import type { RouterEntry, RouterResult } from './bench-report.ts';
+import type { RouterEntry } from './bench-report.ts';
 
-const row = (over: Partial<RouterResult>): RouterResult => ({
-  replicas: 1,
-  hit_rate: 0.2,
-  pooled_bound: 0.25,
-  hit_rate_vs_bound: 0.8,
-  hit_rate_vs_infinite: 0.7,
-  ttft_p50_ms: 100,
-  ttft_p99_ms: 500,
-  e2e_p50_ms: 300,
-  e2e_p99_ms: 900,
-  throughput_rps: 5,
-  imbalance: 1.1,
-  requests: 10,
-  errors: 0,
-  hit_rate_client: 0.2,
-  per_worker: {},
-  duration_s: 2,
-  loadavg_mean: 1,
-  loadavg_max: 1,
-  ...over,
-});
+const row = buildRouterResult;
 
 describe('replica rows', () => {
   it('keys a row by router, and by router@R beyond one replica', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { judgeGoals, renderTable, type RouterEntry, type RouterResult } from './bench-report.ts';
+import { buildRouterResult } from './router-result.testkit.ts';
+import { judgeGoals, renderTable, type RouterEntry } from './bench-report.ts';
 import { computeStretch, computeWorkload } from './bench-workload.ts';
 import type { TraceRecord } from './replay-trace.ts';
 
@@ -38,27 +39,7 @@ describe('computeStretch', () => {
   });
 });
 
-const result = (over: Partial<RouterResult>): RouterResult => ({
-  replicas: 1,
-  hit_rate: 0.2,
-  pooled_bound: 0.25,
-  hit_rate_vs_bound: 0.8,
-  hit_rate_vs_infinite: 0.7,
-  ttft_p50_ms: 100,
-  ttft_p99_ms: 500,
-  e2e_p50_ms: 300,
-  e2e_p99_ms: 900,
-  throughput_rps: 5,
-  imbalance: 1.1,
-  requests: 10,
-  errors: 0,
-  hit_rate_client: 0.2,
-  per_worker: {},
-  duration_s: 2,
-  loadavg_mean: 1,
-  loadavg_max: 1,
-  ...over,
-});
+const result = buildRouterResult;
 
 describe('judgeGoals', () => {
   it('judges the three goals and says n/a when a router is skipped', () => {

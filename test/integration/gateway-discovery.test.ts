@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
 import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
-import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
+import { createTestNamespace, eventually, kubectlOk, patchCacherouteStatus } from '../support/kubectl.ts';
 import { loadSample, REPO_ROOT } from '../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
@@ -47,22 +47,8 @@ async function apply(ns: string, doc: unknown): Promise<void> {
   await kubectlOk(['apply', '-n', ns, '-f', '-'], { kubeconfig, input: JSON.stringify(doc) });
 }
 
-async function patchStatus(ns: string, resource: string, name: string, status: unknown): Promise<void> {
-  await kubectlOk(
-    [
-      'patch',
-      `${resource}.cacheroute.dev`,
-      name,
-      '-n',
-      ns,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status }),
-    ],
-    { kubeconfig },
-  );
-}
+const patchStatus = (ns: string, resource: string, name: string, status: unknown) =>
+  patchCacherouteStatus(kubeconfig, ns, resource, name, status);
 
 /** Deployment status as the operator writes it: one endpoint per simulator, `verified` per pod. */
 function deploymentStatus(sims: readonly RunningSim[], verified: readonly boolean[]) {

@@ -12,7 +12,7 @@ import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import { EndpointSlicePeers } from '../../gateway/src/discovery/peer-slices.ts';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { startSim, type RunningSim } from '../sim/testing.ts';
-import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
+import { createTestNamespace, eventually, kubectlOk, patchCacherouteStatus } from '../support/kubectl.ts';
 import { loadSample, REPO_ROOT } from '../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
@@ -35,20 +35,7 @@ const apply = (ns: string, doc: unknown) =>
   kubectlOk(['apply', '-n', ns, '-f', '-'], { kubeconfig, input: JSON.stringify(doc) });
 
 const patchStatus = (ns: string, resource: string, name: string, status: unknown) =>
-  kubectlOk(
-    [
-      'patch',
-      `${resource}.cacheroute.dev`,
-      name,
-      '-n',
-      ns,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status }),
-    ],
-    { kubeconfig },
-  );
+  patchCacherouteStatus(kubeconfig, ns, resource, name, status);
 
 /** The gateway Service's slice, as the EndpointSlice controller would write it. */
 function slice(members: readonly { name: string; terminating?: boolean }[]) {

@@ -116,3 +116,27 @@ export async function listEvents(kubeconfig: string, namespace: string, name: st
   );
   return (JSON.parse(out) as { items: EventView[] }).items;
 }
+
+/** Writes a cacheroute.dev object's status as the operator would (a merge patch on the status subresource). */
+export async function patchCacherouteStatus(
+  kubeconfig: string,
+  ns: string,
+  resource: string,
+  name: string,
+  status: unknown,
+): Promise<void> {
+  await kubectlOk(
+    [
+      'patch',
+      `${resource}.cacheroute.dev`,
+      name,
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ],
+    { kubeconfig },
+  );
+}
