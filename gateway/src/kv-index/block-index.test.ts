@@ -58,17 +58,35 @@ describe('KvBlockIndex', () => {
     expect(index.size).toBe(0);
   });
 
-  it('counts leading pages, each for its fastest tier, and stops at the first page no tier holds', () => {
+  it('counts leading pages, each for its fastest tier, up to the last page some tier holds', () => {
     const index = new KvBlockIndex();
-    index.apply([stored([1n, 2n, 3n], null), stored([2n, 3n, 4n], 1n, 'CPU_PINNED'), stored([6n], 5n)]);
+    index.apply([stored([1n, 2n, 3n], null), stored([2n, 3n, 4n], 1n, 'CPU_PINNED')]);
     expect(index.matchPrefix([1n, 2n, 3n, 4n, 5n, 6n])).toEqual({
       pages: 4,
       byMedium: by({ GPU: 3, CPU_PINNED: 1 }),
     });
-    expect(index.matchPrefix([9n, 1n])).toEqual({ pages: 0, byMedium: by({}) });
+    expect(index.matchPrefix([9n, 8n])).toEqual({ pages: 0, byMedium: by({}) });
     expect(index.matchPrefix([])).toEqual({ pages: 0, byMedium: by({}) });
     expect(index.mediaOf(3n)).toEqual(['GPU', 'CPU_PINNED']);
     expect(index.get(4n)).toEqual({ parent: 3n, media: 2 });
+  });
+
+  it('infers the ancestors of a held page (radix caches evict leaves first): a late-started index learns old prefixes', () => {
+    const index = new KvBlockIndex();
+    // Pages 1..3 were cached before the index started; a new request stored 4 and 5 under them.
+    index.apply([stored([4n, 5n], 3n, 'CPU_PINNED')]);
+    expect(index.matchPrefix([1n, 2n, 3n, 4n, 5n, 6n])).toEqual({
+      pages: 5,
+      byMedium: by({ CPU_PINNED: 5 }),
+    });
+    expect(index.matchPrefix([1n, 2n, 3n, 4n])).toEqual({ pages: 4, byMedium: by({ CPU_PINNED: 4 }) });
+    // A held page on a faster tier sets the tier of the unheld pages before it.
+    index.apply([stored([2n], 1n)]);
+    expect(index.matchPrefix([1n, 2n, 3n, 4n, 5n])).toEqual({
+      pages: 5,
+      byMedium: by({ GPU: 2, CPU_PINNED: 3 }),
+    });
+    expect(index.matchPrefix([1n, 2n, 7n])).toEqual({ pages: 2, byMedium: by({ GPU: 2 }) });
   });
 
   it('moves a block between tiers: GPU eviction to the host copy, load-back to GPU, host eviction out', () => {

@@ -12,8 +12,15 @@
 //   index fed from the runtime's start there are none).
 // - matchPrefix counts the leading pages of a request held on some tier; a
 //   page counts once, for the fastest tier holding it (GPU, then CPU_PINNED,
-//   DISK, EXTERNAL, the order of STORAGE_MEDIA); the match stops at the first
-//   page no tier holds, as SGLang's own prefix match does.
+//   DISK, EXTERNAL, the order of STORAGE_MEDIA). It ends at the deepest page
+//   the index holds, not at the first one it lacks: SGLang's radix caches
+//   evict leaves first on every tier (a node leaves the device only after
+//   its children did; the host likewise), so a held page's ancestors are
+//   held too, on a tier at least as fast. An index that started late (its
+//   publisher's replay had rolled over) lacks old pages but learns, from
+//   the first new page stored under one, that the whole prefix is there;
+//   the pages it infers count for the tier of the nearest held page after
+//   them. In a complete index the two rules agree.
 //
 // Memory, measured on Node 24 (heap after GC, 1M blocks): 117 bytes a block
 // stored one per event, 94 in 128-page chains (Map slot, bigint key, entry;
@@ -145,13 +152,15 @@ export class KvBlockIndex {
   matchPrefix(blockHashes: readonly bigint[]): PrefixMatch {
     const counts = new Uint32Array(STORAGE_MEDIA.length);
     let pages = 0;
-    for (const h of blockHashes) {
-      const media = this.#blocks.get(h)?.media ?? 0;
-      if (media === 0) break;
+    // From the last page back: the deepest held page sets the length, unheld ancestors take the tier after them.
+    let tier = -1;
+    for (let i = blockHashes.length - 1; i >= 0; i--) {
+      const media = this.#blocks.get(blockHashes[i] as bigint)?.media ?? 0;
       // The lowest set bit: the fastest tier holding the page.
-      const tier = 31 - Math.clz32(media & -media);
+      if (media !== 0) tier = 31 - Math.clz32(media & -media);
+      if (tier < 0) continue;
+      if (pages === 0) pages = i + 1;
       counts[tier] = (counts[tier] ?? 0) + 1;
-      pages++;
     }
     const byMedium = buildEmptyPagesByMedium();
     STORAGE_MEDIA.forEach((m, i) => (byMedium[m] = counts[i] ?? 0));

@@ -1,14 +1,21 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
+import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
 import { findFreePort } from '../../../test/sim/testing.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { KvIndexFleet } from './fleet.ts';
+import { computeRequestBlockHashes } from './request-hashes.ts';
+import { CLEARED, stored } from './sim-stream.testkit.ts';
 import { KvEventSubscriber } from './subscriber.ts';
 
 // Real subscribers on addresses where nothing publishes: the fleet's bookkeeping, not the feed.
 let fleet: KvIndexFleet | undefined;
+let publisher: ZmqEventPublisher | undefined;
 afterEach(async () => {
   await fleet?.close();
   fleet = undefined;
+  await publisher?.closed();
+  publisher = undefined;
 });
 
 async function endpoint(id: string, generation: string, ranks = 1): Promise<RouteEndpoint> {
@@ -71,5 +78,52 @@ describe('KvIndexFleet', () => {
     expect(u.usable ? '' : u.reason).toMatch(/^(down|catching-up)/);
     expect(f.usability('b')).toEqual({ usable: false, reason: 'the runtime publishes no KV events' });
     expect(f.match([a, plain], [1, 2, 3], 's').size).toBe(0);
+  });
+
+  it("takes an index that started after the publisher's replay rolled over as partial: usable, a floor, and says why", async () => {
+    const [pubPort, replayPort] = [await findFreePort(), await findFreePort()];
+    const pub = await ZmqEventPublisher.open({
+      endpoint: `tcp://127.0.0.1:${pubPort}`,
+      bind: true,
+      replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
+      bufferSteps: 1,
+      hwm: 1000,
+      topic: 'kv',
+    });
+    publisher = pub;
+    // Three pages cached by the runtime before this gateway started; its replay keeps the last batch only.
+    const tokens = Array.from({ length: 49 }, (_, i) => i);
+    const [h0, h1, h2] = computeRequestBlockHashes(tokens.slice(0, 48), 16, 's') as [bigint, bigint, bigint];
+    for (const events of [[CLEARED, stored([h0])], [stored([h1], h0)], [stored([h2], h1)]]) {
+      pub.publish(encodeEventBatch(Date.now() / 1000, events, 0));
+      await pub.flushed();
+    }
+    const f = new KvIndexFleet();
+    fleet = f;
+    const a: RouteEndpoint = {
+      ...(await endpoint('a', 'g')),
+      events: {
+        kv: [`tcp://127.0.0.1:${pubPort}`],
+        replay: [`tcp://127.0.0.1:${replayPort}`],
+        topic: 'kv',
+        blockSize: 16,
+      },
+    };
+    f.sync([a], new Set(['a']));
+    for (let i = 0; i < 200 && f.status()[0]?.ranks[0]?.lastSeq !== 2; i++)
+      await new Promise((r) => setTimeout(r, 25));
+    expect(f.usability('a')).toEqual({
+      usable: true,
+      partial: true,
+      reason: 'partial: replay starts at seq 2',
+    });
+    expect(f.status()[0]).toMatchObject({ usable: true, reason: 'partial: replay starts at seq 2' });
+    // It holds one page of the three, and infers the two before it.
+    expect(f.match([a], tokens, 's').get('a')).toEqual({
+      deviceTokens: 48,
+      hostTokens: 0,
+      storageTokens: 0,
+      partial: true,
+    });
   });
 });

@@ -5,10 +5,13 @@
 // to every publisher, so all replicas route from the same view of the caches.
 //
 // match() answers only for an endpoint whose index can be trusted now: live
-// (connected, not catching up, not stale), complete (it holds everything the
-// runtime caches, feed.ts) and not lagging past maxLagMs; otherwise it says
-// why, and routing falls back to the response-corrected tree for that
-// endpoint. Ranks: a request reaches one rank, chosen by SGLang's DP
+// (connected, not catching up, not stale) and not lagging past maxLagMs;
+// otherwise it says why, and routing falls back to the response-corrected
+// tree for that endpoint. An index that is not complete (it started after
+// the publisher's replay had rolled over, feed.ts) answers as partial: it
+// under-reports prefixes nothing was stored under since, so routing takes
+// it as a floor beside the tree. Refusing it would leave a gateway that
+// restarts on a busy fleet on the tree until the runtime's next flush. Ranks: a request reaches one rank, chosen by SGLang's DP
 // controller, which the gateway cannot see; the best rank's match stands in.
 
 import type { StorageMedium } from '../../../operator/src/sglang/kv-events.ts';
@@ -22,9 +25,15 @@ export interface KvMatch {
   readonly deviceTokens: number;
   readonly hostTokens: number;
   readonly storageTokens: number;
+  /** The index is not complete: a floor (see above). */
+  readonly partial: boolean;
 }
 
-export type KvUsability = { readonly usable: true } | { readonly usable: false; readonly reason: string };
+export type KvUsability =
+  | { readonly usable: true; readonly partial: false }
+  /** `reason`: why the index may lack pages the runtime holds. */
+  | { readonly usable: true; readonly partial: true; readonly reason: string }
+  | { readonly usable: false; readonly reason: string };
 
 export interface EndpointKvStatus {
   readonly endpoint: string;
@@ -94,13 +103,16 @@ export class KvIndexFleet {
     const sub = this.#subs.get(endpointId);
     if (!sub) return { usable: false, reason: 'the runtime publishes no KV events' };
     const maxLag = this.#opts.maxLagMs ?? DEFAULT_MAX_LAG_MS;
+    let partial: string | null = null;
     for (const s of sub.ranks.map((r) => r.status())) {
       if (s.state !== KvIndexState.live) return { usable: false, reason: `${s.state}: ${s.reason}` };
-      if (!s.complete) return { usable: false, reason: `incomplete: ${s.reason}` };
       if (s.lagMs !== null && s.lagMs > maxLag)
         return { usable: false, reason: `events lag ${Math.round(s.lagMs)} ms (bound ${maxLag} ms)` };
+      if (!s.complete) partial ??= `partial: ${s.reason}`;
     }
-    return { usable: true };
+    return partial === null
+      ? { usable: true, partial: false }
+      : { usable: true, partial: true, reason: partial };
   }
 
   /**
@@ -114,7 +126,8 @@ export class KvIndexFleet {
     const hashesBySize = new Map<number, bigint[]>();
     for (const e of endpoints) {
       const sub = this.#subs.get(e.id);
-      if (!sub || !this.usability(e.id).usable) continue;
+      const usability = this.usability(e.id);
+      if (!sub || !usability.usable) continue;
       let hashes = hashesBySize.get(sub.blockSize);
       if (!hashes) {
         hashes = computeRequestBlockHashes(matchable, sub.blockSize, salt);
@@ -123,7 +136,7 @@ export class KvIndexFleet {
       let best: KvMatch | undefined;
       for (const rank of sub.ranks) {
         const m = rank.index.matchPrefix(hashes);
-        const candidate = toTokens(m.byMedium, sub.blockSize);
+        const candidate = toTokens(m.byMedium, sub.blockSize, usability.partial);
         if (!best || total(candidate) > total(best)) best = candidate;
       }
       if (best) out.set(e.id, best);
@@ -142,7 +155,7 @@ export class KvIndexFleet {
       return {
         endpoint,
         usable: u.usable,
-        reason: u.usable ? '' : u.reason,
+        reason: u.usable && !u.partial ? '' : u.reason,
         ranks: sub.ranks.map((r) => r.status()),
       };
     });
@@ -170,7 +183,11 @@ function subscriptionKey(e: RouteEndpoint): string {
 const DEVICE: readonly StorageMedium[] = ['GPU'];
 const HOST: readonly StorageMedium[] = ['CPU_PINNED'];
 
-function toTokens(byMedium: Readonly<Record<StorageMedium, number>>, blockSize: number): KvMatch {
+function toTokens(
+  byMedium: Readonly<Record<StorageMedium, number>>,
+  blockSize: number,
+  partial: boolean,
+): KvMatch {
   let device = 0;
   let host = 0;
   let storage = 0;
@@ -183,6 +200,7 @@ function toTokens(byMedium: Readonly<Record<StorageMedium, number>>, blockSize: 
     deviceTokens: device * blockSize,
     hostTokens: host * blockSize,
     storageTokens: storage * blockSize,
+    partial,
   };
 }
 

@@ -23,13 +23,15 @@ export function registerKvIndexMetrics(registry: Registry, fleet: KvIndexFleet):
   new Gauge({
     name: 'cacheroute_gateway_kv_index_usable',
     help:
-      "1 when routing reads the endpoint's cache from its KV events (live, complete, not lagging); " +
-      '0 when it falls back to the response-corrected tree (/status says why).',
+      "1 when routing reads the endpoint's cache from its KV events (live, not lagging; 0.5 when the index " +
+      'started late and is only a floor beside the tree); 0 when it falls back to the response-corrected tree ' +
+      '(/status says why).',
     labelNames: ['endpoint'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const s of fleet.status()) this.set({ endpoint: s.endpoint }, s.usable ? 1 : 0);
+      for (const s of fleet.status())
+        this.set({ endpoint: s.endpoint }, !s.usable ? 0 : s.ranks.every((r) => r.complete) ? 1 : 0.5);
     },
   });
   new Gauge({

@@ -36,14 +36,24 @@ async function freePorts(): Promise<Ports> {
 }
 
 async function openPublisher(ports: Ports, opts: { track?: boolean } = {}): Promise<ZmqEventPublisher> {
-  const pub = await ZmqEventPublisher.open({
-    endpoint: `tcp://127.0.0.1:${ports.pub}`,
-    bind: true,
-    replayEndpoint: `tcp://127.0.0.1:${ports.replay}`,
-    bufferSteps: 10_000,
-    hwm: 100_000,
-    topic: 'kv',
-  });
+  const open = () =>
+    ZmqEventPublisher.open({
+      endpoint: `tcp://127.0.0.1:${ports.pub}`,
+      bind: true,
+      replayEndpoint: `tcp://127.0.0.1:${ports.replay}`,
+      bufferSteps: 10_000,
+      hwm: 100_000,
+      topic: 'kv',
+    });
+  // A restarted publisher rebinds its predecessor's ports: libzmq releases them in its I/O thread, after close().
+  let pub: ZmqEventPublisher | undefined;
+  for (let attempt = 0; !pub; attempt++) {
+    pub = await open().catch(async (e: unknown) => {
+      if (attempt >= 50) throw e;
+      await new Promise((r) => setTimeout(r, 20));
+      return undefined;
+    });
+  }
   if (opts.track !== false) cleanups.push(() => pub.closed());
   return pub;
 }

@@ -33,6 +33,18 @@ describe('CacheAwarePolicy', () => {
     expect(route(p, eps, input('r', tokens))).toBe(expected);
   });
 
+  it("takes the KV index's match over the tree's, unless the index is partial (then the larger)", () => {
+    const p = warmed(); // the tree says a holds 0..63
+    const none = { deviceTokens: 0, hostTokens: 0, storageTokens: 0 };
+    const pick = (partial: boolean) =>
+      p.select(
+        [ep('a', { inFlight: 3, cached: { ...none, partial } }), ep('b', { cached: { ...none, partial } })],
+        input('r', range(0, 64)),
+      );
+    expect(pick(false)).toBe(1); // exact: a evicted it, go by load
+    expect(pick(true)).toBe(0); // partial: the index may not know a's old prefix yet
+  });
+
   it('counts the runtime queue in the load', () => {
     const p = warmed();
     const eps = [ep('a', { inFlight: 1, queued: 20 }), ep('b', { inFlight: 2 })];

@@ -30,7 +30,9 @@
 // - Where the runtime publishes KV events and its index is sound, the match
 //   is the index's exact one (EndpointView.cached, by tier) instead of the
 //   tree's: every gateway replica then sees every replica's traffic. The tree
-//   stays, fed and corrected as before, for endpoints without events.
+//   stays, fed and corrected as before, for endpoints without events, and
+//   for a partial index (one that started late): there the larger of the
+//   two counts.
 // - Cost routing (costWeight > 0, the default) replaces the threshold step:
 //     backlog(e)  = predicted uncached prompt tokens this policy sent to e
 //                   that have not produced a first token yet ('first-token'
@@ -106,9 +108,12 @@ export class CacheAwarePolicy implements Policy {
     const key = this.#keyOf(req);
     if (key.blocks.length === 0) return this.#leastLoaded(endpoints);
     const matches = this.#tree.matchByEndpoint(key);
-    const scores = endpoints.map((e) =>
-      e.cached ? this.#indexedMatch(e.cached) : this.#effectiveMatch(e, matches.get(e.id) ?? 0),
-    );
+    const scores = endpoints.map((e) => {
+      const guessed = () => this.#effectiveMatch(e, matches.get(e.id) ?? 0);
+      if (!e.cached) return guessed();
+      const indexed = this.#indexedMatch(e.cached);
+      return e.cached.partial ? Math.max(indexed, guessed()) : indexed;
+    });
     const w = this.#cfg.costWeight;
     if (w > 0) {
       const total = req.tokens.length;

@@ -31,6 +31,11 @@ export interface CachedPrefix {
   readonly deviceTokens: number;
   readonly hostTokens: number;
   readonly storageTokens: number;
+  /**
+   * The index started after the runtime did (its replay had rolled over): it may lack prefixes
+   * nothing has been stored under since, so it is a floor, not the whole answer.
+   */
+  readonly partial?: boolean;
 }
 
 export interface RouteInput {

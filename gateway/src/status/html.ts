@@ -158,9 +158,9 @@ function renderEndpoint(e: EndpointStatus): string {
 /** The last error answer, then failed attempts (retried ones never reach a client). */
 function renderLastError(e: EndpointStatus): string {
   const parts = e.lastError ? [`<span class="bad">${renderError(e.lastError)}</span>`] : [];
-  if (e.kvIndex && !e.kvIndex.usable)
+  if (e.kvIndex && e.kvIndex.reason !== '')
     parts.push(
-      `<span class="warn" data-field="kv-index">KV index not used: ${escapeHtml(e.kvIndex.reason)}</span>`,
+      `<span class="warn" data-field="kv-index">KV index ${e.kvIndex.usable ? 'a floor only' : 'not used'}: ${escapeHtml(e.kvIndex.reason)}</span>`,
     );
   if (e.down !== null)
     parts.push(`<span class="bad" data-field="down">left out of picks: ${escapeHtml(e.down)}</span>`);

@@ -57,7 +57,7 @@ export const EndpointStatus = z.object({
     .object({
       /** Routing reads the cache from the index (else from the response-corrected tree). */
       usable: z.boolean(),
-      /** Why not, when not. */
+      /** Why not, when not; when usable, why it is partial (a floor beside the tree), if it is. */
       reason: z.string(),
       blocks: Count,
       lagMs: Count.nullable(),
