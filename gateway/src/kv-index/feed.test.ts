@@ -30,20 +30,24 @@ class FakePublisher {
   }
 }
 
+/** The wall clock when the subscriber reads a live batch off the socket. */
+let wall = 5_000_000;
+const read = (extra: { afterReplay?: boolean } = {}) => ({ receivedAt: wall, ...extra });
+
 function setup() {
   const clock = new ManualClock();
-  let wall = 5_000_000;
+  wall = 5_000_000;
   const index = new KvBlockIndex();
-  const feed = new KvEventFeed(index, { clock, wallNow: () => wall });
+  const feed = new KvEventFeed(index, { clock });
   return { clock, index, feed, setWall: (ms: number) => (wall = ms) };
 }
 
 /** What the subscriber does with a live batch: apply, or replay and offer it again. */
 function deliver(feed: KvEventFeed, pub: FakePublisher, [seq, payload]: [number, Buffer]): string {
-  const step = feed.live(seq, payload);
+  const step = feed.live(seq, payload, read());
   if (step !== 'gap') return step;
   catchUp(feed, pub);
-  return `gap, then ${feed.live(seq, payload, { afterReplay: true })}`;
+  return `gap, then ${feed.live(seq, payload, read({ afterReplay: true }))}`;
 }
 
 function catchUp(feed: KvEventFeed, pub: FakePublisher): void {
@@ -155,12 +159,12 @@ describe('KvEventFeed', () => {
   it('with no replay, adopts the next live batch after a gap and says the index is incomplete', () => {
     const { feed, index } = setup();
     const pub = new FakePublisher();
-    feed.live(...pub.publish([stored([1n])]));
+    feed.live(...pub.publish([stored([1n])]), read());
     pub.publish([stored([2n], 1n)]);
     const [seq, payload] = pub.publish([stored([3n], 2n)]);
-    expect(feed.live(seq, payload)).toBe('gap');
+    expect(feed.live(seq, payload, read())).toBe('gap');
     feed.failReplay('no replay endpoint');
-    expect(feed.live(seq, payload, { afterReplay: true })).toBe('applied');
+    expect(feed.live(seq, payload, read({ afterReplay: true }))).toBe('applied');
     expect(feed.state).toMatchObject({
       lastSeq: 2,
       complete: false,
@@ -173,7 +177,7 @@ describe('KvEventFeed', () => {
     const { feed, index } = setup();
     const pub = new FakePublisher();
     deliver(feed, pub, pub.publish([stored([1n])]));
-    expect(feed.live(1, Buffer.from([0x93, 0xc0]))).toBe('applied');
+    expect(feed.live(1, Buffer.from([0x93, 0xc0]), read())).toBe('applied');
     expect(feed.state).toMatchObject({ lastSeq: 1, complete: false });
     expect(feed.state.note).toMatch(/^batch 1 did not decode/);
     expect(feed.counters).toMatchObject({ malformed: 1, restarts: 1 });

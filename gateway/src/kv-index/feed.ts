@@ -56,14 +56,12 @@ export interface FeedState {
   readonly note: string;
   /** Clock ms when a batch was last applied. */
   readonly lastEventAt: number | null;
-  /** Wall-clock receipt minus the publisher's timestamp, for the last live batch. */
+  /** Wall-clock receipt minus the publisher's timestamp (its time.time()), for the last live batch. */
   readonly lagMs: number | null;
 }
 
 export interface KvEventFeedDeps {
   readonly clock: Pick<Clock, 'now'>;
-  /** Milliseconds since the epoch: batch timestamps are the publisher's time.time(). */
-  readonly wallNow: () => number;
 }
 
 interface ReplayRound {
@@ -113,8 +111,8 @@ export class KvEventFeed {
     };
   }
 
-  /** A batch off the live socket. */
-  live(seq: number, payload: Uint8Array, opts: { afterReplay?: boolean } = {}): LiveStep {
+  /** A batch off the live socket, read at `receivedAt` (ms since the epoch). */
+  live(seq: number, payload: Uint8Array, opts: { receivedAt: number; afterReplay?: boolean }): LiveStep {
     const last = this.#lastSeq;
     if (last !== null && seq <= last) {
       if (this.#recent.get(seq) === fingerprint(payload)) return 'duplicate';
@@ -133,7 +131,7 @@ export class KvEventFeed {
       this.#complete = true;
       this.#note = '';
     }
-    this.#apply(seq, payload, true);
+    this.#apply(seq, payload, opts.receivedAt);
     return 'applied';
   }
 
@@ -165,7 +163,7 @@ export class KvEventFeed {
     } else if (last === null) {
       this.#startOver('', true);
     }
-    this.#apply(seq, payload, false);
+    this.#apply(seq, payload, null);
   }
 
   /** The replay's end marker arrived: 'again' asks for another round (from seq 0). */
@@ -199,7 +197,8 @@ export class KvEventFeed {
     this.#replayFailure = null;
   }
 
-  #apply(seq: number, payload: Uint8Array, live: boolean): void {
+  /** `receivedAt`: when a live batch was read (replayed ones say nothing of lag: null). */
+  #apply(seq: number, payload: Uint8Array, receivedAt: number | null): void {
     const decoded = decodeEventBatch(payload);
     this.#lastSeq = seq;
     this.#remember(seq, payload);
@@ -219,7 +218,7 @@ export class KvEventFeed {
       this.#complete = true;
       this.#note = '';
     }
-    if (live) this.#lagMs = this.#deps.wallNow() - decoded.value.timestampMs;
+    if (receivedAt !== null) this.#lagMs = receivedAt - decoded.value.timestampMs;
   }
 
   #remember(seq: number, payload: Uint8Array): void {

@@ -213,6 +213,25 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
     expect(s.status().complete).toBe(true);
   });
 
+  it('measures lag when a batch is read, not after the catch-up it waited for', async () => {
+    const ports = await freePorts();
+    const pub = await openPublisher(ports);
+    let wall = 1_800_000_000_000;
+    // The replay never answers: the catch-up on connect holds the work queue for replayTimeoutMs.
+    const s = subscribe(
+      { pub: ports.pub, replay: await findFreePort() },
+      { replayTimeoutMs: 1500, wallNow: () => wall },
+    );
+    await until('catching up', () => s.status().state === 'catching-up');
+    await new Promise((r) => setTimeout(r, 300)); // the subscription reaches the publisher
+    pub.publish(encodeEventBatch(wall / 1000 - 0.01, [CLEARED, stored([1n])], 0));
+    await pub.flushed();
+    await new Promise((r) => setTimeout(r, 300)); // read off the socket, queued behind the catch-up
+    wall += 60_000; // a long catch-up on a busy machine
+    await until('applied', caughtUpTo(s, 0));
+    expect(s.status().lagMs).toBe(10);
+  });
+
   it('starts over, incomplete, when the replay endpoint does not answer', async () => {
     const ports = await freePorts();
     const pub = await openPublisher(ports);

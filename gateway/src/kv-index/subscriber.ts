@@ -6,8 +6,8 @@
 //   seq, payload] answers up to the end marker (seq -1). It runs whenever the
 //   SUB completes a handshake (start-up, and every reconnect: a publisher
 //   that went away may have restarted) and on a gap in the live sequence.
-//   Live batches wait in the SUB's queue meanwhile and are then skipped as
-//   duplicates or applied. An answer not complete within replayTimeoutMs
+//   Live batches read meanwhile wait in a queue (up to MAX_QUEUED_BATCHES,
+//   then in the SUB's own) and are then skipped as duplicates or applied. An answer not complete within replayTimeoutMs
 //   gives up: the index starts over from the next live batch (incomplete),
 //   and the DEALER is replaced so a late answer cannot be mistaken for the
 //   next one's. Without a replay endpoint every catch-up gives up that way
@@ -24,7 +24,11 @@
 //   SGLang publishes nothing while idle (no heartbeat on this socket), so
 //   silence alone never makes an endpoint stale.
 // - lagMs compares the publisher's batch timestamp (its wall clock) with
-//   ours at receipt: it includes any clock skew between the hosts.
+//   ours when the batch came off the socket: it includes any clock skew
+//   between the hosts, and not the time the batch then waited for a
+//   catch-up (that time is the catching-up state). Measured at apply, a
+//   long replay left the last live batch looking late, and an idle runtime
+//   sends nothing to correct it.
 
 import { Dealer, Subscriber } from 'zeromq';
 import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '../../../operator/src/sglang/kv-events.ts';
@@ -72,6 +76,8 @@ export const DEFAULT_STALE_AFTER_MS = 10_000;
 export const DEFAULT_REPLAY_TIMEOUT_MS = 5_000;
 /** Replay rounds in one catch-up: a restart found while verifying needs a second one, from seq 0. */
 const MAX_REPLAY_ROUNDS = 3;
+/** Live batches read ahead of the work queue (a catch-up in progress); past this, reading waits. */
+const MAX_QUEUED_BATCHES = 10_000;
 const EMPTY = Buffer.alloc(0);
 
 export class KvEventSubscriber {
@@ -79,6 +85,7 @@ export class KvEventSubscriber {
   readonly #opts: KvEventSubscriberOptions;
   readonly #clock: Clock;
   readonly #feed: KvEventFeed;
+  readonly #wallNow: () => number;
   readonly #sub: Subscriber;
   readonly #topic: Buffer;
   #dealer: Dealer | null = null;
@@ -90,12 +97,15 @@ export class KvEventSubscriber {
   #expectSince: number | null = null;
   #badFrames = 0;
   #failure = '';
+  /** Live batches read and not yet handled. */
+  #queued = 0;
 
   private constructor(opts: KvEventSubscriberOptions) {
     this.#opts = opts;
     this.#clock = opts.clock ?? systemClock;
     this.index = new KvBlockIndex(opts.maxBlocks === undefined ? {} : { maxBlocks: opts.maxBlocks });
-    this.#feed = new KvEventFeed(this.index, { clock: this.#clock, wallNow: opts.wallNow ?? Date.now });
+    this.#wallNow = opts.wallNow ?? Date.now;
+    this.#feed = new KvEventFeed(this.index, { clock: this.#clock });
     this.#topic = Buffer.from(opts.topic, 'utf8');
     // The SUB's queue holds live batches while a replay is read; past it libzmq drops them (a gap).
     this.#sub = new Subscriber({ linger: 0, receiveHighWaterMark: 100_000 });
@@ -178,13 +188,21 @@ export class KvEventSubscriber {
 
   async #receiveLoop(): Promise<void> {
     try {
-      for await (const frames of this.#sub) await this.#enqueue(() => this.#onMessage(frames));
+      for await (const frames of this.#sub) {
+        const receivedAt = this.#wallNow();
+        this.#queued++;
+        const handled = this.#enqueue(() => {
+          this.#queued--;
+          return this.#onMessage(frames, receivedAt);
+        });
+        if (this.#queued >= MAX_QUEUED_BATCHES) await handled;
+      }
     } catch (e) {
       if (!this.#closed) this.#failure = `receive failed: ${e instanceof Error ? e.message : String(e)}`;
     }
   }
 
-  async #onMessage(frames: Buffer[]): Promise<void> {
+  async #onMessage(frames: Buffer[], receivedAt: number): Promise<void> {
     const [topic, seqFrame, payload] = frames;
     const seq = seqFrame ? decodeSeq(seqFrame) : null;
     if (frames.length !== 3 || !topic?.equals(this.#topic) || !payload || seq === null || seq < 0) {
@@ -193,9 +211,9 @@ export class KvEventSubscriber {
     }
     this.#connected = true;
     this.#expectSince = null;
-    if (this.#feed.live(seq, payload) === 'gap') {
+    if (this.#feed.live(seq, payload, { receivedAt }) === 'gap') {
       await this.#catchUp(`gap before seq ${seq}`);
-      this.#feed.live(seq, payload, { afterReplay: true });
+      this.#feed.live(seq, payload, { receivedAt, afterReplay: true });
     }
   }
 
