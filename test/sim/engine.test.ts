@@ -122,6 +122,19 @@ describe('Engine timing model', () => {
     expect(s.engine.usedTokens).toBe(s.engine.tree.sizes().deviceSize);
   });
 
+  it('reports used tokens as SGLang does: cache no request holds is evictable, not used', () => {
+    const s = setup({ maxTotalTokens: 10_000 });
+    s.submit(seq(0, 4000), 50);
+    s.clock.advanceBy(700); // decoding (prefill takes 500 ms): the prompt's path is locked
+    const busy = s.engine.snapshot();
+    expect(busy.numRunningReqs).toBe(1);
+    expect(busy.numUsedTokens).toBeGreaterThanOrEqual(4000);
+    s.clock.runAll();
+    const idle = s.engine.snapshot();
+    expect(idle.deviceCachedTokens).toBeGreaterThanOrEqual(4000);
+    expect(idle).toMatchObject({ numRunningReqs: 0, numUsedTokens: 0, tokenUsage: 0 });
+  });
+
   it('refuses to flush while busy', () => {
     const s = setup();
     s.submit(seq(0, 10), 5);

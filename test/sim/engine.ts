@@ -254,7 +254,8 @@ export class Engine {
     const tokens = this.#genLog.reduce((s, [, n]) => s + n, 0);
     const span = Math.min(THROUGHPUT_WINDOW_MS, Math.max(now, 1));
     const sizes = this.tree.sizes();
-    const used = this.usedTokens;
+    // SGLang's _get_token_info: max_total - (available + evictable); cache no request holds is not "used".
+    const used = this.usedTokens - this.tree.evictableDeviceSize;
     return {
       numRunningReqs: this.#running.length,
       numWaitingReqs: this.#waiting.length,
