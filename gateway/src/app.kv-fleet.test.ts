@@ -103,8 +103,13 @@ async function startGateways(endpoints: RouteEndpoint[], replicas: number): Prom
   return urls;
 }
 
-/** Conversations of TURNS turns, each turn's prompt the whole conversation so far; the hit rate of follow-up turns. */
-async function replayConversations(gateways: readonly string[]): Promise<number> {
+/**
+ * Conversations of TURNS turns, each turn's prompt the whole conversation so far: the hit rate of
+ * follow-up turns, and the cached tokens the runtimes reported.
+ */
+async function replayConversations(
+  gateways: readonly string[],
+): Promise<{ hitRate: number; cached: number }> {
   let prompt = 0;
   let cached = 0;
   const history = Array.from({ length: CONVERSATIONS }, () => [] as number[]);
@@ -134,7 +139,20 @@ async function replayConversations(gateways: readonly string[]): Promise<number>
     // Between turns a user reads and types; the runtimes' events arrive meanwhile.
     await new Promise((r) => setTimeout(r, 100));
   }
-  return cached / prompt;
+  return { hitRate: cached / prompt, cached };
+}
+
+/** Prompt tokens the replicas' routing decisions predicted cached, summed over the tier. */
+async function sumPredictedMatches(): Promise<number> {
+  let sum = 0;
+  for (const g of gateways) {
+    const text = (await g.inject({ url: '/metrics' })).body;
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('cacheroute_gateway_predicted_matched_tokens_total{'));
+    sum += Number(line?.split(' ').pop() ?? 0);
+  }
+  return sum;
 }
 
 describe('gateway replicas routing from KV events', () => {
@@ -142,12 +160,19 @@ describe('gateway replicas routing from KV events', () => {
     'three replicas keep the hit rate of one; without events they lose most of it',
     { timeout: 60_000 },
     async () => {
-      const oneReplica = await replayConversations(await startGateways(await startFleet(true), 1));
+      const { hitRate: oneReplica } = await replayConversations(
+        await startGateways(await startFleet(true), 1),
+      );
       await Promise.all(gateways.map((g) => g.close()));
       await Promise.all(sims.map((s) => s.close()));
       [gateways, sims] = [[], []];
 
-      const threeWithEvents = await replayConversations(await startGateways(await startFleet(true), 3));
+      const withEvents = await replayConversations(await startGateways(await startFleet(true), 3));
+      const threeWithEvents = withEvents.hitRate;
+      // Decision records predict from the index too: what a replica that never saw a conversation expected.
+      const predicted = await sumPredictedMatches();
+      expect(predicted).toBeGreaterThan(0.9 * withEvents.cached);
+      expect(predicted).toBeLessThan(1.1 * withEvents.cached);
       const [first] = gateways;
       const metrics = (await first?.inject({ url: '/metrics' }))?.body ?? '';
       expect(metrics).toContain('cacheroute_gateway_kv_index_usable{endpoint="sim0"} 1');
@@ -160,7 +185,9 @@ describe('gateway replicas routing from KV events', () => {
       await Promise.all(sims.map((s) => s.close()));
       [gateways, sims] = [[], []];
 
-      const threeWithoutEvents = await replayConversations(await startGateways(await startFleet(false), 3));
+      const { hitRate: threeWithoutEvents } = await replayConversations(
+        await startGateways(await startFleet(false), 3),
+      );
 
       // A follow-up turn's prompt is 1/2 .. 3/4 conversation history: ideal hit rate about 0.65.
       expect(oneReplica).toBeGreaterThan(0.6);

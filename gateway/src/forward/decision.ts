@@ -2,7 +2,7 @@
 
 import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
-import { CacheAwarePolicy, type Policy, type RouteInput } from '../policies/index.ts';
+import { CacheAwarePolicy, type CachedPrefix, type Policy, type RouteInput } from '../policies/index.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 
 export interface Decision {
@@ -11,15 +11,15 @@ export interface Decision {
   readonly endpoint: RouteEndpoint;
   readonly decode?: RouteEndpoint;
   readonly input: RouteInput;
+  /** The endpoint's match in its KV index, where routing read it from there. */
+  readonly indexed: CachedPrefix | undefined;
   readonly queueMs: number;
   readonly attempt: number;
 }
 
 export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, d: Decision): void {
   const { route, policy, endpoint, input } = d;
-  // Computed before the policy's `routed` insert, so it is the prediction.
-  const matchedTokens =
-    policy instanceof CacheAwarePolicy ? policy.matchedTokens(endpoint.id, input) : undefined;
+  const matchedTokens = predictMatchedTokens(d);
   const hit = matchedTokens !== undefined && matchedTokens > 0;
   metrics.decisions.inc({ model: route.model, policy: policy.name, endpoint: endpoint.id, hit: String(hit) });
   metrics.promptTokens.inc({ model: route.model }, input.tokens.length);
@@ -40,4 +40,16 @@ export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, 
     },
     'routed',
   );
+}
+
+/**
+ * Prompt tokens the policy expected the endpoint to hold: the KV index's match where it routed by
+ * the index (the larger of it and the tree's when the index is partial, as the policy takes it),
+ * else the tree's. Computed before the policy's `routed` insert, so it is the prediction.
+ */
+function predictMatchedTokens({ policy, endpoint, input, indexed }: Decision): number | undefined {
+  if (!(policy instanceof CacheAwarePolicy)) return undefined;
+  const fromIndex = indexed ? indexed.deviceTokens + indexed.hostTokens + indexed.storageTokens : undefined;
+  if (fromIndex !== undefined && !indexed?.partial) return fromIndex;
+  return Math.max(fromIndex ?? 0, policy.matchedTokens(endpoint.id, input));
 }

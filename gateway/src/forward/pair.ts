@@ -53,6 +53,7 @@ export async function forwardPair<T, R extends Answer>(
     endpoint: prefill,
     decode,
     input,
+    indexed: cached.get(prefill.id),
     queueMs: permit.queuedMs,
     attempt: 0,
   });

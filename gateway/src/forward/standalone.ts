@@ -37,6 +37,7 @@ export async function forwardStandalone<T, R extends Answer>(
       policy,
       endpoint,
       input,
+      indexed: cached.get(endpoint.id),
       queueMs: permit.queuedMs,
       attempt,
     });
