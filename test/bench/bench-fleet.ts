@@ -11,7 +11,19 @@ import { fetchOk, findFreePort, startProcess, stopProcess, waitUntil, type Proc 
 import { postStream } from './replay-client.ts';
 
 export const MODEL = 'sim/llama-8b';
-export const GATEWAY_POLICIES = ['cache-aware', 'prefix-hash', 'least-load', 'round-robin'] as const;
+/**
+ * The gateway's routers: a CachePolicy routing section each. `cache-aware-tier-blind` is cache-aware
+ * counting a prefix in host memory as if it were on the GPU (hostWeight 1): the HiCache profile's
+ * tier-blind baseline.
+ */
+export const GATEWAY_ROUTING: Readonly<Record<string, object>> = {
+  'cache-aware': { policy: 'cache-aware' },
+  'cache-aware-tier-blind': { policy: 'cache-aware', cacheAware: { hostWeight: 1 } },
+  'prefix-hash': { policy: 'prefix-hash' },
+  'least-load': { policy: 'least-load' },
+  'round-robin': { policy: 'round-robin' },
+};
+export const GATEWAY_POLICIES: readonly string[] = Object.keys(GATEWAY_ROUTING);
 export const PY_ROUTERS = ['sglang-router', 'smg'] as const;
 const SALT = 'bench-salt';
 const EVENTS_TOPIC = 'kv';
@@ -146,7 +158,7 @@ export async function stopRouter(r: Router): Promise<void> {
   await Promise.all(r.procs.map((p) => stopProcess(p)));
 }
 
-function writeRoutes(ctx: FleetContext, name: string, policy: string, endpoints: readonly Sim[]): string {
+function writeRoutes(ctx: FleetContext, name: string, routing: object, endpoints: readonly Sim[]): string {
   const file = path.join(ctx.logDir, `routes-${name}.json`);
   const routes = [
     {
@@ -154,7 +166,7 @@ function writeRoutes(ctx: FleetContext, name: string, policy: string, endpoints:
       deployment: 'bench/sim',
       fingerprint: 'bench',
       salt: SALT,
-      routing: { policy },
+      routing,
       // Out of the way: this measures routing, not admission.
       admission: { maxConcurrency: 100_000, maxQueue: 1_000_000, queueTimeoutSeconds: 3600, adaptive: false },
       reuse: { enabled: false },
@@ -209,7 +221,7 @@ function pythonRouterCommand(name: string, venv: string): { cmd: string; pre: st
       };
 }
 
-const isGateway = (name: string): boolean => (GATEWAY_POLICIES as readonly string[]).includes(name);
+const isGateway = (name: string): boolean => GATEWAY_POLICIES.includes(name);
 
 async function spawnGateway(
   ctx: FleetContext,
@@ -326,7 +338,7 @@ export async function startRouter(
   const started: { url: string; proc: Proc }[] = [];
   const gateway = isGateway(name);
   try {
-    const routes = gateway ? writeRoutes(ctx, `${name}-${tag}`, name, endpoints) : '';
+    const routes = gateway ? writeRoutes(ctx, `${name}-${tag}`, GATEWAY_ROUTING[name] ?? {}, endpoints) : '';
     for (let r = 0; r < replicas; r++) {
       const logName = `${gateway ? `gateway-${name}` : name}-${tag}${replicas > 1 ? `-r${r}` : ''}`;
       started.push(

@@ -92,6 +92,28 @@ export function judgeGoals(
   return goals;
 }
 
+/**
+ * The HiCache profile's verdict: tier-aware cache-aware routing (a host-memory prefix counts
+ * hostWeight of a GPU one) against the same policy blind to the tier (hostWeight 1).
+ */
+export function judgeTierGoal(routers: Readonly<Record<string, RouterEntry>>): Goal | undefined {
+  const aware = routers['cache-aware'];
+  const blind = routers['cache-aware-tier-blind'];
+  if (blind === undefined) return undefined;
+  const goal = 'HiCache: tier-aware routing TTFT p50 below tier-blind';
+  if (!isResult(aware) || !isResult(blind) || blind.ttft_p50_ms <= 0)
+    return { goal, met: null, detail: 'cache-aware or cache-aware-tier-blind did not run' };
+  const ratio = aware.ttft_p50_ms / blind.ttft_p50_ms;
+  const p99 = blind.ttft_p99_ms > 0 ? aware.ttft_p99_ms / blind.ttft_p99_ms : NaN;
+  return {
+    goal,
+    met: ratio < 1,
+    detail:
+      `TTFT p50 ${aware.ttft_p50_ms} vs ${blind.ttft_p50_ms} ms (x${ratio.toFixed(3)}), ` +
+      `p99 x${p99.toFixed(3)}, hit ${aware.hit_rate} vs ${blind.hit_rate}`,
+  };
+}
+
 const pad = (s: string, n: number): string => (s.length >= n ? s : s + ' '.repeat(n - s.length));
 const lpad = (s: string, n: number): string => (s.length >= n ? s : ' '.repeat(n - s.length) + s);
 

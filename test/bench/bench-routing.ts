@@ -68,7 +68,13 @@ import {
 import { measureOverhead, type OverheadStats, type OverheadTarget } from './bench-overhead.ts';
 import { installCleanup, sleep, stopAll, stopProcess } from './bench-procs.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
-import { judgeGoals, renderTable, type RouterEntry, type RouterResult } from './bench-report.ts';
+import {
+  judgeGoals,
+  judgeTierGoal,
+  renderTable,
+  type RouterEntry,
+  type RouterResult,
+} from './bench-report.ts';
 import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
 import { computePooledBound } from './pooled-bound.ts';
 import { postStream } from './replay-client.ts';
@@ -91,7 +97,7 @@ const { values } = parseArgs({
     'max-total-tokens': { type: 'string', default: 'auto' },
     'page-size': { type: 'string', default: '16' },
     profile: { type: 'string', default: 'dense' },
-    routers: { type: 'string', default: ALL_ROUTERS.join(',') },
+    routers: { type: 'string' },
     'gateway-replicas': { type: 'string', default: '1' },
     'replicated-routers': { type: 'string', default: 'cache-aware,sglang-router,smg' },
     'smg-args': { type: 'string', default: '' },
@@ -121,7 +127,11 @@ if (!(N > 0) || !(SCALE > 0) || !(WORKERS >= 1) || !(SKIP >= 0))
   usage('--n, --scale, --workers must be positive');
 const POOL_ARG = values['max-total-tokens'] ?? 'auto';
 if (POOL_ARG !== 'auto' && !(Number(POOL_ARG) >= 1024)) usage('--max-total-tokens is auto or a token count');
-const routersWanted = (values.routers ?? '').split(',').filter((r) => r !== '');
+// The tier-blind baseline means something only where there is a host tier.
+const DEFAULT_ROUTERS = ALL_ROUTERS.filter(
+  (r) => values.profile === 'hicache' || r !== 'cache-aware-tier-blind',
+);
+const routersWanted = (values.routers ?? DEFAULT_ROUTERS.join(',')).split(',').filter((r) => r !== '');
 for (const r of routersWanted) if (!ALL_ROUTERS.includes(r)) usage(`unknown router ${r}`);
 const PAGE_SIZE = Number(values['page-size']);
 if (!Number.isInteger(PAGE_SIZE) || PAGE_SIZE < 1 || BLOCK_TOKENS % PAGE_SIZE !== 0)
@@ -616,6 +626,7 @@ async function main(): Promise<void> {
   const goals = [
     ...judgeGoals(routers, o, OVERHEAD_RATE),
     ...judgeReplicaGoals(routers, scaling, setup.trace),
+    ...[judgeTierGoal(routers)].filter((g) => g !== undefined),
   ];
   const report = {
     routers,

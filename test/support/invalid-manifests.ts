@@ -303,6 +303,12 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'cacheAware.costWeight must be 0 or more',
   },
   {
+    name: 'host-tier weight above 1',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.cacheAware.hostWeight = 2),
+    expect: 'cacheAware.hostWeight must be between 0 and 1',
+  },
+  {
     name: 'prefix-hash load factor of 1',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.prefixHash = { loadFactor: 1 }),

@@ -61,8 +61,8 @@ import {
   type RouteOutcome,
 } from './policy.ts';
 
-export type CacheAwareConfig = z.output<typeof CacheAwareSettings> & {
-  /** Weight of a host-tier (HiCache) match relative to a device match, 0..1. */
+export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWeight'> & {
+  /** Weight of a host-tier (HiCache) match relative to a device match, 0..1 (CachePolicy default 0.5). */
   readonly hostWeight?: number;
   /** Drop tree entries idle longer than this (same unit as `now`). */
   readonly maxIdle?: number;

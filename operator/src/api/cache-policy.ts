@@ -53,6 +53,14 @@ export const CacheAwareSettings = withRules(
             'Cost routing: the endpoint with the least (prefill tokens it has not started + costWeight x this ' +
             'prompt tokens it does not hold) wins; 0 = threshold routing (matchThreshold, then least loaded).',
         }),
+      hostWeight: z
+        .number()
+        .default(0.5)
+        .meta({
+          description:
+            "What a prefix held in a runtime's host memory (HiCache) is worth against one held on the GPU " +
+            '(0..1; it is loaded back before use); storage tiers count half of it. 1 ignores the tier.',
+        }),
     })
     .meta({ description: 'Settings of the cache-aware policy.' }),
   [
@@ -85,6 +93,12 @@ export const CacheAwareSettings = withRules(
       message: 'cacheAware.blockTokens must be between 1 and 4096',
       fieldPath: '.blockTokens',
       check: (s) => s.blockTokens >= 1 && s.blockTokens <= 4096,
+    },
+    {
+      cel: 'self.hostWeight >= 0.0 && self.hostWeight <= 1.0',
+      message: 'cacheAware.hostWeight must be between 0 and 1',
+      fieldPath: '.hostWeight',
+      check: (s) => s.hostWeight >= 0 && s.hostWeight <= 1,
     },
     {
       cel: 'self.costWeight >= 0.0',
