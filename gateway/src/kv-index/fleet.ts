@@ -104,7 +104,7 @@ export class KvIndexFleet {
     if (!sub) return { usable: false, reason: 'the runtime publishes no KV events' };
     const maxLag = this.#opts.maxLagMs ?? DEFAULT_MAX_LAG_MS;
     let partial: string | null = null;
-    for (const s of sub.ranks.map((r) => r.status())) {
+    for (const s of sub.ranks.map((r) => r.health())) {
       if (s.state !== KvIndexState.live) return { usable: false, reason: `${s.state}: ${s.reason}` };
       if (s.lagMs !== null && s.lagMs > maxLag)
         return { usable: false, reason: `events lag ${Math.round(s.lagMs)} ms (bound ${maxLag} ms)` };

@@ -44,15 +44,19 @@ export const KvIndexState = {
 } as const;
 export type KvIndexState = (typeof KvIndexState)[keyof typeof KvIndexState];
 
-export interface KvIndexStatus {
+/** What routing reads of an index, for every request. */
+export interface KvIndexHealth {
   readonly state: KvIndexState;
   readonly reason: string;
   /** The index holds everything the runtime caches (feed.ts). */
   readonly complete: boolean;
+  readonly lagMs: number | null;
+}
+
+export interface KvIndexStatus extends KvIndexHealth {
   readonly lastSeq: number | null;
   /** Clock ms when a batch was last applied. */
   readonly lastEventAt: number | null;
-  readonly lagMs: number | null;
   readonly blocks: number;
   readonly counters: Readonly<FeedCounters> & { readonly badFrames: number };
 }
@@ -132,16 +136,19 @@ export class KvEventSubscriber {
     this.#expectSince ??= this.#clock.now();
   }
 
-  status(): KvIndexStatus {
+  /** status() without the counters and sequence: what routing reads for every request. */
+  health(): KvIndexHealth {
     const f = this.#feed.state;
     const [state, reason] = this.#stateAndReason(f.complete ? '' : f.note || 'index incomplete');
+    return { state, reason, complete: f.complete, lagMs: f.lagMs };
+  }
+
+  status(): KvIndexStatus {
+    const f = this.#feed.state;
     return {
-      state,
-      reason,
-      complete: f.complete,
+      ...this.health(),
       lastSeq: f.lastSeq,
       lastEventAt: f.lastEventAt,
-      lagMs: f.lagMs,
       blocks: this.index.size,
       counters: {
         ...this.#feed.counters,
