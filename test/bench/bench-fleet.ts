@@ -109,7 +109,16 @@ export interface Counters {
 }
 
 export async function readCounters(url: string): Promise<Counters> {
-  const text = await (await fetchOk(`${url}/metrics`, {}, 10_000)).text();
+  // A simulator that has just served a replay can be slow to answer (the machine is shared): retry.
+  let text = '';
+  await waitUntil(
+    `read ${url}/metrics`,
+    async () => {
+      text = await (await fetchOk(`${url}/metrics`, {}, 10_000)).text();
+      return true;
+    },
+    60_000,
+  );
   // Summed over series: SGLang splits these by is_streaming / cache_source, and
   // a series appears only once something counted (0 before the first request).
   const get = (name: string): number =>
@@ -367,7 +376,7 @@ interface StatusEndpoints {
   deployments?: { endpoints?: { id: string; kvIndex?: { usable: boolean; reason?: string } | null }[] }[];
 }
 
-/** Over every replica: endpoints whose KV index routing may use now, of all (replica, endpoint) pairs. */
+/** Over every replica: endpoints whose KV index is exact and usable now, of all (replica, endpoint) pairs. */
 export async function countKvIndexUsable(
   r: Router,
 ): Promise<{ usable: number; total: number; reasons: string[] }> {
@@ -378,7 +387,8 @@ export async function countKvIndexUsable(
     const body = (await (await fetchOk(`${url}/status.json`, {}, 10_000)).json()) as StatusEndpoints;
     for (const e of (body.deployments ?? []).flatMap((d) => d.endpoints ?? [])) {
       total++;
-      if (e.kvIndex?.usable === true) usable++;
+      // Exact only: a partial index (usable, with a reason) is not yet the runtime's whole cache.
+      if (e.kvIndex?.usable === true && e.kvIndex.reason === '') usable++;
       else reasons.add(e.kvIndex?.reason ?? 'no index');
     }
   }
@@ -386,17 +396,17 @@ export async function countKvIndexUsable(
 }
 
 /**
- * Every gateway replica done with its replay: each endpoint's index usable or live but
- * incomplete. A replica that joins after a publisher's replay buffer rolled over (10,000
- * batches; a 2,000-request run publishes thousands) holds an incomplete index until the
- * runtime's next AllBlocksCleared, so the bench flushes the fleet only after this.
+ * Every gateway replica done with its replay: each endpoint's index exact or partial. A
+ * replica that joins after a publisher's replay buffer rolled over (10,000 batches; a
+ * 2,000-request run publishes thousands) holds a partial index until the runtime's next
+ * AllBlocksCleared, so the bench flushes the fleet only after this.
  */
 export async function waitKvIndexSettled(r: Router, timeoutMs = 120_000): Promise<void> {
   await waitUntil(
     `${r.name} KV index replay`,
     async () => {
       const c = await countKvIndexUsable(r);
-      if (c.total > 0 && c.reasons.every((why) => why.startsWith('incomplete'))) return true;
+      if (c.total > 0 && c.reasons.every((why) => why.startsWith('partial'))) return true;
       throw new Error(`${c.usable}/${c.total} usable: ${c.reasons.join('; ')}`);
     },
     timeoutMs,

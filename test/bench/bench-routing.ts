@@ -39,8 +39,9 @@
 //   3 processes on the same fleet, each request sent to the next in turn (as a
 //   Service spreads connections); rows "<router>@3" (bench-replicas.ts).
 // - Bounds: the infinite-cache bound, and the pooled-cache bound: one LRU of
-//   the fleet's total KV pool replayed over the slice (pooled-bound.ts).
-//   hit_rate_vs_bound is against the pooled bound.
+//   the fleet's total KV pool replayed over the slice (pooled-bound.ts; with
+//   --profile hicache the host tier's tokens too). hit_rate_vs_bound is
+//   against the pooled bound.
 
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -141,12 +142,13 @@ const replicaList: readonly number[] = typeof replicaParse === 'string' ? usage(
 const replicated = (values['replicated-routers'] ?? '').split(',').filter((r) => r !== '');
 for (const r of replicated) if (!ALL_ROUTERS.includes(r)) usage(`unknown router ${r}`);
 // The hicache profile gives each simulator a host tier as examples/deployment-hicache.yaml renders it.
+const HICACHE_RATIO = 2;
 const PROFILE_FLAGS: Readonly<Record<string, readonly string[]>> = {
   dense: [],
   hicache: [
     '--enable-hierarchical-cache',
     '--hicache-ratio',
-    '2.0',
+    HICACHE_RATIO.toFixed(1),
     '--hicache-write-policy',
     'write_through',
   ],
@@ -298,10 +300,10 @@ function diffCounters(
 }
 
 /**
- * A cold fleet, and for gateway replicas an index that answers before traffic. The index
- * takes the fleet's AllBlocksCleared after its replay (waitKvIndexSettled); a replica still
- * busy applying a long replay reads the flush's batch late, and the lag it measures then
- * stays until the next batch (an idle fleet publishes none): flush again to send a fresh one.
+ * A cold fleet, and for gateway replicas an index that answers before traffic: exact (the
+ * fleet's AllBlocksCleared applied after each replica's replay, waitKvIndexSettled), not
+ * partial, so every router starts from the same empty caches. Flushes again if a replica
+ * has not taken the flush within 10 s.
  */
 async function flushForRouter(router: Router, sims: readonly Sim[]): Promise<void> {
   if (router.kvIndexed) await waitKvIndexSettled(router);
@@ -555,7 +557,9 @@ async function main(): Promise<void> {
   const choice = POOL_ARG === 'auto' ? choosePool(records, WORKERS) : undefined;
   const POOL = choice?.pool ?? Number(POOL_ARG);
   const workload = computeWorkload(records, POOL, WORKERS);
-  const pooled = computePooledBound(records, POOL * WORKERS, PAGE_SIZE);
+  // A host tier holds HICACHE_RATIO x the device pool more: the pooled bound counts both tiers.
+  const tiers = PROFILE === 'hicache' ? 1 + HICACHE_RATIO : 1;
+  const pooled = computePooledBound(records, POOL * WORKERS * tiers, PAGE_SIZE);
   const bounds: Bounds = { infinite: workload.bound, pooled: Number(pooled.hitRate.toFixed(4)) };
   const stretch = chooseStretch(workload.prompt_tps);
   const expectedS = (workload.span_s * stretch) / SCALE;
@@ -644,7 +648,7 @@ async function main(): Promise<void> {
   const header = [
     `routing benchmark: ${records.length} requests of ${setup.trace}, ${WORKERS} simulators x ${POOL} KV tokens`,
     `time scale ${SCALE} (latencies in wall ms; x${SCALE} = model ms), arrivals x${setup.arrival_stretch} (no-cache prefill load ${setup.offered_prefill_load_no_cache})`,
-    `bound: infinite cache ${workload.bound}, pooled cache (one LRU of ${WORKERS} x ${POOL} tokens, pages of ${PAGE_SIZE}) ${bounds.pooled}; profile ${PROFILE}`,
+    `bound: infinite cache ${workload.bound}, pooled cache (one LRU of ${WORKERS} x ${POOL * tiers} tokens${tiers > 1 ? ', host tier included' : ''}, pages of ${PAGE_SIZE}) ${bounds.pooled}; profile ${PROFILE}`,
     `median reuse distance ${workload.reuse_distance_p50_tokens} tokens; reuses within one pool ${workload.reuse_within_one_pool}, within fleet pool ${workload.reuse_within_fleet_pool}`,
     `load average start ${setup.loadavg_start.join(' ')}, end ${report.setup.loadavg_end.join(' ')} on ${setup.cpus} CPUs`,
   ];
