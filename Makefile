@@ -106,7 +106,7 @@ run-operator: deps ## Run the operator against the current kubeconfig (ARGS='--n
 
 .PHONY: run-gateway
 run-gateway: deps ## Run the gateway against the current kubeconfig (discovery from Deployment/CachePolicy status); ARGS='--namespace a,b --port 8080'
-	$(NODE) gateway/src/server.ts $(ARGS)
+	$(NODE) --max-semi-space-size=32 gateway/src/server.ts $(ARGS)
 
 .PHONY: bench-operator
 bench-operator: deps controlplane ## Operator benchmark: 200 Deployments on 30 KWOK GPU nodes to Ready; ends with one JSON line (ARGS='--deployments 200 --nodes 30 --sync-period-s 90 --timeout-s 1500')

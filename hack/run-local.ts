@@ -151,6 +151,7 @@ async function inside(dir: string): Promise<void> {
   ]);
   const gatewayPort = 8080;
   const gateway = startProcess(dir, 'gateway', [
+    '--max-semi-space-size=32', // as the gateway image runs it (gateway/Dockerfile)
     join(ROOT, 'gateway/src/server.ts'),
     `--kubeconfig=${gatewayKubeconfig}`,
     '--host=127.0.0.1',

@@ -243,6 +243,7 @@ async function spawnGateway(
     `gateway-${name}`,
     process.execPath,
     [
+      '--max-semi-space-size=32', // as the gateway image runs it (gateway/Dockerfile)
       path.join(ctx.repo, 'test/bench/bench-gateway.ts'),
       '--routes',
       routes,
