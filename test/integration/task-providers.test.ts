@@ -289,7 +289,12 @@ describe('OpenRouter provider against the fixture', () => {
         { role: 'user', content: 'Say hello.' },
       ],
     },
-    budget: { maxInputTokens: 100 },
+    // A paid call needs prices and a cost cap (CEL); these are far above what the fixture charges.
+    budget: {
+      maxInputTokens: 100,
+      prices: { inputPerMillion: '1', outputPerMillion: '1' },
+      maxCost: '1',
+    },
     reuse: { enabled: false },
     ...extra,
   });

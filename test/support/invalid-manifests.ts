@@ -434,6 +434,21 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'spec.target.openrouter.apiKeySecretRef',
     structural: true,
   },
+  {
+    name: 'OpenRouter without a cost cap',
+    sample: OPENROUTER,
+    mutate: (m) => delete m.spec.budget.maxCost,
+    expect: 'an openrouter task is a paid call: it needs budget.prices and budget.maxCost',
+  },
+  {
+    name: 'OpenRouter without prices or a cost cap',
+    sample: OPENROUTER,
+    mutate: (m) => {
+      delete m.spec.budget.maxCost;
+      delete m.spec.budget.prices;
+    },
+    expect: 'an openrouter task is a paid call: it needs budget.prices and budget.maxCost',
+  },
 ];
 
 export function buildInvalid(c: InvalidCase): Manifest {

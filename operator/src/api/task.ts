@@ -276,6 +276,13 @@ export const TaskSpec = withRules(
       check: (s) => s.maxOutputTokens > 0,
     },
     {
+      cel: '!has(self.target.openrouter) || has(self.budget.maxCost)',
+      message:
+        'an openrouter task is a paid call: it needs budget.prices and budget.maxCost (the most it may cost)',
+      fieldPath: '.budget',
+      check: (s) => s.target.openrouter === undefined || s.budget.maxCost !== undefined,
+    },
+    {
       cel: '!has(self.target.openrouter) || self.target.openrouter.inputTokenUpperBound <= self.budget.maxInputTokens',
       message: 'target.openrouter.inputTokenUpperBound must fit budget.maxInputTokens',
       fieldPath: '.target.openrouter.inputTokenUpperBound',
