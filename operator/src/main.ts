@@ -1,5 +1,7 @@
 // The operator process: `node operator/src/main.ts [flags]` (`make run-operator`).
 import { z } from 'zod';
+import { formatDecimal } from './controllers/task/budget.ts';
+import { parseDailyCap } from './controllers/task/daily-cap.ts';
 import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import { startOperator } from './operator.ts';
 import { createLogger } from './runtime/logger.ts';
@@ -15,12 +17,25 @@ const Flags = z.object({
   'log-level': z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   concurrency: z.coerce.number().int().min(1).max(64).default(4),
   'openrouter-base-url': z.url({ protocol: /^https?$/ }).default(DEFAULT_OPENROUTER_BASE_URL),
+  // Paid calls are opt-in: without it, Tasks with an openrouter target fail TargetNotRoutable.
+  'allow-paid-calls': z.enum(['true', 'false']).default('false'),
+  // What each namespace may spend on paid calls per UTC day (daily-cap.ts), e.g. "10 USD".
+  'paid-calls-daily-cap': z
+    .string()
+    .default('10 USD')
+    .transform((text, ctx) => {
+      const cap = parseDailyCap(text);
+      if (cap.ok) return cap.value;
+      ctx.addIssue({ code: 'custom', message: cap.error });
+      return z.NEVER;
+    }),
 });
 export type OperatorFlags = z.infer<typeof Flags>;
 
 const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS] [--metrics-port 8080] [--metrics-host 0.0.0.0]
   [--leader-elect true|false] [--lease-namespace cacheroute-system] [--lease-name cacheroute-operator]
-  [--log-level debug|info|warn|error] [--concurrency 4] [--openrouter-base-url https://openrouter.ai/api/v1]`;
+  [--log-level debug|info|warn|error] [--concurrency 4] [--openrouter-base-url https://openrouter.ai/api/v1]
+  [--allow-paid-calls false|true] [--paid-calls-daily-cap '10 USD']`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -46,6 +61,11 @@ export function parseFlags(
   return { ok: true, value: parsed.data };
 }
 
+/** Where OpenRouter Tasks go: nowhere unless paid calls were allowed. */
+export function paidCallsBaseUrl(flags: OperatorFlags): string | undefined {
+  return flags['allow-paid-calls'] === 'true' ? flags['openrouter-base-url'] : undefined;
+}
+
 export async function runOperator(flags: OperatorFlags): Promise<number> {
   const logger = createLogger({ level: flags['log-level'], fields: { component: 'operator' } });
   const op = await startOperator({
@@ -58,11 +78,18 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
         : false,
     http: { host: flags['metrics-host'], port: flags['metrics-port'] },
     concurrency: flags.concurrency,
-    openrouterBaseUrl: flags['openrouter-base-url'],
+    openrouterBaseUrl: paidCallsBaseUrl(flags),
+    dailyCap: flags['paid-calls-daily-cap'],
   });
   op.manager.handleSignals();
   const address = op.manager.address();
-  logger.info('operator started', { metrics: address ? `${address.address}:${address.port}` : 'off' });
+  logger.info('operator started', {
+    metrics: address ? `${address.address}:${address.port}` : 'off',
+    paidCalls:
+      flags['allow-paid-calls'] === 'true'
+        ? `${flags['openrouter-base-url']}, daily cap ${formatDecimal(flags['paid-calls-daily-cap'].amount)} ${flags['paid-calls-daily-cap'].currency} per namespace`
+        : 'off',
+  });
   const exit = await op.manager.wait();
   await op.client.close();
   logger.info('operator stopped', { reason: exit.reason });

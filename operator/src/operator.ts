@@ -1,6 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildDeploymentController } from './controllers/deployment/reconciler.ts';
+import type { DailyCap } from './controllers/task/daily-cap.ts';
 import { buildTaskController } from './controllers/task/reconciler.ts';
 import { LABEL_TASK } from './controllers/task/result.ts';
 import { KubeClient } from './runtime/client.ts';
@@ -15,8 +16,13 @@ export interface OperatorOptions {
   leaderElection: NonNullable<ManagerOptions['leaderElection']>;
   http: NonNullable<ManagerOptions['http']>;
   concurrency?: number;
-  /** Base URL of OpenRouter-shaped Chat Completions (--openrouter-base-url); unset: OpenRouter tasks fail. */
+  /**
+   * Base URL of OpenRouter-shaped Chat Completions (--openrouter-base-url), given only with
+   * --allow-paid-calls=true; unset: OpenRouter tasks fail TargetNotRoutable.
+   */
   openrouterBaseUrl?: string | undefined;
+  /** Each namespace's daily cap on paid calls (--paid-calls-daily-cap); unset: none. */
+  dailyCap?: DailyCap | undefined;
   /** Every object is reconciled again this often (default 10 h); benchmarks shorten it. */
   syncPeriodMs?: number;
 }
@@ -45,7 +51,14 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
   });
   manager.addController(buildDeploymentController({ manager, client, concurrency: opts.concurrency ?? 4 }));
   manager.addController(buildCachePolicyController({ manager, client }));
-  manager.addController(buildTaskController({ manager, client, openrouterBaseUrl: opts.openrouterBaseUrl }));
+  manager.addController(
+    buildTaskController({
+      manager,
+      client,
+      openrouterBaseUrl: opts.openrouterBaseUrl,
+      dailyCap: opts.dailyCap,
+    }),
+  );
   await manager.start();
   return {
     manager,

@@ -6,6 +6,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CachePolicyStatus, DeploymentStatus, TaskStatus } from '../../operator/src/api/index.ts';
+import { parseDecimal } from '../../operator/src/controllers/task/budget.ts';
+import { computeLedgerKey, LEDGER_CONFIGMAP } from '../../operator/src/controllers/task/daily-cap.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { createEngineCounters, type EngineCounters } from '../sim/engine.ts';
@@ -155,6 +157,8 @@ beforeAll(async () => {
     leaderElection: { namespace: NS, name: 'cacheroute-operator' },
     http: { host: '127.0.0.1', port: 0 },
     openrouterBaseUrl: fx.baseUrl,
+    // Above what this suite's other paid tasks reserve (about 0.001 each), below the one that must be refused.
+    dailyCap: { amount: parseDecimal('0.02'), currency: 'USD' },
   });
   await create(buildDeploymentManifest({ name: DEPLOYMENT, replicas: 1 }));
   await create(buildCachePolicyManifest(POLICY, [DEPLOYMENT]));
@@ -462,6 +466,38 @@ describe('task on OpenRouter (local fixture)', () => {
       expect(fx.requests.length - sent).toBe(1);
     },
   );
+
+  it("refuses a paid task past the namespace's daily cap before any request, and books the others", async () => {
+    const sent = fx.requests.length;
+    await create(
+      buildOpenRouterTaskManifest({
+        name: 'or-over-daily-cap',
+        prompt: 'Say hello (dear).',
+        secret: SECRET,
+        // 2,048 reserved input tokens at 20 per million: 0.041, past the suite's cap of 0.02.
+        spec: {
+          budget: {
+            maxInputTokens: 4096,
+            prices: { inputPerMillion: '20', outputPerMillion: '20' },
+            maxCost: '1',
+          },
+        },
+      }),
+    );
+    const s = await waitForPhase('or-over-daily-cap', 'Failed');
+    expect(condition(s, 'Failed')).toMatchObject({
+      reason: 'DailyCapReached',
+      message: expect.stringContaining('of its daily cap of 0.02 USD on paid calls today (UTC)'),
+    });
+    expect(fx.requests.length - sent).toBe(0);
+    // The ledger outlives the operator: the earlier paid tasks' cost (and kept reservations) is booked.
+    const ledger = JSON.parse(await k(['get', 'configmap', LEDGER_CONFIGMAP, '-o', 'json'])) as {
+      data: Record<string, string>;
+    };
+    const today = ledger.data[computeLedgerKey(new Date(), 'USD')] ?? '0';
+    expect(parseDecimal(today)).toBeGreaterThan(0n);
+    expect(parseDecimal(today)).toBeLessThanOrEqual(parseDecimal('0.02'));
+  });
 
   it('keeps the API key out of every status, event and log line', async () => {
     const tasks = await k(['get', TASKS, '-o', 'json']);

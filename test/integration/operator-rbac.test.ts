@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it, onTestFinished, vi } from 'vitest';
+import { LEDGER_CONFIGMAP } from '../../operator/src/controllers/task/daily-cap.ts';
 import { startOperator } from '../../operator/src/operator.ts';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import type { RequestInfo } from '../../operator/src/runtime/client.ts';
@@ -65,6 +66,8 @@ const CLUSTER_RULES: readonly Rule[] = [
     resources: ['services', 'configmaps'],
     verbs: ['get', 'list', 'watch', 'create', 'patch'],
   },
+  // The daily-cap ledger of paid calls, by name: replaced with its resourceVersion.
+  { apiGroups: [''], resources: ['configmaps'], resourceNames: [LEDGER_CONFIGMAP], verbs: ['update'] },
   // Pods of our deployments: the informer selects by label, RBAC cannot.
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
   // A Task's provider API key, by name.
@@ -92,14 +95,16 @@ const LIST_WATCH = ['list', 'watch'];
 const APPLY = ['get', 'list', 'watch', 'create', 'patch'];
 // Requests beside the informers, applyOwned and the status write, per controller, read
 // from its reconciler. A controller without an entry has not been reviewed: the test fails.
-const DIRECT_REQUESTS: Record<string, { rt: ResourceType; verbs: string[] }[]> = {
+const DIRECT_REQUESTS: Record<string, { rt: ResourceType; verbs: string[]; resourceNames?: string[] }[]> = {
   deployment: [],
   // Warm-up documents.
   cachepolicy: [{ rt: Resources.configMaps, verbs: ['get'] }],
   // Input and result ConfigMaps by name (owned: already granted), the API key Secret,
-  // the generation Lease, the Task re-read after a status conflict.
+  // the generation Lease, the Task re-read after a status conflict; the daily-cap ledger
+  // (daily-cap-store.ts: get, create, then replace by name).
   task: [
-    { rt: Resources.configMaps, verbs: ['get'] },
+    { rt: Resources.configMaps, verbs: ['get', 'create'] },
+    { rt: Resources.configMaps, verbs: ['update'], resourceNames: [LEDGER_CONFIGMAP] },
     { rt: Resources.secrets, verbs: ['get'] },
     { rt: Resources.leases, verbs: ['get', 'create', 'update'] },
     { rt: Resources.tasks, verbs: ['get'] },
@@ -136,7 +141,8 @@ function deriveClusterRules(defs: readonly ControllerDefinition[]): Rule[] {
     rules.push(grant(d.primary, LIST_WATCH), grant(d.primary, ['update'], 'status'));
     for (const rt of d.owns ?? []) rules.push(grant(rt, APPLY), grant(d.primary, ['update'], 'finalizers'));
     for (const w of d.watches ?? []) rules.push(grant(w.resource, LIST_WATCH));
-    for (const r of DIRECT_REQUESTS[d.name] ?? []) rules.push(grant(r.rt, r.verbs));
+    for (const r of DIRECT_REQUESTS[d.name] ?? [])
+      rules.push({ ...grant(r.rt, r.verbs), ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}) });
   }
   return rules;
 }

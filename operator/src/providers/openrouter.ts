@@ -21,8 +21,12 @@ import { err, ok, type AttemptOutcome } from '../controllers/task/types.ts';
 import { computeOpenRouterUsage, toAttemptError } from '../controllers/task/usage.ts';
 import { parseWith, postJson, providerError } from './http.ts';
 
+/** Why an OpenRouter Task cannot run where the operator was not allowed paid calls. */
+export const PAID_CALLS_OFF =
+  "paid calls are off: the operator runs without --allow-paid-calls=true (the chart's operator.allowPaidCalls)";
+
 export interface OpenRouterProviderOptions {
-  /** The operator's --openrouter-url, e.g. https://openrouter.ai/api/v1. */
+  /** The operator's --openrouter-base-url, e.g. https://openrouter.ai/api/v1. */
   baseUrl: string;
   timeoutMs?: number;
   signal?: AbortSignal;

@@ -321,6 +321,7 @@ describe('planTaskStep: Running', () => {
     'InputOverCap',
     'BudgetExceeded',
     'TargetNotRoutable',
+    'DailyCapReached',
   ] as const)('fails with the provider reason %s', (reason) => {
     const step = planTaskStep(
       running(),

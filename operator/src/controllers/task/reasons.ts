@@ -24,6 +24,7 @@ export const TaskReason = {
   ProviderError: 'ProviderError',
   ProviderMismatch: 'ProviderMismatch',
   ResultUnavailable: 'ResultUnavailable',
+  DailyCapReached: 'DailyCapReached',
 } as const;
 export type TaskReason = (typeof TaskReason)[keyof typeof TaskReason];
 
@@ -39,6 +40,7 @@ export const FAILURE_REASONS = [
   TaskReason.ProviderError,
   TaskReason.ProviderMismatch,
   TaskReason.ResultUnavailable,
+  TaskReason.DailyCapReached,
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 

@@ -29,6 +29,8 @@ import { planTaskStep, type GenerateCall, type TaskObservations, type TaskStep }
 import { TaskReason } from './reasons.ts';
 import { computeTaskTarget } from './target.ts';
 import type { AttemptOutcome } from './types.ts';
+import { computeReservation, computeSettlement, type DailyCap } from './daily-cap.ts';
+import { DailyCapLedger } from './daily-cap-store.ts';
 
 export const DEFAULT_OPENROUTER_BASE_URL = 'https://openrouter.ai/api/v1';
 /** A loser of the generation Lease looks again after this (the winner's status change also wakes it). */
@@ -41,8 +43,10 @@ const TERMINAL = new Set(['Succeeded', 'Reused', 'Failed']);
 export interface TaskControllerOptions {
   manager: Manager;
   client: KubeClient;
-  /** The operator's --openrouter-base-url; unset: OpenRouter tasks fail TargetNotRoutable. */
+  /** The operator's --openrouter-base-url where paid calls are allowed; unset: OpenRouter tasks fail TargetNotRoutable. */
   openrouterBaseUrl?: string | undefined;
+  /** Each namespace's daily cap on paid calls (--paid-calls-daily-cap); unset: none. */
+  dailyCap?: DailyCap | undefined;
   /** Bound of one provider call. */
   providerTimeoutMs?: number;
   /** Workers; each may wait on one generation. */
@@ -154,6 +158,7 @@ export function buildTaskController(opts: TaskControllerOptions): ControllerDefi
   const deployments = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
   const configMaps = manager.informer<DataObject>(Resources.configMaps);
+  const ledger = opts.dailyCap ? new DailyCapLedger(client, opts.dailyCap) : undefined;
 
   async function readKey(
     rt: ResourceType,
@@ -320,8 +325,39 @@ export function buildTaskController(opts: TaskControllerOptions): ControllerDefi
     const apiKey = ref ? await readKey(Resources.secrets, ns, ref) : undefined;
     const written = await commit(obj, step);
     const outcome =
-      ref && apiKey === undefined ? missingSecret(ref) : await runGeneration(call, providerDeps(apiKey, ctx));
+      ref && apiKey === undefined
+        ? missingSecret(ref)
+        : await runMetered(ns, call, () => runGeneration(call, providerDeps(apiKey, ctx)), ctx);
     return recordOutcome(written, obs, outcome, ctx);
+  }
+
+  /** A paid call runs only inside its namespace's daily cap (daily-cap.ts), and its cost is booked after. */
+  async function runMetered(
+    ns: string,
+    call: GenerateCall,
+    run: () => Promise<AttemptOutcome>,
+    ctx: ReconcileContext,
+  ): Promise<AttemptOutcome> {
+    const reservation = ledger ? computeReservation(call) : undefined;
+    if (!ledger || reservation === undefined) return run();
+    const reservedAt = ctx.now();
+    const reserved = await ledger.reserve(ns, call.budget, reservation, reservedAt);
+    if (!reserved.ok) return reserved;
+    let outcome: AttemptOutcome | undefined;
+    try {
+      outcome = await run();
+      return outcome;
+    } finally {
+      // Without an outcome (the call threw) the reservation stands: the provider may have charged.
+      const cost = outcome ? computeSettlement(call, outcome, reservation) : reservation;
+      // A failed booking must not lose the outcome: the reservation then stays, the safe direction.
+      await ledger.settle(ns, reservedAt, cost - reservation, ctx.now()).catch((e: unknown) => {
+        ctx.logger.error('could not book a paid call in the daily-cap ledger; its reservation stays', {
+          namespace: ns,
+          error: e instanceof Error ? e.message : String(e),
+        });
+      });
+    }
   }
 
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {

@@ -136,6 +136,11 @@ describe('computeTaskTarget', () => {
             apiKeySecretRef: { name: 's', key: 'k' },
           },
         },
+        budget: {
+          maxInputTokens: 100,
+          prices: { inputPerMillion: '1', outputPerMillion: '1' },
+          maxCost: '1',
+        },
       },
     }).spec;
     expect(computeTaskTarget(or, { openrouterBaseUrl: 'https://openrouter.ai/api/v1' })).toMatchObject({
@@ -144,6 +149,9 @@ describe('computeTaskTarget', () => {
         identity: { baseUrl: 'https://openrouter.ai/api/v1', model: 'a/b', upstreamProvider: 'openai' },
       },
     });
-    expect(computeTaskTarget(or, {})).toMatchObject({ ok: false, error: { code: 'NoOpenRouterUrl' } });
+    expect(computeTaskTarget(or, {})).toMatchObject({
+      ok: false,
+      error: { code: 'PaidCallsNotAllowed', message: expect.stringContaining('--allow-paid-calls=true') },
+    });
   });
 });

@@ -10,6 +10,7 @@ import type { DeploymentResource } from '../../api/resources.ts';
 import type { TaskSpec } from '../../api/task.ts';
 import type { OpenRouterIdentity, ProviderIdentity, SglangIdentity, VerifiedRuntime } from './fingerprint.ts';
 import { TaskReason } from './reasons.ts';
+import { PAID_CALLS_OFF } from '../../providers/openrouter.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from '../../sglang/bootstrap.ts';
 import { err, ok, type AttemptError, type Result } from './types.ts';
 
@@ -31,7 +32,7 @@ export interface TargetObservations {
   deployment?: DeploymentResource | undefined;
   /** The cache_salt the gateway stamps for this Deployment (CachePolicy status or the namespace default). */
   cacheSalt?: string | undefined;
-  /** The operator's --openrouter-url flag. */
+  /** The operator's --openrouter-base-url, when it runs with --allow-paid-calls=true. */
   openrouterBaseUrl?: string | undefined;
 }
 
@@ -128,8 +129,7 @@ export function computeTaskTarget(
   const { deployment, openrouter } = spec.target;
   if (deployment) return computeSglangTarget(deployment.name, obs);
   if (openrouter) {
-    if (!obs.openrouterBaseUrl)
-      return notRoutable('the operator runs without --openrouter-url', 'NoOpenRouterUrl');
+    if (!obs.openrouterBaseUrl) return notRoutable(PAID_CALLS_OFF, 'PaidCallsNotAllowed');
     return ok({
       provider: 'openrouter',
       identity: {

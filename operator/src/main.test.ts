@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { paidCallsBaseUrl, parseFlags } from './main.ts';
+
+describe('operator flags', () => {
+  it('makes no paid call unless --allow-paid-calls=true', () => {
+    const off = parseFlags([]);
+    expect(off.ok && paidCallsBaseUrl(off.value)).toBeUndefined();
+    const on = parseFlags(['--allow-paid-calls=true', '--openrouter-base-url', 'http://or.test/api/v1']);
+    expect(on.ok && paidCallsBaseUrl(on.value)).toBe('http://or.test/api/v1');
+    const defaultUrl = parseFlags(['--allow-paid-calls', 'true']);
+    expect(defaultUrl.ok && paidCallsBaseUrl(defaultUrl.value)).toBe('https://openrouter.ai/api/v1');
+  });
+
+  it('says what to change for a bad value or an unknown flag', () => {
+    expect(parseFlags(['--allow-paid-calls=yes'])).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^--allow-paid-calls: /),
+    });
+    expect(parseFlags(['--openrouter-url=http://x'])).toEqual({
+      ok: false,
+      error: 'unknown flag --openrouter-url',
+    });
+    expect(parseFlags(['--paid-calls-daily-cap=10'])).toEqual({
+      ok: false,
+      error: '--paid-calls-daily-cap: "10" is not an amount and a currency, e.g. "10 USD"',
+    });
+  });
+
+  it('caps paid calls at 10 USD per namespace and day unless told otherwise', () => {
+    const d = parseFlags([]);
+    expect(d.ok && d.value['paid-calls-daily-cap']).toEqual({ amount: 10n * 10n ** 18n, currency: 'USD' });
+    const eur = parseFlags(['--paid-calls-daily-cap=2.5 EUR']);
+    expect(eur.ok && eur.value['paid-calls-daily-cap']).toEqual({
+      amount: 25n * 10n ** 17n,
+      currency: 'EUR',
+    });
+  });
+});
