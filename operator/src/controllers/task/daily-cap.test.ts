@@ -11,6 +11,7 @@ import {
 } from './daily-cap.ts';
 import type { GenerateCall } from './phase.ts';
 import type { TaskTarget } from './target.ts';
+import { OPENROUTER_IDENTITY } from './testing.ts';
 import type { AttemptOutcome } from './types.ts';
 
 const budget: Budget = {
@@ -19,17 +20,7 @@ const budget: Budget = {
   maxCost: '0.01',
   currency: 'USD',
 };
-const openrouter: TaskTarget = {
-  provider: 'openrouter',
-  identity: {
-    provider: 'openrouter',
-    baseUrl: 'https://openrouter.ai/api/v1',
-    model: 'openai/gpt-4.1-mini',
-    upstreamProvider: 'openai',
-    cacheWriteUsage: 'not_applicable',
-    inputTokenUpperBound: 2048,
-  },
-};
+const openrouter: TaskTarget = { provider: 'openrouter', identity: OPENROUTER_IDENTITY };
 const call = (target: TaskTarget = openrouter): GenerateCall =>
   ({ attempt: 1, target, maxNewTokens: 16, budget, spent: 0n }) as unknown as GenerateCall;
 const cap = (text: string) => {

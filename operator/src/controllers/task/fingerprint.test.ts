@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, computeTaskFingerprint, type FingerprintInput } from './fingerprint.ts';
+import { OPENROUTER_IDENTITY } from './testing.ts';
 
 const sglang: FingerprintInput = {
   prepared: { kind: 'text', rendering: 'cacheroute-plain-v1', text: 'hello' },
@@ -24,14 +25,7 @@ const sglang: FingerprintInput = {
 const openrouter: FingerprintInput = {
   ...sglang,
   prepared: { kind: 'messages', messages: [{ role: 'user', content: 'hello' }] },
-  provider: {
-    provider: 'openrouter',
-    baseUrl: 'https://openrouter.ai/api/v1',
-    model: 'openai/gpt-4.1-mini',
-    upstreamProvider: 'openai',
-    cacheWriteUsage: 'not_applicable',
-    inputTokenUpperBound: 2048,
-  },
+  provider: OPENROUTER_IDENTITY,
 };
 
 const base = computeTaskFingerprint(sglang);

@@ -1,6 +1,17 @@
 // Test builders for Task objects (used by the unit tests beside this file).
 import { API_VERSION, TaskResource } from '../../api/resources.ts';
 import type { TaskStatus } from '../../api/task.ts';
+import type { OpenRouterIdentity } from './fingerprint.ts';
+
+/** The identity of examples/task-openrouter.yaml's target. */
+export const OPENROUTER_IDENTITY: OpenRouterIdentity = {
+  provider: 'openrouter',
+  baseUrl: 'https://openrouter.ai/api/v1',
+  model: 'openai/gpt-4.1-mini',
+  upstreamProvider: 'openai',
+  cacheWriteUsage: 'not_applicable',
+  inputTokenUpperBound: 2048,
+};
 
 export interface TaskOverrides {
   name?: string;
