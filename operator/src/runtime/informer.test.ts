@@ -47,7 +47,7 @@ function scripted(lists: KubeList[], watches: Step[]): ListerWatcher & { calls: 
 
 async function settle(inf: Informer, until: () => boolean): Promise<void> {
   // By time, not by turns: a backoff of 0 ms is still a timer, and timers lag on a loaded machine.
-  for (const end = Date.now() + 5_000; !until() && Date.now() < end; )
+  for (const end = Date.now() + 5_000; !until() && Date.now() < end;)
     await new Promise((r) => setTimeout(r, 1));
   expect(until()).toBe(true);
   await inf.stop();
