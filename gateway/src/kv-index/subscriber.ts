@@ -7,13 +7,13 @@
 //   SUB completes a handshake (start-up, and every reconnect: a publisher
 //   that went away may have restarted) and on a gap in the live sequence.
 //   Live batches read meanwhile wait in a queue (up to MAX_QUEUED_BATCHES,
-//   then in the SUB's own) and are then skipped as duplicates or applied. An answer not complete within replayTimeoutMs
-//   gives up: the index starts over from the next live batch (incomplete),
-//   and the DEALER is replaced so a late answer cannot be mistaken for the
-//   next one's. Without a replay endpoint every catch-up gives up that way
+//   then in the SUB's own) and are then skipped as duplicates or applied.
+//   An answer not complete within replayTimeoutMs gives up: the index
+//   starts over from the next live batch (partial), and the DEALER is
+//   replaced so a late answer cannot be mistaken for the next one's. Without a replay endpoint every catch-up gives up that way
 //   (SGLang's replay_endpoint is optional; set it).
 // - One task at a time (live batch or catch-up), in arrival order.
-// - status() for routing, computed when read (no timers):
+// - status() (and health(), its part routing reads), computed when read (no timers):
 //     down         closed, or the SUB is not connected to the publisher;
 //     catching-up  a replay is under way;
 //     stale        expectBatch() was called (a request that stores pages
