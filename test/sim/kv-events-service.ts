@@ -196,8 +196,8 @@ export class KvEventsService {
 
   #loadStat(): LoadStat {
     const s = this.#engine.snapshot();
-    // SGLang's num_used_tokens leaves out what the radix cache could evict (0 on an idle server).
-    const used = s.numUsedTokens - this.#engine.tree.evictableDeviceSize;
+    // SGLang's num_used_tokens leaves out what the radix cache could evict (0 on an idle server): the snapshot's already does.
+    const used = s.numUsedTokens;
     const waiting = this.#engine.waitingPromptTokens;
     const c = s.counters;
     return {

@@ -198,7 +198,8 @@ export function renderMetrics(input: MetricsInput): string {
   };
   const s = input.snapshot;
   const m = input.metrics;
-  const kvUsed = Math.max(0, s.numUsedTokens - input.evictableTokens);
+  // The snapshot's used tokens are SGLang's: the evictable cache is not among them (engine.ts).
+  const kvUsed = s.numUsedTokens;
 
   gauge('num_running_reqs', 'The number of running requests.', s.numRunningReqs);
   gauge('num_queue_reqs', 'The number of requests in the waiting queue.', s.numWaitingReqs);
@@ -208,7 +209,11 @@ export function renderMetrics(input: MetricsInput): string {
   gauge('token_usage', 'The token usage.', s.tokenUsage);
   gauge('full_token_usage', 'The token usage of the full-attention pool.', s.tokenUsage);
   gauge('num_used_tokens', 'The number of used tokens.', kvUsed);
-  gauge('kv_available_tokens', 'KV tokens free in the pool.', s.maxTotalNumTokens - s.numUsedTokens);
+  gauge(
+    'kv_available_tokens',
+    'KV tokens free in the pool.',
+    s.maxTotalNumTokens - s.numUsedTokens - input.evictableTokens,
+  );
   gauge('kv_evictable_tokens', 'KV tokens held by the cache and evictable.', input.evictableTokens);
   gauge('kv_used_tokens', 'KV tokens held by running requests.', kvUsed);
   gauge('num_retracted_reqs', 'The number of retracted requests.', 0, {

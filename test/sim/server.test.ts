@@ -395,6 +395,13 @@ describe('info, health, cache and load endpoints', () => {
     ]) {
       expect(text).toContain(`sglang:${name}${scheduler} `);
     }
+    // Idle with a warm cache: nothing used, the cache evictable, the pool = available + evictable (SGLang's _get_token_info).
+    const gauge = (name: string): number =>
+      Number(new RegExp(`^sglang:${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    expect(gauge('num_used_tokens')).toBe(0);
+    expect(gauge('token_usage')).toBe(0);
+    expect(gauge('kv_evictable_tokens')).toBeGreaterThan(0);
+    expect(gauge('kv_available_tokens') + gauge('kv_evictable_tokens')).toBe(gauge('max_total_num_tokens'));
     const tokenizer = '{model_name="served",engine_type="unified"';
     for (const name of ['prompt_tokens_total', 'generation_tokens_total', 'num_requests_total'])
       expect(text).toContain(`sglang:${name}${tokenizer},is_streaming="false"} `);
