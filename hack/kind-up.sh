@@ -152,7 +152,8 @@ cacheroute is up on kind cluster "$CLUSTER".
   export KUBECONFIG=$KUBECONFIG_FILE
   kubectl apply -f examples/deployment-dense.yaml -f examples/cachepolicy.yaml
   kubectl get cacheroute
-  kubectl -n $NAMESPACE port-forward svc/$FULLNAME-gateway 8080:80   # then http://localhost:8080/status
+  kubectl -n $NAMESPACE port-forward svc/$FULLNAME-gateway 8080:80          # the API: http://localhost:8080/v1
+  kubectl -n $NAMESPACE port-forward svc/$FULLNAME-gateway-admin 9090:9090  # then http://localhost:9090/status
 
   make test-e2e-kind            # the chart's end-to-end test against this cluster
   bash hack/kind-up.sh --down   # delete the cluster

@@ -5,7 +5,7 @@
 // GPU nodes, an SGLang simulator on every pod IP, the operator and the gateway
 // as real processes, and the samples.
 //
-//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--gpu-nodes=7] [--real-sglang]
+//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--admin-port=9090] [--gpu-nodes=7] [--real-sglang]
 //
 // --real-sglang (make run REAL_SGLANG=1): the dense sample's pods run the real
 // SGLang (the pinned release on CPU with the kit's tiny model,
@@ -46,15 +46,23 @@ function waitForSignal(): Promise<void> {
   });
 }
 
+/** The host's ends of the bridges: the API server, the gateway's API and its admin listener. */
+const LOCAL_PORTS = () => ({
+  api: flag('api-port', 16443),
+  gateway: flag('gateway-port', 8080),
+  admin: flag('admin-port', 9090),
+});
+
 async function outside(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-run-'));
-  const ports = { api: flag('api-port', 16443), gateway: flag('gateway-port', 8080) };
+  const ports = LOCAL_PORTS();
   const bridges = await Promise.all([
     forwardTcpToUnix(ports.api, join(dir, 'apiserver.sock')),
     forwardTcpToUnix(ports.gateway, join(dir, 'gateway.sock')),
+    forwardTcpToUnix(ports.admin, join(dir, 'gateway-admin.sock')),
   ]).catch((err: Error) => {
     throw new Error(
-      `cannot listen on 127.0.0.1 (${err.message}); pass --api-port=<free> --gateway-port=<free>`,
+      `cannot listen on 127.0.0.1 (${err.message}); pass --api-port=<free> --gateway-port=<free> --admin-port=<free>`,
     );
   });
   const child = spawn(
@@ -113,7 +121,7 @@ function startProcess(dir: string, name: string, args: string[]): ManagedProcess
 }
 
 async function inside(dir: string): Promise<void> {
-  const ports = { api: flag('api-port', 16443), gateway: flag('gateway-port', 8080) };
+  const ports = LOCAL_PORTS();
   // The scheduler spreads pods (as Kubernetes does by default), so the samples' four small
   // pods can each take a node; seven leave three whole nodes for the 8-GPU prefill/decode pods.
   const cp = await startControlPlane({ full: true, gpuNodes: flag('gpu-nodes', 7), log });
@@ -150,14 +158,18 @@ async function inside(dir: string): Promise<void> {
     '--metrics-port=8081',
   ]);
   const gatewayPort = 8080;
+  const adminPort = 9090;
   const gateway = startProcess(dir, 'gateway', [
     '--max-semi-space-size=32', // as the gateway image runs it (gateway/Dockerfile)
     join(ROOT, 'gateway/src/server.ts'),
     `--kubeconfig=${gatewayKubeconfig}`,
     '--host=127.0.0.1',
     `--port=${gatewayPort}`,
+    // As the chart runs it: status, metrics and probes on their own port, the API port only the API.
+    `--admin-port=${adminPort}`,
   ]);
   bridges.push(await forwardUnixToTcp(join(dir, 'gateway.sock'), '127.0.0.1', gatewayPort));
+  bridges.push(await forwardUnixToTcp(join(dir, 'gateway-admin.sock'), '127.0.0.1', adminPort));
   await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
   await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
 
@@ -194,7 +206,7 @@ async function inside(dir: string): Promise<void> {
         ? `the real SGLang ${SGLANG_VERSION} (CPU, tiny model) on the ${REAL_SAMPLE} pods, a simulator on the others, and the samples from examples/.`
         : 'an SGLang simulator on every pod, and the samples from examples/.',
       '',
-      `Gateway: http://127.0.0.1:${ports.gateway}   (status page: http://127.0.0.1:${ports.gateway}/status)`,
+      `Gateway: http://127.0.0.1:${ports.gateway}   (status page and metrics: http://127.0.0.1:${ports.admin}/status, /metrics)`,
       '',
       `export KUBECONFIG=${kubeconfig}`,
       `${kubectl} get cacheroute`,

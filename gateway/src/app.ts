@@ -26,6 +26,8 @@ declare module 'fastify' {
     gateway: Gateway;
     /** This replica's drain: server.ts begins it on SIGTERM. */
     drain: Drain;
+    /** Where status, metrics and probes are served (BuildOptions.separateAdmin); closes with the app. */
+    admin: FastifyInstance;
   }
   interface FastifyRequest {
     /** The runtime's cache report in the answer passed on, for the status page (parsed once). */
@@ -43,6 +45,12 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly redis?: RedisStoreOptions;
   /** More that must hold before /readyz says ready (e.g. the peer list has synced). */
   readonly ready?: () => boolean;
+  /**
+   * Serve /status, /status.json, /metrics, /healthz and /readyz on `app.admin`, an app of their
+   * own for a second listener (server.ts --admin-port), so the API listener serves only the API.
+   * Default: all on one app (`app.admin` is the app itself).
+   */
+  readonly separateAdmin?: boolean;
 }
 
 const GENERATION_ROUTES: readonly [string, RouteKind][] = [
@@ -102,20 +110,27 @@ export function build(opts: BuildOptions): FastifyInstance {
     return reply.code(err.statusCode).send(buildErrorBody(err));
   });
 
+  // Probes and scrapes come every few seconds: the admin app does not log each one.
+  const admin = opts.separateAdmin
+    ? Fastify({ logger: opts.logger ?? false, disableRequestLogging: true })
+    : app;
+  app.decorate('admin', admin);
+  if (admin !== app) app.addHook('onClose', async () => admin.close());
   void app.register(statusPlugin, {
     table: opts.table,
     gateway,
     metrics,
     runtimeLoad,
     generationPaths: GENERATION_ROUTES.map(([path]) => path),
+    routesOn: admin,
   });
-  app.get('/healthz', () => ({ status: 'ok' }));
-  app.get('/readyz', (_req, reply) => {
+  admin.get('/healthz', () => ({ status: 'ok' }));
+  admin.get('/readyz', (_req, reply) => {
     if (drain.draining) return reply.code(503).send({ status: 'draining' });
     const ready = opts.table.ready && (opts.ready?.() ?? true);
     return ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' });
   });
-  app.get('/metrics', async (_req, reply) =>
+  admin.get('/metrics', async (_req, reply) =>
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
   app.get('/v1/models', () => ({

@@ -51,14 +51,28 @@ function post(url: string, agent: http.Agent, stream = false): Promise<Answer | 
   });
 }
 
+/** /readyz once it no longer says ready (the signal takes a moment to arrive), or after 2 s. */
+async function readinessAfterSigterm(base: string): Promise<Response> {
+  let readyz = await fetch(`${base}/readyz`);
+  for (let i = 0; i < 200 && readyz.status === 200; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    readyz = await fetch(`${base}/readyz`);
+  }
+  return readyz;
+}
+
 function statusOf(a: Answer | string): number | string {
   return typeof a === 'string' ? a : a.status;
 }
 
-async function startGateway(upstream: FakeUpstream, extra: string[] = []): Promise<GatewayProcess> {
+async function startGateway(
+  upstream: FakeUpstream,
+  extra: string[] = [],
+  opts: { admin?: boolean } = {},
+): Promise<GatewayProcess> {
   const routes = writeRoutesFile(upstream.url);
   removeRoutes = routes.remove;
-  const gw = await spawnGateway(routes.path, extra);
+  const gw = await spawnGateway(routes.path, extra, opts);
   child = gw.proc;
   return gw;
 }
@@ -79,11 +93,7 @@ describe('gateway process on SIGTERM', () => {
     await eventually(() => upstream.headGate.waiting === 1);
 
     proc.kill('SIGTERM');
-    let readyz = await fetch(`${url}/readyz`);
-    for (let i = 0; i < 200 && readyz.status === 200; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      readyz = await fetch(`${url}/readyz`);
-    }
+    const readyz = await readinessAfterSigterm(url);
     expect(readyz.status).toBe(503);
     expect(await readyz.json()).toEqual({ status: 'draining' });
     // New work on the warm connection: refused, with a Retry-After, and the connection is to be closed.
@@ -106,6 +116,32 @@ describe('gateway process on SIGTERM', () => {
     const [code, signal] = await exited;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     agent.destroy();
+  });
+
+  it('with --admin-port serves status, metrics and probes only there, and the API only on the API port', async () => {
+    const upstream = await startFakeUpstream();
+    up = upstream;
+    const { url, adminUrl, proc, exited } = await startGateway(upstream, [], { admin: true });
+    expect(adminUrl).not.toBe(url);
+    expect(statusOf(await post(url, new http.Agent()))).toBe(200);
+    for (const path of ['/status', '/status.json', '/metrics', '/readyz', '/healthz']) {
+      const onApi = await fetch(`${url}${path}`);
+      expect({ path, status: onApi.status }).toEqual({ path, status: 404 });
+      expect(await onApi.json()).toMatchObject({ error: { code: 'GW_NOT_FOUND' } });
+      expect({ path, status: (await fetch(`${adminUrl}${path}`)).status }).toEqual({ path, status: 200 });
+    }
+    // The admin listener still sees what the API port served (the status hooks are on the API app).
+    const view = (await (await fetch(`${adminUrl}/status.json`)).json()) as {
+      deployments: { endpoints: { id: string; served: number }[] }[];
+    };
+    expect(view.deployments[0]?.endpoints[0]).toMatchObject({ id: 'a', served: 1 });
+    expect(await (await fetch(`${adminUrl}/metrics`)).text()).toContain('cacheroute_gateway_requests_total');
+    expect((await fetch(`${adminUrl}/v1/models`)).status).toBe(404);
+    // Draining shows on the admin listener's readiness.
+    proc.kill('SIGTERM');
+    expect((await readinessAfterSigterm(adminUrl)).status).toBe(503);
+    const [code] = await exited;
+    expect(code).toBe(0);
   });
 
   it('past --drain-timeout-seconds cuts what is still in flight and exits 0', async () => {

@@ -5,6 +5,9 @@
 // `--tokenizers DIR` holds each served model's tokenizer files (DIR/<served name>/
 // tokenizer.json, tokenizer_config.json): text prompts are then tokenized as the
 // runtime tokenizes them and matched exactly against its KV events.
+// `--admin-port P` serves /status, /status.json, /metrics, /healthz and /readyz on a
+// listener of their own (host: --admin-host, default --host), and the API port
+// then serves only the API; without it, all share the API port.
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
@@ -79,6 +82,8 @@ async function main(): Promise<void> {
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
       'drain-timeout-seconds': { type: 'string', default: '25' },
       tokenizers: { type: 'string' },
+      'admin-port': { type: 'string' },
+      'admin-host': { type: 'string' },
     },
   });
   const flags = parseRouteSourceFlags(values);
@@ -86,6 +91,10 @@ async function main(): Promise<void> {
   const drainTimeout = DrainTimeout.safeParse(values['drain-timeout-seconds']);
   if (!drainTimeout.success)
     exitWithUsage(`--drain-timeout-seconds: ${drainTimeout.error.issues[0]?.message ?? 'invalid'}`);
+  const adminPort =
+    values['admin-port'] === undefined ? undefined : AdminPort.safeParse(values['admin-port']);
+  if (adminPort && !adminPort.success)
+    exitWithUsage(`--admin-port: ${adminPort.error.issues[0]?.message ?? 'invalid'}`);
   const source = await openRouteSource(flags.value, loadRoutes).catch((err: unknown) =>
     exitWithUsage(err instanceof Error ? err.message : String(err)),
   );
@@ -99,6 +108,7 @@ async function main(): Promise<void> {
     logger: { level: values['log-level'] },
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
+    separateAdmin: adminPort !== undefined,
     ...(values['redis-url']
       ? { redis: { url: values['redis-url'], maxEntries: Number(values['redis-max-entries']) } }
       : {}),
@@ -118,6 +128,8 @@ async function main(): Promise<void> {
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
   await app.listen({ port: Number(values.port), host: values.host });
+  if (adminPort?.success)
+    await app.admin.listen({ port: adminPort.data, host: values['admin-host'] ?? values.host });
 }
 
 async function loadTokenizers(dir: string): Promise<LoadedTokenizers> {
@@ -125,6 +137,12 @@ async function loadTokenizers(dir: string): Promise<LoadedTokenizers> {
     exitWithUsage(`--tokenizers: cannot read ${dir}: ${err instanceof Error ? err.message : String(err)}`),
   );
 }
+
+const AdminPort = z.coerce
+  .number({ error: 'give a port number' })
+  .int('give a port number')
+  .min(1, 'give a port from 1 to 65535')
+  .max(65535, 'give a port from 1 to 65535');
 
 const DrainTimeout = z.coerce
   .number({ error: 'give a number of seconds' })

@@ -212,6 +212,33 @@ describe('values reach the objects', () => {
     expect(objs.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
   });
 
+  it('the gateway API Service exposes only the API; status, metrics and probes are on the admin port', async () => {
+    const objs = await render({
+      set: ['gateway.adminPort=9191', 'networkPolicy.enabled=true', 'monitoring.serviceMonitor.enabled=true'],
+      apiVersions: ['monitoring.coreos.com/v1/ServiceMonitor'],
+    });
+    const gw = container(objs, 'gateway') as Container & { ports: { name: string; containerPort: number }[] };
+    expect(gw.args).toContain('--admin-port=9191');
+    expect(gw.ports.map((p) => [p.name, p.containerPort])).toEqual([
+      ['http', 8080],
+      ['admin', 9191],
+    ]);
+    expect(gw.livenessProbe.httpGet.port).toBe('admin');
+    expect(gw.readinessProbe.httpGet.port).toBe('admin');
+    type Svc = { spec: { type: string; ports: { name: string; port: number }[] } };
+    const api = find(objs, 'Service', `${RELEASE}-gateway`) as unknown as Svc;
+    expect(api.spec.ports.map((p) => p.name)).toEqual(['http']);
+    const admin = find(objs, 'Service', `${RELEASE}-gateway-admin`) as unknown as Svc;
+    expect(admin.spec).toMatchObject({ type: 'ClusterIP', ports: [{ name: 'admin', port: 9191 }] });
+    const scrapes = objs
+      .filter((o) => o.apiVersion === 'monitoring.coreos.com/v1' && o.metadata.name === `${RELEASE}-gateway`)
+      .map((o) => JSON.stringify(o));
+    expect(scrapes).toHaveLength(1);
+    for (const m of scrapes) expect(m).toMatch(/"port":"admin"/);
+    const np = JSON.stringify(find(objs, 'NetworkPolicy', `${RELEASE}-gateway`));
+    expect(np).toContain('"port":"admin"');
+  });
+
   it('a digest pins the image and wins over the tag', async () => {
     const digest = `sha256:${'ab'.repeat(32)}`;
     const objs = await render({ set: [`gateway.image.digest=${digest}`, 'gateway.image.tag=ignored'] });

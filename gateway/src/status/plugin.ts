@@ -1,6 +1,7 @@
 // GET /status (HTML for a person), GET /status?part=main (the refreshed
 // fragment), GET /status.json (the same view, zod-typed), and the hooks that
-// record what each endpoint answered.
+// record what each endpoint answered. The hooks go on the app that serves the
+// API; the routes on `routesOn` (the admin listener) where it is separate.
 //
 // The hooks must see the generation routes, which live in the root context:
 // the plugin skips fastify's encapsulation (what fastify-plugin does).
@@ -31,6 +32,11 @@ export interface StatusPluginOptions {
   readonly generationPaths: readonly string[];
   /** Wall-clock ms (shown to people); Date.now by default. */
   readonly wallClock?: () => number;
+  /**
+   * Where GET /status and /status.json are served: the admin listener (app.ts), so the API
+   * listener does not show endpoints and pod addresses. Default: the app the hooks go on.
+   */
+  readonly routesOn?: FastifyInstance;
 }
 
 interface Seen {
@@ -100,19 +106,23 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
       ),
     );
 
-  app.get('/status.json', async (_req, reply) =>
+  const routes = opts.routesOn ?? app;
+  routes.get('/status.json', async (_req, reply) =>
     reply.header('cache-control', 'no-store').send(await view()),
   );
-  app.get('/status', async (req: FastifyRequest<{ Querystring: { part?: string } }>, reply: FastifyReply) => {
-    const v = await view();
-    const html = req.query.part === 'main' ? renderStatusMain(v) : renderStatusPage(v);
-    return reply
-      .header('cache-control', 'no-store')
-      .header('content-security-policy', STATUS_CSP)
-      .header('x-content-type-options', 'nosniff')
-      .type('text/html; charset=utf-8')
-      .send(html);
-  });
+  routes.get(
+    '/status',
+    async (req: FastifyRequest<{ Querystring: { part?: string } }>, reply: FastifyReply) => {
+      const v = await view();
+      const html = req.query.part === 'main' ? renderStatusMain(v) : renderStatusPage(v);
+      return reply
+        .header('cache-control', 'no-store')
+        .header('content-security-policy', STATUS_CSP)
+        .header('x-content-type-options', 'nosniff')
+        .type('text/html; charset=utf-8')
+        .send(html);
+    },
+  );
   return Promise.resolve();
 };
 

@@ -13,6 +13,8 @@ const SERVER = fileURLToPath(new URL('../server.ts', import.meta.url));
 
 export interface GatewayProcess {
   readonly url: string;
+  /** Where /status, /metrics and the probes are: the admin listener with `admin`, else `url`. */
+  readonly adminUrl: string;
   readonly proc: ChildProcess;
   readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
 }
@@ -29,24 +31,34 @@ export function writeRoutesFile(upstreamUrl: string): { readonly path: string; r
   return { path: file, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Starts server.ts on a free port with `--routes`; resolves once /readyz says ready. */
-export async function spawnGateway(routes: string, extra: readonly string[] = []): Promise<GatewayProcess> {
+/** Starts server.ts on a free port with `--routes` (and `--admin-port`, with `admin`); resolves once /readyz says ready. */
+export async function spawnGateway(
+  routes: string,
+  extra: readonly string[] = [],
+  opts: { admin?: boolean } = {},
+): Promise<GatewayProcess> {
   const port = await findFreePort();
   const url = `http://127.0.0.1:${port}`;
   const args = ['--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'];
+  let adminUrl = url;
+  if (opts.admin) {
+    const adminPort = await findFreePort();
+    adminUrl = `http://127.0.0.1:${adminPort}`;
+    args.push('--admin-port', String(adminPort));
+  }
   const proc = spawn(process.execPath, [SERVER, ...args, ...extra], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   for (let i = 0; i < 400; i++) {
-    const ready = await fetch(`${url}/readyz`).then(
+    const ready = await fetch(`${adminUrl}/readyz`).then(
       (r) => r.status === 200,
       () => false,
     );
     if (ready) break;
     await new Promise((r) => setTimeout(r, 25));
   }
-  return { url, proc, exited };
+  return { url, adminUrl, proc, exited };
 }
 
 export { SERVER as GATEWAY_SERVER };
