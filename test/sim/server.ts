@@ -4,6 +4,7 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { authLevelOf, decideRequestAuth } from './auth.ts';
 import { handleChatCompletions, handleCompletions } from './api-openai.ts';
 import { handleGenerate, type AbortState } from './api-generate.ts';
 import { routeInfo } from './api-info.ts';
@@ -157,6 +158,7 @@ export class SimServer {
 
   #onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     if (this.config.sim.hang) return; // --sim-hang: accept, never answer
+    if (!this.#authorized(req, res)) return;
     this.#route(req, res).catch((e: unknown) => {
       const status = e instanceof HttpError ? e.status : 500;
       const message = e instanceof Error ? e.message : String(e);
@@ -169,6 +171,24 @@ export class SimServer {
       const error = e instanceof HttpError ? e : new HttpError(status, message);
       sendJson(res, status, errorBody(error, path), this.headers);
     });
+  }
+
+  /** --api-key / --admin-api-key, before any route, as SGLang's middleware (auth.ts); false when refused here. */
+  #authorized(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+    const { api_key: apiKey, admin_api_key: adminApiKey } = this.config.sglang;
+    if (!apiKey && !adminApiKey) return true;
+    const path = new URL(req.url ?? '/', 'http://sim').pathname;
+    const decision = decideRequestAuth({
+      method: req.method ?? 'GET',
+      path,
+      authorization: req.headers.authorization,
+      apiKey,
+      adminApiKey,
+      level: authLevelOf(path),
+    });
+    if (decision.allowed) return true;
+    sendJson(res, decision.status, { error: decision.status === 401 ? 'Unauthorized' : 'Forbidden' });
+    return false;
   }
 
   async #route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

@@ -44,10 +44,11 @@ export async function startSim(argv: readonly string[]): Promise<RunningSim> {
 export async function postJson(
   url: string,
   body: unknown,
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; json: unknown; headers: Headers }> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();

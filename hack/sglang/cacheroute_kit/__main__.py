@@ -5,6 +5,7 @@
   validate MODEL [JSON] | --batch
   decode-events      (a KV-event or load stream, or frames on stdin, decoded by SGLang's classes)
   tree-events        (the KV events SGLang's own radix cache records for a list of operations)
+  auth               (SGLang's API-key decisions for cases on stdin, and its admin-optional routes)
   make-model DIR     (the tiny Llama the real CPU server runs)
   serve ARGV...      (the real server on CPU; see serve.py for what CPU adapts)
 
@@ -66,6 +67,11 @@ def main(argv):
         from . import tree_events
 
         return tree_events.main(args)
+    if command == "auth":
+        quiet_logs()
+        from . import auth
+
+        return auth.main(args)
     if command == "make-model":
         from . import make_model
 
