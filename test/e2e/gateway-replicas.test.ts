@@ -45,7 +45,8 @@ describe('two gateway replicas', () => {
       await eventually(
         () => {
           expect(g.watcher.table.lookup('llama-8b')?.endpoints).toHaveLength(3);
-          for (const id of ids) expect(g.app.gateway.kvIndex.usability(id)).toEqual({ usable: true });
+          for (const id of ids)
+            expect(g.app.gateway.kvIndex.usability(id)).toEqual({ usable: true, partial: false });
         },
         { timeoutMs: 30_000 },
       );

@@ -206,7 +206,9 @@ describe('real-sglang', () => {
     expect(e?.events).toEqual({ port: 5557, ranks: 1, topic: 'kv', blockSize: 16, replayPort: 5558 });
     const id = `${NS}/${e?.pod ?? ''}`;
     const kv = gateway.app.gateway.kvIndex;
-    await eventually(() => expect(kv.usability(id)).toEqual({ usable: true }), { timeoutMs: 30_000 });
+    await eventually(() => expect(kv.usability(id)).toEqual({ usable: true, partial: false }), {
+      timeoutMs: 30_000,
+    });
     const route = gateway.watcher.table.lookup(SERVED);
     if (!route) throw new Error('no route');
     const content = `An index chapter. ${SENTENCE.repeat(30)}`;
