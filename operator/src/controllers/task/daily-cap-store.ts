@@ -16,8 +16,7 @@ import {
   type DailyCap,
 } from './daily-cap.ts';
 import type { Budget } from './budget.ts';
-import type { AttemptError, Result } from './types.ts';
-import { ok } from './types.ts';
+import { ok, type AttemptError, type Result } from './types.ts';
 
 type LedgerObject = KubeObject & { data?: Record<string, string> };
 
@@ -32,10 +31,6 @@ export class DailyCapLedger {
   constructor(client: KubeClient, cap: DailyCap) {
     this.#client = client;
     this.#cap = cap;
-  }
-
-  get cap(): DailyCap {
-    return this.#cap;
   }
 
   /** Reserves `amount` of today's cap in `namespace`; refused (nothing written) when it does not fit. */
