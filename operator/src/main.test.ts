@@ -35,4 +35,27 @@ describe('operator flags', () => {
       currency: 'EUR',
     });
   });
+
+  it('watches every namespace by default, or exactly those given, comma-separated or repeated', () => {
+    const all = parseFlags([]);
+    expect(all.ok && all.value.namespace).toEqual([]);
+    const none = parseFlags(['--namespace=']);
+    expect(none.ok && none.value.namespace).toEqual([]);
+    const one = parseFlags(['--namespace', 'team-a']);
+    expect(one.ok && one.value.namespace).toEqual(['team-a']);
+    const listed = parseFlags(['--namespace=team-a, team-b', '--namespace', 'team-c', '--namespace=team-a']);
+    expect(listed.ok && listed.value.namespace).toEqual(['team-a', 'team-b', 'team-c']);
+  });
+
+  it('refuses a namespace that is not a namespace name, naming it', () => {
+    expect(parseFlags(['--namespace=team-a,Team_B'])).toEqual({
+      ok: false,
+      error: `--namespace: "Team_B" is not a namespace name (lower-case letters, digits and '-')`,
+    });
+    expect(parseFlags(['--namespace', 'a', '--namespace', `${'x'.repeat(64)}`])).toEqual({
+      ok: false,
+      error: `--namespace: "${'x'.repeat(64)}" is longer than a namespace name (63 characters)`,
+    });
+    expect(parseFlags(['--namespace'])).toEqual({ ok: false, error: '--namespace needs a value' });
+  });
 });

@@ -6,9 +6,33 @@ import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import { startOperator } from './operator.ts';
 import { createLogger } from './runtime/logger.ts';
 
+// A namespace name is a DNS label (RFC 1123): what the API server would refuse is refused here.
+const NamespaceName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, {
+    error: (iss) =>
+      `${JSON.stringify(iss.input)} is not a namespace name (lower-case letters, digits and '-')`,
+  })
+  .max(63, {
+    error: (iss) => `${JSON.stringify(iss.input)} is longer than a namespace name (63 characters)`,
+  });
+
 const Flags = z.object({
   kubeconfig: z.string().optional(),
-  namespace: z.string().optional(),
+  // The namespaces to watch; none: all. `--namespace a,b` and `--namespace a --namespace b`
+  // mean the same; empty items (`--namespace=`) add nothing.
+  namespace: z
+    .array(z.string())
+    .default([])
+    .transform((list) => [
+      ...new Set(
+        list
+          .flatMap((n) => n.split(','))
+          .map((n) => n.trim())
+          .filter((n) => n !== ''),
+      ),
+    ])
+    .pipe(z.array(NamespaceName)),
   'metrics-port': z.coerce.number().int().min(0).max(65535).default(8080),
   'metrics-host': z.string().default('0.0.0.0'),
   'leader-elect': z.enum(['true', 'false']).default('true'),
@@ -32,7 +56,10 @@ const Flags = z.object({
 });
 export type OperatorFlags = z.infer<typeof Flags>;
 
-const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS] [--metrics-port 8080] [--metrics-host 0.0.0.0]
+// Flags that may be given more than once; each occurrence adds to the list.
+const REPEATABLE: ReadonlySet<string> = new Set(['namespace']);
+
+const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [--metrics-port 8080] [--metrics-host 0.0.0.0]
   [--leader-elect true|false] [--lease-namespace cacheroute-system] [--lease-name cacheroute-operator]
   [--log-level debug|info|warn|error] [--concurrency 4] [--openrouter-base-url https://openrouter.ai/api/v1]
   [--allow-paid-calls false|true] [--paid-calls-daily-cap '10 USD']`;
@@ -40,7 +67,7 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS] [--metrics-p
 export function parseFlags(
   argv: readonly string[],
 ): { ok: true; value: OperatorFlags } | { ok: false; error: string } {
-  const raw: Record<string, string> = {};
+  const raw: Record<string, string | string[]> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     if (!arg.startsWith('--')) return { ok: false, error: `unexpected argument ${arg}` };
@@ -49,13 +76,15 @@ export function parseFlags(
     const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
     if (!(name in Flags.shape)) return { ok: false, error: `unknown flag --${name}` };
     if (value === undefined) return { ok: false, error: `--${name} needs a value` };
-    raw[name] = value;
+    const seen = raw[name];
+    raw[name] = REPEATABLE.has(name) ? [...(Array.isArray(seen) ? seen : []), value] : value;
   }
   const parsed = Flags.safeParse(raw);
   if (!parsed.success) {
     return {
       ok: false,
-      error: parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; '),
+      // The path's first element is the flag (a list flag adds the item's index: not shown).
+      error: parsed.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('; '),
     };
   }
   return { ok: true, value: parsed.data };
@@ -70,7 +99,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
   const logger = createLogger({ level: flags['log-level'], fields: { component: 'operator' } });
   const op = await startOperator({
     kubeconfig: flags.kubeconfig,
-    namespace: flags.namespace,
+    namespaces: flags.namespace,
     logger,
     leaderElection:
       flags['leader-elect'] === 'true'
@@ -84,6 +113,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
   op.manager.handleSignals();
   const address = op.manager.address();
   logger.info('operator started', {
+    namespaces: flags.namespace.length > 0 ? flags.namespace.join(',') : 'all',
     metrics: address ? `${address.address}:${address.port}` : 'off',
     paidCalls:
       flags['allow-paid-calls'] === 'true'

@@ -11,7 +11,12 @@ import { Manager, type ManagerOptions } from './runtime/manager.ts';
 export interface OperatorOptions {
   /** A kubeconfig file; unset: in-cluster or $KUBECONFIG. */
   kubeconfig?: string | undefined;
-  namespace?: string | undefined;
+  /**
+   * Namespaces to watch (--namespace a,b); unset or empty: all. Everything the operator
+   * reads and writes for an object (owned objects, Secrets, ConfigMaps, Leases, Events)
+   * is in that object's namespace, so it stays inside these.
+   */
+  namespaces?: readonly string[] | undefined;
   logger: Logger;
   leaderElection: NonNullable<ManagerOptions['leaderElection']>;
   http: NonNullable<ManagerOptions['http']>;
@@ -42,7 +47,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
   const manager = new Manager({
     client,
     logger: opts.logger,
-    ...(opts.namespace ? { namespace: opts.namespace } : {}),
+    ...(opts.namespaces?.length ? { namespaces: opts.namespaces } : {}),
     leaderElection: opts.leaderElection,
     http: opts.http,
     // Tasks own their result ConfigMaps; caching only those keeps every other ConfigMap out of memory.

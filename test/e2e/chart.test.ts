@@ -57,13 +57,14 @@ function valuesFile(name: string, values: unknown): string {
 
 // The chart's settings for this cluster: KWOK's fake nodes are the GPU pool, tainted,
 // so the pods tolerate the taint there; on kind they run on the ordinary node. The
-// operator watches only the test namespace, beside any cacheroute already installed.
+// operator watches only the test namespace (a Role there, no ClusterRole), beside any
+// cacheroute already installed.
 function base(): string[] {
   const tolerations = EXTERNAL_KUBECONFIG
     ? []
     : [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }];
   const values = valuesFile('base', {
-    operator: { watchNamespace: NS, tolerations },
+    operator: { watchNamespaces: [NS], tolerations },
     gateway: { tolerations },
   });
   return ['--namespace', NS, '--values', values, ...(EXTERNAL_VALUES ? ['--values', EXTERNAL_VALUES] : [])];
@@ -131,7 +132,8 @@ describe('helm install, upgrade, rollback, uninstall', () => {
     if (!EXTERNAL_VALUES)
       expect(gateway.spec.template.spec.containers[0]?.image).toBe('ghcr.io/cacheroute/gateway:0.1.0');
     expect(await exists(['clusterrole', `${RELEASE}-gateway`])).toBe(true);
-    expect(await exists(['clusterrole', `${RELEASE}-operator`])).toBe(true);
+    expect(await exists(['clusterrole', `${RELEASE}-operator`])).toBe(false);
+    expect(await exists(['-n', NS, 'role', `${RELEASE}-operator`])).toBe(true);
     expect(await exists(['-n', NS, 'poddisruptionbudget', `${RELEASE}-gateway`])).toBe(true);
     expect(await exists(['-n', NS, 'service', `${RELEASE}-operator-metrics`])).toBe(true);
     // The category answers (no objects yet), which needs all three CRDs served.

@@ -304,6 +304,27 @@ describe('values reach the objects', () => {
     ]);
   });
 
+  it('operator.watchNamespaces: --namespace and Roles in those namespaces, no operator ClusterRole', async () => {
+    const objs = await render({ set: ['operator.watchNamespaces={a,b}'] });
+    expect(container(objs, 'operator').args).toContain('--namespace=a,b');
+    const operatorRbac = objs.filter(
+      (o) =>
+        o.metadata.labels?.['app.kubernetes.io/component'] === 'operator' && o.apiVersion.startsWith('rbac'),
+    );
+    expect(operatorRbac.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}`).sort()).toEqual([
+      'Role/a',
+      'Role/b',
+      `Role/${NAMESPACE}`, // the leader-election Lease
+      'RoleBinding/a',
+      'RoleBinding/b',
+      `RoleBinding/${NAMESPACE}`,
+    ]);
+    // Every namespace (the default): no --namespace, a ClusterRole.
+    const all = await render({});
+    expect(container(all, 'operator').args.filter((a) => a.startsWith('--namespace'))).toEqual([]);
+    expect(find(all, 'ClusterRole', `${RELEASE}-operator`)).toBeDefined();
+  });
+
   it('gateway.enabled=false renders no gateway object', async () => {
     const objs = await render({ set: ['gateway.enabled=false'] });
     expect(objs.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'gateway')).toEqual([]);
@@ -333,6 +354,15 @@ describe('bad values are refused with a message that says what to change', () =>
     ['gateway.service.type=Ingress', "at '/gateway/service/type': value must be one of"],
     ['operator.extraArgs={-v}', "at '/operator/extraArgs/0': '-v' does not match pattern '^--'"],
     ['gateway.watchNamespaces={Team_A}', "at '/gateway/watchNamespaces/0': 'Team_A' does not match pattern"],
+    [
+      'operator.watchNamespaces={Team_A}',
+      "at '/operator/watchNamespaces/0': 'Team_A' does not match pattern",
+    ],
+    ['operator.watchNamespaces={a,a}', "at '/operator/watchNamespaces': items at 0 and 1 are equal"],
+    [
+      'operator.watchNamespace=team-a',
+      'operator.watchNamespace was replaced by operator.watchNamespaces, a list (Roles in those namespaces instead of a ClusterRole): set operator.watchNamespaces={team-a}',
+    ],
     [
       'monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true',
       'monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are both true',
@@ -408,6 +438,15 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     return { stop };
   }
 
+  // What the gateway's informers list and watch (discovery/watcher.ts): routing, and the
+  // Tenants with their API-key Secrets (selected by label: RBAC cannot, so all Secrets).
+  const GATEWAY_KINDS = [
+    'deployments.cacheroute.dev',
+    'cachepolicies.cacheroute.dev',
+    'tenants.cacheroute.dev',
+    'secrets',
+  ];
+
   const canI = async (ns: string, sa: string, args: string[]): Promise<string> =>
     (
       await kubectl(['auth', 'can-i', ...args, `--as=system:serviceaccount:${ns}:${sa}`], { kubeconfig })
@@ -425,9 +464,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     // (A watch is reported when its stream ends; one cut short before it was sent is not.)
     const asked = [...new Set(requests.map((r) => `${r.verb} ${r.resource}`))];
     const granted = ['list', 'watch'].flatMap((verb) =>
-      ['deployments.cacheroute.dev', 'cachepolicies.cacheroute.dev', 'endpointslices.discovery.k8s.io'].map(
-        (kind) => `${verb} ${kind}`,
-      ),
+      [...GATEWAY_KINDS, 'endpointslices.discovery.k8s.io'].map((kind) => `${verb} ${kind}`),
     );
     expect(granted).toEqual(expect.arrayContaining(asked));
     expect(asked).toEqual(
@@ -438,7 +475,9 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
       ]),
     );
     const sa = 'gw1-cacheroute-gateway';
-    expect(await canI(ns, sa, ['watch', 'cachepolicies.cacheroute.dev', '-A'])).toBe('yes');
+    for (const kind of GATEWAY_KINDS)
+      for (const verb of ['list', 'watch'])
+        expect(await canI(ns, sa, [verb, kind, '-A']), `${verb} ${kind} -A`).toBe('yes');
     expect(await canI(ns, sa, ['watch', 'endpointslices.discovery.k8s.io', '-n', ns])).toBe('yes');
     for (const denied of [
       ['get', 'deployments.cacheroute.dev', '-n', ns],
@@ -456,9 +495,13 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     const ns = await createTestNamespace(kubeconfig, 'gw');
     await runDiscoveryAs('gw2', ns, [ns]);
     const sa = 'gw2-cacheroute-gateway';
-    expect(await canI(ns, sa, ['list', 'deployments.cacheroute.dev', '-n', ns])).toBe('yes');
-    expect(await canI(ns, sa, ['list', 'deployments.cacheroute.dev', '-n', 'default'])).toBe('no');
-    expect(await canI(ns, sa, ['list', 'deployments.cacheroute.dev', '-A'])).toBe('no');
+    for (const kind of GATEWAY_KINDS) {
+      expect(await canI(ns, sa, ['list', kind, '-n', ns]), `list ${kind} -n ${ns}`).toBe('yes');
+      expect(await canI(ns, sa, ['watch', kind, '-n', ns]), `watch ${kind} -n ${ns}`).toBe('yes');
+      expect(await canI(ns, sa, ['list', kind, '-n', 'default']), `list ${kind} -n default`).toBe('no');
+      expect(await canI(ns, sa, ['list', kind, '-A']), `list ${kind} -A`).toBe('no');
+    }
+    expect(await canI(ns, sa, ['get', 'secrets', '-n', ns])).toBe('no');
   });
 });
 

@@ -30,7 +30,7 @@ beforeAll(async () => {
 async function startInstance(ns: string, identity: string, leaseMs: number): Promise<Operator> {
   const op = await startOperator({
     kubeconfig,
-    namespace: ns,
+    namespaces: [ns],
     // The dying instance's errors are the point of the test, not news.
     logger: createLogger({
       level: 'error',

@@ -1,19 +1,24 @@
-// The operator's RBAC is exactly the requests its code makes.
-// (a) The chart's rendered ClusterRole and leader-election Role equal the table below,
-//     and the table equals what the code declares: for every ControllerDefinition that
+// The operator's RBAC is exactly the requests its code makes, in both install modes.
+// (a) The table below equals what the code declares: for every ControllerDefinition that
 //     startOperator registers, the primary kind (informer, status writes), the owned
 //     kinds (informer, server-side apply) and the watched kinds (informer), plus each
 //     controller's direct reads and the runtime's fixed needs (Events, the Lease); and
-//     the resource types the operator's source refers to are the table's.
+//     the resource types the operator's source refers to are the table's. Every one is
+//     namespaced, so the rules split into none on cluster-scoped resources and the rest.
+//     The chart renders that table as a ClusterRole (operator.watchNamespaces empty: every
+//     namespace) or as a Role in each watched namespace and no ClusterRole at all; the
+//     Secret and paid-calls-ledger rules only with operator.paidCalls.allowed.
 // (b) Run as the chart's ServiceAccount (a client certificate for its user name, given
-//     rights only by the rendered RBAC objects), the operator reconciles a Deployment
-//     and a CachePolicy, writes status and Events and holds the Lease, with no request
-//     denied by RBAC.
+//     rights only by the rendered RBAC objects), the operator reconciles a Deployment,
+//     a CachePolicy and Tasks, writes status and Events and holds the Lease, with no
+//     request denied by RBAC: cluster-wide with paid calls off (no Secret is read), and
+//     namespaced with a paid call (the Secret, the ledger and the Lease in the watched
+//     namespace), seeing nothing of a namespace outside the list.
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it, onTestFinished, vi } from 'vitest';
-import { LEDGER_CONFIGMAP } from '../../operator/src/controllers/task/daily-cap.ts';
+import { LEDGER_CONFIGMAP, parseDailyCap } from '../../operator/src/controllers/task/daily-cap.ts';
 import { startOperator } from '../../operator/src/operator.ts';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import type { RequestInfo } from '../../operator/src/runtime/client.ts';
@@ -25,12 +30,14 @@ import { createRequestCounter } from '../../operator/src/runtime/request-counter
 import type { RequestCounter } from '../../operator/src/runtime/request-counter.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
 import type { ResourceType } from '../../operator/src/runtime/resources.ts';
+import { FIXTURE_API_KEY, startOpenRouterFixture } from '../fixtures/openrouter/server.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { createUserKubeconfig } from '../support/controlplane.ts';
 import { helmTemplate } from '../support/helm.ts';
 import type { RenderedObject } from '../support/helm.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
 import { loadSample, REPO_ROOT } from '../support/samples.ts';
+import { buildOpenRouterTaskManifest, buildSecretManifest } from '../support/task-builders.ts';
 
 interface Rule {
   apiGroups: string[];
@@ -40,8 +47,10 @@ interface Rule {
 }
 
 // ---- The table ---------------------------------------------------------------------
-// ClusterRole: the operator watches every namespace.
-const CLUSTER_RULES: readonly Rule[] = [
+// The operator's rules: a ClusterRole when it watches every namespace, a Role in each
+// watched namespace otherwise. `paidCallsOnly`: rendered only with paid calls allowed.
+type TableRule = Rule & { paidCallsOnly?: true };
+const OPERATOR_RULES: readonly TableRule[] = [
   // Primary kinds: informers; a Task is re-read after a status conflict.
   { apiGroups: ['cacheroute.dev'], resources: ['deployments', 'cachepolicies'], verbs: ['list', 'watch'] },
   { apiGroups: ['cacheroute.dev'], resources: ['tasks'], verbs: ['get', 'list', 'watch'] },
@@ -67,16 +76,30 @@ const CLUSTER_RULES: readonly Rule[] = [
     verbs: ['get', 'list', 'watch', 'create', 'patch'],
   },
   // The daily-cap ledger of paid calls, by name: replaced with its resourceVersion.
-  { apiGroups: [''], resources: ['configmaps'], resourceNames: [LEDGER_CONFIGMAP], verbs: ['update'] },
+  {
+    apiGroups: [''],
+    resources: ['configmaps'],
+    resourceNames: [LEDGER_CONFIGMAP],
+    verbs: ['update'],
+    paidCallsOnly: true,
+  },
   // Pods of our deployments: the informer selects by label, RBAC cannot.
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
-  // A Task's provider API key, by name.
-  { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+  // An OpenRouter Task's API key, by name, right before the paid call.
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get'], paidCallsOnly: true },
   // Tasks' generation Leases, in the Task's namespace.
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   // Event recorder: new Events are created, repeats patch the series.
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
+
+const operatorRules = (o: { paidCalls: boolean }): Rule[] =>
+  OPERATOR_RULES.filter((r) => o.paidCalls || !r.paidCallsOnly).map((r) => ({
+    apiGroups: r.apiGroups,
+    resources: r.resources,
+    verbs: r.verbs,
+    ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+  }));
 
 // Role in the release namespace: the leader Lease (leader.ts reads, creates, replaces).
 const leaderRules = (leaseName: string): Rule[] => [
@@ -95,17 +118,25 @@ const LIST_WATCH = ['list', 'watch'];
 const APPLY = ['get', 'list', 'watch', 'create', 'patch'];
 // Requests beside the informers, applyOwned and the status write, per controller, read
 // from its reconciler. A controller without an entry has not been reviewed: the test fails.
-const DIRECT_REQUESTS: Record<string, { rt: ResourceType; verbs: string[]; resourceNames?: string[] }[]> = {
+// `paidCallsOnly`: made only on a paid call, which the operator makes only with
+// --allow-paid-calls=true (target.ts: an OpenRouter Task is otherwise TargetNotRoutable).
+interface DirectRequest {
+  rt: ResourceType;
+  verbs: string[];
+  resourceNames?: string[];
+  paidCallsOnly?: true;
+}
+const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
   deployment: [],
   // Warm-up documents.
   cachepolicy: [{ rt: Resources.configMaps, verbs: ['get'] }],
-  // Input and result ConfigMaps by name (owned: already granted), the API key Secret,
-  // the generation Lease, the Task re-read after a status conflict; the daily-cap ledger
-  // (daily-cap-store.ts: get, create, then replace by name).
+  // Input and result ConfigMaps by name (owned: already granted), the API key Secret of a
+  // paid call, the generation Lease, the Task re-read after a status conflict; the daily-cap
+  // ledger of paid calls (daily-cap-store.ts: get, create, then replace by name).
   task: [
     { rt: Resources.configMaps, verbs: ['get', 'create'] },
-    { rt: Resources.configMaps, verbs: ['update'], resourceNames: [LEDGER_CONFIGMAP] },
-    { rt: Resources.secrets, verbs: ['get'] },
+    { rt: Resources.configMaps, verbs: ['update'], resourceNames: [LEDGER_CONFIGMAP], paidCallsOnly: true },
+    { rt: Resources.secrets, verbs: ['get'], paidCallsOnly: true },
     { rt: Resources.leases, verbs: ['get', 'create', 'update'] },
     { rt: Resources.tasks, verbs: ['get'] },
   ],
@@ -135,16 +166,34 @@ function grant(rt: ResourceType, verbs: readonly string[], sub?: string): Rule {
   };
 }
 
-function deriveClusterRules(defs: readonly ControllerDefinition[]): Rule[] {
-  const rules: Rule[] = RUNTIME_CLUSTER_NEEDS.map((n) => grant(n.rt, n.verbs));
+// The rules the code needs, split by the scope of the resource: namespaced ones can be
+// granted by a Role in each watched namespace, cluster-scoped ones only by a ClusterRole.
+function deriveRules(
+  defs: readonly ControllerDefinition[],
+  o: { paidCalls: boolean },
+): { namespaced: Rule[]; clusterScoped: Rule[] } {
+  const needs: { rt: ResourceType; rule: Rule }[] = RUNTIME_CLUSTER_NEEDS.map((n) => ({
+    rt: n.rt,
+    rule: grant(n.rt, n.verbs),
+  }));
+  const need = (rt: ResourceType, rule: Rule): void => void needs.push({ rt, rule });
   for (const d of defs) {
-    rules.push(grant(d.primary, LIST_WATCH), grant(d.primary, ['update'], 'status'));
-    for (const rt of d.owns ?? []) rules.push(grant(rt, APPLY), grant(d.primary, ['update'], 'finalizers'));
-    for (const w of d.watches ?? []) rules.push(grant(w.resource, LIST_WATCH));
-    for (const r of DIRECT_REQUESTS[d.name] ?? [])
-      rules.push({ ...grant(r.rt, r.verbs), ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}) });
+    need(d.primary, grant(d.primary, LIST_WATCH));
+    need(d.primary, grant(d.primary, ['update'], 'status'));
+    for (const rt of d.owns ?? []) {
+      need(rt, grant(rt, APPLY));
+      need(d.primary, grant(d.primary, ['update'], 'finalizers'));
+    }
+    for (const w of d.watches ?? []) need(w.resource, grant(w.resource, LIST_WATCH));
+    for (const r of DIRECT_REQUESTS[d.name] ?? []) {
+      if (r.paidCallsOnly && !o.paidCalls) continue;
+      need(r.rt, { ...grant(r.rt, r.verbs), ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}) });
+    }
   }
-  return rules;
+  return {
+    namespaced: needs.filter((n) => n.rt.namespaced).map((n) => n.rule),
+    clusterScoped: needs.filter((n) => !n.rt.namespaced).map((n) => n.rule),
+  };
 }
 
 // The definitions startOperator really registers, without starting anything.
@@ -197,26 +246,57 @@ const operatorIdentity = (objects: readonly RenderedObject[]): RenderedObject[] 
       IDENTITY_KINDS.includes(o.kind) && o.metadata.labels?.['app.kubernetes.io/component'] === 'operator',
   );
 
-function rulesOf(objects: readonly RenderedObject[], kind: string): Rule[] {
-  const found = operatorIdentity(objects).filter((o) => o.kind === kind);
-  expect(found, `one ${kind}`).toHaveLength(1);
+const ofKind = (objects: readonly RenderedObject[], kind: string): RenderedObject[] =>
+  operatorIdentity(objects).filter((o) => o.kind === kind);
+
+// The rules of the one operator object of this kind, name (and namespace).
+function rulesOf(objects: readonly RenderedObject[], kind: string, name: string, namespace?: string): Rule[] {
+  const found = ofKind(objects, kind).filter(
+    (o) => o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace),
+  );
+  expect(found, `one ${kind} ${namespace ?? ''}/${name}`).toHaveLength(1);
   return (found[0]?.['rules'] as Rule[] | undefined) ?? [];
 }
+
+const operatorArgs = (objects: readonly RenderedObject[]): string[] => {
+  const d = objects.find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-operator')) as
+    { spec: { template: { spec: { containers: { args: string[] }[] } } } } | undefined;
+  return d?.spec.template.spec.containers[0]?.args ?? [];
+};
 
 const kubeconfig = inject('kubeconfig');
 const controlPlane = inject('controlPlane');
 
 describe('chart RBAC equals what the code uses', () => {
-  it('the rendered ClusterRole and leader Role are the table', async () => {
+  it('every namespace: the rendered ClusterRole and leader Role are the table', async () => {
     const objects = await helmTemplate({ release: 'cr', namespace: 'cacheroute-system' });
-    expect(expand(rulesOf(objects, 'ClusterRole'))).toEqual(expand(CLUSTER_RULES));
-    expect(expand(rulesOf(objects, 'Role'))).toEqual(expand(leaderRules('cacheroute-operator')));
+    expect(expand(rulesOf(objects, 'ClusterRole', 'cr-cacheroute-operator'))).toEqual(
+      expand(operatorRules({ paidCalls: false })),
+    );
+    const paid = await helmTemplate({
+      release: 'cr',
+      namespace: 'cacheroute-system',
+      values: { 'operator.paidCalls.allowed': 'true' },
+    });
+    expect(expand(rulesOf(paid, 'ClusterRole', 'cr-cacheroute-operator'))).toEqual(
+      expand(operatorRules({ paidCalls: true })),
+    );
+    // No Role but the leader's, and no --namespace: the operator watches everything.
+    expect(ofKind(objects, 'Role').map((o) => o.metadata.name)).toEqual([
+      'cr-cacheroute-operator-leader-election',
+    ]);
+    expect(operatorArgs(objects).filter((a) => a.startsWith('--namespace'))).toEqual([]);
+    expect(
+      expand(rulesOf(objects, 'Role', 'cr-cacheroute-operator-leader-election', 'cacheroute-system')),
+    ).toEqual(expand(leaderRules('cacheroute-operator')));
     const other = await helmTemplate({
       release: 'cr',
       namespace: 'ops',
       values: { 'operator.leaderElection.leaseName': 'my-lease' },
     });
-    expect(expand(rulesOf(other, 'Role'))).toEqual(expand(leaderRules('my-lease')));
+    expect(expand(rulesOf(other, 'Role', 'cr-cacheroute-operator-leader-election', 'ops'))).toEqual(
+      expand(leaderRules('my-lease')),
+    );
     // Bring-your-own identity: no ServiceAccount, or no RBAC objects at all.
     const byo = await helmTemplate({
       release: 'cr',
@@ -244,15 +324,68 @@ describe('chart RBAC equals what the code uses', () => {
     }
   });
 
+  it.each([false, true])(
+    'operator.watchNamespaces (paid calls %s): a Role of the table in each, the leader Role, no ClusterRole',
+    async (paidCalls) => {
+      const objects = await helmTemplate({
+        release: 'cr',
+        namespace: 'cacheroute-system',
+        values: {
+          'operator.watchNamespaces': '{team-a,team-b}',
+          'operator.paidCalls.allowed': String(paidCalls),
+        },
+      });
+      expect(ofKind(objects, 'ClusterRole')).toEqual([]);
+      expect(ofKind(objects, 'ClusterRoleBinding')).toEqual([]);
+      for (const ns of ['team-a', 'team-b'])
+        expect(expand(rulesOf(objects, 'Role', 'cr-cacheroute-operator', ns))).toEqual(
+          expand(operatorRules({ paidCalls })),
+        );
+      expect(
+        expand(rulesOf(objects, 'Role', 'cr-cacheroute-operator-leader-election', 'cacheroute-system')),
+      ).toEqual(expand(leaderRules('cacheroute-operator')));
+      expect(
+        ofKind(objects, 'Role')
+          .map((o) => `${o.metadata.namespace}/${o.metadata.name}`)
+          .sort(),
+      ).toEqual([
+        'cacheroute-system/cr-cacheroute-operator-leader-election',
+        'team-a/cr-cacheroute-operator',
+        'team-b/cr-cacheroute-operator',
+      ]);
+      const bindings = ofKind(objects, 'RoleBinding');
+      expect(bindings.map((b) => b.metadata.namespace).sort()).toEqual([
+        'cacheroute-system',
+        'team-a',
+        'team-b',
+      ]);
+      for (const b of bindings)
+        expect(b['subjects']).toEqual([
+          { kind: 'ServiceAccount', name: 'cr-cacheroute-operator', namespace: 'cacheroute-system' },
+        ]);
+      // The operator watches exactly the namespaces its Roles are in.
+      expect(operatorArgs(objects).filter((a) => a.startsWith('--namespace'))).toEqual([
+        '--namespace=team-a,team-b',
+      ]);
+    },
+  );
+
   it('the table is derived from the controllers startOperator registers and the runtime', async () => {
     const defs = await registeredDefinitions(kubeconfig);
     // A controller without an entry here has not had its direct reads reviewed.
     expect(defs.map((d) => d.name).sort()).toEqual(Object.keys(DIRECT_REQUESTS).sort());
-    expect(expand(deriveClusterRules(defs))).toEqual(expand(CLUSTER_RULES));
+    for (const paidCalls of [false, true]) {
+      const derived = deriveRules(defs, { paidCalls });
+      // Nothing cluster-scoped: a namespaced install needs no ClusterRole at all.
+      expect(derived.clusterScoped).toEqual([]);
+      expect(expand(derived.namespaced)).toEqual(expand(operatorRules({ paidCalls })));
+    }
   });
 
   it('the resource types the operator source names are exactly the table', () => {
-    expect(referencedResources()).toEqual(resourcesOf([...CLUSTER_RULES, ...leaderRules('x')]));
+    expect(referencedResources()).toEqual(
+      resourcesOf([...operatorRules({ paidCalls: true }), ...leaderRules('x')]),
+    );
   });
 });
 
@@ -310,63 +443,85 @@ async function getJson<T>(args: string[], who = kubeconfig): Promise<T> {
   return JSON.parse(await kubectlOk([...args, '-o', 'json'], { kubeconfig: who })) as T;
 }
 
+// The chart's operator RBAC objects, as rendered for these values under a release name
+// of the test's own, applied; and a kubeconfig that authenticates as its ServiceAccount.
+async function chartIdentity(
+  ns: string,
+  values: Record<string, string>,
+  kinds: readonly string[],
+): Promise<{ who: Identity; userKubeconfig: string }> {
+  const crds = join(REPO_ROOT, 'crds');
+  await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig });
+  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], { kubeconfig });
+  const release = `r${randomBytes(2).toString('hex')}`;
+  const objects = operatorIdentity(await helmTemplate({ release, namespace: ns, values }));
+  expect(objects.map((o) => o.kind).sort()).toEqual([...kinds].sort());
+  const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects });
+  await kubectlOk(['apply', '-f', '-'], { kubeconfig, input: list });
+  onTestFinished(async () => {
+    await kubectl(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], { kubeconfig, input: list });
+  });
+  const sa = objects.find((o) => o.kind === 'ServiceAccount')?.metadata.name ?? '';
+  const who: Identity = {
+    user: `system:serviceaccount:${ns}:${sa}`,
+    groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`],
+  };
+  return { who, userKubeconfig: await createUserKubeconfig(controlPlane, who) };
+}
+
+const applyIn = (ns: string, manifest: unknown): Promise<string> =>
+  kubectlOk(['apply', '-n', ns, '-f', '-'], { kubeconfig, input: JSON.stringify(manifest) });
+
+interface TaskView {
+  status?: {
+    phase?: string;
+    observedGeneration?: number;
+    conditions?: { type: string; reason?: string }[];
+  };
+}
+
 describe('the operator as the chart ServiceAccount', () => {
-  it('reconciles a Deployment, a CachePolicy and a Task with no request denied by RBAC', async () => {
+  it('every namespace: reconciles a Deployment, a CachePolicy and Tasks with no request denied by RBAC', async () => {
     // Short names: the user name is a certificate CN (64 characters at most).
     const ns = await createTestNamespace(kubeconfig, 'rbac');
     const work = await createTestNamespace(kubeconfig, 'op-rbac-work');
-    const crds = join(REPO_ROOT, 'crds');
-    await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig });
-    await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], { kubeconfig });
-
-    // The chart's RBAC objects, as rendered, under a release name of this test's own.
-    const release = `r${randomBytes(2).toString('hex')}`;
-    const objects = operatorIdentity(await helmTemplate({ release, namespace: ns }));
-    expect(objects.map((o) => o.kind).sort()).toEqual([
+    const { who, userKubeconfig } = await chartIdentity(ns, {}, [
       'ClusterRole',
       'ClusterRoleBinding',
       'Role',
       'RoleBinding',
       'ServiceAccount',
     ]);
-    const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects });
-    await kubectlOk(['apply', '-f', '-'], { kubeconfig, input: list });
-    onTestFinished(async () => {
-      await kubectl(['delete', '--ignore-not-found', '--wait=false', '-f', '-'], { kubeconfig, input: list });
-    });
-    const sa = objects.find((o) => o.kind === 'ServiceAccount')?.metadata.name ?? '';
-    const who: Identity = {
-      user: `system:serviceaccount:${ns}:${sa}`,
-      groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`],
-    };
-    const userKubeconfig = await createUserKubeconfig(controlPlane, who);
 
     // Not an admin: allowed what the table says, and nothing beside it.
     const canI = async (...args: string[]): Promise<boolean> =>
       (await kubectl(['auth', 'can-i', ...args], { kubeconfig: userKubeconfig })).code === 0;
     expect(await canI('list', 'pods', '--all-namespaces')).toBe(true);
     expect(await canI('patch', 'deployments.apps', '-n', work)).toBe(true);
+    // Paid calls are off by default: no Secret at all.
+    expect(await canI('get', 'secrets', '-n', work)).toBe(false);
     expect(await canI('list', 'secrets', '-n', work)).toBe(false);
+    expect(await canI('update', `configmaps/${LEDGER_CONFIGMAP}`, '-n', work)).toBe(false);
     expect(await canI('delete', 'deployments.apps', '-n', work)).toBe(false);
     expect(await canI('update', 'deployments.cacheroute.dev', '-n', work)).toBe(false);
     expect(await canI('delete', 'configmaps', '-n', work)).toBe(false);
     expect(await canI('delete', 'leases.coordination.k8s.io', '-n', ns)).toBe(false);
     expect(await canI('create', 'pods', '-n', work)).toBe(false);
 
-    await kubectlOk(['apply', '-n', work, '-f', '-'], {
-      kubeconfig,
-      input: JSON.stringify(buildDeploymentManifest({ name: 'llama-8b', replicas: 1 })),
-    });
-    await kubectlOk(['apply', '-n', work, '-f', '-'], {
-      kubeconfig,
-      input: JSON.stringify(buildCachePolicyManifest('team-a', ['llama-8b'])),
-    });
-
+    await applyIn(work, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
+    await applyIn(work, buildCachePolicyManifest('team-a', ['llama-8b']));
     // A Task on that Deployment (no endpoint yet: it gets as far as its status says).
-    await kubectlOk(['apply', '-n', work, '-f', '-'], {
-      kubeconfig,
-      input: JSON.stringify(loadSample('task-sglang.yaml')),
-    });
+    await applyIn(work, loadSample('task-sglang.yaml'));
+    // An OpenRouter Task while paid calls are off: refused before its Secret is read.
+    await applyIn(work, buildSecretManifest('openrouter', { 'api-key': FIXTURE_API_KEY }));
+    await applyIn(
+      work,
+      buildOpenRouterTaskManifest({
+        name: 'paid',
+        prompt: 'Say hello.',
+        secret: { name: 'openrouter', key: 'api-key' },
+      }),
+    );
 
     const counter = createRequestCounter();
     countNextClient(counter);
@@ -423,7 +578,7 @@ describe('the operator as the chart ServiceAccount', () => {
       expect(p.status?.targets).toEqual([expect.objectContaining({ name: 'llama-8b', accepted: true })]);
     });
     const task = await eventually(async () => {
-      const t = await getJson<{ status?: { phase?: string; observedGeneration?: number } }>([
+      const t = await getJson<TaskView>([
         'get',
         'tasks.cacheroute.dev',
         'summarize-release-notes',
@@ -434,6 +589,14 @@ describe('the operator as the chart ServiceAccount', () => {
       return t;
     });
     console.log(`operator-rbac: the Task reached phase ${task.status?.phase ?? '(none)'}`);
+    await eventually(async () => {
+      const t = await getJson<TaskView>(['get', 'tasks.cacheroute.dev', 'paid', '-n', work]);
+      // Not routable (it waits a while for the target, then fails): nothing is sent.
+      expect(t.status?.observedGeneration).toBe(1);
+      expect(t.status?.conditions).toContainEqual(
+        expect.objectContaining({ type: 'Progressing', reason: 'TargetNotRoutable' }),
+      );
+    });
     // Events, and the Lease.
     await op.manager.events.flush();
     await eventually(async () => {
@@ -475,6 +638,8 @@ describe('the operator as the chart ServiceAccount', () => {
       'create events.events.k8s.io',
     ])
       expect(seen[used], used).toBeGreaterThan(0);
+    // Without paid calls the code never asks for a Secret (nor could it).
+    expect(requests.filter((r) => r.resource === 'secrets')).toEqual([]);
     expect(requests.filter((r) => r.code === 401)).toEqual([]);
     // The shared plane may hold other tests' objects in Terminating namespaces, where
     // admission (not RBAC) forbids new objects: a 403 counts only if RBAC denies it.
@@ -489,5 +654,124 @@ describe('the operator as the chart ServiceAccount', () => {
     console.log(
       `operator-rbac: ${requests.length} requests, ${forbidden.length} forbidden by admission in other tests' namespaces, 0 denied by RBAC`,
     );
+  });
+
+  it('operator.watchNamespaces: Roles there only; a paid call reads its Secret; nothing outside is seen', async () => {
+    const ns = await createTestNamespace(kubeconfig, 'rbacn');
+    const work = await createTestNamespace(kubeconfig, 'op-ns-work');
+    const outside = await createTestNamespace(kubeconfig, 'op-ns-out');
+    const { userKubeconfig } = await chartIdentity(
+      ns,
+      { 'operator.watchNamespaces': `{${work}}`, 'operator.paidCalls.allowed': 'true' },
+      ['Role', 'Role', 'RoleBinding', 'RoleBinding', 'ServiceAccount'],
+    );
+
+    // Rights in the watched namespace (Secrets included) and none elsewhere.
+    const canI = async (...args: string[]): Promise<boolean> =>
+      (await kubectl(['auth', 'can-i', ...args], { kubeconfig: userKubeconfig })).code === 0;
+    expect(await canI('list', 'pods', '-n', work)).toBe(true);
+    expect(await canI('get', 'secrets', '-n', work)).toBe(true);
+    expect(await canI('update', `configmaps/${LEDGER_CONFIGMAP}`, '-n', work)).toBe(true);
+    expect(await canI('list', 'secrets', '-n', work)).toBe(false);
+    for (const elsewhere of [outside, ns, 'default']) {
+      expect(await canI('get', 'secrets', '-n', elsewhere), `get secrets -n ${elsewhere}`).toBe(false);
+      expect(await canI('list', 'pods', '-n', elsewhere), `list pods -n ${elsewhere}`).toBe(false);
+    }
+    expect(await canI('list', 'pods', '--all-namespaces')).toBe(false);
+    expect(await canI('list', 'deployments.cacheroute.dev', '--all-namespaces')).toBe(false);
+
+    await applyIn(work, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
+    await applyIn(work, buildCachePolicyManifest('team-a', ['llama-8b']));
+    await applyIn(outside, buildDeploymentManifest({ name: 'stray', replicas: 1 }));
+    await applyIn(work, buildSecretManifest('openrouter', { 'api-key': FIXTURE_API_KEY }));
+    await applyIn(
+      work,
+      buildOpenRouterTaskManifest({
+        name: 'paid',
+        prompt: 'Say hello.',
+        secret: { name: 'openrouter', key: 'api-key' },
+        cacheWriteUsage: 'required',
+      }),
+    );
+    const fx = await startOpenRouterFixture();
+    onTestFinished(() => fx.close());
+    const cap = parseDailyCap('1 USD');
+    if (!cap.ok) throw new Error(cap.error);
+
+    const counter = createRequestCounter();
+    countNextClient(counter);
+    const op = await startOperator({
+      kubeconfig: userKubeconfig,
+      namespaces: [work],
+      logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
+      leaderElection: { namespace: ns, name: 'cacheroute-operator' },
+      http: false,
+      openrouterBaseUrl: fx.baseUrl,
+      dailyCap: cap.value,
+    });
+    let stopped = false;
+    onTestFinished(async () => {
+      if (!stopped) await op.stop();
+    });
+
+    // The watched namespace is reconciled.
+    await eventually(() => getJson(['get', 'deployment.apps', 'llama-8b-sglang', '-n', work]));
+    await eventually(async () => {
+      const d = await getJson<{ status?: { observedGeneration?: number } }>([
+        'get',
+        'sgd',
+        'llama-8b',
+        '-n',
+        work,
+      ]);
+      expect(d.status?.observedGeneration).toBe(1);
+    });
+    // The paid call: the generation Lease, the Secret, the ledger, all in the Task's namespace.
+    await eventually(async () => {
+      const t = await getJson<TaskView>(['get', 'tasks.cacheroute.dev', 'paid', '-n', work]);
+      expect(t.status?.phase).toBe('Succeeded');
+    });
+    expect(fx.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${FIXTURE_API_KEY}`]);
+    const ledger = await getJson<{ data?: Record<string, string> }>([
+      'get',
+      'configmap',
+      LEDGER_CONFIGMAP,
+      '-n',
+      work,
+    ]);
+    expect(Object.keys(ledger.data ?? {})).not.toEqual([]);
+    await op.manager.events.flush();
+    expect(op.manager.isLeader()).toBe(true);
+
+    // The namespace outside the list: never read, never written.
+    const stray = await getJson<{ status?: unknown }>(['get', 'sgd', 'stray', '-n', outside]);
+    expect(stray.status).toBeUndefined();
+    const strayWorkloads = await getJson<{ items: unknown[] }>(['get', 'deployments.apps', '-n', outside]);
+    expect(strayWorkloads.items).toEqual([]);
+
+    stopped = true;
+    await op.stop();
+    const requests = counter.requests();
+    const seen = counter.snapshot().byVerbResource;
+    for (const used of [
+      'list deployments.cacheroute.dev',
+      'list pods',
+      'apply deployments.apps',
+      'get secrets',
+      'create configmaps',
+      'create leases.coordination.k8s.io',
+      'update tasks.cacheroute.dev/status',
+      'create events.events.k8s.io',
+    ])
+      expect(seen[used], used).toBeGreaterThan(0);
+    // Every request named a namespace: the watched one, or the release namespace for the
+    // leader Lease. Nothing cluster-wide, nothing outside, and nothing refused.
+    expect(
+      requests.filter(
+        (r) => r.namespace !== work && !(r.namespace === ns && r.resource.startsWith('leases')),
+      ),
+    ).toEqual([]);
+    expect(requests.filter((r) => r.code === 401 || r.code === 403)).toEqual([]);
+    console.log(`operator-rbac (namespaced): requests by verb and resource ${JSON.stringify(seen)}`);
   });
 });

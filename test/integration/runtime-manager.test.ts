@@ -67,7 +67,7 @@ async function startManager(
   };
   const manager: Manager = new Manager({
     client,
-    namespace: ns,
+    namespaces: [ns],
     cacheSelectors: { configmaps: 'role=parent', secrets: 'role=child' },
     syncPeriodMs: opts.syncPeriodMs ?? 3600_000,
     leaderElection: {

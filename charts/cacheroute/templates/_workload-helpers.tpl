@@ -54,6 +54,9 @@ maxUnavailable: {{ .maxUnavailable }}
 {{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
 {{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are both true: each would scrape the same pods; enable one" }}
 {{- end }}
+{{- with .Values.operator.watchNamespace }}
+{{- fail (printf "operator.watchNamespace was replaced by operator.watchNamespaces, a list (Roles in those namespaces instead of a ClusterRole): set operator.watchNamespaces={%s} and drop operator.watchNamespace" .) }}
+{{- end }}
 {{- if and .Values.gateway.redis.url .Values.gateway.redis.existingSecret.name }}
 {{- fail "gateway.redis.url and gateway.redis.existingSecret.name are both set: give the URL one way (a URL with a password belongs in the Secret)" }}
 {{- end }}

@@ -2,6 +2,7 @@
 // status, conditions, events, leader election and the manager that wires them.
 export * from './apply.ts';
 export * from './apply-plan.ts';
+export * from './cache.ts';
 export * from './client.ts';
 export * from './clock.ts';
 export * from './conditions.ts';

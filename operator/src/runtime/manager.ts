@@ -2,6 +2,10 @@
 //
 // - Informers are shared per (resource, label selector) and start at once, so caches
 //   are warm when this instance becomes leader; reconcilers run only while leading.
+// - Namespaces: all, or a list (one informer per listed namespace, cache.ts). A key
+//   outside the list is never queued: reconcilers read and write only in their key's
+//   namespace (every reference in the API is same-namespace), so nothing the operator
+//   does leaves the namespaces it was given.
 // - Each controller has a primary kind (its keys), owned kinds (mapped to the owner's
 //   key through the controller owner reference) and extra watches with a map function.
 // - Workers start after every informer has synced; a reconcile's error requeues the
@@ -12,6 +16,8 @@
 // - Losing the lease is fatal, as in controller-runtime: the process should exit and be
 //   restarted as a candidate, because a deposed leader's in-memory state is suspect.
 import type { AddressInfo } from 'node:net';
+import { NamespacedInformers } from './cache.ts';
+import type { ResourceCache } from './cache.ts';
 import type { KubeClient } from './client.ts';
 import { isConflict } from './client.ts';
 import type { Clock } from './clock.ts';
@@ -55,8 +61,8 @@ export interface ManagerOptions {
   logger?: Logger;
   metrics?: RuntimeMetrics;
   clock?: Clock;
-  // Namespace to watch; undefined: all namespaces.
-  namespace?: string;
+  // Namespaces to watch; undefined or empty: all namespaces.
+  namespaces?: readonly string[];
   // Label selectors for the cache of a resource (e.g. only our pods), by resourceLabel.
   cacheSelectors?: Record<string, string>;
   // Every object is reconciled again this often (controller-runtime: 10 h).
@@ -90,7 +96,9 @@ export class Manager {
   private readonly opts: ManagerOptions;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly informers = new Map<string, Informer>();
+  private readonly informers = new Map<string, ResourceCache>();
+  // The watched namespaces; undefined: all.
+  private readonly namespaces: ReadonlySet<string> | undefined;
   private readonly controllers: RunningController[] = [];
   private readonly elector: LeaderElector | undefined;
   private readonly reconcileAbort = new AbortController();
@@ -108,6 +116,7 @@ export class Manager {
     this.client = opts.client;
     this.log = opts.logger ?? noopLogger;
     this.clock = opts.clock ?? systemClock;
+    this.namespaces = opts.namespaces?.length ? new Set(opts.namespaces) : undefined;
     this.metrics = opts.metrics ?? createRuntimeMetrics(undefined, () => this.clock.now());
     this.client.observe(buildRequestMetricsObserver(this.metrics));
     const le = opts.leaderElection;
@@ -133,24 +142,32 @@ export class Manager {
   }
 
   // The shared informer (cache) of a resource; reconcilers read through it.
-  informer<T extends KubeObject = KubeObject>(rt: ResourceType, labelSelector?: string): Informer<T> {
+  informer<T extends KubeObject = KubeObject>(rt: ResourceType, labelSelector?: string): ResourceCache<T> {
     const selector = labelSelector ?? this.opts.cacheSelectors?.[resourceLabel(rt)];
     const id = `${resourceLabel(rt)}?${selector ?? ''}`;
     let inf = this.informers.get(id);
     if (!inf) {
-      inf = new Informer({
+      const opts = {
         client: this.client,
         resource: rt,
-        namespace: rt.namespaced ? this.opts.namespace : undefined,
         labelSelector: selector,
         resyncPeriodMs: this.opts.syncPeriodMs ?? 10 * 3600_000,
         logger: this.log,
         clock: this.clock,
-      });
+      };
+      inf =
+        rt.namespaced && this.namespaces
+          ? new NamespacedInformers([...this.namespaces], opts)
+          : new Informer(opts);
       this.informers.set(id, inf);
       if (this.started) inf.start();
     }
-    return inf as unknown as Informer<T>;
+    return inf as unknown as ResourceCache<T>;
+  }
+
+  // Whether a key's namespace is one this manager watches ('' is a cluster-scoped object).
+  watches(namespace: string): boolean {
+    return namespace === '' || !this.namespaces || this.namespaces.has(namespace);
   }
 
   addController(def: ControllerDefinition): void {
@@ -159,7 +176,10 @@ export class Manager {
       clock: this.clock,
       metrics: buildQueueMetrics(this.metrics, def.name),
     });
-    const enqueue = (k: ObjectKey): void => queue.add(formatKey(k));
+    const enqueue = (k: ObjectKey): void => {
+      if (this.watches(k.namespace)) queue.add(formatKey(k));
+      else this.log.debug('not queued: namespace not watched', { controller: def.name, key: formatKey(k) });
+    };
     this.informer(def.primary).addEventHandler({
       onAdd: (o) => enqueue(keyOf(o)),
       onUpdate: (_old, o) => enqueue(keyOf(o)),

@@ -66,6 +66,7 @@ export const Resources = {
     namespaced: true,
   },
   tasks: { group: GROUP, version: VERSION, resource: 'tasks', kind: 'Task', namespaced: true },
+  tenants: { group: GROUP, version: VERSION, resource: 'tenants', kind: 'Tenant', namespaced: true },
 } as const satisfies Record<string, ResourceType>;
 
 export function apiVersionOf(rt: ResourceType): string {
