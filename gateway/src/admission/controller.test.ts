@@ -172,6 +172,191 @@ describe('AdmissionController', () => {
   });
 });
 
+describe('AdmissionController priority', () => {
+  const one: AdmissionConfig = { maxConcurrency: 1, maxQueue: 10, queueTimeoutMs: 1000, adaptive: false };
+
+  /** Releases the held permit and returns the next one granted from the queue. */
+  async function handOver(held: Permit, waiters: { result: AdmissionResult | undefined }[]) {
+    const before = waiters.filter((w) => w.result !== undefined).length;
+    held.release();
+    await flush();
+    const granted = waiters.filter((w) => w.result?.ok);
+    expect(granted.length).toBe(before + 1);
+    return granted;
+  }
+
+  it('serves the highest priority first', async () => {
+    const ctl = new AdmissionController(one, new ManualClock());
+    const held = permit(await ctl.acquire());
+    const low = track(ctl.acquire(undefined, { priority: 0 }));
+    const high = track(ctl.acquire(undefined, { priority: 5 }));
+    const neg = track(ctl.acquire(undefined, { priority: -3 }));
+    const mid = track(ctl.acquire(undefined, { priority: 2 }));
+    const order: string[] = [];
+    const named = { low, high, neg, mid };
+    let current = held;
+    for (let i = 0; i < 4; i++) {
+      current.release();
+      await flush();
+      const next = Object.entries(named).find(([n, w]) => w.result?.ok && !order.includes(n));
+      if (!next) throw new Error('nothing granted');
+      order.push(next[0]);
+      current = permit(next[1].result as AdmissionResult);
+    }
+    expect(order).toEqual(['high', 'mid', 'low', 'neg']);
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 1, queued: 0 });
+  });
+
+  it('serves one priority in arrival order, and acquire(signal) means priority 0', async () => {
+    const ctl = new AdmissionController(one, new ManualClock());
+    let held = permit(await ctl.acquire());
+    const waiters = [
+      track(ctl.acquire(undefined, { priority: 3 })),
+      track(ctl.acquire()),
+      track(ctl.acquire(undefined, { priority: 3 })),
+      track(ctl.acquire(new AbortController().signal)),
+      track(ctl.acquire(undefined, { priority: 3 })),
+    ];
+    const order: number[] = [];
+    for (let i = 0; i < waiters.length; i++) {
+      await handOver(held, waiters);
+      const next = waiters.findIndex((w, j) => w.result?.ok && !order.includes(j));
+      order.push(next);
+      held = permit(waiters[next]?.result as AdmissionResult);
+    }
+    expect(order).toEqual([0, 2, 4, 1, 3]);
+  });
+
+  it('a full queue: a higher arrival displaces the newest of the lowest, which gets overloaded', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController({ ...one, maxQueue: 3 }, clock);
+    const first = permit(await ctl.acquire());
+    clock.advance(4000);
+    first.release(); // service time 4 s
+    const held = permit(await ctl.acquire());
+    const lowOld = track(ctl.acquire(undefined, { priority: -1 }));
+    const lowNew = track(ctl.acquire(undefined, { priority: -1 }));
+    const mid = track(ctl.acquire(undefined, { priority: 1 }));
+    const high = track(ctl.acquire(undefined, { priority: 2 }));
+    await flush();
+    // As a rejected arrival would hear: 4 requests ahead (3 queued + itself) × 4 s / limit 1.
+    expect(lowNew.result).toEqual({ ok: false, error: { code: 'overloaded', retryAfterSeconds: 16 } });
+    expect(lowOld.result).toBeUndefined();
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 1, queued: 3 });
+    expect(await ctl.acquire(undefined, { priority: -1 })).toEqual({
+      ok: false,
+      error: { code: 'overloaded', retryAfterSeconds: 16 },
+    });
+    held.release();
+    await flush();
+    expect(high.result?.ok).toBe(true);
+    expect(mid.result).toBeUndefined();
+    expect(lowOld.result).toBeUndefined();
+    permit(high.result as AdmissionResult).release();
+    await flush();
+    expect(mid.result?.ok).toBe(true);
+    permit(mid.result as AdmissionResult).release();
+    await flush();
+    expect(lowOld.result?.ok).toBe(true);
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 1, queued: 0 });
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('a full queue: an arrival no higher than the lowest waiter is rejected, displacing no one', async () => {
+    const ctl = new AdmissionController({ ...one, maxQueue: 2 }, new ManualClock());
+    permit(await ctl.acquire());
+    const waiters = [
+      track(ctl.acquire(undefined, { priority: 1 })),
+      track(ctl.acquire(undefined, { priority: 4 })),
+    ];
+    for (const priority of [1, 0, -50]) {
+      expect(await ctl.acquire(undefined, { priority })).toMatchObject({
+        ok: false,
+        error: { code: 'overloaded' },
+      });
+    }
+    await flush();
+    expect(waiters.map((w) => w.result)).toEqual([undefined, undefined]);
+    expect(ctl.snapshot().queued).toBe(2);
+    // Strictly higher than the lowest waiting is what it takes.
+    const two = track(ctl.acquire(undefined, { priority: 2 }));
+    await flush();
+    expect(waiters[0]?.result).toMatchObject({ ok: false, error: { code: 'overloaded' } });
+    expect(two.result).toBeUndefined();
+    expect(ctl.snapshot().queued).toBe(2);
+  });
+
+  it('maxQueue 0: no queue, whatever the priority', async () => {
+    const ctl = new AdmissionController({ ...one, maxQueue: 0 }, new ManualClock());
+    permit(await ctl.acquire());
+    expect(await ctl.acquire(undefined, { priority: 100 })).toMatchObject({
+      ok: false,
+      error: { code: 'overloaded' },
+    });
+    expect(ctl.snapshot().queued).toBe(0);
+  });
+
+  it('timeout and abort of waiters below the top keep the counts exact', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController({ ...one, maxQueue: 3 }, clock);
+    const held = permit(await ctl.acquire());
+    const abort = new AbortController();
+    const mid = track(ctl.acquire(undefined, { priority: 2 }));
+    const low = track(ctl.acquire(abort.signal, { priority: 0 }));
+    clock.advance(500);
+    const high = track(ctl.acquire(undefined, { priority: 5 }));
+    abort.abort();
+    await flush();
+    expect(low.result).toEqual({ ok: false, error: { code: 'aborted' } });
+    expect(ctl.snapshot().queued).toBe(2);
+    clock.advance(500); // mid's timeout; high has 500 ms left
+    await flush();
+    expect(mid.result).toMatchObject({ ok: false, error: { code: 'queue-timeout' } });
+    expect(high.result).toBeUndefined();
+    expect(ctl.snapshot().queued).toBe(1);
+    const three = track(ctl.acquire(undefined, { priority: 3 }));
+    const five = track(ctl.acquire(undefined, { priority: 5 }));
+    expect(ctl.snapshot().queued).toBe(3);
+    // The emptied levels 0 and 2 are gone: 3 is the lowest waiting, so a 1 displaces no one.
+    expect(await ctl.acquire(undefined, { priority: 1 })).toMatchObject({ ok: false });
+    expect(ctl.snapshot().queued).toBe(3);
+    await handOver(held, [high, three, five]);
+    expect(high.result?.ok).toBe(true);
+    await handOver(permit(high.result as AdmissionResult), [high, three, five]);
+    expect(five.result?.ok).toBe(true);
+    await handOver(permit(five.result as AdmissionResult), [high, three, five]);
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 1, queued: 0 });
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('drain rejects the waiters of every priority; after resume the queue starts clean', async () => {
+    const clock = new ManualClock();
+    const ctl = new AdmissionController(one, clock);
+    const held = permit(await ctl.acquire());
+    const waiters = [-3, 0, 0, 7].map((priority) => track(ctl.acquire(undefined, { priority })));
+    ctl.drain();
+    await flush();
+    expect(waiters.map((w) => w.result)).toEqual(Array(4).fill({ ok: false, error: { code: 'draining' } }));
+    expect(ctl.snapshot()).toMatchObject({ queued: 0, draining: true });
+    expect(clock.pendingTimers).toBe(0);
+    ctl.resume();
+    const low = track(ctl.acquire(undefined, { priority: -3 }));
+    const high = track(ctl.acquire(undefined, { priority: 7 }));
+    expect(ctl.snapshot().queued).toBe(2);
+    held.release();
+    await flush();
+    expect(high.result?.ok).toBe(true);
+    expect(low.result).toBeUndefined();
+  });
+
+  it('refuses a priority that is not an integer', () => {
+    const ctl = new AdmissionController(one, new ManualClock());
+    for (const priority of [0.5, Number.NaN, Infinity]) {
+      expect(() => ctl.acquire(undefined, { priority })).toThrow(RangeError);
+    }
+  });
+});
+
 describe('AdmissionRegistry', () => {
   it('one saturated deployment does not starve another', async () => {
     const clock = new ManualClock();

@@ -1,10 +1,17 @@
-// Admission control for one deployment: a concurrency limit, a bounded FIFO
-// queue with a timeout, and an adaptive limit.
+// Admission control for one deployment: a concurrency limit, a bounded
+// priority queue with a timeout, and an adaptive limit.
 //
-// - acquire(): a permit when in-flight < limit; else a place in the queue
-//   when it has room; else `overloaded` (429 + Retry-After). A queued request
-//   gets a permit in arrival order, or `queue-timeout` (503 + Retry-After)
-//   after queueTimeoutMs, or `aborted` when its signal fires.
+// - acquire(signal, { priority }): a permit when in-flight < limit; else a
+//   place in the queue when it has room; else `overloaded` (429 +
+//   Retry-After). A queued request gets a permit highest priority first
+//   (an integer, default 0), in arrival order within one priority, or
+//   `queue-timeout` (503 + Retry-After) after queueTimeoutMs, or `aborted`
+//   when its signal fires.
+// - A full queue still takes an arrival of strictly higher priority than the
+//   lowest waiting: the newest waiter of that lowest priority gives up its
+//   place and gets the `overloaded` a refused arrival would have got. An
+//   arrival no higher than everyone waiting is refused. maxQueue 0 means no
+//   queue at all, whatever the priority.
 // - drain(): queued requests and new arrivals get `draining` (503); permits
 //   already held finish normally.
 // - Adaptive limit (gradient, after Netflix concurrency-limits' Gradient2):
@@ -21,6 +28,7 @@
 //   deployment fills only its own queue.
 
 import type { Clock, Timer } from '../clock.ts';
+import { PriorityQueue } from './priority-queue.ts';
 
 export interface AdmissionConfig {
   readonly maxConcurrency: number;
@@ -33,6 +41,11 @@ export interface AdmissionConfig {
   /** Multiplicative decrease factor. */
   readonly backoff?: number;
   readonly cooldownMs?: number;
+}
+
+export interface AcquireOptions {
+  /** An integer; higher is served first and may displace lower when the queue is full. Default 0. */
+  readonly priority?: number | undefined;
 }
 
 export type Rejection =
@@ -79,9 +92,7 @@ export class AdmissionController {
   readonly #clock: Clock;
   #limit: number;
   #inFlight = 0;
-  #queue: Waiter[] = [];
-  #queueHead = 0;
-  #queued = 0;
+  readonly #queue = new PriorityQueue<Waiter>();
   #draining = false;
   #shortLatency: number | undefined;
   #longLatency: number | undefined;
@@ -102,7 +113,12 @@ export class AdmissionController {
   }
 
   snapshot(): AdmissionSnapshot {
-    return { limit: this.limit, inFlight: this.#inFlight, queued: this.#queued, draining: this.#draining };
+    return {
+      limit: this.limit,
+      inFlight: this.#inFlight,
+      queued: this.#queue.size,
+      draining: this.#draining,
+    };
   }
 
   /** The whole-number concurrency limit in force. */
@@ -110,16 +126,17 @@ export class AdmissionController {
     return Math.max(this.#cfg.minConcurrency, Math.floor(this.#limit));
   }
 
-  acquire(signal?: AbortSignal): Promise<AdmissionResult> {
+  /** Throws a RangeError when the priority is not an integer: a caller's bug, not a client's. */
+  acquire(signal?: AbortSignal, opts: AcquireOptions = {}): Promise<AdmissionResult> {
+    const priority = opts.priority ?? 0;
+    if (!Number.isInteger(priority))
+      throw new RangeError(`admission priority must be an integer: ${priority}`);
     if (this.#draining) return Promise.resolve({ ok: false, error: { code: 'draining' } });
     if (signal?.aborted) return Promise.resolve({ ok: false, error: { code: 'aborted' } });
-    if (this.#inFlight < this.limit && this.#queued === 0) return Promise.resolve(this.#grant(0));
-    if (this.#queued >= this.#cfg.maxQueue)
-      return Promise.resolve({
-        ok: false,
-        error: { code: 'overloaded', retryAfterSeconds: this.#retryAfterSeconds() },
-      });
-    return new Promise((resolve) => this.#enqueue(resolve, signal));
+    if (this.#inFlight < this.limit && this.#queue.size === 0) return Promise.resolve(this.#grant(0));
+    if (this.#queue.size >= this.#cfg.maxQueue && !this.#displaceBelow(priority))
+      return Promise.resolve(this.#overloaded());
+    return new Promise((resolve) => this.#enqueue(resolve, signal, priority));
   }
 
   /**
@@ -127,7 +144,7 @@ export class AdmissionController {
    * shrinking): permits held and requests queued stay counted, so the bound
    * holds across the change. The adaptive limit keeps its place relative to
    * the ceiling; a queue longer than the new bound keeps its waiters but takes
-   * no new ones.
+   * no new ones, save a higher priority displacing a lower one for one.
    */
   resize(bounds: Pick<AdmissionConfig, 'maxConcurrency' | 'maxQueue'>): void {
     const ratio = this.#limit / this.#cfg.maxConcurrency;
@@ -142,7 +159,7 @@ export class AdmissionController {
   /** Stop admitting: queued and new requests get `draining`. */
   drain(): void {
     this.#draining = true;
-    for (const w of this.#takeAllWaiters()) this.#finish(w, { ok: false, error: { code: 'draining' } });
+    for (const w of this.#queue.takeAll()) this.#finish(w, { ok: false, error: { code: 'draining' } });
   }
 
   resume(): void {
@@ -160,7 +177,25 @@ export class AdmissionController {
     if (this.#cfg.adaptive) this.#decrease();
   }
 
-  #enqueue(resolve: (r: AdmissionResult) => void, signal: AbortSignal | undefined): void {
+  /**
+   * Frees a place in a full queue for an arrival of `priority` by turning away
+   * the newest waiter of the lowest priority, when that is strictly lower.
+   */
+  #displaceBelow(priority: number): boolean {
+    const lowest = this.#queue.lowestPriority;
+    if (this.#cfg.maxQueue === 0 || lowest === undefined || priority <= lowest) return false;
+    // Computed while the queue is full, so it matches what a refused arrival hears.
+    const overloaded = this.#overloaded();
+    const displaced = this.#queue.popNewestOfLowest();
+    if (displaced) this.#finish(displaced, overloaded);
+    return true;
+  }
+
+  #overloaded(): AdmissionResult {
+    return { ok: false, error: { code: 'overloaded', retryAfterSeconds: this.#retryAfterSeconds() } };
+  }
+
+  #enqueue(resolve: (r: AdmissionResult) => void, signal: AbortSignal | undefined, priority: number): void {
     const w: Waiter = {
       enqueuedAt: this.#clock.now(),
       resolve,
@@ -169,8 +204,9 @@ export class AdmissionController {
       onAbort: undefined,
       signal,
     };
+    const place = this.#queue.push(w, priority);
     w.timer = this.#clock.setTimer(this.#cfg.queueTimeoutMs, () => {
-      this.#queued--;
+      if (!this.#queue.remove(place)) return;
       this.#finish(w, {
         ok: false,
         error: { code: 'queue-timeout', retryAfterSeconds: this.#retryAfterSeconds() },
@@ -178,13 +214,10 @@ export class AdmissionController {
     });
     if (signal) {
       w.onAbort = () => {
-        this.#queued--;
-        this.#finish(w, { ok: false, error: { code: 'aborted' } });
+        if (this.#queue.remove(place)) this.#finish(w, { ok: false, error: { code: 'aborted' } });
       };
       signal.addEventListener('abort', w.onAbort, { once: true });
     }
-    this.#queue.push(w);
-    this.#queued++;
   }
 
   #finish(w: Waiter, result: AdmissionResult): void {
@@ -193,24 +226,6 @@ export class AdmissionController {
     w.timer?.cancel();
     if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
     w.resolve(result);
-  }
-
-  #takeAllWaiters(): Waiter[] {
-    const live = this.#queue.slice(this.#queueHead).filter((w) => !w.done);
-    this.#queue = [];
-    this.#queueHead = 0;
-    this.#queued = 0;
-    return live;
-  }
-
-  #nextWaiter(): Waiter | undefined {
-    while (this.#queueHead < this.#queue.length) {
-      const w = this.#queue[this.#queueHead++] as Waiter;
-      if (!w.done) return w;
-    }
-    this.#queue = [];
-    this.#queueHead = 0;
-    return undefined;
   }
 
   #grant(queuedMs: number): AdmissionResult {
@@ -232,16 +247,10 @@ export class AdmissionController {
   }
 
   #dispatch(): void {
-    while (this.#inFlight < this.limit && this.#queued > 0 && !this.#draining) {
-      const w = this.#nextWaiter();
+    while (this.#inFlight < this.limit && !this.#draining) {
+      const w = this.#queue.shift();
       if (!w) break;
-      this.#queued--;
       this.#finish(w, this.#grant(this.#clock.now() - w.enqueuedAt));
-    }
-    // Compact the array once the consumed head dominates it.
-    if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#queueHead);
-      this.#queueHead = 0;
     }
   }
 
@@ -257,7 +266,7 @@ export class AdmissionController {
     this.#longLatency =
       this.#longLatency === undefined ? l : this.#longLatency + 0.02 * (l - this.#longLatency);
     if (this.#shortLatency > this.#cfg.tolerance * this.#longLatency) return this.#decrease();
-    const constrained = this.#queued > 0 || this.#inFlight + 1 >= this.limit;
+    const constrained = this.#queue.size > 0 || this.#inFlight + 1 >= this.limit;
     if (constrained) this.#limit = Math.min(this.#cfg.maxConcurrency, this.#limit + 1 / this.#limit);
   }
 
@@ -271,7 +280,7 @@ export class AdmissionController {
   /** Expected wait for the queue ahead to drain, in whole seconds (at least 1). */
   #retryAfterSeconds(): number {
     const service = this.#serviceMs ?? 1000;
-    return Math.max(1, Math.ceil(((this.#queued + 1) * service) / this.limit / 1000));
+    return Math.max(1, Math.ceil(((this.#queue.size + 1) * service) / this.limit / 1000));
   }
 }
 
