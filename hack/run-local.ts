@@ -12,6 +12,7 @@
 // hack/sglang/README.md) instead of the simulator; the other samples stay
 // simulated (prefill/decode and HiSparse need GPUs).
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -104,6 +105,16 @@ function buildLocalSamples(): string {
   return docs.map((d) => `---\n${stringify(d)}`).join('');
 }
 
+/** The Secret examples/tenant.yaml names, labelled for the gateway, with one key. */
+function buildDemoKeySecret(key: string): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'team-a-keys', labels: { 'cacheroute.dev/api-keys': 'true' } },
+    stringData: { 'key-1': key },
+  };
+}
+
 // The sample whose pods run the real SGLang under --real-sglang.
 const REAL_SAMPLE = 'llama-8b';
 
@@ -172,6 +183,9 @@ async function inside(dir: string): Promise<void> {
   bridges.push(await forwardUnixToTcp(join(dir, 'gateway-admin.sock'), '127.0.0.1', adminPort));
   await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
   await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
+  // The sample Tenant's key: made here, as a user makes one (examples/tenant.yaml).
+  const demoKey = randomBytes(24).toString('hex');
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(buildDemoKeySecret(demoKey)) });
 
   log(
     `waiting for llama-8b to be Ready (every endpoint verified${real ? ', from two real SGLang servers' : ''})`,
@@ -183,7 +197,9 @@ async function inside(dir: string): Promise<void> {
         k,
       );
       if (ready !== 'True') throw new Error(`llama-8b Ready=${ready || 'unknown'}`);
-      const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/models`);
+      const res = await fetch(`http://127.0.0.1:${gatewayPort}/v1/models`, {
+        headers: { authorization: `Bearer ${demoKey}` },
+      });
       const body = (await res.json()) as { data?: { id: string }[] };
       if (!body.data?.some((m) => m.id === 'llama-8b'))
         throw new Error('the gateway does not list llama-8b yet');
@@ -211,7 +227,8 @@ async function inside(dir: string): Promise<void> {
       `export KUBECONFIG=${kubeconfig}`,
       `${kubectl} get cacheroute`,
       '',
-      `curl -s http://127.0.0.1:${ports.gateway}/v1/chat/completions -H 'content-type: application/json' -d '${request}'`,
+      `curl -s http://127.0.0.1:${ports.gateway}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
+      `(the sample Tenant team-a's key, from the Secret team-a-keys; without it the gateway answers 401)`,
       '',
       `Logs: ${dir}/operator.log ${dir}/gateway.log. Ctrl-C stops everything.`,
       '',

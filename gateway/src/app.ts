@@ -2,22 +2,30 @@
 
 import { randomUUID } from 'node:crypto';
 import Fastify, {
+  type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
-import { systemClock } from './clock.ts';
+import { systemClock, type Clock } from './clock.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
 import { registerKvIndexMetrics } from './kv-index/metrics.ts';
 import { Drain } from './lifecycle/drain.ts';
-import { buildMetrics } from './metrics.ts';
+import { buildMetrics, type GatewayMetrics } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
+import { answerClientError, answerConnect, answerFrameworkError } from './request/client-error.ts';
+import { registerJsonBodyParser } from './request/json-body.ts';
 import type { RouteKind } from './request/shape.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { RuntimeLoadEvents } from './endpoints/load-events.ts';
 import { RuntimeLoadPoller } from './endpoints/runtime-load.ts';
+import type { RuntimeLoad } from './endpoints/book.ts';
+import { authenticate } from './tenancy/authenticate.ts';
+import type { RateLimiter } from './tenancy/limiter.ts';
+import { RedisRateLimiter } from './tenancy/redis-limiter.ts';
+import { OPEN_DIRECTORY, type Tenant, type TenantDirectory } from './tenancy/tenant.ts';
 import { buildNodeSink } from './upstream/sink.ts';
 import { statusPlugin } from './status/index.ts';
 
@@ -32,6 +40,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The runtime's cache report in the answer passed on, for the status page (parsed once). */
     cacheReport: CacheReport | null;
+    /** The API key's tenant (keys mode), once authenticated. */
+    tenant: Tenant | null;
   }
 }
 
@@ -51,6 +61,12 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
    * Default: all on one app (`app.admin` is the app itself).
    */
   readonly separateAdmin?: boolean;
+  /**
+   * Who may call: a directory of tenants' keys (`keys` mode: 401 without a valid key), or
+   * OPEN_DIRECTORY, the default, which checks nothing and says so on /status, in a metric
+   * and in the log at start.
+   */
+  readonly tenants?: TenantDirectory;
 }
 
 const GENERATION_ROUTES: readonly [string, RouteKind][] = [
@@ -61,39 +77,47 @@ const GENERATION_ROUTES: readonly [string, RouteKind][] = [
 
 export function build(opts: BuildOptions): FastifyInstance {
   const bodyLimit = opts.bodyLimitBytes ?? 64 * 1024 * 1024;
-  const app = Fastify({ logger: opts.logger ?? false, bodyLimit, genReqId: () => randomUUID() });
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit,
+    genReqId: () => randomUUID(),
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
+  });
+  registerJsonBodyParser(app);
+  app.server.on('connect', answerConnect);
   const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
   const clock = opts.clock ?? systemClock;
-  const poller =
-    opts.runtimeLoad || !opts.scrapeIntervalMs
-      ? undefined
-      : new RuntimeLoadPoller({ table: opts.table, clock, intervalMs: opts.scrapeIntervalMs });
-  // Pushed load (the runtimes' load publishers) where it is fresh, else the last scrape.
-  const loadEvents = opts.runtimeLoad ? undefined : new RuntimeLoadEvents({ clock });
-  const runtimeLoad = opts.runtimeLoad ?? ((id: string) => loadEvents?.get(id) ?? poller?.get(id));
-  const followLoad = loadEvents && setInterval(() => loadEvents.sync(opts.table.list()), 1000).unref();
-  loadEvents?.sync(opts.table.list());
+  const load = opts.runtimeLoad
+    ? { get: opts.runtimeLoad, start: () => undefined, close: () => undefined }
+    : followRuntimeLoad(opts.table, clock, opts.scrapeIntervalMs);
+  const runtimeLoad = load.get;
   const redisStore =
     opts.redis && !opts.store ? new RedisResultStore({ logger: app.log, clock, ...opts.redis }) : undefined;
   const store = opts.store ?? redisStore;
+  const tenants = opts.tenants ?? OPEN_DIRECTORY;
+  const limiter = opts.limiter ?? openSharedLimiter(tenants, opts.redis, clock, app.log);
   const gateway = new Gateway({
     ...opts,
+    // What the gateway sends a runtime is held to what it takes from a client.
+    upstream: { maxBodyBytes: bodyLimit, ...opts.upstream },
     clock,
     metrics,
     runtimeLoad,
     ...(store ? { store } : {}),
+    ...(limiter ? { limiter } : {}),
   });
+  reportAuthMode(tenants, metrics, app.log);
   registerKvIndexMetrics(metrics.registry, gateway.kvIndex);
   const drain = new Drain();
   app.decorate('gateway', gateway);
   app.decorate('drain', drain);
   app.decorateRequest('cacheReport', null);
+  app.decorateRequest('tenant', null);
   gateway.start();
-  poller?.start();
+  load.start();
   app.addHook('onClose', async () => {
-    poller?.stop();
-    if (followLoad) clearInterval(followLoad);
-    loadEvents?.close();
+    load.close();
     await gateway.close();
     await redisStore?.close();
   });
@@ -112,16 +136,25 @@ export function build(opts: BuildOptions): FastifyInstance {
 
   // Probes and scrapes come every few seconds: the admin app does not log each one.
   const admin = opts.separateAdmin
-    ? Fastify({ logger: opts.logger ?? false, disableRequestLogging: true })
+    ? Fastify({
+        logger: opts.logger ?? false,
+        disableRequestLogging: true,
+        clientErrorHandler: answerClientError,
+        frameworkErrors: answerFrameworkError,
+      })
     : app;
   app.decorate('admin', admin);
-  if (admin !== app) app.addHook('onClose', async () => admin.close());
+  if (admin !== app) {
+    admin.server.on('connect', answerConnect);
+    app.addHook('onClose', async () => admin.close());
+  }
   void app.register(statusPlugin, {
     table: opts.table,
     gateway,
     metrics,
     runtimeLoad,
     generationPaths: GENERATION_ROUTES.map(([path]) => path),
+    tenants,
     routesOn: admin,
   });
   admin.get('/healthz', () => ({ status: 'ok' }));
@@ -133,15 +166,18 @@ export function build(opts: BuildOptions): FastifyInstance {
   admin.get('/metrics', async (_req, reply) =>
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
-  app.get('/v1/models', () => ({
+  // Every API route needs a tenant's key in keys mode; the admin routes are on their own port.
+  const apiRoute = tenants.mode === 'keys' ? { onRequest: buildAuthenticateHook(tenants) } : {};
+  app.get('/v1/models', apiRoute, (req) => ({
     object: 'list',
     data: opts.table
       .list()
+      .filter((r) => !req.tenant || req.tenant.deployments.has(r.deployment))
       .map((r) => ({ id: r.model, object: 'model', created: 0, owned_by: 'cacheroute' })),
   }));
 
   for (const [path, kind] of GENERATION_ROUTES) {
-    app.post(path, async (req: FastifyRequest, reply: FastifyReply) => {
+    app.post(path, apiRoute, async (req: FastifyRequest, reply: FastifyReply) => {
       if (drain.draining)
         throw new GatewayError(
           'GW_DRAINING',
@@ -167,6 +203,8 @@ export function build(opts: BuildOptions): FastifyInstance {
           return buildNodeSink(reply.raw);
         },
         log: req.log,
+        ...(req.tenant ? { tenant: req.tenant } : {}),
+        setHeader: (name, value) => reply.raw.setHeader(name, value),
       });
       if (served.kind === 'streamed') return reply;
       req.cacheReport = served.report ?? null;
@@ -187,9 +225,76 @@ export function build(opts: BuildOptions): FastifyInstance {
       route: req.routeOptions.url ?? 'unknown',
       code: String(reply.statusCode),
     });
+    if (tenants.mode === 'keys')
+      metrics.tenantRequests.inc({ tenant: req.tenant?.id ?? '', code: String(reply.statusCode) });
     done();
   });
   return app;
+}
+
+/**
+ * Each runtime's load: pushed by its load publisher where that is fresh, else the last
+ * scrape of its /metrics (every `scrapeIntervalMs`; none when absent).
+ */
+function followRuntimeLoad(
+  table: BuildOptions['table'],
+  clock: Clock,
+  scrapeIntervalMs: number | undefined,
+): { get: (id: string) => RuntimeLoad | undefined; start(): void; close(): void } {
+  const poller = scrapeIntervalMs
+    ? new RuntimeLoadPoller({ table, clock, intervalMs: scrapeIntervalMs })
+    : undefined;
+  const events = new RuntimeLoadEvents({ clock });
+  events.sync(table.list());
+  let follow: NodeJS.Timeout | undefined;
+  return {
+    get: (id) => events.get(id) ?? poller?.get(id),
+    start() {
+      follow = setInterval(() => events.sync(table.list()), 1000).unref();
+      poller?.start();
+    },
+    close() {
+      poller?.stop();
+      clearInterval(follow);
+      events.close();
+    },
+  };
+}
+
+/** With Redis, every replica counts tenants' limits into the same windows; without, the gateway counts its share. */
+function openSharedLimiter(
+  tenants: TenantDirectory,
+  redis: RedisStoreOptions | undefined,
+  clock: Clock,
+  log: FastifyBaseLogger,
+): RateLimiter | undefined {
+  return redis && tenants.mode === 'keys'
+    ? new RedisRateLimiter({ url: redis.url, clock, logger: log })
+    : undefined;
+}
+
+/** Open mode is loud: a metric, and a warning at start. */
+function reportAuthMode(tenants: TenantDirectory, metrics: GatewayMetrics, log: FastifyBaseLogger): void {
+  metrics.authOpen.set(tenants.mode === 'open' ? 1 : 0);
+  if (tenants.mode === 'open')
+    log.warn(
+      'API keys are not checked (--auth open): anyone who reaches the API port may call every model; ' +
+        'declare Tenants and run with --auth keys',
+    );
+}
+
+/** Keys mode: every API route's first step sets the request's tenant, or answers 401. */
+function buildAuthenticateHook(
+  tenants: TenantDirectory,
+): (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void {
+  return (req, _reply, done) => {
+    try {
+      req.tenant = authenticate(tenants, req.headers);
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  };
 }
 
 function toGatewayError(err: unknown, bodyLimit: number): GatewayError {

@@ -11,7 +11,21 @@ export const GatewayErrors = {
     status: 404,
     message: "Model '{model}' is not served by this gateway; GET /v1/models lists the served models",
   },
+  GW_UNAUTHORIZED: { status: 401, message: 'No valid API key: {detail}' },
+  GW_MODEL_FORBIDDEN: {
+    status: 403,
+    message:
+      "Tenant '{tenant}' may not use model '{model}' (Deployment {deployment}); the Tenant's spec.models lists what it may call",
+  },
+  GW_RATE_LIMITED: {
+    status: 429,
+    message: "Tenant '{tenant}' is over its {limit} per minute ({value}); retry after {retryAfterSeconds} s",
+  },
   GW_PAYLOAD_TOO_LARGE: { status: 413, message: 'Request body is larger than {limitBytes} bytes' },
+  GW_HEADERS_TOO_LARGE: {
+    status: 431,
+    message: 'Request line and headers together are larger than {limitBytes} bytes',
+  },
   GW_OVERLOADED: {
     status: 429,
     message:
@@ -67,6 +81,8 @@ export interface ErrorBody {
 
 function typeOf(status: number): string {
   if (status === 429) return 'rate_limit_error';
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
   if (status >= 500) return 'server_error';
   if (status === 404) return 'not_found_error';
   return 'invalid_request_error';

@@ -45,14 +45,18 @@ import {
   type ResultStore,
   type StoredResult,
 } from './reuse/index.ts';
+import { computeTenantSalt } from '../../operator/src/sglang/salt.ts';
 import { isDisaggregated } from './routing/pd.ts';
 import type { ModelRoute, RouteEndpoint, RoutingTable } from './routing/table.ts';
+import { MemoryRateLimiter, type RateLimiter } from './tenancy/limiter.ts';
+import { applyLimitHeaders, toRateLimitError } from './tenancy/limit-response.ts';
+import type { Tenant } from './tenancy/tenant.ts';
 import { encodeRequest } from './tokenize/request.ts';
 import type { Tokenizer } from './tokenize/tokenizer.ts';
 import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './upstream/exchange.ts';
 import type { BufferedResponse, SendOptions, StreamedResponse } from './upstream/answer.ts';
 import { headerString, pipeStream } from './upstream/relay.ts';
-import { extractCacheReport } from './upstream/report.ts';
+import { extractAnswerUsage } from './upstream/report.ts';
 import { requestUsageEvent, UsageEventFilter } from './upstream/strip-usage.ts';
 
 export interface UpstreamOptions {
@@ -64,6 +68,8 @@ export interface UpstreamOptions {
   readonly keepAliveTimeoutMs?: number;
   /** Endpoints tried per request (1 = no retry). */
   readonly maxAttempts?: number;
+  /** Largest body sent to a runtime: re-encoding can grow one (invalid UTF-8 threefold, `1e20` fivefold). */
+  readonly maxBodyBytes?: number;
 }
 
 export interface GatewayOptions {
@@ -83,6 +89,8 @@ export interface GatewayOptions {
   readonly kvIndex?: KvIndexFleet;
   /** Each served model's own tokenizer (--tokenizers): text prompts matched exactly against the KV index. */
   readonly tokenizers?: ReadonlyMap<string, Tokenizer>;
+  /** Tenants' rate counts (Redis for the tier); in memory, this replica's share, when absent. */
+  readonly limiter?: RateLimiter;
 }
 
 export class Gateway {
@@ -107,6 +115,7 @@ export class Gateway {
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
   readonly #peers: PeerSet;
+  readonly #limiter: RateLimiter;
   // The tier seen last and where this replica stands in it: recomputed only when the members change.
   #fleet: { members: readonly string[]; position: FleetPosition } | undefined;
   #timer: Timer | undefined;
@@ -128,6 +137,7 @@ export class Gateway {
       connectionsPerEndpoint: 256,
       keepAliveTimeoutMs: 60_000,
       maxAttempts: 2,
+      maxBodyBytes: 64 * 1024 * 1024,
       ...opts.upstream,
     };
     this.#agent = new Agent({
@@ -138,6 +148,7 @@ export class Gateway {
       agent: this.#agent,
       headersTimeoutMs: this.#upstream.headersTimeoutMs,
       bodyTimeoutMs: this.#upstream.bodyTimeoutMs,
+      maxBodyBytes: this.#upstream.maxBodyBytes,
     };
     this.admission = new AdmissionRegistry(this.#clock);
     this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
@@ -157,6 +168,9 @@ export class Gateway {
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
     this.#peers = opts.peers ?? buildSoloPeers();
+    this.#limiter =
+      opts.limiter ??
+      new MemoryRateLimiter(this.#clock, (total) => computeShareOf(total, this.#fleetPosition()));
   }
 
   start(): void {
@@ -190,6 +204,7 @@ export class Gateway {
     this.#kvTimer?.cancel();
     this.#kvTimer = undefined;
     if (this.#ownsKvIndex) await this.kvIndex.close();
+    await this.#limiter.close();
     await this.#agent.close();
   }
 
@@ -211,7 +226,16 @@ export class Gateway {
     const parsed = parseBody(ctx.kind, ctx.body);
     if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
     const route = this.#lookup(parsed.value, ctx.headers);
-    const salt = computeEffectiveSalt(route.salt, parsed.value.body.cache_salt);
+    const tenant = ctx.tenant;
+    if (tenant && !tenant.deployments.has(route.deployment))
+      throw new GatewayError('GW_MODEL_FORBIDDEN', {
+        tenant: tenant.id,
+        model: route.model,
+        deployment: route.deployment,
+      });
+    const routeSalt =
+      tenant && !route.sharePrefixesAcrossTenants ? computeTenantSalt(route.salt, tenant.id) : route.salt;
+    const salt = computeEffectiveSalt(routeSalt, parsed.value.body.cache_salt);
     const body: Record<string, unknown> = { ...parsed.value.body, cache_salt: salt };
     if (ctx.kind === 'generate') delete body['model'];
     const exact = computeExactTokens(parsed.value) ?? (await this.#tokenizeForIndex(route, parsed.value));
@@ -221,6 +245,7 @@ export class Gateway {
       tokens: exact ?? computeRouteTokens(parsed.value),
       now: this.#clock.now(),
     };
+    if (tenant) await this.#limit(ctx, tenant, input.tokens.length);
     const fwd: Forwarding = { ctx, route, input, body, ...(exact ? { exact } : {}) };
     if (body['stream'] === true) {
       // The runtime's usage event carries its cache report; a client that did not ask for it does not see it.
@@ -232,7 +257,9 @@ export class Gateway {
     const mode = route.reuse.enabled ? computeDeterminism(body, route.reuse.reusableWhen) : undefined;
     if (mode) return this.#serveReusable(fwd);
     return toServed(
-      await this.#forward(fwd, BUFFERED_EXCHANGE, (e, res, done) => this.#deliverBuffered(e, res, done)),
+      await this.#forward(fwd, BUFFERED_EXCHANGE, (e, res, done) =>
+        this.#deliverBuffered(fwd.ctx.tenant, e, res, done),
+      ),
     );
   }
 
@@ -262,7 +289,7 @@ export class Gateway {
     });
     const out = await this.#reuser.run(key, route.reuse.ttlSeconds * 1000, async () => {
       const r = await this.#forward(fwd, BUFFERED_EXCHANGE, (e, res, done) =>
-        this.#deliverBuffered(e, res, done),
+        this.#deliverBuffered(fwd.ctx.tenant, e, res, done),
       );
       return { value: r, stored: isStorable(r, route) ? toStored(r) : undefined };
     });
@@ -276,7 +303,7 @@ export class Gateway {
     exchange: Exchange<R>,
     deliver: Deliver<T, R>,
   ): Promise<T> {
-    const permit = await this.#admit(fwd.route, fwd.ctx.signal);
+    const permit = await this.#admit(fwd.route, fwd.ctx.signal, fwd.ctx.tenant?.priority ?? 0);
     let release: ReleaseInfo | undefined;
     try {
       const policy = this.#policyFor(fwd.route);
@@ -312,7 +339,16 @@ export class Gateway {
     return this.#fleet.position;
   }
 
-  async #admit(route: ModelRoute, signal: AbortSignal): Promise<Permit> {
+  /** A tenant over its rate limits gets 429 before it is queued; its figures go on every answer. */
+  async #limit(ctx: RequestContext, tenant: Tenant, promptTokens: number): Promise<void> {
+    const decision = await this.#limiter.admit(tenant, promptTokens);
+    if (ctx.setHeader) applyLimitHeaders(decision, ctx.setHeader);
+    if (decision.allowed) return;
+    this.#metrics.tenantRejections.inc({ tenant: tenant.id, limit: decision.limited });
+    throw toRateLimitError(tenant, decision);
+  }
+
+  async #admit(route: ModelRoute, signal: AbortSignal, priority: number): Promise<Permit> {
     const fleet = this.#fleetPosition();
     const ctl = this.admission.get(route.deployment, {
       maxConcurrency: computeShareOf(route.admission.maxConcurrency, fleet),
@@ -320,7 +356,7 @@ export class Gateway {
       queueTimeoutMs: route.admission.queueTimeoutSeconds * 1000,
       adaptive: route.admission.adaptive,
     });
-    const r = await ctl.acquire(signal);
+    const r = await ctl.acquire(signal, { priority });
     if (r.ok) {
       this.#metrics.queueSeconds.observe({ deployment: route.deployment }, r.value.queuedMs / 1000);
       return r.value;
@@ -330,12 +366,15 @@ export class Gateway {
   }
 
   #deliverBuffered(
+    tenant: Tenant | undefined,
     endpoint: RouteEndpoint,
     res: BufferedResponse,
     done: (outcome: DeliveryOutcome) => void,
   ): Promise<Buffered> {
     const text = res.text;
-    const report = res.statusCode < 300 ? extractCacheReport(text) : undefined;
+    const usage = res.statusCode < 300 ? extractAnswerUsage(text) : undefined;
+    const report = usage?.report;
+    if (tenant && usage?.completionTokens) this.#limiter.charge(tenant, usage.completionTokens);
     done({ kind: 'completed', report });
     const contentType = headerString(res.headers['content-type']) ?? 'application/json';
     return Promise.resolve({ status: res.statusCode, contentType, body: text, endpoint, report });
@@ -356,6 +395,8 @@ export class Gateway {
       () => done({ kind: 'first-byte' }),
       stripUsage ? new UsageEventFilter() : undefined,
     );
+    const tenant = fwd.ctx.tenant;
+    if (tenant && piped.completionTokens) this.#limiter.charge(tenant, piped.completionTokens);
     // Even an interrupted stream was prefilled: the endpoint holds the prompt.
     done({ kind: 'completed', report: piped.report });
     return { kind: 'streamed' };

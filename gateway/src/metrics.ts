@@ -19,6 +19,9 @@ export interface GatewayMetrics {
   readonly inFlight: Gauge<'endpoint'>;
   readonly upstreamFailures: Counter<'endpoint' | 'reason'>;
   readonly endpoints: Gauge<'model' | 'role' | 'state'>;
+  readonly tenantRequests: Counter<'tenant' | 'code'>;
+  readonly tenantRejections: Counter<'tenant' | 'limit'>;
+  readonly authOpen: Gauge;
 }
 
 /** routable: ready and verified; the others never receive generation. */
@@ -111,6 +114,25 @@ export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTa
         for (const r of table.list())
           for (const e of r.endpoints) this.inc({ model: r.model, role: e.role, state: classifyEndpoint(e) });
       },
+    }),
+    tenantRequests: new Counter({
+      name: 'cacheroute_gateway_tenant_requests_total',
+      help:
+        'API requests by tenant (namespace/name; "" when no valid key was presented) and HTTP status, ' +
+        'when the gateway checks keys.',
+      labelNames: ['tenant', 'code'],
+      registers,
+    }),
+    tenantRejections: new Counter({
+      name: 'cacheroute_gateway_rate_limited_total',
+      help: 'Requests refused by a tenant rate limit, by tenant and limit (requests, tokens).',
+      labelNames: ['tenant', 'limit'],
+      registers,
+    }),
+    authOpen: new Gauge({
+      name: 'cacheroute_gateway_auth_open',
+      help: '1 when this gateway checks no API keys (--auth open): anyone who reaches it may call every model.',
+      registers,
     }),
   };
 }

@@ -6,6 +6,9 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, Gate, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
@@ -175,4 +178,35 @@ describe('gateway process on SIGTERM', () => {
     expect(code).toBe(2);
     expect(err).toContain('--drain-timeout-seconds: give a number of seconds');
   });
+
+  it('checks API keys by default: --routes needs --tenants, then a request without a key gets 401', async () => {
+    const refused = spawn(process.execPath, [SERVER, '--routes', '/nonexistent.json'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child = refused;
+    let err = '';
+    refused.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+    const [code] = (await once(refused, 'exit')) as [number | null];
+    expect(code).toBe(2);
+    expect(err).toContain('--auth keys with --routes needs --tenants FILE');
+
+    const upstream = await startFakeUpstream();
+    up = upstream;
+    const dir = mkdtempSync(join(tmpdir(), 'tenants-'));
+    const key = 'k'.repeat(40);
+    const tenants = join(dir, 'tenants.json');
+    writeFileSync(tenants, JSON.stringify([{ namespace: 'ns', name: 'demo', models: ['m'], keys: [key] }]));
+    try {
+      const { url, proc, exited } = await startGateway(upstream, ['--auth', 'keys', '--tenants', tenants]);
+      const denied = await fetch(`${url}/v1/models`);
+      expect(denied.status).toBe(401);
+      expect(await denied.json()).toMatchObject({ error: { code: 'GW_UNAUTHORIZED' } });
+      const allowed = await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+      expect(allowed.status).toBe(200);
+      proc.kill('SIGTERM');
+      await exited;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

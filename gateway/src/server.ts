@@ -11,6 +11,11 @@
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
+// `--auth keys` (the default) needs a tenant's API key on every API request
+// (`Authorization: Bearer <key>`): Tenants and their labelled key Secrets come
+// from discovery, or with --routes from `--tenants tenants.json`
+// (tenancy/static-file.ts). `--auth open` checks nothing, and says so at start,
+// on /status and in cacheroute_gateway_auth_open.
 // The routing table comes from Deployment and CachePolicy status (discovery/,
 // default kubeconfig: $KUBECONFIG, ~/.kube/config, then in-cluster), or with
 // `--routes routes.json` from a JSON file: an array of ModelRoute objects
@@ -22,9 +27,11 @@ import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
-import { build } from './app.ts';
-import { openRouteSource, parseRouteSourceFlags } from './discovery/source.ts';
+import { build, type BuildOptions } from './app.ts';
+import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
 import type { ModelRoute } from './routing/table.ts';
+import { loadTenantFile } from './tenancy/static-file.ts';
+import type { KeyDirectory, TenantDirectory } from './tenancy/tenant.ts';
 import { loadTokenizerDirectory, type LoadedTokenizers } from './tokenize/registry.ts';
 
 const RouteFile = z.array(
@@ -84,6 +91,8 @@ async function main(): Promise<void> {
       tokenizers: { type: 'string' },
       'admin-port': { type: 'string' },
       'admin-host': { type: 'string' },
+      auth: { type: 'string', default: 'keys' },
+      tenants: { type: 'string' },
     },
   });
   const flags = parseRouteSourceFlags(values);
@@ -95,16 +104,19 @@ async function main(): Promise<void> {
     values['admin-port'] === undefined ? undefined : AdminPort.safeParse(values['admin-port']);
   if (adminPort && !adminPort.success)
     exitWithUsage(`--admin-port: ${adminPort.error.issues[0]?.message ?? 'invalid'}`);
-  const source = await openRouteSource(flags.value, loadRoutes).catch((err: unknown) =>
-    exitWithUsage(err instanceof Error ? err.message : String(err)),
-  );
+  const auth = parseAuthFlags(values, flags.value.kind);
+  if (!auth.ok) exitWithUsage(auth.error);
+  const source = await openRouteSource(flags.value, loadRoutes, {
+    tenants: auth.value.mode === 'keys',
+  }).catch((err: unknown) => exitWithUsage(err instanceof Error ? err.message : String(err)));
+  const tenants = auth.value.tenantsFile ? loadTenantsOrExit(auth.value.tenantsFile) : source.tenants;
   const table = source.table;
   const peers = source.peers;
   const tokenizers = values.tokenizers ? await loadTokenizers(values.tokenizers) : undefined;
   const app = build({
     table,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
-    ...(peers ? { peers, ready: () => peers.synced() } : {}),
+    ...buildTierOptions(peers, tenants),
     logger: { level: values['log-level'] },
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
@@ -130,6 +142,52 @@ async function main(): Promise<void> {
   await app.listen({ port: Number(values.port), host: values.host });
   if (adminPort?.success)
     await app.admin.listen({ port: adminPort.data, host: values['admin-host'] ?? values.host });
+}
+
+function loadTenantsOrExit(path: string): KeyDirectory {
+  try {
+    return loadTenantFile(path);
+  } catch (err) {
+    return exitWithUsage(
+      `--tenants: cannot use ${path}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+const AuthMode = z.enum(['keys', 'open'], { error: 'give keys (API keys of Tenants) or open (no keys)' });
+
+/** The tier and the tenants, and readiness waiting for both to have synced. */
+function buildTierOptions(
+  peers: Discovery['peers'],
+  tenants: TenantDirectory | undefined,
+): Pick<BuildOptions, 'peers' | 'tenants' | 'ready'> {
+  return {
+    ready: () => (peers?.synced() ?? true) && (tenants?.ready ?? true),
+    ...(peers ? { peers } : {}),
+    ...(tenants ? { tenants } : {}),
+  };
+}
+
+/** --auth and --tenants: who may call, and where tenants come from with a static table. */
+export function parseAuthFlags(
+  values: { readonly auth?: string | undefined; readonly tenants?: string | undefined },
+  source: 'static' | 'discovery',
+): Parsed<{ mode: 'keys' | 'open'; tenantsFile?: string }> {
+  const mode = AuthMode.safeParse(values.auth ?? 'keys');
+  if (!mode.success) return { ok: false, error: `--auth: ${mode.error.issues[0]?.message ?? 'invalid'}` };
+  const file = values.tenants;
+  if (file && (mode.data === 'open' || source !== 'static'))
+    return {
+      ok: false,
+      error:
+        '--tenants reads tenants from a file for --routes with --auth keys; with discovery, apply Tenant objects',
+    };
+  if (mode.data === 'keys' && source === 'static' && !file)
+    return {
+      ok: false,
+      error: '--auth keys with --routes needs --tenants FILE (the tenants and their keys), or --auth open',
+    };
+  return { ok: true, value: { mode: mode.data, ...(file ? { tenantsFile: file } : {}) } };
 }
 
 async function loadTokenizers(dir: string): Promise<LoadedTokenizers> {

@@ -1,5 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
+import { buildTenantController } from './controllers/tenant/reconciler.ts';
 import { buildDeploymentController } from './controllers/deployment/reconciler.ts';
 import type { DailyCap } from './controllers/task/daily-cap.ts';
 import { buildTaskController } from './controllers/task/reconciler.ts';
@@ -56,6 +57,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
   });
   manager.addController(buildDeploymentController({ manager, client, concurrency: opts.concurrency ?? 4 }));
   manager.addController(buildCachePolicyController({ manager, client }));
+  manager.addController(buildTenantController({ manager, client }));
   manager.addController(
     buildTaskController({
       manager,

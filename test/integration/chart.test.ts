@@ -12,6 +12,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { EndpointSlicePeers } from '../../gateway/src/discovery/peer-slices.ts';
+import { TenantWatcher } from '../../gateway/src/discovery/tenant-watcher.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import { KubeClient, type RequestInfo } from '../../operator/src/runtime/client.ts';
 import { createUserKubeconfig } from '../support/controlplane.ts';
@@ -287,6 +288,21 @@ describe('values reach the objects', () => {
     expect(objs.filter((o) => o.metadata.name === `${RELEASE}-gateway-peers`)).toEqual([]);
   });
 
+  it('gateway.auth.mode: keys by default (Secrets readable for the keys); open passes --auth=open and grants no Secret', async () => {
+    const secretRules = (objs: Awaited<ReturnType<typeof render>>) =>
+      (find(objs, 'ClusterRole', `${RELEASE}-gateway`).rules as { resources: string[] }[]).filter((r) =>
+        r.resources.includes('secrets'),
+      );
+    const keys = await render({});
+    expect(container(keys, 'gateway').args).toContain('--auth=keys');
+    expect(secretRules(keys)).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
+    ]);
+    const open = await render({ set: ['gateway.auth.mode=open'] });
+    expect(container(open, 'gateway').args).toContain('--auth=open');
+    expect(secretRules(open)).toEqual([]);
+  });
+
   it('gateway.watchNamespaces: Roles in those namespaces and no ClusterRole', async () => {
     const objs = await render({ set: ['gateway.watchNamespaces={a,b}'] });
     expect(container(objs, 'gateway').args).toContain('--namespace=a,b');
@@ -350,6 +366,7 @@ describe('bad values are refused with a message that says what to change', () =>
       "at '/gateway/redis/url': 'http://redis:6379' does not match pattern",
     ],
     ['gateway.port=0', "at '/gateway/port': minimum: got 0, want 1"],
+    ['gateway.auth.mode=none', "at '/gateway/auth/mode': value must be one of"],
     ['operator.concurrency=100', "at '/operator/concurrency': maximum: got 100, want 64"],
     ['gateway.service.type=Ingress', "at '/gateway/service/type': value must be one of"],
     ['operator.extraArgs={-v}', "at '/operator/extraArgs/0': '-v' does not match pattern '^--'"],
@@ -414,6 +431,8 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     client.observe((info) => void requests.push(info));
     const watcher = new DiscoveryWatcher({ client, namespaces, coalesceMs: 20 });
     watcher.start();
+    const tenants = new TenantWatcher({ client, namespaces, coalesceMs: 20 });
+    tenants.start();
     // --peers-service, as the chart passes it: the gateway's own Service in the release namespace.
     const peers = new EndpointSlicePeers({
       client,
@@ -427,6 +446,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     const stop = (): Promise<RequestInfo[]> =>
       (stopped ??= (async () => {
         await watcher.stop();
+        await tenants.stop();
         await peers.stop();
         await client.close();
         return requests;
@@ -434,6 +454,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     onTestFinished(async () => void (await stop()));
     // RBAC bindings take effect within moments; until then lists are 403 and retried.
     await eventually(() => expect(watcher.table.ready).toBe(true), { timeoutMs: 30_000 });
+    await eventually(() => expect(tenants.directory.ready).toBe(true), { timeoutMs: 30_000 });
     await eventually(() => expect(peers.hasSynced()).toBe(true), { timeoutMs: 30_000 });
     return { stop };
   }

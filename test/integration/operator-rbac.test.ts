@@ -52,12 +52,16 @@ interface Rule {
 type TableRule = Rule & { paidCallsOnly?: true };
 const OPERATOR_RULES: readonly TableRule[] = [
   // Primary kinds: informers; a Task is re-read after a status conflict.
-  { apiGroups: ['cacheroute.dev'], resources: ['deployments', 'cachepolicies'], verbs: ['list', 'watch'] },
+  {
+    apiGroups: ['cacheroute.dev'],
+    resources: ['deployments', 'cachepolicies', 'tenants'],
+    verbs: ['list', 'watch'],
+  },
   { apiGroups: ['cacheroute.dev'], resources: ['tasks'], verbs: ['get', 'list', 'watch'] },
   // Status through the status subresource (a PUT).
   {
     apiGroups: ['cacheroute.dev'],
-    resources: ['deployments/status', 'cachepolicies/status', 'tasks/status'],
+    resources: ['deployments/status', 'cachepolicies/status', 'tasks/status', 'tenants/status'],
     verbs: ['update'],
   },
   // Owner references with blockOwnerDeletion: where OwnerReferencesPermissionEnforcement
@@ -128,6 +132,8 @@ interface DirectRequest {
 }
 const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
   deployment: [],
+  // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
+  tenant: [],
   // Warm-up documents.
   cachepolicy: [{ rt: Resources.configMaps, verbs: ['get'] }],
   // Input and result ConfigMaps by name (owned: already granted), the API key Secret of a
@@ -510,6 +516,7 @@ describe('the operator as the chart ServiceAccount', () => {
 
     await applyIn(work, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
     await applyIn(work, buildCachePolicyManifest('team-a', ['llama-8b']));
+    await applyIn(work, loadSample('tenant.yaml'));
     // A Task on that Deployment (no endpoint yet: it gets as far as its status says).
     await applyIn(work, loadSample('task-sglang.yaml'));
     // An OpenRouter Task while paid calls are off: refused before its Secret is read.
@@ -577,6 +584,19 @@ describe('the operator as the chart ServiceAccount', () => {
       ]);
       expect(p.status?.targets).toEqual([expect.objectContaining({ name: 'llama-8b', accepted: true })]);
     });
+    // The sample Tenant names llama-8b and two models this namespace does not have.
+    await eventually(async () => {
+      const t = await getJson<{
+        status?: { conditions?: { type: string; reason: string; message: string }[] };
+      }>(['get', 'tenants.cacheroute.dev', 'team-a', '-n', work]);
+      expect(t.status?.conditions).toEqual([
+        expect.objectContaining({
+          type: 'Ready',
+          reason: 'ModelNotFound',
+          message: expect.stringContaining('no Deployment qwen-32b, deepseek-v32'),
+        }),
+      ]);
+    });
     const task = await eventually(async () => {
       const t = await getJson<TaskView>([
         'get',
@@ -635,6 +655,8 @@ describe('the operator as the chart ServiceAccount', () => {
       'update deployments.cacheroute.dev/status',
       'update cachepolicies.cacheroute.dev/status',
       'update tasks.cacheroute.dev/status',
+      'list tenants.cacheroute.dev',
+      'update tenants.cacheroute.dev/status',
       'create events.events.k8s.io',
     ])
       expect(seen[used], used).toBeGreaterThan(0);

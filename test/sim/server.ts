@@ -76,6 +76,7 @@ export class SimServer {
   readonly #rooms = new RoomRegistry();
   #bootstrapServer: http.Server | null = null;
   #generationCount = 0;
+  #received = 0;
   #nextRid = 0;
   #workerId = '';
   readonly #epochAtZero: number;
@@ -152,11 +153,17 @@ export class SimServer {
     await this.kvEvents?.close();
   }
 
+  /** Every HTTP request this server was handed, any path, refused or not (tests count what got through). */
+  get requestsReceived(): number {
+    return this.#received;
+  }
+
   isHealthy(): boolean {
     return this.clock.now() >= this.config.sim.unhealthyForMs;
   }
 
   #onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.#received++;
     if (this.config.sim.hang) return; // --sim-hang: accept, never answer
     if (!this.#authorized(req, res)) return;
     this.#route(req, res).catch((e: unknown) => {

@@ -276,6 +276,18 @@ describe('buildRoutingTable: the governing CachePolicy', () => {
     expect(routes[0]?.routing.policy).toBe(policy);
   });
 
+  it("tenants share prefixes only where the policy's tenancy.sharePrefixes says so", () => {
+    const shared = pol();
+    (shared['spec'] as Json)['tenancy'] = { sharePrefixes: true };
+    expect(buildRoutingTable({ deployments: [dep()], policies: [shared] }).routes[0]).toMatchObject({
+      sharePrefixesAcrossTenants: true,
+    });
+    for (const policies of [[pol()], []])
+      expect(
+        buildRoutingTable({ deployments: [dep()], policies }).routes[0]?.sharePrefixesAcrossTenants,
+      ).toBe(undefined);
+  });
+
   it('the default salt differs per Kubernetes namespace and from any CachePolicy salt', () => {
     const a = DEFAULT_SALT('team-a');
     expect(a).not.toBe(DEFAULT_SALT('team-b'));

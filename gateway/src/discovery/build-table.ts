@@ -124,6 +124,7 @@ export function buildModelRoute(d: DeploymentResource, policy: CachePolicyResour
     deployment: `${namespace}/${d.metadata.name ?? ''}`,
     fingerprint: d.status?.identity?.fingerprint ?? '',
     salt: computeDeploymentSalt(d, policy),
+    ...(policy?.spec.tenancy.sharePrefixes ? { sharePrefixesAcrossTenants: true } : {}),
     routing: policy?.spec.routing ?? RoutingSettings.parse({}),
     admission: policy?.spec.admission ?? Admission.parse({}),
     reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),

@@ -15,6 +15,8 @@ import { describeError, type LogFields, type Logger } from '../../../operator/sr
 import type { PeerSet } from '../fleet/peers.ts';
 import { StaticRoutingTable, type ModelRoute, type RoutingTable } from '../routing/table.ts';
 import { EndpointSlicePeers } from './peer-slices.ts';
+import type { TenantDirectory } from '../tenancy/tenant.ts';
+import { TenantWatcher } from './tenant-watcher.ts';
 import { DiscoveryWatcher } from './watcher.ts';
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -135,6 +137,8 @@ export function loadKubeConfig(path: string | undefined): KubeConfig {
 export interface Discovery {
   /** Discovery: not ready until the first sync. server.ts hands it to build(). */
   readonly table: RoutingTable;
+  /** Tenants and their keys, when discovery was asked for them (--auth keys). */
+  readonly tenants?: TenantDirectory;
   /** The gateway tier, when a peer Service was named; `synced` gates readiness. */
   readonly peers?: PeerSet & { synced(): boolean };
   /** Starts the informers (discovery); logs through the app's logger. */
@@ -146,19 +150,27 @@ export interface Discovery {
 export async function openRouteSource(
   source: RouteSource,
   loadStatic: (path: string) => ModelRoute[],
+  opts: { readonly tenants?: boolean } = {},
 ): Promise<Discovery> {
-  if (source.kind === 'discovery') return openDiscovery(source);
+  if (source.kind === 'discovery') return openDiscovery(source, opts);
   const table = new StaticRoutingTable(loadStatic(source.routes));
   return { table, start: () => undefined, close: () => Promise.resolve() };
 }
 
-export async function openDiscovery(source: Extract<RouteSource, { kind: 'discovery' }>): Promise<Discovery> {
+export async function openDiscovery(
+  source: Extract<RouteSource, { kind: 'discovery' }>,
+  opts: { readonly tenants?: boolean } = {},
+): Promise<Discovery> {
   const client = await KubeClient.fromKubeConfig(loadKubeConfig(source.kubeconfig), {
     userAgent: 'cacheroute-gateway',
   });
   const table = new StaticRoutingTable();
   table.ready = false;
   let watcher: DiscoveryWatcher | undefined;
+  // Made now (the app needs its directory at build), started with the rest.
+  const tenantWatcher = opts.tenants
+    ? new TenantWatcher({ client, namespaces: source.namespaces })
+    : undefined;
   // Made at start(), when the app's logger exists; until then this replica knows no peers.
   let slices: EndpointSlicePeers | undefined;
   const peerSource = source.peers;
@@ -170,10 +182,12 @@ export async function openDiscovery(source: Extract<RouteSource, { kind: 'discov
   return {
     table,
     ...(peers ? { peers } : {}),
+    ...(tenantWatcher ? { tenants: tenantWatcher.directory } : {}),
     start(log) {
       const logger = adaptFastifyLogger(log);
       watcher = new DiscoveryWatcher({ client, table, namespaces: source.namespaces, logger });
       watcher.start();
+      tenantWatcher?.start(logger);
       if (peerSource) {
         slices = new EndpointSlicePeers({ client, ...peerSource, logger });
         slices.start();
@@ -181,6 +195,7 @@ export async function openDiscovery(source: Extract<RouteSource, { kind: 'discov
     },
     async close() {
       await watcher?.stop();
+      await tenantWatcher?.stop();
       await slices?.stop();
       await client.close();
     },

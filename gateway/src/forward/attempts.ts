@@ -11,7 +11,7 @@ import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { EndpointView } from '../policies/index.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
-import type { SendOptions } from '../upstream/answer.ts';
+import { RequestEncodingError, type SendOptions } from '../upstream/answer.ts';
 import type { Exchange } from '../upstream/exchange.ts';
 import { classifyUpstreamFailure, mapUpstreamFailure } from '../upstream/relay.ts';
 import type { Answer, Forwarding } from './types.ts';
@@ -52,14 +52,15 @@ export function viewOf(
 
 /** No connection (refused, reset, unreachable) before any answer: the runtime is gone or going. */
 export function markIfGone(deps: ForwardDeps, endpoint: RouteEndpoint, failure: unknown): void {
-  if (classifyUpstreamFailure(failure) !== 'connect') return;
+  if (failure instanceof RequestEncodingError || classifyUpstreamFailure(failure) !== 'connect') return;
   const code = (failure as { code?: unknown } | undefined)?.code;
   deps.standing.markDown(endpoint, typeof code === 'string' ? code : 'connection failed');
 }
 
 /**
- * A failed attempt (no answer, or a 5xx): the client's own abort wins (GW_CLIENT_CLOSED);
- * otherwise it is counted, a 5xx answer is drained, and the error the client would get is returned.
+ * A failed attempt (no answer, or a 5xx): the client's own abort wins (GW_CLIENT_CLOSED), a
+ * request that could not be sent is the client's 4xx (no endpoint is blamed); otherwise it
+ * is counted, a 5xx answer is drained, and the error the client would get is returned.
  */
 export async function failAttempt<R extends Answer>(
   deps: ForwardDeps,
@@ -70,6 +71,7 @@ export async function failAttempt<R extends Answer>(
 ): Promise<GatewayError> {
   if (fwd.ctx.signal.aborted) return new GatewayError('GW_CLIENT_CLOSED');
   const failure = 'error' in res ? res.error : res;
+  if (failure instanceof RequestEncodingError) return failure.refusal;
   deps.book.countFailure(endpoint, failure);
   markIfGone(deps, endpoint, failure);
   if (!('error' in res)) await exchange.discard(res);

@@ -2,7 +2,8 @@
 // the least-loaded decode of the same fingerprint pairs with it; both get the
 // request with one bootstrap room; the client gets the decode's answer. No
 // retry: a pair that failed may already have moved KV. The prefill's answer
-// is read only for its cache report, and a failed prefill aborts the decode.
+// is read only for its cache report, and a failed prefill aborts the decode;
+// a prefill that refused the request (a 4xx) gives the client that refusal.
 
 import { randomBytes } from 'node:crypto';
 import type { Permit } from '../admission/index.ts';
@@ -15,7 +16,7 @@ import {
   computeRoutableByRole,
 } from '../routing/pd.ts';
 import { EndpointRole, type RouteEndpoint } from '../routing/table.ts';
-import { sendBuffered } from '../upstream/answer.ts';
+import { RequestEncodingError, sendBuffered, type BufferedResponse } from '../upstream/answer.ts';
 import { computeBufferedReport } from '../upstream/relay.ts';
 import { failAttempt, markIfGone, matchIndexed, viewOf, type ForwardDeps } from './attempts.ts';
 import { recordDecision } from './decision.ts';
@@ -63,7 +64,11 @@ export async function forwardPair<T, R extends Answer>(
   const decodeGuard = book.track(decode.id);
   deps.kvIndex.expectEvents(prefill.id);
   book.observe(policy, { kind: 'routed', endpoint: prefill.id, input });
-  void runPrefill(deps, fwd, policy, prefill, body, signal, () => pairAbort.abort());
+  let refusal: BufferedResponse | undefined;
+  void runPrefill(deps, fwd, policy, prefill, body, signal, (refused) => {
+    refusal = refused;
+    pairAbort.abort();
+  });
   const start = deps.clock.now();
   const res = await exchange
     .send(deps.send, decode.url, ctx.path, body, signal)
@@ -71,8 +76,17 @@ export async function forwardPair<T, R extends Answer>(
   if ('error' in res || res.statusCode >= 500) {
     decodeGuard.release();
     pairAbort.abort();
+    // The decode was stopped because the prefill refused the request: the refusal is the answer,
+    // and the decode is not to blame (it was not gone, it was aborted).
+    if (refusal && !ctx.signal.aborted) {
+      if (!('error' in res)) await exchange.discard(res);
+      const result = await deliver(prefill, exchange.replay(refusal), () => undefined);
+      // A refusal is no pressure: an answer, like a 4xx the decode gives itself.
+      return { result, release: { ok: true } };
+    }
     const error = await failAttempt(deps, fwd, decode, exchange, res);
-    return { error, release: error.code === 'GW_CLIENT_CLOSED' ? undefined : { ok: false } };
+    // A request at fault (4xx) or a client gone is no pressure on the runtimes.
+    return { error, release: error.statusCode < 500 ? undefined : { ok: false } };
   }
   const release = { ok: true, latencyMs: deps.clock.now() - start };
   const result = await deliver(decode, res, (outcome) => {
@@ -88,7 +102,8 @@ async function runPrefill(
   prefill: RouteEndpoint,
   body: Record<string, unknown>,
   signal: AbortSignal,
-  onFailure: () => void,
+  /** With the prefill's answer when it refused the request (a 4xx). */
+  onFailure: (refused?: BufferedResponse) => void,
 ): Promise<void> {
   const guard = deps.book.track(prefill.id);
   const res = await sendBuffered(deps.send, prefill.url, fwd.ctx.path, body, signal).catch(
@@ -96,13 +111,15 @@ async function runPrefill(
   );
   guard.release();
   if ('error' in res || res.statusCode >= 300) {
-    if (!signal.aborted) {
-      const failure = 'error' in res ? res.error : res;
+    const failure = 'error' in res ? res.error : res;
+    // Not sent at all (the decode's attempt answers the client): no failure of the prefill.
+    if (!signal.aborted && !(failure instanceof RequestEncodingError)) {
       deps.book.countFailure(prefill, failure);
       markIfGone(deps, prefill, failure);
     }
     deps.book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
-    onFailure();
+    const refused = !('error' in res) && res.statusCode >= 400 && res.statusCode < 500;
+    onFailure(refused ? res : undefined);
     return;
   }
   deps.book.observe(policy, {

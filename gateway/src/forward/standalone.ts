@@ -55,6 +55,8 @@ export async function forwardStandalone<T, R extends Answer>(
       book.observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
       const error = await failAttempt(deps, fwd, endpoint, exchange, res);
       if (error.code === 'GW_CLIENT_CLOSED') return { error, release: undefined };
+      // The request itself is at fault: another endpoint would refuse it the same way.
+      if (error.statusCode < 500) return { error, release: undefined };
       if ('error' in res && res.error instanceof AnswerInterruptedError)
         return { error, release: { ok: false } };
       lastError = error;

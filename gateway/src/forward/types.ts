@@ -9,6 +9,7 @@ import type { CacheReport, RouteInput } from '../policies/index.ts';
 import type { RouteKind } from '../request/shape.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import type { Exchange } from '../upstream/exchange.ts';
+import type { Tenant } from '../tenancy/tenant.ts';
 import type { ResponseSink } from '../upstream/sink.ts';
 
 export interface RequestContext {
@@ -21,6 +22,10 @@ export interface RequestContext {
   /** Takes the client's response for a stream (called once, when the answer starts). */
   readonly openSink: () => ResponseSink;
   readonly log: FastifyBaseLogger;
+  /** Who is calling (the API key's tenant); absent on an open gateway. */
+  readonly tenant?: Tenant;
+  /** Adds a header to the response, whichever way it is sent (the rate-limit figures). */
+  readonly setHeader?: (name: string, value: string) => void;
 }
 
 export interface Forwarding {

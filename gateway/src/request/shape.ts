@@ -12,6 +12,16 @@ const Sampling = {
   cache_salt: z.string().max(512).optional(),
 };
 
+/**
+ * Prompts in one batch request (/generate `text` or `input_ids`, /v1/completions `prompt`):
+ * the runtime schedules each as a request of its own, while admission counts the batch once.
+ */
+export const MAX_BATCH = 1024;
+const BATCH_TOO_LARGE = `a batch holds at most ${MAX_BATCH} prompts`;
+/** A batch is an array of prompts (strings, or arrays of token ids), not one prompt of token ids. */
+const withinBatch = (p: string | readonly unknown[]): boolean =>
+  typeof p === 'string' || typeof p[0] === 'number' || p.length <= MAX_BATCH;
+
 const ContentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 const Message = z.looseObject({
   role: z.string().min(1, 'role must not be empty'),
@@ -27,11 +37,10 @@ export type ChatBody = z.infer<typeof ChatBody>;
 
 export const CompletionBody = z.looseObject({
   model: z.string().min(1, 'model is required'),
-  prompt: z.union([
-    z.string(),
-    z.array(z.string()).min(1, 'prompt must not be empty'),
-    z.array(z.number().int().min(0)).min(1, 'prompt must not be empty'),
-  ]),
+  prompt: z
+    .union([z.string(), z.array(z.string()), z.array(z.number().int().min(0))])
+    .refine((p) => typeof p === 'string' || p.length > 0, 'prompt must not be empty')
+    .refine(withinBatch, BATCH_TOO_LARGE),
   ...Sampling,
 });
 export type CompletionBody = z.infer<typeof CompletionBody>;
@@ -40,9 +49,13 @@ export const GenerateBody = z
   .looseObject({
     /** Gateway extension: which model; removed before forwarding. */
     model: z.string().min(1).optional(),
-    text: z.union([z.string(), z.array(z.string()).min(1)]).optional(),
+    text: z
+      .union([z.string(), z.array(z.string()).min(1)])
+      .refine(withinBatch, BATCH_TOO_LARGE)
+      .optional(),
     input_ids: z
       .union([z.array(z.number().int().min(0)), z.array(z.array(z.number().int().min(0))).min(1)])
+      .refine(withinBatch, BATCH_TOO_LARGE)
       .optional(),
     input_embeds: z.unknown().optional(),
     sampling_params: z

@@ -51,6 +51,8 @@ export interface ModelRoute {
   readonly fingerprint: string;
   /** cache_salt stamped on every request (from the CachePolicy). */
   readonly salt: string;
+  /** The CachePolicy lets tenants share prefixes (spec.tenancy.sharePrefixes); absent: they do not. */
+  readonly sharePrefixesAcrossTenants?: boolean;
   readonly routing: RoutingConfig;
   readonly admission: AdmissionSettings;
   readonly reuse: ReuseSettings;

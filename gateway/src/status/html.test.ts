@@ -29,6 +29,7 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
 
 const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => ({
   generatedAt: '2026-01-02T03:04:05.000Z',
+  auth: { mode: 'keys', tenants: [], issues: [] },
   deployments: [
     {
       model,
@@ -85,6 +86,18 @@ describe('renderStatusPage', () => {
     expect(renderStatusMain(view())).not.toContain('data-field="down"');
     const html = renderStatusMain(view(endpoint({ down: 'ECONNREFUSED' })));
     expect(html).toContain('data-field="down">left out of picks: ECONNREFUSED</span>');
+  });
+
+  it('says loudly when API keys are not checked, and lists tenants left out', () => {
+    expect(renderStatusMain({ ...view(), auth: { mode: 'open', tenants: [], issues: [] } })).toContain(
+      '<p class="bad" data-field="auth">API keys are not checked',
+    );
+    const keys = renderStatusMain({
+      ...view(),
+      auth: { mode: 'keys', tenants: [], issues: [{ tenant: 'ns/t', code: 'NoKeys', message: '<none>' }] },
+    });
+    expect(keys).not.toContain('not checked');
+    expect(keys).toContain('<li class="bad">ns/t: NoKeys: &lt;none&gt;</li>');
   });
 
   it('shows a dash, not 0%, when nothing was measured', () => {

@@ -9,7 +9,7 @@
 // the browser building the same tables from /status.json.
 
 import { createHash } from 'node:crypto';
-import type { DeploymentStatus, EndpointStatus, ErrorView, StatusView } from './view.ts';
+import type { AuthStatus, DeploymentStatus, EndpointStatus, ErrorView, StatusView } from './view.ts';
 
 export const REFRESH_MS = 2000;
 
@@ -95,7 +95,18 @@ export function renderStatusMain(view: StatusView): string {
     view.deployments.length === 0
       ? '<p class="mute">No models are routed yet.</p>'
       : view.deployments.map(renderDeployment).join('\n');
-  return `<p class="mute">as of <time data-field="generated-at">${escapeHtml(view.generatedAt)}</time></p>\n${body}`;
+  return `<p class="mute">as of <time data-field="generated-at">${escapeHtml(view.generatedAt)}</time></p>\n${renderAuth(view.auth)}\n${body}`;
+}
+
+function renderAuth(a: AuthStatus): string {
+  if (a.mode === 'open')
+    return '<p class="bad" data-field="auth">API keys are not checked (--auth open): anyone who reaches the API port may call every model.</p>';
+  const issues = a.issues.map(
+    (i) => `<li class="bad">${escapeHtml(i.tenant)}: ${escapeHtml(i.code)}: ${escapeHtml(i.message)}</li>`,
+  );
+  return `<p data-field="auth">API keys checked: ${a.tenants.length} tenant${a.tenants.length === 1 ? '' : 's'}.</p>${
+    issues.length > 0 ? `<ul>${issues.join('')}</ul>` : ''
+  }`;
 }
 
 function renderDeployment(d: DeploymentStatus): string {

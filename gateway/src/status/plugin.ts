@@ -17,6 +17,7 @@ import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RoutingTable } from '../routing/table.ts';
+import type { TenantDirectory } from '../tenancy/tenant.ts';
 import { ENDPOINT_HEADER, REUSED_HEADER } from '../forward/served.ts';
 import { ActivityRecorder, type ErrorRecord } from './activity.ts';
 import { renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
@@ -37,6 +38,8 @@ export interface StatusPluginOptions {
    * listener does not show endpoints and pod addresses. Default: the app the hooks go on.
    */
   readonly routesOn?: FastifyInstance;
+  /** Who may call (shown: open mode loudly, tenants and their issues). */
+  readonly tenants: TenantDirectory;
 }
 
 interface Seen {
@@ -101,6 +104,7 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
           metrics: opts.metrics,
           activity,
           runtimeLoad: opts.runtimeLoad,
+          tenants: opts.tenants,
         },
         wallClock(),
       ),

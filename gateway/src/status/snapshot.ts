@@ -3,6 +3,7 @@
 // poller scraped, the gateway's own metrics (routing decisions, predicted
 // matches, reuse) and the answers the status plugin recorded. Reads only.
 
+import type { TenantDirectory } from '../tenancy/tenant.ts';
 import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics, UpstreamFailureReason } from '../metrics.ts';
@@ -17,6 +18,7 @@ export interface SnapshotSources {
   readonly metrics: GatewayMetrics;
   readonly activity: ActivityRecorder;
   readonly runtimeLoad?: ((endpointId: string) => RuntimeLoad | undefined) | undefined;
+  readonly tenants: TenantDirectory;
 }
 
 export async function collectStatusSnapshot(src: SnapshotSources, now: number): Promise<StatusSnapshot> {
@@ -93,6 +95,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     routingTokens,
     reuse,
     deploymentErrors,
+    tenants: src.tenants,
   };
 }
 

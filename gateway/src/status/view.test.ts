@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
+import { KeyDirectory, OPEN_DIRECTORY } from '../tenancy/tenant.ts';
 import { buildStatusView, StatusView, type StatusSnapshot } from './view.ts';
 
 const ep = (id: string, over: Partial<RouteEndpoint> = {}): RouteEndpoint => ({
@@ -26,6 +27,7 @@ const route = (over: Partial<ModelRoute> = {}): ModelRoute => ({
 });
 
 const empty: StatusSnapshot = {
+  tenants: OPEN_DIRECTORY,
   now: Date.UTC(2026, 0, 2, 3, 4, 5),
   routes: [],
   admission: new Map(),
@@ -133,6 +135,32 @@ describe('buildStatusView', () => {
       routes: [route({ endpoints: [ep('old', { fingerprint: 'fp0' })] })],
     });
     expect(v.deployments[0]?.endpoints[0]?.isCurrent).toBe(false);
+  });
+
+  it('shows who may call: the open mode, or each tenant with its limits and what was left out', () => {
+    expect(buildStatusView(empty).auth).toEqual({ mode: 'open', tenants: [], issues: [] });
+    const dir = new KeyDirectory();
+    const tenant = {
+      id: 'ns/a',
+      deployments: new Set(['ns/m', 'ns/b']),
+      limits: { requestsPerMinute: 60 },
+      priority: 5,
+    };
+    const issue = { tenant: 'ns/b', code: 'SecretNotFound' as const, message: 'Secret ns/k not found' };
+    dir.replace({ byHash: new Map(), tenants: [tenant], issues: [issue] });
+    expect(buildStatusView({ ...empty, tenants: dir }).auth).toEqual({
+      mode: 'keys',
+      tenants: [
+        {
+          id: 'ns/a',
+          deployments: ['ns/b', 'ns/m'],
+          requestsPerMinute: 60,
+          tokensPerMinute: null,
+          priority: 5,
+        },
+      ],
+      issues: [issue],
+    });
   });
 
   it('sorts deployments by model', () => {

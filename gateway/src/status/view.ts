@@ -4,6 +4,7 @@
 // endpoint that served nothing has no hit rate, not a hit rate of zero.
 
 import { z } from 'zod';
+import type { TenantDirectory } from '../tenancy/tenant.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
 import type { RuntimeLoad } from '../endpoints/book.ts';
 import { computeRoutableEndpoints, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
@@ -97,8 +98,25 @@ export const DeploymentStatus = z.object({
   lastError: ErrorView.nullable(),
 });
 
+export const AuthStatus = z.object({
+  /** open: no API keys are checked; keys: a tenant's key is needed (401 without). */
+  mode: z.enum(['open', 'keys']),
+  tenants: z.array(
+    z.object({
+      id: z.string(),
+      deployments: z.array(z.string()),
+      requestsPerMinute: z.number().nullable(),
+      tokensPerMinute: z.number().nullable(),
+      priority: z.number(),
+    }),
+  ),
+  /** Tenants or keys left out, and why (a missing Secret, a short or shared key). */
+  issues: z.array(z.object({ tenant: z.string(), code: z.string(), message: z.string() })),
+});
+
 export const StatusView = z.object({
   generatedAt: z.string(),
+  auth: AuthStatus,
   deployments: z.array(DeploymentStatus),
 });
 
@@ -106,6 +124,7 @@ export type ErrorView = z.infer<typeof ErrorView>;
 export type EndpointStatus = z.infer<typeof EndpointStatus>;
 export type DeploymentStatus = z.infer<typeof DeploymentStatus>;
 export type StatusView = z.infer<typeof StatusView>;
+export type AuthStatus = z.infer<typeof AuthStatus>;
 
 export interface DecisionCounts {
   readonly routed: number;
@@ -135,11 +154,23 @@ export interface StatusSnapshot {
   readonly reuse: ReadonlyMap<string, Readonly<Record<string, number>>>;
   /** By deployment. */
   readonly deploymentErrors: ReadonlyMap<string, ErrorRecord>;
+  readonly tenants: TenantDirectory;
 }
 
 export function buildStatusView(s: StatusSnapshot): StatusView {
   return {
     generatedAt: new Date(s.now).toISOString(),
+    auth: {
+      mode: s.tenants.mode,
+      tenants: s.tenants.tenants().map((t) => ({
+        id: t.id,
+        deployments: [...t.deployments].sort(compare),
+        requestsPerMinute: t.limits.requestsPerMinute ?? null,
+        tokensPerMinute: t.limits.tokensPerMinute ?? null,
+        priority: t.priority,
+      })),
+      issues: s.tenants.issues().map((i) => ({ ...i })),
+    },
     deployments: [...s.routes]
       .sort((a, b) => compare(a.model, b.model))
       .map((route) => buildDeploymentStatus(route, s)),

@@ -31,7 +31,7 @@ export function writeRoutesFile(upstreamUrl: string): { readonly path: string; r
   return { path: file, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Starts server.ts on a free port with `--routes` (and `--admin-port`, with `admin`); resolves once /readyz says ready. */
+/** Starts server.ts on a free port with `--routes`, `--auth open` (and `--admin-port`, with `admin`); resolves once /readyz says ready. */
 export async function spawnGateway(
   routes: string,
   extra: readonly string[] = [],
@@ -39,7 +39,9 @@ export async function spawnGateway(
 ): Promise<GatewayProcess> {
   const port = await findFreePort();
   const url = `http://127.0.0.1:${port}`;
-  const args = ['--routes', routes, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warn'];
+  // Open unless `extra` says otherwise (a later --auth wins).
+  const args = ['--routes', routes, '--auth', 'open', '--host', '127.0.0.1', '--port', String(port)];
+  args.push('--log-level', 'warn');
   let adminUrl = url;
   if (opts.admin) {
     const adminPort = await findFreePort();

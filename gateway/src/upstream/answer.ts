@@ -9,17 +9,33 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Agent, Dispatcher } from 'undici';
+import { GatewayError } from '../errors.ts';
 
 export interface SendOptions {
   readonly agent: Agent;
   readonly headersTimeoutMs: number;
   readonly bodyTimeoutMs: number;
+  /** A body larger once encoded is not sent (413): the runtime would refuse it, or choke. */
+  readonly maxBodyBytes?: number;
 }
 
 /** The answer had begun when it failed: not retried, the runtime already did the work. */
 export class AnswerInterruptedError extends Error {
   constructor(cause: unknown) {
     super('the upstream answer was interrupted', { cause });
+  }
+}
+
+/**
+ * The request was not sent: it could not be encoded (nesting past the stack), or grew past
+ * the body limit when it was. The request is at fault, not the runtime, and no other runtime
+ * would fare better: `refusal` is the client's answer.
+ */
+export class RequestEncodingError extends Error {
+  readonly refusal: GatewayError;
+  constructor(refusal: GatewayError, cause?: unknown) {
+    super(`the request was not sent: ${refusal.message}`, { cause });
+    this.refusal = refusal;
   }
 }
 
@@ -45,6 +61,21 @@ export function sendStreamed(
   signal: AbortSignal,
 ): Promise<StreamedResponse> {
   if (signal.aborted) return Promise.reject(toError(signal.reason));
+  let payload: string;
+  try {
+    payload = JSON.stringify(body);
+  } catch (err) {
+    const refusal = new GatewayError('GW_BAD_REQUEST', {
+      detail: 'body: it cannot be encoded for the runtime',
+    });
+    return Promise.reject(new RequestEncodingError(refusal, err));
+  }
+  const limit = opts.maxBodyBytes;
+  // A UTF-16 unit is at most 3 bytes in UTF-8: count bytes only when that bound is past the limit.
+  if (limit !== undefined && payload.length * 3 > limit && Buffer.byteLength(payload) > limit)
+    return Promise.reject(
+      new RequestEncodingError(new GatewayError('GW_PAYLOAD_TOO_LARGE', { limitBytes: limit })),
+    );
   const url = new URL(path, baseUrl);
   return new Promise((resolve, reject) => {
     const answer = new StreamedAnswer(signal);
@@ -76,7 +107,7 @@ export function sendStreamed(
         path: url.pathname + url.search,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
+        body: payload,
         headersTimeout: opts.headersTimeoutMs,
         bodyTimeout: opts.bodyTimeoutMs,
       },

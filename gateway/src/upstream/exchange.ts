@@ -20,14 +20,31 @@ export interface Exchange<R extends { readonly statusCode: number }> {
   ): Promise<R>;
   /** Drops an answer that is not passed on (a 5xx before a retry). */
   discard(res: R): Promise<void>;
+  /** A whole answer read elsewhere (a prefill's refusal), in this exchange's shape, to pass on. */
+  replay(res: BufferedResponse): R;
 }
 
 export const BUFFERED_EXCHANGE: Exchange<BufferedResponse> = {
   send: sendBuffered,
   discard: () => Promise.resolve(),
+  replay: (res) => res,
 };
 
 export const STREAMING_EXCHANGE: Exchange<StreamedResponse> = {
   send: sendStreamed,
   discard: (res) => res.discard(),
+  replay: (res) => {
+    let body: Buffer | null = Buffer.from(res.text);
+    return {
+      statusCode: res.statusCode,
+      headers: res.headers,
+      read: () => {
+        const chunk = body;
+        body = null;
+        return Promise.resolve(chunk);
+      },
+      cancel: () => undefined,
+      discard: () => Promise.resolve(),
+    };
+  },
 };

@@ -63,6 +63,7 @@ export interface PipeResult {
   /** The upstream stream ended normally. */
   readonly complete: boolean;
   readonly report: CacheReport | undefined;
+  readonly completionTokens: number | undefined;
 }
 
 /**
@@ -98,7 +99,7 @@ export async function pipeStream(
       if (out.length > 0) await sink.write(out, signal);
     }
     sink.end(usageFilter?.flush());
-    return { complete: true, report: sniffer.report() };
+    return { complete: true, ...sniffer.usage() };
   } catch {
     if (signal.aborted || sink.closed) sink.destroy();
     else {
@@ -106,6 +107,6 @@ export async function pipeStream(
       sink.end(`data: ${JSON.stringify(buildErrorBody(err))}\n\n`);
     }
     res.cancel();
-    return { complete: false, report: sniffer.report() };
+    return { complete: false, ...sniffer.usage() };
   }
 }

@@ -44,11 +44,36 @@ export function computeCacheReport(json: unknown): CacheReport | undefined {
 }
 
 export function extractCacheReport(text: string): CacheReport | undefined {
+  return extractAnswerUsage(text).report;
+}
+
+/** What an answer says it used: its cache report, and the tokens it generated (a tenant's token limit). */
+export interface AnswerUsage {
+  readonly report: CacheReport | undefined;
+  readonly completionTokens: number | undefined;
+}
+
+const NO_USAGE: AnswerUsage = { report: undefined, completionTokens: undefined };
+
+/** Completion tokens as the runtime counted them: OpenAI `usage`, or native `meta_info`. */
+export function computeCompletionTokens(json: unknown): number | undefined {
+  const item: unknown = Array.isArray(json) ? (json as unknown[])[0] : json;
+  if (!isObj(item)) return undefined;
+  const meta = item['meta_info'];
+  if (isObj(meta)) return num(meta['completion_tokens']);
+  const usage = item['usage'];
+  return isObj(usage) ? num(usage['completion_tokens']) : undefined;
+}
+
+/** One parse of an answer's text for both. */
+export function extractAnswerUsage(text: string): AnswerUsage {
+  let json: unknown;
   try {
-    return computeCacheReport(JSON.parse(text));
+    json = JSON.parse(text);
   } catch {
-    return undefined;
+    return NO_USAGE;
   }
+  return { report: computeCacheReport(json), completionTokens: computeCompletionTokens(json) };
 }
 
 /** True when the runtime aborted the generation (the answer is partial). */
@@ -88,6 +113,10 @@ export class SseReportSniffer {
   }
 
   report(): CacheReport | undefined {
-    return this.#last === undefined ? undefined : extractCacheReport(this.#last);
+    return this.usage().report;
+  }
+
+  usage(): AnswerUsage {
+    return this.#last === undefined ? NO_USAGE : extractAnswerUsage(this.#last);
   }
 }

@@ -251,6 +251,19 @@ export const CachePolicySpec = withRules(
     resultReuse: ResultReuse.prefault({}),
     admission: Admission.prefault({}),
     warmup: Warmup.optional(),
+    tenancy: z
+      .object({
+        sharePrefixes: z
+          .boolean()
+          .default(false)
+          .meta({
+            description:
+              "false: each Tenant's requests carry a salt of their own, so tenants never share cached prefixes or " +
+              'reused results (nor warm-up documents); true: all tenants share them, as requests without a tenant do.',
+          }),
+      })
+      .prefault({})
+      .meta({ description: 'What tenants of the gateway share on these Deployments.' }),
   }),
   [
     {

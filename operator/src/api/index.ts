@@ -6,5 +6,6 @@ export * from './kinds.ts';
 export * from './resources.ts';
 export * from './rules.ts';
 export * from './task.ts';
+export * from './tenant.ts';
 export { toOpenApi } from './openapi.ts';
 export * from './validate.ts';

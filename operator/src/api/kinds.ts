@@ -4,6 +4,7 @@ import { DeploymentSpec, DeploymentStatus } from './deployment.ts';
 import { taskFrozenSpecRule } from './resources.ts';
 import { toCel, type CelValidation } from './rules.ts';
 import { TaskSpec, TaskStatus } from './task.ts';
+import { TenantSpec, TenantStatus } from './tenant.ts';
 
 export interface PrinterColumn {
   name: string;
@@ -102,6 +103,25 @@ export const KINDS: readonly KindDefinition[] = [
       { name: 'Prompt-Tokens', type: 'integer', jsonPath: '.status.usage.promptTokens' },
       { name: 'Completion-Tokens', type: 'integer', jsonPath: '.status.usage.completionTokens' },
       { name: 'Fingerprint', type: 'string', jsonPath: '.status.fingerprint', priority: 1 },
+      age,
+    ],
+  },
+  {
+    kind: 'Tenant',
+    plural: 'tenants',
+    singular: 'tenant',
+    shortNames: ['crtenant'],
+    description:
+      'Who may call the gateway (API keys in a Secret), which models, how often, and with what priority.',
+    spec: TenantSpec,
+    status: TenantStatus,
+    rootValidations: [],
+    printerColumns: [
+      readyCondition,
+      { name: 'Secret', type: 'string', jsonPath: '.spec.apiKeys.secretRef.name' },
+      { name: 'Requests/min', type: 'integer', jsonPath: '.spec.limits.requestsPerMinute' },
+      { name: 'Tokens/min', type: 'integer', jsonPath: '.spec.limits.tokensPerMinute' },
+      { name: 'Priority', type: 'integer', jsonPath: '.spec.priority' },
       age,
     ],
   },

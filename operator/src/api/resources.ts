@@ -3,6 +3,7 @@ import { CachePolicySpec, CachePolicyStatus } from './cache-policy.ts';
 import { DeploymentSpec, DeploymentStatus } from './deployment.ts';
 import type { TransitionRule } from './rules.ts';
 import { TaskSpec, TaskStatus, type TaskPhase } from './task.ts';
+import { TenantSpec, TenantStatus } from './tenant.ts';
 
 export const GROUP = 'cacheroute.dev';
 export const VERSION = 'v1alpha1';
@@ -40,6 +41,8 @@ export const CachePolicyResource = resource('CachePolicy', CachePolicySpec, Cach
 export type CachePolicyResource = z.infer<typeof CachePolicyResource>;
 export const TaskResource = resource('Task', TaskSpec, TaskStatus);
 export type TaskResource = z.infer<typeof TaskResource>;
+export const TenantResource = resource('Tenant', TenantSpec, TenantStatus);
+export type TenantResource = z.infer<typeof TenantResource>;
 
 const STARTED_FREE_PHASES: readonly TaskPhase[] = ['Pending'];
 const TASK_MUTABLE_AFTER_START = ['review'];

@@ -5,6 +5,7 @@ import {
   CachePolicyResource,
   DeploymentResource,
   TaskResource,
+  TenantResource,
   taskFrozenSpecRule,
 } from './resources.ts';
 import { checkTransition, type RuleViolation } from './rules.ts';
@@ -20,6 +21,7 @@ const RESOURCE_SCHEMAS = {
   Deployment: DeploymentResource,
   CachePolicy: CachePolicyResource,
   Task: TaskResource,
+  Tenant: TenantResource,
 } as const;
 export type CacherouteKind = keyof typeof RESOURCE_SCHEMAS;
 
@@ -46,7 +48,7 @@ export function validateResource(input: unknown): Validated<CacherouteResource> 
       issues: [
         {
           path: 'kind',
-          message: `expected apiVersion ${API_VERSION} and kind Deployment, CachePolicy or Task`,
+          message: `expected apiVersion ${API_VERSION} and kind Deployment, CachePolicy, Task or Tenant`,
         },
       ],
     };

@@ -21,3 +21,11 @@ export function combineCacheSalt(policySalt: string, clientSalt: string | undefi
   if (clientSalt === undefined || clientSalt === '') return policySalt;
   return `${policySalt}.${createHash('sha256').update(clientSalt).digest('hex').slice(0, 16)}`;
 }
+
+/**
+ * A tenant's part of the salt: tenants of one CachePolicy never share KV (nor reused
+ * results, keyed by salt) unless the policy says they may (spec.tenancy.sharePrefixes).
+ */
+export function computeTenantSalt(policySalt: string, tenantId: string): string {
+  return `${policySalt}.t${createHash('sha256').update(`tenant\0${tenantId}`).digest('hex').slice(0, 16)}`;
+}

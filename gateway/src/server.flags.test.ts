@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { parseAuthFlags } from './server.ts';
+
+describe('parseAuthFlags', () => {
+  it('keys by default; with discovery tenants come from the cluster', () => {
+    expect(parseAuthFlags({}, 'discovery')).toEqual({ ok: true, value: { mode: 'keys' } });
+    expect(parseAuthFlags({ auth: 'open' }, 'static')).toEqual({ ok: true, value: { mode: 'open' } });
+    expect(parseAuthFlags({ tenants: 't.json' }, 'static')).toEqual({
+      ok: true,
+      value: { mode: 'keys', tenantsFile: 't.json' },
+    });
+  });
+
+  it('says which flag to change', () => {
+    const error = (v: Parameters<typeof parseAuthFlags>[0], s: 'static' | 'discovery') => {
+      const r = parseAuthFlags(v, s);
+      return r.ok ? '' : r.error;
+    };
+    expect(error({ auth: 'none' }, 'discovery')).toContain('--auth: give keys');
+    expect(error({}, 'static')).toContain('--auth keys with --routes needs --tenants FILE');
+    expect(error({ tenants: 't.json' }, 'discovery')).toContain('with discovery, apply Tenant objects');
+    expect(error({ auth: 'open', tenants: 't.json' }, 'static')).toContain('--tenants reads tenants');
+  });
+});
