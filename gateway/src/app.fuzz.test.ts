@@ -20,6 +20,8 @@ import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/
 import { findFreePort, startSim, type RunningSim } from '../../test/sim/testing.ts';
 import { build } from './app.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';
+import { buildTenantDirectory } from './tenancy/build-directory.ts';
+import { KeyDirectory } from './tenancy/tenant.ts';
 import { eventually } from './testing/fake-upstream.ts';
 import { render } from './testing/fuzz-bodies.ts';
 import { describeCase, httpCase, type HttpCase } from './testing/fuzz-requests.ts';
@@ -30,6 +32,10 @@ const SEED = 20261201;
 const HTTP_CASES = 3000;
 const RAW_CASES = 400;
 const HUGE_REQUESTS = 8;
+/** The same properties with API keys checked (--auth keys): a key of either tenant, or none. */
+const KEYS_MODE_CASES = 1000;
+const KEY_ALL = 'fuzz-key-all-models-'.padEnd(40, 'a');
+const KEY_M_ONLY = 'fuzz-key-model-m-only-'.padEnd(40, 'b');
 
 // A full collection between measurements, without a --expose-gc flag on the test runner.
 setFlagsFromString('--expose-gc');
@@ -41,6 +47,9 @@ let pair: RunningSim[] = [];
 let app: FastifyInstance;
 let port = 0;
 let client: Client;
+/** The same table behind a gateway that checks keys. */
+let keysApp: FastifyInstance;
+let keysClient: Client;
 const uncaught: unknown[] = [];
 const onUncaught = (err: unknown): void => void uncaught.push(err);
 
@@ -55,6 +64,8 @@ const summary = {
   noAnswer: 0,
   '5xx': 0,
   uncaught: 0,
+  /** Statuses of the keys-mode cases (also counted in `statuses`). */
+  keysMode: {} as Record<string, number>,
 };
 
 function count(into: Record<string, number>, key: string): void {
@@ -134,11 +145,17 @@ beforeAll(async () => {
   await app.listen({ port: 0, host: '127.0.0.1' });
   port = (app.server.address() as AddressInfo).port;
   client = new Client(`http://127.0.0.1:${port}`, { headersTimeout: 60_000, bodyTimeout: 60_000 });
+  keysApp = build({ table: new StaticRoutingTable([route, pdRoute]), tenants: buildFuzzTenants() });
+  await keysApp.listen({ port: 0, host: '127.0.0.1' });
+  const keysPort = (keysApp.server.address() as AddressInfo).port;
+  keysClient = new Client(`http://127.0.0.1:${keysPort}`, { headersTimeout: 60_000, bodyTimeout: 60_000 });
 });
 
 afterAll(async () => {
   await client.close();
   await app.close();
+  await keysClient.close();
+  await keysApp.close();
   await Promise.all([...sims, ...pair].map((s) => s.close()));
   process.off('uncaughtException', onUncaught);
   process.off('unhandledRejection', onUncaught);
@@ -167,8 +184,38 @@ function reportBriefly<T>(describe: (c: T) => string): (d: fc.RunDetails<[T]>) =
   };
 }
 
-async function send(c: HttpCase): Promise<Answer> {
-  const res = await client.request({
+/** Two tenants in namespace ns: one may call both models, one only `m`. */
+function buildFuzzTenants(): KeyDirectory {
+  const tenant = (name: string, models: string[]) => ({
+    apiVersion: 'cacheroute.dev/v1alpha1',
+    kind: 'Tenant',
+    metadata: { namespace: 'ns', name },
+    spec: { apiKeys: { secretRef: { name: `${name}-keys` } }, models },
+  });
+  const secret = (name: string, key: string) => ({
+    metadata: { namespace: 'ns', name: `${name}-keys` },
+    data: { k: Buffer.from(key).toString('base64') },
+  });
+  const dir = new KeyDirectory();
+  dir.replace(
+    buildTenantDirectory({
+      tenants: [tenant('all', ['m', 'pd']), tenant('m-only', ['m'])],
+      secrets: [secret('all', KEY_ALL), secret('m-only', KEY_M_ONLY)],
+    }),
+  );
+  dir.ready = true;
+  return dir;
+}
+
+/** A generated case with a tenant's key put first (later authorization headers make it invalid). */
+const keysModeCase: fc.Arbitrary<HttpCase> = fc
+  .tuple(httpCase, fc.constantFrom(KEY_ALL, KEY_M_ONLY, undefined))
+  .map(([c, key]) =>
+    key === undefined ? c : { ...c, headers: [['authorization', `Bearer ${key}`] as const, ...c.headers] },
+  );
+
+async function send(c: HttpCase, via: Client = client): Promise<Answer> {
+  const res = await via.request({
     method: c.method,
     path: c.path,
     headers: c.headers.flat(),
@@ -263,6 +310,41 @@ describe('bad input never hurts', () => {
       // Shrinking a 60 MiB case is slow and the case descriptions are small already.
       { seed: SEED, numRuns: HTTP_CASES, endOnFailure: true, reporter: reportBriefly(describeCase) },
     );
+    expect(uncaught).toEqual([]);
+  }, 240_000);
+
+  it(`${KEYS_MODE_CASES} requests with API keys checked: no valid key, nothing reaches a runtime`, async () => {
+    await fc.assert(
+      fc.asyncProperty(keysModeCase, async (c) => {
+        summary.cases++;
+        const before = reachedSoFar();
+        const a = await send(c, keysClient).catch((err: unknown) => {
+          throw new Error(`no answer: ${String(err)}`);
+        });
+        const endpoint = a.headers['x-cacheroute-endpoint'];
+        if (endpoint === 'p0' || endpoint === 'd0') await pairSettled();
+        count(summary.keysMode, String(a.status));
+        try {
+          checkAnswer({ status: a.status, body: a.body, endpoint, method: c.method }, reachedSince(before));
+          const authorization = c.headers.filter(([n]) => n.toLowerCase() === 'authorization');
+          const onlyValidKey =
+            authorization.length === 1 &&
+            [KEY_ALL, KEY_M_ONLY].some((k) => authorization[0]?.[1] === `Bearer ${k}`);
+          // Without exactly one valid key, an API route answers 401 (431 comes before routing). Status,
+          // metrics and probes share this app's port here; with --admin-port they have a listener of their own.
+          const api = /^\/(v1\/|generate)/.test(c.path);
+          if (api && !onlyValidKey && [200, 403, 429].includes(a.status))
+            throw new Error(`status ${a.status} without a valid key`);
+        } catch (err) {
+          throw new Error(`${String(err)}\n  answer: ${a.status} ${a.body.toString().slice(0, 300)}`, {
+            cause: err,
+          });
+        }
+      }),
+      { seed: SEED, numRuns: KEYS_MODE_CASES, endOnFailure: true, reporter: reportBriefly(describeCase) },
+    );
+    expect(summary.keysMode['401'] ?? 0).toBeGreaterThan(0);
+    expect(summary.keysMode['200'] ?? 0).toBeGreaterThan(0);
     expect(uncaught).toEqual([]);
   }, 240_000);
 

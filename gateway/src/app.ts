@@ -289,7 +289,7 @@ function buildAuthenticateHook(
 ): (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void {
   return (req, _reply, done) => {
     try {
-      req.tenant = authenticate(tenants, req.headers);
+      req.tenant = authenticate(tenants, req.headers, req.raw.rawHeaders);
       done();
     } catch (err) {
       done(err as Error);

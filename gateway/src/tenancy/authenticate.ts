@@ -6,8 +6,12 @@ import { GatewayError } from '../errors.ts';
 import { readPresentedKey } from './credentials.ts';
 import { hashApiKey, type Tenant, type TenantDirectory } from './tenant.ts';
 
-export function authenticate(directory: TenantDirectory, headers: Readonly<IncomingHttpHeaders>): Tenant {
-  const presented = readPresentedKey(headers);
+export function authenticate(
+  directory: TenantDirectory,
+  headers: Readonly<IncomingHttpHeaders>,
+  rawHeaders: readonly string[] = [],
+): Tenant {
+  const presented = readPresentedKey(headers, rawHeaders);
   if (!presented.ok) throw new GatewayError('GW_UNAUTHORIZED', { detail: presented.reason });
   const tenant = directory.byKeyHash(hashApiKey(presented.key));
   if (!tenant)
