@@ -45,6 +45,7 @@ import {
   type ResultStore,
   type StoredResult,
 } from './reuse/index.ts';
+import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '../../operator/src/sglang/http-server.ts';
 import { computeTenantSalt } from '../../operator/src/sglang/salt.ts';
 import { isDisaggregated } from './routing/pd.ts';
 import type { ModelRoute, RouteEndpoint, RoutingTable } from './routing/table.ts';
@@ -135,7 +136,8 @@ export class Gateway {
       headersTimeoutMs: 600_000,
       bodyTimeoutMs: 300_000,
       connectionsPerEndpoint: 256,
-      keepAliveTimeoutMs: 60_000,
+      // Idle upstream connections close before the runtime closes them: no request races SGLang's close.
+      keepAliveTimeoutMs: SGLANG_KEEP_ALIVE_TIMEOUT_MS - 1_000,
       maxAttempts: 2,
       maxBodyBytes: 64 * 1024 * 1024,
       ...opts.upstream,

@@ -4,6 +4,7 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '../../operator/src/sglang/http-server.ts';
 import { authLevelOf, decideRequestAuth } from './auth.ts';
 import { handleChatCompletions, handleCompletions } from './api-openai.ts';
 import { handleGenerate, type AbortState } from './api-generate.ts';
@@ -89,8 +90,9 @@ export class SimServer {
     this.engine = new Engine(buildEngineConfig(config), deps.clock);
     this.kvEvents = KvEventsService.build(config, this.engine);
     this.server = http.createServer((req, res) => this.#onRequest(req, res));
-    // Long generations under overload outlive Node's default request/headers timeouts; SGLang has none.
-    this.server.keepAliveTimeout = 65_000;
+    // Idle connections close when SGLang's do; long generations under overload outlive Node's
+    // default request/headers timeouts, and SGLang has none.
+    this.server.keepAliveTimeout = SGLANG_KEEP_ALIVE_TIMEOUT_MS;
     this.server.requestTimeout = 0;
     this.server.headersTimeout = 0;
   }
