@@ -50,7 +50,12 @@ function constraintsOf(node: Node): string[] {
   const num = (key: string): number | undefined => (typeof node[key] === 'number' ? node[key] : undefined);
   if (Array.isArray(node['enum'])) out.push(`one of ${node['enum'].map((v) => code(String(v))).join(', ')}`);
   if (node['default'] !== undefined) out.push(`default ${code(JSON.stringify(node['default']))}`);
-  const [min, max] = [num('minimum'), num('maximum')];
+  // Every integer carries the safe-integer bounds (zod's, kept in the CRD): not worth a line each.
+  const bound = (key: string): number | undefined => {
+    const v = num(key);
+    return v !== undefined && Math.abs(v) === Number.MAX_SAFE_INTEGER ? undefined : v;
+  };
+  const [min, max] = [bound('minimum'), bound('maximum')];
   if (min !== undefined || max !== undefined) out.push(range('value', min, max));
   const [minLen, maxLen] = [num('minLength'), num('maxLength')];
   if (minLen !== undefined || maxLen !== undefined) out.push(range('length', minLen, maxLen));

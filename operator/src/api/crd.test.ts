@@ -80,10 +80,14 @@ describe('toStructural', () => {
     expect(typeof q['pattern']).toBe('string');
   });
 
-  it('drops the safe-integer bounds zod adds to every int, keeps real ones', () => {
+  it("keeps zod's safe-integer bounds, so the API server refuses what zod refuses", () => {
     const node = toOpenApi(z.object({ a: z.number().int(), b: z.number().int().max(10) }));
     const props = node['properties'] as Record<string, SchemaNode>;
-    expect(props['a']).toEqual({ type: 'integer' });
+    expect(props['a']).toEqual({
+      type: 'integer',
+      minimum: -Number.MAX_SAFE_INTEGER,
+      maximum: Number.MAX_SAFE_INTEGER,
+    });
     expect(props['b']?.['maximum']).toBe(10);
   });
 

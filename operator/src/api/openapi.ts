@@ -3,7 +3,6 @@ import { z } from 'zod';
 /** A JSON schema node as the CRD's openAPIV3Schema holds it. */
 export type SchemaNode = { [key: string]: unknown };
 
-const SAFE_INT = Number.MAX_SAFE_INTEGER;
 // Keys of JSON Schema that a structural CRD schema does not accept.
 const DROPPED_KEYS = new Set(['$schema', 'id', '$id', 'examples']);
 
@@ -14,16 +13,15 @@ function isNode(v: unknown): v is SchemaNode {
 /**
  * Rewrites zod's OpenAPI 3.0 output into a structural schema the API server
  * accepts: no `additionalProperties: false`, int-or-string quantities in their
- * canonical `anyOf` form, `const` as a one-value enum, no safe-integer bounds
- * that zod adds to every `.int()`.
+ * canonical `anyOf` form, `const` as a one-value enum. The safe-integer bounds zod
+ * puts on every `.int()` stay: without them the API server takes 2^60 where zod
+ * refuses it, and the object is accepted but never reconciled.
  */
 export function toStructural(node: SchemaNode): SchemaNode {
   if (node['x-kubernetes-int-or-string'] === true) return intOrString(node);
   const out: SchemaNode = {};
   for (const [key, value] of Object.entries(node)) {
     if (DROPPED_KEYS.has(key)) continue;
-    if (key === 'maximum' && value === SAFE_INT) continue;
-    if (key === 'minimum' && value === -SAFE_INT) continue;
     if (
       key === 'additionalProperties' &&
       (value === false || node['x-kubernetes-preserve-unknown-fields'] === true)
