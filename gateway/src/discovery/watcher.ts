@@ -5,21 +5,18 @@
 //
 // - Ready only after every informer has listed once: before that an empty
 //   table would answer 404 for models that exist, so /readyz says 503.
-// - Changes are coalesced: the first event after a rebuild schedules the next
-//   one `coalesceMs` later, and events meanwhile ride along. A fixed delay
-//   from the first event (not a debounce that restarts on every event) bounds
-//   staleness even when status churns constantly.
+// - Changes are coalesced (informer-group.ts).
 // - Routes are replaced whole; a model whose route did not change keeps its
 //   old object (reuseUnchangedRoutes), so the gateway sees no endpoint change.
 //   A request in flight holds its own ModelRoute and keeps its endpoint.
-// - Reconnects, relists on 410 and backoff are the Informer's job.
 
-import { Informer, type ListerWatcher } from '../../../operator/src/runtime/informer.ts';
+import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
 import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
-import { Resources, type ResourceType } from '../../../operator/src/runtime/resources.ts';
-import { systemClock, type Clock, type Timer } from '../clock.ts';
+import { Resources } from '../../../operator/src/runtime/resources.ts';
+import type { Clock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
 import { buildRoutingTable, reuseUnchangedRoutes, type DiscoveryIssue } from './build-table.ts';
+import { InformerGroup } from './informer-group.ts';
 
 export interface DiscoveryWatcherOptions {
   readonly client: ListerWatcher;
@@ -37,13 +34,7 @@ export class DiscoveryWatcher {
   /** The table the gateway serves from; not ready until the first sync. */
   readonly table: StaticRoutingTable;
   readonly #log: Logger;
-  readonly #clock: Clock;
-  readonly #coalesceMs: number;
-  readonly #deployments: Informer[];
-  readonly #policies: Informer[];
-  readonly #abort = new AbortController();
-  #pending: Timer | undefined;
-  #synced = false;
+  readonly #group: InformerGroup;
   #issues = new Map<string, DiscoveryIssue>();
   #rebuilds = 0;
 
@@ -51,44 +42,28 @@ export class DiscoveryWatcher {
     this.table = opts.table ?? new StaticRoutingTable();
     this.table.ready = false;
     this.#log = (opts.logger ?? noopLogger).child({ component: 'discovery' });
-    this.#clock = opts.clock ?? systemClock;
-    this.#coalesceMs = opts.coalesceMs ?? 100;
-    const namespaces = opts.namespaces?.length ? [...new Set(opts.namespaces)] : [undefined];
-    const informers = (resource: ResourceType): Informer[] =>
-      namespaces.map(
-        (namespace) => new Informer({ client: opts.client, resource, namespace, logger: this.#log }),
-      );
-    this.#deployments = informers(Resources.sglangDeployments);
-    this.#policies = informers(Resources.cachePolicies);
+    this.#group = new InformerGroup({
+      client: opts.client,
+      namespaces: opts.namespaces,
+      kinds: [{ resource: Resources.sglangDeployments }, { resource: Resources.cachePolicies }],
+      logger: this.#log,
+      clock: opts.clock,
+      coalesceMs: opts.coalesceMs,
+      rebuild: ([deployments = [], policies = []]) => this.#rebuild(deployments, policies),
+      onSynced: () => {
+        this.table.ready = true;
+        this.#log.info('routing table synced', { models: this.table.list().length });
+      },
+    });
   }
 
   /** Starts the informers; the table turns ready after the first full sync. */
   start(): void {
-    const all = [...this.#deployments, ...this.#policies];
-    const onChange = (): void => this.#schedule();
-    for (const informer of all) {
-      informer.addEventHandler({
-        onAdd: onChange,
-        // A resync replays objects as updates of themselves: nothing changed.
-        onUpdate: (before, after) => before !== after && onChange(),
-        onDelete: onChange,
-      });
-      informer.start();
-    }
-    void Promise.all(all.map((i) => i.waitForSync(this.#abort.signal))).then((synced) => {
-      if (!synced.every(Boolean)) return;
-      this.#synced = true;
-      this.#rebuild();
-      this.table.ready = true;
-      this.#log.info('routing table synced', { models: this.table.list().length });
-    });
+    this.#group.start();
   }
 
   async stop(): Promise<void> {
-    this.#abort.abort();
-    this.#pending?.cancel();
-    this.#pending = undefined;
-    await Promise.all([...this.#deployments, ...this.#policies].map((i) => i.stop()));
+    await this.#group.stop();
   }
 
   /** Why objects or models are left out of the table right now. */
@@ -98,8 +73,8 @@ export class DiscoveryWatcher {
 
   /** Objects in the informer caches (tests, diagnostics). */
   get cached(): { readonly deployments: number; readonly policies: number } {
-    const count = (informers: readonly Informer[]): number => informers.reduce((n, i) => n + i.size(), 0);
-    return { deployments: count(this.#deployments), policies: count(this.#policies) };
+    const [deployments = 0, policies = 0] = this.#group.sizes();
+    return { deployments, policies };
   }
 
   /** Table rebuilds so far (tests, diagnostics). */
@@ -107,20 +82,9 @@ export class DiscoveryWatcher {
     return this.#rebuilds;
   }
 
-  #schedule(): void {
-    if (!this.#synced || this.#pending) return;
-    this.#pending = this.#clock.setTimer(this.#coalesceMs, () => {
-      this.#pending = undefined;
-      this.#rebuild();
-    });
-  }
-
-  #rebuild(): void {
+  #rebuild(deployments: readonly unknown[], policies: readonly unknown[]): void {
     this.#rebuilds++;
-    const built = buildRoutingTable({
-      deployments: this.#deployments.flatMap((i) => i.list()),
-      policies: this.#policies.flatMap((i) => i.list()),
-    });
+    const built = buildRoutingTable({ deployments, policies });
     const previous = this.table.list();
     const { routes, changed } = reuseUnchangedRoutes(previous, built.routes);
     if (changed) {
