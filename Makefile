@@ -43,7 +43,7 @@ controlplane: ## Build (or reuse) kube-apiserver, etcd, controller-manager, sche
 	bash hack/build-controlplane.sh
 
 .PHONY: test-deps
-test-deps: ## Install redis-server and chromium from Debian when missing (the gateway's Redis and status-page tests)
+test-deps: ## Install redis-server, chromium and prometheus (promtool) from Debian when missing (Redis, status-page and alert-rule tests)
 	bash hack/install-test-deps.sh
 
 .PHONY: sglang-kit
@@ -64,6 +64,10 @@ conformance: deps sglang-kit ## SGLang's own code and real server against ours; 
 test-unit: deps ## Unit tests (no cluster)
 	$(NPM_BIN)/vitest run --project unit
 
+.PHONY: test-monitoring
+test-monitoring: deps test-deps ## The chart's alerts: promtool check and rule unit tests, metric names held to the code; ends with one JSON line
+	$(NODE) hack/test-monitoring.ts
+
 .PHONY: test-integration
 test-integration: deps controlplane test-deps ## Integration tests against a real kube-apiserver and etcd, inside a private network namespace
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration
@@ -73,7 +77,7 @@ test-e2e: deps controlplane test-deps sglang-kit ## End-to-end suites (full cont
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test
-test: deps controlplane build lint crds-check docs-check test-unit test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, integration, SGLang conformance, e2e
+test: deps controlplane build lint crds-check docs-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
 
 .PHONY: run
 run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; Ctrl-C stops it

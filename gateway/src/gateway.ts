@@ -56,6 +56,8 @@ import { encodeRequest } from './tokenize/request.ts';
 import type { Tokenizer } from './tokenize/tokenizer.ts';
 import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './upstream/exchange.ts';
 import type { BufferedResponse, SendOptions, StreamedResponse } from './upstream/answer.ts';
+import { RuntimeAuthorization } from './upstream/runtime-auth.ts';
+import type { RuntimeKeyDirectory } from './discovery/runtime-keys.ts';
 import { headerString, pipeStream } from './upstream/relay.ts';
 import { extractAnswerUsage } from './upstream/report.ts';
 import { requestUsageEvent, UsageEventFilter } from './upstream/strip-usage.ts';
@@ -92,6 +94,8 @@ export interface GatewayOptions {
   readonly tokenizers?: ReadonlyMap<string, Tokenizer>;
   /** Tenants' rate counts (Redis for the tier); in memory, this replica's share, when absent. */
   readonly limiter?: RateLimiter;
+  /** The runtimes' API keys (--api-key), sent to each runtime it holds a key for; none sent when absent. */
+  readonly runtimeKeys?: RuntimeKeyDirectory;
 }
 
 export class Gateway {
@@ -151,6 +155,7 @@ export class Gateway {
       headersTimeoutMs: this.#upstream.headersTimeoutMs,
       bodyTimeoutMs: this.#upstream.bodyTimeoutMs,
       maxBodyBytes: this.#upstream.maxBodyBytes,
+      ...(opts.runtimeKeys ? { authorizationFor: buildAuthorizationFor(opts.table, opts.runtimeKeys) } : {}),
     };
     this.admission = new AdmissionRegistry(this.#clock);
     this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
@@ -416,6 +421,14 @@ export class Gateway {
 }
 
 const KV_FOLLOW_MS = 1000;
+
+function buildAuthorizationFor(
+  table: RoutingTable,
+  keys: RuntimeKeyDirectory,
+): (baseUrl: string) => string | undefined {
+  const auth = new RuntimeAuthorization(table, keys);
+  return (baseUrl) => auth.headerFor(baseUrl);
+}
 
 export type { Served } from './forward/served.ts';
 export type { RequestContext } from './forward/types.ts';

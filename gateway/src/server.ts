@@ -112,11 +112,12 @@ async function main(): Promise<void> {
   const tenants = auth.value.tenantsFile ? loadTenantsOrExit(auth.value.tenantsFile) : source.tenants;
   const table = source.table;
   const peers = source.peers;
+  const runtimeKeys = source.runtimeKeys;
   const tokenizers = values.tokenizers ? await loadTokenizers(values.tokenizers) : undefined;
   const app = build({
     table,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
-    ...buildTierOptions(peers, tenants),
+    ...buildTierOptions(peers, tenants, runtimeKeys),
     logger: { level: values['log-level'] },
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
@@ -156,14 +157,16 @@ function loadTenantsOrExit(path: string): KeyDirectory {
 
 const AuthMode = z.enum(['keys', 'open'], { error: 'give keys (API keys of Tenants) or open (no keys)' });
 
-/** The tier and the tenants, and readiness waiting for both to have synced. */
+/** The tier, the tenants and the runtimes' keys, and readiness waiting for all to have synced. */
 function buildTierOptions(
   peers: Discovery['peers'],
   tenants: TenantDirectory | undefined,
-): Pick<BuildOptions, 'peers' | 'tenants' | 'ready'> {
+  runtimeKeys: Discovery['runtimeKeys'],
+): Pick<BuildOptions, 'peers' | 'tenants' | 'ready' | 'runtimeKeys'> {
   return {
-    ready: () => (peers?.synced() ?? true) && (tenants?.ready ?? true),
+    ready: () => (peers?.synced() ?? true) && (tenants?.ready ?? true) && (runtimeKeys?.ready ?? true),
     ...(peers ? { peers } : {}),
+    ...(runtimeKeys ? { runtimeKeys } : {}),
     ...(tenants ? { tenants } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { paidCallsBaseUrl, parseFlags } from './main.ts';
+import { paidCallsBaseUrl, parseFlags, runtimeIngressOf } from './main.ts';
 
 describe('operator flags', () => {
   it('makes no paid call unless --allow-paid-calls=true', () => {
@@ -57,5 +57,78 @@ describe('operator flags', () => {
       error: `--namespace: "${'x'.repeat(64)}" is longer than a namespace name (63 characters)`,
     });
     expect(parseFlags(['--namespace'])).toEqual({ ok: false, error: '--namespace needs a value' });
+  });
+
+  it('makes runtime NetworkPolicies only when asked, admitting the peers the flags name', () => {
+    const off = parseFlags([]);
+    expect(off.ok && runtimeIngressOf(off.value)).toBeUndefined();
+    const on = parseFlags([
+      '--runtime-network-policy=true',
+      '--runtime-ingress-gateway=namespace=cr,app.kubernetes.io/instance=cr,app.kubernetes.io/component=gateway',
+      '--runtime-ingress-operator',
+      'namespace=cr, app.kubernetes.io/component=operator',
+      '--runtime-ingress-metrics=namespace=monitoring',
+    ]);
+    expect(on.ok && runtimeIngressOf(on.value)).toEqual({
+      gateway: {
+        namespace: 'cr',
+        podLabels: { 'app.kubernetes.io/instance': 'cr', 'app.kubernetes.io/component': 'gateway' },
+      },
+      operator: { namespace: 'cr', podLabels: { 'app.kubernetes.io/component': 'operator' } },
+      metrics: { namespace: 'monitoring', podLabels: {} },
+    });
+  });
+
+  it.each([
+    [
+      ['--runtime-network-policy=true', '--runtime-ingress-operator=namespace=cr'],
+      '--runtime-ingress-gateway: required with --runtime-network-policy=true: the namespace and labels of the gateway pods (namespace=NS,LABEL=VALUE,...)',
+    ],
+    [
+      ['--runtime-ingress-gateway=namespace=cr'],
+      '--runtime-ingress-gateway: given without --runtime-network-policy=true: no NetworkPolicy is made to admit it',
+    ],
+    [
+      [
+        '--runtime-network-policy=true',
+        '--runtime-ingress-gateway=cr',
+        '--runtime-ingress-operator=namespace=cr',
+      ],
+      '--runtime-ingress-gateway: "cr" is not KEY=VALUE (namespace=NS,LABEL=VALUE,...)',
+    ],
+    [
+      [
+        '--runtime-network-policy=true',
+        '--runtime-ingress-gateway=namespace=cr',
+        '--runtime-ingress-operator=app=op',
+      ],
+      '--runtime-ingress-operator: no namespace=NS: name the namespace of the pods (namespace=NS,LABEL=VALUE,...)',
+    ],
+    [
+      [
+        '--runtime-network-policy=true',
+        '--runtime-ingress-gateway=namespace=Cr',
+        '--runtime-ingress-operator=namespace=cr',
+      ],
+      '--runtime-ingress-gateway: "Cr" is not a namespace name',
+    ],
+    [
+      [
+        '--runtime-network-policy=true',
+        '--runtime-ingress-gateway=namespace=cr,app=a b',
+        '--runtime-ingress-operator=namespace=cr',
+      ],
+      '--runtime-ingress-gateway: "a b" is not a label value (label app)',
+    ],
+    [
+      [
+        '--runtime-network-policy=true',
+        '--runtime-ingress-gateway=namespace=cr,-x=1',
+        '--runtime-ingress-operator=namespace=cr',
+      ],
+      '--runtime-ingress-gateway: "-x" is not a label key',
+    ],
+  ])('refuses %j naming the flag and what to change', (argv, error) => {
+    expect(parseFlags(argv)).toEqual({ ok: false, error });
   });
 });

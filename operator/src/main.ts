@@ -1,5 +1,7 @@
 // The operator process: `node operator/src/main.ts [flags]` (`make run-operator`).
 import { z } from 'zod';
+import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
+import { parsePodPeer } from './controllers/deployment/pod-peer.ts';
 import { formatDecimal } from './controllers/task/budget.ts';
 import { parseDailyCap } from './controllers/task/daily-cap.ts';
 import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
@@ -17,43 +19,83 @@ const NamespaceName = z
     error: (iss) => `${JSON.stringify(iss.input)} is longer than a namespace name (63 characters)`,
   });
 
-const Flags = z.object({
-  kubeconfig: z.string().optional(),
-  // The namespaces to watch; none: all. `--namespace a,b` and `--namespace a --namespace b`
-  // mean the same; empty items (`--namespace=`) add nothing.
-  namespace: z
-    .array(z.string())
-    .default([])
-    .transform((list) => [
-      ...new Set(
-        list
-          .flatMap((n) => n.split(','))
-          .map((n) => n.trim())
-          .filter((n) => n !== ''),
-      ),
-    ])
-    .pipe(z.array(NamespaceName)),
-  'metrics-port': z.coerce.number().int().min(0).max(65535).default(8080),
-  'metrics-host': z.string().default('0.0.0.0'),
-  'leader-elect': z.enum(['true', 'false']).default('true'),
-  'lease-namespace': z.string().default('cacheroute-system'),
-  'lease-name': z.string().default('cacheroute-operator'),
-  'log-level': z.enum(['debug', 'info', 'warn', 'error']).default('info'),
-  concurrency: z.coerce.number().int().min(1).max(64).default(4),
-  'openrouter-base-url': z.url({ protocol: /^https?$/ }).default(DEFAULT_OPENROUTER_BASE_URL),
-  // Paid calls are opt-in: without it, Tasks with an openrouter target fail TargetNotRoutable.
-  'allow-paid-calls': z.enum(['true', 'false']).default('false'),
-  // What each namespace may spend on paid calls per UTC day (daily-cap.ts), e.g. "10 USD".
-  'paid-calls-daily-cap': z
-    .string()
-    .default('10 USD')
-    .transform((text, ctx) => {
-      const cap = parseDailyCap(text);
-      if (cap.ok) return cap.value;
-      ctx.addIssue({ code: 'custom', message: cap.error });
-      return z.NEVER;
-    }),
+// A NetworkPolicy peer, `namespace=NS[,LABEL=VALUE...]` (pod-peer.ts).
+const PodPeerFlag = z.string().transform((text, ctx) => {
+  const peer = parsePodPeer(text);
+  if (peer.ok) return peer.value;
+  ctx.addIssue({ code: 'custom', message: peer.error });
+  return z.NEVER;
 });
+
+const INGRESS_FLAGS = [
+  'runtime-ingress-gateway',
+  'runtime-ingress-operator',
+  'runtime-ingress-metrics',
+] as const;
+
+const Flags = z
+  .object({
+    kubeconfig: z.string().optional(),
+    // The namespaces to watch; none: all. `--namespace a,b` and `--namespace a --namespace b`
+    // mean the same; empty items (`--namespace=`) add nothing.
+    namespace: z
+      .array(z.string())
+      .default([])
+      .transform((list) => [
+        ...new Set(
+          list
+            .flatMap((n) => n.split(','))
+            .map((n) => n.trim())
+            .filter((n) => n !== ''),
+        ),
+      ])
+      .pipe(z.array(NamespaceName)),
+    'metrics-port': z.coerce.number().int().min(0).max(65535).default(8080),
+    'metrics-host': z.string().default('0.0.0.0'),
+    'leader-elect': z.enum(['true', 'false']).default('true'),
+    'lease-namespace': z.string().default('cacheroute-system'),
+    'lease-name': z.string().default('cacheroute-operator'),
+    'log-level': z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    concurrency: z.coerce.number().int().min(1).max(64).default(4),
+    'openrouter-base-url': z.url({ protocol: /^https?$/ }).default(DEFAULT_OPENROUTER_BASE_URL),
+    // Paid calls are opt-in: without it, Tasks with an openrouter target fail TargetNotRoutable.
+    'allow-paid-calls': z.enum(['true', 'false']).default('false'),
+    // What each namespace may spend on paid calls per UTC day (daily-cap.ts), e.g. "10 USD".
+    'paid-calls-daily-cap': z
+      .string()
+      .default('10 USD')
+      .transform((text, ctx) => {
+        const cap = parseDailyCap(text);
+        if (cap.ok) return cap.value;
+        ctx.addIssue({ code: 'custom', message: cap.error });
+        return z.NEVER;
+      }),
+    // A NetworkPolicy per Deployment admitting only its own pods and these peers to its SGLang pods.
+    'runtime-network-policy': z.enum(['true', 'false']).default('false'),
+    // The gateway's pods (HTTP and event ports), the operator's (HTTP), and Prometheus (HTTP, /metrics).
+    'runtime-ingress-gateway': PodPeerFlag.optional(),
+    'runtime-ingress-operator': PodPeerFlag.optional(),
+    'runtime-ingress-metrics': PodPeerFlag.optional(),
+  })
+  .superRefine((f, ctx) => {
+    const on = f['runtime-network-policy'] === 'true';
+    for (const flag of INGRESS_FLAGS) {
+      if (!on && f[flag] !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: [flag],
+          message: 'given without --runtime-network-policy=true: no NetworkPolicy is made to admit it',
+        });
+    }
+    for (const flag of ['runtime-ingress-gateway', 'runtime-ingress-operator'] as const) {
+      if (on && f[flag] === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: [flag],
+          message: `required with --runtime-network-policy=true: the namespace and labels of the ${flag.slice('runtime-ingress-'.length)} pods (namespace=NS,LABEL=VALUE,...)`,
+        });
+    }
+  });
 export type OperatorFlags = z.infer<typeof Flags>;
 
 // Flags that may be given more than once; each occurrence adds to the list.
@@ -62,7 +104,9 @@ const REPEATABLE: ReadonlySet<string> = new Set(['namespace']);
 const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [--metrics-port 8080] [--metrics-host 0.0.0.0]
   [--leader-elect true|false] [--lease-namespace cacheroute-system] [--lease-name cacheroute-operator]
   [--log-level debug|info|warn|error] [--concurrency 4] [--openrouter-base-url https://openrouter.ai/api/v1]
-  [--allow-paid-calls false|true] [--paid-calls-daily-cap '10 USD']`;
+  [--allow-paid-calls false|true] [--paid-calls-daily-cap '10 USD']
+  [--runtime-network-policy false|true --runtime-ingress-gateway namespace=NS,LABEL=VALUE,...
+   --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -90,6 +134,14 @@ export function parseFlags(
   return { ok: true, value: parsed.data };
 }
 
+/** The peers the runtimes' NetworkPolicies admit; none (no NetworkPolicy) unless asked for. */
+export function runtimeIngressOf(flags: OperatorFlags): RuntimeIngress | undefined {
+  const gateway = flags['runtime-ingress-gateway'];
+  const operator = flags['runtime-ingress-operator'];
+  if (flags['runtime-network-policy'] !== 'true' || !gateway || !operator) return undefined;
+  return { gateway, operator, metrics: flags['runtime-ingress-metrics'] };
+}
+
 /** Where OpenRouter Tasks go: nowhere unless paid calls were allowed. */
 export function paidCallsBaseUrl(flags: OperatorFlags): string | undefined {
   return flags['allow-paid-calls'] === 'true' ? flags['openrouter-base-url'] : undefined;
@@ -109,6 +161,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     concurrency: flags.concurrency,
     openrouterBaseUrl: paidCallsBaseUrl(flags),
     dailyCap: flags['paid-calls-daily-cap'],
+    runtimeIngress: runtimeIngressOf(flags),
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -119,6 +172,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
       flags['allow-paid-calls'] === 'true'
         ? `${flags['openrouter-base-url']}, daily cap ${formatDecimal(flags['paid-calls-daily-cap'].amount)} ${flags['paid-calls-daily-cap'].currency} per namespace`
         : 'off',
+    runtimeNetworkPolicy: flags['runtime-network-policy'] === 'true' ? 'on' : 'off',
   });
   const exit = await op.manager.wait();
   await op.client.close();

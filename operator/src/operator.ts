@@ -1,6 +1,9 @@
 import { KubeConfig } from '@kubernetes/client-node';
+import { RUNTIME_API_KEY_LABEL } from './api/index.ts';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
+import { LABEL_DEPLOYMENT } from './controllers/deployment/labels.ts';
+import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import { buildDeploymentController } from './controllers/deployment/reconciler.ts';
 import type { DailyCap } from './controllers/task/daily-cap.ts';
 import { buildTaskController } from './controllers/task/reconciler.ts';
@@ -31,6 +34,11 @@ export interface OperatorOptions {
   dailyCap?: DailyCap | undefined;
   /** Every object is reconciled again this often (default 10 h); benchmarks shorten it. */
   syncPeriodMs?: number;
+  /**
+   * The peers each Deployment's NetworkPolicy admits to its SGLang pods (--runtime-network-policy
+   * and --runtime-ingress-*); unset: no NetworkPolicy, and one made earlier is deleted.
+   */
+  runtimeIngress?: RuntimeIngress | undefined;
 }
 
 export interface Operator {
@@ -51,11 +59,23 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
     ...(opts.namespaces?.length ? { namespaces: opts.namespaces } : {}),
     leaderElection: opts.leaderElection,
     http: opts.http,
-    // Tasks own their result ConfigMaps; caching only those keeps every other ConfigMap out of memory.
-    cacheSelectors: { configmaps: LABEL_TASK },
+    // Only what the operator owns is cached: Tasks' result ConfigMaps, Deployments' runtime key
+    // Secrets (never another Secret) and their NetworkPolicies.
+    cacheSelectors: {
+      configmaps: LABEL_TASK,
+      secrets: `${RUNTIME_API_KEY_LABEL}=true`,
+      'networkpolicies.networking.k8s.io': LABEL_DEPLOYMENT,
+    },
     ...(opts.syncPeriodMs ? { syncPeriodMs: opts.syncPeriodMs } : {}),
   });
-  manager.addController(buildDeploymentController({ manager, client, concurrency: opts.concurrency ?? 4 }));
+  manager.addController(
+    buildDeploymentController({
+      manager,
+      client,
+      concurrency: opts.concurrency ?? 4,
+      runtimeIngress: opts.runtimeIngress,
+    }),
+  );
   manager.addController(buildCachePolicyController({ manager, client }));
   manager.addController(buildTenantController({ manager, client }));
   manager.addController(

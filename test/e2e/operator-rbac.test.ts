@@ -125,7 +125,12 @@ describe('operator as the chart ServiceAccount, end to end', () => {
     const canI = async (...args: string[]): Promise<boolean> =>
       (await kubectl(['auth', 'can-i', ...args], { kubeconfig: userKubeconfig })).code === 0;
     expect(await canI('list', 'pods', '-A')).toBe(true);
-    expect(await canI('list', 'secrets', '-A')).toBe(false);
+    // Secrets: it keeps the runtime API key Secrets (applied; RBAC cannot narrow by label),
+    // and never replaces or deletes one.
+    expect(await canI('update', 'secrets', '-A')).toBe(false);
+    expect(await canI('delete', 'secrets', '-A')).toBe(false);
+    // The runtime was verified and warmed with its own key (the sim refuses any call without).
+    expect(seen['apply secrets']).toBeGreaterThan(0);
     expect(await canI('delete', 'deployments.apps', '-n', NS)).toBe(false);
   });
 });

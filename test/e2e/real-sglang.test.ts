@@ -21,7 +21,7 @@ import { removeKitModelLink } from '../support/real-sglang.ts';
 import { drainReplay } from '../support/sglang-kit-events.ts';
 import { runKit } from '../support/sglang-kit.ts';
 import { loadTokenizer, type Tokenizer } from '../../gateway/src/tokenize/index.ts';
-import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+import { buildRuntimeAuthHeader, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const NS = 'e2e-real-sglang';
 const REAL: Readonly<Record<string, readonly string[]>> = {
@@ -244,10 +244,19 @@ describe('real-sglang', () => {
     const e = await waitVerified('tiny-hicache');
     expect(e.reported).toMatchObject({ hicache: true, radixCache: true });
     const base = `http://${e.ip}:${e.port}`;
+    // The real server takes its own API key (--api-key from the pod's Secret), as from the gateway.
+    const auth = await eventually(
+      () => {
+        const real = kubelet.reals.get(e.pod);
+        expect(real).toBeDefined();
+        return buildRuntimeAuthHeader(real?.argv ?? []);
+      },
+      { timeoutMs: 60_000 },
+    );
     const generate = async (text: string) => {
       const r = await fetch(`${base}/generate`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...auth },
         body: JSON.stringify({ text, sampling_params: { max_new_tokens: 1, temperature: 0 } }),
       });
       expect(r.status).toBe(200);

@@ -21,7 +21,7 @@ import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/bu
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
 import { eventually, kubectlOk, listEvents } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
-import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+import { buildRuntimeAuthHeader, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 import {
   buildOpenRouterTaskManifest,
   buildSecretManifest,
@@ -120,9 +120,11 @@ async function policySalt(deploymentId: string): Promise<string> {
 }
 
 async function tokenCount(text: string): Promise<number> {
-  const ip = [...kubelet.sims.values()][0]?.ip ?? '';
-  const r = await fetch(`http://${ip}:30000/tokenize`, {
+  const sim = [...kubelet.sims.values()][0];
+  // The runtime takes its own API key (SGLang's --api-key), as from the operator and the gateway.
+  const r = await fetch(`http://${sim?.ip ?? ''}:30000/tokenize`, {
     method: 'POST',
+    headers: buildRuntimeAuthHeader(sim?.argv ?? []),
     body: JSON.stringify({ prompt: text, add_special_tokens: true }),
   });
   return ((await r.json()) as { count: number }).count;

@@ -9,16 +9,18 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { EndpointSlicePeers } from '../../gateway/src/discovery/peer-slices.ts';
+import { RuntimeKeyWatcher } from '../../gateway/src/discovery/runtime-key-watcher.ts';
 import { TenantWatcher } from '../../gateway/src/discovery/tenant-watcher.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
+import { renderManifest } from '../../operator/src/controllers/deployment/render.ts';
 import { KubeClient, type RequestInfo } from '../../operator/src/runtime/client.ts';
 import { createUserKubeconfig } from '../support/controlplane.ts';
 import { CHART_DIR, helm, KUBE_VERSION, type RenderedObject } from '../support/helm.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { REPO_ROOT } from '../support/samples.ts';
+import { loadSample, REPO_ROOT } from '../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
 const controlPlane = inject('controlPlane');
@@ -26,8 +28,12 @@ const TESTDATA = join(REPO_ROOT, 'test', 'integration', 'testdata', 'chart');
 const RELEASE = 'cacheroute';
 const NAMESPACE = 'cacheroute-system';
 // The APIs a values set needs beyond the built-in ones (helm template cannot ask a cluster).
+// Every kind the Prometheus Operator serves.
+const MONITORING_KINDS = ['ServiceMonitor', 'PodMonitor', 'PrometheusRule'].map(
+  (k) => `monitoring.coreos.com/v1/${k}`,
+);
 const API_VERSIONS: Record<string, string[]> = {
-  monitoring: ['monitoring.coreos.com/v1/ServiceMonitor'],
+  monitoring: MONITORING_KINDS,
   restricted: ['monitoring.coreos.com/v1/PodMonitor'],
 };
 const VALUE_SETS = readdirSync(TESTDATA)
@@ -144,6 +150,7 @@ describe('rendered objects on the real API server', () => {
     for (const [kind, plural] of [
       ['ServiceMonitor', 'servicemonitors'],
       ['PodMonitor', 'podmonitors'],
+      ['PrometheusRule', 'prometheusrules'],
     ] as const) {
       await kubectlOk(['apply', '--server-side', '-f', '-'], {
         kubeconfig,
@@ -288,7 +295,7 @@ describe('values reach the objects', () => {
     expect(objs.filter((o) => o.metadata.name === `${RELEASE}-gateway-peers`)).toEqual([]);
   });
 
-  it('gateway.auth.mode: keys by default (Secrets readable for the keys); open passes --auth=open and grants no Secret', async () => {
+  it('gateway.auth.mode: keys by default; open passes --auth=open; Secrets are listed either way (the runtimes take their own keys)', async () => {
     const secretRules = (objs: Awaited<ReturnType<typeof render>>) =>
       (find(objs, 'ClusterRole', `${RELEASE}-gateway`).rules as { resources: string[] }[]).filter((r) =>
         r.resources.includes('secrets'),
@@ -298,9 +305,40 @@ describe('values reach the objects', () => {
     expect(secretRules(keys)).toEqual([
       { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
     ]);
+    // Open mode checks no Tenant key, but every SGLang runtime refuses a request without its
+    // own API key: the gateway still lists and watches (labelled) Secrets to send them.
     const open = await render({ set: ['gateway.auth.mode=open'] });
     expect(container(open, 'gateway').args).toContain('--auth=open');
-    expect(secretRules(open)).toEqual([]);
+    expect(secretRules(open)).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
+    ]);
+  });
+
+  it("operator.runtimeNetworkPolicy: on by default, admitting this release's gateway and operator, and Prometheus with monitoring on", async () => {
+    const ingress = (objs: RenderedObject[]) =>
+      container(objs, 'operator').args.filter((a) => a.startsWith('--runtime-'));
+    const selector = (component: string) =>
+      `namespace=${NAMESPACE},app.kubernetes.io/component=${component},app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/name=cacheroute`;
+    expect(ingress(await render({}))).toEqual([
+      '--runtime-network-policy=true',
+      `--runtime-ingress-gateway=${selector('gateway')}`,
+      `--runtime-ingress-operator=${selector('operator')}`,
+    ]);
+    expect(ingress(await render({ set: ['monitoring.podMonitor.enabled=true'] }))).toEqual([
+      '--runtime-network-policy=true',
+      `--runtime-ingress-gateway=${selector('gateway')}`,
+      `--runtime-ingress-operator=${selector('operator')}`,
+      '--runtime-ingress-metrics=namespace=monitoring,app.kubernetes.io/name=prometheus',
+    ]);
+    const elsewhere = await render({
+      set: [
+        'gateway.enabled=false',
+        'operator.runtimeNetworkPolicy.gateway.namespace=edge',
+        'operator.runtimeNetworkPolicy.gateway.podLabels.app=gw',
+      ],
+    });
+    expect(ingress(elsewhere)).toContain('--runtime-ingress-gateway=namespace=edge,app=gw');
+    expect(ingress(await render({ set: ['operator.runtimeNetworkPolicy.enabled=false'] }))).toEqual([]);
   });
 
   it('gateway.watchNamespaces: Roles in those namespaces and no ClusterRole', async () => {
@@ -342,7 +380,10 @@ describe('values reach the objects', () => {
   });
 
   it('gateway.enabled=false renders no gateway object', async () => {
-    const objs = await render({ set: ['gateway.enabled=false'] });
+    // No gateway here to admit to the SGLang pods: their NetworkPolicies are off (or name one).
+    const objs = await render({
+      set: ['gateway.enabled=false', 'operator.runtimeNetworkPolicy.enabled=false'],
+    });
     expect(objs.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'gateway')).toEqual([]);
     expect(find(objs, 'Deployment', `${RELEASE}-operator`)).toBeDefined();
   });
@@ -350,6 +391,121 @@ describe('values reach the objects', () => {
   it('monitoring enabled on a cluster without the Prometheus Operator renders nothing for it', async () => {
     const objs = await render({ set: ['monitoring.serviceMonitor.enabled=true'] });
     expect(objs.filter((o) => o.apiVersion.startsWith('monitoring.coreos.com'))).toEqual([]);
+  });
+
+  const SERVICE_MONITORS = [`ServiceMonitor/${RELEASE}-gateway`, `ServiceMonitor/${RELEASE}-operator`];
+  const monitoringObjects = (objs: RenderedObject[]): string[] =>
+    objs
+      .filter((o) => o.apiVersion === 'monitoring.coreos.com/v1')
+      .map((o) => `${o.kind}/${o.metadata.name}`)
+      .sort();
+
+  it('monitoring on: the alerts (PrometheusRule) and the SGLang PodMonitor too, each only where its kind is served', async () => {
+    const sm = 'monitoring.serviceMonitor.enabled=true';
+    expect(monitoringObjects(await render({ apiVersions: MONITORING_KINDS }))).toEqual([]);
+    expect(monitoringObjects(await render({ set: [sm], apiVersions: MONITORING_KINDS }))).toEqual([
+      `PodMonitor/${RELEASE}-sglang`,
+      `PrometheusRule/${RELEASE}`,
+      ...SERVICE_MONITORS,
+    ]);
+    expect(
+      monitoringObjects(
+        await render({ set: [sm], apiVersions: ['monitoring.coreos.com/v1/ServiceMonitor'] }),
+      ),
+    ).toEqual(SERVICE_MONITORS);
+    expect(
+      monitoringObjects(
+        await render({
+          set: ['monitoring.podMonitor.enabled=true'],
+          apiVersions: ['monitoring.coreos.com/v1/PodMonitor'],
+        }),
+      ),
+    ).toEqual([
+      `PodMonitor/${RELEASE}-gateway`,
+      `PodMonitor/${RELEASE}-operator`,
+      `PodMonitor/${RELEASE}-sglang`,
+    ]);
+    const neither = await render({
+      set: [sm, 'monitoring.prometheusRule.enabled=false', 'monitoring.sglangPodMonitor.enabled=false'],
+      apiVersions: MONITORING_KINDS,
+    });
+    expect(monitoringObjects(neither)).toEqual(SERVICE_MONITORS);
+  });
+
+  it('the PrometheusRule is monitoring/alerts.yaml, whose jobs are the ones the scrape objects name', async () => {
+    const alerts = parse(readFileSync(join(CHART_DIR, 'monitoring', 'alerts.yaml'), 'utf8')) as {
+      groups: { rules: { expr: string }[] }[];
+    };
+    const named = new Set<string>();
+    for (const mode of ['serviceMonitor', 'podMonitor']) {
+      const objs = await render({ set: [`monitoring.${mode}.enabled=true`], apiVersions: MONITORING_KINDS });
+      expect(find(objs, 'PrometheusRule', RELEASE)['spec']).toEqual(alerts);
+      for (const o of objs.filter(
+        (x) => x.apiVersion === 'monitoring.coreos.com/v1' && x.kind !== 'PrometheusRule',
+      )) {
+        const spec = o['spec'] as Record<
+          string,
+          { relabelings?: { targetLabel?: string; replacement?: string }[] }[]
+        >;
+        const endpoints = spec['endpoints'] ?? spec['podMetricsEndpoints'] ?? [];
+        for (const r of endpoints.flatMap((e) => e.relabelings ?? []))
+          if (r.targetLabel === 'job' && r.replacement) named.add(r.replacement);
+      }
+    }
+    expect([...named].sort()).toEqual(['cacheroute-gateway', 'cacheroute-operator', 'cacheroute-sglang']);
+    const selected = alerts.groups
+      .flatMap((g) => g.rules)
+      .flatMap((r) => [...r.expr.matchAll(/job=~?"([^"]+)"/g)].flatMap((m) => (m[1] ?? '').split('|')));
+    expect(selected.length).toBeGreaterThan(0);
+    expect(selected.filter((j) => !named.has(j))).toEqual([]);
+  });
+
+  it("the SGLang PodMonitor selects the operator's SGLang pods on their HTTP port and labels series from their labels", async () => {
+    const objs = await render({ set: ['monitoring.podMonitor.enabled=true'], apiVersions: MONITORING_KINDS });
+    const pm = find(objs, 'PodMonitor', `${RELEASE}-sglang`)['spec'] as {
+      namespaceSelector: unknown;
+      selector: { matchLabels: Record<string, string> };
+      podMetricsEndpoints: { port: string; path: string; relabelings: { sourceLabels?: string[] }[] }[];
+    };
+    expect(pm.namespaceSelector).toEqual({ any: true });
+    const [endpoint] = pm.podMetricsEndpoints;
+    expect(endpoint?.path).toBe('/metrics');
+    const podLabelsRead = (endpoint?.relabelings ?? [])
+      .flatMap((r) => r.sourceLabels ?? [])
+      .filter((l) => l.startsWith('__meta_kubernetes_pod_label_'));
+    expect(podLabelsRead.length).toBeGreaterThan(0);
+    // Every role the operator renders: standalone, prefill and decode.
+    for (const sample of ['deployment-dense.yaml', 'deployment-pd-hisparse.yaml']) {
+      const rendered = renderManifest(loadSample(sample));
+      if (!rendered.ok) throw new Error(`${sample}: ${JSON.stringify(rendered.issues)}`);
+      const workloads = rendered.objects.filter((o) => o.kind === 'Deployment') as unknown as {
+        spec: { template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+      }[];
+      expect(workloads.length).toBeGreaterThan(0);
+      for (const w of workloads) {
+        const labels = w.spec.template.metadata.labels;
+        expect(labels).toMatchObject(pm.selector.matchLabels);
+        const ports = w.spec.template.spec.containers.flatMap(
+          (c) => (c as unknown as { ports?: { name: string }[] }).ports ?? [],
+        );
+        expect(ports.map((p) => p.name)).toContain(endpoint?.port);
+        // Prometheus names a pod label's meta label with every non-alphanumeric character as _.
+        const meta = new Set(
+          Object.keys(labels).map((k) => `__meta_kubernetes_pod_label_${k.replace(/[^a-zA-Z0-9_]/g, '_')}`),
+        );
+        expect(podLabelsRead.filter((l) => !meta.has(l))).toEqual([]);
+      }
+    }
+    const namespaced = await render({
+      set: ['monitoring.podMonitor.enabled=true', 'operator.watchNamespaces={team-a,team-b}'],
+      apiVersions: MONITORING_KINDS,
+    });
+    expect(
+      (find(namespaced, 'PodMonitor', `${RELEASE}-sglang`)['spec'] as { namespaceSelector: unknown })
+        .namespaceSelector,
+    ).toEqual({
+      matchNames: ['team-a', 'team-b'],
+    });
   });
 });
 
@@ -392,6 +548,14 @@ describe('bad values are refused with a message that says what to change', () =>
       'gateway.serviceAccount.create=false',
       'gateway.serviceAccount.name is required when gateway.serviceAccount.create is false',
     ],
+    [
+      'gateway.enabled=false',
+      'operator.runtimeNetworkPolicy.enabled with gateway.enabled=false: set operator.runtimeNetworkPolicy.gateway.namespace and .podLabels',
+    ],
+    [
+      'operator.runtimeNetworkPolicy.prometheus.namespace=Mon',
+      "at '/operator/runtimeNetworkPolicy/prometheus/namespace': 'Mon' does not match pattern",
+    ],
   ])('--set %s', async (set, message) => {
     const res = await helm(templateArgs({ set: [set] }));
     expect(res.code).not.toBe(0);
@@ -433,6 +597,8 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     watcher.start();
     const tenants = new TenantWatcher({ client, namespaces, coalesceMs: 20 });
     tenants.start();
+    const runtimeKeys = new RuntimeKeyWatcher({ client, namespaces });
+    runtimeKeys.start();
     // --peers-service, as the chart passes it: the gateway's own Service in the release namespace.
     const peers = new EndpointSlicePeers({
       client,
@@ -447,6 +613,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
       (stopped ??= (async () => {
         await watcher.stop();
         await tenants.stop();
+        await runtimeKeys.stop();
         await peers.stop();
         await client.close();
         return requests;
@@ -455,12 +622,14 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     // RBAC bindings take effect within moments; until then lists are 403 and retried.
     await eventually(() => expect(watcher.table.ready).toBe(true), { timeoutMs: 30_000 });
     await eventually(() => expect(tenants.directory.ready).toBe(true), { timeoutMs: 30_000 });
+    await eventually(() => expect(runtimeKeys.keys.ready).toBe(true), { timeoutMs: 30_000 });
     await eventually(() => expect(peers.hasSynced()).toBe(true), { timeoutMs: 30_000 });
     return { stop };
   }
 
-  // What the gateway's informers list and watch (discovery/watcher.ts): routing, and the
-  // Tenants with their API-key Secrets (selected by label: RBAC cannot, so all Secrets).
+  // What the gateway's informers list and watch (discovery/watcher.ts): routing, the Tenants
+  // with their API-key Secrets and the runtimes' key Secrets (selected by label: RBAC
+  // cannot, so all Secrets).
   const GATEWAY_KINDS = [
     'deployments.cacheroute.dev',
     'cachepolicies.cacheroute.dev',

@@ -7,11 +7,12 @@
 //     namespaced, so the rules split into none on cluster-scoped resources and the rest.
 //     The chart renders that table as a ClusterRole (operator.watchNamespaces empty: every
 //     namespace) or as a Role in each watched namespace and no ClusterRole at all; the
-//     Secret and paid-calls-ledger rules only with operator.paidCalls.allowed.
+//     paid-calls-ledger rule only with operator.paidCalls.allowed.
 // (b) Run as the chart's ServiceAccount (a client certificate for its user name, given
 //     rights only by the rendered RBAC objects), the operator reconciles a Deployment,
 //     a CachePolicy and Tasks, writes status and Events and holds the Lease, with no
-//     request denied by RBAC: cluster-wide with paid calls off (no Secret is read), and
+//     request denied by RBAC: cluster-wide with paid calls off (the only Secret written is
+//     the Deployment's runtime API key Secret; its NetworkPolicy is applied too), and
 //     namespaced with a paid call (the Secret, the ledger and the Lease in the watched
 //     namespace), seeing nothing of a namespace outside the list.
 import { readFileSync } from 'node:fs';
@@ -79,6 +80,15 @@ const OPERATOR_RULES: readonly TableRule[] = [
     resources: ['services', 'configmaps'],
     verbs: ['get', 'list', 'watch', 'create', 'patch'],
   },
+  // Each Deployment's runtime API key Secret, owned (its informer selects by label, RBAC
+  // cannot); the same get reads an OpenRouter Task's key by name before a paid call.
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+  // Each Deployment's NetworkPolicy, owned; deleted when the operator runs without it.
+  {
+    apiGroups: ['networking.k8s.io'],
+    resources: ['networkpolicies'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
+  },
   // The daily-cap ledger of paid calls, by name: replaced with its resourceVersion.
   {
     apiGroups: [''],
@@ -89,8 +99,6 @@ const OPERATOR_RULES: readonly TableRule[] = [
   },
   // Pods of our deployments: the informer selects by label, RBAC cannot.
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
-  // An OpenRouter Task's API key, by name, right before the paid call.
-  { apiGroups: [''], resources: ['secrets'], verbs: ['get'], paidCallsOnly: true },
   // Tasks' generation Leases, in the Task's namespace.
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   // Event recorder: new Events are created, repeats patch the series.
@@ -131,7 +139,12 @@ interface DirectRequest {
   paidCallsOnly?: true;
 }
 const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
-  deployment: [],
+  // A new runtime API key only after a live read of the key Secret (owned: already granted);
+  // the NetworkPolicy made earlier is deleted when the operator runs without one.
+  deployment: [
+    { rt: Resources.secrets, verbs: ['get'] },
+    { rt: Resources.networkPolicies, verbs: ['delete'] },
+  ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],
   // Warm-up documents.
@@ -504,9 +517,14 @@ describe('the operator as the chart ServiceAccount', () => {
       (await kubectl(['auth', 'can-i', ...args], { kubeconfig: userKubeconfig })).code === 0;
     expect(await canI('list', 'pods', '--all-namespaces')).toBe(true);
     expect(await canI('patch', 'deployments.apps', '-n', work)).toBe(true);
-    // Paid calls are off by default: no Secret at all.
-    expect(await canI('get', 'secrets', '-n', work)).toBe(false);
-    expect(await canI('list', 'secrets', '-n', work)).toBe(false);
+    // Secrets: the runtime API key Secrets it keeps (its informer selects them by label; RBAC
+    // cannot), applied, never replaced or deleted.
+    expect(await canI('list', 'secrets', '-n', work)).toBe(true);
+    expect(await canI('patch', 'secrets', '-n', work)).toBe(true);
+    expect(await canI('update', 'secrets', '-n', work)).toBe(false);
+    expect(await canI('delete', 'secrets', '-n', work)).toBe(false);
+    expect(await canI('delete', 'networkpolicies.networking.k8s.io', '-n', work)).toBe(true);
+    // Paid calls are off by default: no ledger.
     expect(await canI('update', `configmaps/${LEDGER_CONFIGMAP}`, '-n', work)).toBe(false);
     expect(await canI('delete', 'deployments.apps', '-n', work)).toBe(false);
     expect(await canI('update', 'deployments.cacheroute.dev', '-n', work)).toBe(false);
@@ -537,6 +555,11 @@ describe('the operator as the chart ServiceAccount', () => {
       logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
       leaderElection: { namespace: ns, name: 'cacheroute-operator' },
       http: false,
+      // As the chart runs it by default (operator.runtimeNetworkPolicy.enabled).
+      runtimeIngress: {
+        gateway: { namespace: ns, podLabels: { 'app.kubernetes.io/component': 'gateway' } },
+        operator: { namespace: ns, podLabels: { 'app.kubernetes.io/component': 'operator' } },
+      },
     });
     let stopped = false;
     onTestFinished(async () => {
@@ -562,6 +585,14 @@ describe('the operator as the chart ServiceAccount', () => {
       }),
     ]);
     await eventually(() => getJson(['get', 'service', 'llama-8b-sglang', '-n', work]));
+    for (const owned of ['secret/llama-8b-runtime-api-key', 'networkpolicy/llama-8b-runtime-ingress']) {
+      const o = await eventually(() =>
+        getJson<{ metadata: { ownerReferences?: unknown[] } }>(['get', owned, '-n', work]),
+      );
+      expect(o.metadata.ownerReferences, owned).toEqual([
+        expect.objectContaining({ kind: 'Deployment', name: 'llama-8b', controller: true }),
+      ]);
+    }
     // Status of both kinds, through their status subresources.
     await eventually(async () => {
       const d = await getJson<{ status?: { observedGeneration?: number; conditions?: { type: string }[] } }>([
@@ -650,8 +681,12 @@ describe('the operator as the chart ServiceAccount', () => {
       'list deployments.apps',
       'list services',
       'list pods',
+      'list secrets',
+      'list networkpolicies.networking.k8s.io',
       'apply deployments.apps',
       'apply services',
+      'apply secrets',
+      'apply networkpolicies.networking.k8s.io',
       'update deployments.cacheroute.dev/status',
       'update cachepolicies.cacheroute.dev/status',
       'update tasks.cacheroute.dev/status',
@@ -660,8 +695,13 @@ describe('the operator as the chart ServiceAccount', () => {
       'create events.events.k8s.io',
     ])
       expect(seen[used], used).toBeGreaterThan(0);
-    // Without paid calls the code never asks for a Secret (nor could it).
-    expect(requests.filter((r) => r.resource === 'secrets')).toEqual([]);
+    // Without paid calls the code touches Secrets only as the owner of runtime key Secrets:
+    // informer, the live read before a new key, server-side apply; never a replace or delete.
+    expect([...new Set(requests.filter((r) => r.resource === 'secrets').map((r) => r.verb))].sort()).toEqual(
+      expect.arrayContaining(['apply', 'list']),
+    );
+    for (const r of requests.filter((x) => x.resource === 'secrets'))
+      expect(['get', 'list', 'watch', 'apply'], `${r.verb} secrets`).toContain(r.verb);
     expect(requests.filter((r) => r.code === 401)).toEqual([]);
     // The shared plane may hold other tests' objects in Terminating namespaces, where
     // admission (not RBAC) forbids new objects: a 403 counts only if RBAC denies it.
@@ -694,7 +734,7 @@ describe('the operator as the chart ServiceAccount', () => {
     expect(await canI('list', 'pods', '-n', work)).toBe(true);
     expect(await canI('get', 'secrets', '-n', work)).toBe(true);
     expect(await canI('update', `configmaps/${LEDGER_CONFIGMAP}`, '-n', work)).toBe(true);
-    expect(await canI('list', 'secrets', '-n', work)).toBe(false);
+    expect(await canI('list', 'secrets', '-n', work)).toBe(true);
     for (const elsewhere of [outside, ns, 'default']) {
       expect(await canI('get', 'secrets', '-n', elsewhere), `get secrets -n ${elsewhere}`).toBe(false);
       expect(await canI('list', 'pods', '-n', elsewhere), `list pods -n ${elsewhere}`).toBe(false);

@@ -5,6 +5,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { build } from '../../gateway/src/app.ts';
+import { RuntimeKeyWatcher } from '../../gateway/src/discovery/runtime-key-watcher.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import type { Tokenizer } from '../../gateway/src/tokenize/tokenizer.ts';
 
@@ -23,14 +24,18 @@ export async function startInProcessGateway(
   kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
   const client = await KubeClient.fromKubeConfig(kc);
   const watcher = new DiscoveryWatcher({ client, namespaces: [...namespaces], coalesceMs: 20 });
-  const app = build({ table: watcher.table, ...opts });
+  // The runtimes' API keys, as server.ts wires them: the runtimes refuse requests without one.
+  const runtimeKeys = new RuntimeKeyWatcher({ client, namespaces: [...namespaces] });
+  const app = build({ table: watcher.table, runtimeKeys: runtimeKeys.keys, ...opts });
   watcher.start();
+  runtimeKeys.start();
   return {
     app,
     watcher,
     async stop() {
       await app.close();
       await watcher.stop();
+      await runtimeKeys.stop();
       await client.close();
     },
   };

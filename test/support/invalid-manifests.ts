@@ -46,6 +46,12 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'runtime.extraArgs must not set flags the operator renders',
   },
   {
+    name: "extraArgs set the runtime's API key (the operator's, per identity)",
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--api-key', 'mine']),
+    expect: 'runtime.extraArgs must not set flags the operator renders',
+  },
+  {
     name: 'extraArgs override --enable-hisparse',
     sample: DENSE,
     mutate: (m) => (m.spec.runtime.extraArgs = ['--log-level', 'info', '--enable-hisparse']),

@@ -6,11 +6,16 @@
 // deleted keeps serving that long, then its runtime stops).
 // Simulators run in this process: a fleet of hundreds costs no forks.
 // Chosen pods get the real SGLang instead (`realSglang`), a process each.
+// As a kubelet, it resolves the container's env (values, and Secret keys it
+// reads from the API server) and expands `$(VAR)` in the args with it: that
+// is how a pod's runtime gets its API key (`--api-key $(…)`). A Secret key
+// not there yet keeps the runtime from starting, retried every second.
 // Needs the private network namespace (hack/in-netns.sh) for pod IPs.
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type V1Container } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { Informer } from '../../operator/src/runtime/informer.ts';
 import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
+import type { KubeObject } from '../../operator/src/runtime/objects.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
 import { ScaledClock } from '../sim/clock.ts';
 import { parseSimArgs } from '../sim/config.ts';
@@ -61,15 +66,38 @@ export interface SimKubelet {
 const SGLANG_CONTAINER = 'sglang';
 const VERSION_LABEL = 'app.kubernetes.io/version';
 
-/** The simulator command line for a pod: its container args, bound to the pod IP. */
-export function buildSimArgv(pod: PodObject, extra: readonly string[] = []): string[] | undefined {
+/**
+ * Kubernetes' expansion of `$(VAR)` in args: a variable of the container's env is replaced,
+ * `$$` is a literal `$`, anything else stays as written.
+ */
+export function expandArgs(args: readonly string[], env: ReadonlyMap<string, string>): string[] {
+  return args.map((a) =>
+    a.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name: string | undefined) =>
+      m === '$$' ? '$' : (env.get(name ?? '') ?? m),
+    ),
+  );
+}
+
+/** The header a test sends a pod's runtime directly: its API key, from its (expanded) command line. */
+export function buildRuntimeAuthHeader(argv: readonly string[]): Record<string, string> {
+  const at = argv.lastIndexOf('--api-key');
+  const key = at < 0 ? undefined : argv[at + 1];
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+/** The simulator command line for a pod: its container args (env expanded), bound to the pod IP. */
+export function buildSimArgv(
+  pod: PodObject,
+  extra: readonly string[] = [],
+  env: ReadonlyMap<string, string> = new Map(),
+): string[] | undefined {
   const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
   const ip = pod.status?.podIP;
   if (!container || !ip) return undefined;
   const version = pod.metadata?.labels?.[VERSION_LABEL];
   // argparse keeps the last occurrence: the pod IP overrides the rendered 0.0.0.0.
   return [
-    ...(container.args ?? []),
+    ...expandArgs(container.args ?? [], env),
     '--host',
     ip,
     '--sim-worker-id',
@@ -96,6 +124,34 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   };
 
   const reals = new Map<string, RunningPodReal>();
+
+  /** The container's env as a kubelet resolves it; undefined while a Secret key it names is missing. */
+  async function resolveEnv(
+    namespace: string,
+    container: V1Container | undefined,
+  ): Promise<Map<string, string> | undefined> {
+    const env = new Map<string, string>();
+    for (const e of container?.env ?? []) {
+      const ref = e.valueFrom?.secretKeyRef;
+      if (!ref) {
+        env.set(e.name, expandArgs([e.value ?? ''], env)[0] ?? '');
+        continue;
+      }
+      const secret = await client.get<KubeObject & { data?: Record<string, string> }>(
+        Resources.secrets,
+        namespace,
+        ref.name ?? '',
+      );
+      const value = secret?.data?.[ref.key];
+      if (value === undefined) {
+        if (ref.optional) continue;
+        log(`env ${e.name}: Secret ${namespace}/${ref.name} has no key ${ref.key} (yet)`);
+        return undefined;
+      }
+      env.set(e.name, Buffer.from(value, 'base64').toString('utf8'));
+    }
+    return env;
+  }
   // Pods being deleted, serving out their preStop sleep.
   const terminating = new Map<string, NodeJS.Timeout>();
 
@@ -129,11 +185,15 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   }
 
   /** The real server for a pod: its container args, bound to the pod IP and its port. */
-  async function startReal(pod: PodObject, extra: readonly string[]): Promise<void> {
+  async function startReal(
+    pod: PodObject,
+    extra: readonly string[],
+    env: ReadonlyMap<string, string>,
+  ): Promise<void> {
     const name = pod.metadata?.name ?? '';
     const ip = pod.status?.podIP ?? '';
     const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
-    const argv = [...(container?.args ?? []), ...extra];
+    const argv = [...expandArgs(container?.args ?? [], env), ...extra];
     const parsed = parseSimArgs(argv);
     if (!parsed.ok) {
       log(`real SGLang for ${name} refused its arguments: ${parsed.error}`);
@@ -168,14 +228,31 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     if (pod.metadata?.deletionTimestamp) return stopAfterPreStop(pod);
     const name = pod.metadata?.name ?? '';
     const running = pod.status?.phase === 'Running';
-    const argv = running ? buildSimArgv(pod, opts.extraArgs?.(pod) ?? []) : undefined;
     const current = sims.get(name) ?? reals.get(name);
-    if (current && (!argv || current.ip !== pod.status?.podIP)) await stopSim(name);
-    if (!argv || sims.has(name) || reals.has(name)) return;
-    const real = opts.realSglang?.(pod);
-    await (real ? startReal(pod, real) : startSim(pod, argv));
+    if (current && (!running || current.ip !== pod.status?.podIP)) await stopSim(name);
+    if (!running || sims.has(name) || reals.has(name)) return;
+    await startRuntime(pod);
   }
 
+  /** The pod's runtime, once its env resolves; a kubelet retries a container it cannot configure yet. */
+  async function startRuntime(pod: PodObject): Promise<void> {
+    const namespace = pod.metadata?.namespace ?? '';
+    const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
+    const env = await resolveEnv(namespace, container);
+    if (!env) {
+      setTimeout(() => {
+        const latest = informer.get(namespace, pod.metadata?.name ?? '');
+        if (latest && !stopped) enqueue(() => reconcile(latest));
+      }, 1000).unref();
+      return;
+    }
+    const argv = buildSimArgv(pod, opts.extraArgs?.(pod) ?? [], env);
+    if (!argv) return;
+    const real = opts.realSglang?.(pod);
+    await (real ? startReal(pod, real, env) : startSim(pod, argv));
+  }
+
+  let stopped = false;
   informer.addEventHandler({
     onAdd: (pod) => enqueue(() => reconcile(pod)),
     onUpdate: (_old, pod) => enqueue(() => reconcile(pod)),
@@ -187,6 +264,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     sims,
     reals,
     async stop() {
+      stopped = true;
       await informer.stop();
       for (const timer of terminating.values()) clearTimeout(timer);
       terminating.clear();

@@ -49,6 +49,14 @@ maxUnavailable: {{ .maxUnavailable }}
 {{- if .root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind) }}true{{ end }}
 {{- end }}
 
+{{/*
+A NetworkPolicy peer as the operator's --runtime-ingress-* flags take it:
+namespace=<ns>,<label>=<value>,... (labels in key order).
+*/}}
+{{- define "cacheroute.podPeer" -}}
+namespace={{ .namespace }}{{ range $k, $v := .labels }},{{ $k }}={{ $v }}{{ end }}
+{{- end }}
+
 {{/* Value rules JSON Schema cannot state clearly; each failure says what to change. */}}
 {{- define "cacheroute.validate" -}}
 {{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
@@ -56,6 +64,10 @@ maxUnavailable: {{ .maxUnavailable }}
 {{- end }}
 {{- with .Values.operator.watchNamespace }}
 {{- fail (printf "operator.watchNamespace was replaced by operator.watchNamespaces, a list (Roles in those namespaces instead of a ClusterRole): set operator.watchNamespaces={%s} and drop operator.watchNamespace" .) }}
+{{- end }}
+{{- $rnp := .Values.operator.runtimeNetworkPolicy }}
+{{- if and $rnp.enabled (not .Values.gateway.enabled) (not $rnp.gateway.namespace) }}
+{{- fail "operator.runtimeNetworkPolicy.enabled with gateway.enabled=false: set operator.runtimeNetworkPolicy.gateway.namespace and .podLabels to the gateway the SGLang pods must admit, or set operator.runtimeNetworkPolicy.enabled=false" }}
 {{- end }}
 {{- if and .Values.gateway.redis.url .Values.gateway.redis.existingSecret.name }}
 {{- fail "gateway.redis.url and gateway.redis.existingSecret.name are both set: give the URL one way (a URL with a password belongs in the Secret)" }}

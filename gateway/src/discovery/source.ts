@@ -16,6 +16,8 @@ import type { PeerSet } from '../fleet/peers.ts';
 import { StaticRoutingTable, type ModelRoute, type RoutingTable } from '../routing/table.ts';
 import { EndpointSlicePeers } from './peer-slices.ts';
 import type { TenantDirectory } from '../tenancy/tenant.ts';
+import type { RuntimeKeyDirectory } from './runtime-keys.ts';
+import { RuntimeKeyWatcher } from './runtime-key-watcher.ts';
 import { TenantWatcher } from './tenant-watcher.ts';
 import { DiscoveryWatcher } from './watcher.ts';
 
@@ -139,6 +141,8 @@ export interface Discovery {
   readonly table: RoutingTable;
   /** Tenants and their keys, when discovery was asked for them (--auth keys). */
   readonly tenants?: TenantDirectory;
+  /** The runtimes' own API keys (discovery only; a --routes table names runtimes without keys). */
+  readonly runtimeKeys?: RuntimeKeyDirectory;
   /** The gateway tier, when a peer Service was named; `synced` gates readiness. */
   readonly peers?: PeerSet & { synced(): boolean };
   /** Starts the informers (discovery); logs through the app's logger. */
@@ -171,6 +175,8 @@ export async function openDiscovery(
   const tenantWatcher = opts.tenants
     ? new TenantWatcher({ client, namespaces: source.namespaces })
     : undefined;
+  // Whatever --auth says: the runtimes take their own key (SGLang's --api-key) from every caller.
+  const runtimeKeyWatcher = new RuntimeKeyWatcher({ client, namespaces: source.namespaces });
   // Made at start(), when the app's logger exists; until then this replica knows no peers.
   let slices: EndpointSlicePeers | undefined;
   const peerSource = source.peers;
@@ -183,11 +189,13 @@ export async function openDiscovery(
     table,
     ...(peers ? { peers } : {}),
     ...(tenantWatcher ? { tenants: tenantWatcher.directory } : {}),
+    runtimeKeys: runtimeKeyWatcher.keys,
     start(log) {
       const logger = adaptFastifyLogger(log);
       watcher = new DiscoveryWatcher({ client, table, namespaces: source.namespaces, logger });
       watcher.start();
       tenantWatcher?.start(logger);
+      runtimeKeyWatcher.start(logger);
       if (peerSource) {
         slices = new EndpointSlicePeers({ client, ...peerSource, logger });
         slices.start();
@@ -196,6 +204,7 @@ export async function openDiscovery(
     async close() {
       await watcher?.stop();
       await tenantWatcher?.stop();
+      await runtimeKeyWatcher.stop();
       await slices?.stop();
       await client.close();
     },

@@ -2,7 +2,8 @@
 // (SGLang with --enable-metrics): the queue and KV usage the policies add to
 // the gateway's in-flight counts. Off the request path: a timer scrapes, the
 // request path reads the last value. A failed scrape forgets the endpoint's
-// value (unknown counts as 0, not as its last reading).
+// value (unknown counts as 0, not as its last reading). No API key is sent:
+// SGLang's --api-key leaves /metrics open (utils/auth.py; test/sim/auth.ts).
 
 import { request } from 'undici';
 import type { Clock, Timer } from '../clock.ts';

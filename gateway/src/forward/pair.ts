@@ -17,7 +17,7 @@ import {
 } from '../routing/pd.ts';
 import { EndpointRole, type RouteEndpoint } from '../routing/table.ts';
 import { RequestEncodingError, sendBuffered, type BufferedResponse } from '../upstream/answer.ts';
-import { computeBufferedReport } from '../upstream/relay.ts';
+import { computeBufferedReport, isFailedAnswer } from '../upstream/relay.ts';
 import { failAttempt, markIfGone, matchIndexed, viewOf, type ForwardDeps } from './attempts.ts';
 import { recordDecision } from './decision.ts';
 import { withReport, type Answer, type Forwarded, type Forwarding, type Via } from './types.ts';
@@ -73,7 +73,7 @@ export async function forwardPair<T, R extends Answer>(
   const res = await exchange
     .send(deps.send, decode.url, ctx.path, body, signal)
     .catch((err: unknown) => ({ error: err }));
-  if ('error' in res || res.statusCode >= 500) {
+  if ('error' in res || isFailedAnswer(res.statusCode)) {
     decodeGuard.release();
     pairAbort.abort();
     // The decode was stopped because the prefill refused the request: the refusal is the answer,
@@ -118,7 +118,7 @@ async function runPrefill(
       markIfGone(deps, prefill, failure);
     }
     deps.book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
-    const refused = !('error' in res) && res.statusCode >= 400 && res.statusCode < 500;
+    const refused = !('error' in res) && res.statusCode >= 400 && !isFailedAnswer(res.statusCode);
     onFailure(refused ? res : undefined);
     return;
   }

@@ -8,6 +8,7 @@ import { GatewayError } from '../errors.ts';
 import type { Policy } from '../policies/index.ts';
 import { computeRoutableEndpoints } from '../routing/table.ts';
 import { AnswerInterruptedError } from '../upstream/answer.ts';
+import { isFailedAnswer } from '../upstream/relay.ts';
 import { failAttempt, matchIndexed, viewOf, type ForwardDeps } from './attempts.ts';
 import { recordDecision } from './decision.ts';
 import { withReport, type Answer, type Forwarded, type Forwarding, type Via } from './types.ts';
@@ -50,7 +51,7 @@ export async function forwardStandalone<T, R extends Answer>(
     const res = await exchange
       .send(deps.send, endpoint.url, ctx.path, fwd.body, ctx.signal)
       .catch((err: unknown) => ({ error: err }));
-    if ('error' in res || res.statusCode >= 500) {
+    if ('error' in res || isFailedAnswer(res.statusCode)) {
       guard.release();
       book.observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
       const error = await failAttempt(deps, fwd, endpoint, exchange, res);

@@ -17,6 +17,8 @@ export interface SendOptions {
   readonly bodyTimeoutMs: number;
   /** A body larger once encoded is not sent (413): the runtime would refuse it, or choke. */
   readonly maxBodyBytes?: number;
+  /** The Authorization header the runtime at a base URL takes (its --api-key), if any (runtime-auth.ts). */
+  readonly authorizationFor?: (baseUrl: string) => string | undefined;
 }
 
 /** The answer had begun when it failed: not retried, the runtime already did the work. */
@@ -106,7 +108,7 @@ export function sendStreamed(
         origin: url.origin,
         path: url.pathname + url.search,
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: buildHeaders(opts, baseUrl),
         body: payload,
         headersTimeout: opts.headersTimeoutMs,
         bodyTimeout: opts.bodyTimeoutMs,
@@ -114,6 +116,13 @@ export function sendStreamed(
       handler,
     );
   });
+}
+
+const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' };
+
+function buildHeaders(opts: SendOptions, baseUrl: string): Record<string, string> {
+  const authorization = opts.authorizationFor?.(baseUrl);
+  return authorization ? { ...JSON_HEADERS, authorization } : { ...JSON_HEADERS };
 }
 
 export interface BufferedResponse {

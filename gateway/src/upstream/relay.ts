@@ -29,12 +29,27 @@ export function classifyUpstreamFailure(failure: unknown): UpstreamFailureReason
 }
 
 /** Upstream failure → 502/504, naming only our side of it. */
+/**
+ * An answer that is the runtime's failure, not the client's: a 5xx, or a 401/403. Clients
+ * authenticate with the gateway, never with a runtime, so a runtime refusing credentials
+ * refused the gateway's runtime key (stale, or not yet known): the client's request is
+ * fine, another runtime may take it, and the client must not read it as its own key failing.
+ */
+export function isFailedAnswer(statusCode: number): boolean {
+  return statusCode >= 500 || statusCode === 401 || statusCode === 403;
+}
+
 export function mapUpstreamFailure(res: unknown, timeoutMs: number): GatewayError {
   const reason = classifyUpstreamFailure(res);
-  if (reason === 'status')
+  if (reason === 'status') {
+    const status = Number((res as { statusCode: unknown }).statusCode);
     return new GatewayError('GW_UPSTREAM_ERROR', {
-      reason: `status ${String((res as { statusCode: unknown }).statusCode)}`,
+      reason:
+        status === 401 || status === 403
+          ? `the runtime refused the gateway's runtime API key (status ${status})`
+          : `status ${status}`,
     });
+  }
   if (reason === 'timeout') return new GatewayError('GW_UPSTREAM_TIMEOUT', { timeoutMs }, { cause: res });
   if (reason === 'interrupted')
     return new GatewayError('GW_UPSTREAM_ERROR', { reason: 'the answer was interrupted' }, { cause: res });

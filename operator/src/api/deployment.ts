@@ -66,6 +66,9 @@ export const OPERATOR_OWNED_FLAGS = [
   'disaggregation-bootstrap-port',
   'disaggregation-ib-device',
   'disaggregation-decode-enable-radix-cache',
+  // The runtime's key is the operator's (a per-identity Secret); the admin key would lock it out of /server_info.
+  'api-key',
+  'admin-api-key',
 ] as const;
 
 export const HiCacheSpec = withRules(

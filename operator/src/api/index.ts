@@ -5,6 +5,7 @@ export * from './deployment.ts';
 export * from './kinds.ts';
 export * from './resources.ts';
 export * from './rules.ts';
+export * from './runtime-api-key.ts';
 export * from './task.ts';
 export * from './tenant.ts';
 export { toOpenApi } from './openapi.ts';

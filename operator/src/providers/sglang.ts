@@ -15,13 +15,16 @@ import type { PdPrefill } from '../controllers/task/target.ts';
 import { err, ok, type AttemptOutcome, type Result } from '../controllers/task/types.ts';
 import { computeSglangUsage, toAttemptError } from '../controllers/task/usage.ts';
 import { buildBootstrapFields, computeBootstrapRoom, toRandom32 } from '../sglang/bootstrap.ts';
-import { parseWith, postJson, providerError } from './http.ts';
+import { buildRuntimeAuthHeaders } from '../sglang/runtime-key.ts';
+import { parseWith, postJson, providerError, type PostOptions } from './http.ts';
 
 export interface SglangProviderOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   /** Uniform in [0, 1): picks endpoints and the bootstrap room (injected for tests). */
   random?: () => number;
+  /** The runtimes' API key (the target's fingerprint's, from its Deployment's key Secret). */
+  apiKey?: string | undefined;
 }
 
 const TokenizeResponse = z.looseObject({
@@ -78,12 +81,22 @@ function planRoute(
   });
 }
 
+/** Bounded calls carrying the runtime's API key, which no error text may repeat. */
+function buildPostOptions(timeoutMs: number, opts: SglangProviderOptions): PostOptions {
+  return {
+    timeoutMs,
+    signal: opts.signal,
+    headers: buildRuntimeAuthHeaders(opts.apiKey),
+    secrets: opts.apiKey ? [opts.apiKey] : [],
+  };
+}
+
 export async function generateWithSglang(
   call: GenerateCall,
   opts: SglangProviderOptions = {},
 ): Promise<AttemptOutcome> {
   const timeoutMs = opts.timeoutMs ?? 300_000;
-  const post = { timeoutMs, signal: opts.signal };
+  const post = buildPostOptions(timeoutMs, opts);
   if (call.target.provider !== 'sglang' || call.prepared.kind !== 'text')
     return providerError('WrongProvider', 'the SGLang provider takes an SGLang target and a text input');
   const route = planRoute(call, opts.random ?? Math.random);

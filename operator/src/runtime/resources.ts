@@ -44,6 +44,13 @@ export const Resources = {
     kind: 'EndpointSlice',
     namespaced: true,
   },
+  networkPolicies: {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    resource: 'networkpolicies',
+    kind: 'NetworkPolicy',
+    namespaced: true,
+  },
   leases: {
     group: 'coordination.k8s.io',
     version: 'v1',

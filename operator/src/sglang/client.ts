@@ -1,11 +1,14 @@
 import type { z } from 'zod';
 import { ModelInfo, ServerInfo } from './identity.ts';
+import { buildRuntimeAuthHeaders } from './runtime-key.ts';
 
 export type FetchResult<T> = { ok: true; value: T } | { ok: false; error: string; status?: number };
 
 export interface ClientOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The runtime's API key (--api-key), sent as a bearer token; never put in an error. */
+  apiKey?: string | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
@@ -19,7 +22,10 @@ async function getJson<S extends z.ZodType>(
   if (opts.signal) signals.push(opts.signal);
   let res: Response;
   try {
-    res = await fetch(url, { signal: AbortSignal.any(signals) });
+    res = await fetch(url, {
+      headers: buildRuntimeAuthHeaders(opts.apiKey),
+      signal: AbortSignal.any(signals),
+    });
   } catch (err) {
     return { ok: false, error: `GET ${url}: ${(err as Error).message}` };
   }

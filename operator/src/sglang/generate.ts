@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ClientOptions, FetchResult } from './client.ts';
+import { buildRuntimeAuthHeaders } from './runtime-key.ts';
 
 /** SGLang's `meta_info` on a finished `/generate` (managers/io_struct.py, schedule_batch.py). */
 export const MetaInfo = z.looseObject({
@@ -69,7 +70,7 @@ async function postJson<S extends z.ZodType>(
   try {
     res = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...buildRuntimeAuthHeaders(opts.apiKey) },
       body: JSON.stringify(body),
       signal: AbortSignal.any(signals),
     });

@@ -24,6 +24,8 @@ export const ServerInfo = z.looseObject({
   max_total_num_tokens: z.number().int().nullish(),
   // A block we cannot read costs the gateway its exact index, not the runtime its verification.
   kv_events: KvEventsAdvert.nullish().catch(null),
+  // In clear (to a caller that sent it): checked by checkReportedApiKey, never copied anywhere.
+  api_key: z.string().nullish().catch(null),
 });
 export type ServerInfo = z.infer<typeof ServerInfo>;
 

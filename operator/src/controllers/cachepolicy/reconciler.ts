@@ -9,12 +9,14 @@ import type { KubeObject, ObjectKey } from '../../runtime/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
 import { Resources } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
+import { buildRuntimeKeyLookup } from '../../sglang/runtime-key.ts';
 import { computePolicyStatus } from './targets.ts';
 import { planWarmup, pruneWarmed, type WarmupTarget } from './warmup.ts';
 
 type PolicyObject = KubeObject & CachePolicyResource;
 type DeploymentObject = KubeObject & DeploymentResource;
 type ConfigMapObject = KubeObject & { data?: Record<string, string> };
+type SecretObject = KubeObject & { data?: Record<string, string> };
 
 export interface CachePolicyControllerOptions {
   manager: Manager;
@@ -58,6 +60,8 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
   const { manager, client } = opts;
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
   const deployments = manager.informer<DeploymentObject>(Resources.sglangDeployments);
+  // The runtimes' API keys, from the Deployments' key Secrets (the only Secrets cached).
+  const runtimeKey = buildRuntimeKeyLookup(manager.informer<SecretObject>(Resources.secrets));
 
   async function readDocuments(
     policy: CachePolicyResource,
@@ -83,6 +87,7 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
 
   /** Prefills every document on each target; returns the pods where all of them succeeded. */
   async function warm(
+    namespace: string,
     targets: readonly WarmupTarget[],
     docs: readonly string[],
     ctx: ReconcileContext,
@@ -92,7 +97,11 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
         for (const text of docs) {
           // One generated token: the point is the prefill, which lands the prefix in the radix cache.
           const body = { text, cache_salt: t.salt, sampling_params: { max_new_tokens: 1, temperature: 0 } };
-          const post = { timeoutMs: opts.warmupTimeoutMs ?? 120_000, signal: ctx.signal };
+          const post = {
+            timeoutMs: opts.warmupTimeoutMs ?? 120_000,
+            signal: ctx.signal,
+            apiKey: runtimeKey(namespace, t.deployment, t.fingerprint),
+          };
           const error = await sendWarmup(t, body, post);
           if (error !== undefined) {
             ctx.logger.warn('warm-up failed', { pod: t.pod, error });
@@ -144,7 +153,7 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
         manager.events.event(obj, 'Warning', 'WarmupDocumentMissing', docs.message);
         retry = true;
       } else {
-        const ok = await warm(todo, docs.docs, ctx);
+        const ok = await warm(ns, todo, docs.docs, ctx);
         retry = ok.length < todo.length;
         for (const t of ok) warmed.set(t.deployment, [...(warmed.get(t.deployment) ?? []), t.pod]);
         status = computePolicyStatus({ policy, policies: all, deployments: byName, warmed }, ctx.now());

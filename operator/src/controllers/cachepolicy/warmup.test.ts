@@ -32,7 +32,7 @@ const deployment = (endpoints: Endpoint[]): DeploymentResource => ({
 describe('planWarmup', () => {
   it('warms verified, ready prefilling endpoints not warmed before, with the target salt', () => {
     const d = deployment([
-      ep('a'),
+      ep('a', { fingerprint: 'f1' }),
       ep('bb', { verified: false }),
       ep('ccc', { ready: false }),
       ep('dddd', { role: 'decode' }),
@@ -46,7 +46,8 @@ describe('planWarmup', () => {
     };
     const plan = planWarmup(warmedBefore, new Map([['llama-8b', d]]), new Map([['llama-8b', 'salt-1']]));
     expect(plan).toEqual([
-      { deployment: 'llama-8b', pod: 'a', url: 'http://10.244.0.1:30000', salt: 'salt-1' },
+      // The fingerprint says which runtime API key the warm-up sends.
+      { deployment: 'llama-8b', pod: 'a', fingerprint: 'f1', url: 'http://10.244.0.1:30000', salt: 'salt-1' },
     ]);
   });
 
@@ -83,6 +84,7 @@ describe('planWarmup on a prefill/decode target', () => {
       {
         deployment: 'deepseek-v32',
         pod: 'p1',
+        fingerprint: 'f2',
         url: 'http://10.244.1.1:30000',
         salt: 's',
         pair: {

@@ -11,6 +11,8 @@ export interface WarmupPair {
 export interface WarmupTarget {
   deployment: string;
   pod: string;
+  /** The pod's identity fingerprint (its decode partner's too): which runtime API key it takes. */
+  fingerprint: string;
   url: string;
   salt: string;
   pair?: WarmupPair;
@@ -43,7 +45,13 @@ export function planWarmup(
     for (const e of endpoints) {
       if (!isServing(e) || e.role === 'decode') continue;
       if (warmed.get(name)?.has(e.pod)) continue;
-      const target: WarmupTarget = { deployment: name, pod: e.pod, url: urlOf(e), salt };
+      const target: WarmupTarget = {
+        deployment: name,
+        pod: e.pod,
+        fingerprint: e.fingerprint ?? '',
+        url: urlOf(e),
+        salt,
+      };
       if (e.role === 'prefill') {
         const decode = endpoints.find(
           (d) => d.role === 'decode' && isServing(d) && d.fingerprint === e.fingerprint,

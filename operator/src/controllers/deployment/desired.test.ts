@@ -8,7 +8,7 @@ import { validateResource, type DeploymentResource } from '../../api/index.ts';
 import { parseSglangArgs } from '../../sglang/flags.ts';
 import { checkSglangArgs } from '../../sglang/startup-checks.ts';
 import { loadSample, loadSamples } from '../../../../test/support/samples.ts';
-import { computeDeclaredIdentity } from './args.ts';
+import { buildArgv, computeDeclaredIdentity } from './args.ts';
 import { buildDesired } from './desired.ts';
 import { planRoles } from './roles.ts';
 import { renderManifest } from './render.ts';
@@ -186,6 +186,22 @@ describe('buildDesired', () => {
     const before = buildDesired(parse(doc)).fingerprint;
     mutate(doc.spec as unknown as DenseSpec);
     expect(buildDesired(parse(doc)).fingerprint).not.toBe(before);
+  });
+
+  it('gives SGLang its API key from the Secret entry of its own fingerprint, last, and outside the fingerprint', () => {
+    const doc = loadSample('deployment-dense.yaml');
+    (doc.spec['runtime'] as { extraArgs?: string[] }).extraArgs = ['--log-level', 'debug'];
+    const root = parse(doc);
+    const d = buildDesired(root);
+    const c = container(d.workloads[0]!);
+    expect(c.env).toContainEqual({
+      name: 'CACHEROUTE_RUNTIME_API_KEY',
+      valueFrom: { secretKeyRef: { name: 'llama-8b-runtime-api-key', key: d.fingerprint } },
+    });
+    // After the user's extra arguments: argparse keeps the last occurrence.
+    expect(c.args?.slice(-4)).toEqual(['--log-level', 'debug', '--api-key', '$(CACHEROUTE_RUNTIME_API_KEY)']);
+    // The identity's material (buildArgv, what the fingerprint hashes) has no key: no cycle.
+    expect(planRoles(root.spec).flatMap((e) => buildArgv(root.spec, e))).not.toContain('--api-key');
   });
 
   it('owns every object through a controller reference to the Deployment', () => {

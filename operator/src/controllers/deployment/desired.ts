@@ -1,6 +1,7 @@
 import type {
   V1Container,
   V1Deployment,
+  V1Secret,
   V1EnvVar,
   V1OwnerReference,
   V1PodSpec,
@@ -12,10 +13,18 @@ import type {
 } from '@kubernetes/client-node';
 import type { DeploymentResource, DeploymentSpec } from '../../api/index.ts';
 import type { KubeObject } from '../../runtime/objects.ts';
-import { API_VERSION } from '../../api/index.ts';
+import { API_VERSION, buildRuntimeKeySecretName } from '../../api/index.ts';
+import { renderSglangArgs } from '../../sglang/flags.ts';
 import { buildArgv, computeEventPorts, MODEL_DIR, SGLANG_PORT } from './args.ts';
 import { computeFingerprint } from './fingerprint.ts';
-import { ANNOTATION_FINGERPRINT, buildPodLabels, buildSelectorLabels, buildWorkloadName } from './labels.ts';
+import type { NetworkPolicyObject } from './network-policy.ts';
+import {
+  ANNOTATION_FINGERPRINT,
+  buildPodLabels,
+  buildSelectorLabels,
+  buildWorkloadName,
+  RUNTIME_API_KEY_ENV,
+} from './labels.ts';
 import { planRoles, type RoleEngine } from './roles.ts';
 
 export const DEFAULT_SHM_SIZE = '16Gi';
@@ -32,7 +41,7 @@ const RDMA_TRANSFER_BACKENDS = new Set(['mooncake', 'nixl', 'mori']);
  * The builders author with client-node's typed models; the wire layer takes
  * plain JSON objects. One cast, here, where the two meet.
  */
-export function toKubeObject(obj: V1Deployment | V1Service): KubeObject {
+export function toKubeObject(obj: V1Deployment | V1Service | V1Secret | NetworkPolicyObject): KubeObject {
   return obj as unknown as KubeObject;
 }
 
@@ -102,19 +111,28 @@ export function buildWorkload(
       progressDeadlineSeconds: STARTUP_PROBE_BUDGET_SECONDS + 600,
       template: {
         metadata: { labels, annotations: { [ANNOTATION_FINGERPRINT]: fingerprint } },
-        spec: buildPodSpec(root.spec, engine),
+        spec: buildPodSpec(root.spec, engine, {
+          name: buildRuntimeKeySecretName(name),
+          key: fingerprint,
+        }),
       },
     },
   };
 }
 
-function buildPodSpec(spec: DeploymentSpec, engine: RoleEngine): V1PodSpec {
+/** Where a pod's SGLang API key is: the Deployment's key Secret, the entry of the pod's fingerprint. */
+interface ApiKeyRef {
+  name: string;
+  key: string;
+}
+
+function buildPodSpec(spec: DeploymentSpec, engine: RoleEngine, apiKey: ApiKeyRef): V1PodSpec {
   const { volumes, mounts } = buildVolumes(spec, engine);
   const init = buildDownloadContainer(spec);
   const scheduling = spec.scheduling;
   return {
     ...(init ? { initContainers: [init] } : {}),
-    containers: [buildSglangContainer(spec, engine, mounts)],
+    containers: [buildSglangContainer(spec, engine, mounts, apiKey)],
     volumes,
     enableServiceLinks: false,
     terminationGracePeriodSeconds: 60,
@@ -136,6 +154,7 @@ function buildSglangContainer(
   spec: DeploymentSpec,
   engine: RoleEngine,
   mounts: V1VolumeMount[],
+  apiKey: ApiKeyRef,
 ): V1Container {
   const r = engine.resources;
   const gpus = r.gpus ?? spec.parallelism.tensor;
@@ -162,11 +181,15 @@ function buildSglangContainer(
     name: 'sglang',
     image: spec.runtime.image,
     command: ['python3', '-m', 'sglang.launch_server'],
-    args: buildArgv(spec, engine),
+    // The API key is not identity (it is never in buildArgv, so never in the fingerprint): the
+    // kubelet puts it in the env from the Secret and expands $(…) in the args. Last, so argparse
+    // keeps it over anything before it.
+    args: [...buildArgv(spec, engine), ...renderSglangArgs({ api_key: `$(${RUNTIME_API_KEY_ENV})` })],
     ports,
-    ...(spec.runtime.env
-      ? { env: spec.runtime.env.map((e): V1EnvVar => ({ name: e.name, value: e.value })) }
-      : {}),
+    env: [
+      ...(spec.runtime.env ?? []).map((e): V1EnvVar => ({ name: e.name, value: e.value })),
+      { name: RUNTIME_API_KEY_ENV, valueFrom: { secretKeyRef: { name: apiKey.name, key: apiKey.key } } },
+    ],
     resources: { limits, ...(Object.keys(requests).length > 0 ? { requests } : {}) },
     volumeMounts: mounts,
     startupProbe: {

@@ -1,11 +1,18 @@
-import { validateResource, type DeploymentResource, type Endpoint } from '../../api/index.ts';
+import { randomBytes } from 'node:crypto';
+import {
+  buildRuntimeKeySecretName,
+  validateResource,
+  type DeploymentResource,
+  type Endpoint,
+} from '../../api/index.ts';
 import { applyOwned } from '../../runtime/apply.ts';
 import type { KubeClient } from '../../runtime/client.ts';
 import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
-import type { KubeObject, ObjectKey } from '../../runtime/objects.ts';
+import { controllerOf, type KubeObject, type ObjectKey } from '../../runtime/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
 import { Resources } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
+import { buildRuntimeKeyLookup, readRuntimeKeys } from '../../sglang/runtime-key.ts';
 import { computeDeclaredIdentity } from './args.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
@@ -16,7 +23,13 @@ import {
   type PodObject,
 } from './endpoints.ts';
 import { planEvents } from './events.ts';
-import { LABEL_DEPLOYMENT } from './labels.ts';
+import { LABEL_DEPLOYMENT, LABEL_FINGERPRINT } from './labels.ts';
+import {
+  buildRuntimeNetworkPolicy,
+  buildRuntimeNetworkPolicyName,
+  type RuntimeIngress,
+} from './network-policy.ts';
+import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
 import { readIdentity } from './verify.ts';
 
@@ -28,9 +41,17 @@ export interface DeploymentControllerOptions {
   /** Polling while endpoints are coming up (the runtime's readiness has no watch). */
   pendingRequeueMs?: number;
   concurrency?: number;
+  /**
+   * Who may reach the SGLang pods besides their own Deployment's pods: each Deployment gets a
+   * NetworkPolicy admitting these. Absent: no NetworkPolicy (one made earlier is deleted).
+   */
+  runtimeIngress?: RuntimeIngress | undefined;
+  /** New runtime API keys (default: 32 random bytes, hex). */
+  generateKey?: () => string;
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
+type SecretObject = KubeObject & { data?: Record<string, string> };
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
 
@@ -40,30 +61,105 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const pods = manager.informer<PodObject>(Resources.pods, POD_SELECTOR);
   const workloads = manager.informer(Resources.deployments);
   const services = manager.informer(Resources.services);
+  // Only the runtime key Secrets are cached (the operator's cacheSelectors), never other Secrets.
+  const secrets = manager.informer<SecretObject>(Resources.secrets);
+  const networkPolicies = manager.informer(Resources.networkPolicies);
+  const runtimeKey = buildRuntimeKeyLookup(secrets);
+  const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
   const pendingRequeueMs = opts.pendingRequeueMs ?? 5_000;
 
-  async function applyDesired(root: DeploymentObject, desired: DesiredState): Promise<void> {
-    const uid = root.metadata?.uid ?? '';
+  function refuseAdoption(root: DeploymentObject, message: string): never {
+    manager.events.event(root, 'Warning', 'AdoptionRefused', message);
+    throw new TerminalError(message);
+  }
+
+  /**
+   * The runtime keys (runtime-keys.ts), before the workloads whose pods read them. A new key is
+   * made only after a live read: the cache may not show a key written moments ago, and a second
+   * key for one fingerprint would lock the gateway out of the pods started with the first.
+   */
+  async function applyRuntimeKeys(
+    obj: DeploymentObject,
+    root: DeploymentResource,
+    desired: DesiredState,
+    ctx: ReconcileContext,
+  ): Promise<void> {
+    const ns = root.metadata.namespace ?? '';
+    const name = root.metadata.name ?? '';
+    const secretName = buildRuntimeKeySecretName(name);
+    const podFingerprints = new Set(
+      pods
+        .list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: name } })
+        .map((p) => p.metadata?.labels?.[LABEL_FINGERPRINT] ?? ''),
+    );
+    const planWith = (live: SecretObject | undefined) =>
+      planRuntimeKeys(
+        { current: desired.fingerprint, existing: readRuntimeKeys(live), podFingerprints },
+        generateKey,
+      );
+    let live = secrets.get(ns, secretName);
+    let plan = planWith(live);
+    if (plan.added !== undefined) {
+      live = await client.get<SecretObject>(Resources.secrets, ns, secretName);
+      plan = planWith(live);
+    }
+    const result = await applyOwned(
+      client,
+      Resources.secrets,
+      toKubeObject(buildRuntimeKeySecret(root, plan.keys)),
+      { live: live ?? null, ownerUid: obj.metadata?.uid ?? '' },
+    );
+    if (!result.ok) refuseAdoption(obj, result.error.message);
+    if (plan.added !== undefined) ctx.logger.info('runtime API key made', { fingerprint: plan.added });
+    if (plan.dropped.length > 0)
+      ctx.logger.info('runtime API keys dropped: no pod runs them', { fingerprints: plan.dropped.join(',') });
+  }
+
+  /** The Deployment's NetworkPolicy, or none when the operator runs without peers (one made earlier goes). */
+  async function applyNetworkPolicy(obj: DeploymentObject, root: DeploymentResource): Promise<void> {
+    const ns = root.metadata.namespace ?? '';
+    const name = buildRuntimeNetworkPolicyName(root.metadata.name ?? '');
+    const live = networkPolicies.get(ns, name);
+    const uid = obj.metadata?.uid ?? '';
+    if (!opts.runtimeIngress) {
+      if (live && controllerOf(live)?.uid === uid)
+        await client.delete(Resources.networkPolicies, ns, name, { uid: live.metadata?.uid ?? '' });
+      return;
+    }
+    const desired = toKubeObject(buildRuntimeNetworkPolicy(root, opts.runtimeIngress));
+    const result = await applyOwned(client, Resources.networkPolicies, desired, {
+      live: live ?? null,
+      ownerUid: uid,
+    });
+    if (!result.ok) refuseAdoption(obj, result.error.message);
+  }
+
+  async function applyDesired(
+    obj: DeploymentObject,
+    root: DeploymentResource,
+    desired: DesiredState,
+    ctx: ReconcileContext,
+  ): Promise<void> {
+    await applyRuntimeKeys(obj, root, desired, ctx);
+    const uid = obj.metadata?.uid ?? '';
     const results = await Promise.all([
       ...desired.workloads.map((w) =>
         applyOwned(client, Resources.deployments, toKubeObject(w), {
-          live: workloads.get(root.metadata?.namespace ?? '', w.metadata?.name ?? '') ?? null,
+          live: workloads.get(root.metadata.namespace ?? '', w.metadata?.name ?? '') ?? null,
           ownerUid: uid,
         }),
       ),
       ...desired.services.map((s) =>
         applyOwned(client, Resources.services, toKubeObject(s), {
-          live: services.get(root.metadata?.namespace ?? '', s.metadata?.name ?? '') ?? null,
+          live: services.get(root.metadata.namespace ?? '', s.metadata?.name ?? '') ?? null,
           ownerUid: uid,
         }),
       ),
     ]);
     const refused = results.find((r) => !r.ok);
-    if (refused && !refused.ok) {
-      manager.events.event(root, 'Warning', 'AdoptionRefused', refused.error.message);
-      throw new TerminalError(refused.error.message);
-    }
+    if (refused && !refused.ok) refuseAdoption(obj, refused.error.message);
+    await applyNetworkPolicy(obj, root);
   }
 
   async function observeEndpoints(
@@ -100,6 +196,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         const readback = await readIdentity(`http://${pod.ip ?? ''}:30000`, declared, {
           timeoutMs: verifyTimeoutMs,
           signal: ctx.signal,
+          apiKey: runtimeKey(ns, root.metadata.name ?? '', pod.fingerprint),
         });
         return buildVerifiedEndpoint(pod, bootstrapPort, readback, ctx.now());
       }),
@@ -127,7 +224,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         ? { accepted: accepted.fingerprint, refused: desired.fingerprint }
         : undefined;
     // A changed identity under the same deploymentId is refused: nothing is applied.
-    if (!identityConflict) await applyDesired(obj, desired);
+    if (!identityConflict) await applyDesired(obj, root, desired, ctx);
 
     const endpoints = await observeEndpoints(root, desired, ctx);
     const ns = root.metadata.namespace ?? '';
@@ -158,7 +255,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   return {
     name: 'deployment',
     primary: Resources.sglangDeployments,
-    owns: [Resources.deployments, Resources.services],
+    owns: [Resources.deployments, Resources.services, Resources.secrets, Resources.networkPolicies],
     watches: [
       {
         resource: Resources.pods,

@@ -15,6 +15,7 @@
 // the call; it goes to the provider only (never to status, events or logs).
 import { validateResource, type TaskResource } from '../../api/index.ts';
 import { runGeneration, type ProviderDeps } from '../../providers/index.ts';
+import { buildRuntimeKeyLookup } from '../../sglang/runtime-key.ts';
 import { applyOwned } from '../../runtime/apply.ts';
 import { isAlreadyExists, isConflict, type KubeClient } from '../../runtime/client.ts';
 import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
@@ -158,6 +159,9 @@ export function buildTaskController(opts: TaskControllerOptions): ControllerDefi
   const deployments = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
   const configMaps = manager.informer<DataObject>(Resources.configMaps);
+  // The SGLang runtimes' API keys, from the Deployments' key Secrets (the only Secrets cached;
+  // a Task's OpenRouter key is read by name, below, never cached).
+  const runtimeKey = buildRuntimeKeyLookup(manager.informer<DataObject>(Resources.secrets));
   const ledger = opts.dailyCap ? new DailyCapLedger(client, opts.dailyCap) : undefined;
 
   async function readKey(
@@ -272,9 +276,13 @@ export function buildTaskController(opts: TaskControllerOptions): ControllerDefi
     }
   }
 
-  function providerDeps(apiKey: string | undefined, ctx: ReconcileContext): ProviderDeps {
+  function providerDeps(
+    apiKey: string | undefined,
+    runtimeApiKey: string | undefined,
+    ctx: ReconcileContext,
+  ): ProviderDeps {
     const timeout = opts.providerTimeoutMs === undefined ? {} : { timeoutMs: opts.providerTimeoutMs };
-    const deps: ProviderDeps = { sglang: { ...timeout, signal: ctx.signal } };
+    const deps: ProviderDeps = { sglang: { ...timeout, signal: ctx.signal, apiKey: runtimeApiKey } };
     if (opts.openrouterBaseUrl)
       deps.openrouter = { ...timeout, baseUrl: opts.openrouterBaseUrl, signal: ctx.signal };
     if (apiKey !== undefined) deps.apiKey = apiKey;
@@ -323,11 +331,22 @@ export function buildTaskController(opts: TaskControllerOptions): ControllerDefi
     }
     const ref = call.apiKeySecretRef;
     const apiKey = ref ? await readKey(Resources.secrets, ns, ref) : undefined;
+    // The SGLang runtimes' own key: the one of the fingerprint the target's endpoints run.
+    const target = call.target;
+    const runtimeApiKey =
+      target.provider === 'sglang'
+        ? runtimeKey(ns, task.spec.target.deployment?.name ?? '', target.identity.identityFingerprint)
+        : undefined;
     const written = await commit(obj, step);
     const outcome =
       ref && apiKey === undefined
         ? missingSecret(ref)
-        : await runMetered(ns, call, () => runGeneration(call, providerDeps(apiKey, ctx)), ctx);
+        : await runMetered(
+            ns,
+            call,
+            () => runGeneration(call, providerDeps(apiKey, runtimeApiKey, ctx)),
+            ctx,
+          );
     return recordOutcome(written, obs, outcome, ctx);
   }
 

@@ -1,0 +1,88 @@
+// The runtimes' API keys from Kubernetes: informers on Secrets labelled
+// cacheroute.dev/runtime-api-key=true (all namespaces, or one per listed
+// namespace) → buildRuntimeKeys → one swap. Ready after the first full list.
+// Only labelled Secrets are listed, so no other Secret is held in memory
+// (RBAC cannot filter by label; the chart's comments say so). A change is
+// applied at once: keys change only on identity changes, rarely.
+
+import { RUNTIME_API_KEY_LABEL } from '../../../operator/src/api/index.ts';
+import { Informer, type ListerWatcher } from '../../../operator/src/runtime/informer.ts';
+import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
+import { Resources } from '../../../operator/src/runtime/resources.ts';
+import { buildRuntimeKeys, RuntimeKeys, type RuntimeKeyIssue } from './runtime-keys.ts';
+
+export interface RuntimeKeyWatcherOptions {
+  readonly client: ListerWatcher;
+  readonly namespaces?: readonly string[];
+  readonly logger?: Logger;
+}
+
+export class RuntimeKeyWatcher {
+  /** The keys the gateway sends; not ready until the first sync. */
+  readonly keys = new RuntimeKeys();
+  readonly #opts: RuntimeKeyWatcherOptions;
+  #log: Logger;
+  #informers: Informer[] = [];
+  readonly #abort = new AbortController();
+  #synced = false;
+  #issues = new Set<string>();
+
+  constructor(opts: RuntimeKeyWatcherOptions) {
+    this.#opts = opts;
+    this.#log = (opts.logger ?? noopLogger).child({ component: 'runtime-keys' });
+  }
+
+  /** `logger`: the app's, once it exists (the watcher is made before the app). */
+  start(logger?: Logger): void {
+    if (logger) this.#log = logger.child({ component: 'runtime-keys' });
+    const { client, namespaces: listed } = this.#opts;
+    const namespaces = listed?.length ? [...new Set(listed)] : [undefined];
+    this.#informers = namespaces.map(
+      (namespace) =>
+        new Informer({
+          client,
+          resource: Resources.secrets,
+          namespace,
+          labelSelector: `${RUNTIME_API_KEY_LABEL}=true`,
+          logger: this.#log,
+        }),
+    );
+    const onChange = (): void => {
+      if (this.#synced) this.#rebuild();
+    };
+    for (const informer of this.#informers) {
+      informer.addEventHandler({
+        onAdd: onChange,
+        onUpdate: (before, after) => before !== after && onChange(),
+        onDelete: onChange,
+      });
+      informer.start();
+    }
+    void Promise.all(this.#informers.map((i) => i.waitForSync(this.#abort.signal))).then((synced) => {
+      if (!synced.every(Boolean)) return;
+      this.#synced = true;
+      this.#rebuild();
+      this.keys.ready = true;
+      this.#log.info('runtime API keys synced', { deployments: this.keys.deployments });
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await Promise.all(this.#informers.map((i) => i.stop()));
+  }
+
+  #rebuild(): void {
+    const built = buildRuntimeKeys(this.#informers.flatMap((i) => i.list()));
+    this.keys.replace(built);
+    this.#logIssues(built.issues);
+  }
+
+  /** Logged when they appear and when they clear; a Secret's name, never a key. */
+  #logIssues(issues: readonly RuntimeKeyIssue[]): void {
+    const next = new Set(issues.map((i) => JSON.stringify(i)));
+    for (const i of issues)
+      if (!this.#issues.has(JSON.stringify(i))) this.#log.warn('runtime key Secret ignored', { ...i });
+    this.#issues = next;
+  }
+}

@@ -1,0 +1,67 @@
+// `make test-monitoring`: the chart's alert rules (charts/cacheroute/monitoring)
+// checked by promtool (`check rules`), unit-tested by promtool (`test rules`
+// over each *.test.yaml), each alert seen both firing and not firing in those
+// tests, and every metric name their expressions read held to what the code
+// exports. Ends with one JSON line; exits 1 on any problem. Dashboards come
+// later and are counted as none for now.
+//   node hack/test-monitoring.ts [monitoring dir]
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { REPO_ROOT } from '../test/support/samples.ts';
+import { checkRuleNames, formatRuleIssue, listRuleExprs, type RuleExpr } from './monitoring/check-rules.ts';
+import { collectExportedMetrics } from './monitoring/exported-metrics.ts';
+import { findPromtool, runPromtool } from './monitoring/promtool.ts';
+import { countFailedRuleTests, countRuleTests, findUntestedAlerts } from './monitoring/rule-tests.ts';
+
+const dir = process.argv[2] ?? join(REPO_ROOT, 'charts', 'cacheroute', 'monitoring');
+const yamlFiles = readdirSync(dir)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
+const testFiles = yamlFiles.filter((f) => f.endsWith('.test.yaml'));
+const ruleFiles = yamlFiles.filter((f) => !f.endsWith('.test.yaml'));
+const read = (f: string): unknown => parse(readFileSync(join(dir, f), 'utf8'));
+const problems: string[] = [];
+const promtool = findPromtool();
+
+if (ruleFiles.length === 0) problems.push(`${dir}: no rules file`);
+const check = await runPromtool(promtool, ['check', 'rules', ...ruleFiles], dir);
+if (check.code !== 0) problems.push(check.output.trim());
+
+let ruleTests = 0;
+let ruleTestsFailed = 0;
+const testDocs = testFiles.map(read);
+for (const [i, f] of testFiles.entries()) {
+  const total = countRuleTests(testDocs[i]);
+  const res = await runPromtool(promtool, ['test', 'rules', f], dir);
+  ruleTests += total;
+  ruleTestsFailed += countFailedRuleTests(res, total);
+  if (res.code !== 0) problems.push(res.output.trim());
+}
+
+const exprs: RuleExpr[] = [];
+for (const f of ruleFiles) {
+  const listed = listRuleExprs(f, read(f));
+  if (Array.isArray(listed)) exprs.push(...listed);
+  else problems.push(formatRuleIssue(listed));
+}
+const alerts = exprs.filter((e) => e.record === undefined).map((e) => e.rule);
+for (const u of findUntestedAlerts(alerts, testDocs))
+  problems.push(`${u.alert}: no test sees it ${u.missing} (${testFiles.join(', ') || 'no *.test.yaml'})`);
+const exported = await collectExportedMetrics();
+const nameIssues = checkRuleNames(exprs, new Set(exported.keys()));
+problems.push(...nameIssues.map(formatRuleIssue));
+
+for (const p of problems) process.stderr.write(`test-monitoring: ${p}\n`);
+const summary = {
+  rules: exprs.length,
+  rule_tests: ruleTests,
+  rule_tests_failed: ruleTestsFailed,
+  unexported_names: nameIssues.filter((i) => i.code === 'unexported').length,
+  dashboards: 0,
+  panels: 0,
+  panels_with_data: 0,
+};
+process.stdout.write(JSON.stringify(summary) + '\n');
+process.exit(problems.length > 0 ? 1 : 0);

@@ -1,0 +1,102 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSim, type RunningSim } from '../../../../test/sim/testing.ts';
+import type { RuntimeIdentity } from '../../sglang/identity.ts';
+import { SGLANG_VERSION } from '../../sglang/catalogue.ts';
+import { checkReportedApiKey, readIdentity } from './verify.ts';
+
+const KEY = 'a'.repeat(64);
+const DECLARED: RuntimeIdentity = {
+  modelPath: '/models',
+  servedModelName: 'llama',
+  tokenizerPath: '/models',
+  version: SGLANG_VERSION,
+  hicache: false,
+  hisparse: false,
+  radixCache: true,
+  disaggregationMode: 'null',
+  tensorParallel: 1,
+};
+
+describe('readIdentity against a runtime started with --api-key', () => {
+  let sim: RunningSim;
+  beforeAll(async () => {
+    sim = await startSim(['--model-path', '/models', '--served-model-name', 'llama', '--api-key', KEY]);
+  });
+  afterAll(() => sim.close());
+
+  it('verifies with the key, and the key is nowhere in what it returns', async () => {
+    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000, apiKey: KEY });
+    expect(r).toMatchObject({ ok: true, mismatches: '' });
+    expect(JSON.stringify(r)).not.toContain(KEY);
+  });
+
+  it('is refused without the key (SGLang answers 401), and says so without a key in the message', async () => {
+    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000 });
+    expect(r).toEqual({ ok: false, error: `GET ${sim.url}/server_info: HTTP 401` });
+  });
+
+  it('is refused with another key', async () => {
+    const other = 'b'.repeat(64);
+    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000, apiKey: other });
+    expect(r.ok).toBe(false);
+    expect(JSON.stringify(r)).not.toContain(other);
+  });
+});
+
+describe('readIdentity against a runtime that reports another key than its Secret', () => {
+  // A runtime that checks no key and lists another in /server_info: it was not started with
+  // the key its Secret holds for its fingerprint, whatever else it reports.
+  let server: Server;
+  let url = '';
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const body =
+        req.url === '/server_info'
+          ? {
+              model_path: '/models',
+              served_model_name: 'llama',
+              version: SGLANG_VERSION,
+              api_key: 'd'.repeat(64),
+            }
+          : { model_path: '/models' };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('is a mismatch that names neither key', async () => {
+    const r = await readIdentity(url, DECLARED, { timeoutMs: 5000, apiKey: KEY });
+    expect(r).toMatchObject({
+      ok: true,
+      mismatches: 'apiKey: the runtime runs with another API key than its Secret holds for its fingerprint',
+    });
+    expect(JSON.stringify(r)).not.toContain('d'.repeat(64));
+  });
+});
+
+describe('checkReportedApiKey', () => {
+  it.each([
+    ['the expected key', KEY, KEY, undefined],
+    ['none (a pod started before runtime keys)', null, KEY, undefined],
+    ['none, and none expected', undefined, undefined, undefined],
+    [
+      'another key',
+      'c'.repeat(64),
+      KEY,
+      'apiKey: the runtime runs with another API key than its Secret holds for its fingerprint',
+    ],
+    [
+      'a key where none is expected',
+      KEY,
+      undefined,
+      'apiKey: the runtime runs with another API key than its Secret holds for its fingerprint',
+    ],
+  ])('a runtime reporting %s', (_what, reported, expected, want) => {
+    expect(checkReportedApiKey(reported, expected)).toBe(want);
+  });
+});
