@@ -170,10 +170,15 @@ export function build(opts: BuildOptions): FastifyInstance {
   const apiRoute = tenants.mode === 'keys' ? { onRequest: buildAuthenticateHook(tenants) } : {};
   app.get('/v1/models', apiRoute, (req) => ({
     object: 'list',
-    data: opts.table
-      .list()
-      .filter((r) => !req.tenant || req.tenant.deployments.has(r.deployment))
-      .map((r) => ({ id: r.model, object: 'model', created: 0, owned_by: 'cacheroute' })),
+    // A name served by a weighted split is one model.
+    data: [
+      ...new Set(
+        opts.table
+          .list()
+          .filter((r) => !req.tenant || req.tenant.deployments.has(r.deployment))
+          .map((r) => r.model),
+      ),
+    ].map((id) => ({ id, object: 'model', created: 0, owned_by: 'cacheroute' })),
   }));
 
   for (const [path, kind] of GENERATION_ROUTES) {

@@ -48,6 +48,7 @@ import {
 import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '../../operator/src/sglang/http-server.ts';
 import { computeTenantSalt } from '../../operator/src/sglang/salt.ts';
 import { isDisaggregated } from './routing/pd.ts';
+import { chooseWeighted } from './routing/split.ts';
 import type { ModelRoute, RouteEndpoint, RoutingTable } from './routing/table.ts';
 import { MemoryRateLimiter, type RateLimiter } from './tenancy/limiter.ts';
 import { applyLimitHeaders, toRateLimitError } from './tenancy/limit-response.ts';
@@ -232,14 +233,8 @@ export class Gateway {
   async serve(ctx: RequestContext): Promise<Served> {
     const parsed = parseBody(ctx.kind, ctx.body);
     if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
-    const route = this.#lookup(parsed.value, ctx.headers);
     const tenant = ctx.tenant;
-    if (tenant && !tenant.deployments.has(route.deployment))
-      throw new GatewayError('GW_MODEL_FORBIDDEN', {
-        tenant: tenant.id,
-        model: route.model,
-        deployment: route.deployment,
-      });
+    const route = this.#lookup(parsed.value, ctx.headers, tenant);
     const routeSalt =
       tenant && !route.sharePrefixesAcrossTenants ? computeTenantSalt(route.salt, tenant.id) : route.salt;
     const salt = computeEffectiveSalt(routeSalt, parsed.value.body.cache_salt);
@@ -270,20 +265,29 @@ export class Gateway {
     );
   }
 
-  #lookup(parsed: ParsedBody, headers: RequestContext['headers']): ModelRoute {
+  /** The served name's Deployment: among those the tenant may use, by weight when the name is split. */
+  #lookup(parsed: ParsedBody, headers: RequestContext['headers'], tenant: Tenant | undefined): ModelRoute {
     const header = headers['x-cacheroute-model'];
     const routes = this.#table.list();
     const model =
       parsed.body.model ??
       (typeof header === 'string' ? header : undefined) ??
-      (routes.length === 1 ? routes[0]?.model : undefined);
+      (routes.length > 0 && routes.every((r) => r.model === routes[0]?.model) ? routes[0]?.model : undefined);
     if (model === undefined)
       throw new GatewayError('GW_BAD_REQUEST', {
         detail: 'model: name the model (body field `model` or header x-cacheroute-model)',
       });
-    const route = this.#table.lookup(model);
-    if (!route) throw new GatewayError('GW_MODEL_NOT_FOUND', { model });
-    return route;
+    const all = this.#table.candidates(model);
+    const first = all[0];
+    if (!first) throw new GatewayError('GW_MODEL_NOT_FOUND', { model });
+    const allowed = tenant ? all.filter((r) => tenant.deployments.has(r.deployment)) : all;
+    const route = chooseWeighted(allowed, readSessionKey(parsed, headers));
+    if (route) return route;
+    throw new GatewayError('GW_MODEL_FORBIDDEN', {
+      tenant: tenant?.id ?? '',
+      model,
+      deployment: all.map((r) => r.deployment).join(', '),
+    });
   }
 
   async #serveReusable(fwd: Forwarding): Promise<Served> {
@@ -421,6 +425,14 @@ export class Gateway {
 }
 
 const KV_FOLLOW_MS = 1000;
+
+/** What keeps a client on one identity of a split: OpenAI's `user`, or x-cacheroute-session. */
+function readSessionKey(parsed: ParsedBody, headers: RequestContext['headers']): string | undefined {
+  const user = (parsed.body as { user?: unknown }).user;
+  if (typeof user === 'string' && user !== '') return user;
+  const header = headers['x-cacheroute-session'];
+  return typeof header === 'string' && header !== '' ? header : undefined;
+}
 
 function buildAuthorizationFor(
   table: RoutingTable,

@@ -240,4 +240,103 @@ describe('gateway discovery from Kubernetes status', () => {
     await eventually(() => expect(watcher.table.lookup(MODEL)?.deployment).toBe(`${newer}/llama-8b`));
     expect((await generate(app, 2)).endpoint).toBe(`${newer}/llama-8b-0`);
   });
+
+  it('a weighted split moves traffic 0 -> 10 -> 100% to a new identity under load and loses no request', async () => {
+    const ns = await createTestNamespace(kubeconfig, 'gw-split');
+    const sims = await startSims(2);
+    const [simOld, simNew] = sims as [RunningSim, RunningSim];
+    const deployment = (name: string, deploymentId: string, weight: number) => {
+      const doc = loadSample('deployment-dense.yaml') as {
+        metadata: { name: string };
+        spec: Record<string, unknown>;
+      };
+      doc.metadata.name = name;
+      doc.spec['deploymentId'] = deploymentId;
+      doc.spec['traffic'] = { weight };
+      return doc;
+    };
+    const statusOf = (sim: RunningSim, deploymentId: string, pod: string) => ({
+      identity: { deploymentId, fingerprint: deploymentId },
+      endpoints: [
+        {
+          pod,
+          ip: '127.0.0.1',
+          port: portOf(sim),
+          role: 'standalone',
+          ready: true,
+          verified: true,
+          fingerprint: deploymentId,
+          restartCount: 0,
+        },
+      ],
+      routable: { value: true, reason: 'VerifiedEndpoints' },
+    });
+    const weigh = async (oldWeight: number, newWeight: number) => {
+      await apply(ns, deployment('llama-8b', 'llama-r1', oldWeight));
+      await apply(ns, deployment('llama-8b-r2', 'llama-r2', newWeight));
+    };
+    await weigh(100, 0);
+    await patchStatus(ns, 'deployments', 'llama-8b', statusOf(simOld, 'llama-r1', 'old-0'));
+    await patchStatus(ns, 'deployments', 'llama-8b-r2', statusOf(simNew, 'llama-r2', 'new-0'));
+    const { watcher, app } = await startGateway([ns]);
+    await eventually(() => expect(watcher.table.candidates(MODEL).map((r) => r.weight)).toEqual([100, 0]));
+
+    // Requests flow the whole time; each phase counts where they went.
+    let phase = 'at 0%';
+    const seen = new Map<string, { old: number; new: number }>();
+    const statuses = new Map<number, number>();
+    let stop = false;
+    const load = (async () => {
+      for (let i = 0; !stop; i++) {
+        const r = await generate(app, i % 50);
+        statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+        const counts = seen.get(phase) ?? { old: 0, new: 0 };
+        if (r.endpoint === `${ns}/old-0`) counts.old++;
+        if (r.endpoint === `${ns}/new-0`) counts.new++;
+        seen.set(phase, counts);
+      }
+    })();
+    // From the first apply until the table shows both weights, requests count as moving.
+    const move = async (oldWeight: number, newWeight: number) => {
+      phase = 'moving';
+      await weigh(oldWeight, newWeight);
+    };
+    const settle = async (weights: number[], name: string, requests: number) => {
+      await eventually(() =>
+        expect(
+          watcher.table
+            .candidates(MODEL)
+            .map((r) => r.weight)
+            .sort(),
+        ).toEqual(weights),
+      );
+      phase = name;
+      await eventually(
+        () => expect((seen.get(name)?.old ?? 0) + (seen.get(name)?.new ?? 0)).toBeGreaterThan(requests),
+        {
+          timeoutMs: 60_000,
+        },
+      );
+    };
+    await settle([0, 100], 'at 0%', 100);
+    await move(90, 10);
+    await settle([10, 90], 'at 10%', 400);
+    await move(0, 100);
+    await settle([0, 100], 'at 100%', 100);
+    stop = true;
+    await load;
+
+    expect([...statuses.keys()]).toEqual([200]);
+    expect(seen.get('at 0%')?.new).toBe(0);
+    const ten = seen.get('at 10%') ?? { old: 0, new: 0 };
+    expect(ten.new / (ten.old + ten.new)).toBeGreaterThan(0.04);
+    expect(ten.new / (ten.old + ten.new)).toBeLessThan(0.18);
+    expect(seen.get('at 100%')?.old).toBe(0);
+    // Identities never share cache: each runtime holds prompts under its own Deployment's salt.
+    const [saltOld, saltNew] = ['llama-8b', 'llama-8b-r2'].map(
+      (d) => watcher.table.candidates(MODEL).find((r) => r.deployment === `${ns}/${d}`)?.salt,
+    );
+    expect(saltOld).not.toBe(saltNew);
+    expect(requestsOf(simNew)).toBeGreaterThan(0);
+  }, 180_000);
 });

@@ -31,6 +31,8 @@ interface DepOptions {
   routable?: boolean | undefined;
   pd?: boolean;
   deleting?: boolean;
+  /** spec.traffic.weight */
+  weight?: number;
 }
 
 function dep(o: DepOptions = {}): Json {
@@ -46,6 +48,7 @@ function dep(o: DepOptions = {}): Json {
     ...(o.deleting ? { deletionTimestamp: T1 } : {}),
   };
   if (o.served) doc.spec.model['servedName'] = o.served;
+  if (o.weight !== undefined) (doc.spec as Json)['traffic'] = { weight: o.weight };
   doc['status'] = {
     identity: { deploymentId: 'llama-3-1-8b-instruct-r1', fingerprint: 'fp1' },
     endpoints: o.endpoints ?? [ep('p0')],
@@ -347,6 +350,32 @@ describe('buildRoutingTable: one Deployment per served name', () => {
     expect(issues.filter((i) => i.code === 'DuplicateModel')).toEqual(
       refused.map((d) => ({ code: 'DuplicateModel', path: `Deployment ${d}`, model: 'llama-8b', servedBy })),
     );
+  });
+
+  it('a weighted split: the Deployments of one namespace that all set a weight share the name', () => {
+    const { routes, issues } = buildRoutingTable({
+      deployments: [
+        dep({ name: 'r1', created: T0, weight: 90 }),
+        dep({ name: 'r2', created: T1, weight: 10 }),
+        dep({ name: 'r3', created: T1 }), // no weight: refused as before
+        dep({ ns: 'team-b', name: 'r4', created: T1, weight: 50 }), // another namespace: refused
+      ],
+      policies: [],
+    });
+    expect(routes.map((r) => [r.deployment, r.weight])).toEqual([
+      ['team-a/r1', 90],
+      ['team-a/r2', 10],
+    ]);
+    expect(issues.filter((i) => i.code === 'DuplicateModel').map((i) => i.path)).toEqual([
+      'Deployment team-a/r3',
+      'Deployment team-b/r4',
+    ]);
+    // The oldest without a weight keeps the name alone, as before.
+    const legacy = buildRoutingTable({
+      deployments: [dep({ name: 'r1', created: T0 }), dep({ name: 'r2', created: T1, weight: 10 })],
+      policies: [],
+    });
+    expect(legacy.routes.map((r) => r.deployment)).toEqual(['team-a/r1']);
   });
 
   it('different served names live side by side, sorted', () => {

@@ -23,7 +23,9 @@
 // 5. One served name, one Deployment: the oldest (creationTimestamp, then
 //    namespace/name) keeps the name, the others are refused. Never chosen by
 //    health: a model name must not move between tenants' namespaces because
-//    one of them is momentarily unready.
+//    one of them is momentarily unready. Except a weighted split (ADR 0008):
+//    when the oldest sets spec.traffic.weight, the Deployments of its
+//    namespace that serve the name and set a weight share it by weight.
 
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -125,6 +127,7 @@ export function buildModelRoute(d: DeploymentResource, policy: CachePolicyResour
     fingerprint: d.status?.identity?.fingerprint ?? '',
     salt: computeDeploymentSalt(d, policy),
     ...(policy?.spec.tenancy.sharePrefixes ? { sharePrefixesAcrossTenants: true } : {}),
+    ...(d.spec.traffic ? { weight: d.spec.traffic.weight } : {}),
     routing: policy?.spec.routing ?? RoutingSettings.parse({}),
     admission: policy?.spec.admission ?? Admission.parse({}),
     reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),
@@ -189,18 +192,23 @@ function formatHost(ip: string): string {
   return ip.includes(':') ? `[${ip}]` : ip;
 }
 
-/** One Deployment per served name: the oldest keeps it (see rule 5 above). */
+/**
+ * One Deployment per served name: the oldest keeps it (see rule 5 above), and shares it with
+ * the Deployments of its namespace that serve the same name when all of them set a weight.
+ */
 function planModelNames(candidates: readonly Candidate[], issues: DiscoveryIssue[]): ModelRoute[] {
   const byModel = new Map<string, Candidate[]>();
   for (const c of candidates) byModel.set(c.route.model, [...(byModel.get(c.route.model) ?? []), c]);
   const routes: ModelRoute[] = [];
   for (const [model, group] of byModel) {
-    const [winner, ...losers] = [...group].sort(
+    const [winner, ...others] = [...group].sort(
       (a, b) =>
         compareStrings(a.created, b.created) || compareStrings(a.route.deployment, b.route.deployment),
     );
     if (!winner) continue;
-    routes.push(winner.route);
+    const split = winner.route.weight !== undefined ? others.filter((c) => sharesSplit(winner, c)) : [];
+    routes.push(winner.route, ...split.map((c) => c.route));
+    const losers = others.filter((c) => !split.includes(c));
     for (const l of losers) {
       issues.push({
         code: DiscoveryIssueCode.DuplicateModel,
@@ -211,6 +219,12 @@ function planModelNames(candidates: readonly Candidate[], issues: DiscoveryIssue
     }
   }
   return routes.sort((a, b) => compareStrings(a.model, b.model));
+}
+
+/** A weighted split stays inside one namespace: a name never moves between tenants' namespaces. */
+function sharesSplit(winner: Candidate, c: Candidate): boolean {
+  const ns = (r: ModelRoute): string => r.deployment.slice(0, r.deployment.indexOf('/'));
+  return c.route.weight !== undefined && ns(c.route) === ns(winner.route);
 }
 
 function compareStrings(a: string, b: string): number {
@@ -249,10 +263,10 @@ export function reuseUnchangedRoutes(
   previous: readonly ModelRoute[],
   next: readonly ModelRoute[],
 ): { routes: ModelRoute[]; changed: boolean } {
-  const before = new Map(previous.map((r) => [r.model, r]));
+  const before = new Map(previous.map((r) => [r.deployment, r]));
   let changed = previous.length !== next.length;
   const routes = next.map((r) => {
-    const old = before.get(r.model);
+    const old = before.get(r.deployment);
     if (old && isDeepStrictEqual(old, r)) return old;
     changed = true;
     return r;

@@ -53,6 +53,11 @@ export interface ModelRoute {
   readonly salt: string;
   /** The CachePolicy lets tenants share prefixes (spec.tenancy.sharePrefixes); absent: they do not. */
   readonly sharePrefixesAcrossTenants?: boolean;
+  /**
+   * This Deployment's share of the served name against the others that serve it
+   * (spec.traffic.weight, ADR 0008); absent: it serves the name alone.
+   */
+  readonly weight?: number;
   readonly routing: RoutingConfig;
   readonly admission: AdmissionSettings;
   readonly reuse: ReuseSettings;
@@ -60,14 +65,18 @@ export interface ModelRoute {
 }
 
 export interface RoutingTable {
+  /** The route of a served name; with a weighted split, the one with the largest weight. */
   lookup(model: string): ModelRoute | undefined;
+  /** Every route of a served name: one, or the Deployments of a weighted split (ADR 0008). */
+  candidates(model: string): readonly ModelRoute[];
   list(): readonly ModelRoute[];
   /** True once the table reflects the cluster (for /readyz). */
   readonly ready: boolean;
 }
 
 export class StaticRoutingTable implements RoutingTable {
-  #routes = new Map<string, ModelRoute>();
+  #byModel = new Map<string, readonly ModelRoute[]>();
+  #routes: readonly ModelRoute[] = [];
   ready = true;
 
   constructor(routes: readonly ModelRoute[] = []) {
@@ -75,15 +84,23 @@ export class StaticRoutingTable implements RoutingTable {
   }
 
   replace(routes: readonly ModelRoute[]): void {
-    this.#routes = new Map(routes.map((r) => [r.model, r]));
+    const byModel = new Map<string, ModelRoute[]>();
+    for (const r of routes) byModel.set(r.model, [...(byModel.get(r.model) ?? []), r]);
+    for (const group of byModel.values()) group.sort((a, b) => (b.weight ?? 0) - (a.weight ?? 0));
+    this.#byModel = byModel;
+    this.#routes = [...routes];
   }
 
   lookup(model: string): ModelRoute | undefined {
-    return this.#routes.get(model);
+    return this.#byModel.get(model)?.[0];
+  }
+
+  candidates(model: string): readonly ModelRoute[] {
+    return this.#byModel.get(model) ?? [];
   }
 
   list(): readonly ModelRoute[] {
-    return [...this.#routes.values()];
+    return this.#routes;
   }
 }
 

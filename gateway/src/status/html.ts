@@ -126,6 +126,7 @@ function renderDeployment(d: DeploymentStatus): string {
     ['fingerprint', `<span class="mono">${escapeHtml(d.fingerprint)}</span>`],
     ['routable endpoints', `${d.routableEndpoints}/${d.endpoints.length}`],
   ];
+  if (d.trafficShare !== null) facts.push(['traffic share', formatRate(d.trafficShare)]);
   if (d.lastError) facts.push(['last gateway error', `<span class="bad">${renderError(d.lastError)}</span>`]);
   return `<section data-deployment="${escapeHtml(d.deployment)}">
 <h2>${escapeHtml(d.model)} <span class="mute">${escapeHtml(d.deployment)}</span></h2>

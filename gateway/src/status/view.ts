@@ -71,6 +71,8 @@ export const DeploymentStatus = z.object({
   deployment: z.string(),
   fingerprint: z.string(),
   policy: z.string(),
+  /** Its share of the served name in a weighted split (0..1); null when it serves the name alone. */
+  trafficShare: z.number().nullable(),
   admission: z.object({
     limit: Count,
     maxConcurrency: Count,
@@ -157,6 +159,13 @@ export interface StatusSnapshot {
   readonly tenants: TenantDirectory;
 }
 
+/** The route's weight over its served name's total (ADR 0008); null outside a split. */
+function computeTrafficShare(route: ModelRoute, routes: readonly ModelRoute[]): number | null {
+  if (route.weight === undefined) return null;
+  const total = routes.filter((r) => r.model === route.model).reduce((n, r) => n + (r.weight ?? 0), 0);
+  return total > 0 ? route.weight / total : 0;
+}
+
 export function buildStatusView(s: StatusSnapshot): StatusView {
   return {
     generatedAt: new Date(s.now).toISOString(),
@@ -189,6 +198,7 @@ function buildDeploymentStatus(route: ModelRoute, s: StatusSnapshot): Deployment
     deployment: route.deployment,
     fingerprint: route.fingerprint,
     policy: route.routing.policy,
+    trafficShare: computeTrafficShare(route, s.routes),
     admission: buildAdmissionStatus(route, s.admission.get(route.deployment)),
     routing: {
       promptTokens: round(tokens.prompt),

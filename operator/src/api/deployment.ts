@@ -513,6 +513,25 @@ export const DeploymentSpec = withRules(
       parallelism: Parallelism.prefault({}),
       resources: Resources.prefault({}),
       scheduling: Scheduling.optional(),
+      traffic: z
+        .object({
+          weight: z
+            .number()
+            .int()
+            .min(0)
+            .max(1000)
+            .meta({
+              description:
+                "This Deployment's share of its served name, against the other Deployments of this namespace that " +
+                'serve the same name and set a weight (0: none; 0..1000). Not identity: changing it rolls no pod.',
+            }),
+        })
+        .optional()
+        .meta({
+          description:
+            'Split a served name across identities (ADR 0008): set a weight on every Deployment that serves it, ' +
+            'then move the weights (0 -> 10 -> 100) to roll traffic to a new deploymentId.',
+        }),
       serving: z
         .object({
           pageSize: z.number().int().min(1).max(4096).optional().meta({ description: '--page-size.' }),

@@ -60,6 +60,12 @@ export const KINDS: readonly KindDefinition[] = [
         description: 'Replicas whose identity is verified',
       },
       { name: 'Routable', type: 'boolean', jsonPath: '.status.routable.value' },
+      {
+        name: 'Weight',
+        type: 'integer',
+        jsonPath: '.spec.traffic.weight',
+        description: 'Share of the served name',
+      },
       { name: 'Model', type: 'string', jsonPath: '.spec.model.servedName', priority: 1 },
       { name: 'Fingerprint', type: 'string', jsonPath: '.status.identity.fingerprint', priority: 1 },
       age,
