@@ -7,17 +7,7 @@ import { parseDailyCap } from './controllers/task/daily-cap.ts';
 import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import { startOperator } from './operator.ts';
 import { createLogger } from './runtime/logger.ts';
-
-// A namespace name is a DNS label (RFC 1123): what the API server would refuse is refused here.
-const NamespaceName = z
-  .string()
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, {
-    error: (iss) =>
-      `${JSON.stringify(iss.input)} is not a namespace name (lower-case letters, digits and '-')`,
-  })
-  .max(63, {
-    error: (iss) => `${JSON.stringify(iss.input)} is longer than a namespace name (63 characters)`,
-  });
+import { NamespaceListFlag } from './runtime/namespace-flags.ts';
 
 // A NetworkPolicy peer, `namespace=NS[,LABEL=VALUE...]` (pod-peer.ts).
 const PodPeerFlag = z.string().transform((text, ctx) => {
@@ -36,20 +26,8 @@ const INGRESS_FLAGS = [
 const Flags = z
   .object({
     kubeconfig: z.string().optional(),
-    // The namespaces to watch; none: all. `--namespace a,b` and `--namespace a --namespace b`
-    // mean the same; empty items (`--namespace=`) add nothing.
-    namespace: z
-      .array(z.string())
-      .default([])
-      .transform((list) => [
-        ...new Set(
-          list
-            .flatMap((n) => n.split(','))
-            .map((n) => n.trim())
-            .filter((n) => n !== ''),
-        ),
-      ])
-      .pipe(z.array(NamespaceName)),
+    // The namespaces to watch; none: all.
+    namespace: NamespaceListFlag,
     'metrics-port': z.coerce.number().int().min(0).max(65535).default(8080),
     'metrics-host': z.string().default('0.0.0.0'),
     'leader-elect': z.enum(['true', 'false']).default('true'),

@@ -6,9 +6,10 @@
 // applied at once: keys change only on identity changes, rarely.
 
 import { RUNTIME_API_KEY_LABEL } from '../../../operator/src/api/index.ts';
-import { Informer, type ListerWatcher } from '../../../operator/src/runtime/informer.ts';
+import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
 import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
 import { Resources } from '../../../operator/src/runtime/resources.ts';
+import { InformerGroup } from './informer-group.ts';
 import { buildRuntimeKeys, RuntimeKeys, type RuntimeKeyIssue } from './runtime-keys.ts';
 
 export interface RuntimeKeyWatcherOptions {
@@ -22,9 +23,7 @@ export class RuntimeKeyWatcher {
   readonly keys = new RuntimeKeys();
   readonly #opts: RuntimeKeyWatcherOptions;
   #log: Logger;
-  #informers: Informer[] = [];
-  readonly #abort = new AbortController();
-  #synced = false;
+  #group: InformerGroup | undefined;
   #issues = new Set<string>();
 
   constructor(opts: RuntimeKeyWatcherOptions) {
@@ -35,47 +34,28 @@ export class RuntimeKeyWatcher {
   /** `logger`: the app's, once it exists (the watcher is made before the app). */
   start(logger?: Logger): void {
     if (logger) this.#log = logger.child({ component: 'runtime-keys' });
-    const { client, namespaces: listed } = this.#opts;
-    const namespaces = listed?.length ? [...new Set(listed)] : [undefined];
-    this.#informers = namespaces.map(
-      (namespace) =>
-        new Informer({
-          client,
-          resource: Resources.secrets,
-          namespace,
-          labelSelector: `${RUNTIME_API_KEY_LABEL}=true`,
-          logger: this.#log,
-        }),
-    );
-    const onChange = (): void => {
-      if (this.#synced) this.#rebuild();
-    };
-    for (const informer of this.#informers) {
-      informer.addEventHandler({
-        onAdd: onChange,
-        onUpdate: (before, after) => before !== after && onChange(),
-        onDelete: onChange,
-      });
-      informer.start();
-    }
-    void Promise.all(this.#informers.map((i) => i.waitForSync(this.#abort.signal))).then((synced) => {
-      if (!synced.every(Boolean)) return;
-      this.#synced = true;
-      this.#rebuild();
-      this.keys.ready = true;
-      this.#log.info('runtime API keys synced', { deployments: this.keys.deployments });
+    this.#group = new InformerGroup({
+      client: this.#opts.client,
+      namespaces: this.#opts.namespaces,
+      kinds: [{ resource: Resources.secrets, labelSelector: `${RUNTIME_API_KEY_LABEL}=true` }],
+      logger: this.#log,
+      // Applied at once: keys change only with identities, rarely, and a new pod needs its key.
+      coalesceMs: 0,
+      rebuild: ([secrets = []]) => {
+        const built = buildRuntimeKeys(secrets);
+        this.keys.replace(built);
+        this.#logIssues(built.issues);
+      },
+      onSynced: () => {
+        this.keys.ready = true;
+        this.#log.info('runtime API keys synced', { deployments: this.keys.deployments });
+      },
     });
+    this.#group.start();
   }
 
   async stop(): Promise<void> {
-    this.#abort.abort();
-    await Promise.all(this.#informers.map((i) => i.stop()));
-  }
-
-  #rebuild(): void {
-    const built = buildRuntimeKeys(this.#informers.flatMap((i) => i.list()));
-    this.keys.replace(built);
-    this.#logIssues(built.issues);
+    await this.#group?.stop();
   }
 
   /** Logged when they appear and when they clear; a Secret's name, never a key. */

@@ -11,6 +11,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { KubeClient } from '../../../operator/src/runtime/client.ts';
+import { NamespaceListFlag, NamespaceName } from '../../../operator/src/runtime/namespace-flags.ts';
 import { describeError, type LogFields, type Logger } from '../../../operator/src/runtime/logger.ts';
 import type { PeerSet } from '../fleet/peers.ts';
 import { StaticRoutingTable, type ModelRoute, type RoutingTable } from '../routing/table.ts';
@@ -23,31 +24,11 @@ import { DiscoveryWatcher } from './watcher.ts';
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
-const NamespaceName = z
-  .string()
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, {
-    error: (iss) =>
-      `${JSON.stringify(iss.input)} is not a namespace name (lower-case letters, digits and '-')`,
-  })
-  .max(63, {
-    error: (iss) => `${JSON.stringify(iss.input)} is longer than a namespace name (63 characters)`,
-  });
-
 export const RouteSourceFlags = z
   .object({
     routes: z.string().min(1, 'give a file path').optional(),
     kubeconfig: z.string().min(1, 'give a file path').optional(),
-    namespace: z
-      .array(z.string())
-      .default([])
-      // `--namespace a,b` and `--namespace a --namespace b` mean the same.
-      .transform((list) =>
-        list
-          .flatMap((n) => n.split(','))
-          .map((n) => n.trim())
-          .filter((n) => n !== ''),
-      )
-      .pipe(z.array(NamespaceName)),
+    namespace: NamespaceListFlag,
     // The gateway tier: this replica's Service, its pod name and namespace (the chart sets them).
     'peers-service': z.string().min(1, "give the gateway Service's name").optional(),
     'pod-name': z.string().min(1).optional(),
