@@ -80,6 +80,7 @@ export const DEFAULT_STALE_AFTER_MS = 10_000;
 export const DEFAULT_REPLAY_TIMEOUT_MS = 5_000;
 /** Replay rounds in one catch-up: a restart found while verifying needs a second one, from seq 0. */
 const MAX_REPLAY_ROUNDS = 3;
+const START_ATTEMPTS = 5;
 /** Live batches read ahead of the work queue (a catch-up in progress); past this, reading waits. */
 const MAX_QUEUED_BATCHES = 10_000;
 const EMPTY = Buffer.alloc(0);
@@ -117,18 +118,31 @@ export class KvEventSubscriber {
 
   /** Connects (asynchronously: status() is 'down' until the publisher answers) and starts applying. */
   static start(opts: KvEventSubscriberOptions): KvEventSubscriber {
-    const s = new KvEventSubscriber(opts);
-    s.#sub.events.on('handshake', () => {
-      s.#connected = true;
-      void s.#enqueue(() => s.#catchUp('connected'));
+    // libzmq's monitor setup is a system call a signal can interrupt (EINTR; a profiler's SIGPROF
+    // does it on most starts): the gateway must not die of it, so a fresh socket tries again.
+    for (let attempt = 1; ; attempt++) {
+      const s = new KvEventSubscriber(opts);
+      try {
+        s.#open();
+        return s;
+      } catch (e) {
+        s.#sub.close();
+        if ((e as { code?: unknown }).code !== 'EINTR' || attempt >= START_ATTEMPTS) throw e;
+      }
+    }
+  }
+
+  #open(): void {
+    this.#sub.events.on('handshake', () => {
+      this.#connected = true;
+      void this.#enqueue(() => this.#catchUp('connected'));
     });
-    s.#sub.events.on('disconnect', () => {
-      s.#connected = false;
+    this.#sub.events.on('disconnect', () => {
+      this.#connected = false;
     });
-    s.#sub.connect(opts.endpoint);
-    s.#sub.subscribe(opts.topic);
-    s.#loop = s.#receiveLoop();
-    return s;
+    this.#sub.connect(this.#opts.endpoint);
+    this.#sub.subscribe(this.#opts.topic);
+    this.#loop = this.#receiveLoop();
   }
 
   /** The caller sent this endpoint a request that stores pages: a batch is due (see status()). */
