@@ -5,13 +5,13 @@
 //
 // The hooks must see the generation routes, which live in the root context:
 // the plugin skips fastify's encapsulation (what fastify-plugin does).
-// Answers are recorded in onResponse, once per request: onSend keeps the
-// buffered body (for an error answer's message) and the endpoint header, and
-// the runtime's cache report is the one the gateway parsed (request.cacheReport);
-// streamed answers bypass onSend (the reply is hijacked), so their endpoint
-// header is read as the gateway writes the head of the stream.
+// Answers are recorded in onResponse, once per request, from the reply's
+// endpoint header (streamed answers set it before their head is sent, see
+// upstream/sink.ts) and the runtime's cache report the gateway parsed
+// (request.cacheReport); onSend keeps an error answer's body for its message.
+// No per-request state beyond that: the hooks run on every request.
 
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { Gateway } from '../gateway.ts';
@@ -42,41 +42,33 @@ export interface StatusPluginOptions {
   readonly tenants: TenantDirectory;
 }
 
-interface Seen {
-  endpoint: string | undefined;
-  payload: string | undefined;
-}
-
 const MESSAGE_LIMIT = 300;
 
 const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, opts) => {
   const activity = new ActivityRecorder();
   const wallClock = opts.wallClock ?? Date.now;
   const paths = new Set(opts.generationPaths);
-  const seen = new WeakMap<FastifyRequest, Seen>();
+  // Only error answers' bodies: their message goes on the status page.
+  const errorBodies = new WeakMap<FastifyRequest, string>();
 
-  app.addHook('onRequest', (req, reply, done) => {
-    if (!paths.has(req.routeOptions.url ?? '')) return done();
-    const s: Seen = { endpoint: undefined, payload: undefined };
-    seen.set(req, s);
-    captureStreamEndpoint(reply.raw, (endpoint) => (s.endpoint = endpoint));
-    done();
-  });
   app.addHook('onSend', (req, reply, payload, done) => {
-    const s = seen.get(req);
-    if (s) {
-      s.endpoint = headerValue(reply.getHeader(ENDPOINT_HEADER));
-      s.payload = typeof payload === 'string' ? payload : undefined;
-    }
+    if (reply.statusCode >= 400 && typeof payload === 'string') errorBodies.set(req, payload);
     done(null, payload);
   });
   app.addHook('onResponse', (req, reply, done) => {
-    const s = seen.get(req);
-    if (s && reply.getHeader(REUSED_HEADER) === undefined) record(req, reply.statusCode, s);
+    if (paths.has(req.routeOptions.url ?? '') && reply.getHeader(REUSED_HEADER) === undefined)
+      record(req, reply.statusCode, {
+        endpoint: headerValue(reply.getHeader(ENDPOINT_HEADER)),
+        payload: errorBodies.get(req),
+      });
     done();
   });
 
-  function record(req: FastifyRequest, status: number, s: Seen): void {
+  function record(
+    req: FastifyRequest,
+    status: number,
+    s: { endpoint: string | undefined; payload: string | undefined },
+  ): void {
     const at = wallClock();
     if (s.endpoint !== undefined) {
       // The gateway parsed the answer's cache report already (buffered answers only).
@@ -133,18 +125,6 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
 // Hooks registered here apply to the whole app (see the header).
 (plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
 export const statusPlugin = plugin;
-
-/** Streams are written with `writeHead(status, headers)`, which getHeader() cannot see afterwards. */
-function captureStreamEndpoint(raw: ServerResponse, onEndpoint: (id: string) => void): void {
-  const writeHead = raw.writeHead.bind(raw) as (...args: unknown[]) => ServerResponse;
-  const patched = (...args: unknown[]): ServerResponse => {
-    const headers = args.find((a): a is OutgoingHttpHeaders => a !== null && typeof a === 'object');
-    const endpoint = headerValue(headers?.[ENDPOINT_HEADER]);
-    if (endpoint !== undefined) onEndpoint(endpoint);
-    return writeHead(...args);
-  };
-  raw.writeHead = patched;
-}
 
 function buildErrorRecord(at: number, status: number, payload: string | undefined): ErrorRecord {
   let code = `HTTP_${status}`;

@@ -21,7 +21,9 @@ export interface ResponseSink {
 export function buildNodeSink(raw: ServerResponse): ResponseSink {
   return {
     open(status, headers) {
-      raw.writeHead(status, headers);
+      // Set one by one, not passed to writeHead, so getHeader() reads them after the head is sent.
+      for (const name in headers) raw.setHeader(name, headers[name] ?? '');
+      raw.writeHead(status);
       raw.flushHeaders();
     },
     async write(chunk, signal) {
