@@ -261,6 +261,36 @@ async function spawnGateway(
   return { url: `http://127.0.0.1:${port}`, proc };
 }
 
+/** node-floor-proxy.ts in front of `upstream`: the floor under any Node gateway, for the overhead phase. */
+export async function startNodeFloorProxy(
+  ctx: FleetContext,
+  upstream: string,
+): Promise<{ url: string; proc: Proc }> {
+  const port = await findFreePort();
+  const proc = startProcess(
+    'node-floor',
+    process.execPath,
+    [
+      '--max-semi-space-size=32',
+      path.join(ctx.repo, 'test/bench/node-floor-proxy.ts'),
+      '--upstream',
+      upstream,
+      '--port',
+      String(port),
+    ],
+    path.join(ctx.logDir, 'node-floor.log'),
+  );
+  const url = `http://127.0.0.1:${port}`;
+  // Any answer will do: the proxy is up (what the simulator says to a GET it forwards as a POST does not matter).
+  await waitUntil(
+    'node-floor proxy',
+    async () => (await fetchOk(`${url}/v1/models`)).status > 0,
+    30_000,
+    proc,
+  );
+  return { url, proc };
+}
+
 async function spawnPythonRouter(
   ctx: FleetContext,
   name: string,

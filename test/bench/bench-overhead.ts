@@ -3,12 +3,15 @@
 // from one client in one run. Open loop at a fixed rate; targets take turns in
 // rounds of `roundMs` so slow drift of the (shared) machine hits all alike.
 
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { percentile } from './replay-stats.ts';
 
 export interface OverheadTarget {
   readonly name: string;
   readonly url: string;
+  /** Process groups whose CPU time is the target's cost (a router's processes; none for `direct`). */
+  readonly pgids?: readonly number[];
 }
 
 export interface OverheadStats {
@@ -20,6 +23,8 @@ export interface OverheadStats {
   readonly max_ms: number;
   /** Completed requests per second of the target's own rounds (offered: `rate`). */
   readonly rps: number;
+  /** CPU time the target's processes spent per measured request (user + system), when known. */
+  readonly cpu_ms_per_req?: number;
   readonly first_error?: string;
 }
 
@@ -38,6 +43,33 @@ interface Sample {
   readonly ok: boolean;
   readonly ms: number;
   readonly error?: string;
+}
+
+const CLOCK_TICKS_PER_S = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in these
+
+/** CPU ms used so far by every live process in `pgids` (Linux /proc; 0 elsewhere). */
+function readGroupCpuMs(pgids: readonly number[]): number {
+  if (pgids.length === 0) return 0;
+  const want = new Set(pgids);
+  let ticks = 0;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // gone since the listing
+    }
+    // Fields after the command's closing parenthesis: state is field 3, pgrp 5, utime 14, stime 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (want.has(Number(f[2]))) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return (ticks * 1000) / CLOCK_TICKS_PER_S;
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
@@ -115,7 +147,7 @@ export async function measureOverhead(
     stream: false,
   });
   const perRound = Math.max(1, Math.round((opts.rate * opts.roundMs) / 1000));
-  const collected = new Map<string, { samples: Sample[]; elapsedMs: number }>();
+  const collected = new Map<string, { samples: Sample[]; elapsedMs: number; cpuMs: number }>();
   for (const t of targets) {
     await runOpenLoop(
       new URL('/v1/chat/completions', t.url),
@@ -124,12 +156,13 @@ export async function measureOverhead(
       opts.rate,
       opts.timeoutMs,
     );
-    collected.set(t.name, { samples: [], elapsedMs: 0 });
+    collected.set(t.name, { samples: [], elapsedMs: 0, cpuMs: 0 });
   }
   for (let r = 0; r < opts.rounds; r++) {
     // Rotate the order each round so no target always follows the same one.
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(k + r) % targets.length] as OverheadTarget;
+      const cpuBefore = readGroupCpuMs(t.pgids ?? []);
       const res = await runOpenLoop(
         new URL('/v1/chat/completions', t.url),
         payload,
@@ -141,11 +174,13 @@ export async function measureOverhead(
       if (c) {
         c.samples.push(...res.samples);
         c.elapsedMs += res.elapsedMs;
+        c.cpuMs += readGroupCpuMs(t.pgids ?? []) - cpuBefore;
       }
     }
   }
   const out: Record<string, OverheadStats> = {};
   for (const [name, c] of collected) {
+    const target = targets.find((t) => t.name === name);
     const ok = c.samples.filter((s) => s.ok);
     const lat = ok.map((s) => s.ms);
     const firstError = c.samples.find((s) => !s.ok)?.error;
@@ -157,6 +192,9 @@ export async function measureOverhead(
       p99_ms: round3(percentile(lat, 99)),
       max_ms: round3(lat.length > 0 ? Math.max(...lat) : 0),
       rps: c.elapsedMs > 0 ? Number(((ok.length * 1000) / c.elapsedMs).toFixed(1)) : 0,
+      ...(target?.pgids?.length && c.samples.length > 0
+        ? { cpu_ms_per_req: round3(c.cpuMs / c.samples.length) }
+        : {}),
       ...(firstError === undefined ? {} : { first_error: firstError }),
     };
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { judgeTierGoal } from './bench-report.ts';
+import type { OverheadStats } from './bench-overhead.ts';
+import { judgeOverheadAgainstRouter, judgeTierGoal } from './bench-report.ts';
 import { buildRouterResult as row } from './router-result.testkit.ts';
 
 describe('judgeTierGoal (the HiCache profile)', () => {
@@ -19,5 +20,47 @@ describe('judgeTierGoal (the HiCache profile)', () => {
   it('cannot judge when either run failed', () => {
     const g = judgeTierGoal({ 'cache-aware': { failed: 'x' }, 'cache-aware-tier-blind': row({}) });
     expect(g).toMatchObject({ met: null });
+  });
+});
+
+describe("judgeOverheadAgainstRouter (issue 12: added p99 no higher than SGLang router's)", () => {
+  const stats = (p99: number, cpu?: number): OverheadStats => ({
+    sent: 100,
+    ok: 100,
+    errors: 0,
+    p50_ms: 1,
+    p99_ms: p99,
+    max_ms: p99,
+    rps: 500,
+    ...(cpu === undefined ? {} : { cpu_ms_per_req: cpu }),
+  });
+
+  it('compares the added p99 and names the Node floor and CPU per request', () => {
+    const g = judgeOverheadAgainstRouter(
+      {
+        direct: stats(2),
+        gateway: stats(9, 0.8),
+        'sglang-router': stats(6, 0.4),
+        'node-floor': stats(7, 0.5),
+      },
+      500,
+    );
+    expect(g).toEqual({
+      goal: "added latency p99 <= SGLang router's at 500 req/s",
+      met: false,
+      detail:
+        'gateway +7.000 ms, 0.8 ms CPU/request; SGLang router +4.000 ms, 0.4 ms CPU/request; ' +
+        'Node floor (a bare proxy) +5.000 ms, 0.5 ms CPU/request',
+    });
+    const faster = judgeOverheadAgainstRouter(
+      { direct: stats(2), gateway: stats(5), 'sglang-router': stats(6) },
+      500,
+    );
+    expect(faster?.met).toBe(true);
+  });
+
+  it('cannot judge without SGLang router, and is absent without the gateway', () => {
+    expect(judgeOverheadAgainstRouter({ direct: stats(2), gateway: stats(5) }, 500)?.met).toBeNull();
+    expect(judgeOverheadAgainstRouter({ direct: stats(2) }, 500)).toBeUndefined();
   });
 });

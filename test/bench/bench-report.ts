@@ -89,7 +89,38 @@ export function judgeGoals(
   } else {
     goals.push({ goal: 'added latency p99 < 2 ms', met: null, detail: 'overhead not measured' });
   }
+  const peer = judgeOverheadAgainstRouter(overhead, overheadRate);
+  if (peer) goals.push(peer);
   return goals;
+}
+
+/**
+ * The gateway's added p99 against SGLang's router's, measured in the same run (issue 12's
+ * goal). The detail carries the floor under any Node gateway (node-floor-proxy.ts) and each
+ * one's CPU per request, which say how much of the gap is the gateway's own work.
+ */
+export function judgeOverheadAgainstRouter(
+  overhead: Readonly<Record<string, OverheadStats>> | undefined,
+  overheadRate: number,
+): Goal | undefined {
+  const direct = overhead?.['direct'];
+  const gw = overhead?.['gateway'];
+  const sg = overhead?.['sglang-router'];
+  if (!direct || !gw) return undefined;
+  const goal = `added latency p99 <= SGLang router's at ${overheadRate} req/s`;
+  if (!sg) return { goal, met: null, detail: 'sglang-router did not run' };
+  const added = (s: OverheadStats): string => {
+    const cpu = s.cpu_ms_per_req === undefined ? '' : `, ${s.cpu_ms_per_req} ms CPU/request`;
+    return `+${(s.p99_ms - direct.p99_ms).toFixed(3)} ms${cpu}`;
+  };
+  const floor = overhead['node-floor'];
+  return {
+    goal,
+    met: gw.p99_ms <= sg.p99_ms && gw.errors === 0,
+    detail:
+      `gateway ${added(gw)}; SGLang router ${added(sg)}` +
+      (floor ? `; Node floor (a bare proxy) ${added(floor)}` : ''),
+  };
 }
 
 /**
@@ -165,14 +196,14 @@ export function renderTable(
   if (overhead) {
     lines.push('', 'overhead (tiny requests, zero-latency simulator; ms):');
     lines.push(
-      `  ${pad('target', 14)} ${lpad('p50', 8)} ${lpad('p99', 8)} ${lpad('+p50', 8)} ${lpad('+p99', 8)} ${lpad('req/s', 8)} ${lpad('err', 5)}`,
+      `  ${pad('target', 14)} ${lpad('p50', 8)} ${lpad('p99', 8)} ${lpad('+p50', 8)} ${lpad('+p99', 8)} ${lpad('req/s', 8)} ${lpad('err', 5)} ${lpad('cpu/req', 8)}`,
     );
     const direct = overhead['direct'];
     for (const [name, s] of Object.entries(overhead)) {
       const d50 = direct ? (s.p50_ms - direct.p50_ms).toFixed(3) : '-';
       const d99 = direct ? (s.p99_ms - direct.p99_ms).toFixed(3) : '-';
       lines.push(
-        `  ${pad(name, 14)} ${lpad(s.p50_ms.toFixed(3), 8)} ${lpad(s.p99_ms.toFixed(3), 8)} ${lpad(d50, 8)} ${lpad(d99, 8)} ${lpad(s.rps.toFixed(1), 8)} ${lpad(String(s.errors), 5)}`,
+        `  ${pad(name, 14)} ${lpad(s.p50_ms.toFixed(3), 8)} ${lpad(s.p99_ms.toFixed(3), 8)} ${lpad(d50, 8)} ${lpad(d99, 8)} ${lpad(s.rps.toFixed(1), 8)} ${lpad(String(s.errors), 5)} ${lpad(s.cpu_ms_per_req?.toFixed(3) ?? '-', 8)}`,
       );
     }
   }

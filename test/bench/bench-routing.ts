@@ -56,6 +56,7 @@ import {
   PY_ROUTERS,
   readCounters,
   SkipError,
+  startNodeFloorProxy,
   startRouter,
   startSim,
   stopRouter,
@@ -67,7 +68,7 @@ import {
   type Sim,
 } from './bench-fleet.ts';
 import { measureOverhead, type OverheadStats, type OverheadTarget } from './bench-overhead.ts';
-import { installCleanup, sleep, stopAll, stopProcess } from './bench-procs.ts';
+import { installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
 import {
   judgeGoals,
@@ -419,12 +420,13 @@ async function runOverhead(
   );
   const routers: Router[] = [];
   const notes: Record<string, string> = {};
+  let floor: { url: string; proc: Proc } | undefined;
   try {
     const targets: OverheadTarget[] = [{ name: 'direct', url: zero.url }];
     const gw = await startRouter(ctx, 'cache-aware', [zero], 'overhead');
     routers.push(gw);
     await waitKvIndexUsable(gw);
-    targets.push({ name: 'gateway', url: gw.urls[0] ?? '' });
+    targets.push({ name: 'gateway', url: gw.urls[0] ?? '', pgids: groupsOf(gw.procs) });
     // The same gateway where the runtime publishes no events: approximate tokens, no tokenizer, no index.
     const approx = await startRouter(
       ctx,
@@ -433,7 +435,9 @@ async function runOverhead(
       'overhead-approx',
     );
     routers.push(approx);
-    targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '' });
+    targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '', pgids: groupsOf(approx.procs) });
+    floor = await startNodeFloorProxy(ctx, zero.url);
+    targets.push({ name: 'node-floor', url: floor.url, pgids: groupsOf([floor.proc]) });
     for (const name of PY_ROUTERS) {
       if (!wanted.includes(name) || skipped.has(name)) {
         notes[name] = 'skipped (not run in the replay)';
@@ -442,7 +446,7 @@ async function runOverhead(
       try {
         const r = await startRouter(ctx, name, [zero], 'overhead');
         routers.push(r);
-        targets.push({ name, url: r.urls[0] ?? '' });
+        targets.push({ name, url: r.urls[0] ?? '', pgids: groupsOf(r.procs) });
       } catch (e) {
         notes[name] = (e as Error).message.slice(0, 300);
       }
@@ -462,11 +466,16 @@ async function runOverhead(
     return { stats, notes };
   } finally {
     for (const r of routers) await stopRouter(r);
+    if (floor) await stopProcess(floor.proc);
     await stopProcess(zero.proc);
   }
 }
 
 // ---------------------------------------------------------------- main
+
+/** Each process leads its own group (startProcess spawns detached): a router's helpers count with it. */
+const groupsOf = (procs: readonly Proc[]): number[] =>
+  procs.flatMap((p) => (p.child.pid ? [p.child.pid] : []));
 
 /** overhead p50/p99 of `name` over the direct baseline, ms. */
 function computeDelta(
@@ -497,6 +506,7 @@ function summarizeOverhead(
             overhead_p50_ms: computeDelta(o, k, 'p50_ms'),
             overhead_p99_ms: computeDelta(o, k, 'p99_ms'),
             rps: o?.[k]?.rps,
+            cpu_ms_per_req: o?.[k]?.cpu_ms_per_req ?? null,
           },
         ]),
     ),
