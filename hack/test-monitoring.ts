@@ -2,15 +2,20 @@
 // checked by promtool (`check rules`), unit-tested by promtool (`test rules`
 // over each *.test.yaml), each alert seen both firing and not firing in those
 // tests, and every metric name their expressions read held to what the code
-// exports. Ends with one JSON line; exits 1 on any problem. Dashboards come
-// later and are counted as none for now.
+// exports; the Grafana dashboards (monitoring/dashboards/*.json) validated
+// structurally, each panel query checked by promtool and held to the exported
+// names the same way (hack/monitoring/dashboards.ts). Ends with one JSON line;
+// exits 1 on any problem.
 //   node hack/test-monitoring.ts [monitoring dir]
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../test/support/samples.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { checkRuleNames, formatRuleIssue, listRuleExprs, type RuleExpr } from './monitoring/check-rules.ts';
+import { buildPanelRulesFile, checkDashboard } from './monitoring/dashboards.ts';
 import { collectExportedMetrics } from './monitoring/exported-metrics.ts';
 import { findPromtool, runPromtool } from './monitoring/promtool.ts';
 import { countFailedRuleTests, countRuleTests, findUntestedAlerts } from './monitoring/rule-tests.ts';
@@ -49,8 +54,32 @@ for (const f of ruleFiles) {
 const alerts = exprs.filter((e) => e.record === undefined).map((e) => e.rule);
 for (const u of findUntestedAlerts(alerts, testDocs))
   problems.push(`${u.alert}: no test sees it ${u.missing} (${testFiles.join(', ') || 'no *.test.yaml'})`);
+// The dashboards: structure, then their queries as the rules' expressions are checked.
+const dashboardDir = join(dir, 'dashboards');
+const dashboardFiles = existsSync(dashboardDir)
+  ? readdirSync(dashboardDir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : [];
+if (dashboardFiles.length === 0) problems.push(`${dashboardDir}: no dashboards`);
+const dashboards = dashboardFiles.map((f) =>
+  checkDashboard(`dashboards/${f}`, JSON.parse(readFileSync(join(dashboardDir, f), 'utf8')) as unknown),
+);
+const panelExprs = dashboards.flatMap((d) => d.exprs);
+problems.push(...dashboards.flatMap((d) => d.issues));
+if (panelExprs.length > 0) {
+  const scratch = mkdtempSync(join(tmpdir(), 'cacheroute-dashboards-'));
+  try {
+    writeFileSync(join(scratch, 'dashboard-queries.yaml'), buildPanelRulesFile(panelExprs));
+    const syntax = await runPromtool(promtool, ['check', 'rules', 'dashboard-queries.yaml'], scratch);
+    if (syntax.code !== 0) problems.push(`dashboard queries: ${syntax.output.trim()}`);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
 const exported = await collectExportedMetrics();
-const nameIssues = checkRuleNames(exprs, new Set(exported.keys()));
+const nameIssues = checkRuleNames([...exprs, ...panelExprs], new Set(exported.keys()));
 problems.push(...nameIssues.map(formatRuleIssue));
 
 for (const p of problems) process.stderr.write(`test-monitoring: ${p}\n`);
@@ -59,8 +88,8 @@ const summary = {
   rule_tests: ruleTests,
   rule_tests_failed: ruleTestsFailed,
   unexported_names: nameIssues.filter((i) => i.code === 'unexported').length,
-  dashboards: 0,
-  panels: 0,
+  dashboards: dashboards.length,
+  panels: dashboards.reduce((n, d) => n + d.panels, 0),
   panels_with_data: 0,
 };
 process.stdout.write(JSON.stringify(summary) + '\n');

@@ -15,6 +15,7 @@ import { Registry } from 'prom-client';
 import { KvIndexFleet } from '../../gateway/src/kv-index/fleet.ts';
 import { registerKvIndexMetrics } from '../../gateway/src/kv-index/metrics.ts';
 import { buildMetrics } from '../../gateway/src/metrics.ts';
+import { registerTaskMetrics } from '../../operator/src/controllers/task/metrics.ts';
 import { createRuntimeMetrics } from '../../operator/src/runtime/metrics.ts';
 import { createEngineCounters, type EngineSnapshot, type RequestResult } from '../../test/sim/engine.ts';
 import { renderMetrics, SimMetrics } from '../../test/sim/metrics.ts';
@@ -72,8 +73,13 @@ export async function collectExportedMetrics(): Promise<Map<string, MetricSource
   return out;
 }
 
+/** The runtime's metrics and the Task controller's, one Task in a namespace so every series renders. */
 async function renderOperatorMetrics(): Promise<string> {
-  return createRuntimeMetrics(new Registry()).registry.metrics();
+  const { registry } = createRuntimeMetrics(new Registry());
+  registerTaskMetrics(registry, {
+    list: () => [{ metadata: { namespace: 'ns' }, status: { phase: 'Succeeded', cost: '0.01' } }],
+  });
+  return registry.metrics();
 }
 
 /** As server.ts builds it: default (process) metrics on, the KV index's gauges added by app.ts. */

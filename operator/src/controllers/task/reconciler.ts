@@ -32,6 +32,7 @@ import { computeTaskTarget } from './target.ts';
 import type { AttemptOutcome } from './types.ts';
 import { computeReservation, computeSettlement, type DailyCap } from './daily-cap.ts';
 import { DailyCapLedger } from './daily-cap-store.ts';
+import { registerTaskMetrics } from './metrics.ts';
 
 export const DEFAULT_OPENROUTER_BASE_URL = 'https://openrouter.ai/api/v1';
 /** A loser of the generation Lease looks again after this (the winner's status change also wakes it). */
@@ -156,6 +157,7 @@ function missingSecret(ref: { name: string; key: string }): AttemptOutcome {
 export function buildTaskController(opts: TaskControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
   const tasks = manager.informer<TaskObject>(Resources.tasks);
+  registerTaskMetrics(manager.metrics.registry, { list: () => tasks.list() });
   const deployments = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
   const configMaps = manager.informer<DataObject>(Resources.configMaps);
