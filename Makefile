@@ -65,8 +65,8 @@ test-unit: deps ## Unit tests (no cluster)
 	$(NPM_BIN)/vitest run --project unit
 
 .PHONY: test-monitoring
-test-monitoring: deps test-deps ## The chart's alerts: promtool check and rule unit tests, metric names held to the code; ends with one JSON line
-	$(NODE) hack/test-monitoring.ts
+test-monitoring: deps controlplane test-deps ## Alerts and dashboards: promtool checks and rule tests, names held to the code, every panel evaluated by a real Prometheus after a replay through make run's system; one JSON line
+	bash hack/in-netns.sh $(NODE) hack/test-monitoring.ts --live
 
 .PHONY: test-integration
 test-integration: deps controlplane test-deps ## Integration tests against a real kube-apiserver and etcd, inside a private network namespace
@@ -80,8 +80,8 @@ test-e2e: deps controlplane test-deps sglang-kit ## End-to-end suites (full cont
 test: deps controlplane build lint crds-check docs-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
 
 .PHONY: run
-run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; Ctrl-C stops it
-	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(ARGS)
+run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; MONITORING=1 adds a real Prometheus scraping it all; Ctrl-C stops it
+	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(ARGS)
 
 .PHONY: render
 render: deps ## Print the objects the operator would apply for FILE=<manifest>, without a cluster

@@ -92,9 +92,18 @@ function labelValuesSelector(definition: string): string | undefined {
   return m?.[1];
 }
 
+/** One panel and its queries, expanded: what a Prometheus is asked to show it has data. */
+export interface PanelQueries {
+  readonly dashboard: string;
+  readonly panel: number;
+  readonly title: string;
+  readonly exprs: readonly string[];
+}
+
 export interface DashboardCheck {
   readonly dashboard: string;
   readonly panels: number;
+  readonly panelQueries: readonly PanelQueries[];
   /** Each panel query (and each variable query's selector), expanded, as check-rules.ts reads them. */
   readonly exprs: readonly RuleExpr[];
   readonly issues: readonly string[];
@@ -109,6 +118,7 @@ export function checkDashboard(file: string, doc: unknown): DashboardCheck {
     return {
       dashboard: file,
       panels: 0,
+      panelQueries: [],
       exprs: [],
       issues: parsed.error.issues.map((i) => `${file}: ${i.path.join('.') || 'dashboard'}: ${i.message}`),
     };
@@ -118,12 +128,17 @@ export function checkDashboard(file: string, doc: unknown): DashboardCheck {
   for (const v of d.templating.list)
     values.set(v.name, v.type === 'query' ? (v.allValue ?? '.*') : 'prometheus');
   const exprs: RuleExpr[] = [];
-  const use = (rule: string, raw: string): void => {
+  const use = (rule: string, raw: string): string | undefined => {
     const expr = expandGrafanaVariables(raw, values);
     const left = /\$\{?\w+|\[\[\w+\]\]/.exec(expr);
-    if (left) issues.push(`${file}: ${rule}: ${left[0]} is not a declared variable (templating.list)`);
-    else exprs.push({ file, rule, expr });
+    if (left) {
+      issues.push(`${file}: ${rule}: ${left[0]} is not a declared variable (templating.list)`);
+      return undefined;
+    }
+    exprs.push({ file, rule, expr });
+    return expr;
   };
+  const panelQueries: PanelQueries[] = [];
   for (const v of d.templating.list) {
     if (v.type !== 'query') continue;
     const selector = labelValuesSelector(v.definition);
@@ -137,13 +152,16 @@ export function checkDashboard(file: string, doc: unknown): DashboardCheck {
     for (const q of d.panels.slice(0, i))
       if (overlaps(p.gridPos, q.gridPos)) issues.push(`${file}: panels ${q.id} and ${p.id} overlap`);
     const refs = new Set<string>();
+    const expanded: string[] = [];
     for (const t of p.targets) {
       if (refs.has(t.refId)) issues.push(`${file}: panel ${p.id}: refId ${t.refId} is used twice`);
       refs.add(t.refId);
-      use(`panel ${p.id} "${p.title}" ${t.refId}`, t.expr);
+      const expr = use(`panel ${p.id} "${p.title}" ${t.refId}`, t.expr);
+      if (expr !== undefined) expanded.push(expr);
     }
+    panelQueries.push({ dashboard: d.uid, panel: p.id, title: p.title, exprs: expanded });
   }
-  return { dashboard: d.uid, panels: d.panels.length, exprs, issues };
+  return { dashboard: d.uid, panels: d.panels.length, panelQueries, exprs, issues };
 }
 
 /** One recording rule per query, so `promtool check rules` parses each with Prometheus' own parser. */

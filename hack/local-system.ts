@@ -1,0 +1,154 @@
+// The system `make run` brings up, as a function: the control plane with fake GPU
+// nodes, an SGLang simulator on every pod IP (or the real SGLang on the dense
+// sample's pods), the operator and the gateway as real processes with the chart's
+// RBAC, and the samples from examples/. Runs inside the private network
+// namespace (hack/in-netns.sh): run-local.ts serves it to a person,
+// test-monitoring.ts replays traffic through it for a real Prometheus.
+
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { MODEL_DIR } from '../operator/src/controllers/deployment/args.ts';
+import { buildDeploymentManifest } from '../test/support/builders.ts';
+import { startControlPlane, type ControlPlane } from '../test/support/controlplane.ts';
+import { createChartIdentity } from '../test/support/helm.ts';
+import { eventually, kubectlOk } from '../test/support/kubectl.ts';
+import { spawnManaged, stopManaged, type ManagedProcess } from '../test/support/processes.ts';
+import { removeKitModelLink } from '../test/support/real-sglang.ts';
+import { loadSamples } from '../test/support/samples.ts';
+import { startSimKubelet } from '../test/support/sim-kubelet.ts';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const SYSTEM_NS = 'cacheroute-system';
+/** Inside the namespace: the gateway's API and admin listeners, the operator's metrics. */
+export const LOCAL_PORTS = { gateway: 8080, admin: 9090, operatorMetrics: 8081 } as const;
+// The sample whose pods run the real SGLang under `real`.
+export const REAL_SAMPLE = 'llama-8b';
+
+export interface LocalSystemOptions {
+  /** Logs and scratch files. */
+  readonly dir: string;
+  readonly gpuNodes: number;
+  /** The dense sample's pods run the real SGLang on CPU instead of the simulator. */
+  readonly real: boolean;
+  readonly log: (msg: string) => void;
+}
+
+export interface LocalSystem {
+  readonly cp: ControlPlane;
+  /** The sample Tenant team-a's API key (Secret team-a-keys). */
+  readonly demoKey: string;
+  stop(): Promise<void>;
+}
+
+/** The samples, runnable on fake GPU nodes: model files from a host path (no PVC, no download). */
+function buildLocalSamples(): string {
+  const docs = loadSamples()
+    .filter((s) => s.file !== 'task-openrouter.yaml') // needs the internet and a paid key
+    .map((s) => (s.doc.kind === 'Deployment' ? buildDeploymentManifest({ sample: s.file }) : s.doc));
+  return docs.map((d) => `---\n${stringify(d)}`).join('');
+}
+
+/** The Secret examples/tenant.yaml names, labelled for the gateway, with one key. */
+function buildDemoKeySecret(key: string): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'team-a-keys', labels: { 'cacheroute.dev/api-keys': 'true' } },
+    stringData: { 'key-1': key },
+  };
+}
+
+const WARMUP_DOCUMENT = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'shared-knowledge' },
+  data: {
+    'handbook.md': 'cacheroute handbook: every replica starts with this text already in its prefix cache.',
+  },
+};
+
+function startProcess(dir: string, name: string, args: string[]): ManagedProcess {
+  return spawnManaged(name, process.execPath, args, { logPath: join(dir, `${name}.log`), cwd: ROOT });
+}
+
+/** Everything up, the samples applied, and llama-8b Ready and listed by the gateway. */
+export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalSystem> {
+  const { dir, log, real } = opts;
+  // The scheduler spreads pods (as Kubernetes does by default), so the samples' four small
+  // pods can each take a node; seven leave three whole nodes for the 8-GPU prefill/decode pods.
+  const cp = await startControlPlane({ full: true, gpuNodes: opts.gpuNodes, log });
+  const k = { kubeconfig: cp.kubeconfig };
+  await kubectlOk(['apply', '--server-side', '-f', join(ROOT, 'crds')], k);
+  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(ROOT, 'crds')], k);
+  await kubectlOk(['create', 'namespace', SYSTEM_NS], k);
+  // The operator and the gateway run with exactly the chart's RBAC, as they would in a cluster.
+  const identity = { release: 'cacheroute', namespace: SYSTEM_NS };
+  const operatorKubeconfig = await createChartIdentity(cp, { ...identity, component: 'operator' });
+  const gatewayKubeconfig = await createChartIdentity(cp, { ...identity, component: 'gateway' });
+  const linksModelDir = real && !existsSync(MODEL_DIR);
+  const kubelet = await startSimKubelet({
+    kubeconfig: cp.kubeconfig,
+    log: (m) => log(m),
+    ...(real
+      ? {
+          realSglang: (pod) =>
+            pod.metadata?.labels?.['cacheroute.dev/deployment'] === REAL_SAMPLE ? [] : undefined,
+        }
+      : {}),
+  });
+  const operator = startProcess(dir, 'operator', [
+    join(ROOT, 'operator/src/main.ts'),
+    `--kubeconfig=${operatorKubeconfig}`,
+    `--lease-namespace=${SYSTEM_NS}`,
+    '--metrics-host=127.0.0.1',
+    `--metrics-port=${LOCAL_PORTS.operatorMetrics}`,
+  ]);
+  const gateway = startProcess(dir, 'gateway', [
+    '--max-semi-space-size=32', // as the gateway image runs it (gateway/Dockerfile)
+    join(ROOT, 'gateway/src/server.ts'),
+    `--kubeconfig=${gatewayKubeconfig}`,
+    '--host=127.0.0.1',
+    `--port=${LOCAL_PORTS.gateway}`,
+    // As the chart runs it: status, metrics and probes on their own port, the API port only the API.
+    `--admin-port=${LOCAL_PORTS.admin}`,
+  ]);
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
+  // The sample Tenant's key: made here, as a user makes one (examples/tenant.yaml).
+  const demoKey = randomBytes(24).toString('hex');
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(buildDemoKeySecret(demoKey)) });
+
+  log(
+    `waiting for ${REAL_SAMPLE} to be Ready (every endpoint verified${real ? ', from two real SGLang servers' : ''})`,
+  );
+  await eventually(
+    async () => {
+      const ready = await kubectlOk(
+        ['get', 'sgd', REAL_SAMPLE, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
+        k,
+      );
+      if (ready !== 'True') throw new Error(`${REAL_SAMPLE} Ready=${ready || 'unknown'}`);
+      const res = await fetch(`http://127.0.0.1:${LOCAL_PORTS.gateway}/v1/models`, {
+        headers: { authorization: `Bearer ${demoKey}` },
+      });
+      const body = (await res.json()) as { data?: { id: string }[] };
+      if (!body.data?.some((m) => m.id === REAL_SAMPLE))
+        throw new Error(`the gateway does not list ${REAL_SAMPLE} yet`);
+    },
+    // A real SGLang takes 20-60 s to start on this machine, and the two start one after the other.
+    { timeoutMs: real ? 360_000 : 120_000, intervalMs: 500 },
+  );
+  return {
+    cp,
+    demoKey,
+    async stop() {
+      await Promise.all([stopManaged(gateway), stopManaged(operator)]);
+      await kubelet.stop();
+      await cp.stop();
+      if (linksModelDir) removeKitModelLink(MODEL_DIR);
+    },
+  };
+}

@@ -1,0 +1,41 @@
+// Every dashboard panel asked of a real Prometheus: a panel has data when one of
+// its queries returns at least one series now. make test-monitoring runs it after
+// a replay through the local system, so a panel over a metric nothing feeds, a
+// label the scrape does not set, or a join that matches nothing shows up empty.
+
+import { z } from 'zod';
+import type { PanelQueries } from './dashboards.ts';
+
+const QueryAnswer = z.object({
+  status: z.string(),
+  data: z.object({ resultType: z.string(), result: z.array(z.unknown()) }).optional(),
+  error: z.string().optional(),
+});
+
+/** Series the instant query returns now; throws with Prometheus' error. */
+export async function countSeries(prometheus: string, expr: string): Promise<number> {
+  const res = await fetch(`${prometheus}/api/v1/query?query=${encodeURIComponent(expr)}`);
+  const answer = QueryAnswer.parse(await res.json());
+  if (answer.status !== 'success') throw new Error(`${expr}: ${answer.error ?? answer.status}`);
+  return answer.data?.result.length ?? 0;
+}
+
+export interface PanelEvaluation {
+  readonly panels: number;
+  readonly withData: number;
+  /** `dashboard panel id "title"` of each panel whose every query came back empty. */
+  readonly empty: readonly string[];
+}
+
+export async function evaluatePanels(
+  prometheus: string,
+  panels: readonly PanelQueries[],
+): Promise<PanelEvaluation> {
+  const empty: string[] = [];
+  for (const p of panels) {
+    let series = 0;
+    for (const expr of p.exprs) series += await countSeries(prometheus, expr);
+    if (series === 0) empty.push(`${p.dashboard} panel ${p.panel} "${p.title}"`);
+  }
+  return { panels: panels.length, withData: panels.length - empty.length, empty };
+}

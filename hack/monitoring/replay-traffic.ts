@@ -1,0 +1,71 @@
+// Traffic for make test-monitoring's replay: conversations that share a system
+// prompt (so prefixes are cached and routed to), some streamed, and answers at
+// temperature 0 asked twice (so results are reused), sent through the gateway
+// as the sample Tenant, a few at a time. Every answer must be a 200.
+
+export interface ReplayOptions {
+  readonly gateway: string;
+  readonly apiKey: string;
+  readonly models: readonly string[];
+  readonly conversations: number;
+  readonly turns: number;
+  readonly concurrency: number;
+}
+
+const SYSTEM =
+  'You are the support assistant of a company that runs language models on Kubernetes. ' +
+  'Answer briefly, cite the runbook section you rely on, and never invent a command.';
+
+async function chat(opts: ReplayOptions, body: object): Promise<void> {
+  const res = await fetch(`${opts.gateway}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${opts.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`gateway answered ${res.status}: ${text.slice(0, 300)}`);
+}
+
+/** One conversation: each turn resends the history, as chat clients do. */
+async function converse(opts: ReplayOptions, c: number): Promise<number> {
+  const model = opts.models[c % opts.models.length] ?? '';
+  const messages: { role: string; content: string }[] = [{ role: 'system', content: SYSTEM }];
+  let sent = 0;
+  for (let t = 0; t < opts.turns; t++) {
+    messages.push({
+      role: 'user',
+      content: `Conversation ${c}, question ${t}: how do I drain node ${c}-${t}?`,
+    });
+    const deterministic = t === 0 && c % 2 === 0;
+    const body = {
+      model,
+      messages,
+      max_tokens: 16,
+      temperature: deterministic ? 0 : 0.7,
+      stream: t % 2 === 1,
+    };
+    await chat(opts, body);
+    sent++;
+    // The same question at temperature 0 again: the gateway may answer from the result it keeps.
+    if (deterministic) {
+      await chat(opts, body);
+      sent++;
+    }
+    messages.push({ role: 'assistant', content: `Answer ${t}.` });
+  }
+  return sent;
+}
+
+/** Resolves with the number of requests answered (all 200); throws on the first other answer. */
+export async function replayConversations(opts: ReplayOptions): Promise<number> {
+  let next = 0;
+  let sent = 0;
+  const worker = async (): Promise<void> => {
+    while (next < opts.conversations) {
+      const answered = await converse(opts, next++);
+      sent += answered;
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrency }, worker));
+  return sent;
+}
