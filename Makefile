@@ -68,6 +68,10 @@ test-unit: deps ## Unit tests (no cluster)
 test-monitoring: deps controlplane test-deps ## Alerts and dashboards: promtool checks and rule tests, names held to the code, every panel evaluated by a real Prometheus after a replay through make run's system; one JSON line
 	bash hack/in-netns.sh $(NODE) hack/test-monitoring.ts --live
 
+.PHONY: dashboard-pictures
+dashboard-pictures: deps controlplane test-deps ## Redraw docs/images/dashboard-*.svg from a replay through make run's system (the dashboards' own queries, Vega-Lite)
+	bash hack/in-netns.sh $(NODE) hack/test-monitoring.ts --live --render docs/images
+
 .PHONY: test-integration
 test-integration: deps controlplane test-deps ## Integration tests against a real kube-apiserver and etcd, inside a private network namespace
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration

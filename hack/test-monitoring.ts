@@ -20,9 +20,13 @@ import { buildPanelRulesFile, checkDashboard } from './monitoring/dashboards.ts'
 import { collectExportedMetrics } from './monitoring/exported-metrics.ts';
 import { runLiveReplay, type LiveReplayResult } from './monitoring/live-replay.ts';
 import { findPromtool, runPromtool } from './monitoring/promtool.ts';
+import { renderDashboardPictures } from './monitoring/render-panels.ts';
 import { countFailedRuleTests, countRuleTests, findUntestedAlerts } from './monitoring/rule-tests.ts';
 
-const args = parseArgs({ options: { live: { type: 'boolean', default: false } }, allowPositionals: true });
+const args = parseArgs({
+  options: { live: { type: 'boolean', default: false }, render: { type: 'string' } },
+  allowPositionals: true,
+});
 const dir = args.positionals[0] ?? join(REPO_ROOT, 'charts', 'cacheroute', 'monitoring');
 
 /** Panels that stay empty while nothing fails: their counters have no series before the first failure. */
@@ -96,7 +100,27 @@ if (args.values.live && problems.length === 0) {
   const scratch = mkdtempSync(join(tmpdir(), 'cacheroute-monitoring-'));
   const log = (m: string): void => void process.stderr.write(`test-monitoring: ${m}\n`);
   try {
-    live = await runLiveReplay({ dir: scratch, panels: dashboards.flatMap((d) => d.panelQueries), log });
+    const render = args.values.render;
+    live = await runLiveReplay({
+      dir: scratch,
+      panels: dashboards.flatMap((d) => d.panelQueries),
+      log,
+      ...(render === undefined
+        ? {}
+        : {
+            turnPauseMs: 3_000,
+            afterEvaluation: async (prometheus: string, since: number) => {
+              const range = { start: Math.floor(since) - 10, end: Math.ceil(Date.now() / 1000), step: 2 };
+              const pictures = dashboards.map((d) => ({
+                uid: d.dashboard,
+                title: d.title,
+                panels: d.panelQueries,
+              }));
+              for (const f of await renderDashboardPictures(prometheus, pictures, render, range))
+                log(`drew ${f}`);
+            },
+          }),
+    });
     for (const empty of live.empty) {
       const why = EMPTY_WHILE_HEALTHY.get(empty.replace(/ ".*"$/, ''));
       if (why) log(`${empty}: empty, as expected (${why})`);

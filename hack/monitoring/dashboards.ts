@@ -98,10 +98,16 @@ export interface PanelQueries {
   readonly panel: number;
   readonly title: string;
   readonly exprs: readonly string[];
+  /** Each query's legendFormat (`{{label}}` placeholders), beside `exprs`. */
+  readonly legends: readonly string[];
+  /** Grafana's unit for the panel's values, when set. */
+  readonly unit?: string;
+  readonly gridPos: { readonly x: number; readonly y: number; readonly w: number; readonly h: number };
 }
 
 export interface DashboardCheck {
   readonly dashboard: string;
+  readonly title: string;
   readonly panels: number;
   readonly panelQueries: readonly PanelQueries[];
   /** Each panel query (and each variable query's selector), expanded, as check-rules.ts reads them. */
@@ -117,6 +123,7 @@ export function checkDashboard(file: string, doc: unknown): DashboardCheck {
   if (!parsed.success)
     return {
       dashboard: file,
+      title: file,
       panels: 0,
       panelQueries: [],
       exprs: [],
@@ -153,15 +160,27 @@ export function checkDashboard(file: string, doc: unknown): DashboardCheck {
       if (overlaps(p.gridPos, q.gridPos)) issues.push(`${file}: panels ${q.id} and ${p.id} overlap`);
     const refs = new Set<string>();
     const expanded: string[] = [];
+    const legends: string[] = [];
     for (const t of p.targets) {
       if (refs.has(t.refId)) issues.push(`${file}: panel ${p.id}: refId ${t.refId} is used twice`);
       refs.add(t.refId);
       const expr = use(`panel ${p.id} "${p.title}" ${t.refId}`, t.expr);
-      if (expr !== undefined) expanded.push(expr);
+      if (expr === undefined) continue;
+      expanded.push(expr);
+      legends.push(t.legendFormat ?? '');
     }
-    panelQueries.push({ dashboard: d.uid, panel: p.id, title: p.title, exprs: expanded });
+    const unit = p.fieldConfig?.defaults['unit'];
+    panelQueries.push({
+      dashboard: d.uid,
+      panel: p.id,
+      title: p.title,
+      exprs: expanded,
+      legends,
+      ...(typeof unit === 'string' ? { unit } : {}),
+      gridPos: p.gridPos,
+    });
   }
-  return { dashboard: d.uid, panels: d.panels.length, panelQueries, exprs, issues };
+  return { dashboard: d.uid, title: d.title, panels: d.panels.length, panelQueries, exprs, issues };
 }
 
 /** One recording rule per query, so `promtool check rules` parses each with Prometheus' own parser. */

@@ -129,6 +129,10 @@ export async function runLiveReplay(opts: {
   readonly dir: string;
   readonly panels: readonly PanelQueries[];
   readonly log: (msg: string) => void;
+  /** Called with Prometheus still up, after the evaluation: the replay ran from `since` (unix s). */
+  readonly afterEvaluation?: (prometheus: string, since: number) => Promise<void>;
+  /** Pause between turns (pictures want a replay spread over a minute or two). */
+  readonly turnPauseMs?: number;
 }): Promise<LiveReplayResult> {
   const { dir, log } = opts;
   let system: LocalSystem | undefined;
@@ -141,6 +145,7 @@ export async function runLiveReplay(opts: {
     await enableKvEvents(kubeconfig);
     log('running a priced Task');
     await runPricedTask(kubeconfig);
+    const since = Date.now() / 1000;
     const models = await listServedModels(system.demoKey);
     log(`replaying conversations over ${models.join(', ')}`);
     const requests = await replayConversations({
@@ -150,6 +155,7 @@ export async function runLiveReplay(opts: {
       conversations: 24,
       turns: 4,
       concurrency: 4,
+      ...(opts.turnPauseMs === undefined ? {} : { turnPauseMs: opts.turnPauseMs }),
     });
     log('tightening admission for a burst');
     const refused = await burstPastAdmission(kubeconfig, system.demoKey);
@@ -164,6 +170,7 @@ export async function runLiveReplay(opts: {
     );
     await new Promise((r) => setTimeout(r, 5_000));
     const evaluation = await evaluatePanels(url, opts.panels);
+    await opts.afterEvaluation?.(url, since);
     return { ...evaluation, requests, refused };
   } finally {
     await prometheus?.stop();

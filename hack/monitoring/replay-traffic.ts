@@ -10,6 +10,8 @@ export interface ReplayOptions {
   readonly conversations: number;
   readonly turns: number;
   readonly concurrency: number;
+  /** A pause between a conversation's turns (a person reading): spreads the replay over time. */
+  readonly turnPauseMs?: number;
 }
 
 const SYSTEM =
@@ -52,6 +54,7 @@ async function converse(opts: ReplayOptions, c: number): Promise<number> {
       sent++;
     }
     messages.push({ role: 'assistant', content: `Answer ${t}.` });
+    if (opts.turnPauseMs) await new Promise((r) => setTimeout(r, opts.turnPauseMs));
   }
   return sent;
 }
