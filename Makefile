@@ -88,9 +88,9 @@ run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-d
 	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(ARGS)
 
 .PHONY: render
-render: deps ## Print the objects the operator would apply for FILE=<manifest>, without a cluster
-	@test -n "$(FILE)" || { echo 'usage: make render FILE=<manifest.yaml>' >&2; exit 2; }
-	@$(NODE) operator/src/cli/render.ts $(FILE)
+render: deps ## Print the objects the operator would apply for FILE=<manifest>, without a cluster; ARGS= the operator's flags (e.g. its --runtime-ingress-* peers: the NetworkPolicy too)
+	@test -n "$(FILE)" || { echo 'usage: make render FILE=<manifest.yaml> [ARGS=...]' >&2; exit 2; }
+	@$(NODE) operator/src/cli/render.ts $(FILE) $(ARGS)
 
 .PHONY: sim
 sim: deps ## Run one SGLang simulator in the foreground: make sim ARGS='--model-path m --port 30000'

@@ -1,15 +1,27 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { validateResource, type ValidationIssue } from '../../api/index.ts';
 import { buildDesired } from './desired.ts';
+import { buildRuntimeNetworkPolicy, type RuntimeIngress } from './network-policy.ts';
+import { buildRuntimeKeySecret } from './runtime-keys.ts';
+
+/** What the key Secret shows instead of a key: the operator makes each one at reconcile. */
+export const RUNTIME_KEY_PLACEHOLDER = '<random, made by the operator at its first reconcile>';
+
+export interface RenderOptions {
+  /** The peers the operator's --runtime-ingress-* flags name: a NetworkPolicy is rendered with them. */
+  readonly runtimeIngress?: RuntimeIngress | undefined;
+}
 
 export type RenderResult =
   { ok: true; objects: KubernetesObject[] } | { ok: false; name: string; issues: ValidationIssue[] };
 
 /**
- * What the operator would apply for one manifest, without a cluster. A
- * placeholder uid stands in for the one the API server assigns.
+ * What the operator would apply for one manifest, without a cluster: the workloads and
+ * Services, the runtime API key Secret (the key itself a placeholder) and, with the
+ * operator's ingress peers, the runtime NetworkPolicy. A placeholder uid stands in for the
+ * one the API server assigns.
  */
-export function renderManifest(doc: unknown): RenderResult {
+export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderResult {
   const parsed = validateResource(doc);
   const rawName = (doc as { metadata?: { name?: unknown } } | null)?.metadata?.name;
   const name = typeof rawName === 'string' ? rawName : '<unnamed>';
@@ -21,5 +33,15 @@ export function renderManifest(doc: unknown): RenderResult {
     metadata: { namespace: 'default', uid: '00000000-0000-0000-0000-000000000000', ...root.metadata },
   };
   const desired = buildDesired(withIdentity);
-  return { ok: true, objects: [...desired.workloads, ...desired.services] as KubernetesObject[] };
+  const { data: _keys, ...secret } = buildRuntimeKeySecret(withIdentity, {});
+  const keySecret = { ...secret, stringData: { [desired.fingerprint]: RUNTIME_KEY_PLACEHOLDER } };
+  return {
+    ok: true,
+    objects: [
+      ...desired.workloads,
+      ...desired.services,
+      keySecret,
+      ...(opts.runtimeIngress ? [buildRuntimeNetworkPolicy(withIdentity, opts.runtimeIngress)] : []),
+    ] as KubernetesObject[],
+  };
 }

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { loadSample } from '../../../../test/support/samples.ts';
+import { renderManifest, RUNTIME_KEY_PLACEHOLDER } from './render.ts';
+
+const ingress = {
+  gateway: { namespace: 'cacheroute-system', podLabels: { 'app.kubernetes.io/component': 'gateway' } },
+  operator: { namespace: 'cacheroute-system', podLabels: { 'app.kubernetes.io/component': 'operator' } },
+};
+
+describe('renderManifest', () => {
+  it("shows the runtime key Secret, keyed by the pods' fingerprint, with a placeholder for the key", () => {
+    const r = renderManifest(loadSample('deployment-dense.yaml'));
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    const secret = r.objects.find((o) => o.kind === 'Secret') as unknown as {
+      stringData: Record<string, string>;
+    };
+    const workload = r.objects.find((o) => o.kind === 'Deployment') as unknown as {
+      spec: { template: { metadata: { labels: Record<string, string> } } };
+    };
+    const fingerprint = workload.spec.template.metadata.labels['cacheroute.dev/fingerprint'] ?? '';
+    expect(secret.stringData).toEqual({ [fingerprint]: RUNTIME_KEY_PLACEHOLDER });
+    expect(r.objects.some((o) => o.kind === 'NetworkPolicy')).toBe(false);
+  });
+
+  it("adds the NetworkPolicy when given the operator's ingress peers", () => {
+    const r = renderManifest(loadSample('deployment-dense.yaml'), { runtimeIngress: ingress });
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    const policies = r.objects.filter((o) => o.kind === 'NetworkPolicy');
+    expect(policies.map((p) => p.metadata?.name)).toEqual(['llama-8b-runtime-ingress']);
+  });
+});
