@@ -75,7 +75,12 @@ export function buildDesired(root: DeploymentResource): DesiredState {
   };
 }
 
-function objectMeta(root: DeploymentResource, name: string, labels: Record<string, string>) {
+/** The metadata of every object the operator makes for a Deployment: in its namespace, owned by it. */
+export function buildOwnedMetadata(
+  root: DeploymentResource,
+  name: string,
+  labels: Record<string, string>,
+): { name: string; namespace: string; labels: Record<string, string>; ownerReferences: V1OwnerReference[] } {
   return {
     name,
     namespace: root.metadata.namespace ?? 'default',
@@ -100,7 +105,7 @@ export function buildWorkload(
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: objectMeta(root, buildWorkloadName(name, engine.role), labels),
+    metadata: buildOwnedMetadata(root, buildWorkloadName(name, engine.role), labels),
     spec: {
       replicas: engine.replicas,
       selector: { matchLabels: buildSelectorLabels(name, engine.role) },
@@ -284,7 +289,7 @@ export function buildService(root: DeploymentResource, engine: RoleEngine): V1Se
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: objectMeta(root, buildWorkloadName(name, engine.role), {
+    metadata: buildOwnedMetadata(root, buildWorkloadName(name, engine.role), {
       'app.kubernetes.io/name': 'sglang',
       'app.kubernetes.io/instance': name,
       'app.kubernetes.io/component': engine.role,

@@ -13,7 +13,7 @@
 import type { V1NetworkPolicyPeer, V1NetworkPolicyPort, V1ObjectMeta } from '@kubernetes/client-node';
 import type { DeploymentResource } from '../../api/index.ts';
 import { computeEventPorts, SGLANG_PORT } from './args.ts';
-import { buildOwnerReference } from './desired.ts';
+import { buildOwnedMetadata } from './desired.ts';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from './labels.ts';
 
 /** Pods of one namespace with these labels (all of its pods when there are none). */
@@ -79,12 +79,10 @@ export function buildRuntimeNetworkPolicy(
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: {
-      name: buildRuntimeNetworkPolicyName(name),
-      namespace: root.metadata.namespace ?? 'default',
-      labels: { [LABEL_DEPLOYMENT]: name, 'app.kubernetes.io/managed-by': MANAGED_BY },
-      ownerReferences: [buildOwnerReference(root)],
-    },
+    metadata: buildOwnedMetadata(root, buildRuntimeNetworkPolicyName(name), {
+      [LABEL_DEPLOYMENT]: name,
+      'app.kubernetes.io/managed-by': MANAGED_BY,
+    }),
     spec: {
       podSelector: { matchLabels: ownPods },
       policyTypes: ['Ingress'],

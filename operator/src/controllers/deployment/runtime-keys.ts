@@ -18,7 +18,7 @@ import {
   RUNTIME_API_KEY_LABEL,
   type DeploymentResource,
 } from '../../api/index.ts';
-import { buildOwnerReference } from './desired.ts';
+import { buildOwnedMetadata } from './desired.ts';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from './labels.ts';
 
 export interface RuntimeKeyInputs {
@@ -61,16 +61,11 @@ export function buildRuntimeKeySecret(
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: {
-      name: buildRuntimeKeySecretName(name),
-      namespace: root.metadata.namespace ?? 'default',
-      labels: {
-        [RUNTIME_API_KEY_LABEL]: 'true',
-        [LABEL_DEPLOYMENT]: name,
-        'app.kubernetes.io/managed-by': MANAGED_BY,
-      },
-      ownerReferences: [buildOwnerReference(root)],
-    },
+    metadata: buildOwnedMetadata(root, buildRuntimeKeySecretName(name), {
+      [RUNTIME_API_KEY_LABEL]: 'true',
+      [LABEL_DEPLOYMENT]: name,
+      'app.kubernetes.io/managed-by': MANAGED_BY,
+    }),
     type: 'Opaque',
     data: Object.fromEntries(
       Object.entries(keys).map(([fingerprint, key]) => [fingerprint, Buffer.from(key).toString('base64')]),
