@@ -15,6 +15,7 @@ import { Registry } from 'prom-client';
 import { KvIndexFleet } from '../../gateway/src/kv-index/fleet.ts';
 import { registerKvIndexMetrics } from '../../gateway/src/kv-index/metrics.ts';
 import { buildMetrics } from '../../gateway/src/metrics.ts';
+import { registerDeploymentMetrics } from '../../operator/src/controllers/deployment/metrics.ts';
 import { registerTaskMetrics } from '../../operator/src/controllers/task/metrics.ts';
 import { createRuntimeMetrics } from '../../operator/src/runtime/metrics.ts';
 import { createEngineCounters, type EngineSnapshot, type RequestResult } from '../../test/sim/engine.ts';
@@ -78,6 +79,11 @@ async function renderOperatorMetrics(): Promise<string> {
   const { registry } = createRuntimeMetrics(new Registry());
   registerTaskMetrics(registry, {
     list: () => [{ metadata: { namespace: 'ns' }, status: { phase: 'Succeeded', cost: '0.01' } }],
+  });
+  registerDeploymentMetrics(registry, {
+    list: () => [
+      { metadata: { namespace: 'ns', name: 'd' }, status: { endpoints: [{ role: 'standalone' }] } },
+    ],
   });
   return registry.metrics();
 }

@@ -32,6 +32,7 @@ import {
 import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
 import { readIdentity } from './verify.ts';
+import { registerDeploymentMetrics } from './metrics.ts';
 
 export interface DeploymentControllerOptions {
   manager: Manager;
@@ -58,6 +59,7 @@ const POD_SELECTOR = LABEL_DEPLOYMENT;
 export function buildDeploymentController(opts: DeploymentControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
   const roots = manager.informer<DeploymentObject>(Resources.sglangDeployments);
+  registerDeploymentMetrics(manager.metrics.registry, { list: () => roots.list() });
   const pods = manager.informer<PodObject>(Resources.pods, POD_SELECTOR);
   const workloads = manager.informer(Resources.deployments);
   const services = manager.informer(Resources.services);
