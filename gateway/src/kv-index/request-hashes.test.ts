@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { computeRequestBlockHashes } from './request-hashes.ts';
+import { computeSaltSeed } from '../../../operator/src/sglang/kv-event-hash.ts';
+import { computeRequestBlockHashes, readSaltSeed } from './request-hashes.ts';
 import { SGLANG_BATCHES } from './sglang-batches.testdata.ts';
 
 const seq = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
@@ -36,5 +37,15 @@ describe('computeRequestBlockHashes', () => {
 
   it('refuses a page size that is not a positive integer', () => {
     expect(() => computeRequestBlockHashes([1], 0, null)).toThrow(RangeError);
+  });
+});
+
+describe('readSaltSeed', () => {
+  it("is computeSaltSeed's digest, computed once per salt", () => {
+    const first = readSaltSeed('team-a');
+    expect(first).toEqual(computeSaltSeed('team-a'));
+    expect(readSaltSeed('team-a')).toBe(first);
+    expect(readSaltSeed('team-b')).not.toEqual(first);
+    expect(readSaltSeed(null)).toBeNull();
   });
 });

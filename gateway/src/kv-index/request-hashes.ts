@@ -9,13 +9,32 @@
 // runtime will report passes tokens.slice(0, -1).
 //
 // Cost: one SHA-256 a page (about 1.4 us, kv-event-hash.ts): a 2k-token
-// prompt is 128 hashes at page size 16, 2k at page size 1.
+// prompt is 128 hashes at page size 16, 2k at page size 1. The salt's seed is
+// one more, computed once per salt: a gateway sees a few salts (one per
+// policy, tenant and client salt), every request of each.
 
 import {
   computePageDigest,
   computeSaltSeed,
   toBlockHash,
+  type Digest,
 } from '../../../operator/src/sglang/kv-event-hash.ts';
+
+/** Seeds kept; past it the memo starts again (salts come from a few policies and tenants). */
+const MAX_SEEDS = 4096;
+const seeds = new Map<string, Digest>();
+
+/** computeSaltSeed, once per salt (the digest is only ever read: computePageDigest copies it). */
+export function readSaltSeed(cacheSalt: string | null): Digest | null {
+  if (cacheSalt === null) return null;
+  let seed = seeds.get(cacheSalt);
+  if (seed === undefined) {
+    if (seeds.size >= MAX_SEEDS) seeds.clear();
+    seed = computeSaltSeed(cacheSalt) as Digest;
+    seeds.set(cacheSalt, seed);
+  }
+  return seed;
+}
 
 export function computeRequestBlockHashes(
   tokens: readonly number[],
@@ -25,7 +44,7 @@ export function computeRequestBlockHashes(
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new RangeError('pageSize must be >= 1');
   const pages = Math.floor(tokens.length / pageSize);
   const out = new Array<bigint>(pages);
-  let prior = computeSaltSeed(cacheSalt);
+  let prior = readSaltSeed(cacheSalt);
   for (let p = 0; p < pages; p++) {
     prior = computePageDigest(prior, tokens, p * pageSize, (p + 1) * pageSize);
     out[p] = toBlockHash(prior);

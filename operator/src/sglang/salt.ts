@@ -27,5 +27,20 @@ export function combineCacheSalt(policySalt: string, clientSalt: string | undefi
  * results, keyed by salt) unless the policy says they may (spec.tenancy.sharePrefixes).
  */
 export function computeTenantSalt(policySalt: string, tenantId: string): string {
-  return `${policySalt}.t${createHash('sha256').update(`tenant\0${tenantId}`).digest('hex').slice(0, 16)}`;
+  return `${policySalt}.t${readTenantPart(tenantId)}`;
+}
+
+// The gateway derives a tenant's salt on every request of that tenant: each tenant's part is
+// hashed once (tenants are few; past the bound the memo starts again).
+const MAX_TENANT_PARTS = 4096;
+const tenantParts = new Map<string, string>();
+
+function readTenantPart(tenantId: string): string {
+  let part = tenantParts.get(tenantId);
+  if (part === undefined) {
+    if (tenantParts.size >= MAX_TENANT_PARTS) tenantParts.clear();
+    part = createHash('sha256').update(`tenant\0${tenantId}`).digest('hex').slice(0, 16);
+    tenantParts.set(tenantId, part);
+  }
+  return part;
 }
