@@ -46,6 +46,10 @@ controlplane: ## Build (or reuse) kube-apiserver, etcd, controller-manager, sche
 test-deps: ## Install redis-server, chromium and prometheus (promtool) from Debian when missing (Redis, status-page and alert-rule tests)
 	bash hack/install-test-deps.sh
 
+.PHONY: otlp-receiver
+otlp-receiver: ## Build (or reuse) in $(CACHE) the tracing tests' OTLP receiver: a minimal OpenTelemetry Collector from its Go modules (hack/otlp-receiver)
+	bash hack/build-otlp-receiver.sh
+
 .PHONY: sglang-kit
 sglang-kit: ## Install (or reuse) the pinned SGLang in a cached virtualenv: the conformance kit (hack/sglang/README.md)
 	bash hack/sglang/install.sh
@@ -73,7 +77,7 @@ dashboard-pictures: deps controlplane test-deps ## Redraw docs/images/dashboard-
 	bash hack/in-netns.sh $(NODE) hack/test-monitoring.ts --live --render docs/images
 
 .PHONY: test-integration
-test-integration: deps controlplane test-deps ## Integration tests against a real kube-apiserver and etcd, inside a private network namespace
+test-integration: deps controlplane test-deps otlp-receiver ## Integration tests against a real kube-apiserver and etcd (and an OTLP receiver for the tracing tests), inside a private network namespace
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration
 
 .PHONY: test-e2e

@@ -19,9 +19,10 @@ export default tseslint.config(
   },
   {
     // The gateway may use the operator's API and SGLang contract, never its controllers;
-    // its Kubernetes shell (discovery/) also uses the runtime's informers and client.
+    // its Kubernetes shell (discovery/) also uses the runtime's informers and client, and
+    // its tracing start (one OTLP setup for both processes) the runtime's tracing.
     files: ['gateway/**/*.ts'],
-    ignores: ['gateway/src/discovery/**'],
+    ignores: ['gateway/src/discovery/**', 'gateway/src/tracing/start.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -38,7 +39,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['gateway/src/discovery/**/*.ts'],
+    files: ['gateway/src/discovery/**/*.ts', 'gateway/src/tracing/start.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -28,6 +28,7 @@ import { RedisRateLimiter } from './tenancy/redis-limiter.ts';
 import { OPEN_DIRECTORY, type Tenant, type TenantDirectory } from './tenancy/tenant.ts';
 import { buildNodeSink } from './upstream/sink.ts';
 import { statusPlugin } from './status/index.ts';
+import type { RequestTracer } from './tracing/types.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -67,6 +68,8 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
    * and in the log at start.
    */
   readonly tenants?: TenantDirectory;
+  /** Spans for each generation request (tracing/request-trace.ts); none when absent (tracing off). */
+  readonly tracer?: RequestTracer | undefined;
 }
 
 const GENERATION_ROUTES: readonly [string, RouteKind][] = [
@@ -183,6 +186,8 @@ export function build(opts: BuildOptions): FastifyInstance {
 
   for (const [path, kind] of GENERATION_ROUTES) {
     app.post(path, apiRoute, async (req: FastifyRequest, reply: FastifyReply) => {
+      const trace = opts.tracer?.start(path, req.headers);
+      if (trace) reply.raw.once('close', () => trace.end(reply.raw.statusCode));
       if (drain.draining)
         throw new GatewayError(
           'GW_DRAINING',
@@ -210,6 +215,7 @@ export function build(opts: BuildOptions): FastifyInstance {
         log: req.log,
         ...(req.tenant ? { tenant: req.tenant } : {}),
         setHeader: (name, value) => reply.raw.setHeader(name, value),
+        trace,
       });
       if (served.kind === 'streamed') return reply;
       req.cacheReport = served.report ?? null;

@@ -247,6 +247,7 @@ export class Gateway {
       tokens: exact ?? computeRouteTokens(parsed.value),
       now: this.#clock.now(),
     };
+    ctx.trace?.routed(route.model, route.deployment, input.tokens.length, exact !== undefined);
     if (tenant) await this.#limit(ctx, tenant, input.tokens.length);
     const fwd: Forwarding = { ctx, route, input, body, ...(exact ? { exact } : {}) };
     if (body['stream'] === true) {
@@ -298,12 +299,14 @@ export class Gateway {
       route: ctx.path,
       body,
     });
+    const span = ctx.trace?.startReuse();
     const out = await this.#reuser.run(key, route.reuse.ttlSeconds * 1000, async () => {
       const r = await this.#forward(fwd, BUFFERED_EXCHANGE, (e, res, done) =>
         this.#deliverBuffered(fwd.ctx.tenant, e, res, done),
       );
       return { value: r, stored: isStorable(r, route) ? toStored(r) : undefined };
     });
+    span?.end(out.source);
     this.#metrics.reuse.inc({ model: route.model, source: out.source });
     if (out.produced) return toServed(out.produced);
     return buildReusedServed(out.stored as StoredResult, out.source);
@@ -314,7 +317,7 @@ export class Gateway {
     exchange: Exchange<R>,
     deliver: Deliver<T, R>,
   ): Promise<T> {
-    const permit = await this.#admit(fwd.route, fwd.ctx.signal, fwd.ctx.tenant?.priority ?? 0);
+    const permit = await this.#admit(fwd.route, fwd.ctx, fwd.ctx.tenant?.priority ?? 0);
     let release: ReleaseInfo | undefined;
     try {
       const policy = this.#policyFor(fwd.route);
@@ -359,7 +362,7 @@ export class Gateway {
     throw toRateLimitError(tenant, decision);
   }
 
-  async #admit(route: ModelRoute, signal: AbortSignal, priority: number): Promise<Permit> {
+  async #admit(route: ModelRoute, ctx: RequestContext, priority: number): Promise<Permit> {
     const fleet = this.#fleetPosition();
     const ctl = this.admission.get(route.deployment, {
       maxConcurrency: computeShareOf(route.admission.maxConcurrency, fleet),
@@ -367,11 +370,14 @@ export class Gateway {
       queueTimeoutMs: route.admission.queueTimeoutSeconds * 1000,
       adaptive: route.admission.adaptive,
     });
-    const r = await ctl.acquire(signal, { priority });
+    const span = ctx.trace?.startAdmission(route.deployment, priority);
+    const r = await ctl.acquire(ctx.signal, { priority });
     if (r.ok) {
+      span?.admitted(r.value.queuedMs);
       this.#metrics.queueSeconds.observe({ deployment: route.deployment }, r.value.queuedMs / 1000);
       return r.value;
     }
+    span?.rejected(r.error.code);
     this.#metrics.admissionRejections.inc({ deployment: route.deployment, reason: r.error.code });
     throw toGatewayError(r.error, route.deployment, route.admission.queueTimeoutSeconds * 1000);
   }

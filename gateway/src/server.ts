@@ -33,6 +33,8 @@ import type { ModelRoute } from './routing/table.ts';
 import { loadTenantFile } from './tenancy/static-file.ts';
 import type { KeyDirectory, TenantDirectory } from './tenancy/tenant.ts';
 import { loadTokenizerDirectory, type LoadedTokenizers } from './tokenize/registry.ts';
+import { startGatewayTracing } from './tracing/start.ts';
+import type { RequestTracer } from './tracing/types.ts';
 
 const RouteFile = z.array(
   z.looseObject({
@@ -114,6 +116,7 @@ async function main(): Promise<void> {
   const peers = source.peers;
   const runtimeKeys = source.runtimeKeys;
   const tokenizers = values.tokenizers ? await loadTokenizers(values.tokenizers) : undefined;
+  const tracing = await startTracingOrExit();
   const app = build({
     table,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
@@ -122,11 +125,13 @@ async function main(): Promise<void> {
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
     separateAdmin: adminPort !== undefined,
+    tracer: tracing.tracer,
     ...(values['redis-url']
       ? { redis: { url: values['redis-url'], maxEntries: Number(values['redis-max-entries']) } }
       : {}),
   });
   app.addHook('onClose', () => source.close());
+  tracing.exportUntilClose(app);
   if (tokenizers) {
     app.log.info({ models: [...tokenizers.tokenizers.keys()] }, 'tokenizers loaded');
     for (const { model, issue } of tokenizers.issues)
@@ -143,6 +148,24 @@ async function main(): Promise<void> {
   await app.listen({ port: Number(values.port), host: values.host });
   if (adminPort?.success)
     await app.admin.listen({ port: adminPort.data, host: values['admin-host'] ?? values.host });
+}
+
+/** Off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set (docs/operations.md#tracing). */
+async function startTracingOrExit(): Promise<{
+  tracer: RequestTracer | undefined;
+  exportUntilClose(app: FastifyInstance): void;
+}> {
+  const started = await startGatewayTracing(process.env);
+  const tracing = started.ok ? started.value : exitWithUsage(started.error);
+  return {
+    tracer: tracing?.tracer,
+    exportUntilClose(app) {
+      if (!tracing) return;
+      app.log.info({ otlp: tracing.url }, 'tracing: spans exported over OTLP');
+      // After the app's own hooks: the spans of the last requests are exported before exit.
+      app.addHook('onClose', tracing.shutdown);
+    },
+  };
 }
 
 function loadTenantsOrExit(path: string): KeyDirectory {

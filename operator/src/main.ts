@@ -8,6 +8,8 @@ import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import { startOperator } from './operator.ts';
 import { createLogger } from './runtime/logger.ts';
 import { NamespaceListFlag } from './runtime/namespace-flags.ts';
+import { startTracing } from './runtime/tracing.ts';
+import { parseTracingConfig } from './runtime/tracing-config.ts';
 
 // A NetworkPolicy peer, `namespace=NS[,LABEL=VALUE...]` (pod-peer.ts).
 const PodPeerFlag = z.string().transform((text, ctx) => {
@@ -127,6 +129,14 @@ export function paidCallsBaseUrl(flags: OperatorFlags): string | undefined {
 
 export async function runOperator(flags: OperatorFlags): Promise<number> {
   const logger = createLogger({ level: flags['log-level'], fields: { component: 'operator' } });
+  // Off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set; the SDK is loaded only then.
+  const tracingConfig = parseTracingConfig(process.env, 'cacheroute-operator');
+  if (!tracingConfig.ok) {
+    process.stderr.write(`operator: ${tracingConfig.error}\n`);
+    return 2;
+  }
+  const config = tracingConfig.value;
+  const tracing = config ? await startTracing(config) : undefined;
   const op = await startOperator({
     kubeconfig: flags.kubeconfig,
     namespaces: flags.namespace,
@@ -151,9 +161,11 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
         ? `${flags['openrouter-base-url']}, daily cap ${formatDecimal(flags['paid-calls-daily-cap'].amount)} ${flags['paid-calls-daily-cap'].currency} per namespace`
         : 'off',
     runtimeNetworkPolicy: flags['runtime-network-policy'] === 'true' ? 'on' : 'off',
+    tracing: config ? config.url : 'off',
   });
   const exit = await op.manager.wait();
   await op.client.close();
+  await tracing?.shutdown();
   logger.info('operator stopped', { reason: exit.reason });
   // Losing the lease ends the process: a fresh start rejoins the election with empty caches.
   return exit.reason === 'leadership-lost' ? 1 : 0;

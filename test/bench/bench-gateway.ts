@@ -11,6 +11,7 @@ import { build } from '../../gateway/src/app.ts';
 import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
 import { loadRoutes } from '../../gateway/src/server.ts';
 import type { Tokenizer } from '../../gateway/src/tokenize/index.ts';
+import { startGatewayTracing } from '../../gateway/src/tracing/start.ts';
 import { buildSimTokenizer } from './sim-tokenizer.ts';
 
 const { values } = parseArgs({
@@ -30,6 +31,12 @@ if (values.routes === undefined) {
 const tokenizers = new Map<string, Tokenizer>(
   (values['tokenizer-model'] ?? []).map((m) => [m, buildSimTokenizer()]),
 );
+// As server.ts: traced only when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set (tracing's cost, measured).
+const tracing = await startGatewayTracing(process.env);
+if (!tracing.ok) {
+  process.stderr.write(`bench-gateway: ${tracing.error}\n`);
+  process.exit(2);
+}
 // As server.ts builds it for a static table: metrics on, runtime queues scraped every second.
 const app = build({
   table: new StaticRoutingTable(loadRoutes(values.routes)),
@@ -37,8 +44,13 @@ const app = build({
   logger: { level: values['log-level'] ?? 'warn' },
   defaultMetrics: true,
   scrapeIntervalMs: 1000,
+  tracer: tracing.value?.tracer,
 });
-const stop = (): void => void app.close().then(() => process.exit(0));
+const stop = (): void =>
+  void app
+    .close()
+    .then(() => tracing.value?.shutdown())
+    .then(() => process.exit(0));
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
 await app.listen({ port: Number(values.port), host: values.host ?? '127.0.0.1' });

@@ -220,6 +220,37 @@ describe('values reach the objects', () => {
     expect(objs.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
   });
 
+  it('tracing.otlpEndpoint gives both containers the OTEL_* environment; without it neither has any', async () => {
+    const off = await render({});
+    for (const component of ['operator', 'gateway'] as const)
+      expect((container(off, component).env ?? []).filter((e) => e.name.startsWith('OTEL_'))).toEqual([]);
+    const objs = await render({
+      set: ['tracing.otlpEndpoint=http://otel-collector.observability:4318', 'tracing.sampleRatio=0.1'],
+    });
+    for (const component of ['operator', 'gateway'] as const) {
+      const env = container(objs, component).env ?? [];
+      const names = env.map((e) => e.name);
+      expect(
+        Object.fromEntries(env.filter((e) => e.name.startsWith('OTEL_')).map((e) => [e.name, e])),
+      ).toEqual({
+        OTEL_EXPORTER_OTLP_ENDPOINT: {
+          name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+          value: 'http://otel-collector.observability:4318',
+        },
+        OTEL_SERVICE_NAME: { name: 'OTEL_SERVICE_NAME', value: `cacheroute-${component}` },
+        OTEL_TRACES_SAMPLER: { name: 'OTEL_TRACES_SAMPLER', value: 'parentbased_traceidratio' },
+        OTEL_TRACES_SAMPLER_ARG: { name: 'OTEL_TRACES_SAMPLER_ARG', value: '0.1' },
+        OTEL_RESOURCE_ATTRIBUTES: {
+          name: 'OTEL_RESOURCE_ATTRIBUTES',
+          value: 'k8s.pod.name=$(POD_NAME),k8s.namespace.name=$(POD_NAMESPACE)',
+        },
+      });
+      // $(POD_NAME) expands only from a variable defined earlier in the list.
+      expect(names.indexOf('POD_NAME')).toBeLessThan(names.indexOf('OTEL_RESOURCE_ATTRIBUTES'));
+      expect(names.filter((n) => n === 'POD_NAME')).toHaveLength(1);
+    }
+  });
+
   it('the gateway API Service exposes only the API; status, metrics and probes are on the admin port', async () => {
     const objs = await render({
       set: ['gateway.adminPort=9191', 'networkPolicy.enabled=true', 'monitoring.serviceMonitor.enabled=true'],
@@ -522,6 +553,11 @@ describe('bad values are refused with a message that says what to change', () =>
       "at '/gateway/redis/url': 'http://redis:6379' does not match pattern",
     ],
     ['gateway.port=0', "at '/gateway/port': minimum: got 0, want 1"],
+    [
+      'tracing.otlpEndpoint=collector:4317',
+      "at '/tracing/otlpEndpoint': 'collector:4317' does not match pattern",
+    ],
+    ['tracing.sampleRatio=1.5', "at '/tracing/sampleRatio': '1.5' does not match pattern"],
     ['gateway.auth.mode=none', "at '/gateway/auth/mode': value must be one of"],
     ['operator.concurrency=100', "at '/operator/concurrency': maximum: got 100, want 64"],
     ['gateway.service.type=Ingress', "at '/gateway/service/type': value must be one of"],

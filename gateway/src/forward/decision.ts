@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
 import { CacheAwarePolicy, type CachedPrefix, type Policy, type RouteInput } from '../policies/index.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
+import type { RequestTrace } from '../tracing/types.ts';
 
 export interface Decision {
   readonly route: ModelRoute;
@@ -15,6 +16,8 @@ export interface Decision {
   readonly indexed: CachedPrefix | undefined;
   readonly queueMs: number;
   readonly attempt: number;
+  /** The request's spans, when traced: the decision becomes a `route` span. */
+  readonly trace: RequestTrace | undefined;
 }
 
 export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, d: Decision): void {
@@ -40,6 +43,17 @@ export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, 
     },
     'routed',
   );
+  d.trace?.decided({
+    policy: policy.name,
+    model: route.model,
+    deployment: route.deployment,
+    endpoint: endpoint.id,
+    decode: d.decode?.id,
+    promptTokens: input.tokens.length,
+    matchedTokens,
+    matchSource: d.indexed ? 'kv-index' : matchedTokens === undefined ? 'none' : 'tree',
+    attempt: d.attempt,
+  });
 }
 
 /**

@@ -57,6 +57,7 @@ export async function forwardPair<T, R extends Answer>(
     indexed: cached.get(prefill.id),
     queueMs: permit.queuedMs,
     attempt: 0,
+    trace: ctx.trace,
   });
   const body = buildPdBody(fwd.body, prefill, computeBootstrapRoom(random32));
   const pairAbort = new AbortController();
@@ -69,11 +70,20 @@ export async function forwardPair<T, R extends Answer>(
     refusal = refused;
     pairAbort.abort();
   });
+  const up = ctx.trace?.startUpstream({
+    endpoint: decode.id,
+    url: decode.url,
+    path: ctx.path,
+    attempt: 0,
+    role: 'decode',
+  });
   const start = deps.clock.now();
   const res = await exchange
-    .send(deps.send, decode.url, ctx.path, body, signal)
+    .send(up ? up.inject(deps.send) : deps.send, decode.url, ctx.path, body, signal)
     .catch((err: unknown) => ({ error: err }));
+  up?.settle(res);
   if ('error' in res || isFailedAnswer(res.statusCode)) {
+    up?.end();
     decodeGuard.release();
     pairAbort.abort();
     // The decode was stopped because the prefill refused the request: the refusal is the answer,
@@ -90,7 +100,9 @@ export async function forwardPair<T, R extends Answer>(
   }
   const release = { ok: true, latencyMs: deps.clock.now() - start };
   const result = await deliver(decode, res, (outcome) => {
-    if (outcome.kind !== 'first-byte') decodeGuard.release();
+    if (outcome.kind === 'first-byte') return;
+    decodeGuard.release();
+    up?.end(outcome.kind === 'failed' ? 'the answer broke before its end' : undefined);
   });
   return { result, release };
 }
@@ -106,10 +118,23 @@ async function runPrefill(
   onFailure: (refused?: BufferedResponse) => void,
 ): Promise<void> {
   const guard = deps.book.track(prefill.id);
-  const res = await sendBuffered(deps.send, prefill.url, fwd.ctx.path, body, signal).catch(
-    (err: unknown) => ({ error: err }),
-  );
+  const up = fwd.ctx.trace?.startUpstream({
+    endpoint: prefill.id,
+    url: prefill.url,
+    path: fwd.ctx.path,
+    attempt: 0,
+    role: 'prefill',
+  });
+  const res = await sendBuffered(
+    up ? up.inject(deps.send) : deps.send,
+    prefill.url,
+    fwd.ctx.path,
+    body,
+    signal,
+  ).catch((err: unknown) => ({ error: err }));
   guard.release();
+  up?.settle(res);
+  up?.end();
   if ('error' in res || res.statusCode >= 300) {
     const failure = 'error' in res ? res.error : res;
     // Not sent at all (the decode's attempt answers the client): no failure of the prefill.

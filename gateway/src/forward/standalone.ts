@@ -13,6 +13,8 @@ import { failAttempt, matchIndexed, viewOf, type ForwardDeps } from './attempts.
 import { recordDecision } from './decision.ts';
 import { withReport, type Answer, type Forwarded, type Forwarding, type Via } from './types.ts';
 
+const ANSWER_BROKE = 'the answer broke before its end';
+
 export async function forwardStandalone<T, R extends Answer>(
   deps: ForwardDeps,
   fwd: Forwarding,
@@ -41,17 +43,27 @@ export async function forwardStandalone<T, R extends Answer>(
       indexed: cached.get(endpoint.id),
       queueMs: permit.queuedMs,
       attempt,
+      trace: ctx.trace,
     });
     if (attempt > 0) deps.metrics.retries.inc({ model: route.model });
     tried.add(endpoint.id);
     deps.kvIndex.expectEvents(endpoint.id);
     const guard = book.track(endpoint.id);
     book.observe(policy, { kind: 'routed', endpoint: endpoint.id, input });
+    const up = ctx.trace?.startUpstream({
+      endpoint: endpoint.id,
+      url: endpoint.url,
+      path: ctx.path,
+      attempt,
+      role: 'standalone',
+    });
     const start = deps.clock.now();
     const res = await exchange
-      .send(deps.send, endpoint.url, ctx.path, fwd.body, ctx.signal)
+      .send(up ? up.inject(deps.send) : deps.send, endpoint.url, ctx.path, fwd.body, ctx.signal)
       .catch((err: unknown) => ({ error: err }));
+    up?.settle(res);
     if ('error' in res || isFailedAnswer(res.statusCode)) {
+      up?.end();
       guard.release();
       book.observe(policy, { kind: 'failed', endpoint: endpoint.id, input });
       const error = await failAttempt(deps, fwd, endpoint, exchange, res);
@@ -70,6 +82,7 @@ export async function forwardStandalone<T, R extends Answer>(
         return;
       }
       guard.release();
+      up?.end(outcome.kind === 'failed' ? ANSWER_BROKE : undefined);
       book.observe(
         policy,
         outcome.kind === 'failed'

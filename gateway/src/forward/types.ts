@@ -10,6 +10,7 @@ import type { RouteKind } from '../request/shape.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import type { Exchange } from '../upstream/exchange.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
+import type { RequestTrace } from '../tracing/types.ts';
 import type { ResponseSink } from '../upstream/sink.ts';
 
 export interface RequestContext {
@@ -26,6 +27,8 @@ export interface RequestContext {
   readonly tenant?: Tenant;
   /** Adds a header to the response, whichever way it is sent (the rate-limit figures). */
   readonly setHeader?: (name: string, value: string) => void;
+  /** This request's spans; undefined when tracing is off (every step then skips it). */
+  readonly trace?: RequestTrace | undefined;
 }
 
 export interface Forwarding {

@@ -35,7 +35,7 @@ export function writeRoutesFile(upstreamUrl: string): { readonly path: string; r
 export async function spawnGateway(
   routes: string,
   extra: readonly string[] = [],
-  opts: { admin?: boolean } = {},
+  opts: { admin?: boolean; env?: NodeJS.ProcessEnv } = {},
 ): Promise<GatewayProcess> {
   const port = await findFreePort();
   const url = `http://127.0.0.1:${port}`;
@@ -50,6 +50,7 @@ export async function spawnGateway(
   }
   const proc = spawn(process.execPath, [SERVER, ...args, ...extra], {
     stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ...opts.env },
   });
   const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   for (let i = 0; i < 400; i++) {

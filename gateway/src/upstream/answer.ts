@@ -19,6 +19,8 @@ export interface SendOptions {
   readonly maxBodyBytes?: number;
   /** The Authorization header the runtime at a base URL takes (its --api-key), if any (runtime-auth.ts). */
   readonly authorizationFor?: (baseUrl: string) => string | undefined;
+  /** More request headers: a traced attempt's traceparent (tracing/request-trace.ts). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** The answer had begun when it failed: not retried, the runtime already did the work. */
@@ -122,7 +124,8 @@ const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'applic
 
 function buildHeaders(opts: SendOptions, baseUrl: string): Record<string, string> {
   const authorization = opts.authorizationFor?.(baseUrl);
-  return authorization ? { ...JSON_HEADERS, authorization } : { ...JSON_HEADERS };
+  const headers = authorization ? { ...JSON_HEADERS, authorization } : { ...JSON_HEADERS };
+  return opts.headers ? Object.assign(headers, opts.headers) : headers;
 }
 
 export interface BufferedResponse {

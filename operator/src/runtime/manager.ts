@@ -39,6 +39,7 @@ import type { Reconciler } from './reconcile.ts';
 import { refersTo, resourceLabel } from './resources.ts';
 import type { ResourceType } from './resources.ts';
 import { WorkQueue, runWorkers } from './workqueue.ts';
+import { withReconcileSpans } from './tracing.ts';
 
 export interface Watch {
   resource: ResourceType;
@@ -208,7 +209,8 @@ export class Manager {
     }
     this.metrics.maxConcurrentReconciles.set({ controller: def.name }, def.concurrency ?? 1);
     this.metrics.inFlightSources.set(def.name, () => queue.inFlight().values());
-    this.controllers.push({ def, queue, workers: undefined });
+    // A span per reconcile (no-op unless the process started tracing: tracing.ts).
+    this.controllers.push({ def: withReconcileSpans(def), queue, workers: undefined });
   }
 
   // Starts informers, the probe/metrics server and the election; resolves once they
