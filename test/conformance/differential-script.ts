@@ -103,6 +103,13 @@ export function buildSteps(model: string): Step[] {
     },
     { name: 'tokenize', method: 'POST', path: '/tokenize', body: { prompt: 'hello there' } },
     { name: 'tokenize_list', method: 'POST', path: '/tokenize', body: { prompt: ['hello', 'there'] } },
+    // Rendered by the chat template as for a chat completion (Task messages, warm-up).
+    {
+      name: 'tokenize_messages',
+      method: 'POST',
+      path: '/tokenize',
+      body: { messages: [{ role: 'system', content: 'hello there' }] },
+    },
     { name: 'detokenize', method: 'POST', path: '/detokenize', body: { tokens: [5, 6, 7] } },
     // Errors, one of each kind.
     {

@@ -105,6 +105,11 @@ async function collectResponses(): Promise<ValidateRequest[]> {
   add('tokenize', 'openai.TokenizeResponse', await answer(`${u}/tokenize`, { prompt: 'hello' }, 200));
   add('tokenize list', 'openai.TokenizeResponse', await answer(`${u}/tokenize`, { prompt: ['a', 'b'] }, 200));
   add(
+    'tokenize messages',
+    'openai.TokenizeResponse',
+    await answer(`${u}/tokenize`, { messages: [{ role: 'system', content: 'a' }] }, 200),
+  );
+  add(
     'detokenize',
     'openai.DetokenizeResponse',
     await answer(`${u}/detokenize`, { tokens: [300, 301] }, 200),

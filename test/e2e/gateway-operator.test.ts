@@ -5,7 +5,7 @@
 // on every pod IP.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { CachePolicyStatus, DeploymentStatus } from '../../operator/src/api/index.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
@@ -146,5 +146,76 @@ describe('gateway with the operator', () => {
       expect(r.headers['x-cacheroute-endpoint']).toBe(`${NS}/${keep}`);
     }
     expect(requestsOf(impostor)).toBe(0);
+  });
+
+  // Issue 14 item 4: warm-up keeps its promise. The operator prefills the policy's document on
+  // each verified replica as a chat system message (off its reconcile loop), records it per
+  // container instance, the gateway routes once the mark is there, and the first user chat
+  // that starts with the same system message finds it cached on the replica that serves it.
+  it('warms each replica before traffic: the first chat through the gateway reports the system message cached', async () => {
+    const handbook = `Shared knowledge. ${'Every replica starts with this prefix in its cache. '.repeat(8)}`;
+    await k(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'knowledge' },
+        data: { 'handbook.md': handbook },
+      }),
+    );
+    await k(
+      ['apply', '-f', '-'],
+      JSON.stringify(
+        buildCachePolicyManifest('team-a', ['llama'], {
+          warmup: { documents: [{ name: 'knowledge', key: 'handbook.md' }], routeAfterSeconds: 600 },
+        }),
+      ),
+    );
+    const serving = ((await status('llama')).endpoints ?? []).filter((e) => e.ready && e.verified);
+    expect(serving.length).toBeGreaterThan(0);
+    await eventually(
+      async () => {
+        const p = JSON.parse(await k(['get', 'cachepolicies.cacheroute.dev', 'team-a', '-o', 'json'])) as {
+          status?: CachePolicyStatus;
+        };
+        const warmed = (p.status?.targets?.[0]?.warmup ?? []).filter((e) => e.state === 'Warmed');
+        expect(warmed.map((e) => `${e.pod}#${e.restartCount}`).sort()).toEqual(
+          serving.map((e) => `${e.pod}#${e.restartCount ?? 0}`).sort(),
+        );
+        expect(p.status?.conditions?.find((c) => c.type === 'Warmed')).toMatchObject({
+          status: 'True',
+          reason: 'AllEndpointsWarmed',
+        });
+      },
+      { timeoutMs: 60_000 },
+    );
+    // The gateway reads the mark: every serving replica is warmed, none held.
+    await eventually(
+      () => {
+        const route = gateway.watcher.table.lookup('llama-8b');
+        expect(route?.endpoints.map((e) => e.warmup?.state)).toEqual(serving.map(() => 'warmed'));
+      },
+      { timeoutMs: 30_000 },
+    );
+    const r = await gateway.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: {
+        model: 'llama-8b',
+        messages: [
+          { role: 'system', content: handbook },
+          { role: 'user', content: 'What is in every cache?' },
+        ],
+        max_tokens: 1,
+      },
+    });
+    expect(r.statusCode).toBe(200);
+    const usage = r.json<{
+      usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+    }>().usage;
+    // The system message as the runtime's template renders it, in whole pages (16 tokens):
+    // only the last partial page, the user's turn and the cue are new.
+    expect(usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(50);
+    expect(usage.prompt_tokens - usage.prompt_tokens_details.cached_tokens).toBeLessThan(16 + 20);
   });
 });

@@ -110,7 +110,7 @@ describe('operator as the chart ServiceAccount, end to end', () => {
         const p = JSON.parse(
           await admin(['get', 'cachepolicies.cacheroute.dev', 'team-a', '-n', NS, '-o', 'json']),
         ) as { status?: CachePolicyStatus };
-        expect(p.status?.targets?.[0]?.warmedEndpoints).toHaveLength(1);
+        expect(p.status?.targets?.[0]?.warmup?.filter((e) => e.state === 'Warmed')).toHaveLength(1);
       },
       { timeoutMs: 60_000 },
     );

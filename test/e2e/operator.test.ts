@@ -202,7 +202,9 @@ describe('Deployment on fake GPU nodes', () => {
         const p = JSON.parse(await k(['get', 'cachepolicies.cacheroute.dev', 'pd-warmup', '-o', 'json'])) as {
           status?: CachePolicyStatus;
         };
-        expect(p.status?.targets?.[0]?.warmedEndpoints).toEqual([prefill]);
+        expect(p.status?.targets?.[0]?.warmup).toEqual([
+          expect.objectContaining({ pod: prefill, restartCount: 0, state: 'Warmed' }),
+        ]);
       },
       { timeoutMs: 60_000 },
     );

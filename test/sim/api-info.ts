@@ -11,6 +11,7 @@ import {
   renderLoadsPrometheus,
   selectSections,
 } from './loads.ts';
+import { applyChatTemplate } from './generation.ts';
 import { renderMetrics } from './metrics.ts';
 import { DetokenizeRequest, TokenizeRequest, formatZodError } from './schemas.ts';
 import type { SimServer } from './server.ts';
@@ -161,11 +162,16 @@ async function handleTokenize(
   const b = TokenizeRequest.safeParse(await readJson(req));
   if (!b.success) throw new HttpError(400, formatZodError(b.error), 'validation');
   const max = server.serving.contextLength;
-  if (typeof b.data.prompt === 'string') {
+  if (b.data.messages) {
+    // serving_tokenize.py: rendered by the chat template as a chat completion renders them.
+    const rendered = applyChatTemplate(b.data.messages);
+    const tokens = b.data.add_generation_prompt === false ? rendered.slice(0, -1) : rendered;
+    sendJson(res, 200, { tokens, count: tokens.length, max_model_len: max }, server.headers);
+  } else if (typeof b.data.prompt === 'string') {
     const tokens = encode(b.data.prompt);
     sendJson(res, 200, { tokens, count: tokens.length, max_model_len: max }, server.headers);
   } else {
-    const tokens = b.data.prompt.map(encode);
+    const tokens = (b.data.prompt ?? []).map(encode);
     sendJson(res, 200, { tokens, count: tokens.map((t) => t.length), max_model_len: max }, server.headers);
   }
 }

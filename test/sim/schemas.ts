@@ -105,12 +105,21 @@ export const CompletionRequest = z
   .loose();
 export type CompletionRequest = z.infer<typeof CompletionRequest>;
 
+/**
+ * SGLang 0.5.23's TokenizeRequest (entrypoints/openai/protocol.py): a prompt, or chat
+ * messages the runtime renders as for a chat completion; exactly one of them.
+ */
 export const TokenizeRequest = z
   .object({
-    prompt: z.union([z.string(), z.array(z.string())]),
+    prompt: z.union([z.string(), z.array(z.string())]).nullish(),
+    messages: z.array(ChatMessage).nullish(),
     add_special_tokens: z.boolean().optional(),
+    add_generation_prompt: z.boolean().nullish(),
   })
-  .loose();
+  .loose()
+  .refine((b) => (b.prompt == null) !== (b.messages == null), {
+    message: "Value error, Exactly one of 'prompt' or 'messages' must be provided.",
+  });
 
 export const DetokenizeRequest = z
   .object({

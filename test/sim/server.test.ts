@@ -208,6 +208,51 @@ describe('OpenAI endpoints', () => {
     expect(again['usage']).toMatchObject({ prompt_tokens_details: { cached_tokens: 11 } });
   });
 
+  it('/tokenize renders messages as the chat path does, exactly one of prompt or messages', async () => {
+    const tok = (await postJson(`${sim.url}/tokenize`, { messages })).json as Json;
+    const chat = (
+      await postJson(`${sim.url}/v1/chat/completions`, { messages, max_tokens: 1, cache_salt: 'tok-1' })
+    ).json as { usage: Json };
+    expect(tok['count']).toBe(chat.usage['prompt_tokens']);
+    // Replaying the rendered ids through /generate hits the whole prefix the chat request cached.
+    const gen = (
+      await postJson(`${sim.url}/generate`, {
+        input_ids: tok['tokens'],
+        sampling_params: { max_new_tokens: 1 },
+        cache_salt: 'tok-1',
+      })
+    ).json as { meta_info: Json };
+    expect(gen.meta_info['cached_tokens']).toBe((tok['count'] as number) - 1);
+    const both = await postJson(`${sim.url}/tokenize`, { prompt: 'x', messages });
+    expect(both.status).toBe(400);
+    expect(JSON.stringify(both.json)).toContain("Exactly one of 'prompt' or 'messages' must be provided.");
+  });
+
+  // What CachePolicy warm-up relies on: a document as the system message of a one-token
+  // chat request leaves a prefix that a later chat request starting with it reuses.
+  it('a system-message warm-up is a cached prefix of a later chat that starts with it', async () => {
+    const system = { role: 'system', content: ' da de di do du fa fe fi fo fu ga ge gi go gu' };
+    const warm = (
+      await postJson(`${sim.url}/v1/chat/completions`, {
+        messages: [system],
+        max_completion_tokens: 1,
+        temperature: 0,
+        cache_salt: 'warm-1',
+      })
+    ).json as { usage: Json };
+    const user = (
+      await postJson(`${sim.url}/v1/chat/completions`, {
+        messages: [system, { role: 'user', content: ' ha he' }],
+        max_tokens: 1,
+        cache_salt: 'warm-1',
+      })
+    ).json as { usage: Json };
+    // The system message's role token and content; not the warm-up's trailing assistant token.
+    expect(user.usage['prompt_tokens_details']).toEqual({
+      cached_tokens: (warm.usage['prompt_tokens'] as number) - 1,
+    });
+  });
+
   it('echoes the request\'s model name, "default" when it names none', async () => {
     const named = await postJson(`${sim.url}/v1/chat/completions`, {
       model: 'whatever',

@@ -333,6 +333,12 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'admission.queueTimeoutSeconds must be above 0 and at most 3600',
   },
   {
+    name: 'warm-up wait above an hour',
+    sample: POLICY,
+    mutate: (m) => (m.spec.warmup.routeAfterSeconds = 3601),
+    expect: 'warmup.routeAfterSeconds must be between 0 and 3600',
+  },
+  {
     name: 'reuse TTL above a week',
     sample: POLICY,
     mutate: (m) => (m.spec.resultReuse.ttlSeconds = 10_000_000),

@@ -26,6 +26,13 @@
 //    one of them is momentarily unready. Except a weighted split (ADR 0008):
 //    when the oldest sets spec.traffic.weight, the Deployments of its
 //    namespace that serve the name and set a weight share it by weight.
+// 6. Warm-up (warmup-gate.ts): where the governing CachePolicy declares
+//    spec.warmup, a prefilling endpoint not yet warmed is held from user
+//    traffic for at most routeAfterSeconds, and a Deployment none of whose
+//    endpoints is warmed keeps them all. Held endpoints stay in the route,
+//    marked (RouteEndpoint.warmup), so /status shows them and their KV events
+//    are indexed before their first request; `wakeAt` says when a hold ends by
+//    time alone, so the watcher rebuilds then.
 
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -38,6 +45,7 @@ import {
   type EndpointEvents,
 } from '../../../operator/src/api/index.ts';
 import { computeDeploymentSalt, findAcceptingPolicy } from '../../../operator/src/sglang/cache-binding.ts';
+import { computeWarmupVerdicts } from './warmup-gate.ts';
 import {
   EndpointRole,
   type ModelRoute,
@@ -80,12 +88,16 @@ export interface DiscoveryInput {
   /** Deployment objects as the informer holds them (unvalidated). */
   readonly deployments: readonly unknown[];
   readonly policies: readonly unknown[];
+  /** Wall clock, epoch ms, for warm-up holds; absent: a hold never times out by itself. */
+  readonly now?: number;
 }
 
 export interface DiscoveredTable {
   /** Sorted by model name. */
   readonly routes: readonly ModelRoute[];
   readonly issues: readonly DiscoveryIssue[];
+  /** Wall-clock ms when a warm-up hold ends by time alone: rebuild then. Absent: none. */
+  readonly wakeAt?: number;
 }
 
 interface Candidate {
@@ -98,9 +110,10 @@ export function buildRoutingTable(input: DiscoveryInput): DiscoveredTable {
   const deployments = parseAll(input.deployments, 'Deployment', issues) as DeploymentResource[];
   const policies = parseAll(input.policies, 'CachePolicy', issues) as CachePolicyResource[];
   const candidates: Candidate[] = [];
+  const wakes: number[] = [];
   for (const d of deployments) {
     if (d.metadata.deletionTimestamp) continue;
-    const route = buildModelRoute(d, findAcceptingPolicy(d, policies));
+    const route = buildModelRoute(d, findAcceptingPolicy(d, policies), input.now, (at) => wakes.push(at));
     const routable = d.status?.routable;
     if (routable?.value !== true) {
       issues.push({
@@ -114,11 +127,16 @@ export function buildRoutingTable(input: DiscoveryInput): DiscoveredTable {
     candidates.push({ route, created: d.metadata.creationTimestamp ?? '' });
   }
   const routes = planModelNames(candidates, issues);
-  return { routes, issues };
+  return wakes.length > 0 ? { routes, issues, wakeAt: Math.min(...wakes) } : { routes, issues };
 }
 
 /** What the gateway needs of one Deployment, with its governing policy's settings. */
-export function buildModelRoute(d: DeploymentResource, policy: CachePolicyResource | undefined): ModelRoute {
+export function buildModelRoute(
+  d: DeploymentResource,
+  policy: CachePolicyResource | undefined,
+  now?: number,
+  onWake?: (at: number) => void,
+): ModelRoute {
   const namespace = d.metadata.namespace ?? '';
   const routable = d.status?.routable?.value === true;
   return {
@@ -131,11 +149,16 @@ export function buildModelRoute(d: DeploymentResource, policy: CachePolicyResour
     routing: policy?.spec.routing ?? RoutingSettings.parse({}),
     admission: policy?.spec.admission ?? Admission.parse({}),
     reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),
-    endpoints: routable ? buildRouteEndpoints(d) : [],
+    endpoints: routable ? buildRouteEndpoints(d, policy, now, onWake) : [],
   };
 }
 
-export function buildRouteEndpoints(d: DeploymentResource): RouteEndpoint[] {
+export function buildRouteEndpoints(
+  d: DeploymentResource,
+  policy?: CachePolicyResource,
+  now?: number,
+  onWake?: (at: number) => void,
+): RouteEndpoint[] {
   const namespace = d.metadata.namespace ?? '';
   const disaggregation = d.spec.disaggregation;
   const roles: readonly string[] = disaggregation
@@ -145,21 +168,27 @@ export function buildRouteEndpoints(d: DeploymentResource): RouteEndpoint[] {
     (e) => e.ready && e.verified && e.ip !== '' && roles.includes(e.role),
   );
   const kept = disaggregation ? keepPairable(serving) : serving;
-  return kept.map((e) => ({
-    // Pod names are unique per namespace only; the gateway's load maps are global.
-    id: `${namespace}/${e.pod}`,
-    url: `http://${formatHost(e.ip)}:${e.port}`,
-    role: e.role,
-    fingerprint: e.fingerprint ?? '',
-    verified: e.verified,
-    ready: e.ready,
-    ...(e.role === EndpointRole.prefill && disaggregation
-      ? { bootstrapPort: e.bootstrapPort ?? disaggregation.bootstrapPort }
-      : {}),
-    // A new IP (recreated pod) or a container restart is a new process with an empty cache.
-    generation: `${e.ip}#${e.restartCount ?? 0}`,
-    ...(e.events ? { events: buildEventAddresses(e.ip, e.events) } : {}),
-  }));
+  const warmup = computeWarmupVerdicts(d, policy, kept, now ?? Number.NEGATIVE_INFINITY);
+  if (warmup.wakeAt !== undefined && now !== undefined) onWake?.(warmup.wakeAt);
+  return kept.map((e) => {
+    const gate = warmup.byPod.get(e.pod);
+    return {
+      // Pod names are unique per namespace only; the gateway's load maps are global.
+      id: `${namespace}/${e.pod}`,
+      url: `http://${formatHost(e.ip)}:${e.port}`,
+      role: e.role,
+      fingerprint: e.fingerprint ?? '',
+      verified: e.verified,
+      ready: e.ready,
+      ...(e.role === EndpointRole.prefill && disaggregation
+        ? { bootstrapPort: e.bootstrapPort ?? disaggregation.bootstrapPort }
+        : {}),
+      // A new IP (recreated pod) or a container restart is a new process with an empty cache.
+      generation: `${e.ip}#${e.restartCount ?? 0}`,
+      ...(e.events ? { events: buildEventAddresses(e.ip, e.events) } : {}),
+      ...(gate ? { warmup: gate } : {}),
+    };
+  });
 }
 
 /** Status publishes ports (the runtime binds a wildcard); subscribers dial the pod IP, rank r on base + r. */

@@ -41,6 +41,7 @@ export class InformerGroup {
   readonly #informers: readonly (readonly Informer[])[];
   readonly #abort = new AbortController();
   #pending: Timer | undefined;
+  #wake: Timer | undefined;
   #synced = false;
 
   constructor(opts: InformerGroupOptions) {
@@ -86,12 +87,26 @@ export class InformerGroup {
     this.#abort.abort();
     this.#pending?.cancel();
     this.#pending = undefined;
+    this.#wake?.cancel();
+    this.#wake = undefined;
     await Promise.all(this.#informers.flat().map((i) => i.stop()));
   }
 
   /** Objects held per kind (tests, diagnostics). */
   sizes(): number[] {
     return this.#informers.map((list) => list.reduce((n, i) => n + i.size(), 0));
+  }
+
+  /**
+   * One rebuild `delayMs` from now although nothing changed (what was built
+   * depends on the time, e.g. a warm-up hold ending); replaces an earlier wake.
+   */
+  wakeIn(delayMs: number): void {
+    this.#wake?.cancel();
+    this.#wake = this.#clock.setTimer(Math.max(0, delayMs), () => {
+      this.#wake = undefined;
+      if (!this.#abort.signal.aborted) this.#rebuild();
+    });
   }
 
   #schedule(): void {

@@ -9,6 +9,7 @@ import type { ResourceType } from '../../../operator/src/runtime/resources.ts';
 import { loadSample } from '../../../test/support/samples.ts';
 import { ManualClock } from '../clock.ts';
 import { Gate, eventually } from '../testing/fake-upstream.ts';
+import { computeRoutableEndpoints, type ModelRoute } from '../routing/table.ts';
 import { DiscoveryWatcher } from './watcher.ts';
 
 type Stream = { push(ev: WatchEvent): void };
@@ -191,5 +192,57 @@ describe('DiscoveryWatcher', () => {
     await eventually(() => w.table.ready);
     expect(models(w)).toEqual(['m1', 'm3']);
     expect(api.listed.sort()).toEqual(['a', 'a', 'c', 'c']);
+  });
+
+  // The bug this guards: a held endpoint stayed held forever when nothing in the cluster
+  // changed, because the table was rebuilt only on object changes.
+  it('routes to a held endpoint once its warm-up wait is over, with no object changing', async () => {
+    const api = new MemoryApi();
+    const d = deployment('a', 'm1');
+    const status = d['status'] as { endpoints: Record<string, unknown>[] };
+    status.endpoints = ['warm', 'cold'].map((pod, i) => ({
+      pod,
+      ip: `10.244.0.${i + 5}`,
+      port: 30000,
+      role: 'standalone',
+      ready: true,
+      verified: true,
+      restartCount: 0,
+    }));
+    api.put(DEPLOYMENTS, d);
+    const policy = loadSample('cachepolicy.yaml') as unknown as KubeObject & {
+      spec: Record<string, unknown>;
+    };
+    policy.metadata = { name: 'p', namespace: 'a', creationTimestamp: '2026-01-01T00:00:00Z' };
+    policy.spec['targetRefs'] = [{ kind: 'Deployment', name: 'm1' }];
+    const since = '2026-12-01T10:00:00Z';
+    policy['status'] = {
+      targets: [
+        {
+          name: 'm1',
+          accepted: true,
+          reason: 'Accepted',
+          cacheSalt: 's',
+          warmup: [
+            { pod: 'warm', restartCount: 0, state: 'Warmed', since, warmedAt: since },
+            { pod: 'cold', restartCount: 0, state: 'Warming', since },
+          ],
+        },
+      ],
+    };
+    api.put('cachepolicies', policy);
+    api.gate.open();
+    const clock = new ManualClock();
+    let wall = Date.parse(since) + 100_000;
+    watcher = new DiscoveryWatcher({ client: api, clock, coalesceMs: 100, wallClock: () => wall });
+    watcher.start();
+    const w = watcher;
+    await eventually(() => w.table.ready);
+    const routable = () => computeRoutableEndpoints(w.table.lookup('m1') as ModelRoute).map((e) => e.id);
+    expect(routable()).toEqual(['a/warm']);
+    wall += 20_000;
+    clock.advance(20_050);
+    expect(routable()).toEqual(['a/warm', 'a/cold']);
+    expect(w.table.lookup('m1')?.endpoints[1]?.warmup?.state).toBe('timed-out');
   });
 });

@@ -14,9 +14,12 @@ import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
 import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
 import { Resources } from '../../../operator/src/runtime/resources.ts';
 import type { Clock } from '../clock.ts';
-import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
+import { StaticRoutingTable, WarmupGate, type ModelRoute } from '../routing/table.ts';
 import { buildRoutingTable, reuseUnchangedRoutes, type DiscoveryIssue } from './build-table.ts';
 import { InformerGroup } from './informer-group.ts';
+
+/** A wake lands this long after a hold's end, so the rebuild sees it over (clock granularity). */
+const WAKE_MARGIN_MS = 50;
 
 export interface DiscoveryWatcherOptions {
   readonly client: ListerWatcher;
@@ -28,6 +31,8 @@ export interface DiscoveryWatcherOptions {
   readonly clock?: Clock;
   /** Delay from the first change to the rebuild that includes it. */
   readonly coalesceMs?: number;
+  /** Wall clock, epoch ms: warm-up holds are counted from times the operator wrote. */
+  readonly wallClock?: () => number;
 }
 
 export class DiscoveryWatcher {
@@ -35,6 +40,7 @@ export class DiscoveryWatcher {
   readonly table: StaticRoutingTable;
   readonly #log: Logger;
   readonly #group: InformerGroup;
+  readonly #wallClock: () => number;
   #issues = new Map<string, DiscoveryIssue>();
   #rebuilds = 0;
 
@@ -42,6 +48,7 @@ export class DiscoveryWatcher {
     this.table = opts.table ?? new StaticRoutingTable();
     this.table.ready = false;
     this.#log = (opts.logger ?? noopLogger).child({ component: 'discovery' });
+    this.#wallClock = opts.wallClock ?? Date.now;
     this.#group = new InformerGroup({
       client: opts.client,
       namespaces: opts.namespaces,
@@ -84,14 +91,35 @@ export class DiscoveryWatcher {
 
   #rebuild(deployments: readonly unknown[], policies: readonly unknown[]): void {
     this.#rebuilds++;
-    const built = buildRoutingTable({ deployments, policies });
+    const now = this.#wallClock();
+    const built = buildRoutingTable({ deployments, policies, now });
     const previous = this.table.list();
     const { routes, changed } = reuseUnchangedRoutes(previous, built.routes);
     if (changed) {
       this.table.replace(routes);
       this.#logChanges(previous, routes);
+      this.#logWarmup(previous, routes);
     }
     this.#logIssues(built.issues);
+    // A warm-up hold that ends by time alone changes the table with no object changing.
+    if (built.wakeAt !== undefined) this.#group.wakeIn(built.wakeAt - now + WAKE_MARGIN_MS);
+  }
+
+  /** Each endpoint's warm-up verdict is logged when it changes: held, warmed, or routed anyway and why. */
+  #logWarmup(previous: readonly ModelRoute[], next: readonly ModelRoute[]): void {
+    const before = new Map(previous.flatMap((r) => r.endpoints.map((e) => [e.id, e.warmup?.state])));
+    for (const r of next) {
+      for (const e of r.endpoints) {
+        const w = e.warmup;
+        if (!w || before.get(e.id) === w.state) continue;
+        const fields = { model: r.model, endpoint: e.id, warmup: w.state, reason: w.message };
+        if (w.state === WarmupGate.warming)
+          this.#log.info('endpoint held from user traffic until warmed', fields);
+        else if (w.state === WarmupGate.warmed)
+          this.#log.info('endpoint warmed: routing user traffic to it', fields);
+        else this.#log.warn('endpoint not warmed: routing user traffic to it anyway', fields);
+      }
+    }
   }
 
   #logChanges(previous: readonly ModelRoute[], next: readonly ModelRoute[]): void {

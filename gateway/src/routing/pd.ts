@@ -6,7 +6,7 @@
 // of different models).
 
 import { buildBootstrapFields } from '../../../operator/src/sglang/bootstrap.ts';
-import { EndpointRole, type ModelRoute, type RouteEndpoint } from './table.ts';
+import { EndpointRole, isHeldForWarmup, type ModelRoute, type RouteEndpoint } from './table.ts';
 
 export { computeBootstrapRoom } from '../../../operator/src/sglang/bootstrap.ts';
 
@@ -15,7 +15,7 @@ export function isDisaggregated(route: ModelRoute): boolean {
 }
 
 export function computeRoutableByRole(route: ModelRoute, role: EndpointRole): RouteEndpoint[] {
-  return route.endpoints.filter((e) => e.ready && e.verified && e.role === role);
+  return route.endpoints.filter((e) => e.ready && e.verified && e.role === role && !isHeldForWarmup(e));
 }
 
 /** Decode endpoints that may pair with `prefill`. */

@@ -14,6 +14,24 @@ export type EndpointRole = (typeof EndpointRole)[keyof typeof EndpointRole];
 export type AdmissionSettings = z.output<typeof Admission>;
 export type ReuseSettings = z.output<typeof ResultReuse>;
 
+/** An endpoint's warm-up as the gateway sees it (discovery/warmup-gate.ts). */
+export const WarmupGate = {
+  /** Not warmed yet, within the policy's routeAfterSeconds: held from user traffic. */
+  warming: 'warming',
+  warmed: 'warmed',
+  /** Not warmed within routeAfterSeconds: routed anyway. */
+  timedOut: 'timed-out',
+  /** Not warmed, but no endpoint of its deployment is: routed anyway rather than refuse traffic. */
+  noneWarmed: 'none-warmed',
+} as const;
+export type WarmupGate = (typeof WarmupGate)[keyof typeof WarmupGate];
+
+export interface RouteEndpointWarmup {
+  readonly state: WarmupGate;
+  /** What happened and what the gateway does about it, for /status. */
+  readonly message: string;
+}
+
 export interface RouteEndpoint {
   /** Stable id (pod name). */
   readonly id: string;
@@ -29,6 +47,8 @@ export interface RouteEndpoint {
   readonly generation?: string;
   /** The runtime's event publishers (one address per data-parallel rank), when it publishes. */
   readonly events?: RouteEndpointEvents;
+  /** Its warm-up, when its CachePolicy declares one; absent: not gated. */
+  readonly warmup?: RouteEndpointWarmup;
 }
 
 export interface RouteEndpointEvents {
@@ -104,7 +124,14 @@ export class StaticRoutingTable implements RoutingTable {
   }
 }
 
-/** Endpoints that may receive generation: ready, verified, standalone. Fails closed. */
+/** Held from user traffic until its warm-up completes (or its wait is over). */
+export function isHeldForWarmup(e: RouteEndpoint): boolean {
+  return e.warmup?.state === WarmupGate.warming;
+}
+
+/** Endpoints that may receive generation: ready, verified, standalone, not held for warm-up. Fails closed. */
 export function computeRoutableEndpoints(route: ModelRoute): RouteEndpoint[] {
-  return route.endpoints.filter((e) => e.ready && e.verified && e.role === EndpointRole.standalone);
+  return route.endpoints.filter(
+    (e) => e.ready && e.verified && e.role === EndpointRole.standalone && !isHeldForWarmup(e),
+  );
 }

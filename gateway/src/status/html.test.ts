@@ -9,6 +9,7 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
   ready: true,
   verified: true,
   routable: true,
+  warmup: null,
   fingerprint: 'sha256:0123456789abcdef0123',
   isCurrent: true,
   inFlight: 1,
@@ -87,6 +88,21 @@ describe('renderStatusPage', () => {
     expect(renderStatusMain(view())).not.toContain('data-field="down"');
     const html = renderStatusMain(view(endpoint({ down: 'ECONNREFUSED' })));
     expect(html).toContain('data-field="down">left out of picks: ECONNREFUSED</span>');
+  });
+
+  it('says why an endpoint is held for warm-up or routed before it was warmed', () => {
+    expect(renderStatusMain(view())).not.toContain('data-field="warmup"');
+    const held = renderStatusMain(
+      view(
+        endpoint({ routable: false, warmup: { state: 'warming', message: 'warm-up Warming; held <60 s>' } }),
+      ),
+    );
+    expect(held).toContain('<span class="badge warn" data-state="warming">warming</span>');
+    expect(held).toContain('data-field="warmup">warm-up Warming; held &lt;60 s&gt;</span>');
+    const late = renderStatusMain(
+      view(endpoint({ warmup: { state: 'timed-out', message: 'routed anyway' } })),
+    );
+    expect(late).toContain('routed unwarmed');
   });
 
   it('says loudly when API keys are not checked, and lists tenants left out', () => {

@@ -145,6 +145,7 @@ function renderEndpoint(e: EndpointStatus): string {
     badge(e.ready, 'ready', 'not ready'),
     badge(e.verified, 'verified', 'unverified'),
     e.routable ? '' : '<span class="badge warn">not routed</span>',
+    renderWarmupBadge(e),
   ].join('');
   const hit =
     e.cacheHitRate === null
@@ -167,6 +168,14 @@ function renderEndpoint(e: EndpointStatus): string {
   return `<tr data-endpoint="${escapeHtml(e.id)}">${cells.join('')}</tr>`;
 }
 
+/** Warm-up: held (warming), or routed before it completed and why; nothing once warmed. */
+function renderWarmupBadge(e: EndpointStatus): string {
+  const w = e.warmup;
+  if (!w || w.state === 'warmed') return '';
+  const label = w.state === 'warming' ? 'warming' : 'routed unwarmed';
+  return `<span class="badge warn" data-state="${w.state}">${label}</span>`;
+}
+
 /** The last error answer, then failed attempts (retried ones never reach a client). */
 function renderLastError(e: EndpointStatus): string {
   const parts = e.lastError ? [`<span class="bad">${renderError(e.lastError)}</span>`] : [];
@@ -174,6 +183,8 @@ function renderLastError(e: EndpointStatus): string {
     parts.push(
       `<span class="warn" data-field="kv-index">KV index ${e.kvIndex.usable ? 'a floor only' : 'not used'}: ${escapeHtml(e.kvIndex.reason)}</span>`,
     );
+  if (e.warmup && e.warmup.state !== 'warmed')
+    parts.push(`<span class="warn" data-field="warmup">${escapeHtml(e.warmup.message)}</span>`);
   if (e.down !== null)
     parts.push(`<span class="bad" data-field="down">left out of picks: ${escapeHtml(e.down)}</span>`);
   const reasons = Object.entries(e.failedAttempts).filter(([, n]) => n > 0);

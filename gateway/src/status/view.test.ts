@@ -129,6 +129,17 @@ describe('buildStatusView', () => {
     expect(v.deployments[0]?.routableEndpoints).toBe(routable ? 1 : 0);
   });
 
+  it.each([
+    ['held for warm-up', { state: 'warming' as const, message: 'held' }, false],
+    ['routed after its wait', { state: 'timed-out' as const, message: 'routed anyway' }, true],
+    ['warmed', { state: 'warmed' as const, message: 'warmed' }, true],
+  ])('a standalone and a prefill endpoint %s → routable %s, with the reason', (_name, warmup, routable) => {
+    for (const role of ['standalone', 'prefill'] as const) {
+      const v = buildStatusView({ ...empty, routes: [route({ endpoints: [ep('a', { role, warmup })] })] });
+      expect(v.deployments[0]?.endpoints[0]).toMatchObject({ routable, warmup });
+    }
+  });
+
   it('marks an endpoint of another fingerprint (mid-rollout) as not current', () => {
     const v = buildStatusView({
       ...empty,

@@ -7,7 +7,13 @@ import { z } from 'zod';
 import type { TenantDirectory } from '../tenancy/tenant.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
 import type { RuntimeLoad } from '../endpoints/book.ts';
-import { computeRoutableEndpoints, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
+import {
+  WarmupGate,
+  computeRoutableEndpoints,
+  isHeldForWarmup,
+  type ModelRoute,
+  type RouteEndpoint,
+} from '../routing/table.ts';
 import type { UpstreamFailureReason } from '../metrics.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';
 
@@ -28,8 +34,18 @@ export const EndpointStatus = z.object({
   role: z.enum(['standalone', 'prefill', 'decode']),
   ready: z.boolean(),
   verified: z.boolean(),
-  /** Ready, verified and of a routable role: the gateway sends it generation. */
+  /** Ready, verified, of a routable role and not held for warm-up: the gateway sends it generation. */
   routable: z.boolean(),
+  /**
+   * Its warm-up, when its CachePolicy declares one: warming (held from user traffic), warmed,
+   * timed-out or none-warmed (both routed anyway), with the reason; null when not gated.
+   */
+  warmup: z
+    .object({
+      state: z.enum([WarmupGate.warming, WarmupGate.warmed, WarmupGate.timedOut, WarmupGate.noneWarmed]),
+      message: z.string(),
+    })
+    .nullable(),
   fingerprint: z.string(),
   /** Its fingerprint is the deployment's current one (false during a rollout). */
   isCurrent: z.boolean(),
@@ -191,7 +207,8 @@ function buildDeploymentStatus(route: ModelRoute, s: StatusSnapshot): Deployment
   const reuse = s.reuse.get(route.model) ?? {};
   const routable = new Set(computeRoutableEndpoints(route).map((e) => e.id));
   // Prefill/decode pairs: both roles receive generation when ready and verified.
-  for (const e of route.endpoints) if (e.ready && e.verified && e.role !== 'standalone') routable.add(e.id);
+  for (const e of route.endpoints)
+    if (e.ready && e.verified && e.role !== 'standalone' && !isHeldForWarmup(e)) routable.add(e.id);
   const lastError = s.deploymentErrors.get(route.deployment);
   return {
     model: route.model,
@@ -260,6 +277,7 @@ function buildEndpointStatus(
     ready: e.ready,
     verified: e.verified,
     routable,
+    warmup: e.warmup ? { state: e.warmup.state, message: e.warmup.message } : null,
     fingerprint: e.fingerprint,
     isCurrent: e.fingerprint === route.fingerprint,
     inFlight: s.inFlight.get(e.id) ?? 0,

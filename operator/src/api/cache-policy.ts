@@ -230,15 +230,44 @@ export const Admission = withRules(
   ],
 );
 
-export const Warmup = z
-  .object({
-    documents: z
-      .array(ConfigMapKeySelector)
-      .min(1)
-      .max(64)
-      .meta({ description: 'ConfigMap keys whose text is prefilled on every new verified replica.' }),
-  })
-  .meta({ description: 'Prefill shared documents into each new replica before traffic.' });
+export const DEFAULT_ROUTE_AFTER_SECONDS = 120;
+
+export const Warmup = withRules(
+  z
+    .object({
+      documents: z
+        .array(ConfigMapKeySelector)
+        .min(1)
+        .max(64)
+        .meta({
+          description:
+            'ConfigMap keys whose text is prefilled on every new verified replica (and again after its ' +
+            'container restarts), each as the system message of a chat request, rendered by the ' +
+            "runtime's own chat template. Chat requests that start with the same system message " +
+            'share its cached prefix.',
+        }),
+      routeAfterSeconds: z
+        .number()
+        .int()
+        .default(DEFAULT_ROUTE_AFTER_SECONDS)
+        .meta({
+          description:
+            'How long the gateway keeps user traffic off a replica whose warm-up has not completed, ' +
+            'counted from when the operator first saw it serving (0..3600; 0: never wait). After it the ' +
+            'gateway routes to the replica anyway and says so on /status. A model none of whose ' +
+            'replicas is warmed is never held back.',
+        }),
+    })
+    .meta({ description: 'Prefill shared documents into each new replica before traffic.' }),
+  [
+    {
+      cel: 'self.routeAfterSeconds >= 0 && self.routeAfterSeconds <= 3600',
+      message: 'warmup.routeAfterSeconds must be between 0 and 3600',
+      fieldPath: '.routeAfterSeconds',
+      check: (s) => s.routeAfterSeconds >= 0 && s.routeAfterSeconds <= 3600,
+    },
+  ],
+);
 
 export const CachePolicySpec = withRules(
   z.object({
@@ -276,6 +305,28 @@ export const CachePolicySpec = withRules(
 );
 export type CachePolicySpec = z.infer<typeof CachePolicySpec>;
 
+export const WarmupState = z.enum(['Pending', 'Warming', 'Warmed', 'Failed']);
+export type WarmupState = z.infer<typeof WarmupState>;
+
+export const WarmupEndpointStatus = z.object({
+  pod: z.string(),
+  restartCount: z
+    .number()
+    .int()
+    .meta({ description: "The pod's container restarts when it was warmed: with the pod, the instance." }),
+  state: WarmupState.meta({
+    description:
+      'Pending (waiting: documents or a decode partner), Warming (requests in flight), Warmed, Failed (retried with backoff).',
+  }),
+  since: z.string().meta({
+    description: 'When warm-up of this instance became due; the gateway counts routeAfterSeconds from it.',
+  }),
+  warmedAt: z.string().optional(),
+  attempts: z.number().int().optional().meta({ description: 'Failed attempts so far.' }),
+  message: z.string().optional(),
+});
+export type WarmupEndpointStatus = z.infer<typeof WarmupEndpointStatus>;
+
 export const PolicyTargetStatus = z.object({
   name: z.string(),
   accepted: z.boolean(),
@@ -287,10 +338,14 @@ export const PolicyTargetStatus = z.object({
     .string()
     .optional()
     .meta({ description: 'The cache_salt the gateway stamps on requests to this target.' }),
-  warmedEndpoints: z
-    .array(z.string())
+  warmup: z
+    .array(WarmupEndpointStatus)
     .optional()
-    .meta({ description: 'Pods whose warm-up prefill completed.' }),
+    .meta({
+      description:
+        "Warm-up of the target's prefilling endpoints, one entry per container instance (pod and " +
+        'restart count): a restarted container is a new entry, warmed again.',
+    }),
 });
 
 export const CachePolicyStatus = z.object({

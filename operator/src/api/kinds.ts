@@ -90,6 +90,7 @@ export const KINDS: readonly KindDefinition[] = [
       { name: 'Routing', type: 'string', jsonPath: '.spec.routing.policy' },
       { name: 'Reuse', type: 'boolean', jsonPath: '.spec.resultReuse.enabled' },
       { name: 'Accepted', type: 'string', jsonPath: '.status.conditions[?(@.type=="Accepted")].status' },
+      { name: 'Warmed', type: 'string', jsonPath: '.status.conditions[?(@.type=="Warmed")].status' },
       age,
     ],
   },

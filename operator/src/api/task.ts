@@ -55,15 +55,23 @@ export const ChatMessage = z.object({
 export const TaskInput = withRules(
   z
     .object({
-      prompt: z.string().max(262144).optional().meta({ description: 'A plain prompt.' }),
+      prompt: z
+        .string()
+        .max(262144)
+        .optional()
+        .meta({ description: 'A plain prompt, sent as text: no chat template is applied.' }),
       messages: z
         .array(ChatMessage)
         .min(1)
         .max(256)
         .optional()
-        .meta({ description: 'Chat messages (text only).' }),
+        .meta({
+          description:
+            "Chat messages (text only), rendered by the model's own chat template: on SGLang by the runtime " +
+            '(its /tokenize renders them as for a chat completion), on OpenRouter upstream.',
+        }),
       configMapRef: ConfigMapKeySelector.optional().meta({
-        description: 'A prompt stored in a ConfigMap key.',
+        description: 'A plain prompt stored in a ConfigMap key, sent as text.',
       }),
     })
     .meta({ description: 'The input: exactly one of prompt, messages or configMapRef.' }),

@@ -3,6 +3,7 @@ import { startSim, type RunningSim } from '../../../test/sim/testing.ts';
 import { planTaskStep, type GenerateCall } from '../controllers/task/phase.ts';
 import type { TaskTarget } from '../controllers/task/target.ts';
 import { buildTask } from '../controllers/task/testing.ts';
+import type { TaskSpec } from '../api/task.ts';
 import { generateWithSglang } from './sglang.ts';
 
 const KEY = 'k'.repeat(64);
@@ -14,7 +15,7 @@ describe('generateWithSglang on a runtime started with --api-key', () => {
   });
   afterAll(() => sim.close());
 
-  function call(): GenerateCall {
+  function call(input: TaskSpec['input'] = { prompt: 'Say hello.' }): GenerateCall {
     const target: Extract<TaskTarget, { provider: 'sglang' }> = {
       provider: 'sglang',
       identity: {
@@ -32,7 +33,7 @@ describe('generateWithSglang on a runtime started with --api-key', () => {
       },
       route: { kind: 'standalone', urls: [sim.url] },
     };
-    let task = buildTask({ name: 't', spec: { input: { prompt: 'Say hello.' }, maxOutputTokens: 4 } });
+    let task = buildTask({ name: 't', spec: { input, maxOutputTokens: 4 } });
     // The phases before the call (fingerprint, input) each take a step.
     for (let i = 0; i < 8; i++) {
       const step = planTaskStep(task, { target: { ok: true, value: target }, candidates: [] }, new Date(0));
@@ -56,5 +57,29 @@ describe('generateWithSglang on a runtime started with --api-key', () => {
     const wrong = 'w'.repeat(64);
     const refused = await generateWithSglang(call(), { apiKey: wrong });
     expect(JSON.stringify(refused)).not.toContain(wrong);
+  });
+
+  // The bug this guards: a Task's messages reached SGLang through a home-made
+  // "System: …" rendering, which neither the model's template nor the gateway's chat
+  // requests (rendered by the runtime) ever produce, so they never shared a prefix.
+  it("renders messages with the runtime's own chat template: the prefix a chat request cached is reused", async () => {
+    const system = {
+      role: 'system' as const,
+      content: 'You answer from the handbook: ' + 'cache '.repeat(4),
+    };
+    const chat = await fetch(`${sim.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ messages: [system], max_completion_tokens: 1, cache_salt: 's' }),
+    });
+    const warm = ((await chat.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens;
+    const outcome = await generateWithSglang(call({ messages: [system, { role: 'user', content: 'Hi?' }] }), {
+      apiKey: KEY,
+    });
+    expect(outcome).toMatchObject({ ok: true });
+    if (!outcome.ok) return;
+    // The system message's tokens are cached; only the user turn and the cue are new.
+    expect(outcome.value.usage.cachedTokens).toBe(warm - 1);
+    expect(outcome.value.inputTokens).toBeGreaterThan(warm);
   });
 });

@@ -1,6 +1,9 @@
 // SGLang provider: bounded, non-streaming native generation on a verified endpoint.
 //
-//   1. POST /tokenize the exact prepared prompt (the runtime's own tokenizer);
+//   1. POST /tokenize the exact prepared prompt (the runtime's own tokenizer),
+//      or the chat messages, which the runtime renders with its own chat
+//      template as for a chat completion (SGLang 0.5.23's /tokenize takes
+//      `messages`), so the ids are exactly what its chat path would prefill;
 //   2. check the input cap and the cost cap with that count — before any
 //      /generate, so an over-cap input never reaches the engine;
 //   3. POST /generate {input_ids, sampling_params{max_new_tokens,…}, cache_salt,
@@ -51,6 +54,16 @@ function buildSamplingParams(call: GenerateCall): Record<string, unknown> {
   return p;
 }
 
+/**
+ * What /tokenize renders: a plain prompt with the tokenizer's special tokens, or
+ * messages through the runtime's chat template, as for a chat completion (SGLang then
+ * encodes without adding special tokens: the template has them).
+ */
+export function buildTokenizeBody(call: GenerateCall): Record<string, unknown> {
+  if (call.prepared.kind === 'text') return { prompt: call.prepared.text, add_special_tokens: true };
+  return { messages: call.prepared.messages };
+}
+
 interface Route {
   tokenizeUrl: string;
   generate: { url: string; extra: Record<string, unknown> }[];
@@ -97,15 +110,11 @@ export async function generateWithSglang(
 ): Promise<AttemptOutcome> {
   const timeoutMs = opts.timeoutMs ?? 300_000;
   const post = buildPostOptions(timeoutMs, opts);
-  if (call.target.provider !== 'sglang' || call.prepared.kind !== 'text')
-    return providerError('WrongProvider', 'the SGLang provider takes an SGLang target and a text input');
+  if (call.target.provider !== 'sglang')
+    return providerError('WrongProvider', 'the SGLang provider takes an SGLang target');
   const route = planRoute(call, opts.random ?? Math.random);
   if (!route.ok) return route;
-  const tokenized = await postJson(
-    `${route.value.tokenizeUrl}/tokenize`,
-    { prompt: call.prepared.text, add_special_tokens: true },
-    post,
-  );
+  const tokenized = await postJson(`${route.value.tokenizeUrl}/tokenize`, buildTokenizeBody(call), post);
   if (!tokenized.ok) return tokenized;
   const tokens = parseWith(TokenizeResponse, tokenized.value, 'POST /tokenize');
   if (!tokens.ok) return tokens;

@@ -103,3 +103,31 @@ describe('Manager namespaces', () => {
     expect(asked.filter((r) => r.startsWith('list'))).toEqual(['list configmaps *']);
   });
 });
+
+describe('Manager.enqueue and stopSignal', () => {
+  it('reconciles a key queued from outside the watches (a settled warm-up), in watched namespaces only', async () => {
+    const { client } = fakeClient();
+    const manager = new Manager({ client, namespaces: ['a'], http: false, leaderElection: false });
+    const reconciled = new Set<string>();
+    manager.addController({
+      name: 'test',
+      primary: Resources.configMaps,
+      reconciler: {
+        reconcile: (key) => {
+          reconciled.add(`${key.namespace}/${key.name}`);
+          return Promise.resolve(undefined);
+        },
+      },
+    });
+    await manager.start();
+    manager.enqueue('test', { namespace: 'a', name: 'from-a-worker' });
+    manager.enqueue('test', { namespace: 'b', name: 'not-watched' });
+    manager.enqueue('no-such-controller', { namespace: 'a', name: 'x' });
+    for (const end = Date.now() + 5_000; reconciled.size < 2 && Date.now() < end;)
+      await new Promise((r) => setTimeout(r, 5));
+    expect(manager.stopSignal.aborted).toBe(false);
+    await manager.stop();
+    expect(manager.stopSignal.aborted).toBe(true);
+    expect([...reconciled].sort()).toEqual(['a/from-a-worker', 'a/in-a']);
+  });
+});

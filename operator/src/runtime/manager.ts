@@ -103,6 +103,8 @@ export class Manager {
   private readonly controllers: RunningController[] = [];
   private readonly elector: LeaderElector | undefined;
   private readonly reconcileAbort = new AbortController();
+  // Aborted as soon as stop() begins: background work a controller started (warm-ups) ends at once.
+  private readonly stopAbort = new AbortController();
   private server: HealthServer | undefined;
   private started = false;
   private stopping: Promise<void> | undefined;
@@ -164,6 +166,19 @@ export class Manager {
       if (this.started) inf.start();
     }
     return inf as unknown as ResourceCache<T>;
+  }
+
+  // Aborted when the manager begins to stop (SIGTERM, leadership lost): for work outside reconciles.
+  get stopSignal(): AbortSignal {
+    return this.stopAbort.signal;
+  }
+
+  // Queues a key of a controller from outside its watches: background work that finished (a
+  // warm-up) asks for a reconcile, which records the outcome in status (controller-runtime's
+  // source.Channel). De-duplicated like any key; ignored for an unknown controller.
+  enqueue(controller: string, key: ObjectKey): void {
+    const c = this.controllers.find((r) => r.def.name === controller);
+    if (c && this.watches(key.namespace)) c.queue.add(formatKey(key));
   }
 
   // Whether a key's namespace is one this manager watches ('' is a cluster-scoped object).
@@ -347,6 +362,7 @@ export class Manager {
 
   private async shutdown(): Promise<void> {
     this.log.info('stopping: draining work queues');
+    this.stopAbort.abort();
     for (const c of this.controllers) c.queue.shutDown();
     const inFlight = Promise.all(this.controllers.map(async (c) => c.workers));
     const grace = this.opts.gracefulShutdownMs ?? 30_000;

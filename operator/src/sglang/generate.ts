@@ -118,3 +118,28 @@ export function postTokenize(
     opts,
   );
 }
+
+/** SGLang's chat `usage` (entrypoints/openai/usage_processor.py); cached tokens with --enable-cache-report. */
+export const ChatUsage = z.looseObject({
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  prompt_tokens_details: z.looseObject({ cached_tokens: z.number().int().optional() }).nullish(),
+});
+
+export const ChatCompletionResponse = z.looseObject({
+  choices: z.array(z.looseObject({ finish_reason: z.string().nullish() })),
+  usage: ChatUsage.nullish(),
+});
+export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponse>;
+
+/**
+ * Non-streaming chat completion: the runtime renders `messages` with its own
+ * chat template, as it does for the gateway's chat requests.
+ */
+export function postChatCompletion(
+  baseUrl: string,
+  req: Readonly<Record<string, unknown>>,
+  opts: ClientOptions = {},
+): Promise<FetchResult<ChatCompletionResponse>> {
+  return postJson(`${baseUrl}/v1/chat/completions`, { ...req, stream: false }, ChatCompletionResponse, opts);
+}

@@ -1,7 +1,12 @@
+// The CachePolicy reconciler: the I/O shell around planCachePolicyStep (plan.ts).
+//
+// One pass: observe (informer caches and the warm-up worker's outcomes), plan
+// (reading the warm-up documents only when the plan asks for them), write
+// status once, emit the step's events, then hand new warm-ups to the worker and
+// drop the jobs the plan no longer wants. Nothing here waits for a warm-up: the
+// worker runs them in the background and queues the policy again when one
+// settles (Manager.enqueue), and that pass records the outcome.
 import { validateResource, type CachePolicyResource, type DeploymentResource } from '../../api/index.ts';
-import { buildBootstrapFields, computeBootstrapRoom, toRandom32 } from '../../sglang/bootstrap.ts';
-import type { ClientOptions } from '../../sglang/client.ts';
-import { postGenerate, type GenerateRequest } from '../../sglang/generate.ts';
 import type { KubeClient } from '../../runtime/client.ts';
 import { isNotFound } from '../../runtime/client.ts';
 import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
@@ -10,18 +15,29 @@ import { TerminalError, type ReconcileContext, type ReconcileResult } from '../.
 import { Resources } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
 import { buildRuntimeKeyLookup } from '../../sglang/runtime-key.ts';
-import { computePolicyStatus } from './targets.ts';
-import { planWarmup, pruneWarmed, type WarmupTarget } from './warmup.ts';
+import {
+  planCachePolicyStep,
+  type CachePolicyObservation,
+  type CachePolicyStep,
+  type WarmupDocuments,
+} from './plan.ts';
+import { sendWarmupDocuments } from './warmup-send.ts';
+import { WarmupWorker } from './warmup-worker.ts';
 
 type PolicyObject = KubeObject & CachePolicyResource;
 type DeploymentObject = KubeObject & DeploymentResource;
 type ConfigMapObject = KubeObject & { data?: Record<string, string> };
 type SecretObject = KubeObject & { data?: Record<string, string> };
 
+const CONTROLLER = 'cachepolicy';
+
 export interface CachePolicyControllerOptions {
   manager: Manager;
   client: KubeClient;
+  /** Bound of one document's warm-up request. */
   warmupTimeoutMs?: number;
+  /** Warm-ups running at once, across policies. */
+  warmupConcurrency?: number;
 }
 
 function parseAll<T>(objs: readonly KubeObject[], kind: string): T[] {
@@ -31,42 +47,27 @@ function parseAll<T>(objs: readonly KubeObject[], kind: string): T[] {
   });
 }
 
-/**
- * One warm-up request: to a standalone endpoint as is; to a prefill endpoint
- * as SGLang's PD clients send it, to the prefill and its decode partner at
- * once with the prefill's bootstrap address and a fresh room. Returns the
- * error, if any.
- */
-async function sendWarmup(
-  t: WarmupTarget,
-  body: GenerateRequest,
-  post: ClientOptions,
-): Promise<string | undefined> {
-  if (!t.pair) {
-    const r = await postGenerate(t.url, body, post);
-    return r.ok ? undefined : r.error;
-  }
-  const room = computeBootstrapRoom(toRandom32(Math.random));
-  const paired = { ...body, ...buildBootstrapFields(t.pair.bootstrapHost, t.pair.bootstrapPort, room) };
-  const [prefill, decode] = await Promise.all([
-    postGenerate(t.url, paired, post),
-    postGenerate(t.pair.decodeUrl, paired, post),
-  ]);
-  if (!prefill.ok) return prefill.error;
-  return decode.ok ? undefined : `decode ${t.pair.decodePod}: ${decode.error}`;
-}
-
 export function buildCachePolicyController(opts: CachePolicyControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
   const deployments = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   // The runtimes' API keys, from the Deployments' key Secrets (the only Secrets cached).
   const runtimeKey = buildRuntimeKeyLookup(manager.informer<SecretObject>(Resources.secrets));
+  const worker = new WarmupWorker({
+    concurrency: opts.warmupConcurrency ?? 4,
+    signal: manager.stopSignal,
+    onSettled: (key) => manager.enqueue(CONTROLLER, key),
+    run: (target, documents, signal) =>
+      sendWarmupDocuments(target, documents, {
+        timeoutMs: opts.warmupTimeoutMs ?? 120_000,
+        signal,
+        // Read at send time: a key rotated while the job waited is the one that works.
+        apiKey: runtimeKey(target.namespace, target.deployment, target.fingerprint),
+      }),
+  });
 
-  async function readDocuments(
-    policy: CachePolicyResource,
-  ): Promise<{ ok: true; docs: string[] } | { ok: false; message: string }> {
-    const docs: string[] = [];
+  async function readDocuments(policy: CachePolicyResource): Promise<WarmupDocuments> {
+    const texts: string[] = [];
     for (const ref of policy.spec.warmup?.documents ?? []) {
       let cm: ConfigMapObject | undefined;
       try {
@@ -80,103 +81,73 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
           ok: false,
           message: `warm-up document ${ref.name}/${ref.key} not found: create the ConfigMap key`,
         };
-      docs.push(text);
+      texts.push(text);
     }
-    return { ok: true, docs };
+    return { ok: true, texts };
   }
 
-  /** Prefills every document on each target; returns the pods where all of them succeeded. */
-  async function warm(
-    namespace: string,
-    targets: readonly WarmupTarget[],
-    docs: readonly string[],
-    ctx: ReconcileContext,
-  ): Promise<WarmupTarget[]> {
-    const done = await Promise.all(
-      targets.map(async (t) => {
-        for (const text of docs) {
-          // One generated token: the point is the prefill, which lands the prefix in the radix cache.
-          const body = { text, cache_salt: t.salt, sampling_params: { max_new_tokens: 1, temperature: 0 } };
-          const post = {
-            timeoutMs: opts.warmupTimeoutMs ?? 120_000,
-            signal: ctx.signal,
-            apiKey: runtimeKey(namespace, t.deployment, t.fingerprint),
-          };
-          const error = await sendWarmup(t, body, post);
-          if (error !== undefined) {
-            ctx.logger.warn('warm-up failed', { pod: t.pod, error });
-            return undefined;
-          }
-        }
-        return t;
-      }),
-    );
-    return done.filter((t) => t !== undefined);
+  function observe(key: ObjectKey): CachePolicyObservation {
+    const ns = key.namespace;
+    return {
+      policies: parseAll<CachePolicyResource>(policies.list({ namespace: ns }), 'CachePolicy'),
+      deployments: new Map(
+        parseAll<DeploymentResource>(deployments.list({ namespace: ns }), 'Deployment').map((d) => [
+          d.metadata.name ?? '',
+          d,
+        ]),
+      ),
+      jobs: worker.jobsOf(key),
+    };
+  }
+
+  /** planCachePolicyStep, answering its document read first (it comes before any write). */
+  async function plan(policy: CachePolicyResource, obs: CachePolicyObservation, now: Date) {
+    const step = planCachePolicyStep(policy, obs, now);
+    if (!step.actions.some((a) => a.type === 'readDocuments')) return step;
+    return planCachePolicyStep(policy, { ...obs, documents: await readDocuments(policy) }, now);
+  }
+
+  /** Status (one write), the events, then the worker: started jobs, dropped jobs. */
+  async function commit(
+    key: ObjectKey,
+    obj: PolicyObject,
+    before: CachePolicyResource,
+    step: CachePolicyStep,
+  ) {
+    const { written } = await writeStatusIfChanged(client, Resources.cachePolicies, obj, step.status);
+    const was = before.status?.conditions?.find((c) => c.type === 'Accepted');
+    const now = step.status.conditions?.find((c) => c.type === 'Accepted');
+    if (written && now && (was?.status !== now.status || was.reason !== now.reason))
+      manager.events.event(obj, now.status === 'True' ? 'Normal' : 'Warning', now.reason, now.message);
+    if (written) for (const e of step.events) manager.events.event(obj, e.type, e.reason, e.message);
+    worker.retain(key, new Set(step.keepJobs));
+    for (const a of step.actions) if (a.type === 'startWarmup') worker.start(key, a.target, a.documents);
   }
 
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = policies.get(key.namespace, key.name);
-    if (!obj || obj.metadata?.deletionTimestamp) return;
+    if (!obj || obj.metadata?.deletionTimestamp) {
+      worker.cancel(key);
+      return;
+    }
     const parsed = validateResource(obj);
     if (!parsed.ok || parsed.value.kind !== 'CachePolicy') {
       const message = parsed.ok
         ? 'not a CachePolicy'
         : parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
       manager.events.event(obj, 'Warning', 'InvalidSpec', message);
+      worker.cancel(key);
       throw new TerminalError(message);
     }
     const policy = parsed.value;
-    const ns = key.namespace;
-    const all = parseAll<CachePolicyResource>(policies.list({ namespace: ns }), 'CachePolicy');
-    const byName = new Map(
-      parseAll<DeploymentResource>(deployments.list({ namespace: ns }), 'Deployment').map((d) => [
-        d.metadata.name ?? '',
-        d,
-      ]),
-    );
-    const warmed = new Map(
-      (policy.status?.targets ?? []).map((t) => [
-        t.name,
-        pruneWarmed(t.warmedEndpoints ?? [], byName.get(t.name)),
-      ]),
-    );
-    let status = computePolicyStatus({ policy, policies: all, deployments: byName, warmed }, ctx.now());
-
-    let retry = false;
-    const salts = new Map(
-      (status.targets ?? []).filter((t) => t.accepted && t.cacheSalt).map((t) => [t.name, t.cacheSalt ?? '']),
-    );
-    const todo = planWarmup({ ...policy, status }, byName, salts);
-    if (todo.length > 0) {
-      const docs = await readDocuments(policy);
-      if (!docs.ok) {
-        manager.events.event(obj, 'Warning', 'WarmupDocumentMissing', docs.message);
-        retry = true;
-      } else {
-        const ok = await warm(ns, todo, docs.docs, ctx);
-        retry = ok.length < todo.length;
-        for (const t of ok) warmed.set(t.deployment, [...(warmed.get(t.deployment) ?? []), t.pod]);
-        status = computePolicyStatus({ policy, policies: all, deployments: byName, warmed }, ctx.now());
-        for (const t of ok)
-          manager.events.event(
-            obj,
-            'Normal',
-            'WarmedUp',
-            `prefilled ${docs.docs.length} document(s) on ${t.deployment}/${t.pod}`,
-          );
-      }
-    }
-    const before = policy.status?.conditions?.find((c) => c.type === 'Accepted');
-    const { written } = await writeStatusIfChanged(client, Resources.cachePolicies, obj, status);
-    const after = status.conditions?.find((c) => c.type === 'Accepted');
-    if (written && after && (before?.status !== after.status || before.reason !== after.reason)) {
-      manager.events.event(obj, after.status === 'True' ? 'Normal' : 'Warning', after.reason, after.message);
-    }
-    return retry ? { requeueAfterMs: 10_000 } : undefined;
+    const step = await plan(policy, observe(key), ctx.now());
+    await commit(key, obj, policy, step);
+    const requeue = step.actions.find((a) => a.type === 'requeue');
+    return requeue?.type === 'requeue' ? { requeueAfterMs: requeue.afterMs } : undefined;
   }
 
   return {
-    name: 'cachepolicy',
+    name: CONTROLLER,
     primary: Resources.cachePolicies,
     watches: [
       {

@@ -16,7 +16,7 @@ export const PolicyReason = {
   SomeTargetsRefused: 'SomeTargetsRefused',
 } as const;
 
-type TargetStatus = NonNullable<CachePolicyStatus['targets']>[number];
+export type TargetStatus = NonNullable<CachePolicyStatus['targets']>[number];
 
 /** The policy that governs a Deployment: the oldest in its namespace that targets it. */
 export function findGoverningPolicy(
@@ -33,8 +33,6 @@ export interface PolicyObservation {
   /** Every CachePolicy in the namespace, this one included. */
   policies: readonly CachePolicyResource[];
   deployments: ReadonlyMap<string, DeploymentResource>;
-  /** Pods whose warm-up completed, per target, carried over from earlier passes. */
-  warmed?: ReadonlyMap<string, readonly string[]>;
 }
 
 export function computeTargetStatus(obs: PolicyObservation, name: string): TargetStatus {
@@ -56,7 +54,6 @@ export function computeTargetStatus(obs: PolicyObservation, name: string): Targe
       message: `Deployment ${name} is governed by the older CachePolicy ${governing.metadata.name ?? ''}`,
     };
   }
-  const warmed = obs.warmed?.get(name);
   return {
     name,
     accepted: true,
@@ -64,7 +61,6 @@ export function computeTargetStatus(obs: PolicyObservation, name: string): Targe
     deploymentId: target.spec.deploymentId,
     ...(target.status?.identity?.fingerprint ? { fingerprint: target.status.identity.fingerprint } : {}),
     cacheSalt: computeCacheSalt(obs.policy.spec.cacheNamespace, target.spec.deploymentId),
-    ...(warmed && warmed.length > 0 ? { warmedEndpoints: [...warmed].sort() } : {}),
   };
 }
 

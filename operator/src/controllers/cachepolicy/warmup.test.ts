@@ -6,7 +6,7 @@ import {
   type Endpoint,
 } from '../../api/index.ts';
 import { loadSample } from '../../../../test/support/samples.ts';
-import { planWarmup, pruneWarmed } from './warmup.ts';
+import { buildWarmupRequest, computeWarmupCandidates } from './warmup.ts';
 
 function parse<T>(doc: unknown): T {
   const r = validateResource(doc);
@@ -21,6 +21,7 @@ const ep = (pod: string, o: Partial<Endpoint> = {}): Endpoint => ({
   role: 'standalone',
   ready: true,
   verified: true,
+  restartCount: 0,
   ...o,
 });
 const policy = parse<CachePolicyResource>(loadSample('cachepolicy.yaml'));
@@ -29,49 +30,44 @@ const deployment = (endpoints: Endpoint[]): DeploymentResource => ({
   status: { endpoints },
 });
 
-describe('planWarmup', () => {
-  it('warms verified, ready prefilling endpoints not warmed before, with the target salt', () => {
+describe('computeWarmupCandidates', () => {
+  it('takes verified, ready prefilling endpoints, one per container instance, with the target salt', () => {
     const d = deployment([
-      ep('a', { fingerprint: 'f1' }),
+      ep('a', { fingerprint: 'f1', restartCount: 2 }),
       ep('bb', { verified: false }),
       ep('ccc', { ready: false }),
       ep('dddd', { role: 'decode' }),
-      ep('eeeee'),
     ]);
-    const warmedBefore = {
-      ...policy,
-      status: {
-        targets: [{ name: 'llama-8b', accepted: true, reason: 'Accepted', warmedEndpoints: ['eeeee'] }],
+    expect(computeWarmupCandidates('team-a', 'llama-8b', d, 'salt-1')).toEqual([
+      {
+        pod: 'a',
+        restartCount: 2,
+        // A restarted container is another instance: another key, warmed again.
+        key: 'team-a/a#2',
+        target: {
+          key: 'team-a/a#2',
+          namespace: 'team-a',
+          deployment: 'llama-8b',
+          pod: 'a',
+          restartCount: 2,
+          // The fingerprint says which runtime API key the warm-up sends.
+          fingerprint: 'f1',
+          model: d.spec.model.servedName,
+          url: 'http://10.244.0.1:30000',
+          salt: 'salt-1',
+        },
       },
-    };
-    const plan = planWarmup(warmedBefore, new Map([['llama-8b', d]]), new Map([['llama-8b', 'salt-1']]));
-    expect(plan).toEqual([
-      // The fingerprint says which runtime API key the warm-up sends.
-      { deployment: 'llama-8b', pod: 'a', fingerprint: 'f1', url: 'http://10.244.0.1:30000', salt: 'salt-1' },
     ]);
-  });
-
-  it('does nothing without warm-up documents or for a target without an accepted salt', () => {
-    const d = deployment([ep('a')]);
-    expect(
-      planWarmup(
-        { ...policy, spec: { ...policy.spec, warmup: undefined } },
-        new Map([['llama-8b', d]]),
-        new Map([['llama-8b', 's']]),
-      ),
-    ).toEqual([]);
-    expect(planWarmup(policy, new Map([['llama-8b', d]]), new Map())).toEqual([]);
   });
 });
 
-describe('planWarmup on a prefill/decode target', () => {
+describe('computeWarmupCandidates on a prefill/decode target', () => {
   const pd = (endpoints: Endpoint[]): DeploymentResource => ({
     ...parse<DeploymentResource>(loadSample('deployment-pd-hisparse.yaml')),
     status: { endpoints },
   });
-  const salts = new Map([['deepseek-v32', 's']]);
 
-  // The bug this guards: warm-up posted plain /generate to prefill pods, which a real
+  // The bug this guards: warm-up posted plain requests to prefill pods, which a real
   // disaggregated SGLang refuses (no bootstrap room).
   it('warms a prefill endpoint through a serving decode endpoint of its fingerprint', () => {
     const d = pd([
@@ -80,34 +76,62 @@ describe('planWarmup on a prefill/decode target', () => {
       ep('d-unready', { role: 'decode', fingerprint: 'f2', ready: false }),
       ep('d2', { role: 'decode', fingerprint: 'f2', ip: '10.244.1.2' }),
     ]);
-    expect(planWarmup(policy, new Map([['deepseek-v32', d]]), salts)).toEqual([
-      {
-        deployment: 'deepseek-v32',
-        pod: 'p1',
-        fingerprint: 'f2',
-        url: 'http://10.244.1.1:30000',
-        salt: 's',
-        pair: {
-          decodePod: 'd2',
-          decodeUrl: 'http://10.244.1.2:30000',
-          bootstrapHost: '10.244.1.1',
-          bootstrapPort: 9000,
-        },
-      },
-    ]);
+    const [c] = computeWarmupCandidates('ns', 'deepseek-v32', d, 's');
+    expect(c && 'target' in c && c.target.pair).toEqual({
+      decodePod: 'd2',
+      decodeUrl: 'http://10.244.1.2:30000',
+      bootstrapHost: '10.244.1.1',
+      bootstrapPort: 9000,
+    });
   });
 
-  it('waits for a decode partner before warming a prefill endpoint', () => {
+  it('says a prefill endpoint without a decode partner waits for one', () => {
     const d = pd([
       ep('p1', { role: 'prefill', fingerprint: 'f2' }),
       ep('d1', { role: 'decode', fingerprint: 'f1' }),
     ]);
-    expect(planWarmup(policy, new Map([['deepseek-v32', d]]), salts)).toEqual([]);
+    expect(computeWarmupCandidates('ns', 'deepseek-v32', d, 's')).toEqual([
+      { pod: 'p1', restartCount: 0, key: 'ns/p1#0', waiting: expect.stringContaining('decode') },
+    ]);
   });
 });
 
-describe('pruneWarmed', () => {
-  it('forgets pods that went away, so their replacements are warmed', () => {
-    expect(pruneWarmed(['a', 'gone'], deployment([ep('a'), ep('new')]))).toEqual(['a']);
+describe('buildWarmupRequest', () => {
+  const [c] = computeWarmupCandidates('ns', 'llama-8b', deployment([ep('a')]), 'salt-1');
+  const target = c && 'target' in c ? c.target : undefined;
+
+  // The bug this guards: documents went to /generate as raw text, which no chat request
+  // (rendered by the runtime's chat template) ever matched.
+  it('sends a document as the system message of a one-token chat request with the salt', () => {
+    expect(target && buildWarmupRequest(target, 'the handbook', undefined)).toEqual({
+      model: target?.model,
+      messages: [{ role: 'system', content: 'the handbook' }],
+      max_completion_tokens: 1,
+      temperature: 0,
+      stream: false,
+      cache_salt: 'salt-1',
+    });
+  });
+
+  it('adds the bootstrap fields for a prefill/decode pair', () => {
+    const paired = target && {
+      ...target,
+      pair: { decodePod: 'd', decodeUrl: 'http://d', bootstrapHost: '10.0.0.1', bootstrapPort: 9000 },
+    };
+    expect(paired && buildWarmupRequest(paired, 'doc', 42)).toMatchObject({
+      bootstrap_host: '10.0.0.1',
+      bootstrap_port: 9000,
+      bootstrap_room: 42,
+    });
+  });
+
+  it('defaults spec.warmup.routeAfterSeconds to 120 and refuses more than an hour', () => {
+    expect(policy.spec.warmup?.routeAfterSeconds).toBe(120);
+    const doc = loadSample('cachepolicy.yaml');
+    (doc.spec['warmup'] as Record<string, unknown>)['routeAfterSeconds'] = 3601;
+    const r = validateResource(doc);
+    expect(!r.ok && r.issues.map((i) => i.message)).toEqual([
+      'warmup.routeAfterSeconds must be between 0 and 3600',
+    ]);
   });
 });

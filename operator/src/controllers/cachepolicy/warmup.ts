@@ -1,4 +1,14 @@
-import type { CachePolicyResource, DeploymentResource, Endpoint } from '../../api/index.ts';
+// Which endpoints a CachePolicy's warm-up concerns, and the request that warms
+// one. Pure.
+//
+// A warm-up document is sent as the system message of a chat completion
+// (max 1 new token, temperature 0, the target's cache salt), so the runtime
+// renders it with its own chat template exactly as it renders a user's chat
+// request that starts with the same system message: the two share a token
+// prefix, which the warm-up leaves in the runtime's radix cache. (A home-made
+// rendering, or raw text through /generate, never matches a chat request.)
+import type { DeploymentResource, Endpoint } from '../../api/index.ts';
+import { buildBootstrapFields, type BootstrapFields } from '../../sglang/bootstrap.ts';
 
 /** A disaggregated target's partner: SGLang warms a prefill only through a real prefill/decode pair. */
 export interface WarmupPair {
@@ -9,69 +19,131 @@ export interface WarmupPair {
 }
 
 export interface WarmupTarget {
+  /** The container instance: `<namespace>/<pod>#<restartCount>`; one warm-up at a time per key. */
+  key: string;
+  namespace: string;
   deployment: string;
   pod: string;
+  restartCount: number;
   /** The pod's identity fingerprint (its decode partner's too): which runtime API key it takes. */
   fingerprint: string;
+  /** The served model name the chat request names. */
+  model: string;
   url: string;
   salt: string;
   pair?: WarmupPair;
 }
 
-const isServing = (e: Endpoint): boolean => e.ready && e.verified;
-const urlOf = (e: Endpoint): string => `http://${e.ip}:${e.port}`;
+/** A serving prefilling endpoint: either a warm-up it can take now, or why it waits. */
+export type WarmupCandidate =
+  | { pod: string; restartCount: number; key: string; target: WarmupTarget }
+  | { pod: string; restartCount: number; key: string; waiting: string };
+
+const isServing = (e: Endpoint): boolean => e.ready && e.verified && e.ip !== '';
+const urlOf = (e: Endpoint): string => `http://${e.ip.includes(':') ? `[${e.ip}]` : e.ip}:${e.port}`;
+
+export function buildInstanceKey(namespace: string, pod: string, restartCount: number): string {
+  return `${namespace}/${pod}#${restartCount}`;
+}
 
 /**
- * The endpoints that still need the policy's documents prefilled: verified and
- * ready, of a role that prefills (standalone or prefill; a decode server gets
- * its KV from prefill), not warmed before. A prefill endpoint is warmed
- * through a serving decode endpoint of its fingerprint: a disaggregated SGLang
- * server refuses a request without a bootstrap room, and one sent with the
- * fake bootstrap host is never inserted in its cache (sglang/bootstrap.ts).
- * A prefill without a partner waits for one. Pure.
+ * The endpoints that take the policy's documents: verified and ready, of a
+ * role that prefills (standalone or prefill; a decode server gets its KV from
+ * prefill). A prefill endpoint is warmed through a serving decode endpoint of
+ * its fingerprint: a disaggregated SGLang server refuses a request without a
+ * bootstrap room, and one sent with the fake bootstrap host is never inserted
+ * in its cache (sglang/bootstrap.ts). A prefill without a partner waits.
  */
-export function planWarmup(
-  policy: CachePolicyResource,
-  deployments: ReadonlyMap<string, DeploymentResource>,
-  salts: ReadonlyMap<string, string>,
-): WarmupTarget[] {
-  if (!policy.spec.warmup) return [];
-  const warmed = new Map(
-    (policy.status?.targets ?? []).map((t) => [t.name, new Set(t.warmedEndpoints ?? [])]),
-  );
-  const out: WarmupTarget[] = [];
-  for (const [name, salt] of salts) {
-    const endpoints = deployments.get(name)?.status?.endpoints ?? [];
-    for (const e of endpoints) {
-      if (!isServing(e) || e.role === 'decode') continue;
-      if (warmed.get(name)?.has(e.pod)) continue;
-      const target: WarmupTarget = {
-        deployment: name,
-        pod: e.pod,
-        fingerprint: e.fingerprint ?? '',
-        url: urlOf(e),
-        salt,
-      };
-      if (e.role === 'prefill') {
-        const decode = endpoints.find(
-          (d) => d.role === 'decode' && isServing(d) && d.fingerprint === e.fingerprint,
-        );
-        if (!decode) continue;
-        target.pair = {
-          decodePod: decode.pod,
-          decodeUrl: urlOf(decode),
-          bootstrapHost: e.ip,
-          bootstrapPort: e.bootstrapPort,
-        };
+export function computeWarmupCandidates(
+  namespace: string,
+  name: string,
+  deployment: DeploymentResource | undefined,
+  salt: string,
+): WarmupCandidate[] {
+  const endpoints = deployment?.status?.endpoints ?? [];
+  const model = deployment?.spec.model.servedName ?? '';
+  const out: WarmupCandidate[] = [];
+  for (const e of endpoints) {
+    if (!isServing(e) || e.role === 'decode') continue;
+    const restartCount = e.restartCount ?? 0;
+    const key = buildInstanceKey(namespace, e.pod, restartCount);
+    const target: WarmupTarget = {
+      key,
+      namespace,
+      deployment: name,
+      pod: e.pod,
+      restartCount,
+      fingerprint: e.fingerprint ?? '',
+      model,
+      url: urlOf(e),
+      salt,
+    };
+    if (e.role === 'prefill') {
+      const decode = endpoints.find(
+        (d) => d.role === 'decode' && isServing(d) && d.fingerprint === e.fingerprint,
+      );
+      if (!decode) {
+        out.push({
+          pod: e.pod,
+          restartCount,
+          key,
+          waiting: 'waiting for a serving decode endpoint to pair with',
+        });
+        continue;
       }
-      out.push(target);
+      target.pair = {
+        decodePod: decode.pod,
+        decodeUrl: urlOf(decode),
+        bootstrapHost: e.ip,
+        bootstrapPort: e.bootstrapPort,
+      };
     }
+    out.push({ pod: e.pod, restartCount, key, target });
   }
   return out;
 }
 
-/** Warmed pods that still exist: a pod that went away is forgotten, so its replacement is warmed. */
-export function pruneWarmed(warmed: readonly string[], deployment: DeploymentResource | undefined): string[] {
-  const live = new Set((deployment?.status?.endpoints ?? []).map((e) => e.pod));
-  return warmed.filter((p) => live.has(p));
+/** Pod and restart count of every endpoint the Deployment reports, serving or not. */
+export function computeLiveInstances(deployment: DeploymentResource | undefined): Set<string> {
+  return new Set((deployment?.status?.endpoints ?? []).map((e) => `${e.pod}#${e.restartCount ?? 0}`));
+}
+
+/**
+ * One warm-up request: SGLang 0.5.23's ChatCompletionRequest (entrypoints/openai/protocol.py),
+ * which takes `cache_salt` and, through PDRoutingFields, `bootstrap_host/port/room`.
+ */
+export interface WarmupChatRequest {
+  model: string;
+  messages: { role: 'system'; content: string }[];
+  max_completion_tokens: number;
+  temperature: number;
+  stream: false;
+  cache_salt: string;
+  bootstrap_host?: string;
+  bootstrap_port?: number;
+  bootstrap_room?: number;
+}
+
+/** The chat request for one document; `room` only for a prefill/decode pair. */
+export function buildWarmupRequest(
+  target: WarmupTarget,
+  document: string,
+  room: number | undefined,
+): WarmupChatRequest {
+  // One generated token: the point is the prefill, which lands the prefix in the radix cache.
+  const body: WarmupChatRequest = {
+    model: target.model,
+    messages: [{ role: 'system', content: document }],
+    max_completion_tokens: 1,
+    temperature: 0,
+    stream: false,
+    cache_salt: target.salt,
+  };
+  if (!target.pair || room === undefined) return body;
+  const pd: BootstrapFields = buildBootstrapFields(
+    target.pair.bootstrapHost,
+    target.pair.bootstrapPort,
+    room,
+  );
+  return { ...body, ...pd };
 }

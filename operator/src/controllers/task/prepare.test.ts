@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FEEDBACK_PREFIX, buildPreparedInput, renderMessages } from './prepare.ts';
+import { FEEDBACK_PREFIX, buildPreparedInput } from './prepare.ts';
 
 describe('buildPreparedInput', () => {
   it('sends a prompt unchanged to SGLang', () => {
@@ -9,16 +9,17 @@ describe('buildPreparedInput', () => {
     });
   });
 
-  it('renders messages to plain text for SGLang', () => {
+  // The bug this guards: messages were rendered to SGLang with a home-made
+  // "System: …\n\nUser: …\n\nAssistant:" template, not the model's own.
+  it("leaves messages to SGLang's own chat template: they go as messages, unrendered", () => {
     const messages = [
       { role: 'system' as const, content: 'Be brief.' },
       { role: 'user' as const, content: 'Hi?' },
     ];
-    expect(renderMessages(messages)).toBe('System: Be brief.\n\nUser: Hi?\n\nAssistant:');
-    const r = buildPreparedInput({ input: { messages } }, 'sglang');
-    expect(r.ok && r.value.kind === 'text' && r.value.text).toBe(
-      'System: Be brief.\n\nUser: Hi?\n\nAssistant:',
-    );
+    expect(buildPreparedInput({ input: { messages } }, 'sglang')).toEqual({
+      ok: true,
+      value: { kind: 'messages', messages },
+    });
   });
 
   it('sends a prompt to OpenRouter as one user message', () => {

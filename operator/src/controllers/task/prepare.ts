@@ -1,15 +1,17 @@
 // The exact input a provider receives, built from the frozen spec.
 //
-// SGLang's native /generate takes text or token ids and applies no chat
-// template, and /tokenize takes plain text. So for SGLang a Task is rendered to
-// one plain text (RENDERING below), tokenized by the runtime, and those ids are
-// what is sent. We do not guess a model's chat template: a model that needs its
-// own template should be given a `prompt` already in that format.
-//   prompt / configMapRef: the text, unchanged.
-//   messages: each message as "<Role>: <content>" joined by a blank line, then
-//             "\n\nAssistant:" as the cue to answer.
-// OpenRouter's Chat Completions applies the model's template upstream, so it
-// receives messages: a prompt becomes one user message.
+// Chat messages go to every provider as messages: the model's own chat
+// template renders them, never a home-made one (a home-made rendering is not
+// what the model was trained on, and it never shares a cached prefix with the
+// gateway's chat requests, which SGLang renders with its template).
+//   SGLang: the runtime renders and tokenizes them itself (its /tokenize takes
+//     `messages` and renders them as for a chat completion, SGLang 0.5.23
+//     serving_tokenize.py); those ids are counted against the budget and sent
+//     to /generate.
+//   OpenRouter: Chat Completions applies the model's template upstream.
+// A plain `prompt` (or a ConfigMap's text) is sent to SGLang unchanged as text
+// (RENDERING): a model that needs a template should be given `messages`; to
+// OpenRouter it becomes one user message.
 //
 // Rework appends every reviewer feedback so far, in order, as a user message
 // ("Reviewer feedback on the previous answer:\n<feedback>"); for a plain prompt
@@ -32,16 +34,6 @@ export interface PrepareError {
   code: 'InputUnavailable';
   path: string;
   message: string;
-}
-
-const ROLE_LABEL: Record<Message['role'], string> = {
-  system: 'System',
-  user: 'User',
-  assistant: 'Assistant',
-};
-
-export function renderMessages(messages: readonly Message[]): string {
-  return `${messages.map((m) => `${ROLE_LABEL[m.role]}: ${m.content}`).join('\n\n')}\n\nAssistant:`;
 }
 
 /**
@@ -67,11 +59,7 @@ export function buildPreparedInput(
   }
   if (messages) {
     const all: Message[] = [...messages, ...feedback.map((content) => ({ role: 'user' as const, content }))];
-    return ok(
-      provider === 'sglang'
-        ? { kind: 'text', rendering: RENDERING, text: renderMessages(all) }
-        : { kind: 'messages', messages: all },
-    );
+    return ok({ kind: 'messages', messages: all });
   }
   if (text === undefined)
     return err({ code: 'InputUnavailable', path: 'spec.input', message: 'input has no prompt' });

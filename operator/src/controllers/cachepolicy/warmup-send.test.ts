@@ -1,0 +1,130 @@
+// The warm-up's requests against the SGLang simulator (test/sim, held to SGLang
+// 0.5.23 by the conformance suite); the real server's effect is in
+// test/conformance/warmup-real.test.ts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../../../test/sim/testing.ts';
+import type { WarmupTarget } from './warmup.ts';
+import { sendWarmupDocuments } from './warmup-send.ts';
+
+const KEY = 'k'.repeat(64);
+const HANDBOOK = ' ba be bi bo bu ca ce ci co cu da de di do du';
+
+const target = (url: string, o: Partial<WarmupTarget> = {}): WarmupTarget => ({
+  key: 'ns/p#0',
+  namespace: 'ns',
+  deployment: 'llama',
+  pod: 'p',
+  restartCount: 0,
+  fingerprint: 'f1',
+  model: 'm',
+  url,
+  salt: 'salt-a',
+  ...o,
+});
+
+type Usage = { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } | null };
+
+async function chat(url: string, salt: string, messages: unknown[], extra: object = {}): Promise<Usage> {
+  const r = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ messages, max_tokens: 1, cache_salt: salt, ...extra }),
+  });
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { usage: Usage }).usage;
+}
+
+describe('sendWarmupDocuments on a standalone runtime', () => {
+  let sim: RunningSim;
+  beforeAll(async () => {
+    sim = await startSim(['--model-path', 'm', '--enable-cache-report', '--api-key', KEY]);
+  });
+  afterAll(() => sim.close());
+
+  it('leaves each document as a cached system-message prefix for chat requests under the salt', async () => {
+    const signal = new AbortController().signal;
+    const other = ' ga ge gi go gu';
+    expect(
+      await sendWarmupDocuments(target(sim.url), [HANDBOOK, other], { timeoutMs: 5000, signal, apiKey: KEY }),
+    ).toBeUndefined();
+    const system = { role: 'system', content: HANDBOOK };
+    const first = await chat(sim.url, 'salt-a', [system, { role: 'user', content: ' ha' }]);
+    // Everything of the system message (its role token and text) was cached before the first request.
+    const warm = await chat(sim.url, 'salt-b', [system]);
+    expect(first.prompt_tokens_details?.cached_tokens).toBe(warm.prompt_tokens - 1);
+    // Under another salt nothing was: the cache salt separates it.
+    expect(warm.prompt_tokens_details?.cached_tokens).toBe(0);
+    const second = await chat(sim.url, 'salt-a', [
+      { role: 'system', content: other },
+      { role: 'user', content: ' x' },
+    ]);
+    expect(second.prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
+  });
+
+  it('says what failed: a runtime that refuses the key', async () => {
+    const error = await sendWarmupDocuments(target(sim.url), [HANDBOOK], {
+      timeoutMs: 5000,
+      signal: new AbortController().signal,
+      apiKey: 'w'.repeat(64),
+    });
+    expect(error).toMatch(/HTTP 401/);
+    expect(error).not.toContain('w'.repeat(64));
+  });
+});
+
+describe('sendWarmupDocuments on a prefill/decode pair', () => {
+  // The bug this guards: a disaggregated prefill refuses a request without a bootstrap
+  // room, so a chat warm-up must go to the prefill and its decode partner at once.
+  it('warms the prefill through its decode partner with the bootstrap fields', async () => {
+    const bsPort = await findFreePort();
+    const prefill = await startSim([
+      '--model-path',
+      'm',
+      '--enable-cache-report',
+      '--disaggregation-mode',
+      'prefill',
+      '--disaggregation-bootstrap-port',
+      String(bsPort),
+    ]);
+    const decode = await startSim([
+      '--model-path',
+      'm',
+      '--disaggregation-mode',
+      'decode',
+      '--sim-pd-timeout-ms',
+      '2000',
+    ]);
+    try {
+      const t = target(prefill.url, {
+        pair: { decodePod: 'd', decodeUrl: decode.url, bootstrapHost: '127.0.0.1', bootstrapPort: bsPort },
+      });
+      const signal = new AbortController().signal;
+      expect(
+        await sendWarmupDocuments(t, [HANDBOOK], { timeoutMs: 5000, signal, apiKey: undefined }),
+      ).toBeUndefined();
+      expect(prefill.server.engine.counters.requests).toBe(1);
+      expect(decode.server.engine.counters.requests).toBe(1);
+      // A user's chat through the same pair finds the system message cached on the prefill.
+      const body = {
+        messages: [
+          { role: 'system', content: HANDBOOK },
+          { role: 'user', content: ' ha' },
+        ],
+        max_tokens: 1,
+        cache_salt: 'salt-a',
+        bootstrap_host: '127.0.0.1',
+        bootstrap_port: bsPort,
+        bootstrap_room: 99,
+      };
+      const [p] = await Promise.all([
+        postJson(`${prefill.url}/v1/chat/completions`, body),
+        postJson(`${decode.url}/v1/chat/completions`, body),
+      ]);
+      const usage = (p.json as { usage: Usage }).usage;
+      expect(usage.prompt_tokens_details?.cached_tokens).toBeGreaterThan(0);
+    } finally {
+      await prefill.close();
+      await decode.close();
+    }
+  });
+});
