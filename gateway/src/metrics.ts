@@ -1,7 +1,7 @@
 // The gateway's Prometheus metrics, on a registry per app (tests build many).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { RouteEndpoint, RoutingTable } from './routing/table.ts';
+import { WarmupGate, type RouteEndpoint, type RoutingTable } from './routing/table.ts';
 
 /** Why an upstream attempt failed (a label value). */
 export type UpstreamFailureReason = 'connect' | 'timeout' | 'status' | 'interrupted';
@@ -24,10 +24,15 @@ export interface GatewayMetrics {
   readonly authOpen: Gauge;
 }
 
-/** routable: ready and verified; the others never receive generation. */
-export function classifyEndpoint(e: RouteEndpoint): 'routable' | 'not_ready' | 'unverified' {
+/**
+ * routable: ready and verified, and not held for its warm-up; warming: held from user traffic
+ * until its CachePolicy's warm-up is done (or routeAfterSeconds pass); the others never
+ * receive generation.
+ */
+export function classifyEndpoint(e: RouteEndpoint): 'routable' | 'warming' | 'not_ready' | 'unverified' {
   if (!e.verified) return 'unverified';
-  return e.ready ? 'routable' : 'not_ready';
+  if (!e.ready) return 'not_ready';
+  return e.warmup?.state === WarmupGate.warming ? 'warming' : 'routable';
 }
 
 export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTable } = {}): GatewayMetrics {
@@ -104,7 +109,8 @@ export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTa
       name: 'cacheroute_gateway_endpoints',
       help:
         'Endpoints discovered from Deployment status, by model, role and state: routable (ready and ' +
-        'verified), not_ready, unverified (identity not confirmed: never routed to).',
+        'verified), warming (held from user traffic until warmed), not_ready, unverified (identity not ' +
+        'confirmed: never routed to).',
       labelNames: ['model', 'role', 'state'],
       registers,
       // Read from the routing table at scrape time: nothing to keep in step on the request path.
