@@ -80,7 +80,9 @@ async function startGateway(
   return gw;
 }
 
-describe('gateway process on SIGTERM', () => {
+// Each test starts a gateway process and drains it (SIGTERM, readiness, exit): about 4-5 s alone on
+// this machine, more under load, so vitest's 5 s default cut them short (a timeout, not a failure).
+describe('gateway process on SIGTERM', { timeout: 30_000 }, () => {
   it('turns unready and refuses new requests with 503 GW_DRAINING, finishes a held stream and a held answer, and exits 0', async () => {
     const upstream = await startFakeUpstream();
     up = upstream;
