@@ -14,7 +14,7 @@ import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { Manager } from '../../operator/src/runtime/manager.ts';
 import { startSim, type RunningSim } from '../sim/testing.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
-import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
+import { createTestNamespace, eventually, kubectlOk, patchCacherouteStatus } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
@@ -98,20 +98,7 @@ async function writeEndpoints(ns: string, endpoints: Endpoint[]): Promise<void> 
     endpoints,
     routable: { value: true, reason: 'VerifiedEndpoints' },
   };
-  await kubectlOk(
-    [
-      'patch',
-      'sgd',
-      'llama',
-      '-n',
-      ns,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status }),
-    ],
-    { kubeconfig },
-  );
+  await patchCacherouteStatus(kubeconfig, ns, 'deployments', 'llama', status);
 }
 
 async function policyStatus(ns: string): Promise<CachePolicyStatus> {
