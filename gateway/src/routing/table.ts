@@ -43,7 +43,7 @@ export interface RouteEndpoint {
   readonly verified: boolean;
   readonly ready: boolean;
   readonly bootstrapPort?: number;
-  /** Pod uid + restart count: changes when the runtime's cache is lost. */
+  /** Pod IP + restart count (ip#n): changes when the runtime's cache is lost (a new pod or a restarted container). */
   readonly generation?: string;
   /** The runtime's event publishers (one address per data-parallel rank), when it publishes. */
   readonly events?: RouteEndpointEvents;
