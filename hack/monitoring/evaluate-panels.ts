@@ -3,21 +3,12 @@
 // a replay through the local system, so a panel over a metric nothing feeds, a
 // label the scrape does not set, or a join that matches nothing shows up empty.
 
-import { z } from 'zod';
 import type { PanelQueries } from './dashboards.ts';
-
-const QueryAnswer = z.object({
-  status: z.string(),
-  data: z.object({ resultType: z.string(), result: z.array(z.unknown()) }).optional(),
-  error: z.string().optional(),
-});
+import { queryInstant } from './prometheus-api.ts';
 
 /** Series the instant query returns now; throws with Prometheus' error. */
 export async function countSeries(prometheus: string, expr: string): Promise<number> {
-  const res = await fetch(`${prometheus}/api/v1/query?query=${encodeURIComponent(expr)}`);
-  const answer = QueryAnswer.parse(await res.json());
-  if (answer.status !== 'success') throw new Error(`${expr}: ${answer.error ?? answer.status}`);
-  return answer.data?.result.length ?? 0;
+  return (await queryInstant(prometheus, expr)).length;
 }
 
 export interface PanelEvaluation {

@@ -12,7 +12,7 @@ import { LOCAL_PORTS, ROOT, startLocalSystem, type LocalSystem } from '../local-
 import type { PanelQueries } from './dashboards.ts';
 import { countSeries, evaluatePanels, type PanelEvaluation } from './evaluate-panels.ts';
 import { startLocalPrometheus } from './local-prometheus.ts';
-import { replayConversations } from './replay-traffic.ts';
+import { chat, replayConversations } from './replay-traffic.ts';
 
 const GATEWAY = `http://127.0.0.1:${LOCAL_PORTS.gateway}`;
 /** The sample Deployment given KV events for the replay (its pods roll). */
@@ -98,19 +98,17 @@ async function burstPastAdmission(kubeconfig: string, apiKey: string): Promise<n
     await eventually(
       async () => {
         const codes = await Promise.all(
-          Array.from({ length: 12 }, async (_, i) => {
-            const res = await fetch(`${GATEWAY}/v1/chat/completions`, {
-              method: 'POST',
-              headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-              body: JSON.stringify({
+          Array.from({ length: 12 }, (_, i) =>
+            chat(
+              { gateway: GATEWAY, apiKey },
+              {
                 model: 'llama-8b',
                 messages: [{ role: 'user', content: `burst ${i}: write a long story.` }],
                 max_tokens: 256,
-              }),
-            });
-            await res.text();
-            return res.status;
-          }),
+              },
+              { anyStatus: true },
+            ),
+          ),
         );
         const n = codes.filter((c) => c === 429 || c === 503).length;
         refused += n;

@@ -11,8 +11,8 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { eventually, kubectlOk } from '../../test/support/kubectl.ts';
-import { spawnManaged, stopManaged } from '../../test/support/processes.ts';
+import { kubectlOk } from '../../test/support/kubectl.ts';
+import { httpStatus, spawnManaged, stopManaged, waitUntilAnswering } from '../../test/support/processes.ts';
 import { LOCAL_PORTS, ROOT, SYSTEM_NS } from '../local-system.ts';
 
 export interface LocalPrometheus {
@@ -138,21 +138,20 @@ export async function startLocalPrometheus(opts: LocalPrometheusOptions): Promis
   );
   const url = `http://127.0.0.1:${port}`;
   opts.log(`starting Prometheus on ${url} (log: ${join(opts.dir, 'prometheus.log')})`);
-  await eventually(
-    async () => {
-      if (!proc.isRunning()) throw new Error(`prometheus exited: see ${proc.logPath}`);
-      const res = await fetch(`${url}/-/ready`);
-      if (!res.ok) throw new Error(`prometheus not ready: ${res.status}`);
-    },
-    { timeoutMs: 60_000, intervalMs: 250 },
-  );
-  return {
-    url,
-    port,
-    async stop() {
-      syncing = false;
-      await loop;
-      await stopManaged(proc);
-    },
+  const stop = async (): Promise<void> => {
+    syncing = false;
+    await loop;
+    await stopManaged(proc);
   };
+  try {
+    await waitUntilAnswering(proc, async () => (await httpStatus(`${url}/-/ready`)) === 200, {
+      what: '/-/ready',
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, port, stop };
 }

@@ -8,23 +8,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import { z } from 'zod';
 import type { PanelQueries } from './dashboards.ts';
-
-const RangeAnswer = z.object({
-  status: z.string(),
-  error: z.string().optional(),
-  data: z
-    .object({
-      result: z.array(
-        z.object({
-          metric: z.record(z.string(), z.string()),
-          values: z.array(z.tuple([z.number(), z.string()])),
-        }),
-      ),
-    })
-    .optional(),
-});
+import { queryRange, type QueryRange } from './prometheus-api.ts';
 
 export interface Point {
   readonly t: number;
@@ -38,33 +23,15 @@ export function formatLegend(format: string, metric: Readonly<Record<string, str
   return format.replace(/\{\{\s*(\w+)\s*\}\}/g, (_, name: string) => metric[name] ?? '');
 }
 
-async function queryRange(
-  prometheus: string,
-  expr: string,
-  range: { start: number; end: number; step: number },
-): Promise<z.infer<typeof RangeAnswer>> {
-  const q = new URLSearchParams({
-    query: expr,
-    start: String(range.start),
-    end: String(range.end),
-    step: String(range.step),
-  });
-  const res = await fetch(`${prometheus}/api/v1/query_range?${q.toString()}`);
-  const answer = RangeAnswer.parse(await res.json());
-  if (answer.status !== 'success') throw new Error(`${expr}: ${answer.error ?? answer.status}`);
-  return answer;
-}
-
 /** A panel's points over the range: every series of every query, named by its legend. */
 export async function collectPanelPoints(
   prometheus: string,
   panel: PanelQueries,
-  range: { start: number; end: number; step: number },
+  range: QueryRange,
 ): Promise<Point[]> {
   const points: Point[] = [];
   for (const [i, expr] of panel.exprs.entries()) {
-    const answer = await queryRange(prometheus, expr, range);
-    for (const s of answer.data?.result ?? []) {
+    for (const s of await queryRange(prometheus, expr, range)) {
       const series = formatLegend(panel.legends[i] ?? '', s.metric);
       for (const [t, v] of s.values) {
         const value = Number(v);
@@ -134,7 +101,7 @@ export async function renderDashboardPictures(
   prometheus: string,
   dashboards: readonly { uid: string; title: string; panels: readonly PanelQueries[] }[],
   outDir: string,
-  range: { start: number; end: number; step: number },
+  range: QueryRange,
 ): Promise<string[]> {
   const written: string[] = [];
   for (const d of dashboards) {

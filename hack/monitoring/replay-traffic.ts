@@ -18,14 +18,24 @@ const SYSTEM =
   'You are the support assistant of a company that runs language models on Kubernetes. ' +
   'Answer briefly, cite the runbook section you rely on, and never invent a command.';
 
-async function chat(opts: ReplayOptions, body: object): Promise<void> {
-  const res = await fetch(`${opts.gateway}/v1/chat/completions`, {
+/**
+ * One chat completion through the gateway, its answer read whole; resolves with the
+ * status. Throws on any status but 200 unless `anyStatus`.
+ */
+export async function chat(
+  to: { readonly gateway: string; readonly apiKey: string },
+  body: object,
+  opts: { anyStatus?: boolean } = {},
+): Promise<number> {
+  const res = await fetch(`${to.gateway}/v1/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${opts.apiKey}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${to.apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   const text = await res.text();
-  if (res.status !== 200) throw new Error(`gateway answered ${res.status}: ${text.slice(0, 300)}`);
+  if (res.status !== 200 && !opts.anyStatus)
+    throw new Error(`gateway answered ${res.status}: ${text.slice(0, 300)}`);
+  return res.status;
 }
 
 /** One conversation: each turn resends the history, as chat clients do. */

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { findFreePort } from '../sim/testing.ts';
-import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
+import { httpStatus, registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
 
 const SOURCE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../hack/otlp-receiver');
 
@@ -105,19 +105,15 @@ export async function startOtlpReceiver(
       removeDir();
     })());
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 30_000);
   try {
-    for (;;) {
-      if (!proc.isRunning()) {
-        const exit = await proc.exited;
-        throw new Error(
-          `otlp-receiver exited (code ${exit.code}) before it answered\n${readLogTail(logPath)}`,
-        );
-      }
-      if (await isListening(`${url}/v1/traces`)) break;
-      if (Date.now() > deadline) throw new Error(`otlp-receiver did not answer\n${readLogTail(logPath)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // An empty POST is refused (400/415) once the receiver listens: that is all we ask.
+    const listening = async (): Promise<boolean> =>
+      (await httpStatus(`${url}/v1/traces`, { method: 'POST' })) !== undefined;
+    await waitUntilAnswering(proc, listening, {
+      what: 'on /v1/traces',
+      timeoutMs: opts.startTimeoutMs ?? 30_000,
+      intervalMs: 100,
+    });
   } catch (err) {
     await stop();
     throw err;
@@ -161,17 +157,6 @@ function toRecord(kvs: z.infer<typeof KeyValue>[] | undefined): Record<string, s
     if (value !== undefined) out[key] = value;
   }
   return out;
-}
-
-async function isListening(url: string): Promise<boolean> {
-  try {
-    // An empty POST is refused (400/415) once the receiver listens: that is all we ask.
-    const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(1_000) });
-    await res.body?.cancel();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function buildConfig(port: number, out: string): string {

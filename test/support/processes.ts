@@ -90,6 +90,41 @@ export async function stopManaged(proc: ManagedProcess, graceMs = 5_000): Promis
   await proc.exited;
 }
 
+/**
+ * Resolves once `probe` answers true, asked every intervalMs. Throws at once, with
+ * the log's tail, when the process exits first; with the tail too after timeoutMs.
+ * `what` names what the probe asks (e.g. '/health'), for the messages.
+ */
+export async function waitUntilAnswering(
+  proc: ManagedProcess,
+  probe: () => Promise<boolean>,
+  opts: { what: string; timeoutMs: number; intervalMs: number },
+): Promise<void> {
+  const deadline = Date.now() + opts.timeoutMs;
+  const fail = (why: string): Error =>
+    new Error(`${proc.name} ${why} (log: ${proc.logPath})\n${readLogTail(proc.logPath)}`);
+  for (;;) {
+    if (!proc.isRunning()) {
+      const { code, signal } = await proc.exited;
+      throw fail(`exited (${signal ?? `code ${code}`}) before it answered ${opts.what}`);
+    }
+    if (await probe()) return;
+    if (Date.now() > deadline) throw fail(`did not answer ${opts.what} within ${opts.timeoutMs / 1000} s`);
+    await Promise.race([proc.exited, new Promise((r) => setTimeout(r, opts.intervalMs))]);
+  }
+}
+
+/** The status of one HTTP request (its body read), or undefined when none came within 5 s: a probe. */
+export async function httpStatus(url: string, init: RequestInit = {}): Promise<number | undefined> {
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5_000) });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return undefined;
+  }
+}
+
 // Runs synchronously on exit and on SIGINT/SIGTERM/SIGHUP, after every child got
 // SIGKILL (e.g. removing a temp dir); returns an unregister function.
 export function registerCleanup(fn: () => void): () => void {

@@ -7,7 +7,14 @@
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { isPidAlive, readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
+import {
+  httpStatus,
+  isPidAlive,
+  registerCleanup,
+  spawnManaged,
+  stopManaged,
+  waitUntilAnswering,
+} from './processes.ts';
 import { ensureSglangKit } from './sglang-kit.ts';
 import { findFreePort } from '../sim/testing.ts';
 
@@ -84,19 +91,12 @@ export async function startRealSglang(opts: RealSglangOptions): Promise<RealSgla
       unregister();
       removeDir();
     })());
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 240_000);
   try {
-    for (;;) {
-      if (!proc.isRunning()) {
-        const exit = await proc.exited;
-        throw new Error(
-          `kit serve exited (code ${exit.code}) before /health answered\n${readLogTail(logPath)}`,
-        );
-      }
-      if (await isHealthy(url)) break;
-      if (Date.now() > deadline) throw new Error(`SGLang did not answer /health\n${readLogTail(logPath)}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    await waitUntilAnswering(proc, async () => (await httpStatus(`${url}/health`)) === 200, {
+      what: '/health',
+      timeoutMs: opts.startTimeoutMs ?? 240_000,
+      intervalMs: 250,
+    });
   } catch (err) {
     await stop();
     throw err;
@@ -105,16 +105,6 @@ export async function startRealSglang(opts: RealSglangOptions): Promise<RealSgla
   const readPssMb = (): number =>
     [proc.pid, ...listDescendants(proc.pid)].reduce((sum, pid) => sum + readPssKb(pid), 0) / 1024;
   return { url, port, pid: proc.pid, logPath, dir, startupMs, readPssMb, stop };
-}
-
-async function isHealthy(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
-    await res.arrayBuffer();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
+import { registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
 import { findFreePort } from '../sim/testing.ts';
 
 export interface RunningRedis {
@@ -53,19 +53,12 @@ export async function startRedis(
       unregister();
       removeDir();
     })());
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 15_000);
   try {
-    for (;;) {
-      if (!proc.isRunning()) {
-        const exit = await proc.exited;
-        throw new Error(
-          `redis-server exited (code ${exit.code}) before it answered\n${readLogTail(logPath)}`,
-        );
-      }
-      if (await ping(port)) break;
-      if (Date.now() > deadline) throw new Error(`redis-server did not answer PING\n${readLogTail(logPath)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitUntilAnswering(proc, () => ping(port), {
+      what: 'PING',
+      timeoutMs: opts.startTimeoutMs ?? 15_000,
+      intervalMs: 50,
+    });
   } catch (err) {
     await stop();
     throw err;

@@ -16,8 +16,15 @@ describe('registerTaskMetrics', () => {
       task('b', 'Failed', 'not a number'),
     ];
     const registry = new Registry();
-    registerTaskMetrics(registry, { list: () => tasks });
+    let lists = 0;
+    registerTaskMetrics(registry, {
+      list: () => {
+        lists++;
+        return tasks;
+      },
+    });
     const text = await registry.metrics();
+    expect(lists).toBe(1); // one summary per scrape, for both gauges
     expect(text).toContain('cacheroute_tasks{namespace="a",phase="Succeeded"} 2');
     expect(text).toContain('cacheroute_tasks{namespace="a",phase="Pending"} 1');
     expect(text).toContain('cacheroute_tasks{namespace="a",phase="Running"} 0');
@@ -28,6 +35,7 @@ describe('registerTaskMetrics', () => {
     // A Task deleted since: the next scrape no longer counts it.
     tasks.splice(0, 2);
     const after = await registry.metrics();
+    expect(lists).toBe(2);
     expect(after).toContain('cacheroute_tasks{namespace="a",phase="Succeeded"} 0');
     expect(after).not.toContain('cacheroute_task_cost{namespace="a"}');
   });

@@ -41,6 +41,16 @@ export function summarizeTasks(tasks: readonly TaskLike[]): {
 }
 
 export function registerTaskMetrics(registry: Registry, source: TaskMetricsSource): void {
+  // One summary per scrape for both gauges: a registry runs every collect() in the same
+  // tick, so the summary is kept until the next microtask.
+  let summary: ReturnType<typeof summarizeTasks> | undefined;
+  const summarize = (): ReturnType<typeof summarizeTasks> => {
+    if (summary === undefined) {
+      summary = summarizeTasks(source.list());
+      queueMicrotask(() => (summary = undefined));
+    }
+    return summary;
+  };
   new Gauge({
     name: 'cacheroute_tasks',
     help: 'Tasks by namespace and phase.',
@@ -48,7 +58,7 @@ export function registerTaskMetrics(registry: Registry, source: TaskMetricsSourc
     registers: [registry],
     collect() {
       this.reset();
-      for (const [namespace, byPhase] of summarizeTasks(source.list()).phases)
+      for (const [namespace, byPhase] of summarize().phases)
         for (const [phase, n] of byPhase) this.set({ namespace, phase }, n);
     },
   });
@@ -61,7 +71,7 @@ export function registerTaskMetrics(registry: Registry, source: TaskMetricsSourc
     registers: [registry],
     collect() {
       this.reset();
-      for (const [namespace, c] of summarizeTasks(source.list()).cost) this.set({ namespace }, c);
+      for (const [namespace, c] of summarize().cost) this.set({ namespace }, c);
     },
   });
 }
