@@ -6,6 +6,7 @@
 // SGLang's --api-key leaves /metrics open (utils/auth.py; test/sim/auth.ts).
 
 import { request } from 'undici';
+import { readMetricSamples } from '../../../operator/src/sglang/metrics-text.ts';
 import type { Clock, Timer } from '../clock.ts';
 import type { RuntimeLoad } from './book.ts';
 import type { RoutingTable } from '../routing/table.ts';
@@ -23,12 +24,7 @@ const QUEUE_METRICS = new Set([
 export function parseRuntimeMetrics(text: string): RuntimeLoad | undefined {
   let queued: number | undefined;
   let tokenUsage: number | undefined;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || !line.startsWith('sglang:')) continue;
-    const nameEnd = line.search(/[{ ]/);
-    const name = line.slice(0, nameEnd);
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (!Number.isFinite(value)) continue;
+  for (const { name, value } of readMetricSamples(text, (n) => n.startsWith('sglang:'))) {
     if (QUEUE_METRICS.has(name)) queued = (queued ?? 0) + value;
     else if (name === 'sglang:token_usage') tokenUsage = Math.max(tokenUsage ?? 0, value);
   }

@@ -13,11 +13,7 @@ export interface ClientOptions {
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 
-async function getJson<S extends z.ZodType>(
-  url: string,
-  schema: S,
-  opts: ClientOptions,
-): Promise<FetchResult<z.infer<S>> & { status?: number }> {
+async function get(url: string, opts: ClientOptions): Promise<FetchResult<Response>> {
   const signals = [AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)];
   if (opts.signal) signals.push(opts.signal);
   let res: Response;
@@ -33,6 +29,18 @@ async function getJson<S extends z.ZodType>(
     await res.body?.cancel();
     return { ok: false, error: `GET ${url}: HTTP ${res.status}`, status: res.status };
   }
+  return { ok: true, value: res };
+}
+
+/** GET `url` and parse its JSON with `schema`; every failure is an error that names the URL. */
+export async function getJson<S extends z.ZodType>(
+  url: string,
+  schema: S,
+  opts: ClientOptions,
+): Promise<FetchResult<z.infer<S>> & { status?: number }> {
+  const sent = await get(url, opts);
+  if (!sent.ok) return sent;
+  const res = sent.value;
   let body: unknown;
   try {
     body = await res.json();
@@ -68,4 +76,15 @@ export function fetchServerInfo(baseUrl: string, opts: ClientOptions = {}): Prom
 
 export function fetchModelInfo(baseUrl: string, opts: ClientOptions = {}): Promise<FetchResult<ModelInfo>> {
   return getWithLegacyFallback(baseUrl, 'model_info', ModelInfo, opts);
+}
+
+/** The runtime's /metrics text (SGLang with --enable-metrics; its --api-key leaves /metrics open). */
+export async function fetchMetricsText(baseUrl: string, opts: ClientOptions): Promise<FetchResult<string>> {
+  const sent = await get(`${baseUrl}/metrics`, opts);
+  if (!sent.ok) return sent;
+  try {
+    return { ok: true, value: await sent.value.text() };
+  } catch (err) {
+    return { ok: false, error: `GET ${baseUrl}/metrics: ${(err as Error).message}` };
+  }
 }

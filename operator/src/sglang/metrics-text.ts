@@ -1,0 +1,40 @@
+// Samples from a runtime's /metrics (the Prometheus text format SGLang's
+// prometheus_client writes): name and value, labels skipped. A label value may
+// hold spaces and braces inside its quotes, so the end of the label set is
+// found by scanning, not by the last space.
+
+export interface MetricSample {
+  readonly name: string;
+  readonly value: number;
+}
+
+/** Index just past the label set that opens at `open` (a `{`), honouring quotes and escapes. */
+function skipLabels(line: string, open: number): number {
+  let quoted = false;
+  for (let i = open + 1; i < line.length; i++) {
+    const c = line[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === '}') return i + 1;
+  }
+  return line.length;
+}
+
+/** The samples whose metric name `accept`s (comments and blank lines skipped; a sample that does not parse is dropped). */
+export function readMetricSamples(text: string, accept: (name: string) => boolean): MetricSample[] {
+  const out: MetricSample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const nameEnd = line.search(/[{ ]/);
+    if (nameEnd <= 0) continue;
+    const name = line.slice(0, nameEnd);
+    if (!accept(name)) continue;
+    const rest = line[nameEnd] === '{' ? skipLabels(line, nameEnd) : nameEnd;
+    // The value, then an optional timestamp.
+    const value = Number(line.slice(rest).trim().split(' ')[0]);
+    if (Number.isFinite(value)) out.push({ name, value });
+  }
+  return out;
+}
