@@ -8,6 +8,8 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
+import { GATEWAY_CACHE_REPORT_PATH } from '../../operator/src/api/index.ts';
+import { buildCacheReport } from './cache-report/build.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
@@ -89,8 +91,8 @@ export function build(opts: BuildOptions): FastifyInstance {
   });
   registerJsonBodyParser(app);
   app.server.on('connect', answerConnect);
-  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
   const clock = opts.clock ?? systemClock;
+  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table, clock });
   const load = opts.runtimeLoad
     ? { get: opts.runtimeLoad, start: () => undefined, close: () => undefined }
     : followRuntimeLoad(opts.table, clock, opts.scrapeIntervalMs);
@@ -168,6 +170,16 @@ export function build(opts: BuildOptions): FastifyInstance {
   });
   admin.get('/metrics', async (_req, reply) =>
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+  // For the operator's CacheHealthy condition (controllers/deployment/cache-health).
+  admin.get(GATEWAY_CACHE_REPORT_PATH, (_req, reply) =>
+    reply.header('cache-control', 'no-store').send(
+      buildCacheReport({
+        routes: opts.table.list(),
+        predictions: metrics.predictions,
+        kvIndex: gateway.kvIndex.status(),
+      }),
+    ),
   );
   // Every API route needs a tenant's key in keys mode; the admin routes are on their own port.
   const apiRoute = tenants.mode === 'keys' ? { onRequest: buildAuthenticateHook(tenants) } : {};

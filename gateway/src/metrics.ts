@@ -1,6 +1,8 @@
 // The gateway's Prometheus metrics, on a registry per app (tests build many).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PredictionWindow } from './cache-report/prediction-window.ts';
+import { systemClock, type Clock } from './clock.ts';
 import { WarmupGate, type RouteEndpoint, type RoutingTable } from './routing/table.ts';
 
 /** Why an upstream attempt failed (a label value). */
@@ -22,6 +24,8 @@ export interface GatewayMetrics {
   readonly tenantRequests: Counter<'tenant' | 'code'>;
   readonly tenantRejections: Counter<'tenant' | 'limit'>;
   readonly authOpen: Gauge;
+  /** Per Deployment, what routing expected cached over a recent window (the cache report). */
+  readonly predictions: PredictionWindow;
 }
 
 /**
@@ -35,7 +39,9 @@ export function classifyEndpoint(e: RouteEndpoint): 'routable' | 'warming' | 'no
   return e.warmup?.state === WarmupGate.warming ? 'warming' : 'routable';
 }
 
-export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTable } = {}): GatewayMetrics {
+export function buildMetrics(
+  opts: { defaultMetrics?: boolean; table?: RoutingTable; clock?: Clock } = {},
+): GatewayMetrics {
   const table = opts.table;
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'cacheroute_gateway_' });
@@ -140,5 +146,6 @@ export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTa
       help: '1 when this gateway checks no API keys (--auth open): anyone who reaches it may call every model.',
       registers,
     }),
+    predictions: new PredictionWindow({ clock: opts.clock ?? systemClock }),
   };
 }

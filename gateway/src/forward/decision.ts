@@ -27,6 +27,8 @@ export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, 
   metrics.decisions.inc({ model: route.model, policy: policy.name, endpoint: endpoint.id, hit: String(hit) });
   metrics.promptTokens.inc({ model: route.model }, input.tokens.length);
   if (matchedTokens) metrics.matchedTokens.inc({ model: route.model }, matchedTokens);
+  if (matchedTokens !== undefined)
+    metrics.predictions.record(route.deployment, input.tokens.length, matchedTokens);
   log.info(
     {
       decision: {

@@ -1,0 +1,109 @@
+// The cache report: the prediction window's arithmetic, and GET /cache-report.json through the
+// app against a fake upstream (a cache-aware route predicts the repeated prefix it routed).
+
+import type { FastifyInstance } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  Admission,
+  GATEWAY_CACHE_REPORT_PATH,
+  GatewayCacheReport,
+  ResultReuse,
+  RoutingSettings,
+} from '../../../operator/src/api/index.ts';
+import { build } from '../app.ts';
+import { ManualClock } from '../clock.ts';
+import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
+import { startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
+import { PredictionWindow } from './prediction-window.ts';
+
+describe('PredictionWindow', () => {
+  it('sums decisions per Deployment over the window and forgets what left it', () => {
+    const clock = new ManualClock();
+    const w = new PredictionWindow({ clock, windowMs: 300_000 });
+    w.record('ns/a', 100, 60);
+    clock.advance(150_000);
+    w.record('ns/a', 100, 0);
+    w.record('ns/b', 50, 50);
+    expect(w.totals().get('ns/a')).toEqual({ decisions: 2, promptTokens: 200, predictedTokens: 60 });
+    // The first decision is now older than the window; the second is not.
+    clock.advance(160_000);
+    expect(w.totals().get('ns/a')).toEqual({ decisions: 1, promptTokens: 100, predictedTokens: 0 });
+    clock.advance(300_000);
+    expect(w.totals().size).toBe(0);
+  });
+
+  it('reuses a bucket a window later without carrying its old counts', () => {
+    const clock = new ManualClock();
+    const w = new PredictionWindow({ clock, windowMs: 30_000 });
+    w.record('ns/a', 10, 10);
+    clock.advance(30_000); // the same ring slot, one window on
+    w.record('ns/a', 10, 0);
+    expect(w.totals().get('ns/a')).toEqual({ decisions: 1, promptTokens: 10, predictedTokens: 0 });
+  });
+});
+
+describe('GET /cache-report.json', () => {
+  let up: FakeUpstream;
+  let app: FastifyInstance;
+  const route = (): ModelRoute => ({
+    model: 'm',
+    deployment: 'ns/m',
+    fingerprint: 'fp1',
+    salt: 's',
+    routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+    admission: Admission.parse({ adaptive: false }),
+    reuse: ResultReuse.parse({ enabled: false }),
+    endpoints: [
+      { id: 'a', url: up.url, role: 'standalone', fingerprint: 'fp1', verified: true, ready: true },
+      {
+        id: 'b',
+        url: up.url,
+        role: 'standalone',
+        fingerprint: 'fp1',
+        verified: true,
+        ready: true,
+        events: { kv: ['tcp://127.0.0.1:1'], topic: 'kv', blockSize: 16 },
+      },
+    ],
+  });
+
+  beforeEach(async () => {
+    up = await startFakeUpstream();
+    app = build({ table: new StaticRoutingTable([route()]), clock: new ManualClock() });
+  });
+  afterEach(async () => {
+    await app.close();
+    await up.close();
+  });
+
+  const report = async () => {
+    const r = await app.inject({ url: GATEWAY_CACHE_REPORT_PATH });
+    expect(r.statusCode).toBe(200);
+    return GatewayCacheReport.parse(r.json());
+  };
+
+  it('reports what routing predicted for the Deployment, and each endpoint’s event index', async () => {
+    expect((await report()).deployments).toEqual([
+      expect.objectContaining({ deployment: 'ns/m', decisions: 0, promptTokens: 0, predictedTokens: 0 }),
+    ]);
+    const content = 'the same long system prompt, repeated on every request of this conversation. '.repeat(8);
+    for (let i = 0; i < 3; i++) {
+      const r = await app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: { model: 'm', messages: [{ role: 'user', content }] },
+      });
+      expect(r.statusCode).toBe(200);
+    }
+    const [d] = (await report()).deployments;
+    expect(d?.decisions).toBe(3);
+    expect(d?.promptTokens).toBeGreaterThan(0);
+    // The first request found nothing; the next two went where the prefix had been routed.
+    expect(d?.predictedTokens).toBeGreaterThan(0.5 * ((2 / 3) * (d?.promptTokens ?? 0)));
+    expect(d?.predictedTokens).toBeLessThan(d?.promptTokens ?? 0);
+    expect(d?.endpoints).toEqual([
+      { pod: 'a' },
+      { pod: 'b', events: expect.objectContaining({ usable: false }) as unknown },
+    ]);
+  });
+});
