@@ -105,6 +105,8 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
     `--lease-namespace=${SYSTEM_NS}`,
     '--metrics-host=127.0.0.1',
     `--metrics-port=${LOCAL_PORTS.operatorMetrics}`,
+    // The CacheHealthy condition compares the runtimes with the gateway's predictions, as the chart wires it.
+    `--gateway-admin-url=http://127.0.0.1:${LOCAL_PORTS.admin}`,
   ]);
   const gateway = startProcess(dir, 'gateway', [
     '--max-semi-space-size=32', // as the gateway image runs it (gateway/Dockerfile)

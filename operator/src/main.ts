@@ -56,6 +56,11 @@ const Flags = z
     'runtime-ingress-gateway': PodPeerFlag.optional(),
     'runtime-ingress-operator': PodPeerFlag.optional(),
     'runtime-ingress-metrics': PodPeerFlag.optional(),
+    // Cache health (the CacheHealthy condition): the runtimes' /metrics are read this often; 0: never.
+    'cache-health-period-seconds': z.coerce.number().int().min(0).max(3600).default(30),
+    // The gateway's admin address (http://HOST:PORT): its replicas' routing predictions, compared
+    // with what the runtimes report. Every address HOST resolves to is read (a headless Service: all).
+    'gateway-admin-url': z.url({ protocol: /^https?$/ }).optional(),
   })
   .superRefine((f, ctx) => {
     const on = f['runtime-network-policy'] === 'true';
@@ -86,7 +91,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
   [--log-level debug|info|warn|error] [--concurrency 4] [--openrouter-base-url https://openrouter.ai/api/v1]
   [--allow-paid-calls false|true] [--paid-calls-daily-cap '10 USD']
   [--runtime-network-policy false|true --runtime-ingress-gateway namespace=NS,LABEL=VALUE,...
-   --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]`;
+   --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]
+  [--cache-health-period-seconds 30] [--gateway-admin-url http://HOST:PORT]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -150,6 +156,10 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     openrouterBaseUrl: paidCallsBaseUrl(flags),
     dailyCap: flags['paid-calls-daily-cap'],
     runtimeIngress: runtimeIngressOf(flags),
+    cacheHealth: {
+      periodMs: flags['cache-health-period-seconds'] * 1000,
+      gatewayAdminUrl: flags['gateway-admin-url'],
+    },
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -162,6 +172,10 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
         : 'off',
     runtimeNetworkPolicy: flags['runtime-network-policy'] === 'true' ? 'on' : 'off',
     tracing: config ? config.url : 'off',
+    cacheHealth:
+      flags['cache-health-period-seconds'] === 0
+        ? 'off'
+        : `every ${flags['cache-health-period-seconds']} s, gateway ${flags['gateway-admin-url'] ?? 'not read'}`,
   });
   const exit = await op.manager.wait();
   await op.client.close();

@@ -39,6 +39,8 @@ export interface OperatorOptions {
    * and --runtime-ingress-*); unset: no NetworkPolicy, and one made earlier is deleted.
    */
   runtimeIngress?: RuntimeIngress | undefined;
+  /** Cache health measurement (--cache-health-period-seconds, --gateway-admin-url); unset: off. */
+  cacheHealth?: { periodMs: number; windowMs?: number; gatewayAdminUrl?: string | undefined } | undefined;
 }
 
 export interface Operator {
@@ -74,6 +76,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       client,
       concurrency: opts.concurrency ?? 4,
       runtimeIngress: opts.runtimeIngress,
+      cacheHealth: opts.cacheHealth,
     }),
   );
   manager.addController(buildCachePolicyController({ manager, client }));

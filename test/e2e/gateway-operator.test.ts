@@ -46,13 +46,15 @@ beforeAll(async () => {
     kubeconfig: cp.kubeconfig,
     extraArgs: (pod) => (isImpostor(pod) ? ['--served-model-name', 'not-llama'] : []),
   });
+  // The gateway listens: the operator reads its cache report for the CacheHealthy condition.
+  gateway = await startInProcessGateway(cp.kubeconfig, [NS], { listen: true });
   operator = await startOperator({
     kubeconfig: cp.kubeconfig,
     logger: createLogger({ level: 'warn' }),
     leaderElection: false,
     http: false,
+    cacheHealth: { periodMs: 1_000, gatewayAdminUrl: gateway.url },
   });
-  gateway = await startInProcessGateway(cp.kubeconfig, [NS]);
 });
 
 afterAll(async () => {
@@ -217,5 +219,53 @@ describe('gateway with the operator', () => {
     // only the last partial page, the user's turn and the cue are new.
     expect(usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(50);
     expect(usage.prompt_tokens - usage.prompt_tokens_details.cached_tokens).toBeLessThan(16 + 20);
+  });
+
+  // Issue 14 item 3: cache health in status. The operator reads the runtimes' own counters and
+  // the gateway's predictions; the Deployment says what it found, the CachePolicy shows the rate.
+  it('publishes the cache hit rate beside what routing predicted, as CacheHealthy and in kubectl get', async () => {
+    const manual = `Operations manual. ${'A long shared preamble every request of this team starts with. '.repeat(30)}`;
+    for (let i = 0; i < 12; i++) {
+      const r = await gateway.app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: {
+          model: 'llama-8b',
+          messages: [
+            { role: 'system', content: manual },
+            { role: 'user', content: `Question ${i}: what does the manual say?` },
+          ],
+          max_tokens: 1,
+        },
+      });
+      expect(r.statusCode).toBe(200);
+    }
+    await eventually(
+      async () => {
+        const s = await status('llama');
+        expect(s.conditions?.find((c) => c.type === 'CacheHealthy')).toMatchObject({
+          status: 'True',
+          reason: 'Healthy',
+          message: expect.stringContaining('routing expected') as unknown,
+        });
+        expect(s.cache?.promptTokens).toBeGreaterThan(1_000);
+        expect(s.cache?.hitRate).toBeGreaterThan(0.5);
+        expect(s.cache?.predictedHitRate).toBeGreaterThan(0.5);
+      },
+      { timeoutMs: 30_000 },
+    );
+    const hitRate = (await status('llama')).cache?.hitRate;
+    await eventually(
+      async () => {
+        const p = JSON.parse(await k(['get', 'cachepolicies.cacheroute.dev', 'team-a', '-o', 'json'])) as {
+          status?: CachePolicyStatus;
+        };
+        expect(p.status?.targets?.[0]?.hitRate).toBe(hitRate);
+      },
+      { timeoutMs: 30_000 },
+    );
+    const table = await k(['get', 'sgd', 'llama', '-o', 'wide']);
+    expect(table.split('\n')[0]).toMatch(/HIT-RATE .*CACHE/);
+    expect(table).toContain('Healthy');
   });
 });

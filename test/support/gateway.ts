@@ -11,6 +11,8 @@ import type { Tokenizer } from '../../gateway/src/tokenize/tokenizer.ts';
 
 export interface InProcessGateway {
   readonly app: FastifyInstance;
+  /** Its address when started with `listen` (the operator reads its cache report there). */
+  readonly url: string | undefined;
   readonly watcher: DiscoveryWatcher;
   stop(): Promise<void>;
 }
@@ -18,7 +20,7 @@ export interface InProcessGateway {
 export async function startInProcessGateway(
   kubeconfig: string,
   namespaces: readonly string[],
-  opts: { tokenizers?: ReadonlyMap<string, Tokenizer> } = {},
+  opts: { tokenizers?: ReadonlyMap<string, Tokenizer>; listen?: boolean } = {},
 ): Promise<InProcessGateway> {
   const kc = new KubeConfig();
   kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
@@ -26,11 +28,17 @@ export async function startInProcessGateway(
   const watcher = new DiscoveryWatcher({ client, namespaces: [...namespaces], coalesceMs: 20 });
   // The runtimes' API keys, as server.ts wires them: the runtimes refuse requests without one.
   const runtimeKeys = new RuntimeKeyWatcher({ client, namespaces: [...namespaces] });
-  const app = build({ table: watcher.table, runtimeKeys: runtimeKeys.keys, ...opts });
+  const app = build({
+    table: watcher.table,
+    runtimeKeys: runtimeKeys.keys,
+    ...(opts.tokenizers ? { tokenizers: opts.tokenizers } : {}),
+  });
   watcher.start();
   runtimeKeys.start();
+  const url = opts.listen ? await app.listen({ port: 0, host: '127.0.0.1' }) : undefined;
   return {
     app,
+    url,
     watcher,
     async stop() {
       await app.close();

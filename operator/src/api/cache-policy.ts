@@ -338,6 +338,10 @@ export const PolicyTargetStatus = z.object({
     .string()
     .optional()
     .meta({ description: 'The cache_salt the gateway stamps on requests to this target.' }),
+  hitRate: z.number().optional().meta({
+    description:
+      "The target's cache hit rate over its last window, as its runtimes report it (its status.cache).",
+  }),
   warmup: z
     .array(WarmupEndpointStatus)
     .optional()

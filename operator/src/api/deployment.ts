@@ -683,6 +683,26 @@ export const Identity = z.object({
   imageDigest: z.string().optional(),
 });
 
+/** What the operator measured of a Deployment's cache (controllers/deployment/cache-health). */
+export const CacheHealthStatus = z.object({
+  windowSeconds: z.number().int().meta({ description: 'The window the figures are over.' }),
+  promptTokens: z.number().int().meta({
+    description: 'Prompt tokens the prefilling runtimes processed in the window (their own count).',
+  }),
+  hitRate: z
+    .number()
+    .optional()
+    .meta({ description: 'Cached prompt tokens over prompt tokens, as the runtimes report them (0..1).' }),
+  predictedHitRate: z.number().optional().meta({
+    description: "What the gateway's routing expected cached for the requests it routed here (0..1).",
+  }),
+  hostTierUsage: z
+    .number()
+    .optional()
+    .meta({ description: "HiCache: the fullest endpoint's host tier, used over total tokens (0..1)." }),
+});
+export type CacheHealthStatus = z.infer<typeof CacheHealthStatus>;
+
 export const DeploymentStatus = z.object({
   observedGeneration: z.number().int().optional(),
   conditions: Conditions.optional(),
@@ -705,5 +725,8 @@ export const DeploymentStatus = z.object({
     .object({ value: z.boolean(), reason: z.string(), message: z.string().optional() })
     .optional()
     .meta({ description: 'Whether the gateway may send generation requests, and why not.' }),
+  cache: CacheHealthStatus.optional().meta({
+    description: "The cache's health over the last window (the CacheHealthy condition says what it means).",
+  }),
 });
 export type DeploymentStatus = z.infer<typeof DeploymentStatus>;

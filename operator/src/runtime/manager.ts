@@ -169,6 +169,11 @@ export class Manager {
   }
 
   // Aborted when the manager begins to stop (SIGTERM, leadership lost): for work outside reconciles.
+  /** The manager's logger, for workers that run beside the controllers. */
+  get logger(): Logger {
+    return this.log;
+  }
+
   get stopSignal(): AbortSignal {
     return this.stopAbort.signal;
   }

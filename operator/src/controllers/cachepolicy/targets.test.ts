@@ -41,6 +41,19 @@ describe('computePolicyStatus', () => {
     expect(s.conditions?.[0]).toMatchObject({ type: 'Accepted', status: 'True', observedGeneration: 1 });
   });
 
+  it("shows an accepted target's measured hit rate", () => {
+    const p = policy('a', '2026-01-01T00:00:00Z', ['llama-8b']);
+    const measured = {
+      ...llama,
+      status: { cache: { windowSeconds: 300, promptTokens: 9000, hitRate: 0.62 } },
+    };
+    const s = computePolicyStatus(
+      { policy: p, policies: [p], deployments: new Map([['llama-8b', measured]]) },
+      NOW,
+    );
+    expect(s.targets?.[0]).toMatchObject({ accepted: true, hitRate: 0.62 });
+  });
+
   it('refuses a missing target with TargetNotFound', () => {
     const p = policy('a', '2026-01-01T00:00:00Z', ['nope']);
     const s = computePolicyStatus({ policy: p, policies: [p], deployments }, NOW);

@@ -61,6 +61,7 @@ export function computeTargetStatus(obs: PolicyObservation, name: string): Targe
     deploymentId: target.spec.deploymentId,
     ...(target.status?.identity?.fingerprint ? { fingerprint: target.status.identity.fingerprint } : {}),
     cacheSalt: computeCacheSalt(obs.policy.spec.cacheNamespace, target.spec.deploymentId),
+    ...(target.status?.cache?.hitRate !== undefined ? { hitRate: target.status.cache.hitRate } : {}),
   };
 }
 

@@ -72,4 +72,22 @@ describe('planEvents', () => {
     expect(planEvents(undefined, { conditions: [waiting] })).toEqual([]);
     expect(planEvents({ conditions: [waiting] }, { conditions: [waiting] })).toEqual([]);
   });
+
+  it('warns when the cache turns unhealthy, and says once when it recovers; Unknown is silent', () => {
+    const at = (status: 'True' | 'False', reason: string): DeploymentStatus => ({
+      conditions: [cond('CacheHealthy', status, reason)],
+    });
+    const unknown: DeploymentStatus = {
+      conditions: [{ ...cond('CacheHealthy', 'True', 'Measuring'), status: 'Unknown' }],
+    };
+    expect(planEvents(undefined, unknown)).toEqual([]);
+    expect(planEvents(unknown, at('False', 'HostTierFull'))).toEqual([
+      { type: 'Warning', reason: 'HostTierFull', message: 'CacheHealthy HostTierFull' },
+    ]);
+    expect(planEvents(at('False', 'HostTierFull'), at('False', 'HostTierFull'))).toEqual([]);
+    expect(planEvents(at('False', 'HostTierFull'), at('True', 'Healthy'))).toEqual([
+      { type: 'Normal', reason: 'CacheHealthy', message: 'CacheHealthy Healthy' },
+    ]);
+    expect(planEvents(unknown, at('True', 'Healthy'))).toEqual([]);
+  });
 });

@@ -50,6 +50,11 @@ function planConditionEvents(previous: DeploymentStatus | undefined, next: Deplo
     }
     if (c.type === 'Progressing' && c.status === 'False')
       return [{ type: 'Warning', reason: c.reason, message: c.message }];
+    // A cache fault is announced once, and its end once (Unknown is only "not measured yet").
+    if (c.type === 'CacheHealthy' && c.status === 'False')
+      return [{ type: 'Warning', reason: c.reason, message: c.message }];
+    if (c.type === 'CacheHealthy' && c.status === 'True' && old?.status === 'False')
+      return [{ type: 'Normal', reason: 'CacheHealthy', message: c.message }];
     return [];
   });
 }

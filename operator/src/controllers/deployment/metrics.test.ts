@@ -44,4 +44,32 @@ describe('registerDeploymentMetrics', () => {
     deployments.pop();
     expect(await registry.metrics()).not.toContain('deployment="team/new"');
   });
+
+  it('publishes each condition with its status and reason, and the measured cache hit rate', async () => {
+    const registry = new Registry();
+    registerDeploymentMetrics(registry, {
+      list: () => [
+        {
+          metadata: { namespace: 'team', name: 'llama-8b' },
+          status: {
+            conditions: [
+              { type: 'Ready', status: 'True', reason: 'AllReplicasVerified' },
+              { type: 'CacheHealthy', status: 'False', reason: 'HostTierFull' },
+            ],
+            cache: { hitRate: 0.31 },
+          },
+        },
+        { metadata: { namespace: 'team', name: 'unmeasured' } },
+      ],
+    });
+    const text = await registry.metrics();
+    expect(text).toContain(
+      'cacheroute_deployment_condition{deployment="team/llama-8b",type="CacheHealthy",status="False",reason="HostTierFull"} 1',
+    );
+    expect(text).toContain(
+      'cacheroute_deployment_condition{deployment="team/llama-8b",type="Ready",status="True",reason="AllReplicasVerified"} 1',
+    );
+    expect(text).toContain('cacheroute_deployment_cache_hit_rate{deployment="team/llama-8b"} 0.31');
+    expect(text).not.toContain('cacheroute_deployment_cache_hit_rate{deployment="team/unmeasured"}');
+  });
 });

@@ -17,7 +17,10 @@ export interface DeploymentLike {
         readonly endpoints?:
           | readonly { readonly role?: string; readonly ready?: boolean; readonly verified?: boolean }[]
           | undefined;
-        readonly conditions?: readonly { readonly type?: string; readonly status?: string }[] | undefined;
+        readonly conditions?:
+          | readonly { readonly type?: string; readonly status?: string; readonly reason?: string }[]
+          | undefined;
+        readonly cache?: { readonly hitRate?: number | undefined } | undefined;
       }
     | undefined;
 }
@@ -73,6 +76,36 @@ export function registerDeploymentMetrics(registry: Registry, source: Deployment
           const [role = '', state = ''] = k.split('\u0000');
           this.set({ deployment: key(d), role, state }, n);
         }
+      }
+    },
+  });
+  new Gauge({
+    name: 'cacheroute_deployment_condition',
+    help:
+      "A Deployment's conditions (Ready, Progressing, IdentityVerified, Degraded, CacheHealthy): 1 per " +
+      'condition, labelled with its status and reason.',
+    labelNames: ['deployment', 'type', 'status', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const d of source.list())
+        for (const c of d.status?.conditions ?? [])
+          this.set(
+            { deployment: key(d), type: c.type ?? '', status: c.status ?? '', reason: c.reason ?? '' },
+            1,
+          );
+    },
+  });
+  new Gauge({
+    name: 'cacheroute_deployment_cache_hit_rate',
+    help: "The prefix cache hit rate a Deployment's runtimes report over the operator's window (status.cache).",
+    labelNames: ['deployment'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const d of source.list()) {
+        const rate = d.status?.cache?.hitRate;
+        if (rate !== undefined) this.set({ deployment: key(d) }, rate);
       }
     },
   });

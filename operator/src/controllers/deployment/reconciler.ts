@@ -14,6 +14,8 @@ import { Resources } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
 import { buildRuntimeKeyLookup, readRuntimeKeys } from '../../sglang/runtime-key.ts';
 import { computeDeclaredIdentity } from './args.ts';
+import { CacheHealthReason, type CacheHealthAssessment } from './cache-health/assess.ts';
+import { CacheHealthProber } from './cache-health/prober.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
   buildPodView,
@@ -49,12 +51,22 @@ export interface DeploymentControllerOptions {
   runtimeIngress?: RuntimeIngress | undefined;
   /** New runtime API keys (default: 32 random bytes, hex). */
   generateKey?: () => string;
+  /**
+   * Cache health (the CacheHealthy condition and status.cache): measured every `periodMs`
+   * (0 or absent: not measured), with the gateway tier's predictions when `gatewayAdminUrl` is set.
+   */
+  cacheHealth?: { periodMs: number; windowMs?: number; gatewayAdminUrl?: string | undefined } | undefined;
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
 type SecretObject = KubeObject & { data?: Record<string, string> };
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
+const CONTROLLER = 'deployment';
+const CACHE_NOT_MEASURED: CacheHealthAssessment = {
+  condition: { status: 'Unknown', reason: CacheHealthReason.Measuring, message: 'not measured yet' },
+  cache: undefined,
+};
 
 export function buildDeploymentController(opts: DeploymentControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
@@ -70,6 +82,17 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
   const pendingRequeueMs = opts.pendingRequeueMs ?? 5_000;
+  const cacheHealth = opts.cacheHealth?.periodMs
+    ? new CacheHealthProber({
+        ...opts.cacheHealth,
+        deployments: () => roots.list(),
+        isLeader: () => manager.isLeader(),
+        onChanged: (key) => manager.enqueue(CONTROLLER, key),
+        logger: manager.logger.child({ component: 'cache-health' }),
+        signal: manager.stopSignal,
+      })
+    : undefined;
+  cacheHealth?.start();
 
   function refuseAdoption(root: DeploymentObject, message: string): never {
     manager.events.event(root, 'Warning', 'AdoptionRefused', message);
@@ -241,6 +264,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         endpoints,
         troubles,
         podCount: podObjects.filter((p) => !p.metadata?.deletionTimestamp).length,
+        cache: cacheHealth ? (cacheHealth.assessmentOf(key) ?? CACHE_NOT_MEASURED) : undefined,
       },
       ctx.now(),
     );
@@ -255,7 +279,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   }
 
   return {
-    name: 'deployment',
+    name: CONTROLLER,
     primary: Resources.sglangDeployments,
     owns: [Resources.deployments, Resources.services, Resources.secrets, Resources.networkPolicies],
     watches: [

@@ -297,3 +297,30 @@ describe('computePodTrouble', () => {
     expect(computePodTrouble(pod(status))?.reason).toBe(reason);
   });
 });
+
+describe('computeStatus: cache health', () => {
+  const dense = root('deployment-dense.yaml');
+  const serving = [endpoint('a', 'standalone'), endpoint('b', 'standalone')];
+  const gap = {
+    condition: { status: 'False' as const, reason: 'PredictionGap', message: 'the runtimes hit 0.10' },
+    cache: { windowSeconds: 300, promptTokens: 5000, hitRate: 0.1, predictedHitRate: 0.5 },
+  };
+
+  it('writes the assessment as CacheHealthy and status.cache', () => {
+    const s = computeStatus(observe(dense, serving, { cache: gap }), NOW);
+    expect(cond(s, 'CacheHealthy')).toMatchObject({
+      status: 'False',
+      reason: 'PredictionGap',
+      message: 'the runtimes hit 0.10',
+      observedGeneration: 3,
+    });
+    expect(s.cache).toEqual(gap.cache);
+  });
+
+  it('drops a CacheHealthy left from when caches were measured', () => {
+    const before = computeStatus(observe(dense, serving, { cache: gap }), NOW);
+    const after = computeStatus(observe({ ...dense, status: before }, serving), NOW);
+    expect(cond(after, 'CacheHealthy')).toBeUndefined();
+    expect(after.cache).toBeUndefined();
+  });
+});

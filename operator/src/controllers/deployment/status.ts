@@ -1,5 +1,6 @@
 import type { Condition, DeploymentResource, DeploymentStatus, Endpoint } from '../../api/index.ts';
-import { setConditions, type ConditionInput } from '../../runtime/conditions.ts';
+import { removeCondition, setConditions, type ConditionInput } from '../../runtime/conditions.ts';
+import type { CacheHealthAssessment } from './cache-health/assess.ts';
 import type { PodObject } from './endpoints.ts';
 import { computeImageDigest } from './fingerprint.ts';
 import { LABEL_DEPLOYMENT } from './labels.ts';
@@ -10,6 +11,7 @@ export const ConditionType = {
   Progressing: 'Progressing',
   IdentityVerified: 'IdentityVerified',
   Degraded: 'Degraded',
+  CacheHealthy: 'CacheHealthy',
 } as const;
 
 export const Reason = {
@@ -78,6 +80,8 @@ export interface StatusObservation {
   endpoints: readonly Endpoint[];
   troubles: readonly PodTrouble[];
   podCount: number;
+  /** The cache's last assessment (cache-health/); undefined: the operator does not measure caches. */
+  cache?: CacheHealthAssessment | undefined;
 }
 
 function countBy(endpoints: readonly Endpoint[], pred: (e: Endpoint) => boolean): number {
@@ -126,6 +130,21 @@ function computeRoutable(
     reason: Reason.PrefillDecodePaired,
     message: 'verified prefill and decode endpoints of one revision',
   };
+}
+
+const cacheConditions = (cache: CacheHealthAssessment | undefined) => (cache ? [cache.condition] : []);
+const cacheStatus = (cache: CacheHealthAssessment | undefined) =>
+  cache?.cache ? { cache: cache.cache } : {};
+
+/** The conditions set; CacheHealthy removed when caches are not measured (no stale verdict stays). */
+function settleConditions(
+  previous: DeploymentStatus['conditions'],
+  next: readonly ConditionInput[],
+  measuringCaches: boolean,
+  now: Date,
+): Condition[] {
+  const set = setConditions(previous, next, now).conditions;
+  return measuringCaches ? set : removeCondition(set, ConditionType.CacheHealthy).conditions;
 }
 
 /** The whole status of a Deployment from what was observed: pure, `now` injected. */
@@ -222,7 +241,8 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
   if (degradedBy.length > 0) cond(ConditionType.Degraded, 'True', 'Degraded', degradedBy.join('; '));
   else cond(ConditionType.Degraded, 'False', Reason.AsExpected, 'no fault observed');
 
-  const { conditions } = setConditions(previous.conditions, next, now);
+  for (const c of cacheConditions(obs.cache)) cond(ConditionType.CacheHealthy, c.status, c.reason, c.message);
+  const conditions = settleConditions(previous.conditions, next, obs.cache !== undefined, now);
 
   const acceptedFingerprint = obs.identityConflict ? obs.identityConflict.accepted : obs.fingerprint;
   return {
@@ -243,5 +263,6 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
     },
     endpoints: [...endpoints].sort((a, b) => a.pod.localeCompare(b.pod)),
     routable: computeRoutable(engines, endpoints),
+    ...cacheStatus(obs.cache),
   };
 }

@@ -1,0 +1,215 @@
+// The operator's cache-health prober against real parts: SGLang simulators
+// that count their prompt and cached tokens as SGLang does, and a real gateway
+// listening on a port, whose cache report the prober reads over HTTP. No API
+// server is needed here: the Deployment is handed to the prober as the
+// informer would hold it (the status write is the e2e test's).
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { build } from '../../gateway/src/app.ts';
+import { StaticRoutingTable, type ModelRoute } from '../../gateway/src/routing/table.ts';
+import {
+  Admission,
+  ResultReuse,
+  RoutingSettings,
+  validateResource,
+  type DeploymentResource,
+  type Endpoint,
+} from '../../operator/src/api/index.ts';
+import {
+  CacheHealthReason,
+  EVENTS_GRACE_MS,
+} from '../../operator/src/controllers/deployment/cache-health/assess.ts';
+import { CacheHealthProber } from '../../operator/src/controllers/deployment/cache-health/prober.ts';
+import { createLogger } from '../../operator/src/runtime/logger.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { buildDeploymentManifest } from '../support/builders.ts';
+
+const NS = 'ns';
+let sims: RunningSim[] = [];
+let gateway: FastifyInstance | undefined;
+const stop = new AbortController();
+
+afterEach(async () => {
+  await gateway?.close();
+  gateway = undefined;
+  await Promise.all(sims.map((s) => s.close()));
+  sims = [];
+});
+
+interface Fleet {
+  gatewayUrl: string;
+  deployment: DeploymentResource;
+}
+
+/** Simulators, a gateway routing to them cache-aware, and the Deployment whose status lists them. */
+async function startFleet(simArgs: string[], opts: { deadEvents?: string } = {}): Promise<Fleet> {
+  sims = await Promise.all(
+    [0, 1].map(() =>
+      startSim(['--model-path', 'm', '--enable-cache-report', '--enable-metrics', ...simArgs]),
+    ),
+  );
+  const route: ModelRoute = {
+    model: 'm',
+    deployment: `${NS}/m`,
+    fingerprint: 'fp1',
+    salt: 's',
+    routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+    admission: Admission.parse({}),
+    reuse: ResultReuse.parse({ enabled: false }),
+    endpoints: sims.map((s, i) => ({
+      id: `m-${i}`,
+      url: s.url,
+      role: 'standalone',
+      fingerprint: 'fp1',
+      verified: true,
+      ready: true,
+      ...(opts.deadEvents ? { events: { kv: [opts.deadEvents], topic: '', blockSize: 16 } } : {}),
+    })),
+  };
+  gateway = build({ table: new StaticRoutingTable([route]) });
+  await gateway.listen({ port: 0, host: '127.0.0.1' });
+  const parsed = validateResource({
+    ...buildDeploymentManifest({ name: 'm' }),
+    metadata: { name: 'm', namespace: NS },
+  });
+  if (!parsed.ok || parsed.value.kind !== 'Deployment') throw new Error('the sample does not parse');
+  const endpoints = sims.map((s, i): Endpoint => {
+    const url = new URL(s.url);
+    return {
+      pod: `m-${i}`,
+      ip: url.hostname,
+      port: Number(url.port),
+      role: 'standalone',
+      ready: true,
+      verified: true,
+    };
+  });
+  return {
+    gatewayUrl: `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`,
+    deployment: { ...parsed.value, status: { endpoints } },
+  };
+}
+
+function startProber(fleet: Fleet, clock: { now: number }, gatewayAdminUrl = fleet.gatewayUrl) {
+  const changed: string[] = [];
+  const prober = new CacheHealthProber({
+    deployments: () => [fleet.deployment],
+    isLeader: () => true,
+    onChanged: (key) => changed.push(`${key.namespace}/${key.name}`),
+    periodMs: 60_000,
+    gatewayAdminUrl,
+    logger: createLogger({ level: 'error' }),
+    signal: stop.signal,
+    now: () => clock.now,
+  });
+  return { prober, changed, assessment: () => prober.assessmentOf({ namespace: NS, name: 'm' }) };
+}
+
+const ids = (from: number, n: number): number[] =>
+  Array.from({ length: n }, (_, i) => 300 + ((from + i) % 30000));
+
+/** Turn `turn` of conversation `c`: every earlier turn's tokens, then 100 new ones. */
+async function send(gatewayUrl: string, c: number, turn: number): Promise<void> {
+  const input = Array.from({ length: turn + 1 }, (_, t) => ids(c * 1_000 + t * 100, 100)).flat();
+  const r = await postJson(`${gatewayUrl}/generate`, {
+    model: 'm',
+    input_ids: input,
+    sampling_params: { max_new_tokens: 1 },
+  });
+  expect(r.status).toBe(200);
+}
+
+describe('cache health, measured from the runtimes and the gateway', () => {
+  it('is healthy when the runtimes hit what routing predicted, and says so with both figures', async () => {
+    const fleet = await startFleet([]);
+    const clock = { now: 0 };
+    const { prober, changed, assessment } = startProber(fleet, clock);
+    await prober.probe();
+    expect(assessment()?.condition.reason).toBe(CacheHealthReason.Measuring);
+    for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 4; c++) await send(fleet.gatewayUrl, c, turn);
+    clock.now += 30_000;
+    await prober.probe();
+    const a = assessment();
+    expect(a?.condition).toMatchObject({ status: 'True', reason: CacheHealthReason.Healthy });
+    // 16 requests, 4 conversations of 100, 200, 300, 400 tokens: each turn finds the one before cached.
+    expect(a?.cache?.promptTokens).toBe(4 * (100 + 200 + 300 + 400));
+    expect(a?.cache?.hitRate).toBeGreaterThan(0.4);
+    expect(Math.abs((a?.cache?.hitRate ?? 0) - (a?.cache?.predictedHitRate ?? -1))).toBeLessThan(0.1);
+    expect(a?.cache?.windowSeconds).toBe(30);
+    expect(changed).toEqual([`${NS}/m`, `${NS}/m`]);
+    // Nothing new: the same assessment queues nothing.
+    await prober.probe();
+    expect(changed).toHaveLength(2);
+  });
+
+  it('reports PredictionGap when the runtimes lost what routing believes they hold', async () => {
+    const fleet = await startFleet([]);
+    const clock = { now: 0 };
+    const { prober, assessment } = startProber(fleet, clock);
+    await prober.probe();
+    for (let c = 0; c < 6; c++) await send(fleet.gatewayUrl, c, 0);
+    // The runtimes drop their caches behind the gateway's back (no KV events to tell it).
+    for (const s of sims) expect((await fetch(`${s.url}/flush_cache`, { method: 'POST' })).status).toBe(200);
+    for (let c = 0; c < 6; c++) await send(fleet.gatewayUrl, c, 1);
+    clock.now += 30_000;
+    await prober.probe();
+    const a = assessment();
+    expect(a?.condition).toMatchObject({ status: 'False', reason: CacheHealthReason.PredictionGap });
+    expect(a?.cache?.hitRate).toBe(0);
+    // The second turns' first halves: 600 of 1,800 prompt tokens.
+    expect(a?.cache?.predictedHitRate).toBeCloseTo(0.33, 1);
+  });
+
+  it('reads the HiCache host tier of a runtime that has one', async () => {
+    const fleet = await startFleet([
+      '--enable-hierarchical-cache',
+      '--hicache-ratio',
+      '2',
+      '--page-size',
+      '16',
+    ]);
+    const clock = { now: 0 };
+    const { prober, assessment } = startProber(fleet, clock);
+    await prober.probe();
+    for (let c = 0; c < 3; c++) await send(fleet.gatewayUrl, c, 0);
+    clock.now += 30_000;
+    await prober.probe();
+    const usage = assessment()?.cache?.hostTierUsage;
+    expect(usage).toBeGreaterThanOrEqual(0);
+    expect(usage).toBeLessThanOrEqual(1);
+  });
+
+  it('reports EventsLagging when the gateway cannot use an endpoint’s KV events past the grace', async () => {
+    const fleet = await startFleet([], { deadEvents: `tcp://127.0.0.1:${await findFreePort()}` });
+    const clock = { now: 0 };
+    const { prober, assessment } = startProber(fleet, clock);
+    await prober.probe();
+    for (let turn = 0; turn < 3; turn++) for (let c = 0; c < 4; c++) await send(fleet.gatewayUrl, c, turn);
+    clock.now += 30_000;
+    await prober.probe();
+    // Within the grace a new subscription may still be connecting: no verdict on events yet.
+    expect(assessment()?.condition.reason).not.toBe(CacheHealthReason.EventsLagging);
+    clock.now += EVENTS_GRACE_MS;
+    await prober.probe();
+    expect(assessment()?.condition).toMatchObject({
+      status: 'False',
+      reason: CacheHealthReason.EventsLagging,
+    });
+    expect(assessment()?.condition.message).toContain('m-0 (');
+  });
+
+  it('says the gateway could not be read, and still judges the runtimes', async () => {
+    const fleet = await startFleet([]);
+    const clock = { now: 0 };
+    const { prober, assessment } = startProber(fleet, clock, `http://127.0.0.1:${await findFreePort()}`);
+    await prober.probe();
+    for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 3; c++) await send(fleet.gatewayUrl, c, turn);
+    clock.now += 30_000;
+    await prober.probe();
+    expect(assessment()?.condition.status).toBe('True');
+    expect(assessment()?.condition.message).toMatch(
+      /the gateway's report could not be read \(GET http:\/\/127\.0\.0\.1:\d+\/cache-report\.json: /,
+    );
+  });
+});
