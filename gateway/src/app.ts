@@ -45,6 +45,8 @@ declare module 'fastify' {
     cacheReport: CacheReport | null;
     /** The API key's tenant (keys mode), once authenticated. */
     tenant: Tenant | null;
+    /** The gateway's error code when it answered with an error itself (GW_...), for the server span. */
+    errorCode: string | null;
   }
 }
 
@@ -119,6 +121,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   app.decorate('drain', drain);
   app.decorateRequest('cacheReport', null);
   app.decorateRequest('tenant', null);
+  app.decorateRequest('errorCode', null);
   gateway.start();
   load.start();
   app.addHook('onClose', async () => {
@@ -129,6 +132,7 @@ export function build(opts: BuildOptions): FastifyInstance {
 
   app.setErrorHandler((err: unknown, req, reply) => {
     const gwErr = toGatewayError(err, bodyLimit);
+    req.errorCode = gwErr.code;
     if (gwErr.code === 'GW_INTERNAL') req.log.error({ err }, 'unhandled error');
     if (gwErr.retryAfterSeconds !== undefined)
       void reply.header('retry-after', String(gwErr.retryAfterSeconds));
@@ -199,7 +203,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   for (const [path, kind] of GENERATION_ROUTES) {
     app.post(path, apiRoute, async (req: FastifyRequest, reply: FastifyReply) => {
       const trace = opts.tracer?.start(path, req.headers);
-      if (trace) reply.raw.once('close', () => trace.end(reply.raw.statusCode));
+      if (trace) reply.raw.once('close', () => trace.end(reply.raw.statusCode, req.errorCode ?? undefined));
       if (drain.draining)
         throw new GatewayError(
           'GW_DRAINING',

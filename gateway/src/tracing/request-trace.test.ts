@@ -168,7 +168,10 @@ describe('request spans', () => {
       'cacheroute.admission.outcome': 'rejected',
       'cacheroute.admission.reason': 'overloaded',
     });
-    expect(serverOf(spans).attributes['http.response.status_code']).toBe(429);
+    expect(serverOf(spans).attributes).toMatchObject({
+      'http.response.status_code': 429,
+      'error.type': 'GW_OVERLOADED',
+    });
     up.headGate.open();
     expect((await held).status).toBe(200);
   });

@@ -167,10 +167,12 @@ class SpanTree implements RequestTrace {
     };
   }
 
-  end(statusCode: number): void {
+  end(statusCode: number, errorCode?: string): void {
     if (this.#server.isRecording()) {
       this.#server.setAttribute('http.response.status_code', statusCode);
-      if (statusCode >= 500) this.#server.setStatus({ code: SpanStatusCode.ERROR });
+      // OTel's HTTP conventions: error.type on any error answer, an error status only on 5xx.
+      if (errorCode !== undefined) this.#server.setAttribute('error.type', errorCode);
+      if (statusCode >= 500) this.#server.setStatus({ code: SpanStatusCode.ERROR, message: errorCode ?? '' });
     }
     this.#server.end();
   }

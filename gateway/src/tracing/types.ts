@@ -17,8 +17,11 @@ export interface RequestTrace {
   decided(d: TracedDecision): void;
   startUpstream(u: TracedUpstream): UpstreamSpan;
   startReuse(): ReuseSpan;
-  /** The answer is over (or the client went away): ends the server span. */
-  end(statusCode: number): void;
+  /**
+   * The answer is over (or the client went away): ends the server span. `errorCode`: the
+   * gateway's own code when it answered with an error (GW_OVERLOADED, ...), as `error.type`.
+   */
+  end(statusCode: number, errorCode?: string): void;
 }
 
 export interface AdmissionSpan {
