@@ -26,6 +26,25 @@ describe('operator flags', () => {
     });
   });
 
+  it('measures caches every 30 s by default, reads the gateway only when told where, over HTTP', () => {
+    const d = parseFlags([]);
+    expect(d.ok && d.value['cache-health-period-seconds']).toBe(30);
+    expect(d.ok && d.value['gateway-admin-url']).toBeUndefined();
+    const on = parseFlags([
+      '--gateway-admin-url=http://gw-replicas.cr.svc:9090',
+      '--cache-health-period-seconds=0',
+    ]);
+    expect(on.ok && [on.value['gateway-admin-url'], on.value['cache-health-period-seconds']]).toEqual([
+      'http://gw-replicas.cr.svc:9090',
+      0,
+    ]);
+    expect(parseFlags(['--gateway-admin-url=gw:9090'])).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^--gateway-admin-url: /),
+    });
+    expect(parseFlags(['--cache-health-period-seconds=-1'])).toMatchObject({ ok: false });
+  });
+
   it('caps paid calls at 10 USD per namespace and day unless told otherwise', () => {
     const d = parseFlags([]);
     expect(d.ok && d.value['paid-calls-daily-cap']).toEqual({ amount: 10n * 10n ** 18n, currency: 'USD' });

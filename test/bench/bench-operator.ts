@@ -162,6 +162,9 @@ async function measureOperatorProcess(cp: ControlPlane, deployments: number, dea
       `--metrics-port=${port}`,
       `--lease-namespace=${NS}`,
       '--log-level=warn',
+      // As the in-process operator: cache health off. Its writes follow traffic, not reconciles;
+      // this measures what reconciling costs.
+      '--cache-health-period-seconds=0',
     ],
     { logPath: join(cp.dir, 'operator.log') },
   );

@@ -136,7 +136,7 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     expect(a?.cache?.promptTokens).toBe(4 * (100 + 200 + 300 + 400));
     expect(a?.cache?.hitRate).toBeGreaterThan(0.4);
     expect(Math.abs((a?.cache?.hitRate ?? 0) - (a?.cache?.predictedHitRate ?? -1))).toBeLessThan(0.1);
-    expect(a?.cache?.windowSeconds).toBe(30);
+    expect(a?.cache?.windowSeconds).toBe(300);
     expect(changed).toEqual([`${NS}/m`, `${NS}/m`]);
     // Nothing new: the same assessment queues nothing.
     await prober.probe();

@@ -14,7 +14,7 @@ import { Resources } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
 import { buildRuntimeKeyLookup, readRuntimeKeys } from '../../sglang/runtime-key.ts';
 import { computeDeclaredIdentity } from './args.ts';
-import { CacheHealthReason, type CacheHealthAssessment } from './cache-health/assess.ts';
+import { chooseCacheVerdict } from './cache-health/assess.ts';
 import { CacheHealthProber } from './cache-health/prober.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
@@ -63,10 +63,6 @@ type SecretObject = KubeObject & { data?: Record<string, string> };
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
 const CONTROLLER = 'deployment';
-const CACHE_NOT_MEASURED: CacheHealthAssessment = {
-  condition: { status: 'Unknown', reason: CacheHealthReason.Measuring, message: 'not measured yet' },
-  cache: undefined,
-};
 
 export function buildDeploymentController(opts: DeploymentControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
@@ -264,7 +260,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         endpoints,
         troubles,
         podCount: podObjects.filter((p) => !p.metadata?.deletionTimestamp).length,
-        cache: cacheHealth ? (cacheHealth.assessmentOf(key) ?? CACHE_NOT_MEASURED) : undefined,
+        cache: cacheHealth ? chooseCacheVerdict(cacheHealth.assessmentOf(key), root.status) : undefined,
       },
       ctx.now(),
     );

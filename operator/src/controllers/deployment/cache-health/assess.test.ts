@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   assessCacheHealth,
+  chooseCacheVerdict,
   CacheHealthReason,
   EVENTS_GRACE_MS,
   type CacheHealthObservation,
@@ -118,7 +119,7 @@ describe('assessCacheHealth', () => {
   it('is Unknown, not healthy, when there is too little to judge', () => {
     expect(assessCacheHealth(observe({ endpoints: [] })).condition).toMatchObject({
       status: 'Unknown',
-      reason: CacheHealthReason.Measuring,
+      reason: CacheHealthReason.NoEndpoints,
     });
     expect(assessCacheHealth(observe({ endpoints: [endpoint({ delta: undefined })] })).condition.reason).toBe(
       CacheHealthReason.Measuring,
@@ -127,8 +128,7 @@ describe('assessCacheHealth', () => {
       observe({ endpoints: [endpoint({ delta: { promptTokens: 999, cachedTokens: 999, seconds: 40 } })] }),
     );
     expect(quiet.condition).toMatchObject({ status: 'Unknown', reason: CacheHealthReason.NotEnoughTraffic });
-    // The first window is not over: the figures say the span they cover.
-    expect(quiet.cache).toMatchObject({ windowSeconds: 40, promptTokens: 999 });
+    expect(quiet.cache).toMatchObject({ windowSeconds: 300, promptTokens: 1000 });
   });
 
   it('says which /metrics could not be read, and judges from the others', () => {
@@ -151,5 +151,49 @@ describe('assessCacheHealth', () => {
     expect(a.condition.reason).toBe(CacheHealthReason.Healthy);
     expect(a.cache?.predictedHitRate).toBeUndefined();
     expect(a.condition.message).toContain('the gateway routed too little here to compare');
+  });
+
+  it('rounds the token count to two digits, so steady traffic does not rewrite status', () => {
+    const at = (promptTokens: number) =>
+      assessCacheHealth(
+        observe({
+          endpoints: [endpoint({ delta: { promptTokens, cachedTokens: promptTokens / 2, seconds: 300 } })],
+        }),
+      );
+    expect(at(24_420).cache?.promptTokens).toBe(24_000);
+    expect(at(24_420)).toEqual(at(23_980));
+    expect(at(24_420).condition.message).toContain('of 24000 prompt tokens');
+  });
+});
+
+describe('chooseCacheVerdict', () => {
+  const healthy = assessCacheHealth(observe());
+  const measuring = assessCacheHealth(observe({ endpoints: [endpoint({ delta: undefined })] }));
+  const standing = {
+    conditions: [
+      {
+        type: 'CacheHealthy',
+        lastTransitionTime: '2026-12-01T10:00:00Z',
+        ...healthy.condition,
+      },
+    ],
+    ...(healthy.cache ? { cache: healthy.cache } : {}),
+  };
+
+  it('keeps the verdict status holds while the operator has only started measuring', () => {
+    expect(chooseCacheVerdict(measuring, standing)).toEqual(healthy);
+    expect(chooseCacheVerdict(undefined, standing)).toEqual(healthy);
+  });
+
+  it('takes a fresh verdict, and says Measuring only when there was none', () => {
+    const gap = assessCacheHealth(
+      observe({ gateway: { kind: 'read', prediction: { promptTokens: 10_000, predictedTokens: 7_000 } } }),
+    );
+    expect(chooseCacheVerdict(gap, standing)).toBe(gap);
+    expect(chooseCacheVerdict(measuring, {})).toBe(measuring);
+    expect(chooseCacheVerdict(undefined, undefined).condition).toMatchObject({
+      status: 'Unknown',
+      reason: CacheHealthReason.Measuring,
+    });
   });
 });

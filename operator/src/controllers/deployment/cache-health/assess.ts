@@ -5,11 +5,14 @@
 // names the likely cause of a gap. A full HiCache host tier is normal for a
 // cache; it is a fault only when hits are lost to it, so it is the reason
 // only beside a gap. Too little traffic to judge is Unknown, not healthy.
-import type { CacheHealthStatus, Condition } from '../../../api/index.ts';
+import type { CacheHealthStatus, Condition, DeploymentStatus } from '../../../api/index.ts';
 import type { WindowDelta } from './window.ts';
 
 export const CacheHealthReason = {
   Healthy: 'Healthy',
+  /** No ready, verified endpoint that prefills (scaled to zero, or starting). */
+  NoEndpoints: 'NoEndpoints',
+  /** Fewer than two readings yet (the operator just started, or leads since moments ago). */
   Measuring: 'Measuring',
   NotEnoughTraffic: 'NotEnoughTraffic',
   MetricsUnavailable: 'MetricsUnavailable',
@@ -71,6 +74,7 @@ export interface CacheHealthAssessment {
 }
 
 const round2 = (x: number): number => Math.round(x * 100) / 100;
+const roundSignificant = (x: number): number => (x > 0 ? Number(x.toPrecision(2)) : 0);
 const percent = (x: number): string => `${Math.round(x * 100)}%`;
 
 function describePrediction(gateway: GatewayObservation, predicted: number | undefined): string {
@@ -107,11 +111,10 @@ function computeFigures(obs: CacheHealthObservation): Figures {
       ? prediction.predictedTokens / prediction.promptTokens
       : undefined;
   const hitRate = promptTokens > 0 ? cachedTokens / promptTokens : undefined;
-  // Until the first window is over, the figures are over the span measured so far.
-  const span = Math.max(0, ...measured.map((e) => e.delta?.seconds ?? 0));
+  // Two significant digits, like the rates: steady traffic leaves status (and its writes) alone.
   const cache: CacheHealthStatus = {
-    windowSeconds: span >= obs.windowSeconds ? obs.windowSeconds : Math.round(span),
-    promptTokens: Math.round(promptTokens),
+    windowSeconds: obs.windowSeconds,
+    promptTokens: roundSignificant(promptTokens),
     ...(hitRate !== undefined ? { hitRate: round2(hitRate) } : {}),
     ...(predicted !== undefined ? { predictedHitRate: round2(predicted) } : {}),
     ...(fullest ? { hostTierUsage: round2(fullest.usage) } : {}),
@@ -131,7 +134,7 @@ export function assessCacheHealth(obs: CacheHealthObservation): CacheHealthAsses
   if (endpoints.length === 0)
     return verdict(
       'Unknown',
-      CacheHealthReason.Measuring,
+      CacheHealthReason.NoEndpoints,
       'no ready, verified endpoint that prefills to measure',
     );
 
@@ -165,12 +168,11 @@ export function assessCacheHealth(obs: CacheHealthObservation): CacheHealthAsses
     return verdict(
       'Unknown',
       CacheHealthReason.NotEnoughTraffic,
-      `${Math.round(promptTokens)} prompt tokens in the last ${cache.windowSeconds} s; the hit rate is judged from ${MIN_PROMPT_TOKENS}`,
+      `${cache.promptTokens} prompt tokens in the last ${cache.windowSeconds} s; the hit rate is judged from ${MIN_PROMPT_TOKENS}`,
       cache,
     );
 
-  const windowSeconds = cache.windowSeconds;
-  const observed = `the runtimes hit ${hitRate.toFixed(2)} of ${Math.round(promptTokens)} prompt tokens in the last ${windowSeconds} s`;
+  const observed = `the runtimes hit ${hitRate.toFixed(2)} of ${cache.promptTokens} prompt tokens in the last ${cache.windowSeconds} s`;
   const gap =
     predicted !== undefined && predicted - hitRate >= GAP_ABSOLUTE && hitRate < GAP_RELATIVE * predicted;
   if (gap && fullest && fullest.usage >= HOST_TIER_FULL)
@@ -199,4 +201,28 @@ export function assessCacheHealth(obs: CacheHealthObservation): CacheHealthAsses
     `${observed}; ${describePrediction(obs.gateway, predicted)}${host}${unread}`,
     cache,
   );
+}
+
+const NOT_MEASURED: CacheHealthAssessment = {
+  condition: { status: 'Unknown', reason: CacheHealthReason.Measuring, message: 'not measured yet' },
+  cache: undefined,
+};
+
+/**
+ * What to write: the fresh assessment, except while it is only Measuring (an operator that just
+ * started or took the lead has no readings yet), when the verdict status already holds stands. A
+ * restart then writes nothing until it has measured, and a verdict never flaps through Unknown.
+ */
+export function chooseCacheVerdict(
+  fresh: CacheHealthAssessment | undefined,
+  previous: DeploymentStatus | undefined,
+): CacheHealthAssessment {
+  if (fresh && fresh.condition.reason !== CacheHealthReason.Measuring) return fresh;
+  const standing = previous?.conditions?.find((c) => c.type === 'CacheHealthy');
+  if (standing && standing.reason !== CacheHealthReason.Measuring)
+    return {
+      condition: { status: standing.status, reason: standing.reason, message: standing.message },
+      cache: previous?.cache,
+    };
+  return fresh ?? NOT_MEASURED;
 }
