@@ -34,6 +34,21 @@ const status = async (name: string): Promise<DeploymentStatus> =>
 const requestsOf = (pod: string): number =>
   kubelet.sims.get(pod)?.server.engine.snapshot().counters.requests ?? 0;
 
+/** One token of a chat through the gateway that starts with `system`, as a team's requests do. */
+const chatWithSystem = (system: string, question: string) =>
+  gateway.app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    payload: {
+      model: 'llama-8b',
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: question },
+      ],
+      max_tokens: 1,
+    },
+  });
+
 beforeAll(async () => {
   cp = await startControlPlane({ full: true, gpuNodes: 1 });
   const crds = join(REPO_ROOT, 'crds');
@@ -199,18 +214,7 @@ describe('gateway with the operator', () => {
       },
       { timeoutMs: 30_000 },
     );
-    const r = await gateway.app.inject({
-      method: 'POST',
-      url: '/v1/chat/completions',
-      payload: {
-        model: 'llama-8b',
-        messages: [
-          { role: 'system', content: handbook },
-          { role: 'user', content: 'What is in every cache?' },
-        ],
-        max_tokens: 1,
-      },
-    });
+    const r = await chatWithSystem(handbook, 'What is in every cache?');
     expect(r.statusCode).toBe(200);
     const usage = r.json<{
       usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
@@ -226,18 +230,7 @@ describe('gateway with the operator', () => {
   it('publishes the cache hit rate beside what routing predicted, as CacheHealthy and in kubectl get', async () => {
     const manual = `Operations manual. ${'A long shared preamble every request of this team starts with. '.repeat(30)}`;
     for (let i = 0; i < 12; i++) {
-      const r = await gateway.app.inject({
-        method: 'POST',
-        url: '/v1/chat/completions',
-        payload: {
-          model: 'llama-8b',
-          messages: [
-            { role: 'system', content: manual },
-            { role: 'user', content: `Question ${i}: what does the manual say?` },
-          ],
-          max_tokens: 1,
-        },
-      });
+      const r = await chatWithSystem(manual, `Question ${i}: what does the manual say?`);
       expect(r.statusCode).toBe(200);
     }
     await eventually(

@@ -7,15 +7,9 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { build } from '../../gateway/src/app.ts';
-import { StaticRoutingTable, type ModelRoute } from '../../gateway/src/routing/table.ts';
-import {
-  Admission,
-  ResultReuse,
-  RoutingSettings,
-  validateResource,
-  type DeploymentResource,
-  type Endpoint,
-} from '../../operator/src/api/index.ts';
+import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../gateway/src/testing/routes.ts';
+import { validateResource, type DeploymentResource, type Endpoint } from '../../operator/src/api/index.ts';
 import {
   CacheHealthReason,
   EVENTS_GRACE_MS,
@@ -49,24 +43,16 @@ async function startFleet(simArgs: string[], opts: { deadEvents?: string } = {})
       startSim(['--model-path', 'm', '--enable-cache-report', '--enable-metrics', ...simArgs]),
     ),
   );
-  const route: ModelRoute = {
-    model: 'm',
-    deployment: `${NS}/m`,
-    fingerprint: 'fp1',
-    salt: 's',
-    routing: RoutingSettings.parse({ policy: 'cache-aware' }),
-    admission: Admission.parse({}),
-    reuse: ResultReuse.parse({ enabled: false }),
-    endpoints: sims.map((s, i) => ({
-      id: `m-${i}`,
-      url: s.url,
-      role: 'standalone',
-      fingerprint: 'fp1',
-      verified: true,
-      ready: true,
-      ...(opts.deadEvents ? { events: { kv: [opts.deadEvents], topic: '', blockSize: 16 } } : {}),
-    })),
-  };
+  const route = buildTestRoute(
+    sims.map((s, i) =>
+      buildTestEndpoint(
+        `m-${i}`,
+        s.url,
+        opts.deadEvents ? { events: { kv: [opts.deadEvents], topic: '', blockSize: 16 } } : {},
+      ),
+    ),
+    { policy: 'cache-aware', reuse: false },
+  );
   gateway = build({ table: new StaticRoutingTable([route]) });
   await gateway.listen({ port: 0, host: '127.0.0.1' });
   const parsed = validateResource({

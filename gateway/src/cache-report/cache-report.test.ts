@@ -3,17 +3,12 @@
 
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  Admission,
-  GATEWAY_CACHE_REPORT_PATH,
-  GatewayCacheReport,
-  ResultReuse,
-  RoutingSettings,
-} from '../../../operator/src/api/index.ts';
+import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '../../../operator/src/api/index.ts';
 import { build } from '../app.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
 import { startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
+import { buildTestEndpoint, buildTestRoute } from '../testing/routes.ts';
 import { PredictionWindow } from './prediction-window.ts';
 
 describe('PredictionWindow', () => {
@@ -45,27 +40,14 @@ describe('PredictionWindow', () => {
 describe('GET /cache-report.json', () => {
   let up: FakeUpstream;
   let app: FastifyInstance;
-  const route = (): ModelRoute => ({
-    model: 'm',
-    deployment: 'ns/m',
-    fingerprint: 'fp1',
-    salt: 's',
-    routing: RoutingSettings.parse({ policy: 'cache-aware' }),
-    admission: Admission.parse({ adaptive: false }),
-    reuse: ResultReuse.parse({ enabled: false }),
-    endpoints: [
-      { id: 'a', url: up.url, role: 'standalone', fingerprint: 'fp1', verified: true, ready: true },
-      {
-        id: 'b',
-        url: up.url,
-        role: 'standalone',
-        fingerprint: 'fp1',
-        verified: true,
-        ready: true,
-        events: { kv: ['tcp://127.0.0.1:1'], topic: 'kv', blockSize: 16 },
-      },
-    ],
-  });
+  const route = (): ModelRoute =>
+    buildTestRoute(
+      [
+        buildTestEndpoint('a', up.url),
+        buildTestEndpoint('b', up.url, { events: { kv: ['tcp://127.0.0.1:1'], topic: 'kv', blockSize: 16 } }),
+      ],
+      { policy: 'cache-aware', reuse: false },
+    );
 
   beforeEach(async () => {
     up = await startFakeUpstream();

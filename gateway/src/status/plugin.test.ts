@@ -3,31 +3,22 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
 import { build } from '../app.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
 import { startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
+import { buildTestEndpoint, buildTestRoute } from '../testing/routes.ts';
 import { StatusView, type EndpointStatus } from './view.ts';
 
 let up: FakeUpstream;
 let app: FastifyInstance;
 
 function route(over: Partial<ModelRoute> = {}): ModelRoute {
-  return {
-    model: 'm',
-    deployment: 'ns/m',
-    fingerprint: 'fp1',
-    salt: 's',
-    routing: RoutingSettings.parse({ policy: 'round-robin' }),
-    admission: Admission.parse({ adaptive: false }),
-    reuse: ResultReuse.parse({ enabled: true }),
-    endpoints: [
-      { id: 'a', url: up.url, role: 'standalone', fingerprint: 'fp1', verified: true, ready: true },
-      { id: 'u', url: up.url, role: 'standalone', fingerprint: 'fp1', verified: false, ready: true },
-    ],
-    ...over,
-  };
+  return buildTestRoute(
+    [buildTestEndpoint('a', up.url), buildTestEndpoint('u', up.url, { verified: false })],
+    {},
+    over,
+  );
 }
 
 beforeEach(async () => {
