@@ -20,6 +20,7 @@ import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
   buildPodView,
   buildVerifiedEndpoint,
+  EndpointReason,
   planVerification,
   REVERIFY_AFTER_MS,
   type PodObject,
@@ -41,7 +42,7 @@ export interface DeploymentControllerOptions {
   client: KubeClient;
   /** How long one identity read-back may take. */
   verifyTimeoutMs?: number;
-  /** Polling while endpoints are coming up (the runtime's readiness has no watch). */
+  /** Asking a Ready pod's runtime again until it answers (its readiness has no watch). */
   pendingRequeueMs?: number;
   concurrency?: number;
   /**
@@ -268,10 +269,10 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (written)
       for (const e of planEvents(root.status, next)) manager.events.event(obj, e.type, e.reason, e.message);
 
-    const pending =
-      endpoints.some((e) => !e.verified) ||
-      endpoints.length < desired.engines.reduce((n, e) => n + e.replicas, 0);
-    return { requeueAfterMs: pending ? pendingRequeueMs : REVERIFY_AFTER_MS };
+    // Pods that come, go or turn Ready queue this Deployment through the pod watch; only a Ready
+    // pod whose runtime has not answered yet must be asked again without one.
+    const awaitingRuntime = endpoints.some((e) => e.ready && e.reason === EndpointReason.VerificationFailed);
+    return { requeueAfterMs: awaitingRuntime ? pendingRequeueMs : REVERIFY_AFTER_MS };
   }
 
   return {
