@@ -10,7 +10,7 @@ import type { KubeClient } from '../../runtime/client.ts';
 import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
 import { controllerOf, type KubeObject, type ObjectKey } from '../../runtime/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
-import { Resources } from '../../runtime/resources.ts';
+import { Resources, type ResourceType } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
 import { buildRuntimeKeyLookup, readRuntimeKeys } from '../../sglang/runtime-key.ts';
 import { computeDeclaredIdentity } from './args.ts';
@@ -163,25 +163,32 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     desired: DesiredState,
     ctx: ReconcileContext,
   ): Promise<void> {
-    await applyRuntimeKeys(obj, root, desired, ctx);
     const uid = obj.metadata?.uid ?? '';
-    const results = await Promise.all([
-      ...desired.workloads.map((w) =>
-        applyOwned(client, Resources.deployments, toKubeObject(w), {
-          live: workloads.get(root.metadata.namespace ?? '', w.metadata?.name ?? '') ?? null,
-          ownerUid: uid,
-        }),
-      ),
-      ...desired.services.map((s) =>
-        applyOwned(client, Resources.services, toKubeObject(s), {
-          live: services.get(root.metadata.namespace ?? '', s.metadata?.name ?? '') ?? null,
-          ownerUid: uid,
-        }),
-      ),
+    const ns = root.metadata.namespace ?? '';
+    const applyAll = async (
+      resource: ResourceType,
+      objs: readonly KubeObject[],
+      cache: { get(namespace: string, name: string): KubeObject | undefined },
+    ): Promise<void> => {
+      const results = await Promise.all(
+        objs.map((o) =>
+          applyOwned(client, resource, o, {
+            live: cache.get(ns, o.metadata?.name ?? '') ?? null,
+            ownerUid: uid,
+          }),
+        ),
+      );
+      const refused = results.find((r) => !r.ok);
+      if (refused && !refused.ok) refuseAdoption(obj, refused.error.message);
+    };
+    // The runtime keys come before the workloads whose pods read them; what no pod reads
+    // (Services, the NetworkPolicy) goes beside them, one round trip fewer for a new Deployment.
+    await Promise.all([
+      applyRuntimeKeys(obj, root, desired, ctx),
+      applyAll(Resources.services, desired.services.map(toKubeObject), services),
+      applyNetworkPolicy(obj, root),
     ]);
-    const refused = results.find((r) => !r.ok);
-    if (refused && !refused.ok) refuseAdoption(obj, refused.error.message);
-    await applyNetworkPolicy(obj, root);
+    await applyAll(Resources.deployments, desired.workloads.map(toKubeObject), workloads);
   }
 
   async function observeEndpoints(
