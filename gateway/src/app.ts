@@ -94,7 +94,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   registerJsonBodyParser(app);
   app.server.on('connect', answerConnect);
   const clock = opts.clock ?? systemClock;
-  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table, clock });
+  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
   const load = opts.runtimeLoad
     ? { get: opts.runtimeLoad, start: () => undefined, close: () => undefined }
     : followRuntimeLoad(opts.table, clock, opts.scrapeIntervalMs);

@@ -1,8 +1,7 @@
 // The gateway's Prometheus metrics, on a registry per app (tests build many).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { PredictionWindow } from './cache-report/prediction-window.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { PredictionCounters } from './cache-report/prediction-counters.ts';
 import { WarmupGate, type RouteEndpoint, type RoutingTable } from './routing/table.ts';
 
 /** Why an upstream attempt failed (a label value). */
@@ -24,8 +23,8 @@ export interface GatewayMetrics {
   readonly tenantRequests: Counter<'tenant' | 'code'>;
   readonly tenantRejections: Counter<'tenant' | 'limit'>;
   readonly authOpen: Gauge;
-  /** Per Deployment, what routing expected cached over a recent window (the cache report). */
-  readonly predictions: PredictionWindow;
+  /** Per Deployment, what routing expected cached since the start (the cache report). */
+  readonly predictions: PredictionCounters;
 }
 
 /**
@@ -39,9 +38,7 @@ export function classifyEndpoint(e: RouteEndpoint): 'routable' | 'warming' | 'no
   return e.warmup?.state === WarmupGate.warming ? 'warming' : 'routable';
 }
 
-export function buildMetrics(
-  opts: { defaultMetrics?: boolean; table?: RoutingTable; clock?: Clock } = {},
-): GatewayMetrics {
+export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTable } = {}): GatewayMetrics {
   const table = opts.table;
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'cacheroute_gateway_' });
@@ -146,6 +143,6 @@ export function buildMetrics(
       help: '1 when this gateway checks no API keys (--auth open): anyone who reaches it may call every model.',
       registers,
     }),
-    predictions: new PredictionWindow({ clock: opts.clock ?? systemClock }),
+    predictions: new PredictionCounters(),
   };
 }

@@ -57,10 +57,11 @@ const Flags = z
     'runtime-ingress-operator': PodPeerFlag.optional(),
     'runtime-ingress-metrics': PodPeerFlag.optional(),
     // Cache health (the CacheHealthy condition): the runtimes' /metrics are read this often; 0: never.
-    'cache-health-period-seconds': z.coerce.number().int().min(0).max(3600).default(30),
+    // At most half the 5-minute window, so a window always holds two readings.
+    'cache-health-period-seconds': z.coerce.number().int().min(0).max(150).default(30),
     // The gateway's admin address (http://HOST:PORT): its replicas' routing predictions, compared
     // with what the runtimes report. Every address HOST resolves to is read (a headless Service: all).
-    'gateway-admin-url': z.url({ protocol: /^https?$/ }).optional(),
+    'gateway-admin-url': z.url({ protocol: /^http$/ }).optional(),
   })
   .superRefine((f, ctx) => {
     const on = f['runtime-network-policy'] === 'true';

@@ -46,7 +46,7 @@ async function startFleet(simArgs: string[], opts: { deadEvents?: string } = {})
   const route = buildTestRoute(
     sims.map((s, i) =>
       buildTestEndpoint(
-        `m-${i}`,
+        `${NS}/m-${i}`, // as discovery names endpoints: namespace/pod
         s.url,
         opts.deadEvents ? { events: { kv: [opts.deadEvents], topic: '', blockSize: 16 } } : {},
       ),
@@ -185,7 +185,7 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     expect(assessment()?.condition.message).toContain('m-0 (');
   });
 
-  it('says the gateway could not be read, and still judges the runtimes', async () => {
+  it("is Unknown when the gateway cannot be read, with the runtimes' figures and what to fix", async () => {
     const fleet = await startFleet([]);
     const clock = { now: 0 };
     const { prober, assessment } = startProber(fleet, clock, `http://127.0.0.1:${await findFreePort()}`);
@@ -193,9 +193,33 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 3; c++) await send(fleet.gatewayUrl, c, turn);
     clock.now += 30_000;
     await prober.probe();
-    expect(assessment()?.condition.status).toBe('True');
-    expect(assessment()?.condition.message).toMatch(
-      /the gateway's report could not be read \(GET http:\/\/127\.0\.0\.1:\d+\/cache-report\.json: /,
+    const a = assessment();
+    expect(a?.condition).toMatchObject({ status: 'Unknown', reason: CacheHealthReason.GatewayUnreadable });
+    expect(a?.condition.message).toMatch(
+      /could be read \(GET http:\/\/127\.0\.0\.1:\d+\/cache-report\.json: /,
     );
+    expect(a?.condition.message).toContain('networkPolicy.metricsFrom');
+    expect(a?.cache?.hitRate).toBeGreaterThan(0.4);
+  });
+
+  it("windows the gateway's counters as the runtimes': traffic before the window leaves both sides", async () => {
+    const fleet = await startFleet([]);
+    const clock = { now: 0 };
+    const { prober, assessment } = startProber(fleet, clock);
+    await prober.probe();
+    // Cached traffic, then a window later only new, uncached conversations.
+    for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 4; c++) await send(fleet.gatewayUrl, c, turn);
+    clock.now += 30_000;
+    await prober.probe();
+    expect(assessment()?.cache?.predictedHitRate).toBeGreaterThan(0.4);
+    clock.now += 300_000;
+    await prober.probe();
+    for (let c = 10; c < 16; c++) await send(fleet.gatewayUrl, c, 1);
+    clock.now += 30_000;
+    await prober.probe();
+    const a = assessment();
+    expect(a?.cache?.hitRate).toBe(0);
+    expect(a?.cache?.predictedHitRate).toBe(0);
+    expect(a?.condition.reason).toBe(CacheHealthReason.Healthy);
   });
 });

@@ -123,7 +123,7 @@ describe('kubectl on the CRDs', () => {
     expect(out).toMatch(/cachepolicy\.cacheroute\.dev\/team-a/);
     const sgd = await kubectlOk(['get', 'sgd', 'llama-8b', '-n', NS], { kubeconfig });
     expect(sgd.split('\n')[0]).toMatch(
-      /NAME\s+DEPLOYMENT-ID\s+PROFILE\s+READY\s+REPLICAS\s+SERVING\s+VERIFIED\s+ROUTABLE\s+WEIGHT\s+AGE/,
+      /NAME\s+DEPLOYMENT-ID\s+PROFILE\s+READY\s+REPLICAS\s+SERVING\s+VERIFIED\s+ROUTABLE\s+WEIGHT\s+HIT-RATE\s+AGE/,
     );
     expect(sgd).toContain('llama-3-1-8b-instruct-r1');
   });

@@ -1,14 +1,14 @@
 // The gateway's cache report (GET /cache-report.json on the admin port, read by
 // the operator for the CacheHealthy condition): per Deployment in the routing
-// table, the window's predictions and each endpoint's KV-event index.
+// table, its prediction counters and each endpoint's KV-event index.
 import type { GatewayCacheReport, GatewayEndpointEvents } from '../../../operator/src/api/index.ts';
 import type { EndpointKvStatus } from '../kv-index/fleet.ts';
 import type { ModelRoute } from '../routing/table.ts';
-import type { PredictionWindow } from './prediction-window.ts';
+import type { PredictionCounters } from './prediction-counters.ts';
 
 export interface CacheReportSources {
   readonly routes: readonly ModelRoute[];
-  readonly predictions: PredictionWindow;
+  readonly predictions: PredictionCounters;
   readonly kvIndex: readonly EndpointKvStatus[];
 }
 
@@ -23,23 +23,20 @@ function toEvents(kv: EndpointKvStatus | undefined): GatewayEndpointEvents {
 }
 
 export function buildCacheReport(src: CacheReportSources): GatewayCacheReport {
-  const totals = src.predictions.totals();
   const kv = new Map(src.kvIndex.map((k) => [k.endpoint, k]));
-  const seen = new Set<string>();
-  const deployments: GatewayCacheReport['deployments'] = [];
-  for (const route of src.routes) {
-    // A Deployment is one route per served name it answers to; report it once.
-    if (seen.has(route.deployment)) continue;
-    seen.add(route.deployment);
-    const t = totals.get(route.deployment) ?? { decisions: 0, promptTokens: 0, predictedTokens: 0 };
-    deployments.push({
+  const byDeployment = new Map(src.routes.map((r) => [r.deployment, r]));
+  src.predictions.retain(new Set(byDeployment.keys()));
+  return {
+    instance: src.predictions.instance,
+    // A Deployment is one route per served name it answers to; it is reported once.
+    deployments: [...byDeployment.values()].map((route) => ({
       deployment: route.deployment,
-      ...t,
+      ...src.predictions.totalsOf(route.deployment),
       endpoints: route.endpoints.map((e) => ({
-        pod: e.id,
+        // Endpoint ids are namespace/pod (discovery/build-table.ts); the report names the pod.
+        pod: e.id.slice(e.id.indexOf('/') + 1),
         ...(e.events ? { events: toEvents(kv.get(e.id)) } : {}),
       })),
-    });
-  }
-  return { windowSeconds: Math.round(src.predictions.windowMs / 1000), deployments };
+    })),
+  };
 }

@@ -9,31 +9,18 @@ import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
 import { startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../testing/routes.ts';
-import { PredictionWindow } from './prediction-window.ts';
+import { PredictionCounters } from './prediction-counters.ts';
 
-describe('PredictionWindow', () => {
-  it('sums decisions per Deployment over the window and forgets what left it', () => {
-    const clock = new ManualClock();
-    const w = new PredictionWindow({ clock, windowMs: 300_000 });
-    w.record('ns/a', 100, 60);
-    clock.advance(150_000);
-    w.record('ns/a', 100, 0);
-    w.record('ns/b', 50, 50);
-    expect(w.totals().get('ns/a')).toEqual({ decisions: 2, promptTokens: 200, predictedTokens: 60 });
-    // The first decision is now older than the window; the second is not.
-    clock.advance(160_000);
-    expect(w.totals().get('ns/a')).toEqual({ decisions: 1, promptTokens: 100, predictedTokens: 0 });
-    clock.advance(300_000);
-    expect(w.totals().size).toBe(0);
-  });
-
-  it('reuses a bucket a window later without carrying its old counts', () => {
-    const clock = new ManualClock();
-    const w = new PredictionWindow({ clock, windowMs: 30_000 });
-    w.record('ns/a', 10, 10);
-    clock.advance(30_000); // the same ring slot, one window on
-    w.record('ns/a', 10, 0);
-    expect(w.totals().get('ns/a')).toEqual({ decisions: 1, promptTokens: 10, predictedTokens: 0 });
+describe('PredictionCounters', () => {
+  it('adds up per Deployment, forgets the ones no longer routed, and names its start', () => {
+    const c = new PredictionCounters();
+    c.record('ns/a', 100, 60);
+    c.record('ns/a', 100, 0);
+    c.record('ns/b', 50, 50);
+    expect(c.totalsOf('ns/a')).toEqual({ decisions: 2, promptTokens: 200, predictedTokens: 60 });
+    c.retain(new Set(['ns/a']));
+    expect(c.totalsOf('ns/b')).toEqual({ decisions: 0, promptTokens: 0, predictedTokens: 0 });
+    expect(c.instance).not.toBe(new PredictionCounters().instance);
   });
 });
 
@@ -43,8 +30,10 @@ describe('GET /cache-report.json', () => {
   const route = (): ModelRoute =>
     buildTestRoute(
       [
-        buildTestEndpoint('a', up.url),
-        buildTestEndpoint('b', up.url, { events: { kv: ['tcp://127.0.0.1:1'], topic: 'kv', blockSize: 16 } }),
+        buildTestEndpoint('ns/a', up.url),
+        buildTestEndpoint('ns/b', up.url, {
+          events: { kv: ['tcp://127.0.0.1:1'], topic: 'kv', blockSize: 16 },
+        }),
       ],
       { policy: 'cache-aware', reuse: false },
     );

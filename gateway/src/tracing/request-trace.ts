@@ -170,7 +170,8 @@ class SpanTree implements RequestTrace {
   end(statusCode: number, errorCode?: string): void {
     if (this.#server.isRecording()) {
       this.#server.setAttribute('http.response.status_code', statusCode);
-      // OTel's HTTP conventions: error.type on any error answer, an error status only on 5xx.
+      // OTel's HTTP server conventions: an error status on 5xx only; error.type also names the
+      // gateway's own code on a 4xx, where the convention leaves it optional.
       if (errorCode !== undefined) this.#server.setAttribute('error.type', errorCode);
       if (statusCode >= 500) this.#server.setStatus({ code: SpanStatusCode.ERROR, message: errorCode ?? '' });
     }

@@ -1,9 +1,10 @@
 // What a gateway replica tells the operator about the caches it routes to
-// (GET /cache-report.json on its admin port): per Deployment, the prompt
-// tokens it routed there and the share its routing expected cached over a
-// recent window, and each endpoint's KV-event index. The operator compares it
-// with what the runtimes report (the CacheHealthy condition). Both sides parse
-// it with this schema, so a change here is a change of both.
+// (GET /cache-report.json on its admin port): per Deployment, counters of the
+// prompt tokens it routed there and of those its routing expected cached, since
+// it started (`instance` says which start), and each endpoint's KV-event index.
+// The operator windows the counters as it windows the runtimes' own and compares
+// them (the CacheHealthy condition). Both sides parse it with this schema, so a
+// change here is a change of both.
 import { z } from 'zod';
 
 export const GATEWAY_CACHE_REPORT_PATH = '/cache-report.json';
@@ -17,7 +18,11 @@ export type GatewayEndpointEvents = z.infer<typeof GatewayEndpointEvents>;
 
 export const GatewayDeploymentReport = z.object({
   deployment: z.string().meta({ description: 'namespace/name' }),
-  decisions: z.number().int().nonnegative().meta({ description: 'Routing decisions with a prediction.' }),
+  decisions: z
+    .number()
+    .int()
+    .nonnegative()
+    .meta({ description: 'Routing decisions with a prediction, since the replica started.' }),
   promptTokens: z.number().nonnegative(),
   predictedTokens: z
     .number()
@@ -35,7 +40,10 @@ export const GatewayDeploymentReport = z.object({
 export type GatewayDeploymentReport = z.infer<typeof GatewayDeploymentReport>;
 
 export const GatewayCacheReport = z.object({
-  windowSeconds: z.number().int().positive(),
+  instance: z
+    .string()
+    .min(1)
+    .meta({ description: 'Changes at each start of the replica: counters begin again.' }),
   deployments: z.array(GatewayDeploymentReport),
 });
 export type GatewayCacheReport = z.infer<typeof GatewayCacheReport>;

@@ -168,12 +168,12 @@ export class Manager {
     return inf as unknown as ResourceCache<T>;
   }
 
-  // Aborted when the manager begins to stop (SIGTERM, leadership lost): for work outside reconciles.
   /** The manager's logger, for workers that run beside the controllers. */
   get logger(): Logger {
     return this.log;
   }
 
+  // Aborted when the manager begins to stop (SIGTERM, leadership lost): for work outside reconciles.
   get stopSignal(): AbortSignal {
     return this.stopAbort.signal;
   }

@@ -23,7 +23,10 @@ async function get(url: string, opts: ClientOptions): Promise<FetchResult<Respon
       signal: AbortSignal.any(signals),
     });
   } catch (err) {
-    return { ok: false, error: `GET ${url}: ${(err as Error).message}` };
+    // fetch says only "fetch failed"; the cause says what happened (ECONNREFUSED, a timeout).
+    const cause = (err as { cause?: { message?: unknown } }).cause?.message;
+    const detail = typeof cause === 'string' && cause !== '' ? `: ${cause}` : '';
+    return { ok: false, error: `GET ${url}: ${(err as Error).message}${detail}` };
   }
   if (!res.ok) {
     await res.body?.cancel();

@@ -33,7 +33,9 @@ export function readMetricSamples(text: string, accept: (name: string) => boolea
     if (!accept(name)) continue;
     const rest = line[nameEnd] === '{' ? skipLabels(line, nameEnd) : nameEnd;
     // The value, then an optional timestamp.
-    const value = Number(line.slice(rest).trim().split(' ')[0]);
+    const text = line.slice(rest).trim().split(' ')[0] ?? '';
+    // Number('') is 0: a sample without a value (a cut line) is dropped, not read as zero.
+    const value = text === '' ? Number.NaN : Number(text);
     if (Number.isFinite(value)) out.push({ name, value });
   }
   return out;

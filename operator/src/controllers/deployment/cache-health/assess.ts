@@ -6,7 +6,6 @@
 // cache; it is a fault only when hits are lost to it, so it is the reason
 // only beside a gap. Too little traffic to judge is Unknown, not healthy.
 import type { CacheHealthStatus, Condition, DeploymentStatus } from '../../../api/index.ts';
-import type { WindowDelta } from './window.ts';
 
 export const CacheHealthReason = {
   Healthy: 'Healthy',
@@ -16,6 +15,8 @@ export const CacheHealthReason = {
   Measuring: 'Measuring',
   NotEnoughTraffic: 'NotEnoughTraffic',
   MetricsUnavailable: 'MetricsUnavailable',
+  /** The operator is told to compare with the gateway and could read no replica's report. */
+  GatewayUnreadable: 'GatewayUnreadable',
   EventsLagging: 'EventsLagging',
   HostTierFull: 'HostTierFull',
   PredictionGap: 'PredictionGap',
@@ -39,11 +40,18 @@ export interface EndpointEventsView {
   readonly unusableForMs: number;
 }
 
+/** An endpoint's own counters over the window. */
+export interface RuntimeDelta {
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly seconds: number;
+}
+
 /** One prefilling endpoint (standalone or prefill) that is ready and verified. */
 export interface EndpointCacheObservation {
   readonly pod: string;
   /** Its counters over the window; undefined until two readings exist. */
-  readonly delta: WindowDelta | undefined;
+  readonly delta: RuntimeDelta | undefined;
   readonly host: { readonly usedTokens: number; readonly totalTokens: number } | undefined;
   /** Why the last /metrics read failed; undefined when it succeeded. */
   readonly scrapeError: string | undefined;
@@ -80,7 +88,6 @@ const percent = (x: number): string => `${Math.round(x * 100)}%`;
 function describePrediction(gateway: GatewayObservation, predicted: number | undefined): string {
   if (predicted !== undefined) return `routing expected ${predicted.toFixed(2)}`;
   if (gateway.kind === 'off') return 'the operator reads no gateway (--gateway-admin-url)';
-  if (gateway.kind === 'unreachable') return `the gateway's report could not be read (${gateway.error})`;
   return 'the gateway routed too little here to compare';
 }
 
@@ -173,6 +180,15 @@ export function assessCacheHealth(obs: CacheHealthObservation): CacheHealthAsses
     );
 
   const observed = `the runtimes hit ${hitRate.toFixed(2)} of ${cache.promptTokens} prompt tokens in the last ${cache.windowSeconds} s`;
+  if (obs.gateway.kind === 'unreachable')
+    return verdict(
+      'Unknown',
+      CacheHealthReason.GatewayUnreadable,
+      `${observed}; no gateway replica's cache report could be read (${obs.gateway.error}), so routing's ` +
+        "predictions and KV events cannot be judged: the operator must reach the gateway's admin port " +
+        '(--gateway-admin-url; the chart admits it through networkPolicy.metricsFrom)',
+      cache,
+    );
   const gap =
     predicted !== undefined && predicted - hitRate >= GAP_ABSOLUTE && hitRate < GAP_RELATIVE * predicted;
   if (gap && fullest && fullest.usage >= HOST_TIER_FULL)

@@ -1,44 +1,52 @@
-import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { GatewayCacheReport } from '../../../api/index.ts';
-import { mergeReports } from './gateway-report.ts';
+import { readGatewayTier } from './gateway-report.ts';
+import { worseEvents } from './prober.ts';
 
-const replica = (
-  promptTokens: number,
-  predictedTokens: number,
-  events: { usable: boolean; reason: string; lagMs: number | null },
-): GatewayCacheReport => ({
-  windowSeconds: 300,
-  deployments: [
-    {
-      deployment: 'team/llama',
-      decisions: 1,
-      promptTokens,
-      predictedTokens,
-      endpoints: [{ pod: 'llama-0', events }, { pod: 'llama-1' }],
-    },
-  ],
+describe('worseEvents', () => {
+  it('prefers an unusable view, then the larger lag', () => {
+    const usable = { usable: true, reason: '', lagMs: 12_000 };
+    const unusable = { usable: false, reason: 'events lag 9000 ms (bound 5000 ms)', lagMs: 9_000 };
+    expect(worseEvents(usable, unusable)).toBe(unusable);
+    expect(worseEvents(unusable, usable)).toBe(unusable);
+    expect(
+      worseEvents({ usable: true, reason: '', lagMs: null }, { usable: true, reason: '', lagMs: 300 }),
+    ).toEqual({
+      usable: true,
+      reason: '',
+      lagMs: 300,
+    });
+  });
 });
 
-describe('mergeReports', () => {
-  it("adds the replicas' windows up and keeps the worst view of each endpoint's events", () => {
-    const tier = mergeReports([
-      replica(1_000, 600, { usable: true, reason: '', lagMs: 40 }),
-      replica(3_000, 900, { usable: false, reason: 'events lag 9000 ms (bound 5000 ms)', lagMs: 9_000 }),
-      replica(500, 500, { usable: true, reason: '', lagMs: 12_000 }),
-    ]);
-    expect(tier.replicas).toBe(3);
-    expect(tier.predictions.get('team/llama')).toEqual({ promptTokens: 4_500, predictedTokens: 2_000 });
-    // An unusable index outweighs a larger lag on a usable one.
-    expect(tier.events.get('team/llama-0')).toMatchObject({ usable: false, lagMs: 9_000 });
-    // An endpoint without events is not in the map.
-    expect(tier.events.has('team/llama-1')).toBe(false);
-  });
+describe('readGatewayTier', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => close?.());
 
-  it('among usable views, keeps the one with the larger lag', () => {
-    const tier = mergeReports([
-      replica(1, 1, { usable: true, reason: '', lagMs: null }),
-      replica(1, 1, { usable: true, reason: '', lagMs: 300 }),
-    ]);
-    expect(tier.events.get('team/llama-0')?.lagMs).toBe(300);
+  it("reads a replica's report by address, and says what to fix when none answers", async () => {
+    const report: GatewayCacheReport = { instance: 'i-1', deployments: [] };
+    const server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(req.url === '/cache-report.json' ? JSON.stringify(report) : '{}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    close = () => new Promise((r) => server.close(() => r()));
+    const port = (server.address() as AddressInfo).port;
+    expect(await readGatewayTier(`http://127.0.0.1:${port}`, { timeoutMs: 2_000 })).toEqual({
+      ok: true,
+      replicas: [{ address: '127.0.0.1', ok: true, report }],
+    });
+    const down = await readGatewayTier('http://127.0.0.1:1', { timeoutMs: 2_000 });
+    expect(down.ok && down.replicas[0]).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('127.0.0.1:1'),
+    });
+    const unresolved = await readGatewayTier('http://no-such-gateway.invalid:9090', { timeoutMs: 2_000 });
+    expect(unresolved).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('resolve no-such-gateway.invalid') as unknown,
+    });
   });
 });

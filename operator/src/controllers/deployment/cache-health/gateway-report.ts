@@ -1,55 +1,29 @@
-// The gateway tier's cache report, as one: every replica the admin URL's host
-// resolves to is read (a headless Service resolves to all of them; a ClusterIP
-// one to whichever replica answers), and their windows are added up. Each
-// replica's counts are of the requests it routed, so the sum is the tier's.
-import { lookup } from 'node:dns/promises';
-import {
-  GATEWAY_CACHE_REPORT_PATH,
-  GatewayCacheReport,
-  type GatewayEndpointEvents,
-} from '../../../api/index.ts';
+// Reads the gateway tier's cache reports: every replica the admin URL's host
+// resolves to (a headless Service resolves to all of them), each on its own
+// address, so that the prober can window each replica's counters apart.
+import { Resolver } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '../../../api/index.ts';
 import { getJson } from '../../../sglang/client.ts';
 
-export interface DeploymentPrediction {
-  readonly promptTokens: number;
-  readonly predictedTokens: number;
-}
+export type ReplicaRead = { address: string } & (
+  { ok: true; report: GatewayCacheReport } | { ok: false; error: string }
+);
 
-export interface TierReport {
-  /** By namespace/name. */
-  readonly predictions: ReadonlyMap<string, DeploymentPrediction>;
-  /** By namespace/pod: the worst any replica says of the endpoint's event index. */
-  readonly events: ReadonlyMap<string, GatewayEndpointEvents>;
-  readonly replicas: number;
-}
+export type TierRead = { ok: true; replicas: ReplicaRead[] } | { ok: false; error: string };
 
-export type TierRead = { ok: true; value: TierReport } | { ok: false; error: string };
-
-/** Of two replicas' views of one endpoint, the one that should worry a person more. */
-function worse(a: GatewayEndpointEvents, b: GatewayEndpointEvents): GatewayEndpointEvents {
-  if (a.usable !== b.usable) return a.usable ? b : a;
-  return (b.lagMs ?? -1) > (a.lagMs ?? -1) ? b : a;
-}
-
-export function mergeReports(reports: readonly GatewayCacheReport[]): TierReport {
-  const predictions = new Map<string, DeploymentPrediction>();
-  const events = new Map<string, GatewayEndpointEvents>();
-  for (const r of reports)
-    for (const d of r.deployments) {
-      const was = predictions.get(d.deployment) ?? { promptTokens: 0, predictedTokens: 0 };
-      predictions.set(d.deployment, {
-        promptTokens: was.promptTokens + d.promptTokens,
-        predictedTokens: was.predictedTokens + d.predictedTokens,
-      });
-      const namespace = d.deployment.split('/')[0] ?? '';
-      for (const e of d.endpoints) {
-        if (!e.events) continue;
-        const key = `${namespace}/${e.pod}`;
-        const seen = events.get(key);
-        events.set(key, seen ? worse(seen, e.events) : e.events);
-      }
-    }
-  return { predictions, events, replicas: reports.length };
+async function resolveAll(host: string, timeoutMs: number): Promise<string[]> {
+  if (isIP(host)) return [host];
+  // A Resolver, not lookup(): it has a timeout, and does not wait on libuv's thread pool.
+  const resolver = new Resolver({ timeout: timeoutMs, tries: 2 });
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+  const addresses = [
+    ...(v4.status === 'fulfilled' ? v4.value : []),
+    ...(v6.status === 'fulfilled' ? v6.value : []),
+  ];
+  if (addresses.length > 0) return addresses;
+  const reason = v4.status === 'rejected' ? (v4.reason as Error).message : 'no address';
+  throw new Error(reason);
 }
 
 export async function readGatewayTier(
@@ -57,26 +31,24 @@ export async function readGatewayTier(
   opts: { timeoutMs: number; signal?: AbortSignal },
 ): Promise<TierRead> {
   const url = new URL(adminUrl);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
   try {
-    addresses = (await lookup(url.hostname, { all: true })).map((a) =>
-      a.family === 6 ? `[${a.address}]` : a.address,
-    );
+    addresses = await resolveAll(host, opts.timeoutMs);
   } catch (err) {
-    return { ok: false, error: `resolve ${url.hostname}: ${(err as Error).message}` };
+    return {
+      ok: false,
+      error: `resolve ${host}: ${(err as Error).message} (--gateway-admin-url; the chart's <release>-gateway-replicas Service)`,
+    };
   }
-  const reads = await Promise.all(
-    addresses.map((address) => {
+  const replicas = await Promise.all(
+    addresses.map(async (address): Promise<ReplicaRead> => {
       const replica = new URL(url);
-      replica.hostname = address;
+      replica.hostname = isIP(address) === 6 ? `[${address}]` : address;
       replica.pathname = GATEWAY_CACHE_REPORT_PATH;
-      return getJson(replica.toString(), GatewayCacheReport, opts);
+      const read = await getJson(replica.toString(), GatewayCacheReport, opts);
+      return read.ok ? { address, ok: true, report: read.value } : { address, ok: false, error: read.error };
     }),
   );
-  const ok = reads.flatMap((r) => (r.ok ? [r.value] : []));
-  if (ok.length === 0) {
-    const first = reads.find((r) => !r.ok);
-    return { ok: false, error: first && !first.ok ? first.error : `no address for ${url.hostname}` };
-  }
-  return { ok: true, value: mergeReports(ok) };
+  return { ok: true, replicas };
 }

@@ -1,11 +1,12 @@
 // Measures each Deployment's cache off the reconcile loop, as the warm-up
 // worker runs warm-ups: every period, while this operator leads, it reads the
-// /metrics of every ready, verified, prefilling endpoint and the gateway tier's
-// cache report, assesses each Deployment (assess.ts), keeps the assessment in
-// memory and queues a reconcile of the Deployments whose assessment changed;
-// that reconcile writes it to status. Losing the memory (a restart, a new
-// leader) only means measuring a window again.
-import type { DeploymentResource, GatewayEndpointEvents } from '../../../api/index.ts';
+// /metrics of every ready, verified, prefilling endpoint and every gateway
+// replica's cache report, windows both sides' counters alike, assesses each
+// Deployment (assess.ts), keeps the assessment in memory and queues a reconcile
+// of the Deployments whose assessment changed; that reconcile writes it to
+// status. Losing the memory (a restart, a new leader) only means measuring a
+// window again; the verdict in status stands meanwhile (chooseCacheVerdict).
+import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } from '../../../api/index.ts';
 import type { Logger } from '../../../runtime/logger.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
 import { fetchMetricsText } from '../../../sglang/client.ts';
@@ -16,8 +17,8 @@ import {
   type EndpointEventsView,
   type GatewayObservation,
 } from './assess.ts';
-import { readGatewayTier, type TierRead } from './gateway-report.ts';
-import { parseRuntimeCacheSample } from './runtime-sample.ts';
+import { readGatewayTier, type ReplicaRead } from './gateway-report.ts';
+import { parseRuntimeCacheSample, type HostTier } from './runtime-sample.ts';
 import { CounterWindow } from './window.ts';
 
 export const DEFAULT_CACHE_HEALTH_WINDOW_MS = 300_000;
@@ -42,14 +43,30 @@ export interface CacheHealthProberOptions {
 
 interface EndpointState {
   window: CounterWindow;
+  host: HostTier | undefined;
   scrapeError: string | undefined;
   /** When the gateway first said its event index is unusable, in this run of unusable reports. */
   unusableSince: number | undefined;
 }
 
+/** One gateway replica, by address: its counters per Deployment and its last view of the endpoints' events. */
+interface ReplicaState {
+  instance: string;
+  windows: Map<string, CounterWindow>;
+  /** By namespace/pod, from its last report read. */
+  events: Map<string, GatewayEndpointEvents>;
+  readAt: number;
+}
+
 /** The endpoints whose prefix cache routing aims at: ready, verified, prefilling. */
 function prefillingEndpoints(d: DeploymentResource) {
   return (d.status?.endpoints ?? []).filter((e) => e.ready && e.verified && e.role !== 'decode');
+}
+
+/** Of two replicas' views of one endpoint, the one that should worry a person more. */
+export function worseEvents(a: GatewayEndpointEvents, b: GatewayEndpointEvents): GatewayEndpointEvents {
+  if (a.usable !== b.usable) return a.usable ? b : a;
+  return (b.lagMs ?? -1) > (a.lagMs ?? -1) ? b : a;
 }
 
 async function mapLimited<T>(
@@ -67,12 +84,16 @@ async function mapLimited<T>(
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+const formatHost = (ip: string): string => (ip.includes(':') ? `[${ip}]` : ip);
+
 export class CacheHealthProber {
   readonly #opts: CacheHealthProberOptions;
   readonly #windowMs: number;
   readonly #now: () => number;
   readonly #endpoints = new Map<string, EndpointState>();
+  readonly #replicas = new Map<string, ReplicaState>();
   readonly #assessments = new Map<string, CacheHealthAssessment>();
+  #tierError: string | undefined;
   #timer: NodeJS.Timeout | undefined;
   #busy = false;
 
@@ -89,6 +110,11 @@ export class CacheHealthProber {
     this.#timer.unref();
   }
 
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
   async #tick(): Promise<void> {
     // A slow pass (many endpoints, a hung gateway) is not overlapped by the next.
     if (this.#busy) return;
@@ -102,11 +128,6 @@ export class CacheHealthProber {
     }
   }
 
-  stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-  }
-
   /** The last assessment of a Deployment; undefined before its first pass. */
   assessmentOf(key: ObjectKey): CacheHealthAssessment | undefined {
     return this.#assessments.get(formatKey(key));
@@ -116,6 +137,7 @@ export class CacheHealthProber {
   async probe(): Promise<void> {
     if (!this.#opts.isLeader()) {
       this.#endpoints.clear();
+      this.#replicas.clear();
       this.#assessments.clear();
       return;
     }
@@ -124,26 +146,24 @@ export class CacheHealthProber {
     const targets = deployments.flatMap((d) =>
       prefillingEndpoints(d).map((e) => ({
         key: `${d.metadata.namespace ?? ''}/${e.pod}`,
-        url: `http://${e.ip}:${e.port}`,
+        url: `http://${formatHost(e.ip)}:${e.port}`,
       })),
     );
-    const [tier] = await Promise.all([
-      this.#opts.gatewayAdminUrl
-        ? readGatewayTier(this.#opts.gatewayAdminUrl, { timeoutMs: SCRAPE_TIMEOUT_MS, signal })
-        : undefined,
+    await Promise.all([
+      this.#readTier(),
       mapLimited(targets, SCRAPES_AT_ONCE, async (t) => this.#scrape(t.key, t.url)),
     ]);
     if (signal.aborted) return;
     const live = new Set(targets.map((t) => t.key));
     for (const key of this.#endpoints.keys()) if (!live.has(key)) this.#endpoints.delete(key);
-    if (tier && !tier.ok) this.#opts.logger.debug('gateway cache report unread', { error: tier.error });
 
+    const events = this.#freshEvents();
     const seen = new Set<string>();
     for (const d of deployments) {
       const key = { namespace: d.metadata.namespace ?? '', name: d.metadata.name ?? '' };
       const id = formatKey(key);
       seen.add(id);
-      const next = this.#assess(d, tier);
+      const next = this.#assess(d, events);
       const prev = this.#assessments.get(id);
       this.#assessments.set(id, next);
       if (JSON.stringify(prev) !== JSON.stringify(next)) this.#opts.onChanged(key);
@@ -154,59 +174,133 @@ export class CacheHealthProber {
   async #scrape(key: string, baseUrl: string): Promise<void> {
     const state = this.#endpoints.get(key) ?? {
       window: new CounterWindow(this.#windowMs),
+      host: undefined,
       scrapeError: undefined,
       unusableSince: undefined,
     };
     this.#endpoints.set(key, state);
     const text = await fetchMetricsText(baseUrl, { timeoutMs: SCRAPE_TIMEOUT_MS, signal: this.#opts.signal });
     const sample = text.ok ? parseRuntimeCacheSample(text.value) : undefined;
-    if (sample) state.window.add(this.#now(), sample);
+    const now = this.#now();
+    if (sample) {
+      state.window.add(now, { total: sample.promptTokens, part: sample.cachedTokens });
+      state.host = sample.host;
+      state.scrapeError = undefined;
+      return;
+    }
+    state.window.expire(now);
     state.scrapeError = !text.ok
-      ? text.error
-      : sample
-        ? undefined
-        : 'no sglang: metric in /metrics (is the runtime started with --enable-metrics?)';
+      ? `${text.error} (the runtime's NetworkPolicy must admit the operator: --runtime-ingress-operator)`
+      : 'no sglang: metric in /metrics (is the runtime started with --enable-metrics?)';
   }
 
+  /** Reads every replica; a replica's counters are windowed apart, a restarted one (new instance) starts again. */
+  async #readTier(): Promise<void> {
+    if (!this.#opts.gatewayAdminUrl) return;
+    const tier = await readGatewayTier(this.#opts.gatewayAdminUrl, {
+      timeoutMs: SCRAPE_TIMEOUT_MS,
+      signal: this.#opts.signal,
+    });
+    const now = this.#now();
+    const reads: ReplicaRead[] = tier.ok ? tier.replicas : [];
+    for (const read of reads) if (read.ok) this.#recordReplica(read.address, read.report, now);
+    // A replica gone from DNS, or not answering, keeps its windows until they expire.
+    for (const r of this.#replicas.values()) for (const w of r.windows.values()) w.expire(now);
+    for (const [address, r] of this.#replicas)
+      if ([...r.windows.values()].every((w) => w.delta() === undefined) && now - r.readAt > this.#windowMs)
+        this.#replicas.delete(address);
+    const failed = tier.ok ? reads.filter((r) => !r.ok).map((r) => (r.ok ? '' : r.error)) : [tier.error];
+    this.#tierError = reads.some((r) => r.ok) ? undefined : (failed[0] ?? 'no gateway replica');
+    if (this.#tierError) this.#opts.logger.debug('gateway cache report unread', { error: this.#tierError });
+  }
+
+  #recordReplica(address: string, report: GatewayCacheReport, now: number): void {
+    let state = this.#replicas.get(address);
+    if (!state || state.instance !== report.instance) {
+      state = { instance: report.instance, windows: new Map(), events: new Map(), readAt: now };
+      this.#replicas.set(address, state);
+    }
+    state.readAt = now;
+    state.events = new Map();
+    for (const d of report.deployments) {
+      const window = state.windows.get(d.deployment) ?? new CounterWindow(this.#windowMs);
+      state.windows.set(d.deployment, window);
+      window.add(now, { total: d.promptTokens, part: d.predictedTokens });
+      const namespace = d.deployment.split('/')[0] ?? '';
+      for (const e of d.endpoints) if (e.events) state.events.set(`${namespace}/${e.pod}`, e.events);
+    }
+  }
+
+  /** Each endpoint's events, the worst view among replicas read in the last two periods. */
+  #freshEvents(): Map<string, GatewayEndpointEvents> | undefined {
+    const now = this.#now();
+    const fresh = [...this.#replicas.values()].filter((r) => now - r.readAt <= 2 * this.#opts.periodMs);
+    if (fresh.length === 0) return undefined;
+    const out = new Map<string, GatewayEndpointEvents>();
+    for (const r of fresh)
+      for (const [pod, e] of r.events) {
+        const seen = out.get(pod);
+        out.set(pod, seen ? worseEvents(seen, e) : e);
+      }
+    return out;
+  }
+
+  /** `events` undefined: the gateway was not read lately; the endpoints' event runs are left as they are. */
   #eventsView(
     state: EndpointState,
-    reported: GatewayEndpointEvents | undefined,
+    events: Map<string, GatewayEndpointEvents> | undefined,
+    key: string,
   ): EndpointEventsView | undefined {
-    if (!reported) {
+    if (!events) return undefined;
+    const reported = events.get(key);
+    if (!reported || reported.usable) {
       state.unusableSince = undefined;
-      return undefined;
+      return reported ? { usable: true, reason: reported.reason, unusableForMs: 0 } : undefined;
     }
-    if (reported.usable) state.unusableSince = undefined;
-    else state.unusableSince ??= this.#now();
-    return {
-      usable: reported.usable,
-      reason: reported.reason,
-      unusableForMs: state.unusableSince === undefined ? 0 : this.#now() - state.unusableSince,
-    };
+    state.unusableSince ??= this.#now();
+    return { usable: false, reason: reported.reason, unusableForMs: this.#now() - state.unusableSince };
   }
 
-  #assess(d: DeploymentResource, tier: TierRead | undefined): CacheHealthAssessment {
+  #gatewayObservation(deployment: string): GatewayObservation {
+    if (!this.#opts.gatewayAdminUrl) return { kind: 'off' };
+    let promptTokens = 0;
+    let predictedTokens = 0;
+    let measured = false;
+    for (const r of this.#replicas.values()) {
+      const delta = r.windows.get(deployment)?.delta();
+      if (!delta) continue;
+      measured = true;
+      promptTokens += delta.total;
+      predictedTokens += delta.part;
+    }
+    if (measured) return { kind: 'read', prediction: { promptTokens, predictedTokens } };
+    if (this.#tierError) return { kind: 'unreachable', error: this.#tierError };
+    return { kind: 'read', prediction: undefined };
+  }
+
+  #assess(
+    d: DeploymentResource,
+    events: Map<string, GatewayEndpointEvents> | undefined,
+  ): CacheHealthAssessment {
     const ns = d.metadata.namespace ?? '';
     const endpoints = prefillingEndpoints(d).map((e): EndpointCacheObservation => {
-      const state = this.#endpoints.get(`${ns}/${e.pod}`);
-      const reported = tier?.ok ? tier.value.events.get(`${ns}/${e.pod}`) : undefined;
+      const key = `${ns}/${e.pod}`;
+      const state = this.#endpoints.get(key);
+      const delta = state?.window.delta();
       return {
         pod: e.pod,
-        delta: state?.window.delta(),
-        host: state?.window.latest()?.host,
+        delta: delta
+          ? { promptTokens: delta.total, cachedTokens: delta.part, seconds: delta.seconds }
+          : undefined,
+        host: state?.host,
         scrapeError: state?.scrapeError,
-        events: state ? this.#eventsView(state, reported) : undefined,
+        events: state ? this.#eventsView(state, events, key) : undefined,
       };
     });
-    const gateway: GatewayObservation = !tier
-      ? { kind: 'off' }
-      : !tier.ok
-        ? { kind: 'unreachable', error: tier.error }
-        : { kind: 'read', prediction: tier.value.predictions.get(`${ns}/${d.metadata.name ?? ''}`) };
     return assessCacheHealth({
       windowSeconds: Math.round(this.#windowMs / 1000),
       endpoints,
-      gateway,
+      gateway: this.#gatewayObservation(`${ns}/${d.metadata.name ?? ''}`),
       hostTierField: d.spec.disaggregation ? 'spec.disaggregation.prefill.hicache' : 'spec.hicache',
     });
   }

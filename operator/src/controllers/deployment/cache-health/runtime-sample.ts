@@ -8,7 +8,12 @@ export interface RuntimeCacheSample {
   readonly promptTokens: number;
   readonly cachedTokens: number;
   /** Present only when the runtime runs HiCache (SGLang creates the gauges only then). */
-  readonly host?: { readonly usedTokens: number; readonly totalTokens: number };
+  readonly host?: HostTier;
+}
+
+export interface HostTier {
+  readonly usedTokens: number;
+  readonly totalTokens: number;
 }
 
 const NAMES = {
@@ -34,11 +39,10 @@ export function parseRuntimeCacheSample(text: string): RuntimeCacheSample | unde
     if (isKnown(name)) sums.set(NAMES[name], (sums.get(NAMES[name]) ?? 0) + value);
   }
   if (!sglang) return undefined;
-  const promptTokens = sums.get('promptTokens') ?? 0;
   const usedTokens = sums.get('hostUsed');
   const totalTokens = sums.get('hostTotal');
   return {
-    promptTokens,
+    promptTokens: sums.get('promptTokens') ?? 0,
     cachedTokens: sums.get('cachedTokens') ?? 0,
     ...(usedTokens !== undefined && totalTokens !== undefined ? { host: { usedTokens, totalTokens } } : {}),
   };

@@ -38,25 +38,29 @@ describe('parseRuntimeCacheSample', () => {
       cachedTokens: 0,
     });
     expect(parseRuntimeCacheSample('python_gc_objects_collected_total 1\n')).toBeUndefined();
+    // A cut line (no value, or an unclosed label set) is not a zero: alone, it is no reading.
+    expect(
+      parseRuntimeCacheSample('sglang:prompt_tokens_total{a="b"}\nsglang:cached_tokens_total{a="c\n'),
+    ).toBeUndefined();
   });
 });
 
 describe('CounterWindow', () => {
-  const at = (prompt: number, cached: number) => ({ promptTokens: prompt, cachedTokens: cached });
+  const at = (total: number, part: number) => ({ total, part });
 
   it('needs two readings, then gives the difference across the window', () => {
     const w = new CounterWindow(300_000);
     w.add(0, at(100, 10));
     expect(w.delta()).toBeUndefined();
     w.add(30_000, at(300, 110));
-    expect(w.delta()).toEqual({ promptTokens: 200, cachedTokens: 100, seconds: 30 });
+    expect(w.delta()).toEqual({ total: 200, part: 100, seconds: 30 });
   });
 
   it('slides: readings older than the window drop, one at its start stays', () => {
     const w = new CounterWindow(60_000);
     for (let t = 0; t <= 120_000; t += 30_000) w.add(t, at(t / 1000, 0));
     // Readings at 60, 90, 120 s: 60 s covered.
-    expect(w.delta()).toEqual({ promptTokens: 60, cachedTokens: 0, seconds: 60 });
+    expect(w.delta()).toEqual({ total: 60, part: 0, seconds: 60 });
   });
 
   it('starts again when a counter goes down (the runtime restarted)', () => {
@@ -66,6 +70,16 @@ describe('CounterWindow', () => {
     w.add(60_000, at(200, 0));
     expect(w.delta()).toBeUndefined();
     w.add(90_000, at(1_200, 600));
-    expect(w.delta()).toEqual({ promptTokens: 1_000, cachedTokens: 600, seconds: 30 });
+    expect(w.delta()).toEqual({ total: 1_000, part: 600, seconds: 30 });
+  });
+
+  it('lets the figures of a source that stopped answering run out with the window', () => {
+    const w = new CounterWindow(60_000);
+    w.add(0, at(0, 0));
+    w.add(30_000, at(100, 50));
+    w.expire(70_000);
+    expect(w.delta()).toBeUndefined();
+    w.add(90_000, at(300, 150));
+    expect(w.delta()).toEqual({ total: 200, part: 100, seconds: 60 });
   });
 });
