@@ -52,6 +52,7 @@ import {
   type RouteEndpoint,
   type RouteEndpointEvents,
 } from '../routing/table.ts';
+import { formatHost } from '../../../operator/src/sglang/endpoint-url.ts';
 
 /** Prefix of the cache namespace used when no CachePolicy governs a Deployment. */
 export { DEFAULT_CACHE_NAMESPACE_PREFIX } from '../../../operator/src/sglang/cache-binding.ts';
@@ -215,10 +216,6 @@ function keepPairable(endpoints: readonly StatusEndpoint[]): StatusEndpoint[] {
   return endpoints.filter(
     (e) => e.fingerprint !== undefined && prefill.has(e.fingerprint) && decode.has(e.fingerprint),
   );
-}
-
-function formatHost(ip: string): string {
-  return ip.includes(':') ? `[${ip}]` : ip;
 }
 
 /**

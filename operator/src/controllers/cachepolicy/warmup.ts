@@ -9,6 +9,7 @@
 // rendering, or raw text through /generate, never matches a chat request.)
 import type { DeploymentResource, Endpoint } from '../../api/index.ts';
 import { buildBootstrapFields, type BootstrapFields } from '../../sglang/bootstrap.ts';
+import { buildEndpointUrl } from '../../sglang/endpoint-url.ts';
 
 /** A disaggregated target's partner: SGLang warms a prefill only through a real prefill/decode pair. */
 export interface WarmupPair {
@@ -40,7 +41,7 @@ export type WarmupCandidate =
   | { pod: string; restartCount: number; key: string; waiting: string };
 
 const isServing = (e: Endpoint): boolean => e.ready && e.verified && e.ip !== '';
-const urlOf = (e: Endpoint): string => `http://${e.ip.includes(':') ? `[${e.ip}]` : e.ip}:${e.port}`;
+const urlOf = (e: Endpoint): string => buildEndpointUrl(e.ip, e.port);
 
 export function buildInstanceKey(namespace: string, pod: string, restartCount: number): string {
   return `${namespace}/${pod}#${restartCount}`;

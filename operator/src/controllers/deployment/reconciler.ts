@@ -13,7 +13,8 @@ import { TerminalError, type ReconcileContext, type ReconcileResult } from '../.
 import { Resources, type ResourceType } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
 import { buildRuntimeKeyLookup, readRuntimeKeys } from '../../sglang/runtime-key.ts';
-import { computeDeclaredIdentity } from './args.ts';
+import { buildEndpointUrl } from '../../sglang/endpoint-url.ts';
+import { computeDeclaredIdentity, SGLANG_PORT } from './args.ts';
 import { chooseCacheVerdict } from './cache-health/assess.ts';
 import { CacheHealthProber } from './cache-health/prober.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
@@ -222,7 +223,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
             now,
           );
         const declared = computeDeclaredIdentity(root.spec, engine);
-        const readback = await readIdentity(`http://${pod.ip ?? ''}:30000`, declared, {
+        const readback = await readIdentity(buildEndpointUrl(pod.ip ?? '', SGLANG_PORT), declared, {
           timeoutMs: verifyTimeoutMs,
           signal: ctx.signal,
           apiKey: runtimeKey(ns, root.metadata.name ?? '', pod.fingerprint),

@@ -10,6 +10,7 @@ import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } fr
 import type { Logger } from '../../../runtime/logger.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
 import { fetchMetricsText } from '../../../sglang/client.ts';
+import { buildEndpointUrl } from '../../../sglang/endpoint-url.ts';
 import {
   assessCacheHealth,
   type CacheHealthAssessment,
@@ -84,8 +85,6 @@ async function mapLimited<T>(
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-const formatHost = (ip: string): string => (ip.includes(':') ? `[${ip}]` : ip);
-
 export class CacheHealthProber {
   readonly #opts: CacheHealthProberOptions;
   readonly #windowMs: number;
@@ -146,7 +145,7 @@ export class CacheHealthProber {
     const targets = deployments.flatMap((d) =>
       prefillingEndpoints(d).map((e) => ({
         key: `${d.metadata.namespace ?? ''}/${e.pod}`,
-        url: `http://${formatHost(e.ip)}:${e.port}`,
+        url: buildEndpointUrl(e.ip, e.port),
       })),
     );
     await Promise.all([
