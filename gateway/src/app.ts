@@ -93,8 +93,8 @@ export function build(opts: BuildOptions): FastifyInstance {
   });
   registerJsonBodyParser(app);
   app.server.on('connect', answerConnect);
-  const clock = opts.clock ?? systemClock;
   const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
+  const clock = opts.clock ?? systemClock;
   const load = opts.runtimeLoad
     ? { get: opts.runtimeLoad, start: () => undefined, close: () => undefined }
     : followRuntimeLoad(opts.table, clock, opts.scrapeIntervalMs);

@@ -31,6 +31,7 @@ import { startOperator } from '../../operator/src/operator.ts';
 import type { Operator } from '../../operator/src/operator.ts';
 import { KubeClient, isWrite } from '../../operator/src/runtime/client.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
+import { mapLimited } from '../../operator/src/runtime/map-limited.ts';
 import type { KubeObject } from '../../operator/src/runtime/objects.ts';
 import { countRequests, createRequestCounter } from '../../operator/src/runtime/request-counter.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
@@ -126,15 +127,6 @@ function isVerifiedReady(s: DeploymentStatus | undefined): boolean {
     s?.verifiedReplicas === 1 &&
     eps.length === 1 &&
     eps.every((e) => e.verified && e.reported?.servedModelName === 'llama-8b')
-  );
-}
-
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (t: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await fn(items[next++] as T);
-    }),
   );
 }
 
@@ -317,7 +309,7 @@ async function measureOperator(ctx: Phase) {
   );
 
   const t0 = performance.now();
-  await mapLimit(manifests, 16, async (m) => {
+  await mapLimited(manifests, 16, async (m) => {
     await driver.create(Resources.sglangDeployments, {
       ...(m as KubeObject),
       metadata: { ...m.metadata, namespace: NS },

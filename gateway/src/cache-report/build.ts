@@ -2,7 +2,7 @@
 // the operator for the CacheHealthy condition): per Deployment in the routing
 // table, its prediction counters and each endpoint's KV-event index.
 import type { GatewayCacheReport, GatewayEndpointEvents } from '../../../operator/src/api/index.ts';
-import type { EndpointKvStatus } from '../kv-index/fleet.ts';
+import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import type { PredictionCounters } from './prediction-counters.ts';
 
@@ -14,12 +14,7 @@ export interface CacheReportSources {
 
 function toEvents(kv: EndpointKvStatus | undefined): GatewayEndpointEvents {
   if (!kv) return { usable: false, reason: 'not subscribed yet', lagMs: null };
-  const lags = kv.ranks.map((r) => r.lagMs).filter((l): l is number => l !== null);
-  return {
-    usable: kv.usable,
-    reason: kv.reason,
-    lagMs: lags.length > 0 ? Math.round(Math.max(...lags)) : null,
-  };
+  return { usable: kv.usable, reason: kv.reason, lagMs: computeSlowestLagMs(kv) };
 }
 
 export function buildCacheReport(src: CacheReportSources): GatewayCacheReport {

@@ -52,7 +52,7 @@ import {
   type RouteEndpoint,
   type RouteEndpointEvents,
 } from '../routing/table.ts';
-import { formatHost } from '../../../operator/src/sglang/endpoint-url.ts';
+import { buildEndpointUrl, formatHost } from '../../../operator/src/sglang/endpoint-url.ts';
 
 /** Prefix of the cache namespace used when no CachePolicy governs a Deployment. */
 export { DEFAULT_CACHE_NAMESPACE_PREFIX } from '../../../operator/src/sglang/cache-binding.ts';
@@ -176,7 +176,7 @@ export function buildRouteEndpoints(
     return {
       // Pod names are unique per namespace only; the gateway's load maps are global.
       id: `${namespace}/${e.pod}`,
-      url: `http://${formatHost(e.ip)}:${e.port}`,
+      url: buildEndpointUrl(e.ip, e.port),
       role: e.role,
       fingerprint: e.fingerprint ?? '',
       verified: e.verified,

@@ -43,6 +43,12 @@ export interface EndpointKvStatus {
   readonly ranks: readonly KvIndexStatus[];
 }
 
+/** The slowest rank's event lag, whole milliseconds; null while no rank has measured one. */
+export function computeSlowestLagMs(status: EndpointKvStatus): number | null {
+  const lags = status.ranks.map((r) => r.lagMs).filter((l): l is number => l !== null);
+  return lags.length > 0 ? Math.round(Math.max(...lags)) : null;
+}
+
 export interface KvIndexFleetOptions {
   readonly clock?: Clock;
   /** An index whose last batch trails the publisher by more than this is not trusted (default 5 s). */

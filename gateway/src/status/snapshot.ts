@@ -11,6 +11,7 @@ import type { RoutingTable } from '../routing/table.ts';
 import type { ActivityRecorder, EndpointActivity, ErrorRecord } from './activity.ts';
 import type { DecisionCounts, StatusSnapshot } from './view.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
+import { computeSlowestLagMs } from '../kv-index/fleet.ts';
 
 export interface SnapshotSources {
   readonly table: RoutingTable;
@@ -70,12 +71,11 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
   const down = new Map(src.gateway.standing.list().map((m) => [m.id, m.reason]));
   const kvIndex = new Map(
     src.gateway.kvIndex.status().map((k) => {
-      const lags = k.ranks.map((r) => r.lagMs).filter((l): l is number => l !== null);
       const view = {
         usable: k.usable,
         reason: k.reason,
         blocks: k.ranks.reduce((n, r) => n + r.blocks, 0),
-        lagMs: lags.length > 0 ? Math.round(Math.max(...lags)) : null,
+        lagMs: computeSlowestLagMs(k),
       };
       return [k.endpoint, view];
     }),

@@ -6,6 +6,8 @@
 // cache; it is a fault only when hits are lost to it, so it is the reason
 // only beside a gap. Too little traffic to judge is Unknown, not healthy.
 import type { CacheHealthStatus, Condition, DeploymentStatus } from '../../../api/index.ts';
+import { findCondition } from '../../../runtime/conditions.ts';
+import type { HostTier } from './runtime-sample.ts';
 
 export const CacheHealthReason = {
   Healthy: 'Healthy',
@@ -52,7 +54,7 @@ export interface EndpointCacheObservation {
   readonly pod: string;
   /** Its counters over the window; undefined until two readings exist. */
   readonly delta: RuntimeDelta | undefined;
-  readonly host: { readonly usedTokens: number; readonly totalTokens: number } | undefined;
+  readonly host: HostTier | undefined;
   /** Why the last /metrics read failed; undefined when it succeeded. */
   readonly scrapeError: string | undefined;
   /** The gateway's view of its KV-event index; undefined: it publishes none, or the gateway does not say. */
@@ -234,7 +236,7 @@ export function chooseCacheVerdict(
   previous: DeploymentStatus | undefined,
 ): CacheHealthAssessment {
   if (fresh && fresh.condition.reason !== CacheHealthReason.Measuring) return fresh;
-  const standing = previous?.conditions?.find((c) => c.type === 'CacheHealthy');
+  const standing = findCondition(previous?.conditions, 'CacheHealthy');
   if (standing && standing.reason !== CacheHealthReason.Measuring)
     return {
       condition: { status: standing.status, reason: standing.reason, message: standing.message },

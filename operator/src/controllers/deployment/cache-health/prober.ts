@@ -8,6 +8,7 @@
 // window again; the verdict in status stands meanwhile (chooseCacheVerdict).
 import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } from '../../../api/index.ts';
 import type { Logger } from '../../../runtime/logger.ts';
+import { mapLimited } from '../../../runtime/map-limited.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
 import { fetchMetricsText } from '../../../sglang/client.ts';
 import { buildEndpointUrl } from '../../../sglang/endpoint-url.ts';
@@ -68,21 +69,6 @@ function prefillingEndpoints(d: DeploymentResource) {
 export function worseEvents(a: GatewayEndpointEvents, b: GatewayEndpointEvents): GatewayEndpointEvents {
   if (a.usable !== b.usable) return a.usable ? b : a;
   return (b.lagMs ?? -1) > (a.lagMs ?? -1) ? b : a;
-}
-
-async function mapLimited<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 export class CacheHealthProber {
@@ -204,11 +190,12 @@ export class CacheHealthProber {
     const reads: ReplicaRead[] = tier.ok ? tier.replicas : [];
     for (const read of reads) if (read.ok) this.#recordReplica(read.address, read.report, now);
     // A replica gone from DNS, or not answering, keeps its windows until they expire.
-    for (const r of this.#replicas.values()) for (const w of r.windows.values()) w.expire(now);
+    for (const r of this.#replicas.values())
+      if (r.readAt < now) for (const w of r.windows.values()) w.expire(now);
     for (const [address, r] of this.#replicas)
       if ([...r.windows.values()].every((w) => w.delta() === undefined) && now - r.readAt > this.#windowMs)
         this.#replicas.delete(address);
-    const failed = tier.ok ? reads.filter((r) => !r.ok).map((r) => (r.ok ? '' : r.error)) : [tier.error];
+    const failed = tier.ok ? reads.flatMap((r) => (r.ok ? [] : [r.error])) : [tier.error];
     this.#tierError = reads.some((r) => r.ok) ? undefined : (failed[0] ?? 'no gateway replica');
     if (this.#tierError) this.#opts.logger.debug('gateway cache report unread', { error: this.#tierError });
   }
