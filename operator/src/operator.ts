@@ -1,4 +1,3 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import { RUNTIME_API_KEY_LABEL } from './api/index.ts';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
@@ -9,6 +8,7 @@ import type { DailyCap } from './controllers/task/daily-cap.ts';
 import { buildTaskController } from './controllers/task/reconciler.ts';
 import { LABEL_TASK } from './controllers/task/result.ts';
 import { KubeClient } from './runtime/client.ts';
+import { loadClusterCredentials } from './runtime/cluster-credentials.ts';
 import type { Logger } from './runtime/logger.ts';
 import { Manager, type ManagerOptions } from './runtime/manager.ts';
 
@@ -51,10 +51,9 @@ export interface Operator {
 
 /** Builds and starts the manager with every controller; the caller decides how the process ends. */
 export async function startOperator(opts: OperatorOptions): Promise<Operator> {
-  const kc = new KubeConfig();
-  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
-  else kc.loadFromDefault();
-  const client = await KubeClient.fromKubeConfig(kc, { userAgent: 'cacheroute-operator' });
+  const client = await KubeClient.fromKubeConfig(await loadClusterCredentials(opts.kubeconfig), {
+    userAgent: 'cacheroute-operator',
+  });
   const manager = new Manager({
     client,
     logger: opts.logger,

@@ -4,13 +4,10 @@
 // to narrow the watch). server.ts parses flags with `parseRouteSourceFlags`
 // and opens discovery with `openDiscovery`.
 
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { KubeClient } from '../../../operator/src/runtime/client.ts';
+import { loadClusterCredentials } from '../../../operator/src/runtime/cluster-credentials.ts';
 import { NamespaceListFlag, NamespaceName } from '../../../operator/src/runtime/namespace-flags.ts';
 import { describeError, type LogFields, type Logger } from '../../../operator/src/runtime/logger.ts';
 import type { PeerSet } from '../fleet/peers.ts';
@@ -21,8 +18,6 @@ import type { RuntimeKeyDirectory } from './runtime-keys.ts';
 import { RuntimeKeyWatcher } from './runtime-key-watcher.ts';
 import { TenantWatcher } from './tenant-watcher.ts';
 import { DiscoveryWatcher } from './watcher.ts';
-
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 export const RouteSourceFlags = z
   .object({
@@ -96,27 +91,6 @@ export function formatFlagIssues(error: z.ZodError): string {
     .join('\n');
 }
 
-export function loadKubeConfig(path: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  const home = join(homedir(), '.kube', 'config');
-  try {
-    if (path) kc.loadFromFile(path);
-    else if (process.env['KUBECONFIG']) kc.loadFromDefault();
-    else if (existsSync(home)) kc.loadFromFile(home);
-    else if (existsSync(SERVICE_ACCOUNT_TOKEN)) kc.loadFromCluster();
-    else
-      throw new Error(
-        'no kubeconfig: pass --kubeconfig <file>, set $KUBECONFIG, or run in a pod with a service account',
-      );
-  } catch (err) {
-    throw new Error(`cannot load the kubeconfig: ${err instanceof Error ? err.message : String(err)}`, {
-      cause: err,
-    });
-  }
-  if (!kc.getCurrentCluster()) throw new Error('the kubeconfig has no current context with a cluster');
-  return kc;
-}
-
 export interface Discovery {
   /** Discovery: not ready until the first sync. server.ts hands it to build(). */
   readonly table: RoutingTable;
@@ -146,7 +120,7 @@ export async function openDiscovery(
   source: Extract<RouteSource, { kind: 'discovery' }>,
   opts: { readonly tenants?: boolean } = {},
 ): Promise<Discovery> {
-  const client = await KubeClient.fromKubeConfig(loadKubeConfig(source.kubeconfig), {
+  const client = await KubeClient.fromKubeConfig(await loadClusterCredentials(source.kubeconfig), {
     userAgent: 'cacheroute-gateway',
   });
   const table = new StaticRoutingTable();

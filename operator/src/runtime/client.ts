@@ -1,12 +1,13 @@
-// A small Kubernetes REST client over undici, authenticated from a KubeConfig. We own
+// A small Kubernetes REST client over undici, authenticated from ClusterCredentials (a
+// kubeconfig or the pod's service account: cluster-credentials.ts). We own
 // the HTTP layer (rather than the generated client) so that one client serves every
 // resource type, watches stream line by line under our own reconnect policy, server-side
 // apply is a first-class verb, and every request passes through observers (metrics, the
 // request counter tests and the benchmark read).
 import type { RequestOptions } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import type { Dispatcher } from 'undici';
+import type { ClusterCredentials } from './cluster-credentials.ts';
 import type { KubeList, KubeObject, KubeStatus, WatchEvent } from './objects.ts';
 import { resourceLabel, resourcePath } from './resources.ts';
 import type { ResourceType } from './resources.ts';
@@ -112,18 +113,18 @@ interface RawRequest {
 
 export class KubeClient {
   readonly server: string;
-  private readonly kubeConfig: KubeConfig;
+  private readonly credentials: ClusterCredentials;
   private readonly dispatcher: Agent;
   private readonly observers: RequestObserver[];
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   private headersCache: { at: number; headers: Record<string, string> } | undefined;
 
-  private constructor(kc: KubeConfig, tls: RequestOptions, opts: KubeClientOptions) {
+  private constructor(kc: ClusterCredentials, tls: RequestOptions, opts: KubeClientOptions) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     this.server = cluster.server.replace(/\/+$/, '');
-    this.kubeConfig = kc;
+    this.credentials = kc;
     this.observers = [...(opts.observers ?? [])];
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.userAgent = opts.userAgent ?? 'cacheroute-operator';
@@ -135,7 +136,8 @@ export class KubeClient {
     this.dispatcher = new Agent({ connect, keepAliveTimeout: 30_000 });
   }
 
-  static async fromKubeConfig(kc: KubeConfig, opts: KubeClientOptions = {}): Promise<KubeClient> {
+  /** `kc`: a client-node KubeConfig or InClusterCredentials. */
+  static async fromKubeConfig(kc: ClusterCredentials, opts: KubeClientOptions = {}): Promise<KubeClient> {
     const tls: RequestOptions = {};
     await kc.applyToHTTPSOptions(tls);
     return new KubeClient(kc, tls, opts);
@@ -343,12 +345,12 @@ export class KubeClient {
   }
 
   // Bearer tokens (exec plugins, projected service-account tokens) rotate; the
-  // KubeConfig's authenticators cache and refresh them, we ask again every 30 s.
+  // the credentials cache and refresh them (or read the token file), we ask again every 30 s.
   private async authHeaders(): Promise<Record<string, string>> {
     const now = Date.now();
     if (this.headersCache && now - this.headersCache.at < 30_000) return this.headersCache.headers;
     const opts: RequestOptions = {};
-    await this.kubeConfig.applyToHTTPSOptions(opts);
+    await this.credentials.applyToHTTPSOptions(opts);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
     this.headersCache = { at: now, headers };
