@@ -34,8 +34,12 @@ export interface OverheadOptions {
   readonly rate: number;
   readonly roundMs: number;
   readonly rounds: number;
-  /** Unmeasured requests per target first (JIT, connection pools). */
-  readonly warmup: number;
+  /**
+   * Unmeasured rotations first, each target one round per rotation as in the measured ones: JIT,
+   * connection pools, and the first major collections of every process (the simulator and the
+   * client are shared) fall here, not on whichever target is measured first.
+   */
+  readonly warmupRounds: number;
   readonly timeoutMs: number;
 }
 
@@ -148,20 +152,11 @@ export async function measureOverhead(
   });
   const perRound = Math.max(1, Math.round((opts.rate * opts.roundMs) / 1000));
   const collected = new Map<string, { samples: Sample[]; elapsedMs: number; cpuMs: number }>();
-  for (const t of targets) {
-    await runOpenLoop(
-      new URL('/v1/chat/completions', t.url),
-      payload,
-      opts.warmup,
-      opts.rate,
-      opts.timeoutMs,
-    );
-    collected.set(t.name, { samples: [], elapsedMs: 0, cpuMs: 0 });
-  }
-  for (let r = 0; r < opts.rounds; r++) {
+  for (const t of targets) collected.set(t.name, { samples: [], elapsedMs: 0, cpuMs: 0 });
+  for (let r = -opts.warmupRounds; r < opts.rounds; r++) {
     // Rotate the order each round so no target always follows the same one.
     for (let k = 0; k < targets.length; k++) {
-      const t = targets[(k + r) % targets.length] as OverheadTarget;
+      const t = targets[(k + r + opts.warmupRounds) % targets.length] as OverheadTarget;
       const cpuBefore = readGroupCpuMs(t.pgids ?? []);
       const res = await runOpenLoop(
         new URL('/v1/chat/completions', t.url),
@@ -171,7 +166,7 @@ export async function measureOverhead(
         opts.timeoutMs,
       );
       const c = collected.get(t.name);
-      if (c) {
+      if (c && r >= 0) {
         c.samples.push(...res.samples);
         c.elapsedMs += res.elapsedMs;
         c.cpuMs += readGroupCpuMs(t.pgids ?? []) - cpuBefore;

@@ -458,7 +458,7 @@ async function runOverhead(
       rate: OVERHEAD_RATE,
       roundMs: Number(values['overhead-round-ms']),
       rounds: Number(values['overhead-rounds']),
-      warmup: 1000,
+      warmupRounds: 2,
       timeoutMs: 10_000,
     });
     const load = sampler.stop();
