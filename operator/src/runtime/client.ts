@@ -344,8 +344,9 @@ export class KubeClient {
     }
   }
 
-  // Bearer tokens (exec plugins, projected service-account tokens) rotate; the
-  // the credentials cache and refresh them (or read the token file), we ask again every 30 s.
+  // Bearer tokens (exec plugins, projected service-account tokens) rotate; the credentials
+  // refresh them (client-node's authenticators, or the token file read again), so we ask
+  // again every 30 s.
   private async authHeaders(): Promise<Record<string, string>> {
     const now = Date.now();
     if (this.headersCache && now - this.headersCache.at < 30_000) return this.headersCache.headers;

@@ -1,8 +1,9 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InClusterCredentials, loadClusterCredentials } from './cluster-credentials.ts';
@@ -21,6 +22,21 @@ function serviceAccountDir(token: string): string {
   writeFileSync(join(d, 'token'), `${token}\n`);
   writeFileSync(join(d, 'ca.crt'), 'CA PEM');
   return d;
+}
+function kubeconfigFile(context: string, server: string): string {
+  const file = join(tempDir(), 'config');
+  writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: ${context}, cluster: {server: "${server}"}}]`,
+      `users: [{name: ${context}, user: {token: abc}}]`,
+      `contexts: [{name: ${context}, context: {cluster: ${context}, user: ${context}}}]`,
+      `current-context: ${context}`,
+    ].join('\n'),
+  );
+  return file;
 }
 const podEnv = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
 
@@ -48,6 +64,10 @@ describe('InClusterCredentials', () => {
     const b: RequestOptions = { headers: { 'User-Agent': 'x' } };
     await creds.applyToHTTPSOptions(b);
     expect(b.headers).toEqual({ 'User-Agent': 'x', Authorization: 'Bearer second' });
+    writeFileSync(join(dir, 'token'), '\n');
+    const c: RequestOptions = {};
+    await creds.applyToHTTPSOptions(c);
+    expect(c.headers).toBeUndefined();
   });
 });
 
@@ -64,24 +84,49 @@ describe('loadClusterCredentials', () => {
   });
 
   it('prefers a kubeconfig file to the service account', async () => {
-    const file = join(tempDir(), 'config');
-    writeFileSync(
-      file,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters: [{name: c, cluster: {server: "https://example.test:6443"}}]',
-        'users: [{name: u, user: {token: abc}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-      ].join('\n'),
-    );
+    const file = kubeconfigFile('x', 'https://example.test:6443');
     const creds = await loadClusterCredentials(file, {
       env: podEnv,
       serviceAccountDir: serviceAccountDir('t'),
     });
     expect(creds).not.toBeInstanceOf(InClusterCredentials);
     expect(creds.getCurrentCluster()?.server).toBe('https://example.test:6443');
+  });
+
+  it('merges the files $KUBECONFIG lists, the first current context winning', async () => {
+    const a = kubeconfigFile('a', 'https://a.test:6443');
+    const b = kubeconfigFile('b', 'https://b.test:6443');
+    const creds = await loadClusterCredentials(undefined, {
+      env: { ...podEnv, KUBECONFIG: `${a}${delimiter}${delimiter}${b}` },
+      home: tempDir(),
+      serviceAccountDir: serviceAccountDir('t'),
+    });
+    expect(creds.getCurrentCluster()?.server).toBe('https://a.test:6443');
+    const kc = creds as unknown as { getContexts(): { name: string }[] };
+    expect(kc.getContexts().map((c) => c.name)).toEqual(['a', 'b']);
+  });
+
+  it('reads ~/.kube/config before the service account', async () => {
+    const home = tempDir();
+    const file = kubeconfigFile('h', 'https://home.test:6443');
+    mkdirSync(join(home, '.kube'));
+    writeFileSync(join(home, '.kube', 'config'), readFileSync(file));
+    const creds = await loadClusterCredentials(undefined, {
+      env: podEnv,
+      home,
+      serviceAccountDir: serviceAccountDir('t'),
+    });
+    expect(creds.getCurrentCluster()?.server).toBe('https://home.test:6443');
+  });
+
+  it("names the service account when the pod's environment lacks the API server", async () => {
+    await expect(
+      loadClusterCredentials(undefined, {
+        env: {},
+        home: tempDir(),
+        serviceAccountDir: serviceAccountDir('t'),
+      }),
+    ).rejects.toThrow(/^cannot use the pod's service account: KUBERNETES_SERVICE_HOST/);
   });
 
   it('says what to pass when there is neither', async () => {
@@ -100,7 +145,7 @@ describe('loadClusterCredentials', () => {
 describe("the gateway's and the operator's entry points", () => {
   // client-node's module graph holds the whole generated API (ADR 0012); in a pod neither
   // process needs it, so importing them must not load it.
-  it('do not load @kubernetes/client-node until a kubeconfig is read', () => {
+  it('do not load @kubernetes/client-node until a kubeconfig is read', async () => {
     const root = fileURLToPath(new URL('../../../', import.meta.url));
     const hook = join(tempDir(), 'hook.mjs');
     writeFileSync(
@@ -112,7 +157,7 @@ registerHooks({ resolve(specifier, context, next) {
   return r;
 } });`,
     );
-    const run = spawnSync(
+    const run = await promisify(execFile)(
       process.execPath,
       [
         '--import',
@@ -127,5 +172,5 @@ process.stdout.write('IMPORTED\\n');`,
     );
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('IMPORTED\n');
-  });
+  }, 60_000);
 });
