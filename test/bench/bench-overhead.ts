@@ -24,8 +24,8 @@ export interface OverheadStats {
   /** Completed requests per second of the target's own rounds (offered: `rate`). */
   readonly rps: number;
   /** CPU time the target's processes spent per measured request (user + system), when known. */
-  readonly cpu_ms_per_req?: number;
-  readonly first_error?: string;
+  readonly cpu_ms_per_req?: number | undefined;
+  readonly first_error?: string | undefined;
 }
 
 export interface OverheadOptions {

@@ -43,11 +43,13 @@
 //   --profile hicache the host tier's tokens too). hit_rate_vs_bound is
 //   against the pooled bound.
 
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
+import { z } from 'zod';
 import {
   countKvIndexUsable,
   flushFleet,
@@ -541,10 +543,56 @@ async function runOverheadSafely(routers: Readonly<Record<string, RouterEntry>>)
       .map(([n]) => n),
   );
   try {
-    return await runOverhead(routersWanted, skipped);
+    if (values['overhead-only']) return await runOverhead(routersWanted, skipped);
+    return await runOverheadInChild(routersWanted.filter((r) => !skipped.has(r)));
   } catch (e) {
     return { stats: {}, notes: { error: (e as Error).message.slice(0, 500) } };
   }
+}
+
+const OverheadStatsSchema = z.object({
+  sent: z.number(),
+  ok: z.number(),
+  errors: z.number(),
+  p50_ms: z.number(),
+  p99_ms: z.number(),
+  max_ms: z.number(),
+  rps: z.number(),
+  cpu_ms_per_req: z.number().optional(),
+  first_error: z.string().optional(),
+}) satisfies z.ZodType<OverheadStats>;
+const OverheadReport = z.object({
+  overhead_raw: z.record(z.string(), OverheadStatsSchema).nullable(),
+  overhead_notes: z.record(z.string(), z.string()).nullable(),
+});
+
+/**
+ * After the replays this process holds the trace, its prompts and every answer (hundreds of MB),
+ * and its major collections would stall whichever target is being measured: the phase runs in a
+ * fresh process, as lean as `--overhead-only`, with the same flags. Its log: overhead.log.
+ */
+async function runOverheadInChild(wanted: readonly string[]): Promise<OverheadOut> {
+  const args = [
+    path.join(REPO, 'test/bench/bench-routing.ts'),
+    ...process.argv.slice(2),
+    '--overhead-only',
+    '--routers',
+    wanted.join(','),
+  ];
+  const logPath = path.join(logDir, 'overhead.log');
+  let out: { stdout: string; stderr: string };
+  try {
+    out = await promisify(execFile)(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  } catch (e) {
+    writeFileSync(logPath, (e as { stderr?: string }).stderr ?? '');
+    throw new Error(`the overhead phase's process failed (its log: ${logPath}): ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  writeFileSync(logPath, out.stderr);
+  const last = out.stdout.trim().split('\n').at(-1) ?? '';
+  const report = OverheadReport.parse(JSON.parse(last));
+  return { stats: report.overhead_raw ?? {}, notes: report.overhead_notes ?? {} };
 }
 
 /** Every wanted router at each replica count; at R > 1 only the routers of --replicated-routers. */
