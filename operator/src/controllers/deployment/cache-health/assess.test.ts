@@ -76,6 +76,37 @@ describe('assessCacheHealth', () => {
     expect(assessCacheHealth(high).condition.reason).toBe(CacheHealthReason.Healthy);
   });
 
+  it('holds a reported gap until the runtimes come clearly closer (hysteresis)', () => {
+    // The runtimes hit 0.40 (the default endpoint); routing expected 0.49: under the opening bounds.
+    const near = (previousReason?: string) =>
+      assessCacheHealth(
+        observe({
+          gateway: { kind: 'read', prediction: { promptTokens: 10_000, predictedTokens: 4_900 } },
+          previousReason,
+        }),
+      ).condition.reason;
+    expect(near()).toBe(CacheHealthReason.Healthy);
+    expect(near(CacheHealthReason.Healthy)).toBe(CacheHealthReason.Healthy);
+    expect(near(CacheHealthReason.PredictionGap)).toBe(CacheHealthReason.PredictionGap);
+    // 0.46 expected: within 0.07, the gap ends.
+    const closer = assessCacheHealth(
+      observe({
+        gateway: { kind: 'read', prediction: { promptTokens: 10_000, predictedTokens: 4_600 } },
+        previousReason: CacheHealthReason.PredictionGap,
+      }),
+    );
+    expect(closer.condition.reason).toBe(CacheHealthReason.Healthy);
+    // A host tier's gap holds the same way, and still names the tier.
+    const tier = assessCacheHealth(
+      observe({
+        endpoints: [endpoint({ host: { usedTokens: 98, totalTokens: 100 } })],
+        gateway: { kind: 'read', prediction: { promptTokens: 10_000, predictedTokens: 4_900 } },
+        previousReason: CacheHealthReason.HostTierFull,
+      }),
+    );
+    expect(tier.condition.reason).toBe(CacheHealthReason.HostTierFull);
+  });
+
   it('blames a full host tier for a gap, and names the field to raise', () => {
     const a = assessCacheHealth(
       observe({

@@ -30,6 +30,12 @@ export const MIN_PROMPT_TOKENS = 1_000;
 export const GAP_ABSOLUTE = 0.1;
 /** ...and less than this share of the prediction. */
 export const GAP_RELATIVE = 0.8;
+/**
+ * A gap already reported ends only when the runtimes come this much closer than the bounds that
+ * opened it (within 0.07 absolute, or at 0.85 of the prediction): a hit rate hovering at a bound
+ * must not flip the condition, with an event each time, on every pass.
+ */
+export const GAP_HYSTERESIS = { absolute: 0.03, relative: 0.05 } as const;
 /** A host tier this full, beside a gap, is the gap's likely cause. */
 export const HOST_TIER_FULL = 0.95;
 /** An endpoint's event index may be unusable this long (a new subscription, a replay) before it counts. */
@@ -76,6 +82,8 @@ export interface CacheHealthObservation {
   readonly gateway: GatewayObservation;
   /** Where the host tier is sized in this Deployment's spec, for the HostTierFull advice. */
   readonly hostTierField: string;
+  /** The reason of this Deployment's previous assessment, if any: a gap it reported holds longer. */
+  readonly previousReason?: string | undefined;
 }
 
 export interface CacheHealthAssessment {
@@ -129,6 +137,15 @@ function computeFigures(obs: CacheHealthObservation): Figures {
     ...(fullest ? { hostTierUsage: round2(fullest.usage) } : {}),
   };
   return { measured, failed, promptTokens, hitRate, predicted, fullest, cache };
+}
+
+/** Routing expected `predicted` and the runtimes hit `hitRate`: a gap, with hysteresis once reported. */
+function isGap(predicted: number, hitRate: number, previousReason: string | undefined): boolean {
+  const reported =
+    previousReason === CacheHealthReason.PredictionGap || previousReason === CacheHealthReason.HostTierFull;
+  const absolute = GAP_ABSOLUTE - (reported ? GAP_HYSTERESIS.absolute : 0);
+  const relative = GAP_RELATIVE + (reported ? GAP_HYSTERESIS.relative : 0);
+  return predicted - hitRate >= absolute && hitRate < relative * predicted;
 }
 
 const verdict = (
@@ -191,8 +208,7 @@ export function assessCacheHealth(obs: CacheHealthObservation): CacheHealthAsses
         '(--gateway-admin-url; the chart admits it through networkPolicy.metricsFrom)',
       cache,
     );
-  const gap =
-    predicted !== undefined && predicted - hitRate >= GAP_ABSOLUTE && hitRate < GAP_RELATIVE * predicted;
+  const gap = predicted !== undefined && isGap(predicted, hitRate, obs.previousReason);
   if (gap && fullest && fullest.usage >= HOST_TIER_FULL)
     return verdict(
       'False',

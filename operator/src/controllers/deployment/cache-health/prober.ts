@@ -7,6 +7,7 @@
 // status. Losing the memory (a restart, a new leader) only means measuring a
 // window again; the verdict in status stands meanwhile (chooseCacheVerdict).
 import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } from '../../../api/index.ts';
+import { findCondition } from '../../../runtime/conditions.ts';
 import type { Logger } from '../../../runtime/logger.ts';
 import { mapLimited } from '../../../runtime/map-limited.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
@@ -148,8 +149,11 @@ export class CacheHealthProber {
       const key = { namespace: d.metadata.namespace ?? '', name: d.metadata.name ?? '' };
       const id = formatKey(key);
       seen.add(id);
-      const next = this.#assess(d, events);
       const prev = this.#assessments.get(id);
+      // After a restart, the verdict in status is the previous one (chooseCacheVerdict keeps it).
+      const previousReason =
+        prev?.condition.reason ?? findCondition(d.status?.conditions, 'CacheHealthy')?.reason;
+      const next = this.#assess(d, events, previousReason);
       this.#assessments.set(id, next);
       if (JSON.stringify(prev) !== JSON.stringify(next)) this.#opts.onChanged(key);
     }
@@ -267,6 +271,7 @@ export class CacheHealthProber {
   #assess(
     d: DeploymentResource,
     events: Map<string, GatewayEndpointEvents> | undefined,
+    previousReason: string | undefined,
   ): CacheHealthAssessment {
     const ns = d.metadata.namespace ?? '';
     const endpoints = prefillingEndpoints(d).map((e): EndpointCacheObservation => {
@@ -288,6 +293,7 @@ export class CacheHealthProber {
       endpoints,
       gateway: this.#gatewayObservation(`${ns}/${d.metadata.name ?? ''}`),
       hostTierField: d.spec.disaggregation ? 'spec.disaggregation.prefill.hicache' : 'spec.hicache',
+      previousReason,
     });
   }
 }
