@@ -197,3 +197,53 @@ export async function measureOverhead(
 }
 
 const round3 = (x: number): number => Number(x.toFixed(3));
+
+interface CpuTimes {
+  readonly busy: number;
+  readonly total: number;
+}
+
+/** The machine's CPU times so far, all CPUs together (Linux /proc/stat; undefined elsewhere). */
+export function readCpuTimes(): CpuTimes | undefined {
+  let line: string | undefined;
+  try {
+    line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
+  } catch {
+    return undefined;
+  }
+  // cpu  user nice system idle iowait irq softirq steal ...
+  const f = (line ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/** Busy share of all CPUs between two readings. */
+export const computeBusyShare = (a: CpuTimes, b: CpuTimes): number =>
+  b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : 0;
+
+/**
+ * Waits until the CPUs have been under `maxBusy` for `quietSeconds` in a row (what ran before, a
+ * replay's processes exiting, must not load the first rounds), at most `timeoutMs`. Resolves with
+ * how long it waited and the last second's busy share.
+ */
+export async function waitForQuietCpus(
+  maxBusy = 0.35,
+  quietSeconds = 3,
+  timeoutMs = 90_000,
+): Promise<{ waitedMs: number; busy: number }> {
+  const start = performance.now();
+  let quiet = 0;
+  let busy = 0;
+  let last = readCpuTimes();
+  if (!last) return { waitedMs: 0, busy: 0 };
+  while (quiet < quietSeconds && performance.now() - start < timeoutMs) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = readCpuTimes();
+    if (!now) break;
+    busy = computeBusyShare(last, now);
+    last = now;
+    quiet = busy < maxBusy ? quiet + 1 : 0;
+  }
+  return { waitedMs: performance.now() - start, busy };
+}

@@ -69,7 +69,14 @@ import {
   type Router,
   type Sim,
 } from './bench-fleet.ts';
-import { measureOverhead, type OverheadStats, type OverheadTarget } from './bench-overhead.ts';
+import {
+  computeBusyShare,
+  measureOverhead,
+  readCpuTimes,
+  waitForQuietCpus,
+  type OverheadStats,
+  type OverheadTarget,
+} from './bench-overhead.ts';
 import { installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
 import {
@@ -453,7 +460,11 @@ async function runOverhead(
         notes[name] = (e as Error).message.slice(0, 300);
       }
     }
-    log(`overhead: ${targets.map((t) => t.name).join(', ')} at ${OVERHEAD_RATE} req/s`);
+    const settle = await waitForQuietCpus();
+    notes['settle'] =
+      `waited ${(settle.waitedMs / 1000).toFixed(0)} s for the CPUs to fall under 35% busy (last second: ${Math.round(settle.busy * 100)}%)`;
+    log(`overhead: ${targets.map((t) => t.name).join(', ')} at ${OVERHEAD_RATE} req/s; ${notes['settle']}`);
+    const cpuBefore = readCpuTimes();
     const sampler = startLoadSampler();
     const stats = await measureOverhead(targets, {
       model: MODEL,
@@ -465,6 +476,10 @@ async function runOverhead(
     });
     const load = sampler.stop();
     notes['loadavg'] = `mean ${load.mean}, max ${load.max}`;
+    const cpuAfter = readCpuTimes();
+    if (cpuBefore && cpuAfter)
+      notes['cpu_busy'] =
+        `${Math.round(computeBusyShare(cpuBefore, cpuAfter) * 100)}% of all CPUs during the phase`;
     return { stats, notes };
   } finally {
     for (const r of routers) await stopRouter(r);
