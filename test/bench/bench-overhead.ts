@@ -228,7 +228,7 @@ export const computeBusyShare = (a: CpuTimes, b: CpuTimes): number =>
  * how long it waited and the last second's busy share.
  */
 export async function waitForQuietCpus(
-  maxBusy = 0.35,
+  maxBusy: number,
   quietSeconds = 3,
   timeoutMs = 90_000,
 ): Promise<{ waitedMs: number; busy: number }> {
