@@ -116,9 +116,10 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         .list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: name } })
         .map((p) => p.metadata?.labels?.[LABEL_FINGERPRINT] ?? ''),
     );
+    const listedFingerprints = new Set((root.status?.endpoints ?? []).flatMap((e) => e.fingerprint ?? []));
     const planWith = (live: SecretObject | undefined) =>
       planRuntimeKeys(
-        { current: desired.fingerprint, existing: readRuntimeKeys(live), podFingerprints },
+        { current: desired.fingerprint, existing: readRuntimeKeys(live), podFingerprints, listedFingerprints },
         generateKey,
       );
     let live = secrets.get(ns, secretName);
@@ -136,7 +137,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (!result.ok) refuseAdoption(obj, result.error.message);
     if (plan.added !== undefined) ctx.logger.info('runtime API key made', { fingerprint: plan.added });
     if (plan.dropped.length > 0)
-      ctx.logger.info('runtime API keys dropped: no pod runs them', { fingerprints: plan.dropped.join(',') });
+      ctx.logger.info('runtime API keys dropped: no pod runs them and status lists none', { fingerprints: plan.dropped.join(',') });
   }
 
   /** The Deployment's NetworkPolicy, or none when the operator runs without peers (one made earlier goes). */

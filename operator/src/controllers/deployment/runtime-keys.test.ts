@@ -67,17 +67,40 @@ describe('planRuntimeKeys', () => {
       pods: ['f2'],
       want: { keys: { f2: 'k2', f1: 'k-new' }, added: 'f1', dropped: [] },
     },
-  ])('$what', ({ current, existing, pods, want }) => {
-    const plan = planRuntimeKeys({ current, existing, podFingerprints: new Set(pods) }, keys('k-new'));
+    {
+      // The pod went between two passes: gateways still route to the endpoint status lists.
+      what: 'the previous key stays while status still lists an endpoint of it, with no pod left',
+      current: 'f2',
+      existing: { f1: 'k1', f2: 'k2' },
+      pods: ['f2'],
+      listed: ['f1'],
+      want: { keys: { f1: 'k1', f2: 'k2' }, added: undefined, dropped: [] },
+    },
+    {
+      what: 'the previous key goes in the pass after status stopped listing it',
+      current: 'f2',
+      existing: { f1: 'k1', f2: 'k2' },
+      pods: [],
+      listed: ['f2'],
+      want: { keys: { f2: 'k2' }, added: undefined, dropped: ['f1'] },
+    },
+  ])('$what', ({ current, existing, pods, listed, want }) => {
+    const plan = planRuntimeKeys(
+      { current, existing, podFingerprints: new Set(pods), listedFingerprints: new Set(listed) },
+      keys('k-new'),
+    );
     expect(plan).toEqual(want);
   });
 
   it('never asks for a key it does not add', () => {
     let asked = 0;
-    planRuntimeKeys({ current: 'f1', existing: { f1: 'k1' }, podFingerprints: new Set() }, () => {
-      asked++;
-      return 'x';
-    });
+    planRuntimeKeys(
+      { current: 'f1', existing: { f1: 'k1' }, podFingerprints: new Set(), listedFingerprints: new Set() },
+      () => {
+        asked++;
+        return 'x';
+      },
+    );
     expect(asked).toBe(0);
   });
 });

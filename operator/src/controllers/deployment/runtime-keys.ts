@@ -6,8 +6,14 @@
 //
 // Rotation follows identity. A new fingerprint gets a new key; a fingerprint
 // keeps its key while any pod of it remains (terminating ones too: they serve
-// through their preStop sleep), so a rollout never locks the gateway out of
-// the pods it still routes to; once none remains, its key is dropped. Usually
+// through their preStop sleep) and while the status last written still lists
+// an endpoint of it, so a rollout never locks the gateway out of the pods it
+// still routes to. A pod can go between two passes; the gateway reads the
+// Secret and the status on separate watches, and a key dropped in the pass
+// that also drops the endpoint from status could reach it first, leaving it
+// an endpoint it routes to without the key (401). Once neither a pod nor the
+// status holds a fingerprint, its key is dropped: one pass after the status
+// stopped listing it (the status write queues that pass). Usually
 // that is the current key and the previous one during a rollout; a second
 // identity change before the first rollout ends keeps all three until their
 // pods are gone. The key is not part of the fingerprint (no cycle): the pod
@@ -28,6 +34,8 @@ export interface RuntimeKeyInputs {
   readonly existing: Readonly<Record<string, string>>;
   /** The fingerprints of the Deployment's pods, terminating ones included. */
   readonly podFingerprints: ReadonlySet<string>;
+  /** The fingerprints of the endpoints the status last written lists (what gateways route to). */
+  readonly listedFingerprints: ReadonlySet<string>;
 }
 
 export interface RuntimeKeyPlan {
@@ -44,7 +52,11 @@ export function planRuntimeKeys(input: RuntimeKeyInputs, generateKey: () => stri
   const keys: Record<string, string> = {};
   const dropped: string[] = [];
   for (const [fingerprint, key] of Object.entries(input.existing).sort(([a], [b]) => a.localeCompare(b))) {
-    if (fingerprint === input.current || input.podFingerprints.has(fingerprint)) keys[fingerprint] = key;
+    const inUse =
+      fingerprint === input.current ||
+      input.podFingerprints.has(fingerprint) ||
+      input.listedFingerprints.has(fingerprint);
+    if (inUse) keys[fingerprint] = key;
     else dropped.push(fingerprint);
   }
   const existingKey = keys[input.current];
