@@ -119,7 +119,12 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const listedFingerprints = new Set((root.status?.endpoints ?? []).flatMap((e) => e.fingerprint ?? []));
     const planWith = (live: SecretObject | undefined) =>
       planRuntimeKeys(
-        { current: desired.fingerprint, existing: readRuntimeKeys(live), podFingerprints, listedFingerprints },
+        {
+          current: desired.fingerprint,
+          existing: readRuntimeKeys(live),
+          podFingerprints,
+          listedFingerprints,
+        },
         generateKey,
       );
     let live = secrets.get(ns, secretName);
@@ -137,7 +142,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (!result.ok) refuseAdoption(obj, result.error.message);
     if (plan.added !== undefined) ctx.logger.info('runtime API key made', { fingerprint: plan.added });
     if (plan.dropped.length > 0)
-      ctx.logger.info('runtime API keys dropped: no pod runs them and status lists none', { fingerprints: plan.dropped.join(',') });
+      ctx.logger.info('runtime API keys dropped: no pod runs them and status lists none', {
+        fingerprints: plan.dropped.join(','),
+      });
   }
 
   /** The Deployment's NetworkPolicy, or none when the operator runs without peers (one made earlier goes). */
