@@ -96,6 +96,11 @@ render: deps ## Print the objects the operator would apply for FILE=<manifest>, 
 	@test -n "$(FILE)" || { echo 'usage: make render FILE=<manifest.yaml> [ARGS=...]' >&2; exit 2; }
 	@$(NODE) operator/src/cli/render.ts $(FILE) $(ARGS)
 
+.PHONY: model-digest
+model-digest: deps ## Print spec.model.digest and tokenizerDigest for the files in DIR=<model dir> (ADR 0013); ARGS='--tokenizer-dir <dir>' or '--manifest model|tokenizer'
+	@test -n "$(DIR)" || { echo 'usage: make model-digest DIR=<model dir> [ARGS=...]' >&2; exit 2; }
+	@$(NODE) operator/src/cli/model-digest.ts "$(DIR)" $(ARGS)
+
 .PHONY: sim
 sim: deps ## Run one SGLang simulator in the foreground: make sim ARGS='--model-path m --port 30000'
 	$(NODE) test/sim/main.ts $(ARGS)

@@ -56,6 +56,24 @@ export default tseslint.config(
     },
   },
   {
+    // What a model digest means (ADR 0013) is shared by the API, the fetch Job and the CLI: it
+    // depends on the API types and Node only, never on controllers or the runtime.
+    files: ['operator/src/model/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./(?!api/)',
+              message: 'operator/src/model imports operator/src/api and node only',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['hack/**/*.ts', 'test/**/*.ts', '**/*.test.ts', 'eslint.config.js', 'vitest.config.ts'],
     rules: { 'no-console': 'off' },
   },

@@ -94,6 +94,30 @@ export const INVALID_CASES: InvalidCase[] = [
     mutate: (m) => (m.spec.model.source = {}),
     expect: 'model.source needs exactly one of pvc, hostPath or download',
   },
+  {
+    name: 'download without a revision (the hub would serve main)',
+    sample: HICACHE,
+    mutate: (m) => delete m.spec.model.revision,
+    expect: 'model.source.download needs model.revision, the commit to fetch',
+  },
+  {
+    name: 'download of a branch',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.model.revision = 'main'),
+    expect: 'model.revision must be a 40-character commit id when model.source.download is set',
+  },
+  {
+    name: 'download of a tag',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.model.revision = 'v1.0'),
+    expect: 'model.revision must be a 40-character commit id when model.source.download is set',
+  },
+  {
+    name: 'download of an abbreviated commit id',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.model.revision = '9216db5'),
+    expect: 'model.revision must be a 40-character commit id when model.source.download is set',
+  },
   // Deployment: profiles
   {
     name: 'HiCache and HiSparse in one engine',

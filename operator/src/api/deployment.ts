@@ -311,45 +311,73 @@ export const ModelSource = withRules(
   ],
 );
 
-export const ModelSpec = z
-  .object({
-    path: z.string().min(1).max(512).meta({ description: 'Model path or hub repository id (--model-path).' }),
-    servedName: z
-      .string()
-      .min(1)
-      .max(253)
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]*$/)
-      .meta({ description: 'Name clients use in the OpenAI `model` field (--served-model-name).' }),
-    revision: z
-      .string()
-      .min(1)
-      .max(128)
-      .optional()
-      .meta({ description: 'Pinned hub revision (--revision), a commit id for reproducibility.' }),
-    digest: Sha256Digest.meta({
-      description: 'Digest of the model weights; part of the identity fingerprint.',
-    }),
-    tokenizerPath: z
-      .string()
-      .min(1)
-      .max(512)
-      .optional()
-      .meta({ description: 'Tokenizer path (--tokenizer-path); defaults to the model path.' }),
-    tokenizerDigest: Sha256Digest.meta({
-      description: 'Digest of the tokenizer files; part of the identity fingerprint.',
-    }),
-    family: z
-      .string()
-      .min(1)
-      .max(63)
-      .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/)
-      .optional()
-      .meta({
-        description: `Model family, e.g. llama-3.1; HiSparse needs one of ${HISPARSE_FAMILIES.join(', ')}.`,
+// A hub commit id: branches and tags move, and the digests pin the files of one commit.
+const COMMIT_ID_RE = '^[0-9a-f]{40}$';
+
+export const ModelSpec = withRules(
+  z
+    .object({
+      path: z
+        .string()
+        .min(1)
+        .max(512)
+        .meta({ description: 'Model path or hub repository id (--model-path).' }),
+      servedName: z
+        .string()
+        .min(1)
+        .max(253)
+        .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]*$/)
+        .meta({ description: 'Name clients use in the OpenAI `model` field (--served-model-name).' }),
+      revision: z.string().min(1).max(128).optional().meta({
+        description:
+          'Hub revision (--revision). With source.download it is required and must be the commit id (40 hex digits): a branch or tag like main moves, the digests pin the files of one commit.',
       }),
-    source: ModelSource,
-  })
-  .meta({ description: 'The model served, pinned by digest.' });
+      digest: Sha256Digest.meta({
+        description:
+          "sha256 of the model's file manifest (ADR 0013): one line `<sha256> <size> <path>` per file, sorted by path, hidden files and directories (.git/, .cache/) left out. Part of the identity fingerprint. Compute with `make model-digest DIR=<model dir>`.",
+      }),
+      tokenizerPath: z
+        .string()
+        .min(1)
+        .max(512)
+        .optional()
+        .meta({ description: 'Tokenizer path (--tokenizer-path); defaults to the model path.' }),
+      tokenizerDigest: Sha256Digest.meta({
+        description:
+          'sha256 of the file manifest (ADR 0013) of the tokenizer files at the top of tokenizerPath, or of the model directory without it: tokenizer.json, tokenizer_config.json, special_tokens_map.json, added_tokens.json, tokenizer.model, spiece.model, sentencepiece.bpe.model, tiktoken.model, vocab.json, vocab.txt, merges.txt, chat_template.jinja, chat_template.json, *.tiktoken, tokenization_*.py, additional_chat_templates/*.jinja. Part of the identity fingerprint. Compute with `make model-digest DIR=<model dir>`.',
+      }),
+      family: z
+        .string()
+        .min(1)
+        .max(63)
+        .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/)
+        .optional()
+        .meta({
+          description: `Model family, e.g. llama-3.1; HiSparse needs one of ${HISPARSE_FAMILIES.join(', ')}.`,
+        }),
+      source: ModelSource,
+    })
+    .meta({ description: 'The model served, pinned by digest.' }),
+  [
+    {
+      cel: '!has(self.source.download) || has(self.revision)',
+      message:
+        'model.source.download needs model.revision, the commit to fetch (without it the hub serves main, which moves): pin the commit id',
+      fieldPath: '.revision',
+      check: (m) => m.source.download === undefined || m.revision !== undefined,
+    },
+    {
+      cel: `!has(self.source.download) || !has(self.revision) || self.revision.matches('${COMMIT_ID_RE}')`,
+      message:
+        "model.revision must be a 40-character commit id when model.source.download is set (a branch or tag like 'main' moves): pin the commit",
+      fieldPath: '.revision',
+      check: (m) =>
+        m.source.download === undefined ||
+        m.revision === undefined ||
+        new RegExp(COMMIT_ID_RE).test(m.revision),
+    },
+  ],
+);
 
 const IMAGE_DIGEST_RE = '^[^@ ]+@sha256:[a-f0-9]{64}$';
 const OWNED_FLAGS_RE = `^--(${OPERATOR_OWNED_FLAGS.join('|')})(=.*)?$`;
