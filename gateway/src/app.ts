@@ -182,6 +182,9 @@ export function build(opts: BuildOptions): FastifyInstance {
         routes: opts.table.list(),
         predictions: metrics.predictions,
         kvIndex: gateway.kvIndex.status(),
+        admissionOf: (deployment) => gateway.admission.loadOf(deployment),
+        viewOf: (endpoint) => gateway.viewOf(endpoint),
+        runtimeLoad,
       }),
     ),
   );

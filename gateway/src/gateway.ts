@@ -27,7 +27,7 @@ import { forwardStandalone } from './forward/standalone.ts';
 import type { Answer, Deliver, DeliveryOutcome, Forwarding, RequestContext } from './forward/types.ts';
 import { KvIndexFleet } from './kv-index/fleet.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import type { Policy, RouteInput } from './policies/index.ts';
+import type { EndpointView, Policy, RouteInput } from './policies/index.ts';
 import { PolicyRegistry } from './policies/registry.ts';
 import {
   computeEffectiveSalt,
@@ -230,6 +230,11 @@ export class Gateway {
     return this.#book.inFlightOf(endpointId);
   }
 
+  /** What this replica knows of an endpoint's load: its own in flight and predicted prefill, the runtime's queue. */
+  viewOf(endpoint: RouteEndpoint): EndpointView {
+    return this.#book.view(endpoint);
+  }
+
   async serve(ctx: RequestContext): Promise<Served> {
     const parsed = parseBody(ctx.kind, ctx.body);
     if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
@@ -379,6 +384,8 @@ export class Gateway {
     }
     span?.rejected(r.error.code);
     this.#metrics.admissionRejections.inc({ deployment: route.deployment, reason: r.error.code });
+    if (r.error.code === 'overloaded' || r.error.code === 'queue-timeout')
+      this.admission.countRefusal(route.deployment);
     throw toGatewayError(r.error, route.deployment, route.admission.queueTimeoutSeconds * 1000);
   }
 

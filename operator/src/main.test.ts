@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { paidCallsBaseUrl, parseFlags, runtimeIngressOf } from './main.ts';
+import { metricsApiOf, paidCallsBaseUrl, parseFlags, runtimeIngressOf } from './main.ts';
 
 describe('operator flags', () => {
   it('makes no paid call unless --allow-paid-calls=true', () => {
@@ -43,6 +43,31 @@ describe('operator flags', () => {
       error: expect.stringMatching(/^--gateway-admin-url: /),
     });
     expect(parseFlags(['--cache-health-period-seconds=-1'])).toMatchObject({ ok: false });
+  });
+
+  it('serves the external metrics API only when given a port, with its key pair and the gateway', () => {
+    const off = parseFlags([]);
+    expect(off.ok && metricsApiOf(off.value)).toBeUndefined();
+    const on = parseFlags([
+      '--metrics-api-port=6443',
+      '--metrics-api-tls-cert-file=/tls/tls.crt',
+      '--metrics-api-tls-key-file=/tls/tls.key',
+      '--gateway-admin-url=http://gw-replicas.cr.svc:9090',
+    ]);
+    expect(on.ok && metricsApiOf(on.value)).toEqual({
+      host: '0.0.0.0',
+      port: 6443,
+      certFile: '/tls/tls.crt',
+      keyFile: '/tls/tls.key',
+      gatewayAdminUrl: 'http://gw-replicas.cr.svc:9090',
+    });
+    const missing = parseFlags(['--metrics-api-port=6443']);
+    expect(missing.ok ? '' : missing.error).toContain(
+      '--metrics-api-tls-cert-file: required with --metrics-api-port',
+    );
+    expect(missing.ok ? '' : missing.error).toContain(
+      '--gateway-admin-url: required with --metrics-api-port',
+    );
   });
 
   it('caps paid calls at 10 USD per namespace and day unless told otherwise', () => {

@@ -5,6 +5,7 @@ import { parsePodPeer } from './controllers/deployment/pod-peer.ts';
 import { formatDecimal } from './controllers/task/budget.ts';
 import { parseDailyCap } from './controllers/task/daily-cap.ts';
 import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
+import type { MetricsApiOptions } from './metrics-api/start.ts';
 import { startOperator } from './operator.ts';
 import { createLogger } from './runtime/logger.ts';
 import { NamespaceListFlag } from './runtime/namespace-flags.ts';
@@ -62,8 +63,29 @@ const Flags = z
     // The gateway's admin address (http://HOST:PORT): its replicas' routing predictions, compared
     // with what the runtimes report. Every address HOST resolves to is read (a headless Service: all).
     'gateway-admin-url': z.url({ protocol: /^http$/ }).optional(),
+    // The external metrics API (external.metrics.k8s.io) for autoscalers; 0: not served. It
+    // reads the gateway tier (--gateway-admin-url) and serves HTTPS with this key pair.
+    'metrics-api-port': z.coerce.number().int().min(0).max(65535).default(0),
+    'metrics-api-host': z.string().default('0.0.0.0'),
+    'metrics-api-tls-cert-file': z.string().min(1).optional(),
+    'metrics-api-tls-key-file': z.string().min(1).optional(),
   })
   .superRefine((f, ctx) => {
+    if (f['metrics-api-port'] > 0)
+      for (const flag of [
+        'metrics-api-tls-cert-file',
+        'metrics-api-tls-key-file',
+        'gateway-admin-url',
+      ] as const)
+        if (f[flag] === undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [flag],
+            message:
+              flag === 'gateway-admin-url'
+                ? 'required with --metrics-api-port: the metrics are the gateway tier’s'
+                : 'required with --metrics-api-port: the API server reaches the metrics API over HTTPS',
+          });
     const on = f['runtime-network-policy'] === 'true';
     for (const flag of INGRESS_FLAGS) {
       if (!on && f[flag] !== undefined)
@@ -93,7 +115,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
   [--allow-paid-calls false|true] [--paid-calls-daily-cap '10 USD']
   [--runtime-network-policy false|true --runtime-ingress-gateway namespace=NS,LABEL=VALUE,...
    --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]
-  [--cache-health-period-seconds 30] [--gateway-admin-url http://HOST:PORT]`;
+  [--cache-health-period-seconds 30] [--gateway-admin-url http://HOST:PORT]
+  [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -134,6 +157,23 @@ export function paidCallsBaseUrl(flags: OperatorFlags): string | undefined {
   return flags['allow-paid-calls'] === 'true' ? flags['openrouter-base-url'] : undefined;
 }
 
+/** The external metrics API's settings; undefined unless --metrics-api-port was given. */
+export function metricsApiOf(flags: OperatorFlags): MetricsApiOptions | undefined {
+  const [certFile, keyFile, gatewayAdminUrl] = [
+    flags['metrics-api-tls-cert-file'],
+    flags['metrics-api-tls-key-file'],
+    flags['gateway-admin-url'],
+  ];
+  if (flags['metrics-api-port'] === 0 || !certFile || !keyFile || !gatewayAdminUrl) return undefined;
+  return {
+    host: flags['metrics-api-host'],
+    port: flags['metrics-api-port'],
+    certFile,
+    keyFile,
+    gatewayAdminUrl,
+  };
+}
+
 export async function runOperator(flags: OperatorFlags): Promise<number> {
   const logger = createLogger({ level: flags['log-level'], fields: { component: 'operator' } });
   // Off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set; the SDK is loaded only then.
@@ -161,6 +201,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
       periodMs: flags['cache-health-period-seconds'] * 1000,
       gatewayAdminUrl: flags['gateway-admin-url'],
     },
+    metricsApi: metricsApiOf(flags),
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -177,6 +218,8 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
       flags['cache-health-period-seconds'] === 0
         ? 'off'
         : `every ${flags['cache-health-period-seconds']} s, gateway ${flags['gateway-admin-url'] ?? 'not read'}`,
+    metricsApi:
+      flags['metrics-api-port'] > 0 ? `${flags['metrics-api-host']}:${flags['metrics-api-port']}` : 'off',
   });
   const exit = await op.manager.wait();
   await op.client.close();

@@ -1,4 +1,4 @@
-import { RUNTIME_API_KEY_LABEL } from './api/index.ts';
+import { RUNTIME_API_KEY_LABEL, type DeploymentResource } from './api/index.ts';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
 import { LABEL_DEPLOYMENT } from './controllers/deployment/labels.ts';
@@ -10,7 +10,10 @@ import { LABEL_TASK } from './controllers/task/result.ts';
 import { KubeClient } from './runtime/client.ts';
 import { loadClusterCredentials } from './runtime/cluster-credentials.ts';
 import type { Logger } from './runtime/logger.ts';
+import type { KubeObject } from './runtime/objects.ts';
 import { Manager, type ManagerOptions } from './runtime/manager.ts';
+import { Resources } from './runtime/resources.ts';
+import { startMetricsApi, type MetricsApi, type MetricsApiOptions } from './metrics-api/start.ts';
 
 export interface OperatorOptions {
   /** A kubeconfig file; unset: in-cluster or $KUBECONFIG. */
@@ -41,11 +44,14 @@ export interface OperatorOptions {
   runtimeIngress?: RuntimeIngress | undefined;
   /** Cache health measurement (--cache-health-period-seconds, --gateway-admin-url); unset: off. */
   cacheHealth?: { periodMs: number; windowMs?: number; gatewayAdminUrl?: string | undefined } | undefined;
+  /** The external metrics API for autoscalers (--metrics-api-*); unset: not served. */
+  metricsApi?: MetricsApiOptions | undefined;
 }
 
 export interface Operator {
   readonly manager: Manager;
   readonly client: KubeClient;
+  readonly metricsApi: MetricsApi | undefined;
   stop(): Promise<void>;
 }
 
@@ -88,11 +94,20 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       dailyCap: opts.dailyCap,
     }),
   );
+  const deployments = manager.informer<KubeObject & DeploymentResource>(Resources.sglangDeployments);
   await manager.start();
+  const metricsApi = opts.metricsApi
+    ? startMetricsApi(
+        { client, deployments: () => deployments.list(), logger: opts.logger, signal: manager.stopSignal },
+        opts.metricsApi,
+      )
+    : undefined;
   return {
     manager,
     client,
+    metricsApi,
     async stop() {
+      await metricsApi?.close();
       await manager.stop();
       await client.close();
     },

@@ -84,6 +84,17 @@ export function buildApiserverArgs(c: ComponentConfig): string[] {
     `--tls-cert-file=${c.pki.serving.cert}`,
     `--tls-private-key-file=${c.pki.serving.key}`,
     `--client-ca-file=${c.pki.clientCa.cert}`,
+    // The aggregation layer, as kubeadm sets it up: aggregated APIs (the operator's external
+    // metrics) trust the front-proxy CA; the API server dials their endpoints directly (no
+    // kube-proxy here).
+    `--requestheader-client-ca-file=${c.pki.frontProxyCa.cert}`,
+    '--requestheader-allowed-names=front-proxy-client',
+    '--requestheader-username-headers=X-Remote-User',
+    '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    `--proxy-client-cert-file=${c.pki.proxyClient.cert}`,
+    `--proxy-client-key-file=${c.pki.proxyClient.key}`,
+    '--enable-aggregator-routing=true',
     `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--allow-privileged=true',
     '--authorization-mode=RBAC',

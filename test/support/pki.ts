@@ -22,6 +22,10 @@ export interface Pki {
   clientCa: CertPair;
   serving: CertPair;
   admin: CertPair;
+  // The aggregation layer: kube-apiserver proxies to aggregated APIs with proxyClient,
+  // signed by frontProxyCa, which those APIs trust (--requestheader-client-ca-file).
+  frontProxyCa: CertPair;
+  proxyClient: CertPair;
   serviceAccount: { publicKey: string; privateKey: string };
 }
 
@@ -37,6 +41,8 @@ export function pkiPaths(dir: string): Pki {
     clientCa: pair('client-ca'),
     serving: pair('serving'),
     admin: pair('admin'),
+    frontProxyCa: pair('front-proxy-ca'),
+    proxyClient: pair('front-proxy-client'),
     serviceAccount: { publicKey: join(dir, 'sa.pub'), privateKey: join(dir, 'sa.key') },
   };
 }
@@ -55,11 +61,13 @@ export async function createPki(
   await Promise.all([
     createCa(dir, pki.servingCa, 'cacheroute-test-serving-ca'),
     createCa(dir, pki.clientCa, 'cacheroute-test-client-ca'),
+    createCa(dir, pki.frontProxyCa, 'cacheroute-test-front-proxy-ca'),
   ]);
   const sans = [...serving.dnsNames.map((d) => `DNS:${d}`), ...serving.ips.map((ip) => `IP:${ip}`)];
   await Promise.all([
     issueCert(dir, pki.servingCa, pki.serving, '/CN=kube-apiserver', 'serverAuth', sans),
     issueCert(dir, pki.clientCa, pki.admin, subjectFor('admin', ['system:masters']), 'clientAuth', []),
+    issueCert(dir, pki.frontProxyCa, pki.proxyClient, '/CN=front-proxy-client', 'clientAuth', []),
   ]);
   return pki;
 }
@@ -73,6 +81,18 @@ export async function issueClientCert(
 ): Promise<CertPair> {
   const pair = { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
   await issueCert(dir, pkiPaths(dir).clientCa, pair, subjectFor(user, groups), 'clientAuth', []);
+  return pair;
+}
+
+// A serving certificate signed by the serving CA in dir (an aggregated API's, for one).
+export async function issueServingCert(
+  dir: string,
+  name: string,
+  sans: { ips: readonly string[]; dnsNames: readonly string[] },
+): Promise<CertPair> {
+  const pair = { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
+  const list = [...sans.dnsNames.map((d) => `DNS:${d}`), ...sans.ips.map((ip) => `IP:${ip}`)];
+  await issueCert(dir, pkiPaths(dir).servingCa, pair, `/CN=${name}`, 'serverAuth', list);
   return pair;
 }
 

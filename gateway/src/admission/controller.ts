@@ -288,6 +288,9 @@ export class AdmissionController {
 export class AdmissionRegistry {
   readonly #clock: Clock;
   readonly #byDeployment = new Map<string, { cfg: AdmissionConfig; ctl: AdmissionController }>();
+  // Per Deployment, across its controllers (a changed config starts a new one): the tier's
+  // load report counts refusals since the replica started.
+  readonly #refused = new Map<string, number>();
 
   constructor(clock: Clock) {
     this.#clock = clock;
@@ -318,6 +321,22 @@ export class AdmissionRegistry {
   delete(deployment: string): void {
     this.#byDeployment.get(deployment)?.ctl.drain();
     this.#byDeployment.delete(deployment);
+    this.#refused.delete(deployment);
+  }
+
+  /** A request to `deployment` was refused for load (overloaded, queue timeout). */
+  countRefusal(deployment: string): void {
+    this.#refused.set(deployment, (this.#refused.get(deployment) ?? 0) + 1);
+  }
+
+  /** What this replica holds for `deployment` now, and what it refused since it started. */
+  loadOf(deployment: string): { queued: number; inFlight: number; rejected: number } {
+    const snap = this.#byDeployment.get(deployment)?.ctl.snapshot();
+    return {
+      queued: snap?.queued ?? 0,
+      inFlight: snap?.inFlight ?? 0,
+      rejected: this.#refused.get(deployment) ?? 0,
+    };
   }
 
   entries(): [string, AdmissionController][] {

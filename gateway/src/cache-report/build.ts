@@ -1,15 +1,39 @@
 // The gateway's cache report (GET /cache-report.json on the admin port, read by
-// the operator for the CacheHealthy condition): per Deployment in the routing
-// table, its prediction counters and each endpoint's KV-event index.
-import type { GatewayCacheReport, GatewayEndpointEvents } from '../../../operator/src/api/index.ts';
+// the operator for the CacheHealthy condition and its external metrics): per
+// Deployment in the routing table, its prediction counters, this replica's
+// admission load, and each endpoint's KV-event index and load.
+import type {
+  GatewayAdmissionLoad,
+  GatewayCacheReport,
+  GatewayEndpointEvents,
+  GatewayEndpointLoad,
+} from '../../../operator/src/api/index.ts';
 import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
-import type { ModelRoute } from '../routing/table.ts';
+import type { RuntimeLoad } from '../endpoints/book.ts';
+import type { EndpointView } from '../policies/policy.ts';
+import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import type { PredictionCounters } from './prediction-counters.ts';
 
 export interface CacheReportSources {
   readonly routes: readonly ModelRoute[];
   readonly predictions: PredictionCounters;
   readonly kvIndex: readonly EndpointKvStatus[];
+  /** This replica's admission queue for a Deployment (namespace/name). */
+  readonly admissionOf: (deployment: string) => GatewayAdmissionLoad;
+  /** This replica's view of an endpoint's load (endpoints/book.ts). */
+  readonly viewOf: (endpoint: RouteEndpoint) => EndpointView;
+  /** The runtime's own load as this replica last read it; undefined: not read. */
+  readonly runtimeLoad: (endpointId: string) => RuntimeLoad | undefined;
+}
+
+function toLoad(v: EndpointView, runtime: RuntimeLoad | undefined): GatewayEndpointLoad {
+  return {
+    inFlight: v.inFlight,
+    pendingPrefillTokens: v.pendingPrefillTokens ?? 0,
+    prefillTokensPerSecond: v.prefillTokensPerSecond ?? null,
+    runtimeQueued: runtime?.queued ?? null,
+    tokenUsage: runtime?.tokenUsage ?? null,
+  };
 }
 
 function toEvents(kv: EndpointKvStatus | undefined): GatewayEndpointEvents {
@@ -27,10 +51,13 @@ export function buildCacheReport(src: CacheReportSources): GatewayCacheReport {
     deployments: [...byDeployment.values()].map((route) => ({
       deployment: route.deployment,
       ...src.predictions.totalsOf(route.deployment),
+      admission: src.admissionOf(route.deployment),
       endpoints: route.endpoints.map((e) => ({
         // Endpoint ids are namespace/pod (discovery/build-table.ts); the report names the pod.
         pod: e.id.slice(e.id.indexOf('/') + 1),
+        role: e.role,
         ...(e.events ? { events: toEvents(kv.get(e.id)) } : {}),
+        load: toLoad(src.viewOf(e), src.runtimeLoad(e.id)),
       })),
     })),
   };

@@ -3,11 +3,11 @@
 
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '../../../operator/src/api/index.ts';
+import { Admission, GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '../../../operator/src/api/index.ts';
 import { build } from '../app.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
-import { startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
+import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../testing/routes.ts';
 import { PredictionCounters } from './prediction-counters.ts';
 
@@ -73,8 +73,77 @@ describe('GET /cache-report.json', () => {
     expect(d?.predictedTokens).toBeGreaterThan(0.5 * ((2 / 3) * (d?.promptTokens ?? 0)));
     expect(d?.predictedTokens).toBeLessThan(d?.promptTokens ?? 0);
     expect(d?.endpoints).toEqual([
-      { pod: 'a' },
-      { pod: 'b', events: expect.objectContaining({ usable: false }) as unknown },
+      { pod: 'a', role: 'standalone', load: expect.objectContaining({ inFlight: 0 }) as unknown },
+      {
+        pod: 'b',
+        role: 'standalone',
+        events: expect.objectContaining({ usable: false }) as unknown,
+        load: expect.objectContaining({ inFlight: 0 }) as unknown,
+      },
     ]);
+  });
+});
+
+describe('GET /cache-report.json: the load an autoscaler reads', () => {
+  let up: FakeUpstream;
+  let app: FastifyInstance;
+
+  beforeEach(async () => {
+    up = await startFakeUpstream();
+    up.headGate = new Gate();
+    // One request runs and one waits; a third is refused for load.
+    const route = buildTestRoute(
+      [buildTestEndpoint('ns/a', up.url)],
+      {},
+      { admission: Admission.parse({ adaptive: false, maxConcurrency: 1, maxQueue: 1 }) },
+    );
+    app = build({
+      table: new StaticRoutingTable([route]),
+      clock: new ManualClock(),
+      runtimeLoad: (id) => (id === 'ns/a' ? { queued: 3, tokenUsage: 0.5 } : undefined),
+    });
+  });
+  afterEach(async () => {
+    up.headGate.open();
+    await app.close();
+    await up.close();
+  });
+
+  const send = () =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: { model: 'm', messages: [{ role: 'user', content: 'a prompt of some length to prefill' }] },
+    });
+  const deployment = async () => {
+    const r = await app.inject({ url: GATEWAY_CACHE_REPORT_PATH });
+    return GatewayCacheReport.parse(r.json()).deployments[0];
+  };
+
+  it('counts what is queued, in flight and refused, and each endpoint’s own and runtime load', async () => {
+    const running = send();
+    await eventually(() => up.headGate.waiting === 1);
+    const waiting = send();
+    await eventually(() => app.gateway.admission.loadOf('ns/m').queued === 1);
+    const refused = await send();
+    expect(refused.statusCode).toBe(429);
+
+    const d = await deployment();
+    expect(d?.admission).toEqual({ queued: 1, inFlight: 1, rejected: 1 });
+    expect(d?.endpoints[0]?.load).toEqual({
+      inFlight: 1,
+      pendingPrefillTokens: expect.any(Number) as unknown,
+      prefillTokensPerSecond: null,
+      runtimeQueued: 3,
+      tokenUsage: 0.5,
+    });
+    expect(d?.endpoints[0]?.load?.pendingPrefillTokens).toBeGreaterThan(0);
+
+    up.headGate.open();
+    expect((await running).statusCode).toBe(200);
+    expect((await waiting).statusCode).toBe(200);
+    const after = await deployment();
+    expect(after?.admission).toEqual({ queued: 0, inFlight: 0, rejected: 1 });
+    expect(after?.endpoints[0]?.load?.inFlight).toBe(0);
   });
 });

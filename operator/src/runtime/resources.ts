@@ -51,6 +51,13 @@ export const Resources = {
     kind: 'NetworkPolicy',
     namespaced: true,
   },
+  subjectAccessReviews: {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    resource: 'subjectaccessreviews',
+    kind: 'SubjectAccessReview',
+    namespaced: false,
+  },
   leases: {
     group: 'coordination.k8s.io',
     version: 'v1',
