@@ -25,12 +25,18 @@ import { SimServer, silentLogger } from '../sim/server.ts';
 import { findFreePort } from '../sim/testing.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { issueServingCert, pkiPaths } from '../support/pki.ts';
+import {
+  issueMetricsApiCert,
+  METRICS_API_SERVICE,
+  registerMetricsApi,
+  unregisterMetricsApi,
+} from '../support/metrics-api.ts';
+import { pkiPaths } from '../support/pki.ts';
 
 const cp = inject('controlPlane');
 const kubeconfig = cp.kubeconfig;
 const hostIP = process.env['CACHEROUTE_HOST_IP'];
-const SERVICE = { namespace: 'cacheroute-metrics-test', name: 'cacheroute-metrics-api' };
+const SERVICE = METRICS_API_SERVICE;
 const NS = 'team';
 const BASE = '/apis/external.metrics.k8s.io/v1beta1';
 
@@ -94,11 +100,7 @@ beforeAll(async () => {
   if (!parsed.ok || parsed.value.kind !== 'Deployment') throw new Error('sample');
   const deployment: DeploymentResource = parsed.value;
 
-  const pki = pkiPaths(join(cp.dir, 'pki'));
-  const serving = await issueServingCert(pki.dir, 'metrics-api', {
-    ips: [hostIP],
-    dnsNames: [`${SERVICE.name}.${SERVICE.namespace}.svc`],
-  });
+  const serving = await issueMetricsApiCert(cp.dir, hostIP);
   client = await KubeClient.fromKubeConfig(await loadClusterCredentials(kubeconfig), {
     userAgent: 'metrics-api-test',
   });
@@ -122,73 +124,11 @@ beforeAll(async () => {
   );
   await eventually(() => expect(api.server()).toBeDefined());
 
-  // As the chart registers it: a Service for the API, its endpoint here, and the APIService.
-  const caBundle = readFileSync(pki.servingCa.cert).toString('base64');
-  const objects = [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: SERVICE.namespace } },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: SERVICE,
-      spec: { ports: [{ name: 'https', port: 443, targetPort: port }] },
-    },
-    {
-      apiVersion: 'discovery.k8s.io/v1',
-      kind: 'EndpointSlice',
-      metadata: { ...SERVICE, labels: { 'kubernetes.io/service-name': SERVICE.name } },
-      addressType: 'IPv4',
-      endpoints: [{ addresses: [hostIP], conditions: { ready: true } }],
-      ports: [{ name: 'https', port, protocol: 'TCP' }],
-    },
-    {
-      apiVersion: 'v1',
-      kind: 'Endpoints',
-      metadata: SERVICE,
-      subsets: [{ addresses: [{ ip: hostIP }], ports: [{ name: 'https', port, protocol: 'TCP' }] }],
-    },
-    {
-      apiVersion: 'apiregistration.k8s.io/v1',
-      kind: 'APIService',
-      metadata: { name: 'v1beta1.external.metrics.k8s.io' },
-      spec: {
-        service: { ...SERVICE, port: 443 },
-        group: 'external.metrics.k8s.io',
-        version: 'v1beta1',
-        caBundle,
-        groupPriorityMinimum: 100,
-        versionPriority: 100,
-      },
-    },
-  ];
-  await kubectlOk(['apply', '-f', '-'], {
-    kubeconfig,
-    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
-  });
-  await eventually(
-    async () => {
-      const status = await kubectlOk(
-        [
-          'get',
-          'apiservice',
-          'v1beta1.external.metrics.k8s.io',
-          '-o',
-          'jsonpath={.status.conditions[?(@.type=="Available")].status}',
-        ],
-        { kubeconfig },
-      );
-      expect(status).toBe('True');
-    },
-    { timeoutMs: 60_000, intervalMs: 500 },
-  );
+  await registerMetricsApi(kubeconfig, cp.dir, { hostIP, port });
 }, 120_000);
 
 afterAll(async () => {
-  await kubectl(['delete', 'apiservice', 'v1beta1.external.metrics.k8s.io', '--ignore-not-found'], {
-    kubeconfig,
-  });
-  await kubectl(['delete', 'namespace', SERVICE.namespace, '--wait=false', '--ignore-not-found'], {
-    kubeconfig,
-  });
+  await unregisterMetricsApi(kubeconfig);
   stop.abort();
   await api?.close();
   expect(await Promise.all(held)).toEqual([200, 200, 200]);

@@ -35,6 +35,8 @@ export const DEFAULT_CONTROLLERS = [
   'nodeipam',
   'nodelifecycle',
   'podgc',
+  // Autoscaling e2e: an HPA on the operator's external metrics.
+  'horizontalpodautoscaling',
 ] as const;
 
 export interface Ports {
@@ -124,6 +126,8 @@ export function buildControllerManagerArgs(c: ComponentConfig): string[] {
     // clusters raise it likewise.
     '--kube-api-qps=100',
     '--kube-api-burst=200',
+    // An HPA acts every 15 s by default; tests watch it go up and down within a minute.
+    '--horizontal-pod-autoscaler-sync-period=2s',
   ];
 }
 

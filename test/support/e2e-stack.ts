@@ -8,7 +8,11 @@ import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { startControlPlane, type ControlPlane } from './controlplane.ts';
 import { startInProcessGateway, type InProcessGateway } from './gateway.ts';
-import { kubectlOk } from './kubectl.ts';
+import { expect } from 'vitest';
+import type { MetricsApiOptions } from '../../operator/src/metrics-api/start.ts';
+import { findFreePort } from '../sim/testing.ts';
+import { eventually, kubectlOk } from './kubectl.ts';
+import { issueMetricsApiCert, registerMetricsApi } from './metrics-api.ts';
 import { REPO_ROOT } from './samples.ts';
 import { startSimKubelet, type SimKubelet, type SimKubeletOptions } from './sim-kubelet.ts';
 
@@ -24,9 +28,30 @@ export interface E2eStack {
   stop(): Promise<void>;
 }
 
+async function prepareMetricsApi(
+  cp: ControlPlane,
+  gatewayUrl: string | undefined,
+): Promise<MetricsApiOptions> {
+  if (!gatewayUrl) throw new Error('the metrics API reads a gateway: start one');
+  const cert = await issueMetricsApiCert(cp.dir, cp.hostIP);
+  return {
+    host: cp.hostIP,
+    port: await findFreePort(),
+    certFile: cert.cert,
+    keyFile: cert.key,
+    gatewayAdminUrl: gatewayUrl,
+    maxSampleAgeMs: 1000,
+  };
+}
+
 export async function startE2eStack(
   namespace: string,
-  opts: { gateways?: number; kubelet?: Omit<SimKubeletOptions, 'kubeconfig'> } = {},
+  opts: {
+    gateways?: number;
+    kubelet?: Omit<SimKubeletOptions, 'kubeconfig'>;
+    /** The operator serves external metrics (from the first gateway, which then listens), registered. */
+    metricsApi?: boolean;
+  } = {},
 ): Promise<E2eStack> {
   const cp = await startControlPlane({ full: true, gpuNodes: 1 });
   const crds = join(REPO_ROOT, 'crds');
@@ -36,15 +61,23 @@ export async function startE2eStack(
   });
   await kubectlOk(['create', 'namespace', namespace], { kubeconfig: cp.kubeconfig });
   const kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig, ...opts.kubelet });
+  const gateways: InProcessGateway[] = [];
+  for (let i = 0; i < (opts.gateways ?? 1); i++)
+    gateways.push(
+      await startInProcessGateway(cp.kubeconfig, [namespace], { listen: opts.metricsApi === true }),
+    );
+  const metricsApi = opts.metricsApi ? await prepareMetricsApi(cp, gateways[0]?.url) : undefined;
   const operator = await startOperator({
     kubeconfig: cp.kubeconfig,
     logger: createLogger({ level: 'warn' }),
     leaderElection: false,
     http: false,
+    ...(metricsApi ? { metricsApi } : {}),
   });
-  const gateways: InProcessGateway[] = [];
-  for (let i = 0; i < (opts.gateways ?? 1); i++)
-    gateways.push(await startInProcessGateway(cp.kubeconfig, [namespace]));
+  if (metricsApi) {
+    await eventually(() => expect(operator.metricsApi?.server()).toBeDefined());
+    await registerMetricsApi(cp.kubeconfig, cp.dir, { hostIP: cp.hostIP, port: metricsApi.port });
+  }
   const k = (args: string[], input?: string): Promise<string> =>
     kubectlOk(['-n', namespace, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
   return {
