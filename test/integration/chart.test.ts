@@ -410,6 +410,55 @@ describe('values reach the objects', () => {
     expect(find(all, 'ClusterRole', `${RELEASE}-operator`)).toBeDefined();
   });
 
+  it('operator.metricsApi: the APIService trusts a CA the chart made, its Service reaches every operator pod, and the operator may delegate authorization', async () => {
+    const objs = await render({
+      set: ['operator.metricsApi.enabled=true', 'operator.cacheHealth.readGateway=false'],
+    });
+    const secret = find(objs, 'Secret', `${RELEASE}-metrics-api-tls`) as RenderedObject & {
+      data: Record<string, string>;
+    };
+    const apiService = find(objs, 'APIService', 'v1beta1.external.metrics.k8s.io') as RenderedObject & {
+      spec: { caBundle: string; service: { name: string; namespace: string; port: number } };
+    };
+    expect(apiService.spec.caBundle).toBe(secret.data['ca.crt']);
+    expect(apiService.spec.service).toEqual({
+      name: `${RELEASE}-metrics-api`,
+      namespace: NAMESPACE,
+      port: 443,
+    });
+    // The certificate names the Service as the aggregator dials it.
+    const pem = Buffer.from(secret.data['tls.crt'] ?? '', 'base64').toString();
+    const { X509Certificate } = await import('node:crypto');
+    const cert = new X509Certificate(pem);
+    expect(cert.subjectAltName).toContain(`DNS:${RELEASE}-metrics-api.${NAMESPACE}.svc`);
+    expect(
+      cert.verify(new X509Certificate(Buffer.from(secret.data['ca.crt'] ?? '', 'base64')).publicKey),
+    ).toBe(true);
+    expect(container(objs, 'operator').args).toEqual(
+      expect.arrayContaining([
+        '--metrics-api-port=6443',
+        '--metrics-api-tls-cert-file=/etc/cacheroute/metrics-api/tls.crt',
+        // Read for the metrics even with cache health's reading of the gateway off.
+        `--gateway-admin-url=http://${RELEASE}-gateway-replicas.${NAMESPACE}.svc:9090`,
+      ]),
+    );
+    find(objs, 'Service', `${RELEASE}-gateway-replicas`);
+    const bindings = objs.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding');
+    expect(bindings.map((b) => (b as RenderedObject & { roleRef: { name: string } }).roleRef.name)).toEqual(
+      expect.arrayContaining(['system:auth-delegator', 'extension-apiserver-authentication-reader']),
+    );
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], {
+      kubeconfig,
+      input: await renderText({ set: ['operator.metricsApi.enabled=true'] }),
+    });
+    expect(res.stderr).toBe('');
+    // Given a Secret of one's own, the CA comes with it.
+    const refused = await helm(
+      templateArgs({ set: ['operator.metricsApi.enabled=true', 'operator.metricsApi.tlsSecretName=mine'] }),
+    );
+    expect(refused.stderr).toContain('give operator.metricsApi.caBundle');
+  });
+
   it('gateway.enabled=false renders no gateway object', async () => {
     // No gateway here to admit to the SGLang pods: their NetworkPolicies are off (or name one).
     const objs = await render({
