@@ -101,6 +101,10 @@ model-digest: deps ## Print spec.model.digest and tokenizerDigest for the files 
 	@test -n "$(DIR)" || { echo 'usage: make model-digest DIR=<model dir> [ARGS=...]' >&2; exit 2; }
 	@$(NODE) operator/src/cli/model-digest.ts "$(DIR)" $(ARGS)
 
+.PHONY: model-fetch
+model-fetch: deps ## Fetch a hub model at a commit into a directory, verified against its digests (docs/operations.md#model-fetch): ARGS='--repo <org/name> --revision <commit> --digest sha256:.. --tokenizer-digest sha256:.. --dest <dir> [--token-file <file>]'
+	@$(NODE) operator/src/cli/model-fetch.ts $(ARGS)
+
 .PHONY: sim
 sim: deps ## Run one SGLang simulator in the foreground: make sim ARGS='--model-path m --port 30000'
 	$(NODE) test/sim/main.ts $(ARGS)

@@ -74,6 +74,23 @@ export default tseslint.config(
     },
   },
   {
+    // Its tests may also start the shared test servers of test/support/ (the fetcher's fake hub).
+    files: ['operator/src/model/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./(?!api/|\\.\\./\\.\\./test/support/)',
+              message: 'operator/src/model tests import operator/src/api, test/support and node only',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['hack/**/*.ts', 'test/**/*.ts', '**/*.test.ts', 'eslint.config.js', 'vitest.config.ts'],
     rules: { 'no-console': 'off' },
   },

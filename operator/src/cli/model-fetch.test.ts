@@ -1,0 +1,220 @@
+// The fetch Job's command as a process: its arguments, its JSON lines and exit codes, and a
+// token that reaches the hub and no output.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeHub, type FakeHub } from '../../../test/support/fake-hub.ts';
+import { startForwardProxy } from '../../../test/support/forward-proxy.ts';
+import { manifestOfDirectory } from '../model/files.ts';
+import { digestOfManifest, isTokenizerFile } from '../model/manifest.ts';
+
+const CLI = fileURLToPath(new URL('./model-fetch.ts', import.meta.url));
+const REPO = 'acme/tiny-llm';
+const REVISION = '89abcdef0123456789abcdef0123456789abcdef';
+const TOKEN = 'hf_CANARY_model_fetch_cli_5b1e';
+
+const root = mkdtempSync(join(tmpdir(), 'model-fetch-cli-'));
+const model = join(root, 'model');
+const tokenFile = join(root, 'token');
+let digestArgs: string[] = [];
+const hubs: FakeHub[] = [];
+let n = 0;
+const freshDest = (): string => join(root, `dest-${n++}`);
+
+beforeAll(async () => {
+  mkdirSync(model);
+  writeFileSync(join(model, 'config.json'), '{"hidden_size":64}');
+  writeFileSync(join(model, 'tokenizer.json'), '{"model":{"type":"BPE"}}');
+  writeFileSync(join(model, 'model.safetensors'), randomBytes(3 * 1024 * 1024));
+  writeFileSync(tokenFile, `${TOKEN}\n`);
+  digestArgs = [
+    '--digest',
+    digestOfManifest(await manifestOfDirectory(model)),
+    '--tokenizer-digest',
+    digestOfManifest(await manifestOfDirectory(model, { select: isTokenizerFile })),
+  ];
+});
+afterEach(async () => {
+  await Promise.all(hubs.splice(0).map((h) => h.close()));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+async function startHub(token?: string): Promise<FakeHub> {
+  const hub = await startFakeHub({
+    modelDir: model,
+    repo: REPO,
+    revision: REVISION,
+    isLfs: (p) => p.endsWith('.safetensors'),
+    ...(token ? { token } : {}),
+  });
+  hubs.push(hub);
+  return hub;
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  lines: Record<string, unknown>[];
+}
+
+// The environment the Job would give, without the machine's own proxy or hub settings.
+const BASE_ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !/^(https?_proxy|no_proxy|hf_.*)$/i.test(k)),
+);
+
+function run(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...BASE_ENV, ...env } }, (err, stdout, stderr) => {
+      const lines = stdout
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr, lines });
+    });
+  });
+}
+
+const args = (hub: FakeHub, dest: string, ...extra: string[]): string[] => [
+  '--endpoint',
+  hub.url,
+  '--repo',
+  REPO,
+  '--revision',
+  REVISION,
+  ...digestArgs,
+  '--dest',
+  dest,
+  ...extra,
+];
+
+describe('model-fetch', () => {
+  it('fetches with the token from a file; the token is in no output, and the CDN never gets it', async () => {
+    const hub = await startHub(TOKEN);
+    const r = await run(args(hub, freshDest(), '--token-file', tokenFile));
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.lines.at(-1)).toMatchObject({
+      phase: 'done',
+      ok: true,
+      digest: digestArgs[1],
+      files: 3,
+      fromMarker: false,
+    });
+    // Every line before it is progress: a phase and the four counters.
+    for (const l of r.lines.slice(0, -1))
+      expect(Object.keys(l).sort()).toEqual(['bytesDone', 'bytesTotal', 'filesDone', 'filesTotal', 'phase']);
+    expect(hub.requests.filter((q) => q.server === 'cdn').map((q) => q.authorization)).toEqual([undefined]);
+    expect(r.stdout + r.stderr).not.toContain(TOKEN);
+  }, 30_000);
+
+  it('fails with a reason in the last line and words on stderr, printing no token', async () => {
+    const hub = await startHub(TOKEN);
+    hub.tamper('model.safetensors');
+    const tampered = await run(args(hub, freshDest(), '--token-file', tokenFile));
+    expect(tampered.code).toBe(1);
+    expect(tampered.lines.at(-1)).toMatchObject({
+      phase: 'failed',
+      ok: false,
+      reason: 'ModelDigestMismatch',
+      path: 'model.safetensors',
+    });
+    expect(tampered.stderr).toMatch(/^model-fetch: ModelDigestMismatch: model\.safetensors: sha256 /);
+
+    const wrongFile = join(root, 'wrong-token');
+    writeFileSync(wrongFile, 'hf_CANARY_wrong_token_0c4d');
+    const refused = await run(args(hub, freshDest(), '--token-file', wrongFile));
+    expect(refused.code).toBe(1);
+    expect(refused.lines.at(-1)).toMatchObject({ reason: 'HubUnauthorized' });
+    expect(refused.stderr).toMatch(/check the token .*the one given was refused/);
+
+    for (const out of [tampered, refused]) expect(out.stdout + out.stderr).not.toContain('hf_CANARY');
+  }, 30_000);
+
+  it('takes the endpoint and the token from HF_ENDPOINT and HF_TOKEN', async () => {
+    const hub = await startHub(TOKEN);
+    const [, , ...rest] = args(hub, freshDest());
+    const r = await run(rest, { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN });
+    expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).not.toContain(TOKEN);
+  }, 30_000);
+
+  it.each([
+    ['--proxy', (url: string) => ['--proxy', url], {}],
+    ['HTTP_PROXY', () => [], { HTTP_PROXY: 'PROXY' }],
+  ])(
+    'goes through the proxy of %s',
+    async (_name, flag, env) => {
+      const hub = await startHub();
+      const proxy = await startForwardProxy();
+      try {
+        const withUrl = Object.fromEntries(Object.entries(env).map(([k]) => [k, proxy.url]));
+        const r = await run(args(hub, freshDest(), ...flag(proxy.url)), withUrl);
+        expect(r.code).toBe(0);
+        expect(proxy.relayed).toHaveLength(hub.requests.length);
+      } finally {
+        await proxy.close();
+      }
+    },
+    30_000,
+  );
+
+  it('leaves a host in NO_PROXY out of the proxy', async () => {
+    const hub = await startHub();
+    const proxy = await startForwardProxy();
+    try {
+      const r = await run(args(hub, freshDest()), { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' });
+      expect(r.code).toBe(0);
+      expect(proxy.relayed).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
+
+  it.each([
+    ['a branch for the revision', ['--revision', 'main'], /--revision must be the 40-hex commit id/],
+    ['a short commit id', ['--revision', '89abcde'], /--revision must be the 40-hex commit id/],
+    ['a digest without its prefix', ['--digest', 'e'.repeat(64)], /--digest must be sha256: and 64/],
+    ['a token on the command line', ['--token', TOKEN], /never as an argument/],
+    ['a token on the command line, with =', [`--token=${TOKEN}`], /never as an argument/],
+    [
+      'an endpoint that is not a URL',
+      ['--endpoint', 'huggingface.co'],
+      /--endpoint must be an http\(s\) URL/,
+    ],
+    [
+      'a tokenizer subpath out of the repository',
+      ['--tokenizer-subpath', '../x'],
+      /--tokenizer-subpath must be/,
+    ],
+    [
+      'a missing token file',
+      ['--token-file', join(root, 'nope')],
+      /cannot read the token file .*nope: ENOENT/,
+    ],
+    ['an unknown flag', ['--revison', REVISION], /Unknown option '--revison'/],
+  ])(
+    'refuses %s with exit code 2 and no request',
+    async (_name, extra, message) => {
+      const hub = await startHub(TOKEN);
+      // Later flags win in parseArgs: the bad value replaces the good one.
+      const r = await run([...args(hub, freshDest()), ...extra]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toContain('usage: model-fetch');
+      expect(r.lines).toEqual([expect.objectContaining({ phase: 'failed', reason: 'InvalidArguments' })]);
+      expect(r.stdout + r.stderr).not.toContain(TOKEN);
+      expect(hub.requests).toEqual([]);
+    },
+    30_000,
+  );
+
+  it('needs the repository, the digests and the destination', async () => {
+    const r = await run(['--revision', REVISION]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^model-fetch: --repo is required\n/);
+  }, 30_000);
+});

@@ -1,0 +1,146 @@
+// `model-fetch`: fetches a hub model at a commit into a directory and verifies it against the
+// pinned digests (ADR 0013); the fetch Job's command. Progress goes to stdout as JSON lines,
+// the last one the result (`"phase":"done"` or `"phase":"failed"` with a `reason`); a
+// failure is also said in words on stderr. Exit codes: 0 fetched and verified, 1 failed
+// (the reason in the last line), 2 bad arguments. docs/operations.md#model-fetch.
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { fetchModel, type FetchOutcome } from '../model/fetch.ts';
+import type { FetchProgress } from '../model/fetch-progress.ts';
+import { checkFetchRequest, type FetchRequest } from '../model/fetch-request.ts';
+import type { ProxyConfig } from '../model/hub-client.ts';
+
+const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [options]
+  --endpoint <url>           the hub or a mirror (default: $HF_ENDPOINT, else https://huggingface.co)
+  --tokenizer-subpath <dir>  the repository directory the tokenizer digest is over (default: the top)
+  --token-file <file>        the hub token, as a mounted Secret (default: $HF_TOKEN); never on the command line
+  --proxy <url>              HTTP(S) proxy (default: $HTTPS_PROXY / $HTTP_PROXY, with $NO_PROXY)
+  --concurrency <n>          files fetched at once (default 4)
+`;
+
+const FLAGS: Record<keyof FetchRequest, string> = {
+  endpoint: '--endpoint',
+  repo: '--repo',
+  revision: '--revision',
+  digest: '--digest',
+  tokenizerDigest: '--tokenizer-digest',
+  tokenizerSubpath: '--tokenizer-subpath',
+  dest: '--dest',
+};
+
+class UsageError extends Error {}
+
+interface Invocation {
+  readonly request: FetchRequest;
+  readonly token: string | undefined;
+  readonly proxy: ProxyConfig | undefined;
+  readonly concurrency: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+async function readToken(file: string | undefined, env: Env): Promise<string | undefined> {
+  let token = env['HF_TOKEN'] || undefined;
+  if (file !== undefined) {
+    try {
+      token = await readFile(file, 'utf8');
+    } catch (e) {
+      throw new UsageError(
+        `cannot read the token file ${file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
+      );
+    }
+  }
+  if (token === undefined) return undefined;
+  token = token.trim();
+  if (token === '') throw new UsageError(`the token ${file ? `file ${file}` : 'in HF_TOKEN'} is empty`);
+  // An HTTP header cannot carry the rest; undici's error would not name the file.
+  if (!/^[\x21-\x7e]+$/.test(token))
+    throw new UsageError(
+      `the token ${file ? `in ${file}` : 'in HF_TOKEN'} has characters a header cannot carry (a space or a line break inside?)`,
+    );
+  return token;
+}
+
+function readProxy(flag: string | undefined, env: Env): ProxyConfig | undefined {
+  const noProxy = env['NO_PROXY'] ?? env['no_proxy'];
+  const httpProxy = flag ?? env['HTTP_PROXY'] ?? env['http_proxy'];
+  const httpsProxy = flag ?? env['HTTPS_PROXY'] ?? env['https_proxy'];
+  for (const p of [httpProxy, httpsProxy])
+    // Not echoed: a proxy URL may carry a user and password.
+    if (p !== undefined && p !== '' && !URL.canParse(p)) throw new UsageError('the proxy is not a URL');
+  if (!httpProxy && !httpsProxy) return undefined;
+  return { httpProxy, httpsProxy, noProxy };
+}
+
+async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
+  if (argv.some((a) => a === '--token' || a.startsWith('--token=')))
+    throw new UsageError(
+      'pass the token in a file (--token-file, a mounted Secret) or HF_TOKEN, never as an argument: ' +
+        'the command line is visible to every process on the node',
+    );
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        endpoint: { type: 'string' },
+        repo: { type: 'string' },
+        revision: { type: 'string' },
+        digest: { type: 'string' },
+        'tokenizer-digest': { type: 'string' },
+        'tokenizer-subpath': { type: 'string' },
+        dest: { type: 'string' },
+        'token-file': { type: 'string' },
+        proxy: { type: 'string' },
+        concurrency: { type: 'string' },
+      },
+    }));
+  } catch (e) {
+    throw new UsageError((e as Error).message, { cause: e });
+  }
+  const request = checkFetchRequest({
+    // An empty variable is an unset one, as the hub's own clients read it.
+    endpoint: values.endpoint ?? (env['HF_ENDPOINT'] || 'https://huggingface.co'),
+    repo: values.repo,
+    revision: values.revision,
+    digest: values.digest,
+    tokenizerDigest: values['tokenizer-digest'],
+    tokenizerSubpath: values['tokenizer-subpath'],
+    dest: values.dest,
+  });
+  if (!request.ok) throw new UsageError(`${FLAGS[request.error.field]} ${request.error.message}`);
+  const concurrency = Number(values.concurrency ?? '4');
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32)
+    throw new UsageError('--concurrency takes a whole number from 1 to 32');
+  return {
+    request: request.value,
+    token: await readToken(values['token-file'], env),
+    proxy: readProxy(values.proxy, env),
+    concurrency,
+  };
+}
+
+const line = (o: FetchProgress | Record<string, unknown>): void => {
+  process.stdout.write(`${JSON.stringify(o)}\n`);
+};
+
+function report(outcome: FetchOutcome): void {
+  if (outcome.ok) {
+    line({ phase: 'done', ...outcome });
+    return;
+  }
+  line({ phase: 'failed', ...outcome });
+  process.stderr.write(`model-fetch: ${outcome.reason}: ${outcome.message}\n`);
+  process.exitCode = 1;
+}
+
+try {
+  const inv = await parseInvocation(process.argv.slice(2), process.env);
+  report(await fetchModel({ ...inv, onProgress: line }));
+} catch (e) {
+  const usage = e instanceof UsageError;
+  const message = (e as Error).message;
+  line({ phase: 'failed', ok: false, reason: usage ? 'InvalidArguments' : 'DownloadFailed', message });
+  process.stderr.write(`model-fetch: ${message}\n${usage ? USAGE : ''}`);
+  process.exitCode = usage ? 2 : 1;
+}

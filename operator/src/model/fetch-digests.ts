@@ -1,0 +1,63 @@
+// The two digests of a model's manifest, as the spec pins them (ADR 0013), and their
+// comparison with what was asked for. Pure.
+import { digestOfManifest, isTokenizerFile, type Manifest, type Result } from './manifest.ts';
+
+export interface ModelDigests {
+  readonly digest: string;
+  readonly tokenizerDigest: string;
+}
+
+/**
+ * The tokenizer's files at the top of `subpath` (a directory of the repository), with paths
+ * relative to it, as `make model-digest --tokenizer-dir` sees that directory; the model's
+ * top level without it.
+ */
+export function tokenizerManifestAt(manifest: Manifest, subpath?: string): Manifest {
+  if (subpath === undefined) return { files: manifest.files.filter((f) => isTokenizerFile(f.path)) };
+  const prefix = `${subpath}/`;
+  // Stripping one common prefix keeps the byte order and the uniqueness of the paths.
+  return {
+    files: manifest.files
+      .filter((f) => f.path.startsWith(prefix))
+      .map((f) => ({ ...f, path: f.path.slice(prefix.length) }))
+      .filter((f) => isTokenizerFile(f.path)),
+  };
+}
+
+export function computeDigests(manifest: Manifest, tokenizerSubpath?: string): ModelDigests {
+  return {
+    digest: digestOfManifest(manifest),
+    tokenizerDigest: digestOfManifest(tokenizerManifestAt(manifest, tokenizerSubpath)),
+  };
+}
+
+export interface DigestMismatch {
+  readonly field: 'digest' | 'tokenizerDigest';
+  readonly expected: string;
+  readonly computed: string;
+  readonly message: string;
+}
+
+export function checkDigests(
+  manifest: Manifest,
+  expected: ModelDigests,
+  tokenizerSubpath?: string,
+): Result<ModelDigests, DigestMismatch> {
+  const computed = computeDigests(manifest, tokenizerSubpath);
+  for (const field of ['digest', 'tokenizerDigest'] as const) {
+    if (computed[field] !== expected[field])
+      return {
+        ok: false,
+        error: {
+          field,
+          expected: expected[field],
+          computed: computed[field],
+          message:
+            `the commit's files have ${field === 'digest' ? 'model digest' : 'tokenizer digest'} ${computed[field]}, ` +
+            `the spec pins ${expected[field]}: the revision is not the commit those digests were taken of, ` +
+            `or the digests are of other files (${field === 'digest' ? 'all files but hidden ones count' : 'tokenizer files only'}; ADR 0013)`,
+        },
+      };
+  }
+  return { ok: true, value: computed };
+}

@@ -1,0 +1,58 @@
+// What to fetch, checked before any request: a commit id, not a branch (the digests pin the
+// files of one commit, ADR 0013), digests in the API's form, a hub URL, a repository id.
+import { z } from 'zod';
+import { checkPath, isCountedPath, type Result } from './manifest.ts';
+
+const DIGEST_MESSAGE = 'must be sha256: and 64 lower-case hex digits, as `make model-digest` prints it';
+
+export const FetchRequest = z.object({
+  endpoint: z
+    .string()
+    .refine((s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol), {
+      message: 'must be an http(s) URL, like https://huggingface.co or a mirror',
+    })
+    .refine((s) => !URL.canParse(s) || (new URL(s).search === '' && new URL(s).hash === ''), {
+      message: 'must have no query or fragment',
+    })
+    // The API paths are appended to the endpoint's own path (a mirror may live under one).
+    .transform((s) => s.replace(/\/+$/, '')),
+  repo: z
+    .string()
+    .regex(/^(?:[A-Za-z0-9][\w.-]*\/)?[A-Za-z0-9][\w.-]*$/, {
+      message: 'must be a hub repository id, like meta-llama/Llama-3.1-8B-Instruct',
+    })
+    .refine((s) => !s.includes('..'), { message: 'must not contain ..' }),
+  revision: z.string().regex(/^[0-9a-f]{40}$/, {
+    message:
+      "must be the 40-hex commit id to fetch, not a branch or tag like 'main' (they move; the digests pin one commit's files)",
+  }),
+  digest: z.string().regex(/^sha256:[0-9a-f]{64}$/, { message: DIGEST_MESSAGE }),
+  tokenizerDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/, { message: DIGEST_MESSAGE }),
+  tokenizerSubpath: z
+    .string()
+    .transform((s) => s.replace(/\/+$/, ''))
+    .refine((s) => checkPath(s) === undefined && isCountedPath(s), {
+      message: 'must be a relative directory of the repository, without . or .. components',
+    })
+    .optional(),
+  dest: z.string().min(1, { message: 'must name the directory to fetch into' }),
+});
+export type FetchRequest = z.infer<typeof FetchRequest>;
+export type FetchRequestInput = z.input<typeof FetchRequest>;
+
+export interface FetchRequestIssue {
+  readonly field: keyof FetchRequest;
+  readonly message: string;
+}
+
+export function checkFetchRequest(
+  input: Partial<Record<keyof FetchRequest, unknown>>,
+): Result<FetchRequest, FetchRequestIssue> {
+  const r = FetchRequest.safeParse(input);
+  if (r.success) return { ok: true, value: r.data };
+  const issue = r.error.issues[0];
+  const field = (issue?.path[0] ?? 'dest') as keyof FetchRequest;
+  const message =
+    issue?.code === 'invalid_type' && input[field] === undefined ? 'is required' : issue?.message;
+  return { ok: false, error: { field, message: message ?? 'is invalid' } };
+}
