@@ -183,6 +183,7 @@ export function build(opts: BuildOptions): FastifyInstance {
         predictions: metrics.predictions,
         kvIndex: gateway.kvIndex.status(),
         admissionOf: (deployment) => gateway.admission.loadOf(deployment),
+        wakingOf: (deployment) => gateway.wakeHolds.heldOf(deployment),
         viewOf: (endpoint) => gateway.viewOf(endpoint),
         runtimeLoad,
       }),

@@ -39,6 +39,11 @@ export const GatewayErrors = {
     status: 503,
     message: "Request waited {waitMs} ms in the queue of deployment '{deployment}' without a free slot",
   },
+  GW_WAKING: {
+    status: 503,
+    message:
+      "Deployment '{deployment}' is waking from zero and had no endpoint within {holdSeconds} s; retry after {retryAfterSeconds} s",
+  },
   GW_DRAINING: { status: 503, message: '{subject} is draining; retry after {retryAfterSeconds} s' },
   GW_UPSTREAM_ERROR: { status: 502, message: 'The model endpoint failed: {reason}' },
   GW_UPSTREAM_TIMEOUT: { status: 504, message: 'The model endpoint did not answer within {timeoutMs} ms' },

@@ -29,6 +29,7 @@ import { KvIndexFleet } from './kv-index/fleet.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { EndpointView, Policy, RouteInput } from './policies/index.ts';
 import { PolicyRegistry } from './policies/registry.ts';
+import { WakeHolds } from './forward/wake-hold.ts';
 import {
   computeEffectiveSalt,
   computeExactTokens,
@@ -115,6 +116,8 @@ export class Gateway {
   /** Endpoints whose connection just failed leave every pick before the table catches up. */
   readonly standing: StandingEndpoints;
   readonly admission: AdmissionRegistry;
+  /** Requests held for Deployments waking from zero. */
+  readonly wakeHolds: WakeHolds;
   readonly kvIndex: KvIndexFleet;
   readonly #ownsKvIndex: boolean;
   readonly #tokenizers: ReadonlyMap<string, Tokenizer>;
@@ -159,6 +162,7 @@ export class Gateway {
       ...(opts.runtimeKeys ? { authorizationFor: buildAuthorizationFor(opts.table, opts.runtimeKeys) } : {}),
     };
     this.admission = new AdmissionRegistry(this.#clock);
+    this.wakeHolds = new WakeHolds(this.#clock);
     this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
     this.#ownsKvIndex = opts.kvIndex === undefined;
     this.kvIndex = opts.kvIndex ?? new KvIndexFleet({ clock: this.#clock });
@@ -239,7 +243,13 @@ export class Gateway {
     const parsed = parseBody(ctx.kind, ctx.body);
     if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
     const tenant = ctx.tenant;
-    const route = this.#lookup(parsed.value, ctx.headers, tenant);
+    const chosen = this.#lookup(parsed.value, ctx.headers, tenant);
+    // A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts).
+    const route = await this.wakeHolds.untilRoutable(
+      chosen,
+      () => this.#table.candidates(chosen.model).find((r) => r.deployment === chosen.deployment),
+      ctx.signal,
+    );
     const routeSalt =
       tenant && !route.sharePrefixesAcrossTenants ? computeTenantSalt(route.salt, tenant.id) : route.salt;
     const salt = computeEffectiveSalt(routeSalt, parsed.value.body.cache_salt);

@@ -46,6 +46,15 @@ export interface OperatorOptions {
   cacheHealth?: { periodMs: number; windowMs?: number; gatewayAdminUrl?: string | undefined } | undefined;
   /** The external metrics API for autoscalers (--metrics-api-*); unset: not served. */
   metricsApi?: MetricsApiOptions | undefined;
+  /** How often sleeping Deployments' demand is read from the gateway tier (default 2 s). */
+  wakePeriodMs?: number;
+}
+
+/** Deployments wake on demand where the operator reads the gateway tier (--gateway-admin-url). */
+function wakeOptionsOf(opts: OperatorOptions): { gatewayAdminUrl: string; periodMs?: number } | undefined {
+  const gatewayAdminUrl = opts.cacheHealth?.gatewayAdminUrl ?? opts.metricsApi?.gatewayAdminUrl;
+  if (!gatewayAdminUrl) return undefined;
+  return { gatewayAdminUrl, ...(opts.wakePeriodMs ? { periodMs: opts.wakePeriodMs } : {}) };
 }
 
 export interface Operator {
@@ -82,6 +91,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       concurrency: opts.concurrency ?? 4,
       runtimeIngress: opts.runtimeIngress,
       cacheHealth: opts.cacheHealth,
+      wake: wakeOptionsOf(opts),
     }),
   );
   manager.addController(buildCachePolicyController({ manager, client }));

@@ -49,7 +49,10 @@ export async function startE2eStack(
   opts: {
     gateways?: number;
     kubelet?: Omit<SimKubeletOptions, 'kubeconfig'>;
-    /** The operator serves external metrics (from the first gateway, which then listens), registered. */
+    /**
+     * The operator serves external metrics (from the first gateway, which then listens), registered;
+     * it also wakes Deployments sleeping at zero on the gateway's demand.
+     */
     metricsApi?: boolean;
   } = {},
 ): Promise<E2eStack> {
@@ -73,6 +76,8 @@ export async function startE2eStack(
     leaderElection: false,
     http: false,
     ...(metricsApi ? { metricsApi } : {}),
+    // Sleeping Deployments (wakeOnDemand) wake within a second of a held request.
+    wakePeriodMs: 500,
   });
   if (metricsApi) {
     await eventually(() => expect(operator.metricsApi?.server()).toBeDefined());

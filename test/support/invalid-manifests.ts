@@ -162,6 +162,19 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'profile hisparse runs only on the decode part of a prefill/decode deployment',
   },
   {
+    name: 'wake on demand with prefill and decode',
+    sample: PD,
+    mutate: (m) => (m.spec.wakeOnDemand = true),
+    expect: 'wakeOnDemand wakes standalone Deployments only',
+  },
+  {
+    name: 'wake with an idle time too short to load a model',
+    sample: DENSE,
+    mutate: (m) => (m.spec.wake = { idleSeconds: 5 }),
+    expect: 'should be greater than or equal to 30',
+    structural: true,
+  },
+  {
     name: 'HiSparse on the prefill part',
     sample: PD,
     mutate: (m) =>

@@ -18,6 +18,8 @@ export interface CacheReportSources {
   readonly routes: readonly ModelRoute[];
   readonly predictions: PredictionCounters;
   readonly kvIndex: readonly EndpointKvStatus[];
+  /** Requests this replica holds for a Deployment waking from zero. */
+  readonly wakingOf: (deployment: string) => number;
   /** This replica's admission queue for a Deployment (namespace/name). */
   readonly admissionOf: (deployment: string) => GatewayAdmissionLoad;
   /** This replica's view of an endpoint's load (endpoints/book.ts). */
@@ -52,6 +54,7 @@ export function buildCacheReport(src: CacheReportSources): GatewayCacheReport {
       deployment: route.deployment,
       ...src.predictions.totalsOf(route.deployment),
       admission: src.admissionOf(route.deployment),
+      waking: src.wakingOf(route.deployment),
       endpoints: route.endpoints.map((e) => ({
         // Endpoint ids are namespace/pod (discovery/build-table.ts); the report names the pod.
         pod: e.id.slice(e.id.indexOf('/') + 1),

@@ -43,6 +43,7 @@ import {
   type CachePolicyResource,
   type DeploymentResource,
   type EndpointEvents,
+  WakeSettings,
 } from '../../../operator/src/api/index.ts';
 import { computeDeploymentSalt, findAcceptingPolicy } from '../../../operator/src/sglang/cache-binding.ts';
 import { computeWarmupVerdicts } from './warmup-gate.ts';
@@ -151,6 +152,9 @@ export function buildModelRoute(
     admission: policy?.spec.admission ?? Admission.parse({}),
     reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),
     endpoints: routable ? buildRouteEndpoints(d, policy, now, onWake) : [],
+    ...(d.spec.wakeOnDemand === true && d.spec.replicas === 0
+      ? { wake: { holdMs: (d.spec.wake ?? WakeSettings.parse({})).holdSeconds * 1000 } }
+      : {}),
   };
 }
 

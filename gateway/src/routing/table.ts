@@ -82,6 +82,8 @@ export interface ModelRoute {
   readonly admission: AdmissionSettings;
   readonly reuse: ReuseSettings;
   readonly endpoints: readonly RouteEndpoint[];
+  /** The Deployment sleeps at zero and wakes on demand: a request is held this long for an endpoint. */
+  readonly wake?: { readonly holdMs: number };
 }
 
 export interface RoutingTable {

@@ -518,6 +518,24 @@ export const deploymentIdentityRule: TransitionRule<IdentityFields> = {
       s.runtime.image === o.runtime.image),
 };
 
+export const WakeSettings = z
+  .object({
+    replicas: z.number().int().min(1).max(64).default(1).meta({ description: 'Replicas while awake.' }),
+    idleSeconds: z
+      .number()
+      .int()
+      .min(30)
+      .max(86_400)
+      .default(900)
+      .meta({ description: 'Back to 0 after this long with no request held or in flight.' }),
+    holdSeconds: z.number().int().min(1).max(900).default(300).meta({
+      description:
+        'How long the gateway holds a request while the Deployment wakes (model load included); then 503 with Retry-After.',
+    }),
+  })
+  .meta({ description: 'How a Deployment with wakeOnDemand wakes and sleeps.' });
+export type WakeSettings = z.infer<typeof WakeSettings>;
+
 export const DeploymentSpec = withRules(
   z
     .object({
@@ -560,6 +578,16 @@ export const DeploymentSpec = withRules(
             'Split a served name across identities (ADR 0008): set a weight on every Deployment that serves it, ' +
             'then move the weights (0 -> 10 -> 100) to roll traffic to a new deploymentId.',
         }),
+      wakeOnDemand: z
+        .boolean()
+        .optional()
+        .meta({
+          description:
+            'With replicas 0: a request to this Deployment wakes it. The gateway holds the request (wake.holdSeconds) ' +
+            'while the operator runs wake.replicas, and scales back to 0 after wake.idleSeconds without requests. ' +
+            'Not identity. Standalone Deployments only.',
+        }),
+      wake: WakeSettings.optional(),
       serving: z
         .object({
           pageSize: z.number().int().min(1).max(4096).optional().meta({ description: '--page-size.' }),
@@ -623,6 +651,13 @@ export const DeploymentSpec = withRules(
       message: `SGLang ${SGLANG_VERSION} does not run HiSparse with --enable-mixed-chunk: remove it from runtime.extraArgs`,
       fieldPath: '.runtime.extraArgs',
       check: (s) => !hasHiSparse(s) || !(s.runtime.extraArgs ?? []).includes('--enable-mixed-chunk'),
+    },
+    {
+      cel: '!has(self.wakeOnDemand) || !self.wakeOnDemand || !has(self.disaggregation)',
+      message:
+        'wakeOnDemand wakes standalone Deployments only (the prefill and decode parts do not scale apart yet): remove it or spec.disaggregation',
+      fieldPath: '.wakeOnDemand',
+      check: (s) => s.wakeOnDemand !== true || s.disaggregation === undefined,
     },
     {
       cel: '!has(self.resources.gpus) || self.resources.gpus >= self.parallelism.tensor',
@@ -756,5 +791,17 @@ export const DeploymentStatus = z.object({
   cache: CacheHealthStatus.optional().meta({
     description: "The cache's health over the last window (the CacheHealthy condition says what it means).",
   }),
+  wake: z
+    .object({
+      awake: z.boolean().meta({ description: 'Running wake.replicas because of recent requests.' }),
+      demandAt: z
+        .string()
+        .optional()
+        .meta({ description: 'When the gateway tier last held or ran a request for it (RFC 3339).' }),
+    })
+    .optional()
+    .meta({
+      description: 'With wakeOnDemand and replicas 0: whether it is awake, and since when it is wanted.',
+    }),
 });
 export type DeploymentStatus = z.infer<typeof DeploymentStatus>;

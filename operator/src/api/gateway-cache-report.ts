@@ -70,6 +70,9 @@ export const GatewayDeploymentReport = z.object({
     .number()
     .nonnegative()
     .meta({ description: 'Of promptTokens, those routing expected cached.' }),
+  waking: z.number().int().nonnegative().optional().meta({
+    description: 'Requests this replica holds until the Deployment (waking from zero) has an endpoint.',
+  }),
   admission: GatewayAdmissionLoad.optional().meta({
     description: 'Absent: a gateway from before the load was reported, or nothing admitted yet.',
   }),

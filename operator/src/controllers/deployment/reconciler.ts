@@ -34,6 +34,8 @@ import {
   type RuntimeIngress,
 } from './network-policy.ts';
 import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
+import { planWake, type WakePlan } from './wake/plan.ts';
+import { WakeWatcher } from './wake/watcher.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
 import { readIdentity } from './verify.ts';
 import { registerDeploymentMetrics } from './metrics.ts';
@@ -58,6 +60,8 @@ export interface DeploymentControllerOptions {
    * (0 or absent: not measured), with the gateway tier's predictions when `gatewayAdminUrl` is set.
    */
   cacheHealth?: { periodMs: number; windowMs?: number; gatewayAdminUrl?: string | undefined } | undefined;
+  /** Wake from zero (wake/): the gateway tier read for demand this often; unset: Deployments do not wake. */
+  wake?: { gatewayAdminUrl: string; periodMs?: number } | undefined;
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
@@ -91,6 +95,18 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       })
     : undefined;
   cacheHealth?.start();
+  const wake = opts.wake
+    ? new WakeWatcher({
+        gatewayAdminUrl: opts.wake.gatewayAdminUrl,
+        periodMs: opts.wake.periodMs ?? 2_000,
+        deployments: () => roots.list(),
+        isLeader: () => manager.isLeader(),
+        onChanged: (key) => manager.enqueue(CONTROLLER, key),
+        logger: manager.logger.child({ component: 'wake' }),
+        signal: manager.stopSignal,
+      })
+    : undefined;
+  wake?.start();
 
   function refuseAdoption(root: DeploymentObject, message: string): never {
     manager.events.event(root, 'Warning', 'AdoptionRefused', message);
@@ -241,6 +257,25 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     );
   }
 
+  /** At replicas 0 with wakeOnDemand, what runs follows the tier's demand (wake/plan.ts). */
+  function followDemand(
+    declared: DeploymentResource,
+    key: ObjectKey,
+    nowMs: number,
+  ): { root: DeploymentResource; wakePlan: WakePlan } {
+    const wakePlan = planWake({
+      spec: declared.spec,
+      status: declared.status?.wake,
+      demandMs: wake?.demandOf(key),
+      nowMs,
+    });
+    const root =
+      wakePlan.replicas === declared.spec.replicas
+        ? declared
+        : { ...declared, spec: { ...declared.spec, replicas: wakePlan.replicas } };
+    return { root, wakePlan };
+  }
+
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = roots.get(key.namespace, key.name);
     if (!obj || obj.metadata?.deletionTimestamp) return; // owned objects go with it (owner references)
@@ -252,7 +287,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       manager.events.event(obj, 'Warning', 'InvalidSpec', message);
       throw new TerminalError(message);
     }
-    const root = parsed.value;
+    const { root, wakePlan } = followDemand(parsed.value, key, ctx.now().getTime());
     const desired = buildDesired(root);
     const accepted = root.status?.identity;
     const identityConflict =
@@ -281,6 +316,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       },
       ctx.now(),
     );
+    if (wakePlan.status) next.wake = wakePlan.status;
     const { written } = await writeStatusIfChanged(client, Resources.sglangDeployments, obj, next);
     if (written)
       for (const e of planEvents(root.status, next)) manager.events.event(obj, e.type, e.reason, e.message);
@@ -288,7 +324,11 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     // Pods that come, go or turn Ready queue this Deployment through the pod watch; only a Ready
     // pod whose runtime has not answered yet must be asked again without one.
     const awaitingRuntime = endpoints.some((e) => e.ready && e.reason === EndpointReason.VerificationFailed);
-    return { requeueAfterMs: awaitingRuntime ? pendingRequeueMs : REVERIFY_AFTER_MS };
+    const requeueAfterMs = Math.min(
+      awaitingRuntime ? pendingRequeueMs : REVERIFY_AFTER_MS,
+      wakePlan.recheckAfterMs ?? Infinity,
+    );
+    return { requeueAfterMs };
   }
 
   return {
