@@ -244,26 +244,27 @@ export class Gateway {
     if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
     const tenant = ctx.tenant;
     const chosen = this.#lookup(parsed.value, ctx.headers, tenant);
-    // A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts).
-    const route = await this.wakeHolds.untilRoutable(
-      chosen,
-      () => this.#table.candidates(chosen.model).find((r) => r.deployment === chosen.deployment),
-      ctx.signal,
-    );
     const routeSalt =
-      tenant && !route.sharePrefixesAcrossTenants ? computeTenantSalt(route.salt, tenant.id) : route.salt;
+      tenant && !chosen.sharePrefixesAcrossTenants ? computeTenantSalt(chosen.salt, tenant.id) : chosen.salt;
     const salt = computeEffectiveSalt(routeSalt, parsed.value.body.cache_salt);
     const body: Record<string, unknown> = { ...parsed.value.body, cache_salt: salt };
     if (ctx.kind === 'generate') delete body['model'];
-    const exact = computeExactTokens(parsed.value) ?? (await this.#tokenizeForIndex(route, parsed.value));
+    const exact = computeExactTokens(parsed.value) ?? (await this.#tokenizeForIndex(chosen, parsed.value));
     const input: RouteInput = {
       id: ctx.id,
       salt,
       tokens: exact ?? computeRouteTokens(parsed.value),
       now: this.#clock.now(),
     };
-    ctx.trace?.routed(route.model, route.deployment, input.tokens.length, exact !== undefined);
+    ctx.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
     if (tenant) await this.#limit(ctx, tenant, input.tokens.length);
+    // A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts), after
+    // the tenant's limits, so a request they refuse never wakes it.
+    const route = await this.wakeHolds.untilRoutable(
+      chosen,
+      () => this.#table.candidates(chosen.model).find((r) => r.deployment === chosen.deployment),
+      ctx.signal,
+    );
     const fwd: Forwarding = { ctx, route, input, body, ...(exact ? { exact } : {}) };
     if (body['stream'] === true) {
       // The runtime's usage event carries its cache report; a client that did not ask for it does not see it.
@@ -388,6 +389,7 @@ export class Gateway {
     const span = ctx.trace?.startAdmission(route.deployment, priority);
     const r = await ctl.acquire(ctx.signal, { priority });
     if (r.ok) {
+      this.admission.countAdmission(route.deployment);
       span?.admitted(r.value.queuedMs);
       this.#metrics.queueSeconds.observe({ deployment: route.deployment }, r.value.queuedMs / 1000);
       return r.value;

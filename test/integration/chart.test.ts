@@ -447,6 +447,10 @@ describe('values reach the objects', () => {
     expect(bindings.map((b) => (b as RenderedObject & { roleRef: { name: string } }).roleRef.name)).toEqual(
       expect.arrayContaining(['system:auth-delegator', 'extension-apiserver-authentication-reader']),
     );
+    await kubectlOk(['apply', '-f', '-'], {
+      kubeconfig,
+      input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } }),
+    });
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], {
       kubeconfig,
       input: await renderText({ set: ['operator.metricsApi.enabled=true'] }),
@@ -457,6 +461,10 @@ describe('values reach the objects', () => {
       templateArgs({ set: ['operator.metricsApi.enabled=true', 'operator.metricsApi.tlsSecretName=mine'] }),
     );
     expect(refused.stderr).toContain('give operator.metricsApi.caBundle');
+    const noGateway = await helm(
+      templateArgs({ set: ['operator.metricsApi.enabled=true', 'gateway.enabled=false'] }),
+    );
+    expect(noGateway.stderr).toContain('it needs gateway.enabled=true');
   });
 
   it('gateway.enabled=false renders no gateway object', async () => {

@@ -7,6 +7,7 @@
 // a SubjectAccessReview against the same API server.
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { connect } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -120,6 +121,7 @@ beforeAll(async () => {
       gatewayAdminUrl: `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`,
       // Fresh reads: the queue changes every 3 s here.
       maxSampleAgeMs: 100,
+      reloadMs: 200,
     },
   );
   await eventually(() => expect(api.server()).toBeDefined());
@@ -236,5 +238,28 @@ describe('external.metrics.k8s.io through the aggregator', () => {
     expect(nobody.body).toContain('nobody may not list cacheroute_in_flight_requests');
     const admin = await get({ cert: true, user: 'admin', groups: ['system:masters'] });
     expect(admin.status).toBe(200);
+  });
+
+  it('serves a renewed certificate without a restart', async () => {
+    const fingerprint = () =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(
+          {
+            host: hostIP,
+            port,
+            servername: `${SERVICE.name}.${SERVICE.namespace}.svc`,
+            rejectUnauthorized: false,
+          },
+          () => {
+            resolve(socket.getPeerCertificate().fingerprint256);
+            socket.end();
+          },
+        );
+        socket.on('error', reject);
+      });
+    const before = await fingerprint();
+    if (!hostIP) throw new Error('no host address');
+    await issueMetricsApiCert(cp.dir, hostIP);
+    await eventually(async () => expect(await fingerprint()).not.toBe(before), { timeoutMs: 10_000 });
   });
 });

@@ -124,6 +124,20 @@ const leaderRules = (leaseName: string): Rule[] => [
   },
 ];
 
+// The external metrics API (operator.metricsApi): delegated authorization. The chart grants it
+// through the built-in roles every aggregated API server binds (templates/operator-metrics-api.yaml):
+// system:auth-delegator (SubjectAccessReviews) and, in kube-system,
+// extension-apiserver-authentication-reader (that one ConfigMap).
+const metricsApiRules: Rule[] = [
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  {
+    apiGroups: [''],
+    resources: ['configmaps'],
+    resourceNames: ['extension-apiserver-authentication'],
+    verbs: ['get'],
+  },
+];
+
 // ---- How the code's declarations become grants ---------------------------------------
 const LIST_WATCH = ['list', 'watch'];
 // applyOwned: cache-checked SSA (patch, create when new), get on the refusal path.
@@ -403,7 +417,7 @@ describe('chart RBAC equals what the code uses', () => {
 
   it('the resource types the operator source names are exactly the table', () => {
     expect(referencedResources()).toEqual(
-      resourcesOf([...operatorRules({ paidCalls: true }), ...leaderRules('x')]),
+      resourcesOf([...operatorRules({ paidCalls: true }), ...leaderRules('x'), ...metricsApiRules]),
     );
   });
 });

@@ -289,7 +289,8 @@ export class AdmissionRegistry {
   readonly #clock: Clock;
   readonly #byDeployment = new Map<string, { cfg: AdmissionConfig; ctl: AdmissionController }>();
   // Per Deployment, across its controllers (a changed config starts a new one): the tier's
-  // load report counts refusals since the replica started.
+  // load report counts admissions and refusals since the replica started.
+  readonly #admitted = new Map<string, number>();
   readonly #refused = new Map<string, number>();
 
   constructor(clock: Clock) {
@@ -322,6 +323,12 @@ export class AdmissionRegistry {
     this.#byDeployment.get(deployment)?.ctl.drain();
     this.#byDeployment.delete(deployment);
     this.#refused.delete(deployment);
+    this.#admitted.delete(deployment);
+  }
+
+  /** A request to `deployment` was admitted. */
+  countAdmission(deployment: string): void {
+    this.#admitted.set(deployment, (this.#admitted.get(deployment) ?? 0) + 1);
   }
 
   /** A request to `deployment` was refused for load (overloaded, queue timeout). */
@@ -329,12 +336,13 @@ export class AdmissionRegistry {
     this.#refused.set(deployment, (this.#refused.get(deployment) ?? 0) + 1);
   }
 
-  /** What this replica holds for `deployment` now, and what it refused since it started. */
-  loadOf(deployment: string): { queued: number; inFlight: number; rejected: number } {
+  /** What this replica holds for `deployment` now, and what it admitted and refused since it started. */
+  loadOf(deployment: string): { queued: number; inFlight: number; admitted: number; rejected: number } {
     const snap = this.#byDeployment.get(deployment)?.ctl.snapshot();
     return {
       queued: snap?.queued ?? 0,
       inFlight: snap?.inFlight ?? 0,
+      admitted: this.#admitted.get(deployment) ?? 0,
       rejected: this.#refused.get(deployment) ?? 0,
     };
   }

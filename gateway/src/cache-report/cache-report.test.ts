@@ -129,7 +129,7 @@ describe('GET /cache-report.json: the load an autoscaler reads', () => {
     expect(refused.statusCode).toBe(429);
 
     const d = await deployment();
-    expect(d?.admission).toEqual({ queued: 1, inFlight: 1, rejected: 1 });
+    expect(d?.admission).toEqual({ queued: 1, inFlight: 1, admitted: 1, rejected: 1 });
     expect(d?.endpoints[0]?.load).toEqual({
       inFlight: 1,
       pendingPrefillTokens: expect.any(Number) as unknown,
@@ -143,7 +143,7 @@ describe('GET /cache-report.json: the load an autoscaler reads', () => {
     expect((await running).statusCode).toBe(200);
     expect((await waiting).statusCode).toBe(200);
     const after = await deployment();
-    expect(after?.admission).toEqual({ queued: 0, inFlight: 0, rejected: 1 });
+    expect(after?.admission).toEqual({ queued: 0, inFlight: 0, admitted: 2, rejected: 1 });
     expect(after?.endpoints[0]?.load?.inFlight).toBe(0);
   });
 });

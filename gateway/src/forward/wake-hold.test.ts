@@ -66,6 +66,15 @@ describe('a Deployment waking from zero', () => {
     expect(up.received).toHaveLength(0);
   });
 
+  it('refuses at once a held request whose Deployment went away, and holds one even with no admission queue', async () => {
+    table.replace([{ ...asleep(), admission: { ...asleep().admission, maxQueue: 0 } }]);
+    const answer = send().then((r) => r);
+    await eventually(() => app.gateway.wakeHolds.heldOf('ns/m') === 1);
+    table.replace([]);
+    clock.advance(250);
+    expect((await answer).json()).toMatchObject({ error: { code: 'GW_MODEL_NOT_FOUND' } });
+  });
+
   it('without wakeOnDemand, no endpoint is 503 GW_NO_ENDPOINT at once, as before', async () => {
     table.replace([buildTestRoute([], { reuse: false })]);
     const r = await send();

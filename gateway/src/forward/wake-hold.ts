@@ -39,7 +39,8 @@ export class WakeHolds {
     if (!wake || computeRoutableEndpoints(route).length > 0) return route;
     const { deployment } = route;
     const held = this.heldOf(deployment);
-    if (held >= route.admission.maxQueue)
+    // At least one is held even with no admission queue: it is what wakes the Deployment.
+    if (held >= Math.max(1, route.admission.maxQueue))
       throw new GatewayError(
         'GW_OVERLOADED',
         { deployment, retryAfterSeconds: RETRY_AFTER_SECONDS },
@@ -74,7 +75,9 @@ export class WakeHolds {
       const onAbort = (): void => finish(() => reject(new GatewayError('GW_CLIENT_CLOSED')));
       const check = (): void => {
         const now = relookup();
-        if (now && computeRoutableEndpoints(now).length > 0) return finish(() => resolve(now));
+        // Deleted, or no longer serving the name, while the request waited.
+        if (!now) return finish(() => reject(new GatewayError('GW_MODEL_NOT_FOUND', { model: route.model })));
+        if (computeRoutableEndpoints(now).length > 0) return finish(() => resolve(now));
         if (clock.now() >= deadline)
           return finish(() =>
             reject(

@@ -798,6 +798,7 @@ export const DeploymentStatus = z.object({
         .string()
         .optional()
         .meta({ description: 'When the gateway tier last held or ran a request for it (RFC 3339).' }),
+      message: z.string().optional().meta({ description: 'Why it cannot wake, when it cannot.' }),
     })
     .optional()
     .meta({

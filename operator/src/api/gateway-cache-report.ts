@@ -50,6 +50,10 @@ export type GatewayEndpointLoad = z.infer<typeof GatewayEndpointLoad>;
 export const GatewayAdmissionLoad = z.object({
   queued: z.number().int().nonnegative().meta({ description: "Requests in this replica's admission queue." }),
   inFlight: z.number().int().nonnegative().meta({ description: 'Requests this replica admitted, not done.' }),
+  admitted: z.number().int().nonnegative().optional().meta({
+    description:
+      'Requests admitted since the replica started: a sampler that reads now and then sees short requests by it.',
+  }),
   rejected: z
     .number()
     .int()
@@ -74,7 +78,7 @@ export const GatewayDeploymentReport = z.object({
     description: 'Requests this replica holds until the Deployment (waking from zero) has an endpoint.',
   }),
   admission: GatewayAdmissionLoad.optional().meta({
-    description: 'Absent: a gateway from before the load was reported, or nothing admitted yet.',
+    description: 'Absent: a gateway from before the load was reported (its load is then unknown, not zero).',
   }),
   endpoints: z.array(
     z.object({

@@ -28,8 +28,8 @@ describe('the front proxy', () => {
     const cfg = parseFrontProxyConfig(data);
     if (!cfg.ok) throw new Error(cfg.error);
     const headers = {
-      'x-remote-user': 'system:serviceaccount:kube-system:hpa',
-      'x-remote-group': 'system:serviceaccounts, system:authenticated',
+      'x-remote-user': ['system:serviceaccount:kube-system:hpa'],
+      'x-remote-group': ['system:serviceaccounts', 'system:authenticated'],
     };
     expect(
       readProxiedUser(cfg.value, { authorized: true, commonName: 'front-proxy-client' }, headers),
@@ -50,5 +50,13 @@ describe('the front proxy', () => {
     expect(
       readProxiedUser(cfg.value, { authorized: true, commonName: 'front-proxy-client' }, {}),
     ).toMatchObject({ ok: false });
+    // A name or a group with a comma is one name, one group: each header line is taken whole.
+    expect(
+      readProxiedUser(
+        cfg.value,
+        { authorized: true, commonName: 'front-proxy-client' },
+        { 'x-remote-user': ['a,b'], 'x-remote-group': ['x,y'] },
+      ),
+    ).toEqual({ ok: true, value: { name: 'a,b', groups: ['x,y'] } });
   });
 });

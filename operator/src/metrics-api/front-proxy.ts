@@ -4,7 +4,6 @@
 // and the header names are what the API server publishes in
 // kube-system/extension-apiserver-authentication, as every aggregated API
 // server reads them (k8s.io/apiserver's requestheader options).
-import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
 
 export const AUTH_CONFIGMAP = { namespace: 'kube-system', name: 'extension-apiserver-authentication' };
@@ -70,12 +69,11 @@ export interface ProxiedUser {
   readonly groups: readonly string[];
 }
 
-const headerValues = (headers: IncomingHttpHeaders, name: string): string[] => {
-  const v = headers[name.toLowerCase()];
-  return v === undefined
-    ? []
-    : (Array.isArray(v) ? v : [v]).flatMap((x) => x.split(',')).map((x) => x.trim());
-};
+/** Each line of the named headers, whole (one header line per group, as the API server sends them). */
+const headerLines = (
+  headers: Readonly<Record<string, readonly string[] | undefined>>,
+  name: string,
+): string[] => [...(headers[name.toLowerCase()] ?? [])];
 
 /**
  * The user the aggregator names, once its certificate checked out (`authorized` by the TLS layer
@@ -84,7 +82,7 @@ const headerValues = (headers: IncomingHttpHeaders, name: string): string[] => {
 export function readProxiedUser(
   cfg: FrontProxyConfig,
   peer: { authorized: boolean; commonName: string | undefined },
-  headers: IncomingHttpHeaders,
+  headers: Readonly<Record<string, readonly string[] | undefined>>,
 ): { ok: true; value: ProxiedUser } | { ok: false; error: string } {
   if (!peer.authorized)
     return { ok: false, error: 'a client certificate of the API server front-proxy CA is required' };
@@ -93,13 +91,13 @@ export function readProxiedUser(
       ok: false,
       error: `client certificate ${peer.commonName ?? '(no CN)'} is not an allowed front proxy`,
     };
-  const name = cfg.usernameHeaders.flatMap((h) => headerValues(headers, h)).find((v) => v !== '');
+  const name = cfg.usernameHeaders.flatMap((h) => headerLines(headers, h)).find((v) => v !== '');
   if (!name) return { ok: false, error: 'the proxied request names no user' };
   return {
     ok: true,
     value: {
       name,
-      groups: cfg.groupHeaders.flatMap((h) => headerValues(headers, h)).filter((g) => g !== ''),
+      groups: cfg.groupHeaders.flatMap((h) => headerLines(headers, h)).filter((g) => g !== ''),
     },
   };
 }

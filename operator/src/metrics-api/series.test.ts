@@ -146,6 +146,23 @@ describe('computeSeries', () => {
       [ExternalMetric.queuedRequests]: 0,
       [ExternalMetric.inFlightRequests]: 0,
     });
+    // A replica from before the load was reported: the tier's load is unknown, not its neighbour's alone.
+    const mixed = {
+      reports: [
+        ...waiting.reports,
+        replica('old', [
+          {
+            deployment: 'ns/chat',
+            decisions: 0,
+            promptTokens: 0,
+            predictedTokens: 0,
+            endpoints: [{ pod: 'chat-0' }],
+          },
+        ]),
+      ],
+      rejectionsPerSecond: new Map<string, number>(),
+    };
+    expect(computeSeries([deployment('chat')], mixed)[0]?.values).toEqual({});
     // A Deployment no replica reports (no gateway routes it yet) has no values, not zeros.
     const [unseen] = computeSeries([deployment('other')], waiting);
     expect(unseen?.values).toEqual({});

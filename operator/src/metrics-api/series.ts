@@ -58,6 +58,8 @@ export interface TierInput {
 interface DeploymentTotals {
   queued: number;
   endpoints: Map<string, EndpointTotals>;
+  /** Every replica reported its load: a gateway from before the load was reported makes it unknown. */
+  complete: boolean;
 }
 
 /** Every replica's figures, by namespace/name of the Deployment and by pod. */
@@ -65,11 +67,19 @@ function sumTier(reports: readonly GatewayCacheReport[]): Map<string, Deployment
   const byDeployment = new Map<string, DeploymentTotals>();
   for (const report of reports)
     for (const d of report.deployments) {
-      const entry: DeploymentTotals = byDeployment.get(d.deployment) ?? { queued: 0, endpoints: new Map() };
+      const entry: DeploymentTotals = byDeployment.get(d.deployment) ?? {
+        queued: 0,
+        endpoints: new Map(),
+        complete: true,
+      };
       byDeployment.set(d.deployment, entry);
+      if (!d.admission) entry.complete = false;
       entry.queued += d.admission?.queued ?? 0;
       for (const e of d.endpoints) {
-        if (!e.load) continue;
+        if (!e.load) {
+          entry.complete = false;
+          continue;
+        }
         const t: EndpointTotals = entry.endpoints.get(e.pod) ?? {
           part: e.role ?? 'standalone',
           inFlight: 0,
@@ -95,8 +105,10 @@ function valuesOf(
     [ExternalMetric.queuedRequests]: queued,
     [ExternalMetric.inFlightRequests]: endpoints.reduce((a, t) => a + t.inFlight, 0),
   };
-  const backlog =
-    endpoints.length === 0 ? 0 : mean(endpoints.map(backlogSeconds).filter((b) => b !== undefined));
+  // An endpoint with prompt tokens waiting at a rate not learned yet makes the mean unknown, not lower.
+  const known = endpoints.map(backlogSeconds).filter((b): b is number => b !== undefined);
+  const backlog = known.length < endpoints.length ? undefined : (mean(known) ?? 0);
+
   if (part !== 'decode' && backlog !== undefined) values[ExternalMetric.prefillBacklogSeconds] = backlog;
   const queues = endpoints.map((t) => t.runtimeQueued).filter((q) => q !== undefined);
   if (queues.length > 0) values[ExternalMetric.runtimeQueuedRequests] = queues.reduce((a, b) => a + b, 0);
@@ -114,8 +126,8 @@ export function computeSeries(deployments: readonly DeploymentResource[], tier: 
     const seen = totals.get(id);
     const rejections = tier.rejectionsPerSecond.get(id);
     return partsOf(d).map((part): Series => {
-      // Without any gateway report there is no load to speak of, not a load of zero.
-      const values = seen
+      // Without a report of its load from every replica, the load is unknown, not zero.
+      const values = seen?.complete
         ? valuesOf(
             part,
             seen.queued,

@@ -37,6 +37,8 @@ export interface MetricsApiServerOptions {
 
 export interface MetricsApiServer {
   address(): AddressInfo;
+  /** New serving certificate, key and front-proxy settings, for the connections made from now on. */
+  reload(creds: { cert: string; key: string; frontProxy: FrontProxyConfig }): void;
   close(): Promise<void>;
 }
 
@@ -85,6 +87,7 @@ const DISCOVERY = {
 
 export async function startMetricsApiServer(opts: MetricsApiServerOptions): Promise<MetricsApiServer> {
   const now = opts.now ?? (() => new Date());
+  let frontProxy = opts.frontProxy;
   const server: Server = createServer(
     {
       cert: opts.cert,
@@ -106,12 +109,12 @@ export async function startMetricsApiServer(opts: MetricsApiServerOptions): Prom
     const socket = req.socket as TLSSocket;
     const peer = socket.getPeerCertificate();
     const user = readProxiedUser(
-      opts.frontProxy,
+      frontProxy,
       {
         authorized: socket.authorized,
         commonName: typeof peer.subject?.CN === 'string' ? peer.subject.CN : undefined,
       },
-      req.headers,
+      req.headersDistinct,
     );
     if (!user.ok) return sendStatus(res, 401, user.error);
     if (req.method !== 'GET')
@@ -163,6 +166,10 @@ export async function startMetricsApiServer(opts: MetricsApiServerOptions): Prom
   });
   return {
     address: () => server.address() as AddressInfo,
+    reload(creds) {
+      server.setSecureContext({ cert: creds.cert, key: creds.key, ca: creds.frontProxy.clientCa });
+      frontProxy = creds.frontProxy;
+    },
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

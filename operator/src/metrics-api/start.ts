@@ -9,10 +9,11 @@ import type { KubeClient } from '../runtime/client.ts';
 import type { Logger } from '../runtime/logger.ts';
 import type { KubeObject } from '../runtime/objects.ts';
 import { Resources } from '../runtime/resources.ts';
+import { deepEqual } from '../runtime/equal.ts';
 import { buildSubjectAccessReviewer } from './authorize.ts';
 import { AUTH_CONFIGMAP, parseFrontProxyConfig, type FrontProxyConfig } from './front-proxy.ts';
 import { startMetricsApiServer, type MetricsApiServer } from './server.ts';
-import { computeSeries } from './series.ts';
+import { computeSeries, type Series } from './series.ts';
 import { TierSampler } from './tier-sampler.ts';
 
 export interface MetricsApiOptions {
@@ -24,6 +25,8 @@ export interface MetricsApiOptions {
   readonly gatewayAdminUrl: string;
   /** A read of the tier serves the requests of this long (default 5 s). */
   readonly maxSampleAgeMs?: number;
+  /** The key pair and the front-proxy settings are read again this often (default 60 s). */
+  readonly reloadMs?: number;
 }
 
 export interface MetricsApiDeps {
@@ -66,46 +69,88 @@ async function readFrontProxy(
 
 export function startMetricsApi(deps: MetricsApiDeps, opts: MetricsApiOptions): MetricsApi {
   const log = deps.logger.child({ component: 'metrics-api' });
+  const readKeyPair = () => ({
+    cert: readFileSync(opts.certFile, 'utf8'),
+    key: readFileSync(opts.keyFile, 'utf8'),
+  });
   // Read now: a missing file is the operator's configuration, said at start.
-  const cert = readFileSync(opts.certFile, 'utf8');
-  const key = readFileSync(opts.keyFile, 'utf8');
+  let keyPair = readKeyPair();
   const sampler = new TierSampler({
     gatewayAdminUrl: opts.gatewayAdminUrl,
     signal: deps.signal,
     ...(opts.maxSampleAgeMs !== undefined ? { maxAgeMs: opts.maxSampleAgeMs } : {}),
   });
   let server: MetricsApiServer | undefined;
+  let frontProxy: FrontProxyConfig | undefined;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  const later = (fn: () => Promise<void>, ms: number): void => {
+    if (!closed) timer = setTimeout(() => void fn(), ms);
+  };
 
-  const attempt = async (): Promise<void> => {
-    const frontProxy = await readFrontProxy(deps.client);
-    if (closed) return;
-    if (!frontProxy.ok) {
-      log.error('metrics API not started', { error: frontProxy.error });
-      timer = setTimeout(() => void attempt(), deps.retryMs ?? 30_000);
-      return;
-    }
-    server = await startMetricsApiServer({
+  const series = async (): Promise<{ ok: true; value: Series[] } | { ok: false; error: string }> => {
+    const sample = await sampler.read();
+    if (!sample.ok) return { ok: false, error: `the gateway tier is unreadable: ${sample.error}` };
+    // A replica unread would undercount the tier's load, and an autoscaler scale down on it.
+    if (sample.unread.length > 0)
+      return {
+        ok: false,
+        error: `gateway replicas unread (the load would be undercounted): ${sample.unread.join('; ')}`,
+      };
+    return { ok: true, value: computeSeries(deps.deployments(), sample) };
+  };
+
+  const start = async (): Promise<void> => {
+    const read = await readFrontProxy(deps.client);
+    if (!read.ok) throw new Error(read.error);
+    frontProxy = read.value;
+    const started = await startMetricsApiServer({
       ...(opts.host ? { host: opts.host } : {}),
       port: opts.port,
-      cert,
-      key,
-      frontProxy: frontProxy.value,
+      ...keyPair,
+      frontProxy,
       authorize: buildSubjectAccessReviewer(deps.client),
-      series: async () => {
-        const sample = await sampler.read();
-        if (!sample.ok) return { ok: false, error: `the gateway tier is unreadable: ${sample.error}` };
-        for (const u of sample.unread) log.warn('gateway replica not read', { replica: u });
-        return { ok: true, value: computeSeries(deps.deployments(), sample) };
-      },
+      series,
       logger: log,
     });
-    log.info('metrics API serving', { port: server.address().port });
+    if (closed) return started.close();
+    server = started;
+    log.info('metrics API serving', { port: started.address().port });
   };
-  void attempt().catch((err: unknown) =>
-    log.error('metrics API failed to start', { error: (err as Error).message }),
-  );
+
+  // Renewed certificates (cert-manager, a Secret rotated) and a new front-proxy CA are read again.
+  const refresh = async (): Promise<void> => {
+    try {
+      const pair = readKeyPair();
+      const read = await readFrontProxy(deps.client);
+      if (!read.ok) throw new Error(read.error);
+      if (
+        server &&
+        (JSON.stringify(pair) !== JSON.stringify(keyPair) || !deepEqual(read.value, frontProxy))
+      ) {
+        server.reload({ ...pair, frontProxy: read.value });
+        keyPair = pair;
+        frontProxy = read.value;
+        log.info('metrics API credentials reloaded');
+      }
+    } catch (err) {
+      log.warn('metrics API credentials not reloaded: the ones in use stay', {
+        error: (err as Error).message,
+      });
+    }
+    later(refresh, opts.reloadMs ?? 60_000);
+  };
+
+  const attempt = async (): Promise<void> => {
+    try {
+      await start();
+      later(refresh, opts.reloadMs ?? 60_000);
+    } catch (err) {
+      log.error('metrics API not started; trying again', { error: (err as Error).message });
+      later(attempt, deps.retryMs ?? 30_000);
+    }
+  };
+  void attempt();
 
   const close = async (): Promise<void> => {
     closed = true;

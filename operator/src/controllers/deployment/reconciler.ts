@@ -8,7 +8,7 @@ import {
 import { applyOwned } from '../../runtime/apply.ts';
 import type { KubeClient } from '../../runtime/client.ts';
 import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
-import { controllerOf, type KubeObject, type ObjectKey } from '../../runtime/objects.ts';
+import { controllerOf, formatKey, type KubeObject, type ObjectKey } from '../../runtime/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
 import { Resources, type ResourceType } from '../../runtime/resources.ts';
 import { writeStatusIfChanged } from '../../runtime/status.ts';
@@ -68,6 +68,7 @@ type DeploymentObject = KubeObject & DeploymentResource;
 type SecretObject = KubeObject & { data?: Record<string, string> };
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
+const KEY_GRACE_MS = 30_000;
 const CONTROLLER = 'deployment';
 
 export function buildDeploymentController(opts: DeploymentControllerOptions): ControllerDefinition {
@@ -113,6 +114,25 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     throw new TerminalError(message);
   }
 
+  // Per Deployment (namespace/name), when status last listed an endpoint of each fingerprint.
+  // The gateway reads the Secret and the status on separate watches, in no set order: a key
+  // stays KEY_GRACE_MS after status stopped listing its fingerprint, so a gateway whose
+  // status watch lags still has the key of every endpoint it routes to.
+  const lastListed = new Map<string, Map<string, number>>();
+  const inGrace = new Set<string>();
+
+  function recentlyListed(deployment: string, listed: readonly string[], nowMs: number): Set<string> {
+    const seen = lastListed.get(deployment) ?? new Map<string, number>();
+    for (const fingerprint of listed) seen.set(fingerprint, nowMs);
+    for (const [fingerprint, at] of seen) if (nowMs - at >= KEY_GRACE_MS) seen.delete(fingerprint);
+    if (seen.size > 0) lastListed.set(deployment, seen);
+    else lastListed.delete(deployment);
+    const kept = new Set(seen.keys());
+    if ([...kept].some((f) => !listed.includes(f))) inGrace.add(deployment);
+    else inGrace.delete(deployment);
+    return kept;
+  }
+
   /**
    * The runtime keys (runtime-keys.ts), before the workloads whose pods read them. A new key is
    * made only after a live read: the cache may not show a key written moments ago, and a second
@@ -132,7 +152,11 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         .list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: name } })
         .map((p) => p.metadata?.labels?.[LABEL_FINGERPRINT] ?? ''),
     );
-    const listedFingerprints = new Set((root.status?.endpoints ?? []).flatMap((e) => e.fingerprint ?? []));
+    const listedFingerprints = recentlyListed(
+      `${ns}/${name}`,
+      (root.status?.endpoints ?? []).flatMap((e) => e.fingerprint ?? []),
+      ctx.now().getTime(),
+    );
     const planWith = (live: SecretObject | undefined) =>
       planRuntimeKeys(
         {
@@ -257,6 +281,16 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     );
   }
 
+  /** The soonest this Deployment needs another pass without an event to bring it. */
+  function computeRequeueMs(key: ObjectKey, awaitingRuntime: boolean, wakePlan: WakePlan): number {
+    return Math.min(
+      awaitingRuntime ? pendingRequeueMs : REVERIFY_AFTER_MS,
+      wakePlan.recheckAfterMs ?? Infinity,
+      // A key kept for its grace goes on the pass after.
+      inGrace.has(formatKey(key)) ? KEY_GRACE_MS : Infinity,
+    );
+  }
+
   /** At replicas 0 with wakeOnDemand, what runs follows the tier's demand (wake/plan.ts). */
   function followDemand(
     declared: DeploymentResource,
@@ -268,6 +302,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       status: declared.status?.wake,
       demandMs: wake?.demandOf(key),
       nowMs,
+      watching: wake !== undefined,
     });
     const root =
       wakePlan.replicas === declared.spec.replicas
@@ -324,11 +359,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     // Pods that come, go or turn Ready queue this Deployment through the pod watch; only a Ready
     // pod whose runtime has not answered yet must be asked again without one.
     const awaitingRuntime = endpoints.some((e) => e.ready && e.reason === EndpointReason.VerificationFailed);
-    const requeueAfterMs = Math.min(
-      awaitingRuntime ? pendingRequeueMs : REVERIFY_AFTER_MS,
-      wakePlan.recheckAfterMs ?? Infinity,
-    );
-    return { requeueAfterMs };
+    return { requeueAfterMs: computeRequeueMs(key, awaitingRuntime, wakePlan) };
   }
 
   return {

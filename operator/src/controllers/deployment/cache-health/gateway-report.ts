@@ -50,5 +50,16 @@ export async function readGatewayTier(
       return read.ok ? { address, ok: true, report: read.value } : { address, ok: false, error: read.error };
     }),
   );
-  return { ok: true, replicas };
+  // One replica answers on each of its addresses (IPv4 and IPv6 on a dual-stack cluster): its
+  // start's instance id counts it once.
+  const instances = new Set<string>();
+  return {
+    ok: true,
+    replicas: replicas.filter((r) => {
+      if (!r.ok) return true;
+      if (instances.has(r.report.instance)) return false;
+      instances.add(r.report.instance);
+      return true;
+    }),
+  };
 }

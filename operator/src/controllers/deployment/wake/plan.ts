@@ -2,8 +2,9 @@
 // wake.replicas while the gateway tier has wanted it within wake.idleSeconds,
 // and 0 otherwise. The demand comes from the watcher's memory (watcher.ts) or,
 // after a restart, from status.wake.demandAt; status keeps it coarsely (at
-// most one write per quarter of the idle time while busy), enough to sleep on
-// time across a restart without a status write every read.
+// most one write per quarter of the idle time while busy): a new leader may
+// put a Deployment to sleep up to that much early (until the next request
+// wakes it), and there is no status write every read.
 import { WakeSettings, type DeploymentResource, type DeploymentStatus } from '../../../api/index.ts';
 
 export interface WakeInput {
@@ -12,6 +13,8 @@ export interface WakeInput {
   /** The last time the watcher saw the tier want it (ms), if it has. */
   readonly demandMs: number | undefined;
   readonly nowMs: number;
+  /** The operator reads the gateway tier for demand (--gateway-admin-url); false: nothing can wake it. */
+  readonly watching: boolean;
 }
 
 export interface WakePlan {
@@ -32,12 +35,22 @@ export function planWake(input: WakeInput): WakePlan {
   const { spec } = input;
   if (spec.wakeOnDemand !== true || (spec.replicas ?? 1) > 0)
     return { replicas: spec.replicas, status: undefined, recheckAfterMs: undefined };
+  if (!input.watching)
+    return {
+      replicas: 0,
+      status: {
+        awake: false,
+        message:
+          'nothing can wake it: this operator does not read the gateway tier (--gateway-admin-url; the chart sets it with operator.cacheHealth.readGateway or operator.metricsApi)',
+      },
+      recheckAfterMs: undefined,
+    };
   const settings = spec.wake ?? WakeSettings.parse({});
   const idleMs = settings.idleSeconds * 1000;
   const recorded = parseTime(input.status?.demandAt);
   const demand = Math.max(input.demandMs ?? -Infinity, recorded ?? -Infinity);
   const awake = Number.isFinite(demand) && input.nowMs - demand < idleMs;
-  // Written again only when it moved a quarter of the idle time: a restart then sleeps at most that late.
+  // Written again only when it moved a quarter of the idle time: after a restart, at most that early.
   const demandAt =
     recorded !== undefined && demand - recorded < idleMs / 4 && input.status?.awake === awake
       ? input.status.demandAt

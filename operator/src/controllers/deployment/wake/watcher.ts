@@ -1,10 +1,14 @@
 // Watches the gateway tier for demand on sleeping Deployments: every period,
 // while this operator leads and some Deployment wakes on demand at replicas 0,
 // it reads every gateway replica's report and remembers when each such
-// Deployment last had a request held, queued or in flight, then queues a
-// reconcile of those whose wake plan (plan.ts) changed. The gateway never
-// writes to the cluster: what it holds is a number in its report.
-import type { DeploymentResource } from '../../../api/index.ts';
+// Deployment was last wanted, then queues a reconcile of those whose wake plan
+// (plan.ts) changed. Wanted: a request held, queued or in flight at the read,
+// or admitted since the last read (a replica's counter, so that a request
+// shorter than the period is not missed). When the tier cannot be read, an
+// awake Deployment counts as wanted: it is not put to sleep on a guess. The
+// gateway never writes to the cluster: what it holds is a number in its report.
+import type { DeploymentResource, GatewayCacheReport } from '../../../api/index.ts';
+import { deepEqual } from '../../../runtime/equal.ts';
 import type { Logger } from '../../../runtime/logger.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
 import { readGatewayTier } from '../cache-health/gateway-report.ts';
@@ -23,10 +27,38 @@ export interface WakeWatcherOptions {
 
 const sleeping = (d: DeploymentResource): boolean => d.spec.wakeOnDemand === true && d.spec.replicas === 0;
 
+/**
+ * Pure: the Deployments (namespace/name) the reports show wanted, and each replica start's
+ * admissions per Deployment to compare the next read with (`seen`: this read's, from the last).
+ */
+export function findWanted(
+  reports: readonly GatewayCacheReport[],
+  seen: ReadonlyMap<string, number>,
+): { wanted: Set<string>; seen: Map<string, number> } {
+  const wanted = new Set<string>();
+  const next = new Map<string, number>();
+  for (const r of reports)
+    for (const d of r.deployments) {
+      const busy = (d.waking ?? 0) + (d.admission?.queued ?? 0) + (d.admission?.inFlight ?? 0);
+      // Keyed by the replica's start: a restarted replica's counter begins again.
+      const counter = `${r.instance}/${d.deployment}`;
+      const admitted = d.admission?.admitted;
+      const before = seen.get(counter);
+      if (admitted !== undefined) next.set(counter, admitted);
+      if (busy > 0 || (admitted !== undefined && before !== undefined && admitted > before))
+        wanted.add(d.deployment);
+    }
+  return { wanted, seen: next };
+}
+
 export class WakeWatcher {
   readonly #opts: WakeWatcherOptions;
   readonly #now: () => number;
   readonly #demand = new Map<string, number>();
+  /** Each replica start's admissions per Deployment, at the last read. */
+  #admitted = new Map<string, number>();
+  /** The plan last queued per Deployment: queued once, not every period, until status shows it. */
+  readonly #queued = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #busy = false;
   #lastError: string | undefined;
@@ -58,6 +90,8 @@ export class WakeWatcher {
     this.#busy = true;
     try {
       await this.poll();
+    } catch (err) {
+      this.#opts.logger.error('wake pass failed', { error: (err as Error).message });
     } finally {
       this.#busy = false;
     }
@@ -65,7 +99,11 @@ export class WakeWatcher {
 
   /** One read of the tier (the timer's; tests call it directly). */
   async poll(): Promise<void> {
-    if (!this.#opts.isLeader()) return this.#demand.clear();
+    if (!this.#opts.isLeader()) {
+      this.#demand.clear();
+      this.#queued.clear();
+      return;
+    }
     const watched = this.#opts.deployments().filter(sleeping);
     if (watched.length === 0) return;
     const tier = await readGatewayTier(this.#opts.gatewayAdminUrl, {
@@ -73,33 +111,44 @@ export class WakeWatcher {
       signal: this.#opts.signal,
     });
     const now = this.#now();
-    if (!tier.ok) return this.#warn(tier.error);
-    const wanted = new Set<string>();
-    for (const r of tier.replicas) {
-      if (!r.ok) continue;
-      for (const d of r.report.deployments) {
-        const busy = (d.waking ?? 0) + (d.admission?.queued ?? 0) + (d.admission?.inFlight ?? 0);
-        if (busy > 0) wanted.add(d.deployment);
-      }
-    }
-    this.#lastError = undefined;
+    const reports = tier.ok ? tier.replicas.flatMap((r) => (r.ok ? [r.report] : [])) : [];
+    const unread = tier.ok
+      ? tier.replicas.flatMap((r) => (r.ok ? [] : [`${r.address}: ${r.error}`]))
+      : [tier.error];
+    this.#report(unread);
+    const found = findWanted(reports, this.#admitted);
+    this.#admitted = found.seen;
+    const wanted = found.wanted;
+    const live = new Set(
+      watched.map((d) => formatKey({ namespace: d.metadata.namespace ?? '', name: d.metadata.name ?? '' })),
+    );
+    for (const id of this.#demand.keys()) if (!live.has(id)) this.#demand.delete(id);
     for (const d of watched) {
       const key = { namespace: d.metadata.namespace ?? '', name: d.metadata.name ?? '' };
       const id = formatKey(key);
-      if (wanted.has(id)) this.#demand.set(id, now);
+      // Unsure (a replica unread): keep what is awake awake.
+      if (wanted.has(id) || (unread.length > 0 && d.status?.wake?.awake === true)) this.#demand.set(id, now);
       const plan = planWake({
         spec: d.spec,
         status: d.status?.wake,
         demandMs: this.#demand.get(id),
         nowMs: now,
-      });
-      if (JSON.stringify(plan.status) !== JSON.stringify(d.status?.wake)) this.#opts.onChanged(key);
+        watching: true,
+      }).status;
+      if (deepEqual(plan, d.status?.wake)) this.#queued.delete(id);
+      else if (this.#queued.get(id) !== JSON.stringify(plan)) {
+        this.#queued.set(id, JSON.stringify(plan));
+        this.#opts.onChanged(key);
+      }
     }
   }
 
-  #warn(error: string): void {
-    if (error !== this.#lastError)
-      this.#opts.logger.warn('gateway tier unread: sleeping Deployments cannot wake', { error });
+  #report(unread: readonly string[]): void {
+    const error = unread.join('; ') || undefined;
+    if (error !== undefined && error !== this.#lastError)
+      this.#opts.logger.warn('gateway replicas unread: awake Deployments are kept awake meanwhile', {
+        error,
+      });
     this.#lastError = error;
   }
 }
