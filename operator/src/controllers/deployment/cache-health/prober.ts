@@ -10,6 +10,7 @@ import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } fr
 import { findCondition } from '../../../runtime/conditions.ts';
 import type { Logger } from '../../../runtime/logger.ts';
 import { mapLimited } from '../../../runtime/map-limited.ts';
+import { PeriodicPass } from '../../../runtime/periodic.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
 import { fetchMetricsText } from '../../../sglang/client.ts';
 import { buildEndpointUrl } from '../../../sglang/endpoint-url.ts';
@@ -80,38 +81,27 @@ export class CacheHealthProber {
   readonly #replicas = new Map<string, ReplicaState>();
   readonly #assessments = new Map<string, CacheHealthAssessment>();
   #tierError: string | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #busy = false;
+  readonly #periodic: PeriodicPass;
 
   constructor(opts: CacheHealthProberOptions) {
     this.#opts = opts;
     this.#windowMs = opts.windowMs ?? DEFAULT_CACHE_HEALTH_WINDOW_MS;
     this.#now = opts.now ?? Date.now;
-    opts.signal.addEventListener('abort', () => this.stop(), { once: true });
+    this.#periodic = new PeriodicPass({
+      what: 'cache health pass',
+      periodMs: opts.periodMs,
+      pass: () => this.probe(),
+      logger: opts.logger,
+      signal: opts.signal,
+    });
   }
 
   start(): void {
-    if (this.#timer || this.#opts.signal.aborted) return;
-    this.#timer = setInterval(() => void this.#tick(), this.#opts.periodMs);
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
   stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-  }
-
-  async #tick(): Promise<void> {
-    // A slow pass (many endpoints, a hung gateway) is not overlapped by the next.
-    if (this.#busy) return;
-    this.#busy = true;
-    try {
-      await this.probe();
-    } catch (err) {
-      this.#opts.logger.error('cache health pass failed', { error: (err as Error).message });
-    } finally {
-      this.#busy = false;
-    }
+    this.#periodic.stop();
   }
 
   /** The last assessment of a Deployment; undefined before its first pass. */

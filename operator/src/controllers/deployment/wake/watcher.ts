@@ -11,6 +11,7 @@ import type { DeploymentResource, GatewayCacheReport } from '../../../api/index.
 import { deepEqual } from '../../../runtime/equal.ts';
 import type { Logger } from '../../../runtime/logger.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
+import { PeriodicPass } from '../../../runtime/periodic.ts';
 import { readGatewayTier } from '../cache-health/gateway-report.ts';
 import { planWake } from './plan.ts';
 
@@ -59,42 +60,32 @@ export class WakeWatcher {
   #admitted = new Map<string, number>();
   /** The plan last queued per Deployment: queued once, not every period, until status shows it. */
   readonly #queued = new Map<string, string>();
-  #timer: NodeJS.Timeout | undefined;
-  #busy = false;
   #lastError: string | undefined;
+  readonly #periodic: PeriodicPass;
 
   constructor(opts: WakeWatcherOptions) {
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
-    opts.signal.addEventListener('abort', () => this.stop(), { once: true });
+    this.#periodic = new PeriodicPass({
+      what: 'wake pass',
+      periodMs: opts.periodMs,
+      pass: () => this.poll(),
+      logger: opts.logger,
+      signal: opts.signal,
+    });
   }
 
   start(): void {
-    if (this.#timer || this.#opts.signal.aborted) return;
-    this.#timer = setInterval(() => void this.#tick(), this.#opts.periodMs);
-    this.#timer.unref();
+    this.#periodic.start();
   }
 
   stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#periodic.stop();
   }
 
   /** When the tier last wanted the Deployment (ms), as this operator saw it. */
   demandOf(key: ObjectKey): number | undefined {
     return this.#demand.get(formatKey(key));
-  }
-
-  async #tick(): Promise<void> {
-    if (this.#busy) return;
-    this.#busy = true;
-    try {
-      await this.poll();
-    } catch (err) {
-      this.#opts.logger.error('wake pass failed', { error: (err as Error).message });
-    } finally {
-      this.#busy = false;
-    }
   }
 
   /** One read of the tier (the timer's; tests call it directly). */
