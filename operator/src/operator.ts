@@ -48,6 +48,8 @@ export interface OperatorOptions {
   metricsApi?: MetricsApiOptions | undefined;
   /** How often sleeping Deployments' demand is read from the gateway tier (default 2 s). */
   wakePeriodMs?: number;
+  /** How long a runtime key outlives its fingerprint's last endpoint in status (default 30 s). */
+  runtimeKeyGraceMs?: number;
 }
 
 /** Deployments wake on demand where the operator reads the gateway tier (--gateway-admin-url). */
@@ -92,6 +94,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       runtimeIngress: opts.runtimeIngress,
       cacheHealth: opts.cacheHealth,
       wake: wakeOptionsOf(opts),
+      ...(opts.runtimeKeyGraceMs !== undefined ? { runtimeKeyGraceMs: opts.runtimeKeyGraceMs } : {}),
     }),
   );
   manager.addController(buildCachePolicyController({ manager, client }));

@@ -33,6 +33,8 @@ async function start(ns: string, runtimeIngress?: RuntimeIngress): Promise<Opera
     leaderElection: false,
     http: false,
     runtimeIngress,
+    // A key outlives its last endpoint in status this long (30 s in the operator); shorter here.
+    runtimeKeyGraceMs: 2_000,
   });
   onTestFinished(() => op.stop());
   return op;
@@ -149,7 +151,7 @@ describe('runtime API keys and NetworkPolicies', () => {
     expect(rolled[fp2]).toMatch(/^[0-9a-f]{64}$/);
     expect(rolled[fp2]).not.toBe(key1);
 
-    // The last pod of fp1 goes: so does its key, and fp2's stays as it was.
+    // The last pod of fp1 goes: so does its key, after its grace, and fp2's stays as it was.
     await kubectlOk(['delete', 'pod', 'llama-8b-old', '-n', ns, '--grace-period=0', '--force'], {
       kubeconfig,
     });

@@ -60,6 +60,11 @@ export interface DeploymentControllerOptions {
    * (0 or absent: not measured), with the gateway tier's predictions when `gatewayAdminUrl` is set.
    */
   cacheHealth?: { periodMs: number; windowMs?: number; gatewayAdminUrl?: string | undefined } | undefined;
+  /**
+   * How long a runtime key outlives the last status listing of its fingerprint (default 30 s): the
+   * gateway's Secret and status watches have no order.
+   */
+  runtimeKeyGraceMs?: number;
   /** Wake from zero (wake/): the gateway tier read for demand this often; unset: Deployments do not wake. */
   wake?: { gatewayAdminUrl: string; periodMs?: number } | undefined;
 }
@@ -116,15 +121,16 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
 
   // Per Deployment (namespace/name), when status last listed an endpoint of each fingerprint.
   // The gateway reads the Secret and the status on separate watches, in no set order: a key
-  // stays KEY_GRACE_MS after status stopped listing its fingerprint, so a gateway whose
+  // stays keyGraceMs after status stopped listing its fingerprint, so a gateway whose
   // status watch lags still has the key of every endpoint it routes to.
+  const keyGraceMs = opts.runtimeKeyGraceMs ?? KEY_GRACE_MS;
   const lastListed = new Map<string, Map<string, number>>();
   const inGrace = new Set<string>();
 
   function recentlyListed(deployment: string, listed: readonly string[], nowMs: number): Set<string> {
     const seen = lastListed.get(deployment) ?? new Map<string, number>();
     for (const fingerprint of listed) seen.set(fingerprint, nowMs);
-    for (const [fingerprint, at] of seen) if (nowMs - at >= KEY_GRACE_MS) seen.delete(fingerprint);
+    for (const [fingerprint, at] of seen) if (nowMs - at >= keyGraceMs) seen.delete(fingerprint);
     if (seen.size > 0) lastListed.set(deployment, seen);
     else lastListed.delete(deployment);
     const kept = new Set(seen.keys());
@@ -287,7 +293,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       awaitingRuntime ? pendingRequeueMs : REVERIFY_AFTER_MS,
       wakePlan.recheckAfterMs ?? Infinity,
       // A key kept for its grace goes on the pass after.
-      inGrace.has(formatKey(key)) ? KEY_GRACE_MS : Infinity,
+      inGrace.has(formatKey(key)) ? keyGraceMs : Infinity,
     );
   }
 
