@@ -102,6 +102,13 @@ function buildArgvMatrix(): CheckArgsRequest[] {
     ['--load-publish-endpoint', 'auto'],
     ['--kv-events-config', kvEvents, '--load-publish-endpoint', 'auto'],
   ];
+  // The native gRPC listener against the API keys (the operator always renders --api-key).
+  const grpc = [['--grpc-port', '50051'], ['--grpc-port', '50051', '--grpc-mode'], ['--smg-grpc-mode']];
+  const keys = [[], ['--api-key', 'k'], ['--admin-api-key', 'k']];
+  for (const [g, k] of cartesian(grpc, keys)) {
+    const argv = ['--model-path', '/models', ...g, ...k];
+    out.push({ id: argv.slice(2).join(' '), argv, model: 'deepseek-v3.2' });
+  }
   // The event publishers are independent of the cache flags: each mode, without the product.
   for (const [m, e] of cartesian(modes, events.slice(1))) {
     const argv = ['--model-path', '/models', ...m, ...(m.length > 0 ? (transfers[0] ?? []) : []), ...e];

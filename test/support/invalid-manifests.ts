@@ -52,6 +52,30 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'runtime.extraArgs must not set flags the operator renders',
   },
   {
+    name: "extraArgs turn on SGLang's native gRPC listener (refused beside --api-key)",
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--grpc-port=50051']),
+    expect: 'runtime.extraArgs must not set --grpc-port, --grpc-mode, --smg-grpc-mode or --sidecar',
+  },
+  {
+    name: 'extraArgs run the legacy gRPC server instead of HTTP',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--log-level', 'info', '--grpc-mode']),
+    expect: 'runtime.extraArgs must not set --grpc-port, --grpc-mode, --smg-grpc-mode or --sidecar',
+  },
+  {
+    name: 'env sets SGLANG_GRPC_PORT (SGLang reads it as --grpc-port)',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.env = [{ name: 'SGLANG_GRPC_PORT', value: '50051' }]),
+    expect: 'runtime.env must not set SGLANG_GRPC_PORT',
+  },
+  {
+    name: "env takes the name of the operator's runtime API key variable",
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.env = [{ name: 'CACHEROUTE_RUNTIME_API_KEY', value: 'mine' }]),
+    expect: 'runtime.env must not set SGLANG_GRPC_PORT',
+  },
+  {
     name: 'extraArgs override --enable-hisparse',
     sample: DENSE,
     mutate: (m) => (m.spec.runtime.extraArgs = ['--log-level', 'info', '--enable-hisparse']),

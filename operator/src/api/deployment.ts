@@ -381,6 +381,18 @@ export const ModelSpec = withRules(
 
 const IMAGE_DIGEST_RE = '^[^@ ]+@sha256:[a-f0-9]{64}$';
 const OWNED_FLAGS_RE = `^--(${OPERATOR_OWNED_FLAGS.join('|')})(=.*)?$`;
+
+/**
+ * Flags that take SGLang off the HTTP server the operator verifies and the gateway routes over:
+ * the legacy gRPC modes replace it, and the native gRPC listener (--grpc-port, and --sidecar,
+ * which needs it) is refused beside the --api-key the operator always renders.
+ */
+export const GRPC_FLAGS = ['grpc-port', 'grpc-mode', 'smg-grpc-mode', 'sidecar', 'sidecar-args'] as const;
+const GRPC_FLAGS_RE = `^--(${GRPC_FLAGS.join('|')})(=.*)?$`;
+/** SGLang reads this as --grpc-port (serving_hook.handle_deprecated_args). */
+const GRPC_PORT_ENV = 'SGLANG_GRPC_PORT';
+/** The operator's own container variables (the runtime API key's) start so. */
+export const RESERVED_ENV_PREFIX = 'CACHEROUTE_';
 // Every long option of the pinned SGLang (its own parser's table), so a typo or a flag of
 // another release is refused at apply instead of crash-looping the pod.
 const SGLANG_OPTIONS = [...new Set(SGLANG_FLAGS.flatMap((f) => [f.name, ...f.aliases]))]
@@ -439,6 +451,19 @@ export const RuntimeSpec = withRules(
       message: `runtime.extraArgs must not set flags the operator renders from the spec (--${OPERATOR_OWNED_FLAGS.slice(0, 4).join(', --')}, ...): use the spec fields`,
       fieldPath: '.extraArgs',
       check: (s) => (s.extraArgs ?? []).every((a) => !new RegExp(OWNED_FLAGS_RE).test(a)),
+    },
+    {
+      cel: `!has(self.extraArgs) || self.extraArgs.all(a, !a.matches('${GRPC_FLAGS_RE}'))`,
+      message: `runtime.extraArgs must not set --grpc-port, --grpc-mode, --smg-grpc-mode or --sidecar: the operator verifies and the gateway routes over SGLang's HTTP server with --api-key, which SGLang ${SGLANG_VERSION} refuses beside native gRPC and does not start in gRPC mode`,
+      fieldPath: '.extraArgs',
+      check: (s) => (s.extraArgs ?? []).every((a) => !new RegExp(GRPC_FLAGS_RE).test(a)),
+    },
+    {
+      cel: `!has(self.env) || self.env.all(e, e.name != '${GRPC_PORT_ENV}' && !e.name.startsWith('${RESERVED_ENV_PREFIX}'))`,
+      message: `runtime.env must not set ${GRPC_PORT_ENV} (SGLang ${SGLANG_VERSION} reads it as --grpc-port, refused beside the operator's --api-key) or a name starting with ${RESERVED_ENV_PREFIX} (the operator's own)`,
+      fieldPath: '.env',
+      check: (s) =>
+        (s.env ?? []).every((e) => e.name !== GRPC_PORT_ENV && !e.name.startsWith(RESERVED_ENV_PREFIX)),
     },
   ],
 );

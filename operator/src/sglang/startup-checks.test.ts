@@ -19,6 +19,9 @@ describe('checkSglangArgs (SGLang 0.5.23 startup checks)', () => {
     [[...DECODE, '--enable-hierarchical-cache', '--disaggregation-decode-enable-radix-cache']],
     [[...DECODE, '--disaggregation-transfer-backend', 'fake']],
     [[...DECODE, '--enable-hisparse', '--disable-radix-cache']],
+    [['--grpc-port', '50051']],
+    // The legacy gRPC server takes precedence over --grpc-port: the native listener's check is not reached.
+    [['--grpc-port', '50051', '--grpc-mode', '--api-key', 'k']],
     [
       [
         '--enable-hierarchical-cache',
@@ -33,6 +36,14 @@ describe('checkSglangArgs (SGLang 0.5.23 startup checks)', () => {
   });
 
   it.each([
+    [
+      ['--grpc-port', '50051', '--api-key', 'k'],
+      '--grpc-port is incompatible with --api-key/--admin-api-key',
+    ],
+    [
+      ['--grpc-port', '50051', '--admin-api-key', 'k'],
+      '--grpc-port is incompatible with --api-key/--admin-api-key',
+    ],
     [
       [...PREFILL, '--disaggregation-transfer-backend', 'fake'],
       "Prefill server does not support 'fake' as the transfer backend",

@@ -54,7 +54,20 @@ const isLoadPublishOn = (a: SglangArgs): boolean => {
   return mode !== '' && mode !== 'off';
 };
 
+// serving_hook.handle_deprecated_args: --grpc-mode and --smg-grpc-mode run the legacy gRPC server
+// instead of HTTP, and take precedence over --grpc-port (the native listener beside HTTP).
+const isNativeGrpcOn = (a: SglangArgs): boolean =>
+  a['grpc_port'] !== null && a['grpc_port'] !== undefined && !a['grpc_mode'] && !a['smg_grpc_mode'];
+
 export const STARTUP_RULES: readonly StartupRule[] = [
+  {
+    source: 'serving_hook.handle_deprecated_args',
+    path: ['grpc_port', 'api_key', 'admin_api_key'],
+    check: ({ args: a }) =>
+      isNativeGrpcOn(a) && (a.api_key || a.admin_api_key)
+        ? '--grpc-port is incompatible with --api-key/--admin-api-key: the native gRPC listener bypasses HTTP auth middleware.'
+        : undefined,
+  },
   {
     source: 'pd_disaggregation_hook.handle_pd_disaggregation',
     path: ['disaggregation_decode_enable_radix_cache', 'enable_hisparse'],

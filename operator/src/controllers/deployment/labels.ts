@@ -1,4 +1,4 @@
-import { DEPLOYMENT_LABEL, type EndpointRole } from '../../api/index.ts';
+import { DEPLOYMENT_LABEL, RESERVED_ENV_PREFIX, type EndpointRole } from '../../api/index.ts';
 
 export const LABEL_DEPLOYMENT = DEPLOYMENT_LABEL;
 export const LABEL_DEPLOYMENT_ID = 'cacheroute.dev/deployment-id';
@@ -6,8 +6,11 @@ export const LABEL_ROLE = 'cacheroute.dev/role';
 export const LABEL_FINGERPRINT = 'cacheroute.dev/fingerprint';
 export const ANNOTATION_FINGERPRINT = 'cacheroute.dev/fingerprint';
 export const MANAGED_BY = 'cacheroute-operator';
-/** The SGLang container's env var holding its API key (from the runtime key Secret); args name it as `$(…)`. */
-export const RUNTIME_API_KEY_ENV = 'CACHEROUTE_RUNTIME_API_KEY';
+/**
+ * The SGLang container's env var holding its API key (from the runtime key Secret); args name it as
+ * `$(…)`. Under the prefix the API keeps from runtime.env, so no user variable can shadow it.
+ */
+export const RUNTIME_API_KEY_ENV = `${RESERVED_ENV_PREFIX}RUNTIME_API_KEY`;
 
 /** Selector labels: stable for the workload's life (a selector is immutable), so no fingerprint. */
 export function buildSelectorLabels(name: string, role: EndpointRole): Record<string, string> {
