@@ -3,6 +3,9 @@
 // are created at once and reconciled to Ready (every endpoint verified by its runtime).
 // Figures, printed last as one JSON line:
 //   convergeMs          first create → all N Ready and verified (polled every second)
+//   baselineMs          the bound, measured first in the same run (bench-operator-baseline.ts):
+//                       the objects the operator makes, applied straight with its concurrency,
+//                       until every runtime answers; convergeVsBaseline = convergeMs / baselineMs
 //   requestsPerReconcile  the operator's API requests / its reconciles, up to convergence
 //   resyncWrites        the operator's writes from steady state through the next resync
 //                       (--sync-period-s: every object replayed, every key reconciled
@@ -36,6 +39,7 @@ import type { KubeObject } from '../../operator/src/runtime/objects.ts';
 import { countRequests, createRequestCounter } from '../../operator/src/runtime/request-counter.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
+import { measureControlPlaneBaseline } from './bench-operator-baseline.ts';
 import { startControlPlane } from '../support/controlplane.ts';
 import type { ControlPlane } from '../support/controlplane.ts';
 import { kubectlOk } from '../support/kubectl.ts';
@@ -46,6 +50,9 @@ import type { Manifest } from '../support/samples.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NS = 'bench';
+const BASELINE_NS = 'bench-baseline';
+/** The Deployment controller's workers (its default), and the baseline driver's. */
+const CONCURRENCY = 4;
 const MB = 1024 * 1024;
 
 interface Flags {
@@ -228,6 +235,22 @@ async function run(flags: Flags, cp: ControlPlane, stack: (() => Promise<void>)[
     buildDeploymentManifest({ name, replicas: 1, gpus: 1, spec: { deploymentId: `${name}-r1` } }),
   );
 
+  // The bound, in the same run: the same objects applied straight, in a namespace of their own
+  // that is gone (its pods' GPUs free again) before the operator starts.
+  await kubectlOk(['create', 'namespace', BASELINE_NS], { kubeconfig: cp.kubeconfig });
+  const baselineMs = await measureControlPlaneBaseline({
+    driver,
+    namespace: BASELINE_NS,
+    manifests,
+    concurrency: CONCURRENCY,
+    deadline,
+    log,
+  });
+  log(`baseline: every runtime answering in ${Math.round(baselineMs)} ms; deleting its namespace`);
+  await kubectlOk(['delete', 'namespace', BASELINE_NS, '--wait=true', `--timeout=${flags.timeoutS}s`], {
+    kubeconfig: cp.kubeconfig,
+  });
+
   // The same process with nothing to reconcile: what any operator costs before objects do.
   const idleProcess = await measureOperatorProcess(cp, 0, deadline);
   const before = measureMemory();
@@ -245,8 +268,10 @@ async function run(flags: Flags, cp: ControlPlane, stack: (() => Promise<void>)[
     deployments: names.length,
     nodes: flags.nodes,
     gpusPerNode: 8,
-    concurrency: 4,
+    concurrency: CONCURRENCY,
     convergeMs: Math.round(m.convergeMs),
+    baselineMs: Math.round(baselineMs),
+    convergeVsBaseline: round(m.convergeMs / baselineMs, 2),
     createMs: Math.round(m.createdMs),
     requestsToConverge: m.atConverge.total,
     reconcilesToConverge: m.reconcilesAtConverge,
