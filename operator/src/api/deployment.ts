@@ -681,7 +681,7 @@ export const DeploymentSpec = withRules(
     {
       cel: '!has(self.wakeOnDemand) || !self.wakeOnDemand || !has(self.disaggregation)',
       message:
-        'wakeOnDemand wakes standalone Deployments only (the prefill and decode parts do not scale apart yet): remove it or spec.disaggregation',
+        'wakeOnDemand wakes standalone Deployments only (a prefill/decode pair woken part by part is not routable until both parts are up; each part scales through its DeploymentPart instead): remove it or spec.disaggregation',
       fieldPath: '.wakeOnDemand',
       check: (s) => s.wakeOnDemand !== true || s.disaggregation === undefined,
     },
