@@ -259,6 +259,19 @@ describe('the prefill part scales apart', () => {
                 target: { type: 'AverageValue', averageValue: '1' },
               },
             },
+            {
+              // The prefill part's own signal (docs/operations.md#prefill-and-decode-scale-apart).
+              type: 'External',
+              external: {
+                metric: {
+                  name: 'cacheroute_prefill_backlog_seconds',
+                  selector: {
+                    matchLabels: { 'cacheroute.dev/deployment': 'pd', 'cacheroute.dev/part': 'prefill' },
+                  },
+                },
+                target: { type: 'Value', value: '1' },
+              },
+            },
           ],
           behavior: {
             scaleUp: {
@@ -273,7 +286,8 @@ describe('the prefill part scales apart', () => {
         },
       };
       await k(['apply', '-f', '-'], JSON.stringify(hpa));
-      // Idle: the HPA reads the prefill part's metric (0) through the part's /scale and keeps 1.
+      // Idle: the HPA reads the prefill part's metrics (0 in flight, 0 s of backlog) through the
+      // aggregator, scales the part through its /scale, and keeps 1.
       await eventually(
         async () =>
           expect(
@@ -282,9 +296,9 @@ describe('the prefill part scales apart', () => {
               'hpa',
               'pd-prefill',
               '-o',
-              'jsonpath={.status.currentMetrics[0].external.current.averageValue}',
+              'jsonpath={.status.currentMetrics[0].external.current.averageValue} {.status.currentMetrics[1].external.current.value}',
             ]),
-          ).toBe('0'),
+          ).toBe('0 0'),
         { timeoutMs: 60_000, intervalMs: 1000 },
       );
       expect(await partReplicas('prefill')).toBe(1);
@@ -301,6 +315,20 @@ describe('the prefill part scales apart', () => {
             expect.objectContaining({ part: 'decode', replicas: 1, verifiedReplicas: 1 }),
           ]),
         { timeoutMs: 90_000 },
+      );
+      // Under load the predicted backlog is known too (each prefill endpoint learned its rate).
+      await eventually(
+        async () =>
+          expect(
+            await k([
+              'get',
+              'hpa',
+              'pd-prefill',
+              '-o',
+              'jsonpath={.status.currentMetrics[1].external.current.value}',
+            ]),
+          ).not.toMatch(/^0?$/),
+        { timeoutMs: 30_000, intervalMs: 1000 },
       );
       // The decode part was not scaled: its declared value stands, and so does the parent's spec.
       expect(await partReplicas('decode')).toBe(1);
