@@ -4,7 +4,13 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import {
+  Admission,
+  GATEWAY_CACHE_REPORT_PATH,
+  GatewayCacheReport,
+  ResultReuse,
+  RoutingSettings,
+} from '../../operator/src/api/index.ts';
 import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../../test/sim/testing.ts';
 import { build } from './app.ts';
 import type { CacheReport } from './policies/index.ts';
@@ -244,6 +250,51 @@ describe('gateway ↔ simulator', () => {
     });
     expect(stream.events.at(-1)).toBe('[DONE]');
     await eventually(() => ['p0', 'd0', 'd-old'].every((id) => app?.gateway.inFlightOf(id) === 0));
+  });
+
+  // The bug this guards: the prefill's answer was never taken as its first byte, so a prefill
+  // endpoint never learned a rate and a prefill part's predicted backlog (the signal its
+  // autoscaler reads, cacheroute_prefill_backlog_seconds) was unknown whenever it had work.
+  it('prefill/decode: the prefill endpoint learns its prefill rate from its answers', async () => {
+    const bsPort = await findFreePort();
+    const pd = ['--model-path', 'm', '--enable-cache-report', '--disaggregation-mode'];
+    sims = [
+      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', String(bsPort)]),
+      await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '5000']),
+    ];
+    const [prefill, decode] = sims as [RunningSim, RunningSim];
+    const route: ModelRoute = {
+      model: 'm',
+      deployment: 'ns/m',
+      fingerprint: 'fp1',
+      salt: 's',
+      routing: RoutingSettings.parse({}),
+      admission: Admission.parse({}),
+      reuse: ResultReuse.parse({}),
+      endpoints: [
+        {
+          id: 'p0',
+          url: prefill.url,
+          role: 'prefill',
+          fingerprint: 'fp1',
+          verified: true,
+          ready: true,
+          bootstrapPort: bsPort,
+        },
+        { id: 'd0', url: decode.url, role: 'decode', fingerprint: 'fp1', verified: true, ready: true },
+      ],
+    };
+    app = build({ table: new StaticRoutingTable([route]) });
+    const r = await app.inject({
+      method: 'POST',
+      url: '/generate',
+      payload: { model: 'm', text: ' ba'.repeat(2000), sampling_params: { max_new_tokens: 2 } },
+    });
+    expect(r.statusCode).toBe(200);
+    const report = GatewayCacheReport.parse((await app.inject({ url: GATEWAY_CACHE_REPORT_PATH })).json());
+    const load = report.deployments[0]?.endpoints.find((e) => e.pod === 'p0')?.load;
+    expect(load?.pendingPrefillTokens).toBe(0);
+    expect(load?.prefillTokensPerSecond).toBeGreaterThan(0);
   });
 
   it('prefill/decode: no decode of the prefill identity → 503, nothing sent', async () => {

@@ -4,6 +4,7 @@ import { buildTenantController } from './controllers/tenant/reconciler.ts';
 import { LABEL_DEPLOYMENT } from './controllers/deployment/labels.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import { buildDeploymentController } from './controllers/deployment/reconciler.ts';
+import { buildDeploymentPartController } from './controllers/deploymentpart/reconciler.ts';
 import type { DailyCap } from './controllers/task/daily-cap.ts';
 import { buildTaskController } from './controllers/task/reconciler.ts';
 import { LABEL_TASK } from './controllers/task/result.ts';
@@ -97,6 +98,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       ...(opts.runtimeKeyGraceMs !== undefined ? { runtimeKeyGraceMs: opts.runtimeKeyGraceMs } : {}),
     }),
   );
+  manager.addController(buildDeploymentPartController({ manager, client }));
   manager.addController(buildCachePolicyController({ manager, client }));
   manager.addController(buildTenantController({ manager, client }));
   manager.addController(

@@ -2,7 +2,9 @@
 // scales a cacheroute Deployment through its scale subresource on the operator's
 // external metric cacheroute_in_flight_requests, read through the real
 // aggregation layer from the gateway's load. Clients holding long generations
-// drive it from 1 to 3 replicas; when they stop, it goes back to 1. And wake
+// drive it from 1 to 3 replicas; when they stop, it goes back to 1. The same
+// for the prefill part of a disaggregated Deployment alone, through its
+// DeploymentPart's scale subresource, while its decode part stays. And wake
 // from zero: a Deployment at replicas 0 with wakeOnDemand serves its first
 // request, held by the gateway while the operator starts it. Real control
 // plane, KWOK GPU nodes, a simulator on every pod IP.
@@ -23,8 +25,18 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** `clients` clients, each sending one long generation after another until stopped. */
-function holdLoad(clients: number): { stop: () => Promise<number[]> } {
+/** A thousand tokens of decode: seconds in flight on the simulator's GPU-like timing. */
+const longDecode = (n: number, i: number): object => ({
+  model: 'llama-8b',
+  max_tokens: 1000,
+  messages: [{ role: 'user', content: `client ${n} turn ${i}` }],
+});
+
+/** `clients` clients, each sending one request after another until stopped. */
+function holdLoad(
+  clients: number,
+  payload: (n: number, i: number) => object = longDecode,
+): { stop: () => Promise<number[]> } {
   let running = true;
   const codes: number[] = [];
   const client = async (n: number): Promise<void> => {
@@ -32,14 +44,11 @@ function holdLoad(clients: number): { stop: () => Promise<number[]> } {
       const r = await stack.gateways[0]?.app.inject({
         method: 'POST',
         url: '/v1/chat/completions',
-        // A thousand tokens of decode: seconds in flight on the simulator's GPU-like timing.
-        payload: {
-          model: 'llama-8b',
-          max_tokens: 1000,
-          messages: [{ role: 'user', content: `client ${n} turn ${i}` }],
-        },
+        payload: payload(n, i),
       });
       codes.push(r?.statusCode ?? 0);
+      // Said where it happens: the assertion after only counts them.
+      if (r?.statusCode !== 200) process.stderr.write(`load: answered ${r?.statusCode} ${r?.body}\n`);
     }
   };
   const all = Array.from({ length: clients }, (_, n) => client(n));
@@ -183,6 +192,160 @@ describe('wake from zero', () => {
         async () =>
           expect(await k(['get', 'pods', '-l', 'cacheroute.dev/deployment=sleepy', '-o', 'name'])).toBe(''),
         { timeoutMs: 60_000, intervalMs: 1000 },
+      );
+    },
+  );
+});
+
+/**
+ * Four thousand prompt tokens (a simulator word each) after a prefix of its own, and a short
+ * answer: a prefill step of half a second per request at the simulator's 8,000 tokens/s, so the
+ * requests wait at the prefill part and hardly at the decode part.
+ */
+const FILLER = ' ba'.repeat(4000);
+const longPrefill = (n: number, i: number): object => ({
+  model: 'pd-8b',
+  max_tokens: 4,
+  messages: [{ role: 'user', content: `client ${n} turn ${i}${FILLER}` }],
+});
+
+describe('the prefill part scales apart', () => {
+  it(
+    'an HPA on the prefill DeploymentPart scales it 1 → 3 under prefill load and back to 1; decode stays at 1',
+    { timeout: 240_000 },
+    async () => {
+      const m = buildDeploymentManifest({ name: 'pd', gpus: 1 });
+      delete m.spec['replicas'];
+      delete m.spec['profile'];
+      m.spec['deploymentId'] = 'llama-3-1-8b-pd-r1';
+      m.spec['model'] = { ...(m.spec['model'] as object), servedName: 'pd-8b' };
+      m.spec['disaggregation'] = {
+        transferBackend: 'mooncake_tcp',
+        prefill: { replicas: 1 },
+        decode: { replicas: 1 },
+      };
+      const started = Date.now();
+      await k(['apply', '-f', '-'], JSON.stringify(m));
+      await eventually(async () => expect((await stack.status('pd')).routable?.value).toBe(true), {
+        timeoutMs: 90_000,
+      });
+      const partReplicas = async (part: string): Promise<number> =>
+        Number(await k(['get', 'sgdpart', `pd-${part}`, '-o', 'jsonpath={.spec.replicas}']));
+      const hpa = {
+        apiVersion: 'autoscaling/v2',
+        kind: 'HorizontalPodAutoscaler',
+        metadata: { name: 'pd-prefill' },
+        spec: {
+          scaleTargetRef: {
+            apiVersion: 'cacheroute.dev/v1alpha1',
+            kind: 'DeploymentPart',
+            name: 'pd-prefill',
+          },
+          minReplicas: 1,
+          maxReplicas: 3,
+          metrics: [
+            {
+              type: 'External',
+              external: {
+                metric: {
+                  name: 'cacheroute_in_flight_requests',
+                  selector: {
+                    matchLabels: { 'cacheroute.dev/deployment': 'pd', 'cacheroute.dev/part': 'prefill' },
+                  },
+                },
+                // One request at the prefill part per prefill replica: six clients hold 3 replicas
+                // with room to spare (a scale-down under load would cut requests short here, where
+                // a deleted pod's simulator stops at once).
+                target: { type: 'AverageValue', averageValue: '1' },
+              },
+            },
+            {
+              // The prefill part's own signal (docs/operations.md#prefill-and-decode-scale-apart).
+              type: 'External',
+              external: {
+                metric: {
+                  name: 'cacheroute_prefill_backlog_seconds',
+                  selector: {
+                    matchLabels: { 'cacheroute.dev/deployment': 'pd', 'cacheroute.dev/part': 'prefill' },
+                  },
+                },
+                target: { type: 'Value', value: '1' },
+              },
+            },
+          ],
+          behavior: {
+            scaleUp: {
+              stabilizationWindowSeconds: 0,
+              policies: [{ type: 'Pods', value: 3, periodSeconds: 1 }],
+            },
+            scaleDown: {
+              stabilizationWindowSeconds: 0,
+              policies: [{ type: 'Pods', value: 3, periodSeconds: 1 }],
+            },
+          },
+        },
+      };
+      await k(['apply', '-f', '-'], JSON.stringify(hpa));
+      // Idle: the HPA reads the prefill part's metrics (0 in flight, 0 s of backlog) through the
+      // aggregator, scales the part through its /scale, and keeps 1.
+      await eventually(
+        async () =>
+          expect(
+            await k([
+              'get',
+              'hpa',
+              'pd-prefill',
+              '-o',
+              'jsonpath={.status.currentMetrics[0].external.current.averageValue} {.status.currentMetrics[1].external.current.value}',
+            ]),
+          ).toBe('0 0'),
+        { timeoutMs: 60_000, intervalMs: 1000 },
+      );
+      expect(await partReplicas('prefill')).toBe(1);
+
+      const load = holdLoad(6, longPrefill);
+      await eventually(async () => expect(await partReplicas('prefill')).toBe(3), {
+        timeoutMs: 90_000,
+        intervalMs: 1000,
+      });
+      await eventually(
+        async () =>
+          expect((await stack.status('pd')).parts).toEqual([
+            expect.objectContaining({ part: 'prefill', replicas: 3, verifiedReplicas: 3 }),
+            expect.objectContaining({ part: 'decode', replicas: 1, verifiedReplicas: 1 }),
+          ]),
+        { timeoutMs: 90_000 },
+      );
+      // Under load the predicted backlog is known too (each prefill endpoint learned its rate).
+      await eventually(
+        async () =>
+          expect(
+            await k([
+              'get',
+              'hpa',
+              'pd-prefill',
+              '-o',
+              'jsonpath={.status.currentMetrics[1].external.current.value}',
+            ]),
+          ).not.toMatch(/^0?$/),
+        { timeoutMs: 30_000, intervalMs: 1000 },
+      );
+      // The decode part was not scaled: its declared value stands, and so does the parent's spec.
+      expect(await partReplicas('decode')).toBe(1);
+      expect(await k(['get', 'sgd', 'pd', '-o', 'jsonpath={.spec.disaggregation.prefill.replicas}'])).toBe(
+        '1',
+      );
+      const codes = await load.stop();
+      expect(codes.length).toBeGreaterThan(0);
+      expect(codes.filter((c) => c !== 200)).toEqual([]);
+
+      await eventually(async () => expect(await partReplicas('prefill')).toBe(1), {
+        timeoutMs: 90_000,
+        intervalMs: 1000,
+      });
+      expect(await partReplicas('decode')).toBe(1);
+      process.stderr.write(
+        `prefill part 1 → 3 → 1 in ${Date.now() - started} ms (${codes.length} requests, all 200)\n`,
       );
     },
   );

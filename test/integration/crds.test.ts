@@ -1,8 +1,10 @@
 // The CRDs against a real kube-apiserver: they install, every sample is
 // accepted, every invalid manifest is refused with its expected words, and
 // kubectl's explain, categories and scale work on them.
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { renderManifest } from '../../operator/src/controllers/deployment/render.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildInvalid, INVALID_CASES, UPDATE_CASES } from '../support/invalid-manifests.ts';
 import { kubectl, kubectlOk } from '../support/kubectl.ts';
@@ -53,6 +55,51 @@ describe('samples', () => {
       });
       expect(res.stderr).toBe('');
       expect(res.code).toBe(0);
+    },
+  );
+});
+
+// examples/autoscaling: HPAs and KEDA ScaledObjects on the parts of the disaggregated sample.
+describe('autoscaling examples', () => {
+  const dir = join(EXAMPLES_DIR, 'autoscaling');
+  const docs = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .flatMap((file) =>
+      parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((d) => {
+        const doc = d.toJS() as {
+          kind: string;
+          metadata: { name: string };
+          spec: { scaleTargetRef: { apiVersion: string; kind: string; name: string } };
+        };
+        return { file, doc };
+      }),
+    );
+  // What the operator makes for the samples: the DeploymentParts an example may target.
+  const parts = loadSamples().flatMap(({ doc }) => {
+    const r = renderManifest(doc);
+    return r.ok ? r.objects.filter((o) => o.kind === 'DeploymentPart').map((o) => o.metadata?.name) : [];
+  });
+
+  it.each(docs.filter((d) => d.doc.kind === 'HorizontalPodAutoscaler').map((d) => [d.file, d.doc] as const))(
+    '%s is accepted by --dry-run=server',
+    async (_file, doc) => {
+      const res = await applyJson(doc, '--dry-run=server');
+      expect(res.stderr).toBe('');
+      expect(res.code).toBe(0);
+    },
+  );
+
+  // KEDA's CRDs are not installed here: a ScaledObject cannot be applied, only its target checked.
+  it.each(docs.map((d) => [`${d.file} ${d.doc.kind}/${d.doc.metadata.name}`, d.doc] as const))(
+    '%s targets a DeploymentPart the operator makes for a sample',
+    (_name, doc) => {
+      expect(['HorizontalPodAutoscaler', 'ScaledObject']).toContain(doc.kind);
+      expect(doc.spec.scaleTargetRef).toMatchObject({
+        apiVersion: 'cacheroute.dev/v1alpha1',
+        kind: 'DeploymentPart',
+      });
+      expect(parts).toContain(doc.spec.scaleTargetRef.name);
     },
   );
 });
@@ -126,6 +173,27 @@ describe('kubectl on the CRDs', () => {
       /NAME\s+DEPLOYMENT-ID\s+PROFILE\s+READY\s+REPLICAS\s+SERVING\s+VERIFIED\s+ROUTABLE\s+WEIGHT\s+HIT-RATE\s+AGE/,
     );
     expect(sgd).toContain('llama-3-1-8b-instruct-r1');
+  });
+
+  it('scales a DeploymentPart through its scale subresource, and lists it under the category', async () => {
+    const part = {
+      apiVersion: 'cacheroute.dev/v1alpha1',
+      kind: 'DeploymentPart',
+      metadata: { name: 'chat-prefill' },
+      spec: { deployment: 'chat', part: 'prefill', replicas: 1 },
+    };
+    await applyJson(part);
+    await kubectlOk(['scale', '-n', NS, 'sgdpart/chat-prefill', '--replicas=4'], { kubeconfig });
+    const replicas = await kubectlOk(
+      ['get', '-n', NS, 'sgdpart/chat-prefill', '-o', 'jsonpath={.spec.replicas}'],
+      { kubeconfig },
+    );
+    expect(replicas).toBe('4');
+    const listed = await kubectlOk(['get', 'sgdpart', 'chat-prefill', '-n', NS], { kubeconfig });
+    expect(listed.split('\n')[0]).toMatch(/NAME\s+DEPLOYMENT\s+PART\s+DESIRED\s+CURRENT\s+READY\s+AGE/);
+    expect(await kubectlOk(['get', 'cacheroute', '-n', NS], { kubeconfig })).toMatch(
+      /deploymentpart\.cacheroute\.dev\/chat-prefill/,
+    );
   });
 
   it('scales a standalone Deployment through the scale subresource', async () => {

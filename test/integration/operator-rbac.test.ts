@@ -62,7 +62,13 @@ const OPERATOR_RULES: readonly TableRule[] = [
   // Status through the status subresource (a PUT).
   {
     apiGroups: ['cacheroute.dev'],
-    resources: ['deployments/status', 'cachepolicies/status', 'tasks/status', 'tenants/status'],
+    resources: [
+      'deployments/status',
+      'deploymentparts/status',
+      'cachepolicies/status',
+      'tasks/status',
+      'tenants/status',
+    ],
     verbs: ['update'],
   },
   // Owner references with blockOwnerDeletion: where OwnerReferencesPermissionEnforcement
@@ -78,6 +84,13 @@ const OPERATOR_RULES: readonly TableRule[] = [
   {
     apiGroups: [''],
     resources: ['services', 'configmaps'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch'],
+  },
+  // Each part of a disaggregated Deployment (DeploymentPart), owned: its replicas carried by a
+  // merge patch, a PATCH as the apply is.
+  {
+    apiGroups: ['cacheroute.dev'],
+    resources: ['deploymentparts'],
     verbs: ['get', 'list', 'watch', 'create', 'patch'],
   },
   // Each Deployment's runtime API key Secret, owned (its informer selects by label, RBAC
@@ -161,6 +174,8 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
   ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],
+  // A DeploymentPart's status reads only informer caches (the pods of its part).
+  deploymentpart: [],
   // Warm-up documents.
   cachepolicy: [{ rt: Resources.configMaps, verbs: ['get'] }],
   // Input and result ConfigMaps by name (owned: already granted), the API key Secret of a
@@ -547,6 +562,16 @@ describe('the operator as the chart ServiceAccount', () => {
     expect(await canI('create', 'pods', '-n', work)).toBe(false);
 
     await applyIn(work, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
+    // A disaggregated one too: its parts are DeploymentParts (owned, replicas patched, status written).
+    await applyIn(
+      work,
+      buildDeploymentManifest({
+        name: 'pd',
+        sample: 'deployment-pd-hisparse.yaml',
+        spec: { parallelism: { tensor: 2 } },
+        gpus: 2,
+      }),
+    );
     await applyIn(work, buildCachePolicyManifest('team-a', ['llama-8b']));
     await applyIn(work, loadSample('tenant.yaml'));
     // A Task on that Deployment (no endpoint yet: it gets as far as its status says).
@@ -607,6 +632,19 @@ describe('the operator as the chart ServiceAccount', () => {
         expect.objectContaining({ kind: 'Deployment', name: 'llama-8b', controller: true }),
       ]);
     }
+    const part = await eventually(async () => {
+      const p = await getJson<{
+        metadata: { ownerReferences?: unknown[] };
+        spec: { replicas?: number };
+        status?: { selector?: string };
+      }>(['get', 'sgdpart', 'pd-prefill', '-n', work]);
+      expect(p.spec.replicas).toBe(1);
+      expect(p.status?.selector).toBe('cacheroute.dev/deployment=pd,cacheroute.dev/role=prefill');
+      return p;
+    });
+    expect(part.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Deployment', name: 'pd', controller: true, blockOwnerDeletion: true }),
+    ]);
     // Status of both kinds, through their status subresources.
     await eventually(async () => {
       const d = await getJson<{ status?: { observedGeneration?: number; conditions?: { type: string }[] } }>([
@@ -702,6 +740,10 @@ describe('the operator as the chart ServiceAccount', () => {
       'apply secrets',
       'apply networkpolicies.networking.k8s.io',
       'update deployments.cacheroute.dev/status',
+      'list deploymentparts.cacheroute.dev',
+      'apply deploymentparts.cacheroute.dev',
+      'patch deploymentparts.cacheroute.dev',
+      'update deploymentparts.cacheroute.dev/status',
       'update cachepolicies.cacheroute.dev/status',
       'update tasks.cacheroute.dev/status',
       'list tenants.cacheroute.dev',

@@ -147,6 +147,10 @@ async function runPrefill(
     onFailure(refused ? res : undefined);
     return;
   }
+  // A prefill server answers once its prefill is over (and the KV handed on): its answer is the
+  // prefill's first byte, so the endpoint learns its prefill rate from it as a standalone one does
+  // from a streamed answer, and the predicted backlog of a prefill part is known.
+  deps.book.observe(policy, { kind: 'first-token', endpoint: prefill.id, input: fwd.input });
   deps.book.observe(policy, {
     kind: 'completed',
     endpoint: prefill.id,

@@ -12,6 +12,7 @@ import {
 } from './common.ts';
 import { choicesOf, SGLANG_FLAGS, SGLANG_VERSION } from '../sglang/catalogue.ts';
 import { HICACHE_HOST_MEMORY_MODES, HICACHE_WRITE_POLICIES } from '../sglang/flags.ts';
+import { PartRole } from './deployment-part.ts';
 import { withRules, type Rule, type TransitionRule } from './rules.ts';
 
 export const Profile = z.enum(['dense', 'hicache', 'hisparse']).meta({
@@ -680,7 +681,7 @@ export const DeploymentSpec = withRules(
     {
       cel: '!has(self.wakeOnDemand) || !self.wakeOnDemand || !has(self.disaggregation)',
       message:
-        'wakeOnDemand wakes standalone Deployments only (the prefill and decode parts do not scale apart yet): remove it or spec.disaggregation',
+        'wakeOnDemand wakes standalone Deployments only (a prefill/decode pair woken part by part is not routable until both parts are up; each part scales through its DeploymentPart instead): remove it or spec.disaggregation',
       fieldPath: '.wakeOnDemand',
       check: (s) => s.wakeOnDemand !== true || s.disaggregation === undefined,
     },
@@ -791,6 +792,19 @@ export const CacheHealthStatus = z.object({
 });
 export type CacheHealthStatus = z.infer<typeof CacheHealthStatus>;
 
+/** One part of a disaggregated Deployment in its status: its scale target and its pods. */
+export const PartReplicas = z.object({
+  part: PartRole,
+  name: z.string().meta({ description: "The part's DeploymentPart (kubectl get sgdpart <name>)." }),
+  replicas: z
+    .number()
+    .int()
+    .meta({ description: 'Replicas the part runs (its DeploymentPart spec.replicas).' }),
+  readyReplicas: z.number().int(),
+  verifiedReplicas: z.number().int(),
+});
+export type PartReplicas = z.infer<typeof PartReplicas>;
+
 export const DeploymentStatus = z.object({
   observedGeneration: z.number().int().optional(),
   conditions: Conditions.optional(),
@@ -807,6 +821,10 @@ export const DeploymentStatus = z.object({
     .string()
     .optional()
     .meta({ description: 'Label selector of the pods, for the scale subresource.' }),
+  parts: z.array(PartReplicas).optional().meta({
+    description:
+      'With disaggregation: each part, the DeploymentPart that is its scale target, and its replicas.',
+  }),
   identity: Identity.optional(),
   endpoints: z.array(Endpoint).optional(),
   routable: z

@@ -2,6 +2,7 @@ export * from './cache-policy.ts';
 export * from './common.ts';
 export * from './crd.ts';
 export * from './deployment.ts';
+export * from './deployment-part.ts';
 export * from './gateway-cache-report.ts';
 export * from './kinds.ts';
 export * from './resources.ts';

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { CachePolicySpec, CachePolicyStatus } from './cache-policy.ts';
 import { DeploymentSpec, DeploymentStatus } from './deployment.ts';
+import { DeploymentPartSpec, DeploymentPartStatus } from './deployment-part.ts';
 import { taskFrozenSpecRule } from './resources.ts';
 import { toCel, type CelValidation } from './rules.ts';
 import { TaskSpec, TaskStatus } from './task.ts';
@@ -81,6 +82,30 @@ export const KINDS: readonly KindDefinition[] = [
       },
       { name: 'Model', type: 'string', jsonPath: '.spec.model.servedName', priority: 1 },
       { name: 'Fingerprint', type: 'string', jsonPath: '.status.identity.fingerprint', priority: 1 },
+      age,
+    ],
+    scale: {
+      specReplicasPath: '.spec.replicas',
+      statusReplicasPath: '.status.replicas',
+      labelSelectorPath: '.status.selector',
+    },
+  },
+  {
+    kind: 'DeploymentPart',
+    plural: 'deploymentparts',
+    singular: 'deploymentpart',
+    shortNames: ['sgdpart'],
+    description:
+      'The prefill or decode part of a disaggregated Deployment as a scale target of its own: made and owned by the operator, scaled by an HPA, KEDA or kubectl scale.',
+    spec: DeploymentPartSpec,
+    status: DeploymentPartStatus,
+    rootValidations: [],
+    printerColumns: [
+      { name: 'Deployment', type: 'string', jsonPath: '.spec.deployment' },
+      { name: 'Part', type: 'string', jsonPath: '.spec.part' },
+      { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas', description: 'Replicas to run' },
+      { name: 'Current', type: 'integer', jsonPath: '.status.replicas', description: 'Pods that exist' },
+      { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Ready pods' },
       age,
     ],
     scale: {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CachePolicySpec, CachePolicyStatus } from './cache-policy.ts';
 import { DeploymentSpec, DeploymentStatus } from './deployment.ts';
+import { DeploymentPartSpec, DeploymentPartStatus } from './deployment-part.ts';
 import type { TransitionRule } from './rules.ts';
 import { TaskSpec, TaskStatus, type TaskPhase } from './task.ts';
 import { TenantSpec, TenantStatus } from './tenant.ts';
@@ -37,6 +38,8 @@ function resource<K extends string, S extends z.ZodType, T extends z.ZodType>(ki
 
 export const DeploymentResource = resource('Deployment', DeploymentSpec, DeploymentStatus);
 export type DeploymentResource = z.infer<typeof DeploymentResource>;
+export const DeploymentPartResource = resource('DeploymentPart', DeploymentPartSpec, DeploymentPartStatus);
+export type DeploymentPartResource = z.infer<typeof DeploymentPartResource>;
 export const CachePolicyResource = resource('CachePolicy', CachePolicySpec, CachePolicyStatus);
 export type CachePolicyResource = z.infer<typeof CachePolicyResource>;
 export const TaskResource = resource('Task', TaskSpec, TaskStatus);

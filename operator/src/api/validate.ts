@@ -3,6 +3,7 @@ import { deploymentIdentityRule } from './deployment.ts';
 import {
   API_VERSION,
   CachePolicyResource,
+  DeploymentPartResource,
   DeploymentResource,
   TaskResource,
   TenantResource,
@@ -19,6 +20,7 @@ export type Validated<T> = { ok: true; value: T } | { ok: false; issues: Validat
 
 const RESOURCE_SCHEMAS = {
   Deployment: DeploymentResource,
+  DeploymentPart: DeploymentPartResource,
   CachePolicy: CachePolicyResource,
   Task: TaskResource,
   Tenant: TenantResource,
@@ -48,7 +50,7 @@ export function validateResource(input: unknown): Validated<CacherouteResource> 
       issues: [
         {
           path: 'kind',
-          message: `expected apiVersion ${API_VERSION} and kind Deployment, CachePolicy, Task or Tenant`,
+          message: `expected apiVersion ${API_VERSION} and kind Deployment, DeploymentPart, CachePolicy, Task or Tenant`,
         },
       ],
     };

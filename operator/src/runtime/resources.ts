@@ -72,6 +72,13 @@ export const Resources = {
     kind: 'Deployment',
     namespaced: true,
   },
+  deploymentParts: {
+    group: GROUP,
+    version: VERSION,
+    resource: 'deploymentparts',
+    kind: 'DeploymentPart',
+    namespaced: true,
+  },
   cachePolicies: {
     group: GROUP,
     version: VERSION,

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import {
   buildRuntimeKeySecretName,
+  DECLARED_REPLICAS_ANNOTATION,
+  DeploymentPartResource,
   validateResource,
   type DeploymentResource,
   type Endpoint,
 } from '../../api/index.ts';
-import { applyOwned } from '../../runtime/apply.ts';
+import { applyOwned, FIELD_MANAGER } from '../../runtime/apply.ts';
 import type { KubeClient } from '../../runtime/client.ts';
 import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
 import { controllerOf, formatKey, type KubeObject, type ObjectKey } from '../../runtime/objects.ts';
@@ -27,6 +29,14 @@ import {
   type PodObject,
 } from './endpoints.ts';
 import { planEvents } from './events.ts';
+import {
+  buildDeploymentPart,
+  computePartsStatus,
+  planParts,
+  withPartReplicas,
+  type LivePart,
+  type PartPlan,
+} from './parts.ts';
 import { LABEL_DEPLOYMENT, LABEL_FINGERPRINT } from './labels.ts';
 import {
   buildRuntimeNetworkPolicy,
@@ -86,6 +96,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   // Only the runtime key Secrets are cached (the operator's cacheSelectors), never other Secrets.
   const secrets = manager.informer<SecretObject>(Resources.secrets);
   const networkPolicies = manager.informer(Resources.networkPolicies);
+  const parts = manager.informer(Resources.deploymentParts);
   const runtimeKey = buildRuntimeKeyLookup(secrets);
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
@@ -287,6 +298,37 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     );
   }
 
+  /** What a part's cache entry says about its replicas (parts.ts). */
+  function livePart(namespace: string, name: string): LivePart | undefined {
+    const parsed = DeploymentPartResource.safeParse(parts.get(namespace, name));
+    if (!parsed.success) return undefined;
+    const { spec, metadata } = parsed.data;
+    return { replicas: spec.replicas, declared: metadata.annotations?.[DECLARED_REPLICAS_ANNOTATION] };
+  }
+
+  /**
+   * Each part's DeploymentPart (parts.ts): its fields by server-side apply, and its replicas by a
+   * merge patch only when the declared value is carried to it, so an autoscaler's value stands.
+   */
+  async function applyParts(obj: DeploymentObject, root: DeploymentResource, plans: readonly PartPlan[]) {
+    const ns = root.metadata.namespace ?? '';
+    const ownerUid = obj.metadata?.uid ?? '';
+    await Promise.all(
+      plans.map(async (plan) => {
+        const desired = buildDeploymentPart(root, plan.part) as unknown as KubeObject;
+        const result = await applyOwned(client, Resources.deploymentParts, desired, {
+          live: parts.get(ns, plan.name) ?? null,
+          ownerUid,
+        });
+        if (!result.ok) refuseAdoption(obj, result.error.message);
+        if (plan.propagate)
+          await client.patch(Resources.deploymentParts, ns, plan.name, plan.propagate, 'merge', {
+            fieldManager: FIELD_MANAGER,
+          });
+      }),
+    );
+  }
+
   /** The soonest this Deployment needs another pass without an event to bring it. */
   function computeRequeueMs(key: ObjectKey, awaitingRuntime: boolean, wakePlan: WakePlan): number {
     return Math.min(
@@ -328,7 +370,10 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       manager.events.event(obj, 'Warning', 'InvalidSpec', message);
       throw new TerminalError(message);
     }
-    const { root, wakePlan } = followDemand(parsed.value, key, ctx.now().getTime());
+    const { root: awake, wakePlan } = followDemand(parsed.value, key, ctx.now().getTime());
+    // Each part runs its DeploymentPart's replicas (an autoscaler's), not the declared ones.
+    const partPlans = planParts(awake, (name) => livePart(key.namespace, name));
+    const root = withPartReplicas(awake, partPlans);
     const desired = buildDesired(root);
     const accepted = root.status?.identity;
     const identityConflict =
@@ -338,7 +383,10 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         ? { accepted: accepted.fingerprint, refused: desired.fingerprint }
         : undefined;
     // A changed identity under the same deploymentId is refused: nothing is applied.
-    if (!identityConflict) await applyDesired(obj, root, desired, ctx);
+    if (!identityConflict) {
+      await applyParts(obj, root, partPlans);
+      await applyDesired(obj, root, desired, ctx);
+    }
 
     const endpoints = await observeEndpoints(root, desired, ctx);
     const ns = root.metadata.namespace ?? '';
@@ -358,6 +406,8 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       ctx.now(),
     );
     if (wakePlan.status) next.wake = wakePlan.status;
+    const partsStatus = computePartsStatus(partPlans, endpoints);
+    if (partsStatus) next.parts = partsStatus;
     const { written } = await writeStatusIfChanged(client, Resources.sglangDeployments, obj, next);
     if (written)
       for (const e of planEvents(root.status, next)) manager.events.event(obj, e.type, e.reason, e.message);
@@ -371,7 +421,13 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   return {
     name: CONTROLLER,
     primary: Resources.sglangDeployments,
-    owns: [Resources.deployments, Resources.services, Resources.secrets, Resources.networkPolicies],
+    owns: [
+      Resources.deployments,
+      Resources.services,
+      Resources.secrets,
+      Resources.networkPolicies,
+      Resources.deploymentParts,
+    ],
     watches: [
       {
         resource: Resources.pods,

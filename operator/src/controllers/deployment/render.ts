@@ -2,6 +2,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { validateResource, type ValidationIssue } from '../../api/index.ts';
 import { buildDesired } from './desired.ts';
 import { buildRuntimeNetworkPolicy, type RuntimeIngress } from './network-policy.ts';
+import { buildDeploymentPart, planParts } from './parts.ts';
 import { buildRuntimeKeySecret } from './runtime-keys.ts';
 
 /** What the key Secret shows instead of a key: the operator makes each one at reconcile. */
@@ -17,7 +18,7 @@ export type RenderResult =
 
 /**
  * What the operator would apply for one manifest, without a cluster: the workloads and
- * Services, the runtime API key Secret (the key itself a placeholder) and, with the
+ * Services, each part's DeploymentPart as the operator makes it (seeded with the declared replicas), the runtime API key Secret (the key itself a placeholder) and, with the
  * operator's ingress peers, the runtime NetworkPolicy. A placeholder uid stands in for the
  * one the API server assigns.
  */
@@ -35,11 +36,23 @@ export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderRe
   const desired = buildDesired(withIdentity);
   const { data: _keys, ...secret } = buildRuntimeKeySecret(withIdentity, {});
   const keySecret = { ...secret, stringData: { [desired.fingerprint]: RUNTIME_KEY_PLACEHOLDER } };
+  const parts = planParts(withIdentity, () => undefined).map((p) => {
+    const part = buildDeploymentPart(withIdentity, p.part);
+    const seed = p.propagate;
+    return seed
+      ? {
+          ...part,
+          metadata: { ...part.metadata, annotations: seed.metadata.annotations },
+          spec: { ...part.spec, ...seed.spec },
+        }
+      : part;
+  });
   return {
     ok: true,
     objects: [
       ...desired.workloads,
       ...desired.services,
+      ...parts,
       keySecret,
       ...(opts.runtimeIngress ? [buildRuntimeNetworkPolicy(withIdentity, opts.runtimeIngress)] : []),
     ] as KubernetesObject[],
