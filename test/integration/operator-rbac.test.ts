@@ -97,7 +97,15 @@ const OPERATOR_RULES: readonly TableRule[] = [
     verbs: ['update'],
     paidCallsOnly: true,
   },
-  // Pods of our deployments: the informer selects by label, RBAC cannot.
+  // Model caches (a claim per namespace and digests: created, patched for owners and the
+  // verified record, deleted unused) and their fetch Jobs (created, read).
+  {
+    apiGroups: [''],
+    resources: ['persistentvolumeclaims'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create'] },
+  // Pods of our deployments and of the fetch Jobs: the informers select by label, RBAC cannot.
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
   // Tasks' generation Leases, in the Task's namespace.
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
@@ -158,6 +166,10 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
   deployment: [
     { rt: Resources.secrets, verbs: ['get'] },
     { rt: Resources.networkPolicies, verbs: ['delete'] },
+    // model-cache/shell.ts: a cache is created, patched (owners, verified record) and deleted
+    // when unused; its Job created. Their informers come from the controller's watches.
+    { rt: Resources.persistentVolumeClaims, verbs: ['create', 'patch', 'delete'] },
+    { rt: Resources.jobs, verbs: ['create'] },
   ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],
