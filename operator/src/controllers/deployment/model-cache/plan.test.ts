@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { validateResource, type DeploymentSpec } from '../../../api/index.ts';
 import { loadSample } from '../../../../../test/support/samples.ts';
@@ -10,6 +11,7 @@ import {
 } from './names.ts';
 import {
   computeFailureReason,
+  ModelReason,
   planModelDelivery,
   type FetchPodObject,
   type JobObject,
@@ -302,5 +304,12 @@ describe('buildFetchJob', () => {
     expect(args.slice(0, 2)).toEqual(['--endpoint', 'https://mirror.example/hf']);
     expect(args.slice(-2)).toEqual(['--proxy', 'http://proxy.example:3128']);
     expect(args).not.toContain('--token-file');
+  });
+});
+
+describe('ModelReason', () => {
+  it('each reason is documented in docs/operations.md', () => {
+    const doc = readFileSync(new URL('../../../../../docs/operations.md', import.meta.url), 'utf8');
+    for (const reason of Object.values(ModelReason)) expect(doc).toContain(`\`${reason}\``);
   });
 });
