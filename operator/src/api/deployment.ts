@@ -276,30 +276,50 @@ export const Disaggregation = withRules(
 export type Disaggregation = z.infer<typeof Disaggregation>;
 
 // A mirror or a proxy is a plain http(s) URL; a proxy's credentials would be in the spec for
-// anyone who can read it, so none are taken.
-const HTTP_URL_RE = /^https?:\/\/[^\s/?#@]+(\/[^\s?#]*)?$/;
+// anyone who can read it, so none are taken (user:password@ is refused). No backslash: the
+// pattern is also a CEL string literal.
+const HTTP_URL_RE = '^https?://[^ /?#@]+(/[^ ?#]*)?$';
 
-export const ModelDownload = z.object({
-  tokenSecretRef: SecretKeySelector.optional().meta({
-    description:
-      'Secret key holding the hub token: mounted as a file into the fetch Job only, never read by the operator.',
+export const ModelDownload = withRules(
+  z.object({
+    tokenSecretRef: SecretKeySelector.optional().meta({
+      description:
+        'Secret key holding the hub token: mounted as a file into the fetch Job only, never read by the operator.',
+    }),
+    sizeLimit: Quantity.optional().meta({
+      description:
+        "Storage requested for the model cache volume (default: the operator's --model-cache-size).",
+    }),
+    endpoint: z.string().max(512).optional().meta({
+      description:
+        'The hub or a mirror of its API, e.g. https://hf-mirror.example (default https://huggingface.co).',
+    }),
+    proxy: z.string().max(512).optional().meta({
+      description:
+        'HTTP(S) proxy the fetch goes through, e.g. http://proxy.example:3128 (no credentials in the URL).',
+    }),
+    storageClassName: ObjectName.optional().meta({
+      description:
+        "Storage class of the model cache volume, ReadWriteMany (default: the operator's --model-cache-storage-class, else the cluster's default class).",
+    }),
   }),
-  sizeLimit: Quantity.optional().meta({
-    description: "Storage requested for the model cache volume (default: the operator's --model-cache-size).",
-  }),
-  endpoint: z.string().max(512).regex(HTTP_URL_RE).optional().meta({
-    description:
-      'The hub or a mirror of its API, e.g. https://hf-mirror.example (default https://huggingface.co).',
-  }),
-  proxy: z.string().max(512).regex(HTTP_URL_RE).optional().meta({
-    description:
-      'HTTP(S) proxy the fetch goes through, e.g. http://proxy.example:3128 (no credentials in the URL).',
-  }),
-  storageClassName: ObjectName.optional().meta({
-    description:
-      "Storage class of the model cache volume, ReadWriteMany (default: the operator's --model-cache-storage-class, else the cluster's default class).",
-  }),
-});
+  [
+    {
+      cel: `!has(self.endpoint) || self.endpoint.matches('${HTTP_URL_RE}')`,
+      message:
+        'model.source.download.endpoint must be an http(s) URL without a query, fragment or credentials, like https://huggingface.co or a mirror',
+      fieldPath: '.endpoint',
+      check: (d) => d.endpoint === undefined || new RegExp(HTTP_URL_RE).test(d.endpoint),
+    },
+    {
+      cel: `!has(self.proxy) || self.proxy.matches('${HTTP_URL_RE}')`,
+      message:
+        'model.source.download.proxy must be an http(s) URL without credentials (user:password@ would be readable in the spec), like http://proxy.example:3128',
+      fieldPath: '.proxy',
+      check: (d) => d.proxy === undefined || new RegExp(HTTP_URL_RE).test(d.proxy),
+    },
+  ],
+);
 export type ModelDownload = z.infer<typeof ModelDownload>;
 
 export const ModelSource = withRules(
