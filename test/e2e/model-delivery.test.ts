@@ -2,8 +2,8 @@
 // once into a shared cache by a Job the operator owns, verified against the pinned digests, and
 // mounted read-only by every replica of every Deployment that pins those files; restarts and
 // scale-ups fetch nothing; a tampered file stops the Deployment before SGLang starts.
-// Real parts: the kube-apiserver, etcd, controller-manager (Job, garbage collector and the
-// PersistentVolume binder), the scheduler and KWOK; the fetch Job's pod runs the operator's
+// Real parts: the kube-apiserver, etcd, controller-manager (Job, garbage collector, the
+// PersistentVolume binder and the claim protection), the scheduler and KWOK; the fetch Job's pod runs the operator's
 // fetcher for real (fetch-runner.ts: its container command as a process, the cache volume
 // mapped to the PersistentVolume's hostPath), against a fake hub over HTTP (fake-hub.ts). KWOK's
 // pod-complete stage is kept off these pods (kwok-stages.ts): a Job completes only when its
@@ -167,7 +167,7 @@ beforeAll(async () => {
   hubA = await startHub(modelA);
   hubB = await startHub(modelB);
   stack = await startE2eStack(NS, {
-    controllers: [...DEFAULT_CONTROLLERS, 'persistentvolume-binder'],
+    controllers: [...DEFAULT_CONTROLLERS, 'persistentvolume-binder', 'pvc-protection'],
     kubelet: {
       canStart: async (pod) => {
         if (!pod.spec?.volumes?.some((v) => v.name === 'model' && v.persistentVolumeClaim)) return true;
@@ -333,6 +333,31 @@ describe('model-delivery', () => {
     const pods = await getJson<{ items: unknown[] }>(['get', 'pods', '-l', `${LABEL_DEPLOYMENT}=gamma`]);
     expect(pods.items).toEqual([]);
     expect(s.model?.cache).not.toBe(cacheA);
+  });
+
+  it('keeps a cache while a Deployment uses it, and deletes it, and its Job, with the last one', async () => {
+    const gamma = (await stack.status('gamma')).model?.cache ?? '';
+    await stack.k(['delete', 'sgd', 'gamma']);
+    await eventually(
+      async () => {
+        const left = await getJson<{ items: { metadata: { name: string } }[] }>(['get', 'pvc,jobs']);
+        expect(left.items.map((o) => o.metadata.name)).not.toContain(gamma);
+        expect(left.items.map((o) => o.metadata.name)).not.toContain(
+          gamma.replace(/^model-/, 'model-fetch-'),
+        );
+      },
+      { timeoutMs: 60_000 },
+    );
+    // alpha goes; beta still uses cache A: it stays, owned by beta alone.
+    const beta = await getJson<{ metadata: { uid: string } }>(['get', 'sgd', 'beta']);
+    await stack.k(['delete', 'sgd', 'alpha']);
+    await eventually(
+      async () => {
+        const pvc = await getJson<PvcView>(['get', 'pvc', cacheA]);
+        expect(pvc.metadata.ownerReferences?.map((r) => r.uid)).toEqual([beta.metadata.uid]);
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   it.each([

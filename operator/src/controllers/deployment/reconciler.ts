@@ -327,7 +327,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
 
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = roots.get(key.namespace, key.name);
-    if (!obj || obj.metadata?.deletionTimestamp) return; // owned objects go with it (owner references)
+    // Owned objects go with it (owner references); a model cache it was the last user of, here.
+    if (!obj) return void (await modelDelivery.collect(key.namespace));
+    if (obj.metadata?.deletionTimestamp) return;
     const parsed = validateResource(obj);
     if (!parsed.ok || parsed.value.kind !== 'Deployment') {
       const message = parsed.ok

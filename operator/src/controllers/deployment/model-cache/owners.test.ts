@@ -50,7 +50,7 @@ describe('planCacheOwners', () => {
 
   it('deletes a cache no Deployment uses (the collector would not: its owner list would be empty)', () => {
     expect(planCacheOwners([cache('k1', ['a'])], [user('a', undefined)])).toEqual([
-      { kind: 'deleteCache', cache: 'model-k1', uid: 'pvc-k1' },
+      { kind: 'deleteCache', cache: 'model-k1', uid: 'pvc-k1', job: 'model-fetch-k1' },
     ]);
   });
 

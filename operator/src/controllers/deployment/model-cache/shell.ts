@@ -31,6 +31,13 @@ type RootObject = KubeObject & DeploymentResource;
 export interface ModelDelivery {
   /** Plans this Deployment's model delivery and makes the plan's writes (and its namespace's owner fixes). */
   deliver(root: DeploymentResource, now: Date): Promise<ModelDeliveryPlan>;
+  /**
+   * After a Deployment went: the caches of its namespace get their owner lists fixed, and one no
+   * Deployment uses any more is deleted. The garbage collector would delete it too, through the
+   * owner references, but it cannot while it has not yet learned the CRD (a fresh
+   * controller-manager learns new kinds at its next discovery, and backs off meanwhile).
+   */
+  collect(namespace: string): Promise<void>;
   /** The caches, Jobs and fetch pods, mapped to the Deployments that use them: the controller's extra watches. */
   readonly watches: readonly Watch[];
 }
@@ -100,6 +107,8 @@ export function buildModelDelivery(opts: {
     for (const a of planCacheOwners(caches.list({ namespace }), users)) {
       if (a.kind === 'deleteCache') {
         manager.logger.info('model cache no Deployment uses is deleted', { namespace, cache: a.cache });
+        // The Job and its pods first: a pod that mounts the claim holds it (owners.ts).
+        await client.delete(Resources.jobs, namespace, a.job, { propagationPolicy: 'Background' });
         await client.delete(Resources.persistentVolumeClaims, namespace, a.cache, { uid: a.uid });
       } else
         // A merge patch replaces the whole list: exactly the users, in their order.
@@ -136,6 +145,7 @@ export function buildModelDelivery(opts: {
 
   return {
     deliver,
+    collect: (namespace) => fixOwners(namespace, usersOf(namespace)),
     watches: [
       { resource: Resources.persistentVolumeClaims, labelSelector: LABEL_MODEL_CACHE, map: toUsers },
       { resource: Resources.jobs, labelSelector: LABEL_MODEL_CACHE, map: toUsers },
