@@ -82,8 +82,9 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
     http: opts.http,
     // Only what the operator owns is cached: Tasks' result ConfigMaps, Deployments' runtime key
     // Secrets (never another Secret) and their NetworkPolicies.
+    // (Model caches, their fetch Jobs and those Jobs' pods have informers of their own, selected
+    // by cacheroute.dev/model-cache: model-cache/shell.ts.)
     cacheSelectors: {
-      // Model caches, their fetch Jobs and those Jobs' pods carry this label (model-cache/).
       configmaps: LABEL_TASK,
       secrets: `${RUNTIME_API_KEY_LABEL}=true`,
       'networkpolicies.networking.k8s.io': LABEL_DEPLOYMENT,
