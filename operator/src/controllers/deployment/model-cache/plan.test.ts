@@ -126,6 +126,21 @@ describe('planModelDelivery', () => {
     expect(a.pvc.metadata?.ownerReferences?.map((r) => [r.uid, r.controller])).toEqual([['d1', undefined]]);
   });
 
+  it.each([
+    ['the spec', 'from-spec', 'from-flag', 'from-spec'],
+    ['the operator flag', undefined, 'from-flag', 'from-flag'],
+    ['the default class', undefined, undefined, undefined],
+  ])('takes the storage class from %s', (_from, inSpec, inConfig, expected) => {
+    const spec = downloadSpec((s) => ({
+      ...s,
+      model: { ...s.model, source: { download: { ...s.model.source.download, storageClassName: inSpec } } },
+    }));
+    const [a] = planModelDelivery(
+      observe({ spec, config: { ...CONFIG, storageClassName: inConfig } }),
+    ).actions;
+    expect(a?.kind === 'createCache' ? a.pvc.spec?.storageClassName : 'no cache').toBe(expected);
+  });
+
   it('then the Job, controlled by the cache', () => {
     const plan = planModelDelivery(observe({ cache: pvc() }));
     const [a] = plan.actions;
