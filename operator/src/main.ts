@@ -7,6 +7,10 @@ import { parseDailyCap } from './controllers/task/daily-cap.ts';
 import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import type { MetricsApiOptions } from './metrics-api/start.ts';
 import { startOperator } from './operator.ts';
+import {
+  DEFAULT_MODEL_CACHE_SIZE,
+  type ModelCacheConfig,
+} from './controllers/deployment/model-cache/objects.ts';
 import { createLogger } from './runtime/logger.ts';
 import { NamespaceListFlag } from './runtime/namespace-flags.ts';
 import { startTracing } from './runtime/tracing.ts';
@@ -69,6 +73,15 @@ const Flags = z
     'metrics-api-host': z.string().default('0.0.0.0'),
     'metrics-api-tls-cert-file': z.string().min(1).optional(),
     'metrics-api-tls-key-file': z.string().min(1).optional(),
+    // Download sources (model-cache/, ADR 0016): the image of the fetch Job (the operator's own:
+    // it holds the fetcher), the cache volume's storage class when a spec names none (unset: the
+    // cluster's default class) and its size when a spec gives no sizeLimit. No image: not fetched.
+    'model-fetch-image': z.string().min(1).optional(),
+    'model-cache-storage-class': z.string().min(1).optional(),
+    'model-cache-size': z
+      .string()
+      .regex(/^[0-9]+(\.[0-9]+)?([KMGTPE]i?)?$/, { message: 'a quantity, e.g. 200Gi' })
+      .default(DEFAULT_MODEL_CACHE_SIZE),
   })
   .superRefine((f, ctx) => {
     if (f['metrics-api-port'] > 0)
@@ -116,7 +129,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
   [--runtime-network-policy false|true --runtime-ingress-gateway namespace=NS,LABEL=VALUE,...
    --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]
   [--cache-health-period-seconds 30] [--gateway-admin-url http://HOST:PORT]
-  [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]`;
+  [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]
+  [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi]]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -155,6 +169,17 @@ export function runtimeIngressOf(flags: OperatorFlags): RuntimeIngress | undefin
 /** Where OpenRouter Tasks go: nowhere unless paid calls were allowed. */
 export function paidCallsBaseUrl(flags: OperatorFlags): string | undefined {
   return flags['allow-paid-calls'] === 'true' ? flags['openrouter-base-url'] : undefined;
+}
+
+/** Download sources' cache and fetch Job; undefined without --model-fetch-image (they are not fetched). */
+export function modelCacheOf(flags: OperatorFlags): ModelCacheConfig | undefined {
+  const image = flags['model-fetch-image'];
+  if (!image) return undefined;
+  return {
+    fetchImage: image,
+    storageClassName: flags['model-cache-storage-class'],
+    size: flags['model-cache-size'],
+  };
 }
 
 /** The external metrics API's settings; undefined unless --metrics-api-port was given. */
@@ -202,6 +227,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
       gatewayAdminUrl: flags['gateway-admin-url'],
     },
     metricsApi: metricsApiOf(flags),
+    modelCache: modelCacheOf(flags),
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -213,6 +239,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
         ? `${flags['openrouter-base-url']}, daily cap ${formatDecimal(flags['paid-calls-daily-cap'].amount)} ${flags['paid-calls-daily-cap'].currency} per namespace`
         : 'off',
     runtimeNetworkPolicy: flags['runtime-network-policy'] === 'true' ? 'on' : 'off',
+    modelFetch: flags['model-fetch-image'] ?? 'off (download sources are not fetched)',
     tracing: config ? config.url : 'off',
     cacheHealth:
       flags['cache-health-period-seconds'] === 0

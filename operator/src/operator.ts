@@ -3,6 +3,7 @@ import { buildCachePolicyController } from './controllers/cachepolicy/reconciler
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
 import { LABEL_DEPLOYMENT } from './controllers/deployment/labels.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
+import type { ModelCacheConfig } from './controllers/deployment/model-cache/objects.ts';
 import { buildDeploymentController } from './controllers/deployment/reconciler.ts';
 import { buildDeploymentPartController } from './controllers/deploymentpart/reconciler.ts';
 import type { DailyCap } from './controllers/task/daily-cap.ts';
@@ -51,6 +52,8 @@ export interface OperatorOptions {
   wakePeriodMs?: number;
   /** How long a runtime key outlives its fingerprint's last endpoint in status (default 30 s). */
   runtimeKeyGraceMs?: number;
+  /** Download sources' shared cache and fetch Job (--model-fetch-image, …); unset: they are not fetched. */
+  modelCache?: ModelCacheConfig | undefined;
 }
 
 /** Deployments wake on demand where the operator reads the gateway tier (--gateway-admin-url). */
@@ -80,6 +83,8 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
     http: opts.http,
     // Only what the operator owns is cached: Tasks' result ConfigMaps, Deployments' runtime key
     // Secrets (never another Secret) and their NetworkPolicies.
+    // (Model caches, their fetch Jobs and those Jobs' pods have informers of their own, selected
+    // by cacheroute.dev/model-cache: model-cache/shell.ts.)
     cacheSelectors: {
       configmaps: LABEL_TASK,
       secrets: `${RUNTIME_API_KEY_LABEL}=true`,
@@ -95,6 +100,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       runtimeIngress: opts.runtimeIngress,
       cacheHealth: opts.cacheHealth,
       wake: wakeOptionsOf(opts),
+      modelCache: opts.modelCache,
       ...(opts.runtimeKeyGraceMs !== undefined ? { runtimeKeyGraceMs: opts.runtimeKeyGraceMs } : {}),
     }),
   );

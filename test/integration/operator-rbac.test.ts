@@ -110,7 +110,15 @@ const OPERATOR_RULES: readonly TableRule[] = [
     verbs: ['update'],
     paidCallsOnly: true,
   },
-  // Pods of our deployments: the informer selects by label, RBAC cannot.
+  // Model caches (a claim per namespace and digests: created, patched for owners and the
+  // verified record, deleted unused) and their fetch Jobs (created, read, deleted first).
+  {
+    apiGroups: [''],
+    resources: ['persistentvolumeclaims'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create', 'delete'] },
+  // Pods of our deployments and of the fetch Jobs: the informers select by label, RBAC cannot.
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
   // Tasks' generation Leases, in the Task's namespace.
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
@@ -171,6 +179,11 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
   deployment: [
     { rt: Resources.secrets, verbs: ['get'] },
     { rt: Resources.networkPolicies, verbs: ['delete'] },
+    // model-cache/shell.ts: a cache is created, patched (owners, verified record) and deleted
+    // when unused; its Job created, and deleted before an unused claim. Their informers come
+    // from the controller's watches.
+    { rt: Resources.persistentVolumeClaims, verbs: ['create', 'patch', 'delete'] },
+    { rt: Resources.jobs, verbs: ['create', 'delete'] },
   ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],

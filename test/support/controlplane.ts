@@ -32,6 +32,7 @@ import { createPki, issueClientCert, pkiPaths } from './pki.ts';
 import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
 import type { ManagedProcess } from './processes.ts';
 import { findFreePort } from '../sim/testing.ts';
+import { writeKwokStages } from './kwok-stages.ts';
 
 export {
   GPU_NODE_CAPACITY,
@@ -132,7 +133,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       kubeconfig,
       hostIP,
       controllers: opts.controllers ?? DEFAULT_CONTROLLERS,
-      kwokStages: full ? findKwokStages(binDir) : '',
+      kwokStages: full ? writeKwokStages(findKwokStages(binDir), dir) : '',
     };
 
     const etcd = startProcess('etcd', buildEtcdArgs(config));

@@ -4,7 +4,7 @@
 // discovering from that namespace.
 import { join } from 'node:path';
 import type { DeploymentStatus } from '../../operator/src/api/index.ts';
-import { startOperator, type Operator } from '../../operator/src/operator.ts';
+import { startOperator, type Operator, type OperatorOptions } from '../../operator/src/operator.ts';
 import { createLogger } from '../../operator/src/runtime/logger.ts';
 import { startControlPlane, type ControlPlane } from './controlplane.ts';
 import { startInProcessGateway, type InProcessGateway } from './gateway.ts';
@@ -54,9 +54,17 @@ export async function startE2eStack(
      * it also wakes Deployments sleeping at zero on the gateway's demand.
      */
     metricsApi?: boolean;
+    /** kube-controller-manager --controllers (default: the harness's list). */
+    controllers?: readonly string[];
+    /** More operator options (e.g. modelCache) and where its log lines go. */
+    operator?: Pick<OperatorOptions, 'modelCache'> & { logWrite?: (line: string) => void };
   } = {},
 ): Promise<E2eStack> {
-  const cp = await startControlPlane({ full: true, gpuNodes: 1 });
+  const cp = await startControlPlane({
+    full: true,
+    gpuNodes: 1,
+    ...(opts.controllers ? { controllers: opts.controllers } : {}),
+  });
   const crds = join(REPO_ROOT, 'crds');
   await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig: cp.kubeconfig });
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], {
@@ -72,7 +80,11 @@ export async function startE2eStack(
   const metricsApi = opts.metricsApi ? await prepareMetricsApi(cp, gateways[0]?.url) : undefined;
   const operator = await startOperator({
     kubeconfig: cp.kubeconfig,
-    logger: createLogger({ level: 'warn' }),
+    logger: createLogger({
+      level: 'warn',
+      ...(opts.operator?.logWrite ? { level: 'info', write: opts.operator.logWrite } : {}),
+    }),
+    ...(opts.operator?.modelCache ? { modelCache: opts.operator.modelCache } : {}),
     leaderElection: false,
     http: false,
     ...(metricsApi ? { metricsApi } : {}),

@@ -119,6 +119,18 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'model.source needs exactly one of pvc, hostPath or download',
   },
   {
+    name: 'download through a proxy with credentials in its URL',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.model.source.download.proxy = 'http://user:secret@proxy.example:3128'),
+    expect: 'model.source.download.proxy must be an http(s) URL without credentials',
+  },
+  {
+    name: 'download from a mirror that is not an http(s) URL',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.model.source.download.endpoint = 'ftp://mirror.example'),
+    expect: 'model.source.download.endpoint must be an http(s) URL',
+  },
+  {
     name: 'download without a revision (the hub would serve main)',
     sample: HICACHE,
     mutate: (m) => delete m.spec.model.revision,

@@ -39,6 +39,11 @@ export interface SimKubeletOptions {
    * on it would answer for the new pod (a real node gives each pod its own namespace).
    */
   preStop?: boolean;
+  /**
+   * Checked before a pod's runtime starts; false: it does not start (as SGLang exits on model
+   * files it cannot load), and the pod's next update asks again.
+   */
+  canStart?: (pod: PodObject) => Promise<boolean>;
 }
 
 export interface RunningPodReal {
@@ -248,6 +253,10 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     }
     const argv = buildSimArgv(pod, opts.extraArgs?.(pod) ?? [], env);
     if (!argv) return;
+    if (opts.canStart && !(await opts.canStart(pod))) {
+      log(`runtime for ${pod.metadata?.name ?? ''} not started: canStart refused it`);
+      return;
+    }
     const real = opts.realSglang?.(pod);
     await (real ? startReal(pod, real, env) : startSim(pod, argv));
   }

@@ -276,6 +276,53 @@ export const Disaggregation = withRules(
 );
 export type Disaggregation = z.infer<typeof Disaggregation>;
 
+// A mirror or a proxy is a plain http(s) URL; a proxy's credentials would be in the spec for
+// anyone who can read it, so none are taken (user:password@ is refused). No backslash: the
+// pattern is also a CEL string literal.
+const HTTP_URL_RE = '^https?://[^ /?#@]+(/[^ ?#]*)?$';
+
+export const ModelDownload = withRules(
+  z.object({
+    tokenSecretRef: SecretKeySelector.optional().meta({
+      description:
+        'Secret key holding the hub token: mounted as a file into the fetch Job only, never read by the operator.',
+    }),
+    sizeLimit: Quantity.optional().meta({
+      description:
+        "Storage requested for the model cache volume (default: the operator's --model-cache-size).",
+    }),
+    endpoint: z.string().max(512).optional().meta({
+      description:
+        'The hub or a mirror of its API, e.g. https://hf-mirror.example (default https://huggingface.co).',
+    }),
+    proxy: z.string().max(512).optional().meta({
+      description:
+        'HTTP(S) proxy the fetch goes through, e.g. http://proxy.example:3128 (no credentials in the URL).',
+    }),
+    storageClassName: ObjectName.optional().meta({
+      description:
+        "Storage class of the model cache volume, ReadWriteMany (default: the operator's --model-cache-storage-class, else the cluster's default class).",
+    }),
+  }),
+  [
+    {
+      cel: `!has(self.endpoint) || self.endpoint.matches('${HTTP_URL_RE}')`,
+      message:
+        'model.source.download.endpoint must be an http(s) URL without a query, fragment or credentials, like https://huggingface.co or a mirror',
+      fieldPath: '.endpoint',
+      check: (d) => d.endpoint === undefined || new RegExp(HTTP_URL_RE).test(d.endpoint),
+    },
+    {
+      cel: `!has(self.proxy) || self.proxy.matches('${HTTP_URL_RE}')`,
+      message:
+        'model.source.download.proxy must be an http(s) URL without credentials (user:password@ would be readable in the spec), like http://proxy.example:3128',
+      fieldPath: '.proxy',
+      check: (d) => d.proxy === undefined || new RegExp(HTTP_URL_RE).test(d.proxy),
+    },
+  ],
+);
+export type ModelDownload = z.infer<typeof ModelDownload>;
+
 export const ModelSource = withRules(
   z
     .object({
@@ -290,17 +337,10 @@ export const ModelSource = withRules(
         .object({ path: z.string().min(1).max(1024).regex(/^\//) })
         .optional()
         .meta({ description: 'Model files on a node directory (pre-staged).' }),
-      download: z
-        .object({
-          tokenSecretRef: SecretKeySelector.optional().meta({
-            description: 'Secret key holding the hub token.',
-          }),
-          sizeLimit: Quantity.optional().meta({ description: 'Size limit of the download volume.' }),
-        })
-        .optional()
-        .meta({
-          description: 'Download model.path at model.revision in an init container into a pod-local volume.',
-        }),
+      download: ModelDownload.optional().meta({
+        description:
+          'Fetch model.path at commit model.revision from the hub once into a cache volume shared by every replica (and every Deployment with the same digests), verified against the digests before any SGLang pod starts (ADR 0016).',
+      }),
     })
     .meta({ description: 'Where the model files come from: exactly one of pvc, hostPath, download.' }),
   [
@@ -805,6 +845,27 @@ export const PartReplicas = z.object({
 });
 export type PartReplicas = z.infer<typeof PartReplicas>;
 
+/** The model's delivery (controllers/deployment/model-cache): a download source's shared cache. */
+export const ModelDeliveryStatus = z.object({
+  phase: z.enum(['Pending', 'Fetching', 'Verified', 'Failed', 'PreStaged']).meta({
+    description:
+      'Pending: the cache volume or its fetch Job is being made; Fetching: the Job runs; Verified: every file matched the digests; Failed: see reason; PreStaged: a pvc or hostPath source, mounted as it is.',
+  }),
+  cache: z.string().optional().meta({ description: 'The cache PersistentVolumeClaim, in this namespace.' }),
+  job: z.string().optional().meta({ description: 'The fetch Job, in this namespace.' }),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  path: z.string().optional().meta({ description: 'The model file a failure is about.' }),
+  files: z.number().int().optional(),
+  bytesTotal: z.number().int().optional(),
+  bytesDone: z.number().int().optional(),
+  progress: z.number().optional().meta({ description: 'bytesDone over bytesTotal (0..1).' }),
+  digest: z.string().optional().meta({ description: 'The verified model digest.' }),
+  tokenizerDigest: z.string().optional().meta({ description: 'The verified tokenizer digest.' }),
+  verifiedAt: z.string().optional(),
+});
+export type ModelDeliveryStatus = z.infer<typeof ModelDeliveryStatus>;
+
 export const DeploymentStatus = z.object({
   observedGeneration: z.number().int().optional(),
   conditions: Conditions.optional(),
@@ -831,6 +892,9 @@ export const DeploymentStatus = z.object({
     .object({ value: z.boolean(), reason: z.string(), message: z.string().optional() })
     .optional()
     .meta({ description: 'Whether the gateway may send generation requests, and why not.' }),
+  model: ModelDeliveryStatus.optional().meta({
+    description: "How the model's files got here, and whether they were verified (the ModelReady condition).",
+  }),
   cache: CacheHealthStatus.optional().meta({
     description: "The cache's health over the last window (the CacheHealthy condition says what it means).",
   }),

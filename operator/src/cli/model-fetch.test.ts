@@ -2,7 +2,7 @@
 // token that reaches the hub and no output.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -95,8 +95,10 @@ const args = (hub: FakeHub, dest: string, ...extra: string[]): string[] => [
 describe('model-fetch', () => {
   it('fetches with the token from a file; the token is in no output, and the CDN never gets it', async () => {
     const hub = await startHub(TOKEN);
-    const r = await run(args(hub, freshDest(), '--token-file', tokenFile));
+    const resultFile = join(root, 'result-done');
+    const r = await run(args(hub, freshDest(), '--token-file', tokenFile, '--result-file', resultFile));
     expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(readFileSync(resultFile, 'utf8'))).toEqual(r.lines.at(-1));
     expect(r.lines.at(-1)).toMatchObject({
       phase: 'done',
       ok: true,
@@ -114,8 +116,14 @@ describe('model-fetch', () => {
   it('fails with a reason in the last line and words on stderr, printing no token', async () => {
     const hub = await startHub(TOKEN);
     hub.tamper('model.safetensors');
-    const tampered = await run(args(hub, freshDest(), '--token-file', tokenFile));
-    expect(tampered.code).toBe(1);
+    const resultFile = join(root, 'result-tampered');
+    const tampered = await run(
+      args(hub, freshDest(), '--token-file', tokenFile, '--result-file', resultFile),
+    );
+    // 3: the files are not the pinned ones, another attempt would fetch the same.
+    expect(tampered.code).toBe(3);
+    // The result file holds the last line alone: what the fetch Job's termination message carries.
+    expect(JSON.parse(readFileSync(resultFile, 'utf8'))).toEqual(tampered.lines.at(-1));
     expect(tampered.lines.at(-1)).toMatchObject({
       phase: 'failed',
       ok: false,

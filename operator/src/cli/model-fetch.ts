@@ -1,9 +1,13 @@
 // `model-fetch`: fetches a hub model at a commit into a directory and verifies it against the
 // pinned digests (ADR 0013); the fetch Job's command. Progress goes to stdout as JSON lines,
 // the last one the result (`"phase":"done"` or `"phase":"failed"` with a `reason`); a
-// failure is also said in words on stderr. Exit codes: 0 fetched and verified, 1 failed
-// (the reason in the last line), 2 bad arguments. docs/operations.md#model-fetch.
-import { readFile } from 'node:fs/promises';
+// failure is also said in words on stderr. `--result-file` also gets that last line alone
+// (the fetch Job points it at the container's termination message, which the operator reads
+// without exec or any API access of the Job's). Exit codes: 0 fetched and verified, 1 failed
+// (the reason in the last line), 2 bad arguments, 3 the files are not the pinned ones
+// (ModelDigestMismatch, UnexpectedFiles: another attempt would fetch the same).
+// docs/operations.md#model-fetch.
+import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { fetchModel, type FetchOutcome } from '../model/fetch.ts';
 import type { FetchProgress } from '../model/fetch-progress.ts';
@@ -16,6 +20,7 @@ const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --dig
   --token-file <file>        the hub token, as a mounted Secret (default: $HF_TOKEN); never on the command line
   --proxy <url>              HTTP(S) proxy (default: $HTTPS_PROXY / $HTTP_PROXY, with $NO_PROXY)
   --concurrency <n>          files fetched at once (default 4)
+  --result-file <file>       also write the last line there (the fetch Job: /dev/termination-log)
 `;
 
 const FLAGS: Record<keyof FetchRequest, string> = {
@@ -35,6 +40,7 @@ interface Invocation {
   readonly token: string | undefined;
   readonly proxy: ProxyConfig | undefined;
   readonly concurrency: number;
+  readonly resultFile: string | undefined;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -93,6 +99,7 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
         'token-file': { type: 'string' },
         proxy: { type: 'string' },
         concurrency: { type: 'string' },
+        'result-file': { type: 'string' },
       },
     }));
   } catch (e) {
@@ -117,6 +124,7 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
     token: await readToken(values['token-file'], env),
     proxy: readProxy(values.proxy, env),
     concurrency,
+    resultFile: values['result-file'],
   };
 }
 
@@ -124,23 +132,51 @@ const line = (o: FetchProgress | Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify(o)}\n`);
 };
 
-function report(outcome: FetchOutcome): void {
+// A termination message holds 4096 bytes: the message is cut well before, the fields stay whole.
+const RESULT_MESSAGE_CHARS = 1500;
+// Failures that a second attempt would repeat: the hub serves these files at this commit.
+const PERMANENT_REASONS = new Set(['ModelDigestMismatch', 'UnexpectedFiles']);
+
+async function writeResult(file: string | undefined, o: Record<string, unknown>): Promise<void> {
+  if (file === undefined) return;
+  const message = typeof o['message'] === 'string' ? o['message'].slice(0, RESULT_MESSAGE_CHARS) : undefined;
+  await writeFile(file, JSON.stringify({ ...o, ...(message !== undefined ? { message } : {}) }));
+}
+
+async function report(outcome: FetchOutcome, resultFile: string | undefined): Promise<void> {
   if (outcome.ok) {
     line({ phase: 'done', ...outcome });
+    await writeResult(resultFile, { phase: 'done', ...outcome });
     return;
   }
   line({ phase: 'failed', ...outcome });
+  await writeResult(resultFile, { phase: 'failed', ...outcome });
   process.stderr.write(`model-fetch: ${outcome.reason}: ${outcome.message}\n`);
-  process.exitCode = 1;
+  process.exitCode = PERMANENT_REASONS.has(outcome.reason) ? 3 : 1;
 }
+
+const resultFileArg = (argv: readonly string[]): string | undefined => {
+  const at = argv.findIndex((a) => a === '--result-file' || a.startsWith('--result-file='));
+  const a = argv[at];
+  if (at < 0 || a === undefined) return undefined;
+  return a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[at + 1];
+};
 
 try {
   const inv = await parseInvocation(process.argv.slice(2), process.env);
-  report(await fetchModel({ ...inv, onProgress: line }));
+  await report(await fetchModel({ ...inv, onProgress: line }), inv.resultFile);
 } catch (e) {
   const usage = e instanceof UsageError;
   const message = (e as Error).message;
-  line({ phase: 'failed', ok: false, reason: usage ? 'InvalidArguments' : 'DownloadFailed', message });
+  const failed = {
+    phase: 'failed',
+    ok: false,
+    reason: usage ? 'InvalidArguments' : 'DownloadFailed',
+    message,
+  };
+  line(failed);
+  // Bad arguments still say why where the operator reads it.
+  await writeResult(resultFileArg(process.argv.slice(2)), failed).catch(() => undefined);
   process.stderr.write(`model-fetch: ${message}\n${usage ? USAGE : ''}`);
   process.exitCode = usage ? 2 : 1;
 }

@@ -19,6 +19,7 @@ export const Resources = {
   services: core('services', 'Service'),
   configMaps: core('configmaps', 'ConfigMap'),
   secrets: core('secrets', 'Secret'),
+  persistentVolumeClaims: core('persistentvolumeclaims', 'PersistentVolumeClaim'),
   namespaces: core('namespaces', 'Namespace', false),
   nodes: core('nodes', 'Node', false),
   coreEvents: core('events', 'Event'),
@@ -36,6 +37,7 @@ export const Resources = {
     kind: 'StatefulSet',
     namespaced: true,
   },
+  jobs: { group: 'batch', version: 'v1', resource: 'jobs', kind: 'Job', namespaced: true },
   events: { group: 'events.k8s.io', version: 'v1', resource: 'events', kind: 'Event', namespaced: true },
   endpointSlices: {
     group: 'discovery.k8s.io',

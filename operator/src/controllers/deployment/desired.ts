@@ -26,6 +26,8 @@ import {
   RUNTIME_API_KEY_ENV,
 } from './labels.ts';
 import { planRoles, type RoleEngine } from './roles.ts';
+import { buildModelCacheName, computeModelCacheKey } from './model-cache/names.ts';
+import { MODEL_SUBDIR } from './model-cache/objects.ts';
 
 export const DEFAULT_SHM_SIZE = '16Gi';
 // Model loading of a large checkpoint can take most of an hour; the startup
@@ -133,10 +135,8 @@ interface ApiKeyRef {
 
 function buildPodSpec(spec: DeploymentSpec, engine: RoleEngine, apiKey: ApiKeyRef): V1PodSpec {
   const { volumes, mounts } = buildVolumes(spec, engine);
-  const init = buildDownloadContainer(spec);
   const scheduling = spec.scheduling;
   return {
-    ...(init ? { initContainers: [init] } : {}),
     containers: [buildSglangContainer(spec, engine, mounts, apiKey)],
     volumes,
     enableServiceLinks: false,
@@ -242,41 +242,13 @@ function buildVolumes(
     volumes.push({ name: 'model', hostPath: { path: source.hostPath.path, type: 'Directory' } });
     mounts.push({ name: 'model', mountPath: MODEL_DIR, readOnly: true });
   } else {
-    const limit = source.download?.sizeLimit;
-    volumes.push({ name: 'model', emptyDir: limit !== undefined ? { sizeLimit: String(limit) } : {} });
-    mounts.push({ name: 'model', mountPath: MODEL_DIR, readOnly: true });
+    // The shared cache the fetch Job filled and verified (model-cache/, ADR 0016): the
+    // workload is applied only once it is.
+    const claimName = buildModelCacheName(computeModelCacheKey(spec));
+    volumes.push({ name: 'model', persistentVolumeClaim: { claimName, readOnly: true } });
+    mounts.push({ name: 'model', mountPath: MODEL_DIR, readOnly: true, subPath: MODEL_SUBDIR });
   }
   return { volumes, mounts };
-}
-
-/** Downloads the pinned revision into the model volume before SGLang starts; values pass as env, never through a shell. */
-function buildDownloadContainer(spec: DeploymentSpec): V1Container | undefined {
-  const download = spec.model.source.download;
-  if (!download) return undefined;
-  const env: V1EnvVar[] = [
-    { name: 'MODEL_REPO', value: spec.model.path },
-    { name: 'MODEL_REVISION', value: spec.model.revision ?? 'main' },
-    { name: 'MODEL_DIR', value: MODEL_DIR },
-  ];
-  if (download.tokenSecretRef) {
-    env.push({
-      name: 'HF_TOKEN',
-      valueFrom: { secretKeyRef: { name: download.tokenSecretRef.name, key: download.tokenSecretRef.key } },
-    });
-  }
-  return {
-    name: 'download-model',
-    image: spec.runtime.image,
-    command: [
-      'python3',
-      '-c',
-      'import os; from huggingface_hub import snapshot_download; ' +
-        "snapshot_download(repo_id=os.environ['MODEL_REPO'], revision=os.environ['MODEL_REVISION'], local_dir=os.environ['MODEL_DIR'])",
-    ],
-    env,
-    volumeMounts: [{ name: 'model', mountPath: MODEL_DIR }],
-    securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-  };
 }
 
 export function buildService(root: DeploymentResource, engine: RoleEngine): V1Service {

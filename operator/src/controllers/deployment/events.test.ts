@@ -20,6 +20,21 @@ const cond = (type: string, status: 'True' | 'False', reason: string) => ({
 });
 
 describe('planEvents', () => {
+  it('warns once about a model that cannot be delivered, naming the cause; says nothing while it waits', () => {
+    const waiting: DeploymentStatus = { conditions: [cond('ModelReady', 'False', 'Fetching')] };
+    const bad: DeploymentStatus = { conditions: [cond('ModelReady', 'False', 'ModelDigestMismatch')] };
+    const good: DeploymentStatus = { conditions: [cond('ModelReady', 'True', 'Verified')] };
+    expect(planEvents(undefined, { conditions: [cond('ModelReady', 'False', 'Pending')] })).toEqual([]);
+    expect(planEvents(undefined, waiting)).toEqual([]);
+    expect(planEvents(waiting, bad)).toEqual([
+      { type: 'Warning', reason: 'ModelDigestMismatch', message: 'ModelReady ModelDigestMismatch' },
+    ]);
+    expect(planEvents(bad, bad)).toEqual([]);
+    expect(planEvents(waiting, good)).toEqual([
+      { type: 'Normal', reason: 'ModelVerified', message: 'ModelReady Verified' },
+    ]);
+  });
+
   it('announces a newly verified endpoint once', () => {
     const next: DeploymentStatus = { endpoints: [ep('a', { verified: true })] };
     expect(planEvents({ endpoints: [ep('a')] }, next).map((e) => e.reason)).toEqual(['EndpointVerified']);

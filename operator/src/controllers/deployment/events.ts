@@ -1,4 +1,4 @@
-import type { DeploymentStatus, Endpoint } from '../../api/index.ts';
+import type { Condition, DeploymentStatus, Endpoint } from '../../api/index.ts';
 
 export interface PlannedEvent {
   type: 'Normal' | 'Warning';
@@ -37,6 +37,18 @@ function planEndpointEvents(previous: DeploymentStatus | undefined, next: Deploy
   });
 }
 
+/**
+ * A model that cannot be delivered is announced once per reason, with the file or the cause
+ * (its message); its verified delivery once. Waiting (Pending, Fetching) is no news.
+ */
+function planModelEvents(c: Condition): PlannedEvent[] {
+  if (c.status === 'False' && c.reason !== 'Pending' && c.reason !== 'Fetching')
+    return [{ type: 'Warning', reason: c.reason, message: c.message }];
+  if (c.status === 'True' && c.reason === 'Verified')
+    return [{ type: 'Normal', reason: 'ModelVerified', message: c.message }];
+  return [];
+}
+
 function planConditionEvents(previous: DeploymentStatus | undefined, next: DeploymentStatus): PlannedEvent[] {
   const prevConds = new Map((previous?.conditions ?? []).map((c) => [c.type, c]));
   return (next.conditions ?? []).flatMap((c): PlannedEvent[] => {
@@ -50,6 +62,7 @@ function planConditionEvents(previous: DeploymentStatus | undefined, next: Deplo
     }
     if (c.type === 'Progressing' && c.status === 'False')
       return [{ type: 'Warning', reason: c.reason, message: c.message }];
+    if (c.type === 'ModelReady') return planModelEvents(c);
     // A cache fault is announced once, and its end once (Unknown is only "not measured yet").
     if (c.type === 'CacheHealthy' && c.status === 'False')
       return [{ type: 'Warning', reason: c.reason, message: c.message }];

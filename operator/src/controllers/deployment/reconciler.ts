@@ -47,6 +47,8 @@ import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 import { planWake, type WakePlan } from './wake/plan.ts';
 import { WakeWatcher } from './wake/watcher.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
+import type { ModelCacheConfig } from './model-cache/objects.ts';
+import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
 import { registerDeploymentMetrics } from './metrics.ts';
 
@@ -77,6 +79,8 @@ export interface DeploymentControllerOptions {
   runtimeKeyGraceMs?: number;
   /** Wake from zero (wake/): the gateway tier read for demand this often; unset: Deployments do not wake. */
   wake?: { gatewayAdminUrl: string; periodMs?: number } | undefined;
+  /** Download sources' shared cache and its fetch Job (model-cache/); unset: they are not fetched. */
+  modelCache?: ModelCacheConfig | undefined;
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
@@ -98,6 +102,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const networkPolicies = manager.informer(Resources.networkPolicies);
   const parts = manager.informer(Resources.deploymentParts);
   const runtimeKey = buildRuntimeKeyLookup(secrets);
+  const modelDelivery = buildModelDelivery({ manager, client, roots, config: opts.modelCache });
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
   const pendingRequeueMs = opts.pendingRequeueMs ?? 5_000;
@@ -228,6 +233,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     root: DeploymentResource,
     desired: DesiredState,
     ctx: ReconcileContext,
+    withWorkloads: boolean,
   ): Promise<void> {
     const uid = obj.metadata?.uid ?? '';
     const ns = root.metadata.namespace ?? '';
@@ -254,7 +260,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       applyAll(Resources.services, desired.services.map(toKubeObject), services),
       applyNetworkPolicy(obj, root),
     ]);
-    await applyAll(Resources.deployments, desired.workloads.map(toKubeObject), workloads);
+    // No workload before its model files are verified: SGLang never starts on unverified files,
+    // and workloads that exist keep serving the files they have.
+    if (withWorkloads) await applyAll(Resources.deployments, desired.workloads.map(toKubeObject), workloads);
   }
 
   async function observeEndpoints(
@@ -361,7 +369,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
 
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = roots.get(key.namespace, key.name);
-    if (!obj || obj.metadata?.deletionTimestamp) return; // owned objects go with it (owner references)
+    // Owned objects go with it (owner references); a model cache it was the last user of, here.
+    if (!obj) return void (await modelDelivery.collect(key.namespace));
+    if (obj.metadata?.deletionTimestamp) return;
     const parsed = validateResource(obj);
     if (!parsed.ok || parsed.value.kind !== 'Deployment') {
       const message = parsed.ok
@@ -383,10 +393,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         ? { accepted: accepted.fingerprint, refused: desired.fingerprint }
         : undefined;
     // A changed identity under the same deploymentId is refused: nothing is applied.
-    if (!identityConflict) {
-      await applyParts(obj, root, partPlans);
-      await applyDesired(obj, root, desired, ctx);
-    }
+    if (!identityConflict) await applyParts(obj, root, partPlans);
+    const model = identityConflict ? undefined : await modelDelivery.deliver(root, ctx.now());
+    if (model) await applyDesired(obj, root, desired, ctx, model.ready);
 
     const endpoints = await observeEndpoints(root, desired, ctx);
     const ns = root.metadata.namespace ?? '';
@@ -402,6 +411,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         troubles,
         podCount: podObjects.filter((p) => !p.metadata?.deletionTimestamp).length,
         cache: cacheHealth ? chooseCacheVerdict(cacheHealth.assessmentOf(key), root.status) : undefined,
+        model,
       },
       ctx.now(),
     );
@@ -429,6 +439,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       Resources.deploymentParts,
     ],
     watches: [
+      ...modelDelivery.watches,
       {
         resource: Resources.pods,
         labelSelector: POD_SELECTOR,

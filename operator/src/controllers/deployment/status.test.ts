@@ -50,6 +50,43 @@ const cond = (s: ReturnType<typeof computeStatus>, type: string) =>
 describe('computeStatus', () => {
   const dense = root('deployment-dense.yaml'); // 2 replicas
 
+  it('is not Ready before the model files are, whatever the endpoints say, and shows the delivery', () => {
+    const endpoints = [endpoint('a', 'standalone'), endpoint('b', 'standalone')];
+    const fetching = {
+      ready: false,
+      status: {
+        phase: 'Fetching' as const,
+        cache: 'model-k',
+        reason: 'Fetching',
+        message: 'Job model-fetch-k fetches',
+      },
+      condition: {
+        status: 'False' as const,
+        reason: 'Fetching' as const,
+        message: 'Job model-fetch-k fetches',
+      },
+    };
+    const s = computeStatus(observe(dense, endpoints, { model: fetching }), NOW);
+    expect(cond(s, 'Ready')).toMatchObject({ status: 'False', reason: 'ModelNotReady' });
+    expect(cond(s, 'Ready')?.message).toContain('Job model-fetch-k fetches');
+    expect(cond(s, 'ModelReady')).toMatchObject({ status: 'False', reason: 'Fetching' });
+    expect(s.model).toEqual(fetching.status);
+
+    const verified = {
+      ready: true,
+      status: { phase: 'Verified' as const, cache: 'model-k', digest: 'sha256:x' },
+      condition: { status: 'True' as const, reason: 'Verified' as const, message: '4 files' },
+    };
+    const v = computeStatus(observe(dense, endpoints, { model: verified }), NOW);
+    expect(cond(v, 'Ready')).toMatchObject({ status: 'True', reason: 'AllReplicasVerified' });
+    expect(cond(v, 'ModelReady')).toMatchObject({ status: 'True', reason: 'Verified' });
+
+    // Not planned this pass (an identity conflict): the last delivery status stays.
+    const kept = computeStatus(observe({ ...dense, status: v }, endpoints), NOW);
+    expect(kept.model).toEqual(verified.status);
+    expect(cond(kept, 'ModelReady')).toMatchObject({ status: 'True', reason: 'Verified' });
+  });
+
   it('is Ready only when every desired replica serves and is verified', () => {
     const one = computeStatus(
       observe(dense, [

@@ -5,6 +5,7 @@ import type { PodObject } from './endpoints.ts';
 import { computeImageDigest } from './fingerprint.ts';
 import { LABEL_DEPLOYMENT } from './labels.ts';
 import type { RoleEngine } from './roles.ts';
+import type { ModelDeliveryPlan } from './model-cache/plan.ts';
 
 export const ConditionType = {
   Ready: 'Ready',
@@ -12,12 +13,14 @@ export const ConditionType = {
   IdentityVerified: 'IdentityVerified',
   Degraded: 'Degraded',
   CacheHealthy: 'CacheHealthy',
+  ModelReady: 'ModelReady',
 } as const;
 
 export const Reason = {
   AllReplicasVerified: 'AllReplicasVerified',
   WaitingForVerifiedReplicas: 'WaitingForVerifiedReplicas',
   ScaledToZero: 'ScaledToZero',
+  ModelNotReady: 'ModelNotReady',
   Complete: 'Complete',
   RollingOut: 'RollingOut',
   Unschedulable: 'Unschedulable',
@@ -82,6 +85,11 @@ export interface StatusObservation {
   podCount: number;
   /** The cache's last assessment (cache-health/); undefined: the operator does not measure caches. */
   cache?: CacheHealthAssessment | undefined;
+  /**
+   * The model's delivery (model-cache/plan.ts); undefined when it was not planned this pass (an
+   * identity conflict): the previous ModelReady and status.model stay.
+   */
+  model?: Pick<ModelDeliveryPlan, 'ready' | 'status' | 'condition'> | undefined;
 }
 
 function countBy(endpoints: readonly Endpoint[], pred: (e: Endpoint) => boolean): number {
@@ -132,6 +140,11 @@ function computeRoutable(
   };
 }
 
+// Kept from the previous status when delivery was not planned this pass (an identity conflict).
+const modelStatus = (model: StatusObservation['model'], previous: DeploymentStatus['model']) => {
+  const m = model?.status ?? previous;
+  return m ? { model: m } : {};
+};
 const cacheConditions = (cache: CacheHealthAssessment | undefined) => (cache ? [cache.condition] : []);
 const cacheStatus = (cache: CacheHealthAssessment | undefined) =>
   cache?.cache ? { cache: cache.cache } : {};
@@ -145,6 +158,26 @@ function settleConditions(
 ): Condition[] {
   const set = setConditions(previous, next, now).conditions;
   return measuringCaches ? set : removeCondition(set, ConditionType.CacheHealthy).conditions;
+}
+
+/** Ready: replicas serving and verified, and never before the model files are (model-cache/). */
+function computeReady(
+  desired: number,
+  verified: number,
+  enoughPerRole: boolean,
+  model: StatusObservation['model'],
+): { status: Condition['status']; reason: string; message: string } {
+  if (desired === 0) return { status: 'False', reason: Reason.ScaledToZero, message: 'replicas is 0' };
+  if (model && !model.ready)
+    return {
+      status: 'False',
+      reason: Reason.ModelNotReady,
+      message: `model files not ready: ${model.condition.message}`,
+    };
+  const message = `${verified} of ${desired} replicas serving and verified`;
+  return enoughPerRole
+    ? { status: 'True', reason: Reason.AllReplicasVerified, message }
+    : { status: 'False', reason: Reason.WaitingForVerifiedReplicas, message };
 }
 
 /** The whole status of a Deployment from what was observed: pure, `now` injected. */
@@ -171,21 +204,8 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
       ...(generation !== undefined ? { observedGeneration: generation } : {}),
     });
 
-  if (desired === 0) cond(ConditionType.Ready, 'False', Reason.ScaledToZero, 'replicas is 0');
-  else if (enoughPerRole)
-    cond(
-      ConditionType.Ready,
-      'True',
-      Reason.AllReplicasVerified,
-      `${verified} of ${desired} replicas serving and verified`,
-    );
-  else
-    cond(
-      ConditionType.Ready,
-      'False',
-      Reason.WaitingForVerifiedReplicas,
-      `${verified} of ${desired} replicas serving and verified`,
-    );
+  const readiness = computeReady(desired, verified, enoughPerRole, obs.model);
+  cond(ConditionType.Ready, readiness.status, readiness.reason, readiness.message);
 
   const trouble = obs.troubles[0];
   if (obs.identityConflict) {
@@ -241,6 +261,8 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
   if (degradedBy.length > 0) cond(ConditionType.Degraded, 'True', 'Degraded', degradedBy.join('; '));
   else cond(ConditionType.Degraded, 'False', Reason.AsExpected, 'no fault observed');
 
+  const model = obs.model?.condition;
+  if (model) cond(ConditionType.ModelReady, model.status, model.reason, model.message);
   for (const c of cacheConditions(obs.cache)) cond(ConditionType.CacheHealthy, c.status, c.reason, c.message);
   const conditions = settleConditions(previous.conditions, next, obs.cache !== undefined, now);
 
@@ -263,6 +285,7 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
     },
     endpoints: [...endpoints].sort((a, b) => a.pod.localeCompare(b.pod)),
     routable: computeRoutable(engines, endpoints),
+    ...modelStatus(obs.model, previous.model),
     ...cacheStatus(obs.cache),
   };
 }

@@ -1,0 +1,41 @@
+// The shared model cache of a download source (ADR 0016): one PersistentVolumeClaim per
+// namespace and pair of digests, filled once by one Job. Names come from the digests, so every
+// Deployment that pins the same files finds the same cache without any lookup.
+import { createHash } from 'node:crypto';
+import type { DeploymentSpec } from '../../../api/index.ts';
+import { MODEL_DIR } from '../args.ts';
+
+export const LABEL_MODEL_CACHE = 'cacheroute.dev/model-cache';
+/** The fetch Job's pods: what a test harness's node agent recognises them by, too. */
+export const FETCH_COMPONENT = 'model-fetch';
+export const ANNOTATION_MODEL_DIGEST = 'cacheroute.dev/model-digest';
+export const ANNOTATION_TOKENIZER_DIGEST = 'cacheroute.dev/tokenizer-digest';
+export const ANNOTATION_MODEL_SOURCE = 'cacheroute.dev/model-source';
+/** Set on the cache by the operator once a fetch verified it: the record a restart reads. */
+export const ANNOTATION_VERIFIED = 'cacheroute.dev/model-verified';
+export const FETCH_CONTAINER = 'fetch';
+const KEY_LENGTH = 20;
+
+/**
+ * The tokenizer's directory inside the fetched repository: model.tokenizerPath under the model
+ * mount, relative; undefined when the tokenizer is the model directory's top. A tokenizer path
+ * outside the mount is not in the repository the Job fetches: `outside`.
+ */
+export function computeTokenizerSubpath(
+  spec: DeploymentSpec,
+): { ok: true; subpath: string | undefined } | { ok: false; path: string } {
+  const path = spec.model.tokenizerPath?.replace(/\/+$/, '');
+  if (path === undefined || path === MODEL_DIR) return { ok: true, subpath: undefined };
+  if (path.startsWith(`${MODEL_DIR}/`)) return { ok: true, subpath: path.slice(MODEL_DIR.length + 1) };
+  return { ok: false, path };
+}
+
+/** What identifies a cache's content: both digests and where the tokenizer digest was taken. */
+export function computeModelCacheKey(spec: DeploymentSpec): string {
+  const t = computeTokenizerSubpath(spec);
+  const material = [spec.model.digest, spec.model.tokenizerDigest, t.ok ? (t.subpath ?? '') : t.path];
+  return createHash('sha256').update(material.join('\n')).digest('hex').slice(0, KEY_LENGTH);
+}
+
+export const buildModelCacheName = (key: string): string => `model-${key}`;
+export const buildFetchJobName = (key: string): string => `model-fetch-${key}`;

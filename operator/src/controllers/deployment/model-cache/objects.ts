@@ -1,0 +1,240 @@
+// The cache volume and the fetch Job of a download source (ADR 0016). Pure builders.
+// The Job runs the operator's own image with the fetcher (operator/src/cli/model-fetch.ts):
+// no ServiceAccount token, no API access; the hub token is a file from the Secret, mounted
+// into this pod only; the result goes out through the container's termination message.
+import type {
+  V1Job,
+  V1OwnerReference,
+  V1PersistentVolumeClaim,
+  V1Toleration,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+import type { DeploymentSpec } from '../../../api/index.ts';
+import { MANAGED_BY } from '../labels.ts';
+import {
+  ANNOTATION_MODEL_DIGEST,
+  ANNOTATION_MODEL_SOURCE,
+  ANNOTATION_TOKENIZER_DIGEST,
+  buildFetchJobName,
+  buildModelCacheName,
+  FETCH_COMPONENT,
+  FETCH_CONTAINER,
+  LABEL_MODEL_CACHE,
+} from './names.ts';
+
+export interface ModelCacheConfig {
+  /** The image the fetch Job runs: the operator's own (it holds the fetcher). */
+  readonly fetchImage: string;
+  /** The cache's storage class when the spec names none; unset: the cluster's default class. */
+  readonly storageClassName?: string | undefined;
+  /** Storage requested when the spec gives no sizeLimit. */
+  readonly size: string;
+}
+
+export const DEFAULT_MODEL_CACHE_SIZE = '200Gi';
+export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
+/** The cache volume's mount in the fetch pod; the files are in MODEL_SUBDIR below it. */
+export const CACHE_MOUNT = '/cache';
+/**
+ * The model directory inside the volume: not its root, where a filesystem may keep a
+ * `lost+found` the fetcher cannot read and that is no file of the model.
+ */
+export const MODEL_SUBDIR = 'model';
+export const TOKEN_MOUNT = '/var/run/cacheroute/hub-token';
+export const TOKEN_FILE = 'token';
+export const TERMINATION_LOG = '/dev/termination-log';
+export const FETCH_COMMAND = ['node', 'operator/src/cli/model-fetch.ts'] as const;
+/** Exit codes of the fetcher that another attempt would repeat: bad arguments, files not the pinned ones. */
+export const PERMANENT_EXIT_CODES = [2, 3];
+const FETCH_UID = 1000;
+
+export function buildCacheLabels(key: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'model-cache',
+    'app.kubernetes.io/part-of': 'cacheroute',
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+    [LABEL_MODEL_CACHE]: key,
+  };
+}
+
+/** The owner references of a cache: every Deployment using it, none the controller (ADR 0016). */
+export function buildCacheOwners(users: readonly { name: string; uid: string }[]): V1OwnerReference[] {
+  return [...users]
+    .sort((a, b) => a.uid.localeCompare(b.uid))
+    .map((u) => ({ apiVersion: 'cacheroute.dev/v1alpha1', kind: 'Deployment', name: u.name, uid: u.uid }));
+}
+
+export function buildModelCachePvc(
+  namespace: string,
+  key: string,
+  spec: DeploymentSpec,
+  config: ModelCacheConfig,
+  owners: V1OwnerReference[],
+): V1PersistentVolumeClaim {
+  const download = spec.model.source.download;
+  const storageClassName = download?.storageClassName ?? config.storageClassName;
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: buildModelCacheName(key),
+      namespace,
+      labels: buildCacheLabels(key),
+      annotations: {
+        [ANNOTATION_MODEL_DIGEST]: spec.model.digest,
+        [ANNOTATION_TOKENIZER_DIGEST]: spec.model.tokenizerDigest,
+        [ANNOTATION_MODEL_SOURCE]: `${spec.model.path}@${spec.model.revision ?? ''}`,
+      },
+      ownerReferences: owners,
+    },
+    spec: {
+      // One volume for every replica on every node: written once by the Job, read by all.
+      accessModes: ['ReadWriteMany'],
+      volumeMode: 'Filesystem',
+      resources: { requests: { storage: String(download?.sizeLimit ?? config.size) } },
+      ...(storageClassName ? { storageClassName } : {}),
+    },
+  };
+}
+
+// zod's optional fields may hold `undefined`; the Kubernetes types may not.
+const buildToleration = (
+  t: NonNullable<NonNullable<DeploymentSpec['scheduling']>['tolerations']>[number],
+): V1Toleration => Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined));
+
+export interface FetchJobInput {
+  readonly namespace: string;
+  readonly key: string;
+  readonly spec: DeploymentSpec;
+  readonly tokenizerSubpath: string | undefined;
+  readonly config: ModelCacheConfig;
+  /** The cache PVC, the Job's controller: the Job goes with it. */
+  readonly cache: { name: string; uid: string };
+}
+
+function buildFetchArgs(input: FetchJobInput): string[] {
+  const { spec, tokenizerSubpath } = input;
+  const download = spec.model.source.download;
+  return [
+    '--endpoint',
+    download?.endpoint ?? DEFAULT_HUB_ENDPOINT,
+    '--repo',
+    spec.model.path,
+    '--revision',
+    spec.model.revision ?? '',
+    '--digest',
+    spec.model.digest,
+    '--tokenizer-digest',
+    spec.model.tokenizerDigest,
+    ...(tokenizerSubpath !== undefined ? ['--tokenizer-subpath', tokenizerSubpath] : []),
+    '--dest',
+    `${CACHE_MOUNT}/${MODEL_SUBDIR}`,
+    '--result-file',
+    TERMINATION_LOG,
+    ...(download?.tokenSecretRef ? ['--token-file', `${TOKEN_MOUNT}/${TOKEN_FILE}`] : []),
+    ...(download?.proxy ? ['--proxy', download.proxy] : []),
+  ];
+}
+
+export function buildFetchJob(input: FetchJobInput): V1Job {
+  const { namespace, key, spec, config, cache } = input;
+  const token = spec.model.source.download?.tokenSecretRef;
+  const labels = {
+    ...buildCacheLabels(key),
+    'app.kubernetes.io/name': 'model-fetch',
+    'app.kubernetes.io/component': FETCH_COMPONENT,
+  };
+  const volumes: V1Volume[] = [
+    { name: 'cache', persistentVolumeClaim: { claimName: cache.name } },
+    // The root filesystem is read-only; Node may want a scratch directory.
+    { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+    ...(token
+      ? [
+          {
+            name: 'hub-token',
+            secret: {
+              secretName: token.name,
+              items: [{ key: token.key, path: TOKEN_FILE }],
+              defaultMode: 0o400,
+            },
+          },
+        ]
+      : []),
+  ];
+  const mounts: V1VolumeMount[] = [
+    { name: 'cache', mountPath: CACHE_MOUNT },
+    { name: 'tmp', mountPath: '/tmp' },
+    ...(token ? [{ name: 'hub-token', mountPath: TOKEN_MOUNT, readOnly: true }] : []),
+  ];
+  const scheduling = spec.scheduling;
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      name: buildFetchJobName(key),
+      namespace,
+      labels,
+      ownerReferences: [
+        {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          name: cache.name,
+          uid: cache.uid,
+          controller: true,
+        },
+      ],
+    },
+    spec: {
+      // Transient failures (the hub's 5xx past the fetcher's own retries, a node lost) get
+      // another pod, which resumes; files that are not the pinned ones end the Job at once.
+      backoffLimit: 3,
+      podFailurePolicy: {
+        rules: [
+          {
+            action: 'FailJob',
+            onExitCodes: { containerName: FETCH_CONTAINER, operator: 'In', values: PERMANENT_EXIT_CODES },
+          },
+        ],
+      },
+      template: {
+        metadata: { labels },
+        spec: {
+          restartPolicy: 'Never',
+          // The fetcher talks to the hub only: no API credentials in its pod.
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: FETCH_UID,
+            runAsGroup: FETCH_UID,
+            fsGroup: FETCH_UID,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          // The cache is mounted where the model's pods run: their node pool reaches the storage.
+          ...(scheduling?.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
+          ...(scheduling?.tolerations ? { tolerations: scheduling.tolerations.map(buildToleration) } : {}),
+          containers: [
+            {
+              name: FETCH_CONTAINER,
+              image: config.fetchImage,
+              command: [...FETCH_COMMAND],
+              args: buildFetchArgs(input),
+              terminationMessagePath: TERMINATION_LOG,
+              // A fetcher killed before it wrote its result still leaves its last words.
+              terminationMessagePolicy: 'FallbackToLogsOnError',
+              volumeMounts: mounts,
+              resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '2Gi' } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
+            },
+          ],
+          volumes,
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,330 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { validateResource, type DeploymentSpec } from '../../../api/index.ts';
+import { loadSample } from '../../../../../test/support/samples.ts';
+import { buildFetchJob, type ModelCacheConfig } from './objects.ts';
+import {
+  ANNOTATION_VERIFIED,
+  buildFetchJobName,
+  buildModelCacheName,
+  computeModelCacheKey,
+} from './names.ts';
+import {
+  computeFailureReason,
+  ModelReason,
+  planModelDelivery,
+  type FetchPodObject,
+  type JobObject,
+  type ModelDeliveryObservation,
+  type PvcObject,
+} from './plan.ts';
+
+const NOW = new Date('2026-12-02T21:00:00Z');
+const CONFIG: ModelCacheConfig = { fetchImage: 'cacheroute/operator@sha256:abc', size: '200Gi' };
+
+function downloadSpec(over: (s: DeploymentSpec) => DeploymentSpec = (s) => s): DeploymentSpec {
+  const r = validateResource(loadSample('deployment-hicache.yaml'));
+  if (!r.ok || r.value.kind !== 'Deployment') throw new Error('bad sample');
+  return over(r.value.spec);
+}
+const SPEC = downloadSpec();
+const KEY = computeModelCacheKey(SPEC);
+const CACHE = buildModelCacheName(KEY);
+const JOB = buildFetchJobName(KEY);
+
+const pvc = (over: { bound?: boolean; annotations?: Record<string, string> } = {}): PvcObject => ({
+  apiVersion: 'v1',
+  kind: 'PersistentVolumeClaim',
+  metadata: { name: CACHE, namespace: 'ns', uid: 'pvc-uid', annotations: over.annotations ?? {} },
+  spec: { storageClassName: 'shared' },
+  status: { phase: over.bound === false ? 'Pending' : 'Bound' },
+});
+const job = (condition?: 'Complete' | 'Failed', reason = ''): JobObject => ({
+  apiVersion: 'batch/v1',
+  kind: 'Job',
+  metadata: { name: JOB, namespace: 'ns', uid: 'job-uid' },
+  status: condition
+    ? { conditions: [{ type: condition, status: 'True', reason, message: 'm' }] }
+    : { active: 1 },
+});
+const pod = (name: string, phase: string, exitCode?: number, message?: string): FetchPodObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'ns', creationTimestamp: `2026-12-02T20:0${name.slice(-1)}:00Z` },
+  status: {
+    phase,
+    containerStatuses: [
+      {
+        name: 'fetch',
+        image: 'x',
+        imageID: '',
+        ready: false,
+        restartCount: 0,
+        ...(exitCode !== undefined
+          ? { state: { terminated: { exitCode, ...(message ? { message } : {}) } } }
+          : {}),
+      },
+    ],
+  },
+});
+const done = JSON.stringify({
+  phase: 'done',
+  ok: true,
+  digest: SPEC.model.digest,
+  tokenizerDigest: SPEC.model.tokenizerDigest,
+  files: 4,
+  bytes: 1234,
+  downloadedBytes: 1234,
+  fromMarker: false,
+});
+const mismatch = JSON.stringify({
+  phase: 'failed',
+  ok: false,
+  reason: 'ModelDigestMismatch',
+  message: 'model-00001.safetensors: sha256 aa…, the listing says bb…',
+  path: 'model-00001.safetensors',
+});
+
+const observe = (o: Partial<ModelDeliveryObservation> = {}): ModelDeliveryObservation => ({
+  namespace: 'ns',
+  spec: SPEC,
+  config: CONFIG,
+  cache: undefined,
+  job: undefined,
+  pods: [],
+  owners: [{ apiVersion: 'cacheroute.dev/v1alpha1', kind: 'Deployment', name: 'qwen-32b', uid: 'd1' }],
+  now: NOW,
+  ...o,
+});
+
+describe('planModelDelivery', () => {
+  it('mounts a pvc or hostPath source as it is, saying its digest is not checked', () => {
+    const spec = downloadSpec((s) => ({
+      ...s,
+      model: { ...s.model, source: { pvc: { claimName: 'models' } } },
+    }));
+    const plan = planModelDelivery(observe({ spec }));
+    expect(plan).toMatchObject({
+      ready: true,
+      actions: [],
+      condition: { status: 'True', reason: 'PreStaged' },
+    });
+    expect(plan.condition.message).toContain('PersistentVolumeClaim models');
+    expect(plan.condition.message).toContain('not checked');
+  });
+
+  it('creates the cache first, owned by every user and controlled by none', () => {
+    const plan = planModelDelivery(observe());
+    expect(plan.ready).toBe(false);
+    expect(plan.condition).toMatchObject({ status: 'False', reason: 'Pending' });
+    const [a] = plan.actions;
+    expect(a?.kind).toBe('createCache');
+    if (a?.kind !== 'createCache') return;
+    expect(a.pvc.metadata?.name).toBe(CACHE);
+    expect(a.pvc.spec?.accessModes).toEqual(['ReadWriteMany']);
+    expect(a.pvc.spec?.resources?.requests).toEqual({ storage: '80Gi' });
+    expect(a.pvc.metadata?.ownerReferences?.map((r) => [r.uid, r.controller])).toEqual([['d1', undefined]]);
+  });
+
+  it.each([
+    ['the spec', 'from-spec', 'from-flag', 'from-spec'],
+    ['the operator flag', undefined, 'from-flag', 'from-flag'],
+    ['the default class', undefined, undefined, undefined],
+  ])('takes the storage class from %s', (_from, inSpec, inConfig, expected) => {
+    const spec = downloadSpec((s) => ({
+      ...s,
+      model: { ...s.model, source: { download: { ...s.model.source.download, storageClassName: inSpec } } },
+    }));
+    const [a] = planModelDelivery(
+      observe({ spec, config: { ...CONFIG, storageClassName: inConfig } }),
+    ).actions;
+    expect(a?.kind === 'createCache' ? a.pvc.spec?.storageClassName : 'no cache').toBe(expected);
+  });
+
+  it('then the Job, controlled by the cache', () => {
+    const plan = planModelDelivery(observe({ cache: pvc() }));
+    const [a] = plan.actions;
+    expect(a?.kind).toBe('createJob');
+    if (a?.kind !== 'createJob') return;
+    expect(a.job.metadata?.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: CACHE, uid: 'pvc-uid', controller: true },
+    ]);
+  });
+
+  it('is Fetching while the Job runs, Pending while the volume is unbound', () => {
+    expect(planModelDelivery(observe({ cache: pvc(), job: job() }))).toMatchObject({
+      ready: false,
+      actions: [],
+      status: { phase: 'Fetching' },
+      condition: { reason: 'Fetching' },
+    });
+    const unbound = planModelDelivery(observe({ cache: pvc({ bound: false }), job: job() }));
+    expect(unbound.condition).toMatchObject({ reason: 'Pending' });
+    expect(unbound.condition.message).toContain('storage class shared');
+  });
+
+  it('records the verified result of a completed Job on the cache and is ready', () => {
+    const plan = planModelDelivery(
+      observe({ cache: pvc(), job: job('Complete'), pods: [pod('p1', 'Succeeded', 0, done)] }),
+    );
+    expect(plan.ready).toBe(true);
+    expect(plan.condition).toMatchObject({ status: 'True', reason: 'Verified' });
+    expect(plan.status).toMatchObject({ phase: 'Verified', files: 4, bytesTotal: 1234, progress: 1 });
+    expect(plan.actions).toEqual([
+      {
+        kind: 'recordVerified',
+        cache: CACHE,
+        record: {
+          digest: SPEC.model.digest,
+          tokenizerDigest: SPEC.model.tokenizerDigest,
+          files: 4,
+          bytes: 1234,
+          verifiedAt: NOW.toISOString(),
+          job: JOB,
+        },
+      },
+    ]);
+  });
+
+  it('is ready from the record alone: a restart or a scale-up needs no Job and makes none', () => {
+    const record = JSON.stringify({
+      digest: SPEC.model.digest,
+      tokenizerDigest: SPEC.model.tokenizerDigest,
+      files: 4,
+      bytes: 1234,
+      verifiedAt: NOW.toISOString(),
+      job: JOB,
+    });
+    const plan = planModelDelivery(
+      observe({ cache: pvc({ annotations: { [ANNOTATION_VERIFIED]: record } }) }),
+    );
+    expect(plan).toMatchObject({ ready: true, actions: [], status: { phase: 'Verified' } });
+  });
+
+  it('does not trust a record of other digests, nor a malformed one', () => {
+    for (const text of [
+      '{',
+      JSON.stringify({
+        digest: 'sha256:00',
+        tokenizerDigest: 'x',
+        files: 1,
+        bytes: 1,
+        verifiedAt: 'x',
+        job: 'j',
+      }),
+    ]) {
+      const plan = planModelDelivery(
+        observe({ cache: pvc({ annotations: { [ANNOTATION_VERIFIED]: text } }) }),
+      );
+      expect(plan.ready).toBe(false);
+      expect(plan.actions.map((a) => a.kind)).toEqual(['createJob']);
+    }
+  });
+
+  it('does not trust a Job that completed without a result (as a fake node completing it would)', () => {
+    const plan = planModelDelivery(
+      observe({ cache: pvc(), job: job('Complete'), pods: [pod('p1', 'Succeeded', 0)] }),
+    );
+    expect(plan).toMatchObject({
+      ready: false,
+      actions: [],
+      condition: { status: 'False', reason: 'FetchFailed' },
+    });
+    expect(plan.condition.message).toContain('not trusted');
+  });
+
+  it('names the first bad file of a mismatch, and how to try again', () => {
+    const plan = planModelDelivery(
+      observe({
+        cache: pvc(),
+        job: job('Failed', 'PodFailurePolicy'),
+        pods: [pod('p1', 'Failed', 3, mismatch)],
+      }),
+    );
+    expect(plan).toMatchObject({
+      ready: false,
+      actions: [],
+      status: { phase: 'Failed', path: 'model-00001.safetensors' },
+      condition: { status: 'False', reason: 'ModelDigestMismatch' },
+    });
+    expect(plan.condition.message).toContain('file model-00001.safetensors');
+    expect(plan.condition.message).toContain(`delete Job ${JOB}`);
+  });
+
+  it('reads the result from a log tail (FallbackToLogsOnError) and says a retry is under way', () => {
+    const tail = `{"phase":"weights","filesDone":1,"filesTotal":4,"bytesDone":1,"bytesTotal":9}\n${JSON.stringify({ phase: 'failed', ok: false, reason: 'DownloadFailed', message: 'connection reset' })}\nmodel-fetch: DownloadFailed: connection reset\n`;
+    const plan = planModelDelivery(
+      observe({ cache: pvc(), job: job(), pods: [pod('p1', 'Failed', 1, tail), pod('p2', 'Running')] }),
+    );
+    expect(plan.condition).toMatchObject({ status: 'False', reason: 'Fetching' });
+    expect(plan.condition.message).toContain('attempt 1 failed: DownloadFailed: connection reset');
+  });
+
+  it.each([
+    ['HubUnauthorized', 'SourceUnreadable'],
+    ['HubNotFound', 'SourceUnreadable'],
+    ['UnexpectedFiles', 'ModelDigestMismatch'],
+    ['DownloadFailed', 'FetchFailed'],
+    ['InvalidArguments', 'FetchFailed'],
+    ['HubInvalidListing', 'FetchFailed'],
+  ])('maps the fetcher reason %s to %s', (fetcher, reason) => {
+    expect(computeFailureReason(fetcher)).toBe(reason);
+  });
+
+  it('fails clearly without a fetch image, or with a tokenizer outside the repository', () => {
+    expect(planModelDelivery(observe({ config: undefined })).condition.reason).toBe('FetcherNotConfigured');
+    const spec = downloadSpec((s) => ({ ...s, model: { ...s.model, tokenizerPath: '/tokenizers/qwen' } }));
+    const plan = planModelDelivery(observe({ spec }));
+    expect(plan.condition).toMatchObject({ status: 'False', reason: 'SourceUnreadable' });
+    expect(plan.actions).toEqual([]);
+  });
+});
+
+describe('buildFetchJob', () => {
+  const input = (spec: DeploymentSpec) => ({
+    namespace: 'ns',
+    key: KEY,
+    spec,
+    tokenizerSubpath: undefined,
+    config: CONFIG,
+    cache: { name: CACHE, uid: 'pvc-uid' },
+  });
+
+  it('mounts the token as a file for the fetcher only: no env, no argument holds it', () => {
+    const j = buildFetchJob(input(SPEC));
+    const pod = j.spec?.template.spec;
+    const c = pod?.containers[0];
+    expect(pod?.automountServiceAccountToken).toBe(false);
+    expect(c?.env).toBeUndefined();
+    expect(c?.args).toContain('--token-file');
+    expect(pod?.volumes?.find((v) => v.name === 'hub-token')?.secret).toEqual({
+      secretName: 'hf-token',
+      items: [{ key: 'token', path: 'token' }],
+      defaultMode: 0o400,
+    });
+    expect(c?.command).toEqual(['node', 'operator/src/cli/model-fetch.ts']);
+    expect(c?.args?.slice(0, 2)).toEqual(['--endpoint', 'https://huggingface.co']);
+    expect(j.spec?.podFailurePolicy?.rules[0]?.onExitCodes?.values).toEqual([2, 3]);
+  });
+
+  it('takes the mirror and the proxy of the source', () => {
+    const spec = downloadSpec((s) => ({
+      ...s,
+      model: {
+        ...s.model,
+        source: { download: { endpoint: 'https://mirror.example/hf', proxy: 'http://proxy.example:3128' } },
+      },
+    }));
+    const args = buildFetchJob(input(spec)).spec?.template.spec?.containers[0]?.args ?? [];
+    expect(args.slice(0, 2)).toEqual(['--endpoint', 'https://mirror.example/hf']);
+    expect(args.slice(-2)).toEqual(['--proxy', 'http://proxy.example:3128']);
+    expect(args).not.toContain('--token-file');
+  });
+});
+
+describe('ModelReason', () => {
+  it('each reason is documented in docs/operations.md', () => {
+    const doc = readFileSync(new URL('../../../../../docs/operations.md', import.meta.url), 'utf8');
+    for (const reason of Object.values(ModelReason)) expect(doc).toContain(`\`${reason}\``);
+  });
+});

@@ -1,0 +1,303 @@
+// Model delivery of one Deployment, planned from what was observed (ADR 0016):
+//
+//   pvc/hostPath source ─────────────────────────────▶ PreStaged (ModelReady=True, not checked)
+//   download: no cache ──createCache──▶ cache, no Job ──createJob──▶ Fetching
+//   Fetching ──Job Complete, result digests = spec──recordVerified──▶ Verified (ModelReady=True)
+//            ──Job Failed──▶ Failed: ModelDigestMismatch (the first bad file) | SourceUnreadable
+//                                    (401/403/404) | FetchFailed (the cause)
+//   a cache that carries the verified record ─────────▶ Verified, whatever became of its Job
+//
+// The verified record on the cache (an annotation the operator writes, never the Job) is what
+// restarts, rollouts and scale-ups read: no second fetch, no request to the hub. A Job that
+// completed without a readable result is not trusted: SGLang never starts on files nobody
+// vouched for. The Job is created once and never changed (its template is immutable); a failed
+// one stays until someone deletes it, and then a new one is made.
+import type { V1Job, V1OwnerReference, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
+import { z } from 'zod';
+import type { DeploymentSpec, ModelDeliveryStatus } from '../../../api/index.ts';
+import type { KubeObject } from '../../../runtime/objects.ts';
+import { buildFetchJob, buildModelCachePvc, type ModelCacheConfig } from './objects.ts';
+import {
+  ANNOTATION_VERIFIED,
+  buildFetchJobName,
+  buildModelCacheName,
+  computeModelCacheKey,
+  computeTokenizerSubpath,
+} from './names.ts';
+import { computeFetchAttempts, type FetchAttempt, type FetchResult } from './result.ts';
+
+export const ModelReason = {
+  Verified: 'Verified',
+  PreStaged: 'PreStaged',
+  Pending: 'Pending',
+  Fetching: 'Fetching',
+  ModelDigestMismatch: 'ModelDigestMismatch',
+  FetchFailed: 'FetchFailed',
+  SourceUnreadable: 'SourceUnreadable',
+  FetcherNotConfigured: 'FetcherNotConfigured',
+} as const;
+export type ModelReason = (typeof ModelReason)[keyof typeof ModelReason];
+
+export type PvcObject = KubeObject & Pick<V1PersistentVolumeClaim, 'spec' | 'status'>;
+export type JobObject = KubeObject & Pick<V1Job, 'spec' | 'status'>;
+export type FetchPodObject = KubeObject & Pick<V1Pod, 'spec' | 'status'>;
+
+export const VerifiedRecord = z.object({
+  digest: z.string(),
+  tokenizerDigest: z.string(),
+  files: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+  verifiedAt: z.string(),
+  job: z.string(),
+});
+export type VerifiedRecord = z.infer<typeof VerifiedRecord>;
+
+export type ModelCacheAction =
+  | { readonly kind: 'createCache'; readonly pvc: V1PersistentVolumeClaim }
+  | { readonly kind: 'createJob'; readonly job: V1Job }
+  | { readonly kind: 'recordVerified'; readonly cache: string; readonly record: VerifiedRecord };
+
+export interface ModelDeliveryObservation {
+  readonly namespace: string;
+  readonly spec: DeploymentSpec;
+  /** The operator's fetch settings; undefined: it runs without a fetch image. */
+  readonly config: ModelCacheConfig | undefined;
+  /** The cache PVC of this spec's key, from the cache. */
+  readonly cache: PvcObject | undefined;
+  readonly job: JobObject | undefined;
+  /** The Job's pods. */
+  readonly pods: readonly FetchPodObject[];
+  /** Every Deployment that uses this key: the cache's owners. */
+  readonly owners: V1OwnerReference[];
+  readonly now: Date;
+}
+
+export interface ModelDeliveryPlan {
+  /** The files are there and verified (or pre-staged): the workloads may be applied. */
+  readonly ready: boolean;
+  readonly status: ModelDeliveryStatus;
+  readonly condition: { status: 'True' | 'False'; reason: ModelReason; message: string };
+  readonly actions: readonly ModelCacheAction[];
+}
+
+/** The verified record on a cache, when it is one for these digests. */
+export function readVerifiedRecord(
+  cache: PvcObject | undefined,
+  spec: DeploymentSpec,
+): VerifiedRecord | undefined {
+  const text = cache?.metadata?.annotations?.[ANNOTATION_VERIFIED];
+  if (text === undefined) return undefined;
+  try {
+    const r = VerifiedRecord.safeParse(JSON.parse(text));
+    if (!r.success) return undefined;
+    const same = r.data.digest === spec.model.digest && r.data.tokenizerDigest === spec.model.tokenizerDigest;
+    return same ? r.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const jobCondition = (job: JobObject | undefined, type: string) =>
+  job?.status?.conditions?.find((c) => c.type === type && c.status === 'True');
+
+function planFailure(
+  base: ModelDeliveryStatus,
+  reason: ModelReason,
+  message: string,
+  extra: Partial<ModelDeliveryStatus> = {},
+): ModelDeliveryPlan {
+  return {
+    ready: false,
+    status: { ...base, phase: 'Failed', reason, message, ...extra },
+    condition: { status: 'False', reason, message },
+    actions: [],
+  };
+}
+
+/** The condition reason of a fetcher's failure reason (fetch-reasons.ts). */
+export function computeFailureReason(fetcherReason: string): ModelReason {
+  switch (fetcherReason) {
+    case 'ModelDigestMismatch':
+    case 'UnexpectedFiles':
+      return ModelReason.ModelDigestMismatch;
+    case 'HubUnauthorized':
+    case 'HubNotFound':
+      return ModelReason.SourceUnreadable;
+    default:
+      return ModelReason.FetchFailed;
+  }
+}
+
+function describeFailure(result: Extract<FetchResult, { ok: false }>): string {
+  const file = result.path ? `file ${result.path}: ` : '';
+  return `${result.reason}: ${file}${result.message}`;
+}
+
+const lastFailed = (attempts: readonly FetchAttempt[]) =>
+  [...attempts].reverse().find((a) => a.phase === 'Failed');
+
+function planFinished(
+  obs: ModelDeliveryObservation,
+  base: ModelDeliveryStatus,
+  jobName: string,
+): ModelDeliveryPlan {
+  const attempts = computeFetchAttempts(obs.pods);
+  const retry = `delete Job ${jobName} to fetch again`;
+  if (jobCondition(obs.job, 'Complete')) {
+    const done = [...attempts].reverse().find((a) => a.phase === 'Succeeded' && a.result?.ok);
+    const result = done?.result;
+    if (!result?.ok)
+      return planFailure(
+        base,
+        ModelReason.FetchFailed,
+        `Job ${jobName} completed but its pod left no fetch result: the files are not trusted; ${retry}`,
+      );
+    if (result.digest !== obs.spec.model.digest || result.tokenizerDigest !== obs.spec.model.tokenizerDigest)
+      return planFailure(
+        base,
+        ModelReason.ModelDigestMismatch,
+        `Job ${jobName} verified digests ${result.digest} / ${result.tokenizerDigest}, not the pinned ${obs.spec.model.digest} / ${obs.spec.model.tokenizerDigest}`,
+      );
+    const record: VerifiedRecord = {
+      digest: result.digest,
+      tokenizerDigest: result.tokenizerDigest,
+      files: result.files,
+      bytes: result.bytes,
+      verifiedAt: obs.now.toISOString(),
+      job: jobName,
+    };
+    return {
+      ...planVerified(base, record),
+      actions: [{ kind: 'recordVerified', cache: base.cache ?? '', record }],
+    };
+  }
+  const failed = lastFailed(attempts);
+  const result = failed?.result;
+  if (result && !result.ok) {
+    const reason = computeFailureReason(result.reason);
+    return planFailure(
+      base,
+      reason,
+      `${describeFailure(result)}; ${retry}`,
+      result.path ? { path: result.path } : {},
+    );
+  }
+  const why = jobCondition(obs.job, 'Failed');
+  return planFailure(
+    base,
+    ModelReason.FetchFailed,
+    `Job ${jobName} failed (${why?.reason ?? 'Failed'}: ${why?.message ?? 'no message'}) and its pods left no result; ${retry}`,
+  );
+}
+
+function planVerified(base: ModelDeliveryStatus, record: VerifiedRecord): ModelDeliveryPlan {
+  return {
+    ready: true,
+    status: {
+      ...base,
+      phase: 'Verified',
+      reason: ModelReason.Verified,
+      files: record.files,
+      bytesTotal: record.bytes,
+      bytesDone: record.bytes,
+      progress: 1,
+      digest: record.digest,
+      tokenizerDigest: record.tokenizerDigest,
+      verifiedAt: record.verifiedAt,
+    },
+    condition: {
+      status: 'True',
+      reason: ModelReason.Verified,
+      message: `${record.files} files (${record.bytes} bytes) in ${base.cache ?? ''} match ${record.digest}`,
+    },
+    actions: [],
+  };
+}
+
+function planRunning(
+  obs: ModelDeliveryObservation,
+  base: ModelDeliveryStatus,
+  jobName: string,
+): ModelDeliveryPlan {
+  const attempts = computeFetchAttempts(obs.pods);
+  const failed = lastFailed(attempts);
+  const bound = obs.cache?.status?.phase === 'Bound';
+  const message = !bound
+    ? `waiting for the cache volume ${base.cache ?? ''} to be bound (ReadWriteMany, storage class ${obs.cache?.spec?.storageClassName ?? 'the default'})`
+    : failed?.result && !failed.result.ok
+      ? `Job ${jobName} fetches again after attempt ${attempts.indexOf(failed) + 1} failed: ${describeFailure(failed.result)}`
+      : `Job ${jobName} fetches ${obs.spec.model.path}@${obs.spec.model.revision ?? ''}`;
+  const reason = bound ? ModelReason.Fetching : ModelReason.Pending;
+  return {
+    ready: false,
+    status: { ...base, phase: bound ? 'Fetching' : 'Pending', reason, message },
+    condition: { status: 'False', reason, message },
+    actions: [],
+  };
+}
+
+export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryPlan {
+  const { spec } = obs;
+  const source = spec.model.source;
+  if (!source.download) {
+    const where = source.pvc
+      ? `PersistentVolumeClaim ${source.pvc.claimName}`
+      : `node path ${source.hostPath?.path ?? ''}`;
+    const message = `model files on ${where}, mounted as they are: their digest is not checked (only download sources are fetched and verified)`;
+    return {
+      ready: true,
+      status: { phase: 'PreStaged', reason: ModelReason.PreStaged, message },
+      condition: { status: 'True', reason: ModelReason.PreStaged, message },
+      actions: [],
+    };
+  }
+  const key = computeModelCacheKey(spec);
+  const cacheName = buildModelCacheName(key);
+  const jobName = buildFetchJobName(key);
+  const base: ModelDeliveryStatus = { phase: 'Pending', cache: cacheName, job: jobName };
+  const tokenizer = computeTokenizerSubpath(spec);
+  if (!tokenizer.ok)
+    return planFailure(
+      base,
+      ModelReason.SourceUnreadable,
+      `model.tokenizerPath ${tokenizer.path} is outside the fetched repository: with source.download, leave it out or name a directory under /models`,
+    );
+  const record = readVerifiedRecord(obs.cache, spec);
+  if (record) return planVerified(base, record);
+  if (!obs.config)
+    return planFailure(
+      base,
+      ModelReason.FetcherNotConfigured,
+      'the operator runs without --model-fetch-image: download sources cannot be fetched (the chart sets it)',
+    );
+  if (!obs.cache?.metadata?.uid) {
+    const pvc = buildModelCachePvc(obs.namespace, key, spec, obs.config, obs.owners);
+    const message = `creating the model cache ${cacheName}`;
+    return {
+      ready: false,
+      status: { ...base, reason: ModelReason.Pending, message },
+      condition: { status: 'False', reason: ModelReason.Pending, message },
+      actions: [{ kind: 'createCache', pvc }],
+    };
+  }
+  if (!obs.job) {
+    const job = buildFetchJob({
+      namespace: obs.namespace,
+      key,
+      spec,
+      tokenizerSubpath: tokenizer.subpath,
+      config: obs.config,
+      cache: { name: cacheName, uid: obs.cache.metadata.uid },
+    });
+    const message = `starting Job ${jobName} to fetch ${spec.model.path}@${spec.model.revision ?? ''}`;
+    return {
+      ready: false,
+      status: { ...base, reason: ModelReason.Pending, message },
+      condition: { status: 'False', reason: ModelReason.Pending, message },
+      actions: [{ kind: 'createJob', job }],
+    };
+  }
+  if (jobCondition(obs.job, 'Complete') || jobCondition(obs.job, 'Failed'))
+    return planFinished(obs, base, jobName);
+  return planRunning(obs, base, jobName);
+}

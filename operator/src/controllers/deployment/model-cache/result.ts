@@ -1,0 +1,68 @@
+// What a fetch pod left: the fetcher's result line in its termination message (--result-file
+// /dev/termination-log), or, for a fetcher that died before writing it, the tail of its log
+// (FallbackToLogsOnError), whose last result line is the one that counts.
+import type { V1Pod } from '@kubernetes/client-node';
+import { z } from 'zod';
+import type { KubeObject } from '../../../runtime/objects.ts';
+import { FETCH_CONTAINER } from './names.ts';
+
+export const FetchResult = z.discriminatedUnion('phase', [
+  z.object({
+    phase: z.literal('done'),
+    ok: z.literal(true),
+    digest: z.string(),
+    tokenizerDigest: z.string(),
+    files: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    downloadedBytes: z.number().int().nonnegative().optional(),
+    fromMarker: z.boolean().optional(),
+  }),
+  z.object({
+    phase: z.literal('failed'),
+    ok: z.literal(false),
+    reason: z.string(),
+    message: z.string(),
+    path: z.string().optional(),
+  }),
+]);
+export type FetchResult = z.infer<typeof FetchResult>;
+
+/** The last result line of a termination message; undefined when it holds none. */
+export function parseFetchResult(message: string | undefined): FetchResult | undefined {
+  const lines = (message ?? '').split('\n').reverse();
+  for (const l of lines) {
+    if (!l.trim().startsWith('{')) continue;
+    try {
+      const parsed = FetchResult.safeParse(JSON.parse(l));
+      if (parsed.success) return parsed.data;
+    } catch {
+      // A log line cut by the 4 KiB limit: not a result.
+    }
+  }
+  return undefined;
+}
+
+export interface FetchAttempt {
+  readonly pod: string;
+  readonly createdAt: string;
+  readonly phase: string;
+  readonly exitCode: number | undefined;
+  readonly result: FetchResult | undefined;
+}
+
+/** Each fetch pod as an attempt, oldest first. */
+export function computeFetchAttempts(pods: readonly (KubeObject & Pick<V1Pod, 'status'>)[]): FetchAttempt[] {
+  return pods
+    .map((p) => {
+      const terminated = p.status?.containerStatuses?.find((c) => c.name === FETCH_CONTAINER)?.state
+        ?.terminated;
+      return {
+        pod: p.metadata?.name ?? '',
+        createdAt: String(p.metadata?.creationTimestamp ?? ''),
+        phase: p.status?.phase ?? 'Pending',
+        exitCode: terminated?.exitCode,
+        result: parseFetchResult(terminated?.message),
+      };
+    })
+    .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.pod.localeCompare(b.pod));
+}

@@ -1,0 +1,157 @@
+// The I/O of model delivery (ADR 0016): reads the cache, its Job and the Job's pods from the
+// informers, lets plan.ts and owners.ts decide, and makes their writes. The Deployment
+// reconciler calls `deliver` before it applies workloads, and applies them only when the
+// plan says the files are ready.
+import type { DeploymentResource } from '../../../api/index.ts';
+import { ApiError, type KubeClient } from '../../../runtime/client.ts';
+import type { Manager, Watch } from '../../../runtime/manager.ts';
+import type { KubeObject, ObjectKey } from '../../../runtime/objects.ts';
+import type { ResourceCache } from '../../../runtime/cache.ts';
+import { Resources } from '../../../runtime/resources.ts';
+import type { ModelCacheConfig } from './objects.ts';
+import {
+  ANNOTATION_VERIFIED,
+  buildFetchJobName,
+  buildModelCacheName,
+  computeModelCacheKey,
+  LABEL_MODEL_CACHE,
+} from './names.ts';
+import { computeCacheOwners, planCacheOwners, type CacheUser } from './owners.ts';
+import {
+  planModelDelivery,
+  type FetchPodObject,
+  type JobObject,
+  type ModelCacheAction,
+  type ModelDeliveryPlan,
+  type PvcObject,
+} from './plan.ts';
+
+type RootObject = KubeObject & DeploymentResource;
+
+export interface ModelDelivery {
+  /** Plans this Deployment's model delivery and makes the plan's writes (and its namespace's owner fixes). */
+  deliver(root: DeploymentResource, now: Date): Promise<ModelDeliveryPlan>;
+  /**
+   * After a Deployment went: the caches of its namespace get their owner lists fixed, and one no
+   * Deployment uses any more is deleted. The garbage collector would delete it too, through the
+   * owner references, but it cannot while it has not yet learned the CRD (a fresh
+   * controller-manager learns new kinds at its next discovery, and backs off meanwhile).
+   */
+  collect(namespace: string): Promise<void>;
+  /** The caches, Jobs and fetch pods, mapped to the Deployments that use them: the controller's extra watches. */
+  readonly watches: readonly Watch[];
+}
+
+const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409;
+
+/** A Deployment as a cache user; its spec read loosely: one that fails validation still has a model. */
+function toUser(o: RootObject): CacheUser | undefined {
+  if (o.metadata?.deletionTimestamp) return undefined;
+  const spec = o.spec as DeploymentResource['spec'] | undefined;
+  const key = spec?.model?.source?.download ? computeModelCacheKey(spec) : undefined;
+  return { name: o.metadata?.name ?? '', uid: o.metadata?.uid ?? '', key };
+}
+
+export function buildModelDelivery(opts: {
+  manager: Manager;
+  client: KubeClient;
+  roots: ResourceCache<RootObject>;
+  config: ModelCacheConfig | undefined;
+}): ModelDelivery {
+  const { manager, client, roots, config } = opts;
+  const caches = manager.informer<PvcObject>(Resources.persistentVolumeClaims, LABEL_MODEL_CACHE);
+  const jobs = manager.informer<JobObject>(Resources.jobs, LABEL_MODEL_CACHE);
+  const pods = manager.informer<FetchPodObject>(Resources.pods, LABEL_MODEL_CACHE);
+
+  const usersOf = (namespace: string): CacheUser[] =>
+    roots.list({ namespace }).flatMap((o) => toUser(o) ?? []);
+
+  // A cache or Job event concerns every Deployment of the namespace that pins its digests.
+  const toUsers = (o: KubeObject): ObjectKey[] => {
+    const key = o.metadata?.labels?.[LABEL_MODEL_CACHE];
+    const namespace = o.metadata?.namespace ?? '';
+    return usersOf(namespace)
+      .filter((u) => u.key === key)
+      .map((u) => ({ namespace, name: u.name }));
+  };
+
+  async function run(namespace: string, action: ModelCacheAction): Promise<void> {
+    switch (action.kind) {
+      case 'createCache':
+        // Created, never applied again: a PVC's spec is immutable once bound, and a second
+        // Deployment's size or class must not fight the first's.
+        await client
+          .create(Resources.persistentVolumeClaims, action.pvc as unknown as KubeObject)
+          .catch((e: unknown) => {
+            if (!isConflict(e)) throw e;
+          });
+        return;
+      case 'createJob':
+        await client.create(Resources.jobs, action.job as unknown as KubeObject).catch((e: unknown) => {
+          if (!isConflict(e)) throw e;
+        });
+        return;
+      case 'recordVerified':
+        await client.patch(
+          Resources.persistentVolumeClaims,
+          namespace,
+          action.cache,
+          { metadata: { annotations: { [ANNOTATION_VERIFIED]: JSON.stringify(action.record) } } },
+          'merge',
+        );
+        return;
+    }
+  }
+
+  async function fixOwners(namespace: string, users: readonly CacheUser[]): Promise<void> {
+    for (const a of planCacheOwners(caches.list({ namespace }), users)) {
+      if (a.kind === 'deleteCache') {
+        manager.logger.info('model cache no Deployment uses is deleted', { namespace, cache: a.cache });
+        // The Job and its pods first: a pod that mounts the claim holds it (owners.ts).
+        await client.delete(Resources.jobs, namespace, a.job, { propagationPolicy: 'Background' });
+        await client.delete(Resources.persistentVolumeClaims, namespace, a.cache, { uid: a.uid });
+      } else
+        // A merge patch replaces the whole list: exactly the users, in their order.
+        await client.patch(
+          Resources.persistentVolumeClaims,
+          namespace,
+          a.cache,
+          { metadata: { ownerReferences: a.owners } },
+          'merge',
+        );
+    }
+  }
+
+  async function deliver(root: DeploymentResource, now: Date): Promise<ModelDeliveryPlan> {
+    const namespace = root.metadata.namespace ?? '';
+    const users = usersOf(namespace);
+    await fixOwners(namespace, users);
+    const download = root.spec.model.source.download !== undefined;
+    const key = download ? computeModelCacheKey(root.spec) : '';
+    const job = download ? jobs.get(namespace, buildFetchJobName(key)) : undefined;
+    const plan = planModelDelivery({
+      namespace,
+      spec: root.spec,
+      config,
+      cache: download ? caches.get(namespace, buildModelCacheName(key)) : undefined,
+      job,
+      pods: job ? pods.list({ namespace, labels: { 'job-name': job.metadata?.name ?? '' } }) : [],
+      owners: computeCacheOwners(key, users),
+      now,
+    });
+    for (const a of plan.actions) await run(namespace, a);
+    return plan;
+  }
+
+  return {
+    deliver,
+    collect: (namespace) => fixOwners(namespace, usersOf(namespace)),
+    watches: [
+      { resource: Resources.persistentVolumeClaims, labelSelector: LABEL_MODEL_CACHE, map: toUsers },
+      { resource: Resources.jobs, labelSelector: LABEL_MODEL_CACHE, map: toUsers },
+      // A fetch pod's result lands with its end; the Job's status follows, but not always in a
+      // new version of the Job.
+      { resource: Resources.pods, labelSelector: LABEL_MODEL_CACHE, map: toUsers },
+    ],
+  };
+}

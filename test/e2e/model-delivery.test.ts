@@ -1,0 +1,393 @@
+// Model delivery on the full control plane (issue 16, ADR 0016): a download source is fetched
+// once into a shared cache by a Job the operator owns, verified against the pinned digests, and
+// mounted read-only by every replica of every Deployment that pins those files; restarts and
+// scale-ups fetch nothing; a tampered file stops the Deployment before SGLang starts.
+// Real parts: the kube-apiserver, etcd, controller-manager (Job, garbage collector, the
+// PersistentVolume binder and the claim protection), the scheduler and KWOK; the fetch Job's pod runs the operator's
+// fetcher for real (fetch-runner.ts: its container command as a process, the cache volume
+// mapped to the PersistentVolume's hostPath), against a fake hub over HTTP (fake-hub.ts). KWOK's
+// pod-complete stage is kept off these pods (kwok-stages.ts): a Job completes only when its
+// fetcher exits. There is no volume provisioner here: the test makes hostPath
+// PersistentVolumes (ReadWriteMany, a no-provisioner class, Immediate binding) and the binder
+// binds the operator's claim to one. Simulators start only on a model directory that holds
+// the fetcher's marker (sim-kubelet canStart), as SGLang would fail on missing files.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Condition, DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
+import { LABEL_DEPLOYMENT } from '../../operator/src/controllers/deployment/labels.ts';
+import { MARKER_FILE } from '../../operator/src/model/fetch-marker.ts';
+import { manifestOfDirectory } from '../../operator/src/model/files.ts';
+import { digestOfManifest, isTokenizerFile } from '../../operator/src/model/manifest.ts';
+import { buildDeploymentManifest } from '../support/builders.ts';
+import { DEFAULT_CONTROLLERS } from '../support/components.ts';
+import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import { startFakeHub, type FakeHub } from '../support/fake-hub.ts';
+import { startFetchRunner, type FetchRunner } from '../support/fetch-runner.ts';
+import { eventually, kubectl } from '../support/kubectl.ts';
+
+const NS = 'e2e-model-delivery';
+const REPO = 'acme/tiny-llm';
+const REVISION = '0123456789abcdef0123456789abcdef01234567';
+const TOKEN = 'hf_CANARY_model_delivery_e2e_7d2c';
+const CLASS = 'cacheroute-models';
+const WEIGHTS = 'model.safetensors';
+// Large enough to stream in many chunks and to report progress on the way.
+const WEIGHTS_BYTES = 6 * 1024 * 1024;
+
+interface Model {
+  dir: string;
+  digest: string;
+  tokenizerDigest: string;
+  bytes: number;
+}
+
+const root = mkdtempSync(join(tmpdir(), 'model-delivery-'));
+let stack: E2eStack;
+let runner: FetchRunner;
+let hubA: FakeHub;
+let hubB: FakeHub;
+let modelA: Model;
+let modelB: Model;
+const operatorLog: string[] = [];
+
+async function generateModel(name: string): Promise<Model> {
+  const dir = join(root, name);
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ hidden_size: 64, name }));
+  writeFileSync(join(dir, 'tokenizer.json'), '{"model":{"type":"BPE"}}');
+  writeFileSync(join(dir, 'tokenizer_config.json'), '{"model_max_length":4096}');
+  writeFileSync(join(dir, WEIGHTS), randomBytes(WEIGHTS_BYTES));
+  const manifest = await manifestOfDirectory(dir);
+  return {
+    dir,
+    digest: digestOfManifest(manifest),
+    tokenizerDigest: digestOfManifest(await manifestOfDirectory(dir, { select: isTokenizerFile })),
+    bytes: manifest.files.reduce((n, f) => n + f.size, 0),
+  };
+}
+
+const startHub = (model: Model): Promise<FakeHub> =>
+  startFakeHub({
+    modelDir: model.dir,
+    repo: REPO,
+    revision: REVISION,
+    isLfs: (p) => p.endsWith('.safetensors'),
+    token: TOKEN,
+  });
+
+function downloadManifest(name: string, replicas: number, model: Model, hub: FakeHub) {
+  const m = buildDeploymentManifest({ name, replicas, gpus: 1 });
+  m.spec['deploymentId'] = `${name}-r1`;
+  const spec = m.spec['model'] as Record<string, unknown>;
+  Object.assign(spec, {
+    path: REPO,
+    servedName: name,
+    revision: REVISION,
+    digest: model.digest,
+    tokenizerDigest: model.tokenizerDigest,
+    source: {
+      download: { tokenSecretRef: { name: 'hf-token', key: 'token' }, endpoint: hub.url, sizeLimit: '1Gi' },
+    },
+  });
+  // The fetch Job runs where the model's pods run, on the GPU nodes: it takes their tolerations.
+  m.spec['scheduling'] = {
+    tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+  };
+  return m;
+}
+
+const getJson = async <T>(args: string[]): Promise<T> =>
+  JSON.parse(await stack.k([...args, '-o', 'json'])) as T;
+const condition = (s: DeploymentStatus, type: string): Condition | undefined =>
+  s.conditions?.find((c) => c.type === type);
+
+interface PvcView {
+  metadata: {
+    uid: string;
+    ownerReferences?: { uid: string; controller?: boolean }[];
+    annotations?: Record<string, string>;
+  };
+  spec: { volumeName?: string };
+}
+
+/** The local directory a pod's model volume holds: the bound PersistentVolume's hostPath and the mount's subPath. */
+async function modelDirOf(pod: PodObject): Promise<string | undefined> {
+  const claim = pod.spec?.volumes?.find((v) => v.name === 'model')?.persistentVolumeClaim?.claimName;
+  if (!claim) return undefined;
+  const pvc = await getJson<PvcView>(['get', 'pvc', claim]);
+  if (!pvc.spec.volumeName) return undefined;
+  const pv = await getJson<{ spec: { hostPath: { path: string } } }>(['get', 'pv', pvc.spec.volumeName]);
+  const mount = pod.spec?.containers[0]?.volumeMounts?.find((m) => m.name === 'model');
+  return join(pv.spec.hostPath.path, mount?.subPath ?? '');
+}
+
+async function makeVolumes(): Promise<void> {
+  const objects: object[] = [
+    {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: CLASS },
+      provisioner: 'kubernetes.io/no-provisioner',
+      volumeBindingMode: 'Immediate',
+    },
+    ...[0, 1, 2].map((i) => {
+      const path = join(root, `pv-${i}`);
+      mkdirSync(path);
+      return {
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: { name: `${NS}-pv-${i}` },
+        spec: {
+          capacity: { storage: '1Gi' },
+          accessModes: ['ReadWriteMany'],
+          storageClassName: CLASS,
+          persistentVolumeReclaimPolicy: 'Retain',
+          hostPath: { path, type: 'Directory' },
+        },
+      };
+    }),
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'hf-token' },
+      type: 'Opaque',
+      stringData: { token: TOKEN },
+    },
+  ];
+  for (const o of objects) await stack.k(['apply', '-f', '-'], JSON.stringify(o));
+}
+
+beforeAll(async () => {
+  modelA = await generateModel('model-a');
+  modelB = await generateModel('model-b');
+  hubA = await startHub(modelA);
+  hubB = await startHub(modelB);
+  stack = await startE2eStack(NS, {
+    controllers: [...DEFAULT_CONTROLLERS, 'persistentvolume-binder', 'pvc-protection'],
+    kubelet: {
+      canStart: async (pod) => {
+        if (!pod.spec?.volumes?.some((v) => v.name === 'model' && v.persistentVolumeClaim)) return true;
+        const dir = await modelDirOf(pod);
+        return dir !== undefined && existsSync(join(dir, MARKER_FILE));
+      },
+    },
+    operator: {
+      modelCache: { fetchImage: 'cacheroute/operator:e2e', storageClassName: CLASS, size: '1Gi' },
+      logWrite: (line) => void operatorLog.push(line),
+    },
+  });
+  runner = await startFetchRunner({ kubeconfig: stack.cp.kubeconfig });
+  await makeVolumes();
+});
+
+afterAll(async () => {
+  await runner?.stop();
+  await stack?.stop();
+  await Promise.all([hubA?.close(), hubB?.close()]);
+  rmSync(root, { recursive: true, force: true });
+});
+
+const runsOf = (cache: string) =>
+  runner.runs.filter((r) => r.pod.startsWith(`model-fetch-${cache.slice('model-'.length)}`));
+
+describe('model-delivery', () => {
+  let cacheA = '';
+
+  it('fetches once into a shared cache, verified, before any replica starts; two replicas mount it read-only', async () => {
+    await stack.k(['apply', '-f', '-'], JSON.stringify(downloadManifest('alpha', 2, modelA, hubA)));
+    const s = await eventually(
+      async () => {
+        const s = await stack.status('alpha');
+        expect(s.verifiedReplicas).toBe(2);
+        expect(condition(s, 'Ready')?.status).toBe('True');
+        return s;
+      },
+      { timeoutMs: 120_000 },
+    );
+    expect(condition(s, 'ModelReady')).toMatchObject({ status: 'True', reason: 'Verified' });
+    expect(s.model).toMatchObject({
+      phase: 'Verified',
+      files: 3 + 1,
+      bytesTotal: modelA.bytes,
+      bytesDone: modelA.bytes,
+      progress: 1,
+      digest: modelA.digest,
+      tokenizerDigest: modelA.tokenizerDigest,
+    });
+    cacheA = s.model?.cache ?? '';
+    // One fetch, for real: the process ran, exited 0, and the CDN served the weights once.
+    expect(runsOf(cacheA).map((r) => r.exitCode)).toEqual([0]);
+    expect(hubA.bytesOf(WEIGHTS)).toBe(WEIGHTS_BYTES);
+    // The cache carries the verdict and every user as an owner, none the controller.
+    const pvc = await getJson<PvcView>(['get', 'pvc', cacheA]);
+    const alpha = await getJson<{ metadata: { uid: string } }>(['get', 'sgd', 'alpha']);
+    expect(pvc.metadata.ownerReferences).toEqual([expect.objectContaining({ uid: alpha.metadata.uid })]);
+    expect(pvc.metadata.ownerReferences?.[0]?.controller).toBeUndefined();
+    expect(JSON.parse(pvc.metadata.annotations?.['cacheroute.dev/model-verified'] ?? '{}')).toMatchObject({
+      digest: modelA.digest,
+      bytes: modelA.bytes,
+    });
+    // The workload came after the fetcher ended (timestamps have whole seconds), and mounts the
+    // cache read-only.
+    const workload = await getJson<{
+      metadata: { creationTimestamp: string };
+      spec: { template: { spec: { volumes: { name: string; persistentVolumeClaim?: object }[] } } };
+    }>(['get', 'deploy', 'alpha-sglang']);
+    const ended = runsOf(cacheA)[0]?.endedAt ?? Infinity;
+    expect(Date.parse(workload.metadata.creationTimestamp)).toBeGreaterThanOrEqual(
+      Math.floor(ended / 1000) * 1000,
+    );
+    // The Job completed because its fetcher did, never before: no FetchFailed on the way (a Job
+    // completed by the fake node without a result would have said so).
+    const events = await getJson<{ items: { reason: string; regarding?: { name: string } }[] }>([
+      'get',
+      'events.events.k8s.io',
+    ]);
+    expect(events.items.filter((e) => e.regarding?.name === 'alpha').map((e) => e.reason)).not.toContain(
+      'FetchFailed',
+    );
+    expect(events.items.some((e) => e.regarding?.name === 'alpha' && e.reason === 'ModelVerified')).toBe(
+      true,
+    );
+    expect(
+      workload.spec.template.spec.volumes.find((v) => v.name === 'model')?.persistentVolumeClaim,
+    ).toEqual({
+      claimName: cacheA,
+      readOnly: true,
+    });
+    // Both simulators run on the fetched files.
+    expect(s.endpoints?.map((e) => stack.kubelet.sims.has(e.pod))).toEqual([true, true]);
+  });
+
+  it('shares the cache with a second Deployment of the same digests; a restart and a scale-up fetch nothing', async () => {
+    const requests = hubA.requests.length;
+    await stack.k(['apply', '-f', '-'], JSON.stringify(downloadManifest('beta', 1, modelA, hubA)));
+    const beta = await eventually(
+      async () => {
+        const s = await stack.status('beta');
+        expect(s.verifiedReplicas).toBe(1);
+        return s;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(beta.model?.cache).toBe(cacheA);
+    await eventually(async () => {
+      const pvc = await getJson<PvcView>(['get', 'pvc', cacheA]);
+      expect(pvc.metadata.ownerReferences).toHaveLength(2);
+    });
+
+    // A pod restart: the replacement mounts the cache as it is.
+    const before = (await stack.status('alpha')).endpoints?.map((e) => e.pod) ?? [];
+    await stack.k(['delete', 'pod', before[0] ?? '', '--wait=false']);
+    await eventually(
+      async () => {
+        const s = await stack.status('alpha');
+        expect(s.verifiedReplicas).toBe(2);
+        expect(s.endpoints?.map((e) => e.pod)).not.toContain(before[0]);
+      },
+      { timeoutMs: 90_000 },
+    );
+    // A scale-up.
+    await stack.k(['patch', 'sgd', 'alpha', '--type=merge', '-p', '{"spec":{"replicas":3}}']);
+    await eventually(async () => expect((await stack.status('alpha')).verifiedReplicas).toBe(3), {
+      timeoutMs: 90_000,
+    });
+
+    expect(runsOf(cacheA)).toHaveLength(1);
+    expect(hubA.requests.length).toBe(requests);
+  });
+
+  it('stops on a tampered file: ModelReady=False ModelDigestMismatch, an Event naming it, no SGLang pod', async () => {
+    hubB.tamper(WEIGHTS);
+    await stack.k(['apply', '-f', '-'], JSON.stringify(downloadManifest('gamma', 2, modelB, hubB)));
+    const s = await eventually(
+      async () => {
+        const s = await stack.status('gamma');
+        expect(condition(s, 'ModelReady')).toMatchObject({ status: 'False', reason: 'ModelDigestMismatch' });
+        return s;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(condition(s, 'ModelReady')?.message).toContain(`file ${WEIGHTS}`);
+    expect(condition(s, 'Ready')).toMatchObject({ status: 'False', reason: 'ModelNotReady' });
+    expect(s.model).toMatchObject({ phase: 'Failed', reason: 'ModelDigestMismatch', path: WEIGHTS });
+    await eventually(async () => {
+      const events = await getJson<{
+        items: { reason: string; note?: string; regarding?: { name: string } }[];
+      }>(['get', 'events.events.k8s.io']);
+      const e = events.items.find((i) => i.regarding?.name === 'gamma' && i.reason === 'ModelDigestMismatch');
+      expect(e?.note).toContain(WEIGHTS);
+    });
+    // The fetcher ran once and said why (exit 3: a retry would fetch the same; the Job's
+    // podFailurePolicy ends it), and nothing of SGLang exists for this Deployment.
+    const runs = runsOf(s.model?.cache ?? '');
+    expect(runs.map((r) => r.exitCode)).toEqual([3]);
+    const workload = await kubectl(['-n', NS, 'get', 'deploy', 'gamma-sglang'], {
+      kubeconfig: stack.cp.kubeconfig,
+    });
+    expect(workload.stderr).toContain('NotFound');
+    const pods = await getJson<{ items: unknown[] }>(['get', 'pods', '-l', `${LABEL_DEPLOYMENT}=gamma`]);
+    expect(pods.items).toEqual([]);
+    expect(s.model?.cache).not.toBe(cacheA);
+  });
+
+  it('keeps a cache while a Deployment uses it, and deletes it, and its Job, with the last one', async () => {
+    const gamma = (await stack.status('gamma')).model?.cache ?? '';
+    await stack.k(['delete', 'sgd', 'gamma']);
+    await eventually(
+      async () => {
+        const left = await getJson<{ items: { metadata: { name: string } }[] }>(['get', 'pvc,jobs']);
+        expect(left.items.map((o) => o.metadata.name)).not.toContain(gamma);
+        expect(left.items.map((o) => o.metadata.name)).not.toContain(
+          gamma.replace(/^model-/, 'model-fetch-'),
+        );
+      },
+      { timeoutMs: 60_000 },
+    );
+    // alpha goes; beta still uses cache A: it stays, owned by beta alone.
+    const beta = await getJson<{ metadata: { uid: string } }>(['get', 'sgd', 'beta']);
+    await stack.k(['delete', 'sgd', 'alpha']);
+    await eventually(
+      async () => {
+        const pvc = await getJson<PvcView>(['get', 'pvc', cacheA]);
+        expect(pvc.metadata.ownerReferences?.map((r) => r.uid)).toEqual([beta.metadata.uid]);
+      },
+      { timeoutMs: 60_000 },
+    );
+  });
+
+  it.each([
+    ['without a revision', undefined, 'model.source.download needs model.revision'],
+    ['of a branch', 'main', 'model.revision must be a 40-character commit id'],
+  ])('refuses a download %s at apply', async (_what, revision, message) => {
+    const m = downloadManifest('delta', 1, modelA, hubA);
+    const spec = m.spec['model'] as Record<string, unknown>;
+    if (revision === undefined) delete spec['revision'];
+    else spec['revision'] = revision;
+    const r = await kubectl(['-n', NS, 'apply', '-f', '-'], {
+      kubeconfig: stack.cp.kubeconfig,
+      input: JSON.stringify(m),
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(message);
+  });
+
+  it('never shows the hub token in status, events, the Job, its pods or any log', async () => {
+    // It was used: the hub got it as a bearer.
+    expect(hubA.requests.some((q) => q.authorization === `Bearer ${TOKEN}`)).toBe(true);
+    const texts = [
+      await stack.k(['get', 'sgd', '-o', 'json']),
+      await stack.k(['get', 'events.events.k8s.io', '-o', 'json']),
+      await stack.k(['get', 'jobs,pods,pvc', '-o', 'json']),
+      ...operatorLog,
+      ...runner.runs.flatMap((r) => [r.output, r.message, r.argv.join(' ')]),
+    ];
+    expect(operatorLog.length).toBeGreaterThan(0);
+    expect(runner.runs.length).toBeGreaterThanOrEqual(2);
+    for (const t of texts) expect(t).not.toContain(TOKEN);
+  });
+});
