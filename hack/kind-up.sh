@@ -13,8 +13,9 @@
 #    its endpoints never pass identity verification, and the gateway, failing closed,
 #    routes nothing to them. FAKE_GPU_NODES=0 skips KWOK, for a cluster with a real GPU
 #    node and the NVIDIA device plugin.
-# 3. The operator and gateway images, built with Docker (operator/Dockerfile,
-#    gateway/Dockerfile) and loaded into the nodes with `kind load`.
+# 3. The operator and gateway images, built by the script `make images` runs
+#    (hack/images/build.sh, from operator/Containerfile and gateway/Containerfile) with
+#    Docker, and loaded into the nodes with `kind load`.
 # 4. `helm upgrade --install` of charts/cacheroute with those images, waiting for the
 #    rollout; the image values are also written to $STATE_DIR/images.values.yaml, which
 #    `make test-e2e-kind` passes to test/e2e/chart.test.ts.
@@ -119,11 +120,10 @@ EOF
 fi
 
 # ---- 3. images --------------------------------------------------------------------
+log "building cacheroute/operator:$IMAGE_TAG and cacheroute/gateway:$IMAGE_TAG (hack/images/build.sh)"
+IMAGE_ENGINE=docker IMAGE_REPO=cacheroute IMAGE_TAG="$IMAGE_TAG" bash "$ROOT/hack/images/build.sh" operator gateway
 for component in operator gateway; do
-  image="cacheroute/$component:$IMAGE_TAG"
-  log "building $image"
-  docker build -f "$ROOT/$component/Dockerfile" -t "$image" "$ROOT"
-  kind load docker-image --name "$CLUSTER" "$image"
+  kind load docker-image --name "$CLUSTER" "cacheroute/$component:$IMAGE_TAG"
 done
 cat >"$STATE_DIR/images.values.yaml" <<EOF
 # Written by hack/kind-up.sh: the images it built and loaded into kind.
