@@ -5,13 +5,24 @@
 // which only the image's USER gives it. The simulator answers /server_info, the gateway
 // routes a completion to it, and the operator, with a kubeconfig of the chart's own RBAC
 // identity mounted read-only, reconciles a Deployment to Ready on the test control plane
-// (SGLang simulators on the KWOK pods' IPs, as in operator.test.ts). Containers use the
-// test's private network namespace (--net-host in hack/in-netns.sh).
+// (SGLang simulators on the KWOK pods' IPs, as in operator.test.ts); then, as the chart
+// runs it in a pod, from a ServiceAccount token and CA mounted where a pod has them, it
+// takes the Lease over and scales that Deployment. Containers use the test's private
+// network namespace (--net-host in hack/in-netns.sh).
 //
 // Ends with one line on stderr, `[images] {...}`: each image's digest, size (compressed,
 // and unpacked as the container sees it) and start time (ctr run to the first answer).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +39,8 @@ import {
 } from '../support/containerd.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
 import { createChartIdentity, helmTemplate, type RenderedObject } from '../support/helm.ts';
+import { pkiPaths } from '../support/pki.ts';
+import { httpStatus } from '../support/processes.ts';
 import { buildImages, IMAGE_NAMES, type BuiltImage, type ImageName } from '../support/images.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
@@ -94,22 +107,22 @@ async function runUntilAnswering(
   name: ImageName,
   spec: Omit<ContainerSpec, 'image'>,
   url: string,
+  label: string = name,
 ): Promise<RunningContainer> {
   const started = performance.now();
   const container = await containerd.run({ ...spec, image: refs.get(name) ?? '' });
-  await eventually(
-    async () => {
-      const status = await container.status();
-      if (status !== 'RUNNING') throw new Error(`${name} is ${status}:\n${container.logTail()}`);
-      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      expect(res.status).toBe(200);
-    },
-    { timeoutMs: 60_000, intervalMs: 50 },
-  ).catch((err: unknown) => {
-    throw new Error(`${name}: ${String(err)}\n${container.logTail()}`);
-  });
-  report[name] = {
-    ...report[name],
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const status = await container.status();
+    if (status !== 'RUNNING')
+      throw new Error(`${name} is ${status} before it answered ${url}:\n${container.logTail()}`);
+    if ((await httpStatus(url)) === 200) break;
+    if (Date.now() > deadline)
+      throw new Error(`${name} did not answer ${url} in 60 s:\n${container.logTail()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  report[label] = {
+    ...report[label],
     startMs: Math.round(performance.now() - started),
     unpackedBytes: unpackedBytes(container.pid),
   };
@@ -255,6 +268,32 @@ describe('images', () => {
       await cp?.stop();
     });
 
+    const deploymentStatus = async (name: string): Promise<DeploymentStatus> => {
+      const out = await kubectlOk(['-n', NS, 'get', 'sgd', name, '-o', 'json'], {
+        kubeconfig: cp.kubeconfig,
+      });
+      return (JSON.parse(out) as { status?: DeploymentStatus }).status ?? {};
+    };
+    const leaseHolder = async (): Promise<string | undefined> => {
+      const out = await kubectlOk(['-n', RELEASE_NS, 'get', 'lease', 'cacheroute-operator', '-o', 'json'], {
+        kubeconfig: cp.kubeconfig,
+      });
+      return (JSON.parse(out) as { spec?: { holderIdentity?: string } }).spec?.holderIdentity;
+    };
+    // The chart's arguments for the metrics listener and the Lease (templates/operator-deployment.yaml).
+    const operatorCommand = (port: number, extra: readonly string[] = []): string[] => [
+      '/usr/local/bin/node',
+      'operator/src/main.ts',
+      ...extra,
+      '--metrics-host=127.0.0.1',
+      `--metrics-port=${port}`,
+      '--leader-elect=true',
+      `--lease-namespace=${RELEASE_NS}`,
+      '--lease-name=cacheroute-operator',
+    ];
+    let first: RunningContainer | undefined;
+    let firstHolder: string | undefined;
+
     it('reaches the control plane with the chart RBAC identity in a mounted kubeconfig and reconciles a Deployment to Ready', async () => {
       const identity = await createChartIdentity(cp, {
         release: RELEASE,
@@ -270,22 +309,13 @@ describe('images', () => {
         'operator',
         {
           name: 'operator',
-          command: [
-            '/usr/local/bin/node',
-            'operator/src/main.ts',
-            '--kubeconfig',
-            '/etc/cacheroute/kubeconfig',
-            '--metrics-host',
-            '127.0.0.1',
-            `--metrics-port=${port}`,
-            `--lease-namespace=${RELEASE_NS}`,
-            '--lease-name=cacheroute-operator',
-          ],
+          command: operatorCommand(port, ['--kubeconfig=/etc/cacheroute/kubeconfig']),
           securityContext,
           mounts: [{ source: kubeconfig, destination: '/etc/cacheroute/kubeconfig' }],
         },
         `http://127.0.0.1:${port}/readyz`,
       );
+      first = operator;
       expect(uidsOf(operator.pid)).toEqual(Array(4).fill(securityContext.runAsUser));
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
 
@@ -295,10 +325,7 @@ describe('images', () => {
       });
       const status = await eventually(
         async () => {
-          const out = await kubectlOk(['-n', NS, 'get', 'sgd', 'dense', '-o', 'json'], {
-            kubeconfig: cp.kubeconfig,
-          });
-          const s = (JSON.parse(out) as { status?: DeploymentStatus }).status ?? {};
+          const s = await deploymentStatus('dense');
           expect(s.conditions?.find((c) => c.type === 'Ready')?.status, operator.logTail()).toBe('True');
           return s;
         },
@@ -311,12 +338,63 @@ describe('images', () => {
       expect(status.routable).toMatchObject({ value: true });
       expect(status.endpoints).toHaveLength(1);
       // The leader's Lease, written through the chart's Role in the release namespace.
-      const lease = JSON.parse(
-        await kubectlOk(['-n', RELEASE_NS, 'get', 'lease', 'cacheroute-operator', '-o', 'json'], {
-          kubeconfig: cp.kubeconfig,
-        }),
-      ) as { spec?: { holderIdentity?: string } };
-      expect(lease.spec?.holderIdentity).toEqual(expect.any(String));
+      firstHolder = await leaseHolder();
+      expect(firstHolder).toEqual(expect.any(String));
+    });
+
+    it('runs as the chart runs it, in-cluster: a ServiceAccount token and CA mounted where a pod has them, no kubeconfig', async () => {
+      // The chart's operator ServiceAccount (applied with its RBAC by the test above), and a
+      // token for it from the TokenRequest API, as the kubelet projects one.
+      const sa = (
+        await kubectlOk(
+          ['-n', RELEASE_NS, 'get', 'sa', '-l', 'app.kubernetes.io/component=operator', '-o', 'name'],
+          {
+            kubeconfig: cp.kubeconfig,
+          },
+        )
+      )
+        .trim()
+        .replace(/^serviceaccount\//, '');
+      const token = await kubectlOk(['-n', RELEASE_NS, 'create', 'token', sa, '--duration=1h'], {
+        kubeconfig: cp.kubeconfig,
+      });
+      const saDir = join(mountDir, 'serviceaccount');
+      mkdirSync(saDir, { mode: 0o755 });
+      writeFileSync(join(saDir, 'token'), token.trim(), { mode: 0o444 });
+      copyFileSync(pkiPaths(join(cp.dir, 'pki')).servingCa.cert, join(saDir, 'ca.crt'));
+      chmodSync(join(saDir, 'ca.crt'), 0o444);
+      writeFileSync(join(saDir, 'namespace'), RELEASE_NS, { mode: 0o444 });
+
+      // The kubeconfig operator goes; this one takes over its Lease and its work.
+      await first?.stop();
+      const port = await findFreePort();
+      const operator = await runUntilAnswering(
+        'operator',
+        {
+          name: 'operator-in-cluster',
+          command: operatorCommand(port),
+          securityContext: await chartSecurityContext('operator'),
+          env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(cp.server).port },
+          mounts: [{ source: saDir, destination: '/var/run/secrets/kubernetes.io/serviceaccount' }],
+        },
+        `http://127.0.0.1:${port}/readyz`,
+        'operator (in-cluster)',
+      );
+      await kubectlOk(['-n', NS, 'patch', 'sgd', 'dense', '--type=merge', '-p', '{"spec":{"replicas":2}}'], {
+        kubeconfig: cp.kubeconfig,
+      });
+      await eventually(
+        async () => {
+          expect(await leaseHolder()).not.toBe(firstHolder);
+          const s = await deploymentStatus('dense');
+          expect(
+            s.endpoints?.filter((e) => e.verified),
+            operator.logTail(),
+          ).toHaveLength(2);
+          expect(s.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+        },
+        { timeoutMs: 120_000 },
+      );
     });
   });
 });
