@@ -81,7 +81,7 @@ test-integration: deps controlplane test-deps otlp-receiver ## Integration tests
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration
 
 .PHONY: images
-images: deps test-deps ## Build (or reuse from $(CACHE)/images) the operator, gateway and simulator images with buildah, no Docker (hack/images/build.sh): prints each digest; IMAGE_ENGINE=docker, PUSH=1 IMAGE_REPO=<registry/org> IMAGE_TAG=<tag>
+images: deps test-deps ## Build (or reuse from ~/.cache/cacheroute/images) the operator, gateway and simulator images with buildah, no Docker (hack/images/build.sh): prints each digest; IMAGE_ENGINE=docker, PUSH=1 IMAGE_REPO=<registry/org> IMAGE_TAG=<tag>
 	bash hack/images/build.sh
 
 .PHONY: test-e2e
