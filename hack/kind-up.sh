@@ -23,7 +23,8 @@
 # Environment: KIND_CLUSTER (cacheroute), FAKE_GPU_NODES (2), KWOK_VERSION (v0.8.0),
 # KIND_NODE_IMAGE (kind's default), IMAGE_TAG (dev-<time>), RELEASE (cacheroute),
 # NAMESPACE (cacheroute-system), HELM_ARGS (more helm flags, e.g. "--set gateway.replicas=2").
-# Needs docker, kind, kubectl and helm on PATH (or kubectl and helm from `make controlplane`).
+# Needs docker, kind, mmdebstrap and npm (hack/images/build.sh makes the images' base from
+# Debian packages), kubectl and helm on PATH (or kubectl and helm from `make controlplane`).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,6 +59,7 @@ fi
 
 command -v docker >/dev/null || die "docker not found: the kind path needs Docker (without it: make run)"
 command -v kind >/dev/null || die "kind not found (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)"
+command -v mmdebstrap >/dev/null || die "mmdebstrap not found: the images' base is made from Debian packages (apt-get install mmdebstrap)"
 docker info >/dev/null 2>&1 || die "docker is installed but the daemon does not answer (docker info)"
 KUBECTL="$(tool kubectl)"
 HELM="$(tool helm)"
