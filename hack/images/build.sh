@@ -16,7 +16,7 @@
 #   2. the production npm dependencies, `npm ci --omit=dev --ignore-scripts` from the
 #      lockfile into a staging directory, pruned of what Node never loads (type
 #      declarations, source maps, other platforms' native binaries);
-#   3. the sources Node runs as they are (ADR 0001), tests left out.
+#   3. the sources Node runs as they are (ADR 0001), tests, test data and docs left out.
 # Each image's Containerfile (operator/, gateway/, test/sim/) is its only definition; its build
 # context is the staging directory this script fills, laid out like the repository.
 #
@@ -119,9 +119,15 @@ sources() {
   esac
 }
 
-# sha256 of a list of files and directories' files (names and contents), tests left out.
+# What of the source trees goes into the images: not the tests and their data, not the
+# docs, not test/sim's own Containerfile.
+SOURCE_EXCLUDES=('*.test.ts' testdata '*.md' Containerfile)
+
+# sha256 of the files of the source trees given (names and contents), as they are staged.
 hash_tree() {
-  (cd "$ROOT" && find "$@" -type f ! -name '*.test.ts' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) |
+  local find_excludes=() pattern
+  for pattern in "${SOURCE_EXCLUDES[@]}"; do find_excludes+=(! -path "*/$pattern" ! -path "*/$pattern/*"); done
+  (cd "$ROOT" && find "$@" -type f "${find_excludes[@]}" -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) |
     sha256sum | cut -c1-64
 }
 
@@ -133,7 +139,7 @@ DEPS_KEY="$(cat "$ROOT/package.json" "$ROOT/package-lock.json" | sha256sum | cut
 image_key() {
   local srcs
   read -r -a srcs <<<"$(sources "$1")"
-  printf '%s\n' "$BASE_KEY" "$DEPS_KEY" "$(hash_tree "$(containerfile "$1")" "${srcs[@]}")" |
+  printf '%s\n' "$BASE_KEY" "$DEPS_KEY" "$(sha256sum <"$ROOT/$(containerfile "$1")")" "$(hash_tree "${srcs[@]}")" |
     sha256sum | cut -c1-16
 }
 
@@ -211,7 +217,7 @@ stage_context() {
   rm -f "$ctx/node_modules/.package-lock.json"
   for dir in operator/src gateway/src test/sim; do
     mkdir -p "$ctx/$dir"
-    tar -C "$ROOT/$dir" --exclude='*.test.ts' -cf - . | tar -C "$ctx/$dir" -xf -
+    tar -C "$ROOT/$dir" "${SOURCE_EXCLUDES[@]/#/--exclude=}" -cf - . | tar -C "$ctx/$dir" -xf -
   done
   local n
   for n in "${ALL_IMAGES[@]}"; do cp "$ROOT/$(containerfile "$n")" "$ctx/$n.Containerfile"; done
