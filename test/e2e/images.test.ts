@@ -7,8 +7,10 @@
 // identity mounted read-only, reconciles a Deployment to Ready on the test control plane
 // (SGLang simulators on the KWOK pods' IPs, as in operator.test.ts); then, as the chart
 // runs it in a pod, from a ServiceAccount token and CA mounted where a pod has them, it
-// takes the Lease over and scales that Deployment. Containers use the test's private
-// network namespace (--net-host in hack/in-netns.sh).
+// takes the Lease over and scales that Deployment; and the gateway, in-cluster with the
+// chart's gateway ServiceAccount, discovers that Deployment and serves a chat completion
+// from its pods. Containers use the test's private network namespace (--net-host in
+// hack/in-netns.sh).
 //
 // Ends with one line on stderr, `[images] {...}`: each image's digest, size (compressed,
 // and unpacked as the container sees it) and start time (ctr run to the first answer).
@@ -291,6 +293,34 @@ describe('images', () => {
       `--lease-namespace=${RELEASE_NS}`,
       '--lease-name=cacheroute-operator',
     ];
+    // What the kubelet mounts at /var/run/secrets/kubernetes.io/serviceaccount: a token, the CA, the namespace.
+    const serviceAccountDir = (component: string, token: string): string => {
+      const dir = join(mountDir, `${component}-serviceaccount`);
+      mkdirSync(dir, { mode: 0o755 });
+      writeFileSync(join(dir, 'token'), token.trim(), { mode: 0o444 });
+      copyFileSync(pkiPaths(join(cp.dir, 'pki')).servingCa.cert, join(dir, 'ca.crt'));
+      chmodSync(join(dir, 'ca.crt'), 0o444);
+      writeFileSync(join(dir, 'namespace'), RELEASE_NS, { mode: 0o444 });
+      return dir;
+    };
+    // A token from the TokenRequest API for the chart's ServiceAccount of a component, as the kubelet projects one.
+    const chartToken = async (component: 'operator' | 'gateway'): Promise<string> => {
+      const sa = (
+        await kubectlOk(
+          ['-n', RELEASE_NS, 'get', 'sa', '-l', `app.kubernetes.io/component=${component}`, '-o', 'name'],
+          { kubeconfig: cp.kubeconfig },
+        )
+      )
+        .trim()
+        .replace(/^serviceaccount\//, '');
+      return kubectlOk(['-n', RELEASE_NS, 'create', 'token', sa, '--duration=1h'], {
+        kubeconfig: cp.kubeconfig,
+      });
+    };
+    const inClusterEnv = (): Record<string, string> => ({
+      KUBERNETES_SERVICE_HOST: '127.0.0.1',
+      KUBERNETES_SERVICE_PORT: new URL(cp.server).port,
+    });
     let first: RunningContainer | undefined;
     let firstHolder: string | undefined;
 
@@ -343,27 +373,9 @@ describe('images', () => {
     });
 
     it('runs as the chart runs it, in-cluster: a ServiceAccount token and CA mounted where a pod has them, no kubeconfig', async () => {
-      // The chart's operator ServiceAccount (applied with its RBAC by the test above), and a
-      // token for it from the TokenRequest API, as the kubelet projects one.
-      const sa = (
-        await kubectlOk(
-          ['-n', RELEASE_NS, 'get', 'sa', '-l', 'app.kubernetes.io/component=operator', '-o', 'name'],
-          {
-            kubeconfig: cp.kubeconfig,
-          },
-        )
-      )
-        .trim()
-        .replace(/^serviceaccount\//, '');
-      const token = await kubectlOk(['-n', RELEASE_NS, 'create', 'token', sa, '--duration=1h'], {
-        kubeconfig: cp.kubeconfig,
-      });
-      const saDir = join(mountDir, 'serviceaccount');
-      mkdirSync(saDir, { mode: 0o755 });
-      writeFileSync(join(saDir, 'token'), token.trim(), { mode: 0o444 });
-      copyFileSync(pkiPaths(join(cp.dir, 'pki')).servingCa.cert, join(saDir, 'ca.crt'));
-      chmodSync(join(saDir, 'ca.crt'), 0o444);
-      writeFileSync(join(saDir, 'namespace'), RELEASE_NS, { mode: 0o444 });
+      // The chart's operator ServiceAccount, applied with its RBAC by the test above.
+      const token = await chartToken('operator');
+      const saDir = serviceAccountDir('operator', token);
 
       // The kubeconfig operator goes; this one takes over its Lease and its work.
       await first?.stop();
@@ -374,7 +386,7 @@ describe('images', () => {
           name: 'operator-in-cluster',
           command: operatorCommand(port),
           securityContext: await chartSecurityContext('operator'),
-          env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: new URL(cp.server).port },
+          env: inClusterEnv(),
           mounts: [{ source: saDir, destination: '/var/run/secrets/kubernetes.io/serviceaccount' }],
         },
         `http://127.0.0.1:${port}/readyz`,
@@ -395,6 +407,56 @@ describe('images', () => {
         },
         { timeoutMs: 120_000 },
       );
+    });
+
+    it('with the gateway image, in-cluster as the chart runs it, serves a chat completion from the Deployment the operator image verified', async () => {
+      // The chart's gateway RBAC and ServiceAccount.
+      await createChartIdentity(cp, { release: RELEASE, namespace: RELEASE_NS, component: 'gateway' });
+      const saDir = serviceAccountDir('gateway', await chartToken('gateway'));
+      const [port, adminPort] = [await findFreePort(), await findFreePort()];
+      const securityContext = await chartSecurityContext('gateway');
+      const gateway = await runUntilAnswering(
+        'gateway',
+        {
+          name: 'gateway-in-cluster',
+          // The chart's arguments (templates/gateway-deployment.yaml) but --peers-service,
+          // which needs the chart's Service and its EndpointSlices.
+          command: [
+            '/usr/local/bin/node',
+            '--max-semi-space-size=32',
+            'gateway/src/server.ts',
+            '--host=127.0.0.1',
+            `--port=${port}`,
+            `--admin-port=${adminPort}`,
+            '--auth=open',
+          ],
+          securityContext,
+          env: { ...inClusterEnv(), POD_NAME: 'gateway-in-cluster', POD_NAMESPACE: RELEASE_NS },
+          mounts: [{ source: saDir, destination: '/var/run/secrets/kubernetes.io/serviceaccount' }],
+        },
+        `http://127.0.0.1:${adminPort}/readyz`,
+        'gateway (in-cluster)',
+      );
+      const res = await eventually(
+        async () => {
+          const r = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              model: 'llama-8b',
+              messages: [{ role: 'user', content: 'Hello from the images' }],
+              max_tokens: 4,
+            }),
+          });
+          const body = await r.text();
+          expect(r.status, `${body}\n${gateway.logTail()}`).toBe(200);
+          return { headers: r.headers, body: JSON.parse(body) as { usage?: { completion_tokens: number } } };
+        },
+        { timeoutMs: 60_000 },
+      );
+      expect(res.body.usage?.completion_tokens).toBe(4);
+      // Routed by discovery to one of the Deployment's pods, the simulators on their IPs.
+      expect(res.headers.get('x-cacheroute-endpoint')).toMatch(new RegExp(`^${NS}/dense-sglang-`));
     });
   });
 });
