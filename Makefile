@@ -80,8 +80,12 @@ dashboard-pictures: deps controlplane test-deps ## Redraw docs/images/dashboard-
 test-integration: deps controlplane test-deps otlp-receiver ## Integration tests against a real kube-apiserver and etcd (and an OTLP receiver for the tracing tests), inside a private network namespace
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project integration
 
+.PHONY: images
+images: deps test-deps ## Build (or reuse from ~/.cache/cacheroute/images) the operator, gateway and simulator images with buildah, no Docker (hack/images/build.sh): prints each digest; IMAGE_ENGINE=docker, PUSH=1 IMAGE_REPO=<registry/org> IMAGE_TAG=<tag>
+	bash hack/images/build.sh
+
 .PHONY: test-e2e
-test-e2e: deps controlplane test-deps sglang-kit ## End-to-end suites (full control plane, KWOK, simulators); GREP=pattern selects tests
+test-e2e: deps controlplane test-deps sglang-kit images ## End-to-end suites (full control plane, KWOK, simulators, the images under containerd); GREP=pattern selects tests
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test

@@ -15,6 +15,7 @@ export default defineConfig({
             'test/sim/**/*.test.ts',
             'hack/**/*.test.ts',
             'test/bench/**/*.test.ts',
+            'test/support/**/*.test.ts',
           ],
         },
       },

@@ -4,8 +4,11 @@
 # per test by test/support/redis.ts), chromium (the status page, driven
 # headless over the DevTools protocol by test/support/chromium.ts) and
 # prometheus for its promtool (the alert rules' checks and unit tests, make
-# test-monitoring; about 20 s cold, 19 MB). Idempotent: a machine that has them
-# all runs no apt command at all. Needs root (or sudo).
+# test-monitoring; about 20 s cold, 19 MB), and the image tools: buildah and
+# mmdebstrap (make images, hack/images/build.sh), containerd and runc (the image
+# tests run the images under them, test/support/containerd.ts), at the versions
+# these are pinned at (Debian bookworm's; about 30 s cold, 110 MB). Idempotent: a
+# machine that has them all runs no apt command at all. Needs root (or sudo).
 set -euo pipefail
 
 log() { printf '[test-deps] %s\n' "$*" >&2; }
@@ -14,9 +17,15 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# The image tools at pinned versions: a newer buildah or containerd may change the
+# images' digests (hack/images/build.sh) or ctr's flags (test/support/containerd.ts).
+command -v buildah >/dev/null 2>&1 || need+=(buildah=1.28.2+ds1-3+deb12u1+b3)
+command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap=1.3.5-7)
+command -v containerd >/dev/null 2>&1 || need+=(containerd=1.6.20~ds1-1+deb12u3)
+command -v runc >/dev/null 2>&1 || need+=(runc=1.1.5+ds1-1+deb12u1)
 
 if [ ${#need[@]} -eq 0 ]; then
-  log "redis-server, chromium and promtool: present"
+  log "redis-server, chromium, promtool, buildah, mmdebstrap, containerd and runc: present"
   exit 0
 fi
 
@@ -33,10 +42,10 @@ export DEBIAN_FRONTEND=noninteractive
 # exporter out; the status page test reads the DOM, the screenshot only needs a
 # sans-serif font.
 "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" fonts-dejavu-core >/dev/null
-# Debian starts redis-server and prometheus as services on install; the tests start their own,
+# Debian starts redis-server and prometheus (and, under systemd, containerd) as services on install; the tests start their own,
 # and a Prometheus on :9090 would take the port `make run` bridges the gateway's admin port to.
 # Without systemd (and without a policy-rc.d that refuses starts), the init script started them.
-for svc in redis-server prometheus; do
+for svc in redis-server prometheus containerd; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     "${SUDO[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 || true
   elif [ -x "/etc/init.d/$svc" ] && "${SUDO[@]}" "/etc/init.d/$svc" status >/dev/null 2>&1; then

@@ -13,8 +13,9 @@
 #    its endpoints never pass identity verification, and the gateway, failing closed,
 #    routes nothing to them. FAKE_GPU_NODES=0 skips KWOK, for a cluster with a real GPU
 #    node and the NVIDIA device plugin.
-# 3. The operator and gateway images, built with Docker (operator/Dockerfile,
-#    gateway/Dockerfile) and loaded into the nodes with `kind load`.
+# 3. The operator and gateway images, built by the script `make images` runs
+#    (hack/images/build.sh, from operator/Containerfile and gateway/Containerfile) with
+#    Docker, and loaded into the nodes with `kind load`.
 # 4. `helm upgrade --install` of charts/cacheroute with those images, waiting for the
 #    rollout; the image values are also written to $STATE_DIR/images.values.yaml, which
 #    `make test-e2e-kind` passes to test/e2e/chart.test.ts.
@@ -22,7 +23,8 @@
 # Environment: KIND_CLUSTER (cacheroute), FAKE_GPU_NODES (2), KWOK_VERSION (v0.8.0),
 # KIND_NODE_IMAGE (kind's default), IMAGE_TAG (dev-<time>), RELEASE (cacheroute),
 # NAMESPACE (cacheroute-system), HELM_ARGS (more helm flags, e.g. "--set gateway.replicas=2").
-# Needs docker, kind, kubectl and helm on PATH (or kubectl and helm from `make controlplane`).
+# Needs docker, kind, mmdebstrap and npm (hack/images/build.sh makes the images' base from
+# Debian packages), kubectl and helm on PATH (or kubectl and helm from `make controlplane`).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -57,6 +59,7 @@ fi
 
 command -v docker >/dev/null || die "docker not found: the kind path needs Docker (without it: make run)"
 command -v kind >/dev/null || die "kind not found (https://kind.sigs.k8s.io/docs/user/quick-start/#installation)"
+command -v mmdebstrap >/dev/null || die "mmdebstrap not found: the images' base is made from Debian packages (apt-get install mmdebstrap)"
 docker info >/dev/null 2>&1 || die "docker is installed but the daemon does not answer (docker info)"
 KUBECTL="$(tool kubectl)"
 HELM="$(tool helm)"
@@ -119,11 +122,10 @@ EOF
 fi
 
 # ---- 3. images --------------------------------------------------------------------
+log "building cacheroute/operator:$IMAGE_TAG and cacheroute/gateway:$IMAGE_TAG (hack/images/build.sh)"
+IMAGE_ENGINE=docker IMAGE_REPO=cacheroute IMAGE_TAG="$IMAGE_TAG" bash "$ROOT/hack/images/build.sh" operator gateway
 for component in operator gateway; do
-  image="cacheroute/$component:$IMAGE_TAG"
-  log "building $image"
-  docker build -f "$ROOT/$component/Dockerfile" -t "$image" "$ROOT"
-  kind load docker-image --name "$CLUSTER" "$image"
+  kind load docker-image --name "$CLUSTER" "cacheroute/$component:$IMAGE_TAG"
 done
 cat >"$STATE_DIR/images.values.yaml" <<EOF
 # Written by hack/kind-up.sh: the images it built and loaded into kind.

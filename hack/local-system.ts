@@ -109,7 +109,7 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
     `--gateway-admin-url=http://127.0.0.1:${LOCAL_PORTS.admin}`,
   ]);
   const gateway = startProcess(dir, 'gateway', [
-    '--max-semi-space-size=32', // as the gateway image runs it (gateway/Dockerfile)
+    '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)
     join(ROOT, 'gateway/src/server.ts'),
     `--kubeconfig=${gatewayKubeconfig}`,
     '--host=127.0.0.1',

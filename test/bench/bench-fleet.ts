@@ -243,7 +243,7 @@ async function spawnGateway(
     `gateway-${name}`,
     process.execPath,
     [
-      '--max-semi-space-size=32', // as the gateway image runs it (gateway/Dockerfile)
+      '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)
       path.join(ctx.repo, 'test/bench/bench-gateway.ts'),
       '--routes',
       routes,
