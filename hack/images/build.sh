@@ -7,7 +7,7 @@
 #   PUSH=1 IMAGE_REPO=registry.example.com/team IMAGE_TAG=0.1.0 bash hack/images/build.sh
 #
 # Every layer comes from a registry this machine reaches, nothing is pulled from an image
-# registry (ADR 0015):
+# registry (ADR 0017):
 #   1. the base: a Debian bookworm root filesystem with only what Node needs (libc6,
 #      libstdc++6, libgcc-s1 and gcc-12-base, at pinned versions, unpacked by mmdebstrap
 #      --variant=extract: no shell, no apt, no dpkg), /etc/passwd with the non-root user
@@ -22,7 +22,7 @@
 #
 # Reproducible: the pinned packages, the lockfile, a fixed SOURCE_DATE_EPOCH for every file
 # and the image's created time, no network at run time. The same inputs give the same
-# digest (two cold builds compared, ADR 0015).
+# digest (two cold builds compared, ADR 0017).
 #
 # Cached: each image is kept as an OCI archive in $CACHE/images/<name>-<key>.oci.tar, where
 # key is a hash of everything that goes into it (this script, its Containerfile, the pins,
