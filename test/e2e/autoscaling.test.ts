@@ -61,6 +61,35 @@ function holdLoad(
   };
 }
 
+/** An External metric of the tier's, for one Deployment part. */
+const externalMetric = (name: string, deployment: string, part: string, target: object): object => ({
+  type: 'External',
+  external: {
+    metric: {
+      name,
+      selector: { matchLabels: { 'cacheroute.dev/deployment': deployment, 'cacheroute.dev/part': part } },
+    },
+    target,
+  },
+});
+
+/** An HPA of 1..3 replicas that scales at once both ways (no stabilization), so a test is quick. */
+const buildQuickHpa = (name: string, kind: string, metrics: readonly object[]): object => {
+  const atOnce = { stabilizationWindowSeconds: 0, policies: [{ type: 'Pods', value: 3, periodSeconds: 1 }] };
+  return {
+    apiVersion: 'autoscaling/v2',
+    kind: 'HorizontalPodAutoscaler',
+    metadata: { name },
+    spec: {
+      scaleTargetRef: { apiVersion: 'cacheroute.dev/v1alpha1', kind, name },
+      minReplicas: 1,
+      maxReplicas: 3,
+      metrics,
+      behavior: { scaleUp: atOnce, scaleDown: atOnce },
+    },
+  };
+};
+
 const replicas = async (): Promise<number> =>
   Number(await k(['get', 'sgd', 'chat', '-o', 'jsonpath={.spec.replicas}']));
 
@@ -76,41 +105,13 @@ describe('autoscaling on the gateway tier’s load', () => {
       await eventually(async () => expect((await stack.status('chat')).verifiedReplicas).toBe(1), {
         timeoutMs: 90_000,
       });
-      const hpa = {
-        apiVersion: 'autoscaling/v2',
-        kind: 'HorizontalPodAutoscaler',
-        metadata: { name: 'chat' },
-        spec: {
-          scaleTargetRef: { apiVersion: 'cacheroute.dev/v1alpha1', kind: 'Deployment', name: 'chat' },
-          minReplicas: 1,
-          maxReplicas: 3,
-          metrics: [
-            {
-              type: 'External',
-              external: {
-                metric: {
-                  name: 'cacheroute_in_flight_requests',
-                  selector: {
-                    matchLabels: { 'cacheroute.dev/deployment': 'chat', 'cacheroute.dev/part': 'standalone' },
-                  },
-                },
-                // Two requests in flight per replica.
-                target: { type: 'AverageValue', averageValue: '2' },
-              },
-            },
-          ],
-          behavior: {
-            scaleUp: {
-              stabilizationWindowSeconds: 0,
-              policies: [{ type: 'Pods', value: 3, periodSeconds: 1 }],
-            },
-            scaleDown: {
-              stabilizationWindowSeconds: 0,
-              policies: [{ type: 'Pods', value: 3, periodSeconds: 1 }],
-            },
-          },
-        },
-      };
+      const hpa = buildQuickHpa('chat', 'Deployment', [
+        // Two requests in flight per replica.
+        externalMetric('cacheroute_in_flight_requests', 'chat', 'standalone', {
+          type: 'AverageValue',
+          averageValue: '2',
+        }),
+      ]);
       await k(['apply', '-f', '-'], JSON.stringify(hpa));
       // Idle: the HPA reads the metric (0) and keeps the minimum.
       await eventually(
@@ -231,60 +232,17 @@ describe('the prefill part scales apart', () => {
       });
       const partReplicas = async (part: string): Promise<number> =>
         Number(await k(['get', 'sgdpart', `pd-${part}`, '-o', 'jsonpath={.spec.replicas}']));
-      const hpa = {
-        apiVersion: 'autoscaling/v2',
-        kind: 'HorizontalPodAutoscaler',
-        metadata: { name: 'pd-prefill' },
-        spec: {
-          scaleTargetRef: {
-            apiVersion: 'cacheroute.dev/v1alpha1',
-            kind: 'DeploymentPart',
-            name: 'pd-prefill',
-          },
-          minReplicas: 1,
-          maxReplicas: 3,
-          metrics: [
-            {
-              type: 'External',
-              external: {
-                metric: {
-                  name: 'cacheroute_in_flight_requests',
-                  selector: {
-                    matchLabels: { 'cacheroute.dev/deployment': 'pd', 'cacheroute.dev/part': 'prefill' },
-                  },
-                },
-                // One request at the prefill part per prefill replica: six clients hold 3 replicas
-                // with room to spare (a scale-down under load would cut requests short here, where
-                // a deleted pod's simulator stops at once).
-                target: { type: 'AverageValue', averageValue: '1' },
-              },
-            },
-            {
-              // The prefill part's own signal (docs/operations.md#prefill-and-decode-scale-apart).
-              type: 'External',
-              external: {
-                metric: {
-                  name: 'cacheroute_prefill_backlog_seconds',
-                  selector: {
-                    matchLabels: { 'cacheroute.dev/deployment': 'pd', 'cacheroute.dev/part': 'prefill' },
-                  },
-                },
-                target: { type: 'Value', value: '1' },
-              },
-            },
-          ],
-          behavior: {
-            scaleUp: {
-              stabilizationWindowSeconds: 0,
-              policies: [{ type: 'Pods', value: 3, periodSeconds: 1 }],
-            },
-            scaleDown: {
-              stabilizationWindowSeconds: 0,
-              policies: [{ type: 'Pods', value: 3, periodSeconds: 1 }],
-            },
-          },
-        },
-      };
+      const hpa = buildQuickHpa('pd-prefill', 'DeploymentPart', [
+        // One request at the prefill part per prefill replica: six clients hold 3 replicas
+        // with room to spare (a scale-down under load would cut requests short here, where
+        // a deleted pod's simulator stops at once).
+        externalMetric('cacheroute_in_flight_requests', 'pd', 'prefill', {
+          type: 'AverageValue',
+          averageValue: '1',
+        }),
+        // The prefill part's own signal (docs/operations.md#prefill-and-decode-scale-apart).
+        externalMetric('cacheroute_prefill_backlog_seconds', 'pd', 'prefill', { type: 'Value', value: '1' }),
+      ]);
       await k(['apply', '-f', '-'], JSON.stringify(hpa));
       // Idle: the HPA reads the prefill part's metrics (0 in flight, 0 s of backlog) through the
       // aggregator, scales the part through its /scale, and keeps 1.
