@@ -39,7 +39,7 @@ lint: deps ## ESLint and Prettier checks
 	$(NPM_BIN)/prettier --check .
 
 .PHONY: controlplane
-controlplane: ## Build (or reuse) kube-apiserver, etcd, controller-manager, scheduler, kubectl, KWOK and helm in $(CACHE)
+controlplane: ## Build (or reuse) kube-apiserver, etcd, controller-manager, scheduler, kubectl, KWOK, helm and the LeaderWorkerSet controller in $(CACHE)
 	bash hack/build-controlplane.sh
 
 .PHONY: test-deps

@@ -2,14 +2,16 @@
 # Builds the real Kubernetes control plane for tests from Go modules (no prebuilt
 # downloads are reachable here): kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl from k8s.io/kubernetes, etcd from its server module,
-# KWOK, and helm. Output goes to a cache outside the repo and is reused; each
-# binary is rebuilt only when missing. Prints the bin directory on its last line.
+# KWOK, helm, and the LeaderWorkerSet controller with its CRD. Output goes to a
+# cache outside the repo and is reused; each binary is rebuilt only when missing. Prints the bin directory on its last line.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.35.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 HELM_VERSION="${HELM_VERSION:-v3.19.5}"
+# LeaderWorkerSet, the controller multi-node Deployments render to (ADR 0015).
+LWS_VERSION="${LWS_VERSION:-v0.7.0}"
 CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
 BIN="$CACHE/k8s-$K8S_VERSION/bin"
 SRC="$CACHE/src"
@@ -106,10 +108,38 @@ build_kwok_stages() {
   mv "$stages.tmp" "$stages"
 }
 
+# The LeaderWorkerSet manager, and its CRD beside it: the module's own go.mod pins the
+# Kubernetes libraries it was released with, so it builds as a dependency of a wrapper
+# module like etcd. The version is named: the proxy here refuses the module's version list.
+build_lws() {
+  local crd="$CACHE/k8s-$K8S_VERSION/lws-$LWS_VERSION-crd.yaml" root
+  if have lws-manager && [ -s "$crd" ]; then log "lws $LWS_VERSION: cached"; return; fi
+  log "lws $LWS_VERSION: building"
+  local dir="$SRC/lws-$LWS_VERSION" modfile
+  mkdir -p "$dir"
+  modfile=$(go mod download -json "sigs.k8s.io/lws@$LWS_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
+  {
+    echo "module cacheroute.dev/lws-build"
+    echo
+    grep -m1 '^go ' "$modfile"
+    echo
+    echo "require sigs.k8s.io/lws $LWS_VERSION"
+  } > "$dir/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/lws/cmd"\n' > "$dir/tools.go"
+  (cd "$dir" && go mod tidy -e >/dev/null 2>&1 || true)
+  (cd "$dir" && go build -trimpath -ldflags "-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION" \
+    -o "$BIN/lws-manager" sigs.k8s.io/lws/cmd)
+  root="$(go env GOMODCACHE)/sigs.k8s.io/lws@$LWS_VERSION"
+  cp "$root/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" "$crd.tmp"
+  chmod 0644 "$crd.tmp"
+  mv "$crd.tmp" "$crd"
+}
+
 build_etcd
 build_kubernetes
 build_installable kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 build_kwok_stages
 build_installable helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
+build_lws
 log "ready: $(cd "$BIN" && ls | tr '\n' ' ')"
 echo "$BIN"

@@ -28,6 +28,7 @@ import {
 import type { ComponentConfig, Ports } from './components.ts';
 import { apiJson, apiRequest, writeKubeconfig } from './kube-api.ts';
 import type { Credentials } from './kube-api.ts';
+import { startLwsController, type LwsController } from './lws.ts';
 import { createPki, issueClientCert, pkiPaths } from './pki.ts';
 import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
 import type { ManagedProcess } from './processes.ts';
@@ -50,6 +51,8 @@ export interface ControlPlaneOptions {
   gpuNodes?: number;
   // kube-controller-manager --controllers (full only).
   controllers?: readonly string[];
+  // Also the LeaderWorkerSet controller, its CRD and webhooks (full only; lws.ts).
+  leaderWorkerSet?: boolean;
   log?: (msg: string) => void;
   binDir?: string;
   // Address kube-apiserver advertises; default CACHEROUTE_HOST_IP from hack/in-netns.sh.
@@ -100,7 +103,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
   // On a signal or exit the processes get SIGKILL and the dir goes (processes.ts).
   const unregister = registerCleanup(removeDir);
+  let lws: LwsController | undefined;
   const stop = memoize(async () => {
+    await lws?.stop();
     for (const p of [...processes].reverse()) await stopManaged(p);
     unregister();
     removeDir();
@@ -165,6 +170,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         (await Promise.all(names.map((n) => isNodeSchedulable(admin, n)))).every(Boolean),
       );
       log(`full control plane with ${names.length} GPU node(s) ready in ${ms(started)}`);
+      if (opts.leaderWorkerSet && hostIP !== undefined)
+        lws = await startLwsController({ binDir, dir, kubeconfig, hostIP });
     }
 
     return {
@@ -180,7 +187,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       stop,
     };
   } catch (err) {
-    const tails = processes.map((p) => `--- ${p.name} (${p.logPath}) ---\n${readLogTail(p.logPath)}`);
+    const logs = [...processes, ...(lws ? [{ name: 'lws-manager', logPath: lws.logPath }] : [])];
+    const tails = logs.map((p) => `--- ${p.name} (${p.logPath}) ---\n${readLogTail(p.logPath)}`);
     log(`control plane failed to start: ${String(err)}\n${tails.join('\n')}`);
     await stop();
     throw err;
