@@ -14,6 +14,7 @@ import { buildDesired } from '../../operator/src/controllers/deployment/desired.
 import { parseSglangArgs } from '../../operator/src/sglang/flags.ts';
 import { checkSglangArgs } from '../../operator/src/sglang/startup-checks.ts';
 import { recordConformance } from '../support/conformance-report.ts';
+import { expandArgs } from '../support/sim-kubelet.ts';
 import { checkArgs, type CheckArgsRequest } from '../support/sglang-kit.ts';
 import {
   buildRandomSpecs,
@@ -25,6 +26,12 @@ import {
 } from './spec-space.ts';
 
 const RANDOM_SPECS = 200;
+// What the LWS pod webhook gives the first worker of group 0 of a set named m-sglang.
+const LWS_ENV = new Map([
+  ['LWS_LEADER_ADDRESS', 'm-sglang-0.m-sglang.ns'],
+  ['LWS_WORKER_INDEX', '1'],
+  ['LWS_GROUP_SIZE', '2'],
+]);
 const RANDOM_SEED = 20261201;
 
 interface Rendered {
@@ -37,11 +44,26 @@ function render(spec: GeneratedSpec): Rendered | undefined {
   if (!valid.ok) return undefined;
   const root = valid.value as DeploymentResource;
   const model = kitModelFor(root.spec.model.family);
-  const requests = buildDesired(root).workloads.map((w, i) => ({
+  const desired = buildDesired(root);
+  const requests = desired.workloads.map((w, i) => ({
     id: `${spec.label} [${w.metadata?.name ?? i}]`,
     argv: w.spec?.template.spec?.containers[0]?.args ?? [],
     model,
   }));
+  // A multi-node engine's leader and a worker, with the env LWS injects as the kubelet expands it.
+  for (const set of desired.groupSets) {
+    const t = set.spec.leaderWorkerTemplate;
+    for (const [rank, template] of [
+      ['leader', t.leaderTemplate],
+      ['worker', t.workerTemplate],
+    ] as const) {
+      requests.push({
+        id: `${spec.label} [${set.metadata.name ?? ''} ${rank}]`,
+        argv: expandArgs(template.spec?.containers[0]?.args ?? [], LWS_ENV),
+        model,
+      });
+    }
+  }
   return { spec, requests };
 }
 
@@ -72,6 +94,7 @@ describe('valid spec => SGLang starts', () => {
     );
     // The API must accept some of each shape, or the invariant holds vacuously.
     expect(rendered.some((r) => r.requests.length === 2)).toBe(true);
+    expect(rendered.some((r) => r.requests.some((q) => q.id.endsWith(' worker]')))).toBe(true);
     expect(rendered.some((r) => r.spec.label.startsWith('random'))).toBe(true);
     expect(disagreements).toEqual([]);
   });
@@ -108,6 +131,17 @@ function buildArgvMatrix(): CheckArgsRequest[] {
   for (const [g, k] of cartesian(grpc, keys)) {
     const argv = ['--model-path', '/models', ...g, ...k];
     out.push({ id: argv.slice(2).join(' '), argv, model: 'deepseek-v3.2' });
+  }
+  // Replicas across nodes: SGLang's split of the ranks over the nodes and its refusal of DP across them.
+  for (const [nodes, tp, dp, rank] of cartesian(
+    ['2', '3', '4'],
+    ['1', '2', '4', '8'],
+    ['1', '2'],
+    ['0', '1'],
+  )) {
+    const argv = ['--model-path', '/models', '--tp-size', tp, '--dp-size', dp, '--nnodes', nodes];
+    argv.push('--node-rank', rank, '--dist-init-addr', 'm-sglang-0.m-sglang.ns:20000');
+    out.push({ id: argv.slice(2).join(' '), argv, model: 'llama' });
   }
   // The event publishers are independent of the cache flags: each mode, without the product.
   for (const [m, e] of cartesian(modes, events.slice(1))) {

@@ -134,7 +134,24 @@ export function buildSpecMatrix(): GeneratedSpec[] {
       ),
     }),
   );
-  return [...standaloneSpecs, ...pdSpecs];
+  // Replicas across nodes (LeaderWorkerSet groups): the ranks' split and data parallelism, both
+  // topologies; the API refuses some of these, and SGLang must start every one it accepts.
+  const multiNodeSpecs = cartesian([2, 4], [1, 2, 4, 8], [1, 2], ['standalone', 'pd'] as const).map(
+    ([nodes, tensor, data, topology]) => {
+      const m =
+        topology === 'pd'
+          ? disaggregated(
+              'mooncake',
+              engine('dense', undefined, undefined, undefined),
+              engine('dense', undefined, undefined, undefined),
+            )
+          : standalone(engine('dense', undefined, undefined, undefined));
+      m.spec['parallelism'] = { tensor, data, nodes };
+      m.spec['resources'] = {};
+      return { label: `${topology} nodes=${nodes} tensor=${tensor} data=${data}`, manifest: m };
+    },
+  );
+  return [...standaloneSpecs, ...pdSpecs, ...multiNodeSpecs];
 }
 
 // Extra arguments a platform team plausibly adds; each a real flag of the pinned SGLang.

@@ -102,6 +102,13 @@ const OPERATOR_RULES: readonly TableRule[] = [
     resources: ['networkpolicies'],
     verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
   },
+  // Multi-node Deployments' LeaderWorkerSets, owned but not cached (no informer on a CRD that
+  // may be missing): a list tells the API is there, applies read each set with a get.
+  {
+    apiGroups: ['leaderworkerset.x-k8s.io'],
+    resources: ['leaderworkersets'],
+    verbs: ['get', 'list', 'create', 'patch'],
+  },
   // The daily-cap ledger of paid calls, by name: replaced with its resourceVersion.
   {
     apiGroups: [''],
@@ -184,6 +191,8 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     // from the controller's watches.
     { rt: Resources.persistentVolumeClaims, verbs: ['create', 'patch', 'delete'] },
     { rt: Resources.jobs, verbs: ['create', 'delete'] },
+    // LeaderWorkerSets (multi-node/): applyOwned with a GET for the live set, a list for the API.
+    { rt: Resources.leaderWorkerSets, verbs: ['get', 'list', 'create', 'patch'] },
   ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],

@@ -88,7 +88,8 @@ export class SimServer {
     this.#epochAtZero = Date.now() / 1000 - deps.clock.now() / 1000;
     this.serving = resolveServing(config);
     this.engine = new Engine(buildEngineConfig(config), deps.clock);
-    this.kvEvents = KvEventsService.build(config, this.engine);
+    // A non-zero node rank publishes nothing: the schedulers of rank 0 do (its group's leader).
+    this.kvEvents = config.sglang.node_rank >= 1 ? null : KvEventsService.build(config, this.engine);
     this.server = http.createServer((req, res) => this.#onRequest(req, res));
     // Idle connections close when SGLang's do; long generations under overload outlive Node's
     // default request/headers timeouts, and SGLang has none.
@@ -167,6 +168,7 @@ export class SimServer {
   #onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.#received++;
     if (this.config.sim.hang) return; // --sim-hang: accept, never answer
+    if (this.config.sglang.node_rank >= 1) return this.#serveNonZeroRank(req, res);
     if (!this.#authorized(req, res)) return;
     this.#route(req, res).catch((e: unknown) => {
       const status = e instanceof HttpError ? e.status : 500;
@@ -180,6 +182,21 @@ export class SimServer {
       const error = e instanceof HttpError ? e : new HttpError(status, message);
       sendJson(res, status, errorBody(error, path), this.headers);
     });
+  }
+
+  /**
+   * What a node of rank 1 and up serves in SGLang 0.5.23: no API, only the health server
+   * (utils/common.launch_dummy_health_check_server, started by Engine._launch_subprocesses once
+   * its schedulers are up): /ping, /health and /health_generate answer 200 with no body, without
+   * the API key middleware; any other path is FastAPI's 404.
+   */
+  #serveNonZeroRank(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const path = new URL(req.url ?? '/', 'http://sim').pathname;
+    if (req.method === 'GET' && ['/ping', '/health', '/health_generate'].includes(path)) {
+      res.writeHead(this.isHealthy() ? 200 : 503, this.headers).end();
+      return;
+    }
+    sendJson(res, 404, { detail: 'Not Found' }, this.headers);
   }
 
   /** --api-key / --admin-api-key, before any route, as SGLang's middleware (auth.ts); false when refused here. */

@@ -21,6 +21,7 @@ type Spec = Record<string, any>;
 const DENSE = 'deployment-dense.yaml';
 const HICACHE = 'deployment-hicache.yaml';
 const PD = 'deployment-pd-hisparse.yaml';
+const MULTI_NODE = 'deployment-multi-node.yaml';
 const POLICY = 'cachepolicy.yaml';
 const TASK = 'task-sglang.yaml';
 const OPENROUTER = 'task-openrouter.yaml';
@@ -316,6 +317,31 @@ export const INVALID_CASES: InvalidCase[] = [
     sample: PD,
     mutate: (m) => (m.spec.disaggregation.decode.resources = { gpus: 4 }),
     expect: 'disaggregation.prefill/decode resources.gpus must be at least parallelism.tensor',
+  },
+  {
+    name: 'tensor-parallel ranks that do not split evenly over the nodes',
+    sample: MULTI_NODE,
+    mutate: (m) => (m.spec.parallelism = { tensor: 6, nodes: 4 }),
+    expect: 'parallelism.tensor must be a multiple of parallelism.nodes',
+  },
+  {
+    name: 'data parallelism across nodes',
+    sample: MULTI_NODE,
+    mutate: (m) => (m.spec.parallelism.data = 2),
+    expect: 'parallelism.nodes above 1 needs parallelism.data 1',
+  },
+  {
+    name: 'fewer GPUs a pod than its share of the ranks across nodes',
+    sample: MULTI_NODE,
+    mutate: (m) => (m.spec.resources.gpus = 2),
+    expect: 'resources.gpus must be at least parallelism.tensor / parallelism.nodes',
+  },
+  {
+    name: 'more nodes than the API allows',
+    sample: MULTI_NODE,
+    mutate: (m) => (m.spec.parallelism.nodes = 65),
+    expect: 'spec.parallelism.nodes',
+    structural: true,
   },
   {
     name: 'negative replicas',

@@ -67,6 +67,11 @@ export const OPERATOR_OWNED_FLAGS = [
   'disaggregation-bootstrap-port',
   'disaggregation-ib-device',
   'disaggregation-decode-enable-radix-cache',
+  // A replica across nodes (parallelism.nodes): the rank and the leader's address are per pod.
+  'nnodes',
+  'node-rank',
+  'dist-init-addr',
+  'nccl-init-addr',
   // The runtime's key is the operator's (a per-identity Secret); the admin key would lock it out of /server_info.
   'api-key',
   'admin-api-key',
@@ -148,13 +153,10 @@ export const HiSparseSpec = z
 
 export const Resources = z
   .object({
-    gpus: z
-      .number()
-      .int()
-      .min(0)
-      .max(64)
-      .optional()
-      .meta({ description: 'GPUs per replica; defaults to the tensor-parallel size.' }),
+    gpus: z.number().int().min(0).max(64).optional().meta({
+      description:
+        'GPUs per pod; defaults to the tensor-parallel size over parallelism.nodes (a replica has one pod a node).',
+    }),
     gpuResourceName: z
       .string()
       .min(1)
@@ -537,18 +539,52 @@ export const RuntimeEvents = withRules(
 );
 export type RuntimeEvents = z.infer<typeof RuntimeEvents>;
 
-export const Parallelism = z
-  .object({
-    tensor: z
-      .number()
-      .int()
-      .min(1)
-      .max(64)
-      .default(1)
-      .meta({ description: 'Tensor-parallel size (--tp-size).' }),
-    data: z.number().int().min(1).max(64).default(1).meta({ description: 'Data-parallel size (--dp-size).' }),
-  })
-  .meta({ description: 'Parallelism inside one replica.' });
+export const Parallelism = withRules(
+  z
+    .object({
+      tensor: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .meta({ description: 'Tensor-parallel size (--tp-size), across all the nodes of a replica.' }),
+      data: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .meta({ description: 'Data-parallel size (--dp-size).' }),
+      nodes: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .meta({
+          description:
+            'Nodes one replica spans (--nnodes). Above 1 a replica is a LeaderWorkerSet group (leaderworkerset.x-k8s.io/v1, ' +
+            'which must be installed) of this many pods, tensor / nodes tensor-parallel ranks on each; ' +
+            'the leader serves, the group restarts as a whole. ADR 0015.',
+        }),
+    })
+    .meta({ description: 'Parallelism inside one replica.' }),
+  [
+    {
+      cel: 'self.tensor % self.nodes == 0',
+      message: `parallelism.tensor must be a multiple of parallelism.nodes: each node runs tensor / nodes ranks (SGLang ${SGLANG_VERSION}: tp_size must be divisible by number of nodes)`,
+      fieldPath: '.tensor',
+      check: (p) => p.tensor % p.nodes === 0,
+    },
+    {
+      cel: 'self.nodes == 1 || self.data == 1',
+      message: `parallelism.nodes above 1 needs parallelism.data 1: SGLang ${SGLANG_VERSION} runs no data-parallel replicas across nodes; scale with replicas instead`,
+      fieldPath: '.data',
+      check: (p) => p.nodes === 1 || p.data === 1,
+    },
+  ],
+);
 
 export const Scheduling = z
   .object({
@@ -726,24 +762,27 @@ export const DeploymentSpec = withRules(
       check: (s) => s.wakeOnDemand !== true || s.disaggregation === undefined,
     },
     {
-      cel: '!has(self.resources.gpus) || self.resources.gpus >= self.parallelism.tensor',
+      cel: '!has(self.resources.gpus) || self.resources.gpus * self.parallelism.nodes >= self.parallelism.tensor',
       message:
-        'resources.gpus must be at least parallelism.tensor (each tensor-parallel rank needs its own GPU)',
+        'resources.gpus must be at least parallelism.tensor / parallelism.nodes (each tensor-parallel rank needs its own GPU; gpus are per pod, a replica has parallelism.nodes pods)',
       fieldPath: '.resources.gpus',
-      check: (s) => s.resources.gpus === undefined || s.resources.gpus >= s.parallelism.tensor,
+      check: (s) =>
+        s.resources.gpus === undefined || s.resources.gpus * s.parallelism.nodes >= s.parallelism.tensor,
     },
     {
       cel: ['prefill', 'decode']
         .map(
           (part) =>
-            `(!has(self.disaggregation) || !has(self.disaggregation.${part}.resources) || !has(self.disaggregation.${part}.resources.gpus) || self.disaggregation.${part}.resources.gpus >= self.parallelism.tensor)`,
+            `(!has(self.disaggregation) || !has(self.disaggregation.${part}.resources) || !has(self.disaggregation.${part}.resources.gpus) || self.disaggregation.${part}.resources.gpus * self.parallelism.nodes >= self.parallelism.tensor)`,
         )
         .join(' && '),
-      message: 'disaggregation.prefill/decode resources.gpus must be at least parallelism.tensor',
+      message:
+        'disaggregation.prefill/decode resources.gpus must be at least parallelism.tensor / parallelism.nodes (gpus are per pod)',
       check: (s) =>
         s.disaggregation === undefined ||
         [s.disaggregation.prefill, s.disaggregation.decode].every(
-          (p) => p.resources?.gpus === undefined || p.resources.gpus >= s.parallelism.tensor,
+          (p) =>
+            p.resources?.gpus === undefined || p.resources.gpus * s.parallelism.nodes >= s.parallelism.tensor,
         ),
     },
   ],

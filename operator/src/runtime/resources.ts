@@ -38,6 +38,14 @@ export const Resources = {
     namespaced: true,
   },
   jobs: { group: 'batch', version: 'v1', resource: 'jobs', kind: 'Job', namespaced: true },
+  // sigs.k8s.io/lws: multi-node replicas (controllers/deployment/multi-node).
+  leaderWorkerSets: {
+    group: 'leaderworkerset.x-k8s.io',
+    version: 'v1',
+    resource: 'leaderworkersets',
+    kind: 'LeaderWorkerSet',
+    namespaced: true,
+  },
   events: { group: 'events.k8s.io', version: 'v1', resource: 'events', kind: 'Event', namespaced: true },
   endpointSlices: {
     group: 'discovery.k8s.io',

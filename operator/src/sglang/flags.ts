@@ -84,6 +84,10 @@ export const TYPED_DESTS = {
   enable_mixed_chunk: 'bool',
   kv_events_config: 'string',
   load_publish_endpoint: 'string',
+  // A replica across nodes (parallelism.nodes); rank and address are per pod, rendered apart.
+  nnodes: 'int',
+  node_rank: 'int',
+  dist_init_addr: 'string',
 } as const satisfies Record<string, ValueKind>;
 
 export type SglangDest = keyof typeof TYPED_DESTS;
@@ -123,7 +127,9 @@ type NonNullDest =
   | 'disaggregation_mode'
   | 'disaggregation_transfer_backend'
   | 'disaggregation_bootstrap_port'
-  | 'num_reserved_decode_tokens';
+  | 'num_reserved_decode_tokens'
+  | 'nnodes'
+  | 'node_rank';
 
 type Typed = {
   readonly [D in SglangDest]: D extends keyof Narrowed

@@ -141,6 +141,22 @@ export const STARTUP_RULES: readonly StartupRule[] = [
     },
   },
   {
+    source: 'validation_hook.check_server_args',
+    path: ['tp_size', 'nnodes'],
+    check: ({ args: a }) =>
+      a['ep_join_mode'] !== 'scale' && (a.tp_size * ((a['pp_size'] as number | null) ?? 1)) % a.nnodes !== 0
+        ? 'tp_size must be divisible by number of nodes'
+        : undefined,
+  },
+  {
+    source: 'validation_hook.check_server_args',
+    path: ['dp_size', 'nnodes'],
+    check: ({ args: a }) =>
+      a.dp_size > 1 && a.nnodes !== 1
+        ? 'multi-node data-parallel replicas are not supported; use attention DP (--attn-dp-size) across nodes'
+        : undefined,
+  },
+  {
     source: 'validation_hook.check_load_publish_args',
     path: ['load_publish_endpoint', 'kv_events_config'],
     check: ({ args: a }) =>

@@ -19,6 +19,8 @@ export function buildServerArgs(spec: DeploymentSpec, engine: RoleEngine): Sglan
     port: SGLANG_PORT,
     tp_size: spec.parallelism.tensor,
     dp_size: spec.parallelism.data,
+    // 1 renders nothing: single-node command lines (and their fingerprints) are as before.
+    nnodes: spec.parallelism.nodes,
     enable_metrics: true,
     enable_cache_report: true,
     page_size: spec.serving?.pageSize,

@@ -5,6 +5,7 @@ import type {
   V1EnvVar,
   V1OwnerReference,
   V1PodSpec,
+  V1PodTemplateSpec,
   V1Service,
   V1ServicePort,
   V1Toleration,
@@ -28,6 +29,13 @@ import {
 import { planRoles, type RoleEngine } from './roles.ts';
 import { buildModelCacheName, computeModelCacheKey } from './model-cache/names.ts';
 import { MODEL_SUBDIR } from './model-cache/objects.ts';
+import {
+  buildLeaderSelector,
+  buildLeaderWorkerSet,
+  buildRankArgs,
+  isMultiNode,
+  type LeaderWorkerSet,
+} from './multi-node/leader-worker-set.ts';
 
 export const DEFAULT_SHM_SIZE = '16Gi';
 // Model loading of a large checkpoint can take most of an hour; the startup
@@ -43,14 +51,19 @@ const RDMA_TRANSFER_BACKENDS = new Set(['mooncake', 'nixl', 'mori']);
  * The builders author with client-node's typed models; the wire layer takes
  * plain JSON objects. One cast, here, where the two meet.
  */
-export function toKubeObject(obj: V1Deployment | V1Service | V1Secret | NetworkPolicyObject): KubeObject {
+export function toKubeObject(
+  obj: V1Deployment | V1Service | V1Secret | NetworkPolicyObject | LeaderWorkerSet,
+): KubeObject {
   return obj as unknown as KubeObject;
 }
 
 export interface DesiredState {
   fingerprint: string;
   engines: RoleEngine[];
+  /** apps/v1 Deployments: the engines whose replicas fit on one node. */
   workloads: V1Deployment[];
+  /** LeaderWorkerSets: the engines whose replicas span nodes (multi-node/). */
+  groupSets: LeaderWorkerSet[];
   services: V1Service[];
 }
 
@@ -69,10 +82,12 @@ export function buildOwnerReference(root: DeploymentResource): V1OwnerReference 
 export function buildDesired(root: DeploymentResource): DesiredState {
   const engines = planRoles(root.spec);
   const fingerprint = computeFingerprint(root.spec, engines);
+  const multiNode = isMultiNode(root.spec);
   return {
     fingerprint,
     engines,
-    workloads: engines.map((e) => buildWorkload(root, e, fingerprint)),
+    workloads: multiNode ? [] : engines.map((e) => buildWorkload(root, e, fingerprint)),
+    groupSets: multiNode ? engines.map((e) => buildGroupSet(root, e, fingerprint)) : [],
     services: engines.map((e) => buildService(root, e)),
   };
 }
@@ -116,14 +131,56 @@ export function buildWorkload(
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       revisionHistoryLimit: 3,
       progressDeadlineSeconds: STARTUP_PROBE_BUDGET_SECONDS + 600,
-      template: {
-        metadata: { labels, annotations: { [ANNOTATION_FINGERPRINT]: fingerprint } },
-        spec: buildPodSpec(root.spec, engine, {
-          name: buildRuntimeKeySecretName(name),
-          key: fingerprint,
-        }),
-      },
+      template: buildPodTemplate(root, engine, fingerprint),
     },
+  };
+}
+
+/** An engine whose replicas span nodes: a LeaderWorkerSet, its leader and workers told their rank. */
+export function buildGroupSet(
+  root: DeploymentResource,
+  engine: RoleEngine,
+  fingerprint: string,
+): LeaderWorkerSet {
+  const name = root.metadata.name ?? '';
+  const labels = buildPodLabels(
+    name,
+    engine.role,
+    root.spec.deploymentId,
+    fingerprint,
+    root.spec.runtime.version,
+  );
+  return buildLeaderWorkerSet({
+    metadata: buildOwnedMetadata(root, buildWorkloadName(name, engine.role), labels),
+    replicas: engine.replicas,
+    nodes: root.spec.parallelism.nodes,
+    leader: buildPodTemplate(root, engine, fingerprint, buildRankArgs('leader')),
+    worker: buildPodTemplate(root, engine, fingerprint, buildRankArgs('worker')),
+  });
+}
+
+/**
+ * The pod template of an engine: identity labels, the fingerprint annotation, and SGLang with
+ * `rankArgs` (a multi-node pod's rank and its leader's address) after the rendered arguments.
+ */
+export function buildPodTemplate(
+  root: DeploymentResource,
+  engine: RoleEngine,
+  fingerprint: string,
+  rankArgs: readonly string[] = [],
+): V1PodTemplateSpec {
+  const name = root.metadata.name ?? '';
+  const labels = buildPodLabels(
+    name,
+    engine.role,
+    root.spec.deploymentId,
+    fingerprint,
+    root.spec.runtime.version,
+  );
+  const apiKey = { name: buildRuntimeKeySecretName(name), key: fingerprint };
+  return {
+    metadata: { labels, annotations: { [ANNOTATION_FINGERPRINT]: fingerprint } },
+    spec: buildPodSpec(root.spec, engine, apiKey, rankArgs),
   };
 }
 
@@ -133,11 +190,16 @@ interface ApiKeyRef {
   key: string;
 }
 
-function buildPodSpec(spec: DeploymentSpec, engine: RoleEngine, apiKey: ApiKeyRef): V1PodSpec {
+function buildPodSpec(
+  spec: DeploymentSpec,
+  engine: RoleEngine,
+  apiKey: ApiKeyRef,
+  rankArgs: readonly string[],
+): V1PodSpec {
   const { volumes, mounts } = buildVolumes(spec, engine);
   const scheduling = spec.scheduling;
   return {
-    containers: [buildSglangContainer(spec, engine, mounts, apiKey)],
+    containers: [buildSglangContainer(spec, engine, mounts, apiKey, rankArgs)],
     volumes,
     enableServiceLinks: false,
     terminationGracePeriodSeconds: 60,
@@ -160,9 +222,11 @@ function buildSglangContainer(
   engine: RoleEngine,
   mounts: V1VolumeMount[],
   apiKey: ApiKeyRef,
+  rankArgs: readonly string[],
 ): V1Container {
   const r = engine.resources;
-  const gpus = r.gpus ?? spec.parallelism.tensor;
+  // A replica across nodes has one pod a node, each with its share of the tensor-parallel ranks.
+  const gpus = r.gpus ?? spec.parallelism.tensor / spec.parallelism.nodes;
   const limits: Record<string, string> = { [r.gpuResourceName]: String(gpus) };
   const requests: Record<string, string> = {};
   if (r.cpu !== undefined) limits['cpu'] = requests['cpu'] = String(r.cpu);
@@ -189,7 +253,11 @@ function buildSglangContainer(
     // The API key is not identity (it is never in buildArgv, so never in the fingerprint): the
     // kubelet puts it in the env from the Secret and expands $(…) in the args. Last, so argparse
     // keeps it over anything before it.
-    args: [...buildArgv(spec, engine), ...renderSglangArgs({ api_key: `$(${RUNTIME_API_KEY_ENV})` })],
+    args: [
+      ...buildArgv(spec, engine),
+      ...rankArgs,
+      ...renderSglangArgs({ api_key: `$(${RUNTIME_API_KEY_ENV})` }),
+    ],
     ports,
     env: [
       ...(spec.runtime.env ?? []).map((e): V1EnvVar => ({ name: e.name, value: e.value })),
@@ -267,7 +335,14 @@ export function buildService(root: DeploymentResource, engine: RoleEngine): V1Se
       'app.kubernetes.io/component': engine.role,
       'app.kubernetes.io/managed-by': 'cacheroute-operator',
     }),
-    // Headless: the gateway routes to pod IPs from status; DNS and scrapers get every pod.
-    spec: { clusterIP: 'None', selector: buildSelectorLabels(name, engine.role), ports },
+    // Headless: the gateway routes to pod IPs from status; DNS and scrapers get every pod. Across
+    // nodes it is the groups' subdomain too (multi-node/): leaders only, and published before
+    // they are Ready, since the workers dial the leader to come up at all.
+    spec: {
+      clusterIP: 'None',
+      selector: { ...buildSelectorLabels(name, engine.role), ...buildLeaderSelector(root.spec) },
+      ports,
+      ...(isMultiNode(root.spec) ? { publishNotReadyAddresses: true } : {}),
+    },
   };
 }

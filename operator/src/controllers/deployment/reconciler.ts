@@ -21,7 +21,6 @@ import { chooseCacheVerdict } from './cache-health/assess.ts';
 import { CacheHealthProber } from './cache-health/prober.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
-  buildPodView,
   buildVerifiedEndpoint,
   EndpointReason,
   planVerification,
@@ -50,6 +49,12 @@ import { computePodTrouble, computeStatus } from './status.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
 import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
+import {
+  LEADER_WORKER_SET_MISSING,
+  LEADER_WORKER_SET_MISSING_MESSAGE,
+  LeaderWorkerSetApi,
+} from './multi-node/availability.ts';
+import { buildEndpointViews, isGroupWorker } from './multi-node/groups.ts';
 import { registerDeploymentMetrics } from './metrics.ts';
 
 export interface DeploymentControllerOptions {
@@ -89,6 +94,7 @@ type SecretObject = KubeObject & { data?: Record<string, string> };
 const POD_SELECTOR = LABEL_DEPLOYMENT;
 const KEY_GRACE_MS = 30_000;
 const CONTROLLER = 'deployment';
+const LWS_RECHECK_MS = 30_000;
 
 export function buildDeploymentController(opts: DeploymentControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
@@ -103,6 +109,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const parts = manager.informer(Resources.deploymentParts);
   const runtimeKey = buildRuntimeKeyLookup(secrets);
   const modelDelivery = buildModelDelivery({ manager, client, roots, config: opts.modelCache });
+  const lwsApi = LeaderWorkerSetApi.forClient(client);
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
   const pendingRequeueMs = opts.pendingRequeueMs ?? 5_000;
@@ -262,7 +269,11 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     ]);
     // No workload before its model files are verified: SGLang never starts on unverified files,
     // and workloads that exist keep serving the files they have.
-    if (withWorkloads) await applyAll(Resources.deployments, desired.workloads.map(toKubeObject), workloads);
+    if (withWorkloads) {
+      await applyAll(Resources.deployments, desired.workloads.map(toKubeObject), workloads);
+      // No LWS informer (multi-node/availability.ts): applyOwned reads each live set with a GET.
+      await applyAll(Resources.leaderWorkerSets, desired.groupSets.map(toKubeObject), { get: () => undefined });
+    }
   }
 
   async function observeEndpoints(
@@ -274,13 +285,12 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const previous = new Map((root.status?.endpoints ?? []).map((e) => [e.pod, e]));
     const bootstrapPort = root.spec.disaggregation?.bootstrapPort;
     const now = ctx.now();
-    const views = pods
-      .list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } })
-      .map(buildPodView)
-      .filter((v) => v !== undefined && !v.terminating);
+    // One endpoint per LeaderWorkerSet group, its leader (multi-node/groups.ts).
+    const views = buildEndpointViews(
+      pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } }),
+    ).filter((v) => !v.terminating);
     return Promise.all(
       views.map(async (pod) => {
-        if (!pod) throw new Error('unreachable');
         const plan = planVerification(pod, previous.get(pod.name), {
           fingerprint: desired.fingerprint,
           bootstrapPort,
@@ -392,9 +402,14 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       accepted.fingerprint !== desired.fingerprint
         ? { accepted: accepted.fingerprint, refused: desired.fingerprint }
         : undefined;
+    // Multi-node parts need the LWS API; without it nothing is applied and status says why.
+    const blocked =
+      desired.groupSets.length > 0 && !(await lwsApi.available(root.metadata.namespace ?? ''))
+        ? { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE }
+        : undefined;
     // A changed identity under the same deploymentId is refused: nothing is applied.
     if (!identityConflict) await applyParts(obj, root, partPlans);
-    const model = identityConflict ? undefined : await modelDelivery.deliver(root, ctx.now());
+    const model = identityConflict || blocked ? undefined : await modelDelivery.deliver(root, ctx.now());
     if (model) await applyDesired(obj, root, desired, ctx, model.ready);
 
     const endpoints = await observeEndpoints(root, desired, ctx);
@@ -409,9 +424,11 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         identityConflict,
         endpoints,
         troubles,
-        podCount: podObjects.filter((p) => !p.metadata?.deletionTimestamp).length,
+        // Replicas are groups: a group's workers are not counted (the scale subresource reads it).
+        podCount: podObjects.filter((p) => !p.metadata?.deletionTimestamp && !isGroupWorker(p)).length,
         cache: cacheHealth ? chooseCacheVerdict(cacheHealth.assessmentOf(key), root.status) : undefined,
         model,
+        blocked,
       },
       ctx.now(),
     );
@@ -425,7 +442,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     // Pods that come, go or turn Ready queue this Deployment through the pod watch; only a Ready
     // pod whose runtime has not answered yet must be asked again without one.
     const awaitingRuntime = endpoints.some((e) => e.ready && e.reason === EndpointReason.VerificationFailed);
-    return { requeueAfterMs: computeRequeueMs(key, awaitingRuntime, wakePlan) };
+    const requeueAfterMs = computeRequeueMs(key, awaitingRuntime, wakePlan);
+    // Nothing watched brings the LWS CRD's arrival: look again.
+    return { requeueAfterMs: blocked ? Math.min(requeueAfterMs, LWS_RECHECK_MS) : requeueAfterMs };
   }
 
   return {

@@ -51,6 +51,7 @@ export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderRe
     ok: true,
     objects: [
       ...desired.workloads,
+      ...desired.groupSets,
       ...desired.services,
       ...parts,
       keySecret,

@@ -90,6 +90,8 @@ export interface StatusObservation {
    * identity conflict): the previous ModelReady and status.model stay.
    */
   model?: Pick<ModelDeliveryPlan, 'ready' | 'status' | 'condition'> | undefined;
+  /** What keeps the workloads from being applied at all (e.g. multi-node without LeaderWorkerSet). */
+  blocked?: { reason: string; message: string } | undefined;
 }
 
 function countBy(endpoints: readonly Endpoint[], pred: (e: Endpoint) => boolean): number {
@@ -215,6 +217,8 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
       Reason.IdentityChangedWithoutNewId,
       `the spec now renders fingerprint ${obs.identityConflict.refused} but deploymentId ${root.spec.deploymentId} was accepted with ${obs.identityConflict.accepted}: change deploymentId to roll out a new identity; nothing was applied`,
     );
+  } else if (obs.blocked) {
+    cond(ConditionType.Progressing, 'False', obs.blocked.reason, obs.blocked.message);
   } else if (trouble) {
     cond(ConditionType.Progressing, 'False', trouble.reason, `pod ${trouble.pod}: ${trouble.message}`);
   } else if (updated < desired || verified < desired || obs.podCount > desired) {
@@ -255,6 +259,7 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
 
   const degradedBy = [
     ...(obs.identityConflict ? ['identity changed without a new deploymentId'] : []),
+    ...(obs.blocked ? [obs.blocked.message] : []),
     ...mismatched.map((e) => `${e.pod} reports another identity`),
     ...obs.troubles.filter((t) => t.reason !== Reason.Unschedulable).map((t) => `${t.pod}: ${t.reason}`),
   ];
