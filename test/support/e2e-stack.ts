@@ -58,11 +58,16 @@ export async function startE2eStack(
     controllers?: readonly string[];
     /** More operator options (e.g. modelCache) and where its log lines go. */
     operator?: Pick<OperatorOptions, 'modelCache'> & { logWrite?: (line: string) => void };
+    /** KWOK GPU nodes (default 1). */
+    gpuNodes?: number;
+    /** The real LeaderWorkerSet controller too (multi-node Deployments; lws.ts). */
+    leaderWorkerSet?: boolean;
   } = {},
 ): Promise<E2eStack> {
   const cp = await startControlPlane({
     full: true,
-    gpuNodes: 1,
+    gpuNodes: opts.gpuNodes ?? 1,
+    leaderWorkerSet: opts.leaderWorkerSet ?? false,
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
   });
   const crds = join(REPO_ROOT, 'crds');

@@ -110,9 +110,23 @@ export async function startLwsController(cp: {
   const started = performance.now();
   const crd = findLwsCrd(cp.binDir);
   await kubectlOk(['apply', '--server-side', '-f', crd], { kubeconfig: cp.kubeconfig });
-  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crd], {
-    kubeconfig: cp.kubeconfig,
-  });
+  // Not `kubectl wait`: it fails outright on a CRD whose status has no conditions yet.
+  await eventually(
+    async () => {
+      const established = await kubectlOk(
+        [
+          'get',
+          'crd',
+          'leaderworkersets.leaderworkerset.x-k8s.io',
+          '-o',
+          'jsonpath={.status.conditions[?(@.type=="Established")].status}',
+        ],
+        { kubeconfig: cp.kubeconfig },
+      );
+      expect(established).toBe('True');
+    },
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
   const pkiDir = pkiPaths(join(cp.dir, 'pki')).dir;
   const cert = await issueServingCert(pkiDir, 'lws-webhook', { ips: [cp.hostIP], dnsNames: [] });
   // controller-runtime's webhook server reads tls.crt and tls.key from its cert dir.

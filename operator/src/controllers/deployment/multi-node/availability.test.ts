@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { LeaderWorkerSetApi } from './availability.ts';
+
+describe('LeaderWorkerSetApi', () => {
+  it('asks again at every pass while the API is missing, and trusts a seen one for a while', async () => {
+    let served = false;
+    let asked = 0;
+    let now = 0;
+    const api = new LeaderWorkerSetApi(
+      () => {
+        asked++;
+        return Promise.resolve(served);
+      },
+      () => now,
+    );
+    expect(await api.available('ns')).toBe(false);
+    expect(await api.available('ns')).toBe(false);
+    expect(asked).toBe(2);
+    served = true;
+    expect(await api.available('ns')).toBe(true);
+    now += 60_000;
+    expect(await api.available('ns')).toBe(true);
+    expect(asked).toBe(3);
+    api.forget();
+    served = false;
+    expect(await api.available('ns')).toBe(false);
+  });
+});
