@@ -10,7 +10,7 @@ K8S_VERSION="${K8S_VERSION:-v1.35.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 HELM_VERSION="${HELM_VERSION:-v3.19.5}"
-# LeaderWorkerSet, the controller multi-node Deployments render to (ADR 0015).
+# LeaderWorkerSet, the controller multi-node Deployments render to (ADR 0018).
 LWS_VERSION="${LWS_VERSION:-v0.7.0}"
 CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
 BIN="$CACHE/k8s-$K8S_VERSION/bin"

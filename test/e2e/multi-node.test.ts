@@ -1,4 +1,4 @@
-// multi-node: replicas that span nodes, on the real LeaderWorkerSet controller (ADR 0015).
+// multi-node: replicas that span nodes, on the real LeaderWorkerSet controller (ADR 0018).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentStatus } from '../../operator/src/api/index.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';

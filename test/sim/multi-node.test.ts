@@ -1,4 +1,4 @@
-// A multi-node replica's ranks, as SGLang 0.5.23 launches them (ADR 0015): rank 0 serves the
+// A multi-node replica's ranks, as SGLang 0.5.23 launches them (ADR 0018): rank 0 serves the
 // API; a node of rank 1 and up serves only its health server, without the API key middleware.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSimArgs } from './config.ts';

@@ -566,7 +566,7 @@ export const Parallelism = withRules(
           description:
             'Nodes one replica spans (--nnodes). Above 1 a replica is a LeaderWorkerSet group (leaderworkerset.x-k8s.io/v1, ' +
             'which must be installed) of this many pods, tensor / nodes tensor-parallel ranks on each; ' +
-            'the leader serves, the group restarts as a whole. ADR 0015.',
+            'the leader serves, the group restarts as a whole. ADR 0018.',
         }),
     })
     .meta({ description: 'Parallelism inside one replica.' }),

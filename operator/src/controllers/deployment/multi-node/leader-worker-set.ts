@@ -1,4 +1,4 @@
-// A replica that spans nodes is a LeaderWorkerSet group (sigs.k8s.io/lws, ADR 0015): the LWS
+// A replica that spans nodes is a LeaderWorkerSet group (sigs.k8s.io/lws, ADR 0018): the LWS
 // controller makes a leader pod per group and a StatefulSet of its workers, gives every pod
 // its rank and its leader's address (env), and recreates a group as a whole when one of its
 // pods fails. The operator renders the set and reads its pods; it keeps no gang logic. Pure.
