@@ -170,8 +170,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         (await Promise.all(names.map((n) => isNodeSchedulable(admin, n)))).every(Boolean),
       );
       log(`full control plane with ${names.length} GPU node(s) ready in ${ms(started)}`);
-      if (opts.leaderWorkerSet && hostIP !== undefined)
-        lws = await startLwsController({ binDir, dir, kubeconfig, hostIP });
+      // hostIP is set: a full plane runs only inside the namespace (checked above).
+      if (opts.leaderWorkerSet)
+        lws = await startLwsController({ binDir, dir, kubeconfig, hostIP: hostIP ?? '' });
     }
 
     return {
@@ -187,12 +188,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       stop,
     };
   } catch (err) {
-    const logs = [...processes, ...(lws ? [{ name: 'lws-manager', logPath: lws.logPath }] : [])];
-    const tails = logs.map((p) => `--- ${p.name} (${p.logPath}) ---\n${readLogTail(p.logPath)}`);
+    const tails = logTails(processes, lws);
     log(`control plane failed to start: ${String(err)}\n${tails.join('\n')}`);
     await stop();
     throw err;
   }
+}
+
+function logTails(processes: readonly ManagedProcess[], lws: LwsController | undefined): string[] {
+  const logs = [...processes, ...(lws ? [{ name: 'lws-manager', logPath: lws.logPath }] : [])];
+  return logs.map((p) => `--- ${p.name} (${p.logPath}) ---\n${readLogTail(p.logPath)}`);
 }
 
 // A kubeconfig for a non-admin identity: a client certificate for user/groups, signed

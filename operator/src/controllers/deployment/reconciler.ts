@@ -272,7 +272,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (withWorkloads) {
       await applyAll(Resources.deployments, desired.workloads.map(toKubeObject), workloads);
       // No LWS informer (multi-node/availability.ts): applyOwned reads each live set with a GET.
-      await applyAll(Resources.leaderWorkerSets, desired.groupSets.map(toKubeObject), { get: () => undefined });
+      await applyAll(Resources.leaderWorkerSets, desired.groupSets.map(toKubeObject), {
+        get: () => undefined,
+      });
     }
   }
 
