@@ -247,12 +247,13 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const applyAll = async (
       resource: ResourceType,
       objs: readonly KubeObject[],
-      cache: { get(namespace: string, name: string): KubeObject | undefined },
+      // No cache: applyOwned reads the live object with a GET (and writes only a difference).
+      cache: { get(namespace: string, name: string): KubeObject | undefined } | undefined,
     ): Promise<void> => {
       const results = await Promise.all(
         objs.map((o) =>
           applyOwned(client, resource, o, {
-            live: cache.get(ns, o.metadata?.name ?? '') ?? null,
+            ...(cache ? { live: cache.get(ns, o.metadata?.name ?? '') ?? null } : {}),
             ownerUid: uid,
           }),
         ),
@@ -272,9 +273,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (withWorkloads) {
       await applyAll(Resources.deployments, desired.workloads.map(toKubeObject), workloads);
       // No LWS informer (multi-node/availability.ts): applyOwned reads each live set with a GET.
-      await applyAll(Resources.leaderWorkerSets, desired.groupSets.map(toKubeObject), {
-        get: () => undefined,
-      });
+      await applyAll(Resources.leaderWorkerSets, desired.groupSets.map(toKubeObject), undefined);
     }
   }
 
