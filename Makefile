@@ -134,7 +134,7 @@ run-gateway: deps ## Run the gateway against the current kubeconfig (discovery f
 	$(NODE) --max-semi-space-size=32 gateway/src/server.ts $(ARGS)
 
 .PHONY: bench-operator
-bench-operator: deps controlplane ## Operator benchmark: 200 Deployments on 30 KWOK GPU nodes to Ready; ends with one JSON line (ARGS='--deployments 200 --nodes 30 --sync-period-s 90 --timeout-s 1500')
+bench-operator: deps controlplane ## Operator benchmark: 200 Deployments on 30 KWOK GPU nodes to Ready, beside the bound measured in the same run; ends with one JSON line (ARGS='--deployments 200 --nodes 30 --nodes-per-replica 2 --sync-period-s 90 --timeout-s 1500')
 	bash hack/in-netns.sh $(NODE) test/bench/bench-operator.ts $(ARGS)
 
 .PHONY: docs

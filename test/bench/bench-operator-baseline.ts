@@ -2,7 +2,7 @@
 // the operator would make for N Deployments (runtime key Secret, Services, apps/v1
 // Deployments: buildDesired's, byte for byte, without owner references since no
 // cacheroute Deployment exists), applied by a straight-line driver with the operator's
-// concurrency, until every pod is Ready and its runtime answers its identity read-back
+// concurrency, until every pod is Ready and its runtime (a group's leader's) answers its identity read-back
 // (what the operator verifies). No informers, no work queue, no status: what is left of
 // the operator's convergence time over this is the operator's own cost; the rest is the
 // control plane's (controller-manager, scheduler, KWOK) and the machine's.
@@ -12,6 +12,10 @@ import { computeDeclaredIdentity, SGLANG_PORT } from '../../operator/src/control
 import { buildDesired, toKubeObject } from '../../operator/src/controllers/deployment/desired.ts';
 import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
 import { LABEL_DEPLOYMENT } from '../../operator/src/controllers/deployment/labels.ts';
+import {
+  buildLeaderSelector,
+  type LeaderWorkerSet,
+} from '../../operator/src/controllers/deployment/multi-node/leader-worker-set.ts';
 import { buildRuntimeKeySecret } from '../../operator/src/controllers/deployment/runtime-keys.ts';
 import { readIdentity } from '../../operator/src/controllers/deployment/verify.ts';
 import type { KubeClient } from '../../operator/src/runtime/client.ts';
@@ -37,9 +41,10 @@ interface Planned {
   readonly secret: KubeObject;
   readonly services: KubeObject[];
   readonly workloads: KubeObject[];
+  readonly groupSets: KubeObject[];
 }
 
-const withoutOwners = (o: V1Deployment | V1Service | V1Secret): KubeObject => {
+const withoutOwners = (o: V1Deployment | V1Service | V1Secret | LeaderWorkerSet): KubeObject => {
   const { ownerReferences: _owners, ...metadata } = toKubeObject(o).metadata ?? {};
   return { ...toKubeObject(o), metadata };
 };
@@ -57,6 +62,7 @@ function plan(manifest: Manifest, namespace: string, index: number): Planned {
     secret: withoutOwners(buildRuntimeKeySecret(root, { [desired.fingerprint]: key })),
     services: desired.services.map(withoutOwners),
     workloads: desired.workloads.map(withoutOwners),
+    groupSets: desired.groupSets.map(withoutOwners),
   };
 }
 
@@ -73,6 +79,7 @@ export async function measureControlPlaneBaseline(opts: BaselineOptions): Promis
       ...p.services.map((s) => driver.create(Resources.services, s)),
     ]);
     for (const w of p.workloads) await driver.create(Resources.deployments, w);
+    for (const g of p.groupSets) await driver.create(Resources.leaderWorkerSets, g);
   });
   opts.log(
     `baseline: applied ${planned.length} Deployments' objects in ${Math.round(performance.now() - t0)} ms`,
@@ -92,6 +99,9 @@ export async function measureControlPlaneBaseline(opts: BaselineOptions): Promis
       const p = byName.get(pod.metadata?.labels?.[LABEL_DEPLOYMENT] ?? '');
       const engine = p && buildDesired(p.root).engines[0];
       if (!p || !engine) return;
+      // A group answers on its leader (the workers serve a health server only).
+      const leader = Object.entries(buildLeaderSelector(p.root.spec));
+      if (!leader.every(([k, v]) => pod.metadata?.labels?.[k] === v)) return;
       const readback = await readIdentity(
         buildEndpointUrl(pod.status?.podIP ?? '', SGLANG_PORT),
         computeDeclaredIdentity(p.root.spec, engine),

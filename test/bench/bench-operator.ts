@@ -22,7 +22,8 @@
 //                       operatorRetainedHeapMB the heap freed by stopping it (caches,
 //                       queues, metrics). In-process RSS deltas are noise: V8 keeps pages.
 // Runs inside hack/in-netns.sh. Flags: --deployments 200 --nodes 30 --sync-period-s 90
-// --timeout-s 1500 (everything is bounded by the timeout).
+// --timeout-s 1500 (everything is bounded by the timeout); --nodes-per-replica 2: the
+// multi-node case, each replica a LeaderWorkerSet group on the real LWS controller.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,15 +59,18 @@ const MB = 1024 * 1024;
 interface Flags {
   deployments: number;
   nodes: number;
+  /** Above 1, each replica is a LeaderWorkerSet group of this many one-GPU pods (the real LWS controller runs). */
+  nodesPerReplica: number;
   syncPeriodS: number;
   timeoutS: number;
 }
 
 function parseFlags(argv: readonly string[]): Flags {
-  const flags: Flags = { deployments: 200, nodes: 30, syncPeriodS: 90, timeoutS: 1500 };
+  const flags: Flags = { deployments: 200, nodes: 30, nodesPerReplica: 1, syncPeriodS: 90, timeoutS: 1500 };
   const names: Record<string, keyof Flags> = {
     '--deployments': 'deployments',
     '--nodes': 'nodes',
+    '--nodes-per-replica': 'nodesPerReplica',
     '--sync-period-s': 'syncPeriodS',
     '--timeout-s': 'timeoutS',
   };
@@ -231,8 +235,16 @@ async function run(flags: Flags, cp: ControlPlane, stack: (() => Promise<void>)[
   const driver = await KubeClient.fromKubeConfig(kc, { userAgent: 'bench-driver' });
   stack.push(() => driver.close());
   const names = Array.from({ length: flags.deployments }, (_, i) => `bench-${String(i).padStart(3, '0')}`);
+  const n = flags.nodesPerReplica;
+  // Multi-node: tensor parallelism across the group's pods, one GPU each.
+  const parallelism = n > 1 ? { parallelism: { tensor: n, nodes: n } } : {};
   const manifests = names.map((name) =>
-    buildDeploymentManifest({ name, replicas: 1, gpus: 1, spec: { deploymentId: `${name}-r1` } }),
+    buildDeploymentManifest({
+      name,
+      replicas: 1,
+      gpus: 1,
+      spec: { deploymentId: `${name}-r1`, ...parallelism },
+    }),
   );
 
   // The bound, in the same run: the same objects applied straight, in a namespace of their own
@@ -267,6 +279,7 @@ async function run(flags: Flags, cp: ControlPlane, stack: (() => Promise<void>)[
     bench: 'operator',
     deployments: names.length,
     nodes: flags.nodes,
+    nodesPerReplica: flags.nodesPerReplica,
     gpusPerNode: 8,
     concurrency: CONCURRENCY,
     convergeMs: Math.round(m.convergeMs),
@@ -438,7 +451,12 @@ async function main(): Promise<number> {
   const stack: (() => Promise<void>)[] = [];
   let cp: ControlPlane | undefined;
   try {
-    cp = await startControlPlane({ full: true, gpuNodes: flags.nodes, log });
+    cp = await startControlPlane({
+      full: true,
+      gpuNodes: flags.nodes,
+      leaderWorkerSet: flags.nodesPerReplica > 1,
+      log,
+    });
     const figures = await run(flags, cp, stack);
     process.stdout.write(`${JSON.stringify(figures)}\n`);
     return 0;
