@@ -77,9 +77,11 @@ function startProcess(dir: string, name: string, args: string[]): ManagedProcess
 /** Everything up, the samples applied, and llama-8b Ready and listed by the gateway. */
 export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalSystem> {
   const { dir, log, real } = opts;
-  // The scheduler spreads pods (as Kubernetes does by default), so the samples' four small
-  // pods can each take a node; seven leave three whole nodes for the 8-GPU prefill/decode pods.
-  const cp = await startControlPlane({ full: true, gpuNodes: opts.gpuNodes, log });
+  // The scheduler spreads pods (as Kubernetes does by default), so the samples' six small
+  // pods (the multi-node sample's two among them) can each take a node; nine leave three whole
+  // nodes for the 8-GPU prefill/decode pods. The multi-node sample's groups need the real
+  // LeaderWorkerSet controller, as a cluster would run it.
+  const cp = await startControlPlane({ full: true, gpuNodes: opts.gpuNodes, leaderWorkerSet: true, log });
   const k = { kubeconfig: cp.kubeconfig };
   await kubectlOk(['apply', '--server-side', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(ROOT, 'crds')], k);

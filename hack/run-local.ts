@@ -5,7 +5,7 @@
 // GPU nodes, an SGLang simulator on every pod IP, the operator and the gateway
 // as real processes, and the samples.
 //
-//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--admin-port=9090] [--gpu-nodes=7]
+//   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--admin-port=9090] [--gpu-nodes=9]
 //        [--real-sglang] [--monitoring [--prometheus-port=9091]]
 //
 // --real-sglang (make run REAL_SGLANG=1): the dense sample's pods run the real
@@ -100,7 +100,7 @@ async function inside(dir: string): Promise<void> {
   const ports = LOCAL_PORTS();
   const real = process.argv.includes('--real-sglang');
   const monitoring = process.argv.includes('--monitoring');
-  const system = await startLocalSystem({ dir, gpuNodes: flag('gpu-nodes', 7), real, log });
+  const system = await startLocalSystem({ dir, gpuNodes: flag('gpu-nodes', 9), real, log });
   const { cp, demoKey } = system;
   const server = new URL(cp.server);
   const bridges = [await forwardUnixToTcp(join(dir, 'apiserver.sock'), server.hostname, Number(server.port))];
@@ -123,7 +123,7 @@ async function inside(dir: string): Promise<void> {
   process.stdout.write(
     [
       '',
-      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 7)} fake 8-GPU nodes, the operator, the gateway,`,
+      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 9)} fake 8-GPU nodes, the operator, the gateway,`,
       real
         ? `the real SGLang ${SGLANG_VERSION} (CPU, tiny model) on the ${REAL_SAMPLE} pods, a simulator on the others, and the samples from examples/.`
         : 'an SGLang simulator on every pod, and the samples from examples/.',

@@ -136,7 +136,7 @@ export async function runLiveReplay(opts: {
   let system: LocalSystem | undefined;
   let prometheus: Awaited<ReturnType<typeof startLocalPrometheus>> | undefined;
   try {
-    system = await startLocalSystem({ dir, gpuNodes: 7, real: false, log });
+    system = await startLocalSystem({ dir, gpuNodes: 9, real: false, log });
     const kubeconfig = system.cp.kubeconfig;
     prometheus = await startLocalPrometheus({ dir, kubeconfig, log, scrapeInterval: '2s' });
     log(`turning on KV events for ${EVENTS_MODEL}`);
