@@ -6,7 +6,8 @@
 // for the prefill part of a disaggregated Deployment alone, through its
 // DeploymentPart's scale subresource, while its decode part stays. And wake
 // from zero: a Deployment at replicas 0 with wakeOnDemand serves its first
-// request, held by the gateway while the operator starts it. Real control
+// request, held by the gateway while the operator starts it; a prefill/decode
+// pair at 0 and 0 the same, both parts at once. Real control
 // plane, KWOK GPU nodes, a simulator on every pod IP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDeploymentManifest } from '../support/builders.ts';
@@ -194,6 +195,71 @@ describe('wake from zero', () => {
           expect(await k(['get', 'pods', '-l', 'cacheroute.dev/deployment=sleepy', '-o', 'name'])).toBe(''),
         { timeoutMs: 60_000, intervalMs: 1000 },
       );
+    },
+  );
+});
+
+describe('autoscaling: a prefill/decode pair wakes from zero', () => {
+  it(
+    'a request to a pair at 0 and 0 is held, wakes both parts, and is served; idle, both sleep again',
+    { timeout: 180_000 },
+    async () => {
+      const m = buildDeploymentManifest({ name: 'sleepy-pd', gpus: 1 });
+      delete m.spec['replicas'];
+      delete m.spec['profile'];
+      m.spec['deploymentId'] = 'llama-3-1-8b-sleepy-pd-r1';
+      m.spec['model'] = { ...(m.spec['model'] as object), servedName: 'sleepy-pd-8b' };
+      m.spec['disaggregation'] = {
+        transferBackend: 'mooncake_tcp',
+        prefill: { replicas: 0 },
+        decode: { replicas: 0 },
+      };
+      m.spec['wakeOnDemand'] = true;
+      m.spec['wake'] = { replicas: 1, idleSeconds: 30, holdSeconds: 120 };
+      await k(['apply', '-f', '-'], JSON.stringify(m));
+      await eventually(async () => expect((await stack.status('sleepy-pd')).wake).toEqual({ awake: false }), {
+        timeoutMs: 60_000,
+      });
+      const pods = () => k(['get', 'pods', '-l', 'cacheroute.dev/deployment=sleepy-pd', '-o', 'name']);
+      expect(await pods()).toBe('');
+      await eventually(
+        () => expect(stack.gateways[0]?.watcher.table.lookup('sleepy-pd-8b')?.wake).toBeDefined(),
+        { timeoutMs: 30_000 },
+      );
+
+      const started = Date.now();
+      const r = await stack.gateways[0]?.app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: {
+          model: 'sleepy-pd-8b',
+          max_tokens: 4,
+          messages: [{ role: 'user', content: 'are you both awake?' }],
+        },
+      });
+      expect(r?.statusCode).toBe(200);
+      const wokeInMs = Date.now() - started;
+      expect(wokeInMs).toBeLessThan(120_000);
+      process.stderr.write(`wake from zero (pair): first request answered after ${wokeInMs} ms\n`);
+      const awake = await stack.status('sleepy-pd');
+      expect(awake.wake?.awake).toBe(true);
+      // Status shows what runs; the parts' and the Deployment's specs stay what was written.
+      expect(awake.parts).toEqual([
+        expect.objectContaining({ part: 'prefill', replicas: 1, verifiedReplicas: 1 }),
+        expect.objectContaining({ part: 'decode', replicas: 1, verifiedReplicas: 1 }),
+      ]);
+      for (const part of ['prefill', 'decode'])
+        expect(await k(['get', 'sgdpart', `sleepy-pd-${part}`, '-o', 'jsonpath={.spec.replicas}'])).toBe('0');
+      expect(
+        await k(['get', 'sgd', 'sleepy-pd', '-o', 'jsonpath={.spec.disaggregation.decode.replicas}']),
+      ).toBe('0');
+
+      // 30 s without a request: both parts back to zero.
+      await eventually(async () => expect((await stack.status('sleepy-pd')).wake?.awake).toBe(false), {
+        timeoutMs: 90_000,
+        intervalMs: 1000,
+      });
+      await eventually(async () => expect(await pods()).toBe(''), { timeoutMs: 60_000, intervalMs: 1000 });
     },
   );
 });

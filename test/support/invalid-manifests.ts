@@ -199,10 +199,14 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'profile hisparse runs only on the decode part of a prefill/decode deployment',
   },
   {
-    name: 'wake on demand with prefill and decode',
+    name: 'wake on demand for a pair with only one part at 0',
     sample: PD,
-    mutate: (m) => (m.spec.wakeOnDemand = true),
-    expect: 'wakeOnDemand wakes standalone Deployments only',
+    mutate: (m) => {
+      m.spec.wakeOnDemand = true;
+      m.spec.disaggregation.prefill.replicas = 0;
+      m.spec.disaggregation.decode.replicas = 1;
+    },
+    expect: 'wakeOnDemand wakes a prefill/decode pair from 0 and 0',
   },
   {
     name: 'wake with an idle time too short to load a model',

@@ -36,6 +36,7 @@
 
 import { isDeepStrictEqual } from 'node:util';
 import {
+  declaresSleep,
   Admission,
   ResultReuse,
   RoutingSettings,
@@ -152,7 +153,7 @@ export function buildModelRoute(
     admission: policy?.spec.admission ?? Admission.parse({}),
     reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),
     endpoints: routable ? buildRouteEndpoints(d, policy, now, onWake) : [],
-    ...(d.spec.wakeOnDemand === true && d.spec.replicas === 0
+    ...(declaresSleep(d.spec)
       ? { wake: { holdMs: (d.spec.wake ?? WakeSettings.parse({})).holdSeconds * 1000 } }
       : {}),
   };

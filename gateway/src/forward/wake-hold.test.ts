@@ -81,3 +81,74 @@ describe('a Deployment waking from zero', () => {
     expect(r.json()).toMatchObject({ error: { code: 'GW_NO_ENDPOINT' } });
   });
 });
+
+describe('a prefill/decode pair waking from zero', () => {
+  let prefill: FakeUpstream;
+  let decode: FakeUpstream;
+  let app: FastifyInstance;
+  let clock: ManualClock;
+  let table: StaticRoutingTable;
+  const wake = { holdMs: 30_000 };
+  const prefillUp = (): ModelRoute['endpoints'][number] =>
+    buildTestEndpoint('ns/m-prefill-0', prefill.url, { role: 'prefill', bootstrapPort: 8998 });
+  const decodeUp = (): ModelRoute['endpoints'][number] =>
+    buildTestEndpoint('ns/m-decode-0', decode.url, { role: 'decode' });
+  const pair = (endpoints: ModelRoute['endpoints']): ModelRoute => ({
+    ...buildTestRoute(endpoints, { reuse: false }),
+    wake,
+  });
+
+  beforeEach(async () => {
+    prefill = await startFakeUpstream();
+    decode = await startFakeUpstream();
+    clock = new ManualClock();
+    table = new StaticRoutingTable([pair([])]);
+    app = build({ table, clock });
+  });
+  afterEach(async () => {
+    await app.close();
+    await prefill.close();
+    await decode.close();
+  });
+
+  const send = () =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+    });
+  const waking = async () =>
+    GatewayCacheReport.parse((await app.inject({ url: GATEWAY_CACHE_REPORT_PATH })).json()).deployments[0]
+      ?.waking;
+
+  it('holds the request while only one part is up, and serves it once both parts have routable endpoints', async () => {
+    const answer = send().then((r) => r);
+    await eventually(() => app.gateway.wakeHolds.heldOf('ns/m') === 1);
+    expect(await waking()).toBe(1);
+    // The prefill part came up first: not yet a pair.
+    table.replace([pair([prefillUp()])]);
+    clock.advance(250);
+    expect(app.gateway.wakeHolds.heldOf('ns/m')).toBe(1);
+    table.replace([pair([prefillUp(), decodeUp()])]);
+    clock.advance(250);
+    const r = await answer;
+    expect(r.statusCode).toBe(200);
+    expect(prefill.received).toHaveLength(1);
+    expect(decode.received).toHaveLength(1);
+    expect(decode.received[0]?.body).toMatchObject({ bootstrap_port: 8998 });
+    expect(await waking()).toBe(0);
+  });
+
+  it('answers 503 GW_WAKING after the hold when only one part came up', async () => {
+    const answer = send().then((r) => r);
+    await eventually(() => app.gateway.wakeHolds.heldOf('ns/m') === 1);
+    table.replace([pair([decodeUp()])]);
+    clock.advance(30_250);
+    const r = await answer;
+    expect(r.statusCode).toBe(503);
+    expect(r.headers['retry-after']).toBe('10');
+    expect(r.json()).toMatchObject({ error: { code: 'GW_WAKING' } });
+    expect(prefill.received).toHaveLength(0);
+    expect(decode.received).toHaveLength(0);
+  });
+});

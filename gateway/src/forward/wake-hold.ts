@@ -4,9 +4,16 @@
 // is how the operator learns it is wanted (controllers/deployment/wake/): the
 // gateway asks for nothing itself. The table is looked at again every
 // `pollMs`; held requests are few and short-lived, so no subscription is kept.
+// A prefill/decode pair is routable once a prefill has a decode partner: one
+// part up is not enough (the operator wakes both together).
 import type { Clock } from '../clock.ts';
 import { GatewayError } from '../errors.ts';
+import { hasRoutablePair, isDisaggregated } from '../routing/pd.ts';
 import { computeRoutableEndpoints, type ModelRoute } from '../routing/table.ts';
+
+/** The route can serve a request now: a routable endpoint, or a pair with both parts routable. */
+const isRoutable = (route: ModelRoute): boolean =>
+  isDisaggregated(route) ? hasRoutablePair(route) : computeRoutableEndpoints(route).length > 0;
 
 const POLL_MS = 250;
 const RETRY_AFTER_SECONDS = 10;
@@ -36,7 +43,7 @@ export class WakeHolds {
     signal: AbortSignal,
   ): Promise<ModelRoute> {
     const wake = route.wake;
-    if (!wake || computeRoutableEndpoints(route).length > 0) return route;
+    if (!wake || isRoutable(route)) return route;
     const { deployment } = route;
     const held = this.heldOf(deployment);
     // At least one is held even with no admission queue: it is what wakes the Deployment.
@@ -77,7 +84,7 @@ export class WakeHolds {
         const now = relookup();
         // Deleted, or no longer serving the name, while the request waited.
         if (!now) return finish(() => reject(new GatewayError('GW_MODEL_NOT_FOUND', { model: route.model })));
-        if (computeRoutableEndpoints(now).length > 0) return finish(() => resolve(now));
+        if (isRoutable(now)) return finish(() => resolve(now));
         if (clock.now() >= deadline)
           return finish(() =>
             reject(

@@ -18,6 +18,13 @@ export function computeRoutableByRole(route: ModelRoute, role: EndpointRole): Ro
   return route.endpoints.filter((e) => e.ready && e.verified && e.role === role && !isHeldForWarmup(e));
 }
 
+/** A prefill endpoint with a decode partner: the route can serve a request (forward/pair.ts). */
+export function hasRoutablePair(route: ModelRoute): boolean {
+  return computeRoutableByRole(route, EndpointRole.prefill).some(
+    (p) => computeDecodePartners(route, p).length > 0,
+  );
+}
+
 /** Decode endpoints that may pair with `prefill`. */
 export function computeDecodePartners(route: ModelRoute, prefill: RouteEndpoint): RouteEndpoint[] {
   return computeRoutableByRole(route, EndpointRole.decode).filter(

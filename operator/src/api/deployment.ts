@@ -622,7 +622,9 @@ export const deploymentIdentityRule: TransitionRule<IdentityFields> = {
 
 export const WakeSettings = z
   .object({
-    replicas: z.number().int().min(1).max(64).default(1).meta({ description: 'Replicas while awake.' }),
+    replicas: z.number().int().min(1).max(64).default(1).meta({
+      description: 'Replicas while awake; with disaggregation, of each part (the pair wakes as one).',
+    }),
     idleSeconds: z
       .number()
       .int()
@@ -637,6 +639,23 @@ export const WakeSettings = z
   })
   .meta({ description: 'How a Deployment with wakeOnDemand wakes and sleeps.' });
 export type WakeSettings = z.infer<typeof WakeSettings>;
+
+/**
+ * Wakes on demand and is declared asleep: replicas 0, or with disaggregation both parts at 0 (a
+ * pair with one part at 0 is not routable and is not woken). What the gateway holds requests for
+ * and what the operator's wake follows (ADR 0014).
+ */
+export function declaresSleep(spec: {
+  readonly wakeOnDemand?: boolean | undefined;
+  readonly replicas?: number | undefined;
+  readonly disaggregation?:
+    | { readonly prefill: { readonly replicas: number }; readonly decode: { readonly replicas: number } }
+    | undefined;
+}): boolean {
+  if (spec.wakeOnDemand !== true) return false;
+  const d = spec.disaggregation;
+  return d ? d.prefill.replicas === 0 && d.decode.replicas === 0 : spec.replicas === 0;
+}
 
 export const DeploymentSpec = withRules(
   z
@@ -685,9 +704,9 @@ export const DeploymentSpec = withRules(
         .optional()
         .meta({
           description:
-            'With replicas 0: a request to this Deployment wakes it. The gateway holds the request (wake.holdSeconds) ' +
+            'With replicas 0 (disaggregation: prefill.replicas and decode.replicas 0): a request to this Deployment wakes it. The gateway holds the request (wake.holdSeconds) ' +
             'while the operator runs wake.replicas, and scales back to 0 after wake.idleSeconds without requests. ' +
-            'Not identity. Standalone Deployments only.',
+            'With disaggregation: both parts at replicas 0, and both wake and sleep together. Not identity.',
         }),
       wake: WakeSettings.optional(),
       serving: z
@@ -755,11 +774,14 @@ export const DeploymentSpec = withRules(
       check: (s) => !hasHiSparse(s) || !(s.runtime.extraArgs ?? []).includes('--enable-mixed-chunk'),
     },
     {
-      cel: '!has(self.wakeOnDemand) || !self.wakeOnDemand || !has(self.disaggregation)',
+      cel: '!has(self.wakeOnDemand) || !self.wakeOnDemand || !has(self.disaggregation) || ((self.disaggregation.prefill.replicas == 0) == (self.disaggregation.decode.replicas == 0))',
       message:
-        'wakeOnDemand wakes standalone Deployments only (a prefill/decode pair woken part by part is not routable until both parts are up; each part scales through its DeploymentPart instead): remove it or spec.disaggregation',
+        'wakeOnDemand wakes a prefill/decode pair from 0 and 0 (a pair with one part at 0 is never routable, and waking the other part alone would not make it so): set disaggregation.prefill.replicas and disaggregation.decode.replicas both to 0, or both above 0',
       fieldPath: '.wakeOnDemand',
-      check: (s) => s.wakeOnDemand !== true || s.disaggregation === undefined,
+      check: (s) =>
+        s.wakeOnDemand !== true ||
+        s.disaggregation === undefined ||
+        (s.disaggregation.prefill.replicas === 0) === (s.disaggregation.decode.replicas === 0),
     },
     {
       cel: '!has(self.resources.gpus) || self.resources.gpus * self.parallelism.nodes >= self.parallelism.tensor',
@@ -875,10 +897,10 @@ export type CacheHealthStatus = z.infer<typeof CacheHealthStatus>;
 export const PartReplicas = z.object({
   part: PartRole,
   name: z.string().meta({ description: "The part's DeploymentPart (kubectl get sgdpart <name>)." }),
-  replicas: z
-    .number()
-    .int()
-    .meta({ description: 'Replicas the part runs (its DeploymentPart spec.replicas).' }),
+  replicas: z.number().int().meta({
+    description:
+      'Replicas the part runs: its DeploymentPart spec.replicas, or at least wake.replicas while a pair declared at 0 is awake.',
+  }),
   readyReplicas: z.number().int(),
   verifiedReplicas: z.number().int(),
 });
@@ -948,7 +970,8 @@ export const DeploymentStatus = z.object({
     })
     .optional()
     .meta({
-      description: 'With wakeOnDemand and replicas 0: whether it is awake, and since when it is wanted.',
+      description:
+        'With wakeOnDemand and replicas 0 (both parts at 0 with disaggregation): whether it is awake, and since when it is wanted.',
     }),
 });
 export type DeploymentStatus = z.infer<typeof DeploymentStatus>;

@@ -109,10 +109,14 @@ export function buildDeploymentPart(root: DeploymentResource, part: PartRole): D
   };
 }
 
-/** Each part in the Deployment's status: its scale target, the replicas it runs and its endpoints. */
+/**
+ * Each part in the Deployment's status: its scale target, the replicas it runs (`rendered`'s: a
+ * pair woken from zero runs more than its parts' spec.replicas, wake/plan.ts) and its endpoints.
+ */
 export function computePartsStatus(
   plans: readonly PartPlan[],
   endpoints: readonly Endpoint[],
+  rendered?: DeploymentResource,
 ): PartReplicas[] | undefined {
   if (plans.length === 0) return undefined;
   return plans.map((p) => {
@@ -120,7 +124,7 @@ export function computePartsStatus(
     return {
       part: p.part,
       name: p.name,
-      replicas: p.replicas,
+      replicas: rendered?.spec.disaggregation?.[p.part].replicas ?? p.replicas,
       readyReplicas: ready.length,
       verifiedReplicas: ready.filter((e) => e.verified).length,
     };

@@ -43,7 +43,7 @@ import {
   type RuntimeIngress,
 } from './network-policy.ts';
 import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
-import { planWake, type WakePlan } from './wake/plan.ts';
+import { planWake, withWokenReplicas, type WakePlan } from './wake/plan.ts';
 import { WakeWatcher } from './wake/watcher.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
@@ -358,24 +358,15 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     );
   }
 
-  /** At replicas 0 with wakeOnDemand, what runs follows the tier's demand (wake/plan.ts). */
-  function followDemand(
-    declared: DeploymentResource,
-    key: ObjectKey,
-    nowMs: number,
-  ): { root: DeploymentResource; wakePlan: WakePlan } {
-    const wakePlan = planWake({
+  /** At replicas 0 with wakeOnDemand (both parts at 0 for a pair), what runs follows the tier's demand. */
+  function followDemand(declared: DeploymentResource, key: ObjectKey, nowMs: number): WakePlan {
+    return planWake({
       spec: declared.spec,
       status: declared.status?.wake,
       demandMs: wake?.demandOf(key),
       nowMs,
       watching: wake !== undefined,
     });
-    const root =
-      wakePlan.replicas === declared.spec.replicas
-        ? declared
-        : { ...declared, spec: { ...declared.spec, replicas: wakePlan.replicas } };
-    return { root, wakePlan };
   }
 
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
@@ -391,10 +382,11 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       manager.events.event(obj, 'Warning', 'InvalidSpec', message);
       throw new TerminalError(message);
     }
-    const { root: awake, wakePlan } = followDemand(parsed.value, key, ctx.now().getTime());
-    // Each part runs its DeploymentPart's replicas (an autoscaler's), not the declared ones.
-    const partPlans = planParts(awake, (name) => livePart(key.namespace, name));
-    const root = withPartReplicas(awake, partPlans);
+    const wakePlan = followDemand(parsed.value, key, ctx.now().getTime());
+    // Each part runs its DeploymentPart's replicas (an autoscaler's), not the declared ones; a
+    // Deployment awake from zero, what its wake plan says (not written to any spec).
+    const partPlans = planParts(parsed.value, (name) => livePart(key.namespace, name));
+    const root = withWokenReplicas(withPartReplicas(parsed.value, partPlans), wakePlan);
     const desired = buildDesired(root);
     const accepted = root.status?.identity;
     const identityConflict =
@@ -434,7 +426,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       ctx.now(),
     );
     if (wakePlan.status) next.wake = wakePlan.status;
-    const partsStatus = computePartsStatus(partPlans, endpoints);
+    const partsStatus = computePartsStatus(partPlans, endpoints, root);
     if (partsStatus) next.parts = partsStatus;
     const { written } = await writeStatusIfChanged(client, Resources.sglangDeployments, obj, next);
     if (written)

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { planWake } from './plan.ts';
+import { validateResource, type DeploymentResource } from '../../../api/index.ts';
+import { loadSample } from '../../../../../test/support/samples.ts';
+import { planWake, withWokenReplicas } from './plan.ts';
 
 const spec = { replicas: 0, wakeOnDemand: true, wake: { replicas: 2, idleSeconds: 600, holdSeconds: 300 } };
 const at = (s: number) => new Date(s * 1000).toISOString();
@@ -15,13 +17,13 @@ describe('planWake', () => {
         watching: true,
       }),
     ).toEqual({
-      replicas: 3,
+      replicas: undefined,
       status: undefined,
       recheckAfterMs: undefined,
     });
     expect(
       planWake({ spec: { replicas: 0 }, status: undefined, demandMs: 5, nowMs: 10, watching: true }).replicas,
-    ).toBe(0);
+    ).toBeUndefined();
   });
 
   it('sleeps at 0 until wanted, then runs wake.replicas until idle for wake.idleSeconds', () => {
@@ -82,5 +84,101 @@ describe('planWake', () => {
       awake: true,
       demandAt: at(1200),
     });
+  });
+});
+
+describe('a prefill/decode pair waking from zero', () => {
+  const sleepy = ((): DeploymentResource => {
+    const doc = loadSample('deployment-pd-hisparse.yaml');
+    const d = doc.spec['disaggregation'] as Record<string, { replicas: number }>;
+    d['prefill']!.replicas = 0;
+    d['decode']!.replicas = 0;
+    doc.spec['wakeOnDemand'] = true;
+    doc.spec['wake'] = { replicas: 2, idleSeconds: 600, holdSeconds: 300 };
+    const r = validateResource(doc);
+    if (!r.ok || r.value.kind !== 'Deployment') throw new Error(JSON.stringify(r));
+    return r.value;
+  })();
+  /** With its parts at these replicas (declared, or as rendered from the DeploymentParts). */
+  const root = (prefill: number, decode: number): DeploymentResource => {
+    const d = sleepy.spec.disaggregation!;
+    const disaggregation = {
+      ...d,
+      prefill: { ...d.prefill, replicas: prefill },
+      decode: { ...d.decode, replicas: decode },
+    };
+    return { ...sleepy, spec: { ...sleepy.spec, disaggregation } };
+  };
+  const pairSpec = (prefill: number, decode: number) => root(prefill, decode).spec;
+  const running = (d: DeploymentResource) => [
+    d.spec.disaggregation?.prefill.replicas,
+    d.spec.disaggregation?.decode.replicas,
+  ];
+
+  it('wakes both parts together on demand, and puts both to sleep after the idle time', () => {
+    const asleep = planWake({
+      spec: pairSpec(0, 0),
+      status: undefined,
+      demandMs: undefined,
+      nowMs: 1_000_000,
+      watching: true,
+    });
+    expect(asleep).toEqual({ replicas: 0, status: { awake: false }, recheckAfterMs: undefined });
+    expect(running(withWokenReplicas(root(0, 0), asleep))).toEqual([0, 0]);
+
+    const woken = planWake({
+      spec: pairSpec(0, 0),
+      status: asleep.status,
+      demandMs: 1_000_000,
+      nowMs: 1_000_500,
+      watching: true,
+    });
+    expect(woken).toEqual({
+      replicas: 2,
+      status: { awake: true, demandAt: at(1000) },
+      recheckAfterMs: 599_500,
+    });
+    expect(running(withWokenReplicas(root(0, 0), woken))).toEqual([2, 2]);
+
+    const slept = planWake({
+      spec: pairSpec(0, 0),
+      status: woken.status,
+      demandMs: 1_000_000,
+      nowMs: 1_601_000,
+      watching: true,
+    });
+    expect(slept).toMatchObject({ replicas: 0, status: { awake: false } });
+    expect(running(withWokenReplicas(root(0, 0), slept))).toEqual([0, 0]);
+  });
+
+  it('leaves a part its DeploymentPart scaled above wake.replicas at its own replicas', () => {
+    const woken = planWake({
+      spec: pairSpec(0, 0),
+      status: undefined,
+      demandMs: 1_000_000,
+      nowMs: 1_000_500,
+      watching: true,
+    });
+    // Rendered with the parts' replicas first (parts.ts): prefill was scaled to 3 on its part.
+    expect(running(withWokenReplicas(root(3, 0), woken))).toEqual([3, 2]);
+  });
+
+  it('does not follow demand with only one part at 0: that pair is not asleep', () => {
+    // The API refuses 0 and 1 with wakeOnDemand (rules); the planner does not rely on it.
+    for (const [prefill, decode] of [
+      [0, 1],
+      [1, 0],
+      [1, 1],
+    ] as const) {
+      const plan = planWake({
+        spec: pairSpec(prefill, decode),
+        status: undefined,
+        demandMs: 1_000_000,
+        nowMs: 1_000_500,
+        watching: true,
+      });
+      expect(plan).toEqual({ replicas: undefined, status: undefined, recheckAfterMs: undefined });
+      expect(running(withWokenReplicas(root(prefill, decode), plan))).toEqual([prefill, decode]);
+    }
   });
 });

@@ -5,10 +5,22 @@
 // most one write per quarter of the idle time while busy): a new leader may
 // put a Deployment to sleep up to that much early (until the next request
 // wakes it), and there is no status write every read.
-import { WakeSettings, type DeploymentResource, type DeploymentStatus } from '../../../api/index.ts';
+//
+// A prefill/decode pair is routable only with both parts up: it sleeps when
+// both parts are declared at 0, and both parts wake and sleep together. The
+// woken replicas go only into what is rendered, as for a standalone Deployment:
+// the Deployment's spec and each DeploymentPart's spec.replicas (its
+// autoscaler's, ADR 0015) are not written, and a part someone scaled above
+// wake.replicas keeps its own.
+import {
+  declaresSleep,
+  WakeSettings,
+  type DeploymentResource,
+  type DeploymentStatus,
+} from '../../../api/index.ts';
 
 export interface WakeInput {
-  readonly spec: Pick<DeploymentResource['spec'], 'replicas' | 'wakeOnDemand' | 'wake'>;
+  readonly spec: Pick<DeploymentResource['spec'], 'replicas' | 'wakeOnDemand' | 'wake' | 'disaggregation'>;
   readonly status: DeploymentStatus['wake'];
   /** The last time the watcher saw the tier want it (ms), if it has. */
   readonly demandMs: number | undefined;
@@ -18,7 +30,10 @@ export interface WakeInput {
 }
 
 export interface WakePlan {
-  /** The replicas to run: spec.replicas, or wake.replicas while awake. */
+  /**
+   * While it follows demand, the replicas to run (each part's, with disaggregation): wake.replicas
+   * awake, 0 asleep. Undefined: it does not follow demand, and runs what its spec says.
+   */
   readonly replicas: number | undefined;
   /** status.wake; undefined: the Deployment does not wake on demand (or is not at 0). */
   readonly status: DeploymentStatus['wake'];
@@ -33,8 +48,7 @@ const parseTime = (at: string | undefined): number | undefined => {
 
 export function planWake(input: WakeInput): WakePlan {
   const { spec } = input;
-  if (spec.wakeOnDemand !== true || (spec.replicas ?? 1) > 0)
-    return { replicas: spec.replicas, status: undefined, recheckAfterMs: undefined };
+  if (!declaresSleep(spec)) return { replicas: undefined, status: undefined, recheckAfterMs: undefined };
   if (!input.watching)
     return {
       replicas: 0,
@@ -61,5 +75,22 @@ export function planWake(input: WakeInput): WakePlan {
     replicas: awake ? settings.replicas : 0,
     status: { awake, ...(demandAt !== undefined ? { demandAt } : {}) },
     recheckAfterMs: awake ? Math.max(1000, demand + idleMs - input.nowMs) : undefined,
+  };
+}
+
+/**
+ * The Deployment as rendered under its wake plan: a standalone one runs the plan's replicas; each
+ * part of a pair runs at least them (what its DeploymentPart says, already in `root`, otherwise).
+ */
+export function withWokenReplicas(root: DeploymentResource, plan: WakePlan): DeploymentResource {
+  const woken = plan.replicas;
+  if (woken === undefined) return root;
+  const d = root.spec.disaggregation;
+  if (!d) return root.spec.replicas === woken ? root : { ...root, spec: { ...root.spec, replicas: woken } };
+  if (d.prefill.replicas >= woken && d.decode.replicas >= woken) return root;
+  const part = <P extends typeof d.prefill>(p: P): P => ({ ...p, replicas: Math.max(p.replicas, woken) });
+  return {
+    ...root,
+    spec: { ...root.spec, disaggregation: { ...d, prefill: part(d.prefill), decode: part(d.decode) } },
   };
 }

@@ -1,5 +1,6 @@
 // Watches the gateway tier for demand on sleeping Deployments: every period,
-// while this operator leads and some Deployment wakes on demand at replicas 0,
+// while this operator leads and some Deployment wakes on demand at replicas 0
+// (both parts at 0 for a prefill/decode pair),
 // it reads every gateway replica's report and remembers when each such
 // Deployment was last wanted, then queues a reconcile of those whose wake plan
 // (plan.ts) changed. Wanted: a request held, queued or in flight at the read,
@@ -7,7 +8,7 @@
 // shorter than the period is not missed). When the tier cannot be read, an
 // awake Deployment counts as wanted: it is not put to sleep on a guess. The
 // gateway never writes to the cluster: what it holds is a number in its report.
-import type { DeploymentResource, GatewayCacheReport } from '../../../api/index.ts';
+import { declaresSleep, type DeploymentResource, type GatewayCacheReport } from '../../../api/index.ts';
 import { deepEqual } from '../../../runtime/equal.ts';
 import type { Logger } from '../../../runtime/logger.ts';
 import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
@@ -26,7 +27,7 @@ export interface WakeWatcherOptions {
   readonly now?: () => number;
 }
 
-const sleeping = (d: DeploymentResource): boolean => d.spec.wakeOnDemand === true && d.spec.replicas === 0;
+const sleeping = (d: DeploymentResource): boolean => declaresSleep(d.spec);
 
 /**
  * Pure: the Deployments (namespace/name) the reports show wanted, and each replica start's
