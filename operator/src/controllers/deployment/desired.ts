@@ -106,19 +106,28 @@ export function buildOwnedMetadata(
   };
 }
 
+/** The identity labels of one engine's workload and pods. */
+function buildEngineLabels(
+  root: DeploymentResource,
+  engine: RoleEngine,
+  fingerprint: string,
+): Record<string, string> {
+  return buildPodLabels(
+    root.metadata.name ?? '',
+    engine.role,
+    root.spec.deploymentId,
+    fingerprint,
+    root.spec.runtime.version,
+  );
+}
+
 export function buildWorkload(
   root: DeploymentResource,
   engine: RoleEngine,
   fingerprint: string,
 ): V1Deployment {
   const name = root.metadata.name ?? '';
-  const labels = buildPodLabels(
-    name,
-    engine.role,
-    root.spec.deploymentId,
-    fingerprint,
-    root.spec.runtime.version,
-  );
+  const labels = buildEngineLabels(root, engine, fingerprint);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -143,13 +152,7 @@ export function buildGroupSet(
   fingerprint: string,
 ): LeaderWorkerSet {
   const name = root.metadata.name ?? '';
-  const labels = buildPodLabels(
-    name,
-    engine.role,
-    root.spec.deploymentId,
-    fingerprint,
-    root.spec.runtime.version,
-  );
+  const labels = buildEngineLabels(root, engine, fingerprint);
   return buildLeaderWorkerSet({
     metadata: buildOwnedMetadata(root, buildWorkloadName(name, engine.role), labels),
     replicas: engine.replicas,
@@ -170,13 +173,7 @@ export function buildPodTemplate(
   rankArgs: readonly string[] = [],
 ): V1PodTemplateSpec {
   const name = root.metadata.name ?? '';
-  const labels = buildPodLabels(
-    name,
-    engine.role,
-    root.spec.deploymentId,
-    fingerprint,
-    root.spec.runtime.version,
-  );
+  const labels = buildEngineLabels(root, engine, fingerprint);
   const apiKey = { name: buildRuntimeKeySecretName(name), key: fingerprint };
   return {
     metadata: { labels, annotations: { [ANNOTATION_FINGERPRINT]: fingerprint } },
