@@ -7,8 +7,9 @@
 //   GET {cdn}/lfs/{sha256}?sig=…       LFS content; it needs no token and records any it gets
 // Both serve Range requests (unless `ignoreRange`). With `token`, every hub route answers
 // 401 without that bearer.
-// Tests can tamper with a file (one byte changed, same size), inject a status or a connection
-// cut into matching requests, and read every request and the bytes served.
+// Tests can tamper with a file (one byte changed, same size), inject a status, a connection
+// cut or a stall (the body held after some bytes until `release()`) into matching requests, and
+// read every request and the bytes served.
 import { createHash } from 'node:crypto';
 import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -44,6 +45,8 @@ export interface Injection {
   readonly status?: number;
   /** Serve the body, but close the connection after this many bytes. */
   readonly cutAfter?: number;
+  /** Serve this many bytes of the body (to the next chunk), then hold the rest until `release()`. */
+  readonly stallAfter?: number;
   times: number;
 }
 
@@ -60,7 +63,7 @@ type Answer = (
   res: ServerResponse,
   seen: ServedRequest,
   url: URL,
-  cutAfter: number | undefined,
+  inj: Injection | undefined,
 ) => void;
 
 export interface FakeHub {
@@ -73,6 +76,8 @@ export interface FakeHub {
   readonly bytesOf: (path: string) => number;
   readonly tamper: (path: string) => void;
   readonly inject: (i: Omit<Injection, 'times'> & { times?: number }) => void;
+  /** Lets every stalled body go on. */
+  readonly release: () => void;
   readonly close: () => Promise<void>;
 }
 
@@ -151,14 +156,18 @@ export async function startFakeHub(opts: FakeHubOptions): Promise<FakeHub> {
   const cachePrefix = `/api/resolve-cache/models/${opts.repo}/`;
   let hubUrl = '';
   let cdnUrl = '';
+  let release = (): void => undefined;
+  const released = new Promise<void>((resolve) => (release = resolve));
 
   function sendFile(
     req: IncomingMessage,
     res: ServerResponse,
     file: HubFile,
     seen: ServedRequest,
-    cutAfter?: number,
+    inj?: Injection,
   ): void {
+    const cutAfter = inj?.cutAfter;
+    const stallAfter = inj?.stallAfter;
     const m = opts.ignoreRange ? null : /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
     const start = m ? Number(m[1]) : 0;
     if (start > file.size) return void res.writeHead(416, { 'content-range': `bytes */${file.size}` }).end();
@@ -173,24 +182,29 @@ export async function startFakeHub(opts: FakeHubOptions): Promise<FakeHub> {
     let pos = start;
     const counter = new Transform({
       transform(chunk: Buffer, _enc, done) {
-        let out = chunk;
-        const cut = cutAfter !== undefined && seen.bytes + out.length >= cutAfter;
-        if (cut) out = out.subarray(0, cutAfter - seen.bytes);
-        if (flipAt >= pos && flipAt < pos + out.length) {
-          out = Buffer.from(out);
-          out[flipAt - pos] = (out[flipAt - pos] ?? 0) ^ 0xff;
-        }
-        pos += out.length;
-        seen.bytes += out.length;
-        done(null, out);
-        // A dropped connection: what was written goes out, then the socket ends short of the length.
-        if (cut) setImmediate(() => (source.destroy(), res.socket?.end()));
+        if (stallAfter !== undefined && seen.bytes >= stallAfter)
+          return void released.then(() => pass(chunk, done));
+        pass(chunk, done);
       },
     });
+    function pass(chunk: Buffer, done: (e: null, out: Buffer) => void): void {
+      let out = chunk;
+      const cut = cutAfter !== undefined && seen.bytes + out.length >= cutAfter;
+      if (cut) out = out.subarray(0, cutAfter - seen.bytes);
+      if (flipAt >= pos && flipAt < pos + out.length) {
+        out = Buffer.from(out);
+        out[flipAt - pos] = (out[flipAt - pos] ?? 0) ^ 0xff;
+      }
+      pos += out.length;
+      seen.bytes += out.length;
+      done(null, out);
+      // A dropped connection: what was written goes out, then the socket ends short of the length.
+      if (cut) setImmediate(() => (source.destroy(), res.socket?.end()));
+    }
     source.pipe(counter).pipe(res);
   }
 
-  const answerHub: Answer = (req, res, seen, url, cutAfter) => {
+  const answerHub: Answer = (req, res, seen, url, inj) => {
     if (opts.token !== undefined && req.headers.authorization !== `Bearer ${opts.token}`)
       return void res
         .writeHead(401, { 'content-type': 'application/json' })
@@ -230,7 +244,7 @@ export async function startFakeHub(opts: FakeHubOptions): Promise<FakeHub> {
             location: `${cachePrefix}${opts.revision}/${encodePath(file.path)}?etag=${file.gitBlobSha1}`,
           })
           .end();
-      return sendFile(req, res, file, seen, cutAfter);
+      return sendFile(req, res, file, seen, inj);
     }
     res
       .writeHead(302, {
@@ -240,10 +254,10 @@ export async function startFakeHub(opts: FakeHubOptions): Promise<FakeHub> {
       .end();
   };
 
-  const answerCdn: Answer = (req, res, seen, url, cutAfter) => {
+  const answerCdn: Answer = (req, res, seen, url, inj) => {
     const file = bySha256.get(url.pathname.replace(/^\/lfs\//, ''));
     if (!file || !url.searchParams.get('sig')) return void res.writeHead(403).end();
-    sendFile(req, res, file, seen, cutAfter);
+    sendFile(req, res, file, seen, inj);
   };
 
   const handler = (server: 'hub' | 'cdn') => (req: IncomingMessage, res: ServerResponse) => {
@@ -261,7 +275,7 @@ export async function startFakeHub(opts: FakeHubOptions): Promise<FakeHub> {
     );
     if (inj) inj.times--;
     if (inj?.status !== undefined) return void res.writeHead(inj.status).end();
-    (server === 'hub' ? answerHub : answerCdn)(req, res, seen, url, inj?.cutAfter);
+    (server === 'hub' ? answerHub : answerCdn)(req, res, seen, url, inj);
   };
   const hub = createServer(handler('hub'));
   const cdn = createServer(handler('cdn'));
@@ -281,7 +295,9 @@ export async function startFakeHub(opts: FakeHubOptions): Promise<FakeHub> {
     bytesOf: (path) => requests.filter((r) => fileOf(r) === path).reduce((n, r) => n + r.bytes, 0),
     tamper: (path) => void tampered.add(path),
     inject: (i) => void injections.push({ ...i, times: i.times ?? 1 }),
+    release,
     close: async () => {
+      release();
       for (const s of [hub, cdn]) {
         s.closeAllConnections();
         await new Promise<void>((resolve) => s.close(() => resolve()));

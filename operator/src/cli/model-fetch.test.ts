@@ -1,6 +1,7 @@
 // The fetch Job's command as a process: its arguments, its JSON lines and exit codes, and a
 // token that reaches the hub and no output.
 import { execFile } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,15 @@ let digestArgs: string[] = [];
 const hubs: FakeHub[] = [];
 let n = 0;
 const freshDest = (): string => join(root, `dest-${n++}`);
+
+/** A port nothing listens on now (the kernel's pick, given back). */
+async function findFreePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 beforeAll(async () => {
   mkdirSync(model);
@@ -204,6 +214,21 @@ describe('model-fetch', () => {
       /cannot read the token file .*nope: ENOENT/,
     ],
     ['an unknown flag', ['--revison', REVISION], /Unknown option '--revison'/],
+    [
+      'a progress port out of range',
+      ['--progress-port', '0'],
+      /--progress-port takes a port from 1 to 65535/,
+    ],
+    [
+      'an unexpanded pod IP for the progress host',
+      ['--progress-port', '8497', '--progress-host', '$(POD_IP)'],
+      /--progress-host "\$\(POD_IP\)" is no address \(set POD_IP/,
+    ],
+    [
+      'a progress host without a port',
+      ['--progress-host', '127.0.0.1'],
+      /--progress-host needs --progress-port/,
+    ],
   ])(
     'refuses %s with exit code 2 and no request',
     async (_name, extra, message) => {
@@ -219,6 +244,33 @@ describe('model-fetch', () => {
     },
     30_000,
   );
+
+  it('serves its last progress line on GET /progress while it fetches, and no longer once it ended', async () => {
+    const hub = await startHub();
+    hub.inject({ server: 'cdn', stallAfter: 1024 * 1024 });
+    const port = await findFreePort();
+    const url = `http://127.0.0.1:${port}/progress`;
+    const running = run(
+      args(hub, freshDest(), '--progress-port', String(port), '--progress-host', '127.0.0.1'),
+    );
+    // The weights are held after their first MiB: the fetcher says so while it waits.
+    let seen: Record<string, unknown> | undefined;
+    for (let i = 0; i < 200 && !(seen?.['phase'] === 'weights' && Number(seen['bytesDone']) > 0); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const res = await fetch(url).catch(() => undefined);
+      if (res?.status === 200) seen = (await res.json()) as Record<string, unknown>;
+    }
+    expect(seen).toMatchObject({ phase: 'weights', filesTotal: 3 });
+    expect(Number(seen?.['bytesDone'])).toBeGreaterThan(0);
+    expect(Number(seen?.['bytesDone'])).toBeLessThan(Number(seen?.['bytesTotal']));
+    expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+    hub.release();
+    const r = await running;
+    expect(r.code).toBe(0);
+    // Served what it printed: the line seen is one of its progress lines.
+    expect(r.lines).toContainEqual(seen);
+    await expect(fetch(url)).rejects.toThrow();
+  }, 30_000);
 
   it('needs the repository, the digests and the destination', async () => {
     const r = await run(['--revision', REVISION]);

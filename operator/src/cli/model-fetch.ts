@@ -13,6 +13,7 @@ import { fetchModel, type FetchOutcome } from '../model/fetch.ts';
 import type { FetchProgress } from '../model/fetch-progress.ts';
 import { checkFetchRequest, type FetchRequest } from '../model/fetch-request.ts';
 import type { ProxyConfig } from '../model/hub-client.ts';
+import { serveFetchProgress, type ProgressServer } from '../model/progress-server.ts';
 
 const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [options]
   --endpoint <url>           the hub or a mirror (default: $HF_ENDPOINT, else https://huggingface.co)
@@ -21,6 +22,8 @@ const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --dig
   --proxy <url>              HTTP(S) proxy (default: $HTTPS_PROXY / $HTTP_PROXY, with $NO_PROXY)
   --concurrency <n>          files fetched at once (default 4)
   --result-file <file>       also write the last line there (the fetch Job: /dev/termination-log)
+  --progress-port <port>     serve the last progress line on GET /progress while fetching
+  --progress-host <address>  the address it listens on (default: every address; the Job: its pod IP)
 `;
 
 const FLAGS: Record<keyof FetchRequest, string> = {
@@ -41,6 +44,7 @@ interface Invocation {
   readonly proxy: ProxyConfig | undefined;
   readonly concurrency: number;
   readonly resultFile: string | undefined;
+  readonly progress: { host: string; port: number } | undefined;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -100,6 +104,8 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
         proxy: { type: 'string' },
         concurrency: { type: 'string' },
         'result-file': { type: 'string' },
+        'progress-port': { type: 'string' },
+        'progress-host': { type: 'string' },
       },
     }));
   } catch (e) {
@@ -125,11 +131,50 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
     proxy: readProxy(values.proxy, env),
     concurrency,
     resultFile: values['result-file'],
+    progress: readProgressListen(values['progress-port'], values['progress-host']),
   };
+}
+
+function readProgressListen(port: string | undefined, host: string | undefined): Invocation['progress'] {
+  if (port === undefined) {
+    if (host !== undefined) throw new UsageError('--progress-host needs --progress-port');
+    return undefined;
+  }
+  const n = Number(port);
+  if (!/^\d+$/.test(port) || n < 1 || n > 65535)
+    throw new UsageError(`--progress-port takes a port from 1 to 65535, not ${JSON.stringify(port)}`);
+  // An unexpanded $(POD_IP): the pod's env has no such variable.
+  if (host !== undefined && (host === '' || host.includes('$(')))
+    throw new UsageError(
+      `--progress-host ${JSON.stringify(host)} is no address (set POD_IP from the pod's status.podIP)`,
+    );
+  return { host: host ?? '::', port: n };
+}
+
+/** The progress server, or a usage error that names the address it could not take. */
+async function startProgressServer(
+  listen: Invocation['progress'],
+  current: () => FetchProgress | undefined,
+): Promise<ProgressServer | undefined> {
+  if (!listen) return undefined;
+  try {
+    return await serveFetchProgress({ ...listen, current });
+  } catch (e) {
+    throw new UsageError(
+      `cannot serve progress on ${listen.host} port ${listen.port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      { cause: e },
+    );
+  }
 }
 
 const line = (o: FetchProgress | Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify(o)}\n`);
+};
+
+let lastProgress: FetchProgress | undefined;
+const onProgress = (p: FetchProgress): void => {
+  lastProgress = p;
+  line(p);
 };
 
 // A termination message holds 4096 bytes: the message is cut well before, the fields stay whole.
@@ -162,9 +207,11 @@ const resultFileArg = (argv: readonly string[]): string | undefined => {
   return a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[at + 1];
 };
 
+let progressServer: ProgressServer | undefined;
 try {
   const inv = await parseInvocation(process.argv.slice(2), process.env);
-  await report(await fetchModel({ ...inv, onProgress: line }), inv.resultFile);
+  progressServer = await startProgressServer(inv.progress, () => lastProgress);
+  await report(await fetchModel({ ...inv, onProgress }), inv.resultFile);
 } catch (e) {
   const usage = e instanceof UsageError;
   const message = (e as Error).message;
@@ -179,4 +226,6 @@ try {
   await writeResult(resultFileArg(process.argv.slice(2)), failed).catch(() => undefined);
   process.stderr.write(`model-fetch: ${message}\n${usage ? USAGE : ''}`);
   process.exitCode = usage ? 2 : 1;
+} finally {
+  await progressServer?.close();
 }

@@ -1,16 +1,21 @@
-// Progress of a fetch as plain events (the CLI prints each as a JSON line for the operator to
-// show in status). Byte progress is reported at every whole percent of the total and at each
-// finished file, so a 100 GB model gives about a hundred lines, not millions.
+// Progress of a fetch as plain events (the CLI prints each as a JSON line and serves the last
+// one over HTTP for the operator to show in status). Byte progress is reported at every whole
+// percent of the total and at each finished file, so a 100 GB model gives about a hundred
+// lines, not millions.
+import { z } from 'zod';
+
 export const FETCH_PHASES = ['checking', 'listing', 'small-files', 'weights', 'verifying'] as const;
 export type FetchPhase = (typeof FETCH_PHASES)[number];
 
-export interface FetchProgress {
-  readonly phase: FetchPhase;
-  readonly filesDone: number;
-  readonly filesTotal: number;
-  readonly bytesDone: number;
-  readonly bytesTotal: number;
-}
+/** A progress event, as the fetcher prints it and serves it (progress-server.ts), and the operator reads it. */
+export const FetchProgress = z.object({
+  phase: z.enum(FETCH_PHASES),
+  filesDone: z.number().int().nonnegative(),
+  filesTotal: z.number().int().nonnegative(),
+  bytesDone: z.number().int().nonnegative(),
+  bytesTotal: z.number().int().nonnegative(),
+});
+export type FetchProgress = Readonly<z.infer<typeof FetchProgress>>;
 
 export class ProgressTracker {
   readonly #emit: (p: FetchProgress) => void;
