@@ -14,7 +14,7 @@ import { buildDesired } from '../../operator/src/controllers/deployment/desired.
 import { parseSglangArgs } from '../../operator/src/sglang/flags.ts';
 import { checkSglangArgs } from '../../operator/src/sglang/startup-checks.ts';
 import { recordConformance } from '../support/conformance-report.ts';
-import { expandArgs } from '../support/sim-kubelet.ts';
+import { expandArgs } from '../support/container-args.ts';
 import { checkArgs, type CheckArgsRequest } from '../support/sglang-kit.ts';
 import {
   buildRandomSpecs,

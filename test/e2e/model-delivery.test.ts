@@ -50,8 +50,10 @@ let stack: E2eStack;
 let runner: FetchRunner;
 let hubA: FakeHub;
 let hubB: FakeHub;
+let hubC: FakeHub;
 let modelA: Model;
 let modelB: Model;
+let modelC: Model;
 const operatorLog: string[] = [];
 
 async function generateModel(name: string): Promise<Model> {
@@ -134,7 +136,7 @@ async function makeVolumes(): Promise<void> {
       provisioner: 'kubernetes.io/no-provisioner',
       volumeBindingMode: 'Immediate',
     },
-    ...[0, 1, 2].map((i) => {
+    ...[0, 1, 2, 3].map((i) => {
       const path = join(root, `pv-${i}`);
       mkdirSync(path);
       return {
@@ -164,8 +166,10 @@ async function makeVolumes(): Promise<void> {
 beforeAll(async () => {
   modelA = await generateModel('model-a');
   modelB = await generateModel('model-b');
+  modelC = await generateModel('model-c');
   hubA = await startHub(modelA);
   hubB = await startHub(modelB);
+  hubC = await startHub(modelC);
   stack = await startE2eStack(NS, {
     controllers: [...DEFAULT_CONTROLLERS, 'persistentvolume-binder', 'pvc-protection'],
     kubelet: {
@@ -176,7 +180,12 @@ beforeAll(async () => {
       },
     },
     operator: {
-      modelCache: { fetchImage: 'cacheroute/operator:e2e', storageClassName: CLASS, size: '1Gi' },
+      modelCache: {
+        fetchImage: 'cacheroute/operator:e2e',
+        storageClassName: CLASS,
+        size: '1Gi',
+        progressPeriodMs: 1_000,
+      },
       logWrite: (line) => void operatorLog.push(line),
     },
   });
@@ -187,7 +196,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await runner?.stop();
   await stack?.stop();
-  await Promise.all([hubA?.close(), hubB?.close()]);
+  await Promise.all([hubA?.close(), hubB?.close(), hubC?.close()]);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -333,6 +342,40 @@ describe('model-delivery', () => {
     const pods = await getJson<{ items: unknown[] }>(['get', 'pods', '-l', `${LABEL_DEPLOYMENT}=gamma`]);
     expect(pods.items).toEqual([]);
     expect(s.model?.cache).not.toBe(cacheA);
+  });
+
+  it("shows the fetch's progress in status while its Job runs: bytes, a fraction, words", async () => {
+    // The CDN holds the weights after half of them until released: a fetch caught mid-way.
+    hubC.inject({ server: 'cdn', stallAfter: WEIGHTS_BYTES / 2 });
+    await stack.k(['apply', '-f', '-'], JSON.stringify(downloadManifest('epsilon', 1, modelC, hubC)));
+    const s = await eventually(
+      async () => {
+        const s = await stack.status('epsilon');
+        expect(s.model).toMatchObject({ phase: 'Fetching', bytesTotal: modelC.bytes });
+        expect(s.model?.progress).toBeGreaterThan(0.3);
+        return s;
+      },
+      // Within the fetcher's 60 s body timeout, which would cut the held download.
+      { timeoutMs: 45_000 },
+    );
+    expect(s.model?.progress).toBeLessThan(1);
+    expect(s.model?.bytesDone).toBeLessThan(modelC.bytes);
+    expect(s.model?.files).toBe(4);
+    expect(condition(s, 'ModelReady')).toMatchObject({ status: 'False', reason: 'Fetching' });
+    expect(condition(s, 'ModelReady')?.message).toMatch(
+      /: weights, \d+% \([\d.]+ MiB of [\d.]+ MiB\), \d of 4 files$/,
+    );
+    hubC.release();
+    const done = await eventually(
+      async () => {
+        const s = await stack.status('epsilon');
+        expect(s.verifiedReplicas).toBe(1);
+        return s;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(done.model).toMatchObject({ phase: 'Verified', progress: 1, bytesDone: modelC.bytes });
+    expect(runsOf(done.model?.cache ?? '').map((r) => r.exitCode)).toEqual([0]);
   });
 
   it('keeps a cache while a Deployment uses it, and deletes it, and its Job, with the last one', async () => {

@@ -4,7 +4,8 @@
 // here the repository's own file under this Node) as a process, with each volume mount mapped
 // to a local directory: a PersistentVolumeClaim to its bound PersistentVolume's hostPath, a
 // Secret to a directory of its items (mode 0400), an emptyDir to a fresh directory; the
-// container's terminationMessagePath to a file. When the process exits, the pod's status gets
+// container's terminationMessagePath to a file; its env (values and the pod's IP) set and
+// `$(VAR)` expanded, so the fetcher serves its progress on the pod IP as in a pod. When the process exits, the pod's status gets
 // what a kubelet reports: phase Succeeded or Failed, the container terminated with its exit code
 // and its termination message (the file, or with FallbackToLogsOnError and a failure, the log's
 // last 2 KiB). KWOK's pod-complete stage leaves these pods alone (kwok-stages.ts), so a Job
@@ -17,6 +18,7 @@ import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { Informer } from '../../operator/src/runtime/informer.ts';
 import type { KubeObject } from '../../operator/src/runtime/objects.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
+import { expandArgs, resolvePlainEnv } from './container-args.ts';
 import { RUNNER_LABEL } from './kwok-stages.ts';
 import { spawnManaged, stopManaged, type ManagedProcess } from './processes.ts';
 import { REPO_ROOT } from './samples.ts';
@@ -221,12 +223,13 @@ export async function startFetchRunner(opts: {
     const terminationFile = join(scratch, 'termination-log');
     writeFileSync(terminationFile, '');
     const map = buildPathMap(container, volumes, terminationFile);
-    const [command, ...rest] = [...container.command, ...(container.args ?? [])].map((a) =>
-      mapContainerPath(a, map),
+    const podEnv = resolvePlainEnv(pod, container);
+    const [command, ...rest] = expandArgs([...container.command, ...(container.args ?? [])], podEnv).map(
+      (a) => mapContainerPath(a, map),
     );
     // The image runs `node <file>` from its working directory, the repository's layout.
     const argv = rest.map((a, i) => (i === 0 && command === 'node' ? join(REPO_ROOT, a) : a));
-    const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? '']));
+    const env = Object.fromEntries(podEnv);
     const run: FetchRun = {
       pod: name,
       argv,

@@ -20,6 +20,7 @@ import { Resources } from '../../operator/src/runtime/resources.ts';
 import { ScaledClock } from '../sim/clock.ts';
 import { parseSimArgs } from '../sim/config.ts';
 import { SimServer, silentLogger } from '../sim/server.ts';
+import { expandArgs } from './container-args.ts';
 import { startRealSglang, type RealSglang } from './real-sglang.ts';
 
 export interface SimKubeletOptions {
@@ -70,18 +71,6 @@ export interface SimKubelet {
 
 const SGLANG_CONTAINER = 'sglang';
 const VERSION_LABEL = 'app.kubernetes.io/version';
-
-/**
- * Kubernetes' expansion of `$(VAR)` in args: a variable of the container's env is replaced,
- * `$$` is a literal `$`, anything else stays as written.
- */
-export function expandArgs(args: readonly string[], env: ReadonlyMap<string, string>): string[] {
-  return args.map((a) =>
-    a.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name: string | undefined) =>
-      m === '$$' ? '$' : (env.get(name ?? '') ?? m),
-    ),
-  );
-}
 
 /** The header a test sends a pod's runtime directly: its API key, from its (expanded) command line. */
 export function buildRuntimeAuthHeader(argv: readonly string[]): Record<string, string> {

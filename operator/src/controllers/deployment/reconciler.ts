@@ -108,7 +108,13 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const networkPolicies = manager.informer(Resources.networkPolicies);
   const parts = manager.informer(Resources.deploymentParts);
   const runtimeKey = buildRuntimeKeyLookup(secrets);
-  const modelDelivery = buildModelDelivery({ manager, client, roots, config: opts.modelCache });
+  const modelDelivery = buildModelDelivery({
+    manager,
+    client,
+    roots,
+    config: opts.modelCache,
+    enqueue: (key) => manager.enqueue(CONTROLLER, key),
+  });
   const lwsApi = LeaderWorkerSetApi.forClient(client);
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;

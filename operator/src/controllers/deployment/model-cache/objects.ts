@@ -1,7 +1,8 @@
 // The cache volume and the fetch Job of a download source (ADR 0016). Pure builders.
 // The Job runs the operator's own image with the fetcher (operator/src/cli/model-fetch.ts):
 // no ServiceAccount token, no API access; the hub token is a file from the Secret, mounted
-// into this pod only; the result goes out through the container's termination message.
+// into this pod only; the result goes out through the container's termination message, the
+// progress on the pod IP's FETCH_PROGRESS_PORT while it runs.
 import type {
   V1Job,
   V1OwnerReference,
@@ -30,6 +31,8 @@ export interface ModelCacheConfig {
   readonly storageClassName?: string | undefined;
   /** Storage requested when the spec gives no sizeLimit. */
   readonly size: string;
+  /** How often a running fetch's progress is read (default 5 s). */
+  readonly progressPeriodMs?: number | undefined;
 }
 
 export const DEFAULT_MODEL_CACHE_SIZE = '200Gi';
@@ -45,6 +48,9 @@ export const TOKEN_MOUNT = '/var/run/cacheroute/hub-token';
 export const TOKEN_FILE = 'token';
 export const TERMINATION_LOG = '/dev/termination-log';
 export const FETCH_COMMAND = ['node', 'operator/src/cli/model-fetch.ts'] as const;
+/** Where the fetcher serves its progress (GET /progress on the pod IP), for the operator to read. */
+export const FETCH_PROGRESS_PORT = 8497;
+export const FETCH_PROGRESS_PORT_NAME = 'progress';
 /** Exit codes of the fetcher that another attempt would repeat: bad arguments, files not the pinned ones. */
 export const PERMANENT_EXIT_CODES = [2, 3];
 const FETCH_UID = 1000;
@@ -134,6 +140,11 @@ function buildFetchArgs(input: FetchJobInput): string[] {
     TERMINATION_LOG,
     ...(download?.tokenSecretRef ? ['--token-file', `${TOKEN_MOUNT}/${TOKEN_FILE}`] : []),
     ...(download?.proxy ? ['--proxy', download.proxy] : []),
+    // The pod IP only: the progress is for the operator, not for whatever shares a node port.
+    '--progress-host',
+    '$(POD_IP)',
+    '--progress-port',
+    String(FETCH_PROGRESS_PORT),
   ];
 }
 
@@ -220,6 +231,10 @@ export function buildFetchJob(input: FetchJobInput): V1Job {
               image: config.fetchImage,
               command: [...FETCH_COMMAND],
               args: buildFetchArgs(input),
+              env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+              ports: [
+                { name: FETCH_PROGRESS_PORT_NAME, containerPort: FETCH_PROGRESS_PORT, protocol: 'TCP' },
+              ],
               terminationMessagePath: TERMINATION_LOG,
               // A fetcher killed before it wrote its result still leaves its last words.
               terminationMessagePolicy: 'FallbackToLogsOnError',

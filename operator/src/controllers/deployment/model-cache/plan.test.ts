@@ -163,6 +163,35 @@ describe('planModelDelivery', () => {
     expect(unbound.condition.message).toContain('storage class shared');
   });
 
+  it("shows the running pod's progress while it fetches: bytes, files, a fraction and words", () => {
+    const progress = {
+      phase: 'weights',
+      filesDone: 2,
+      filesTotal: 4,
+      bytesDone: 3 * 1024 * 1024 + 5,
+      bytesTotal: 6 * 1024 * 1024,
+    } as const;
+    const plan = planModelDelivery(observe({ cache: pvc(), job: job(), progress }));
+    expect(plan.status).toMatchObject({
+      phase: 'Fetching',
+      files: 4,
+      bytesDone: progress.bytesDone,
+      bytesTotal: progress.bytesTotal,
+      progress: 0.5,
+    });
+    expect(plan.condition.message).toBe(
+      `Job ${JOB} fetches ${SPEC.model.path}@${SPEC.model.revision ?? ''}: weights, 50% (3.0 MiB of 6.0 MiB), 2 of 4 files`,
+    );
+    // Nothing read: no numbers are made up.
+    const unread = planModelDelivery(observe({ cache: pvc(), job: job() }));
+    expect(unread.status.bytesDone).toBeUndefined();
+    expect(unread.status.progress).toBeUndefined();
+    // A volume not bound yet runs no fetch: a stale reading is not shown.
+    expect(
+      planModelDelivery(observe({ cache: pvc({ bound: false }), job: job(), progress })).status.progress,
+    ).toBeUndefined();
+  });
+
   it('records the verified result of a completed Job on the cache and is ready', () => {
     const plan = planModelDelivery(
       observe({ cache: pvc(), job: job('Complete'), pods: [pod('p1', 'Succeeded', 0, done)] }),
@@ -295,7 +324,10 @@ describe('buildFetchJob', () => {
     const pod = j.spec?.template.spec;
     const c = pod?.containers[0];
     expect(pod?.automountServiceAccountToken).toBe(false);
-    expect(c?.env).toBeUndefined();
+    // Its only variable is its own IP, where it serves its progress.
+    expect(c?.env).toEqual([{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }]);
+    expect(c?.args?.join(' ')).toContain('--progress-host $(POD_IP) --progress-port 8497');
+    expect(c?.ports).toEqual([{ name: 'progress', containerPort: 8497, protocol: 'TCP' }]);
     expect(c?.args).toContain('--token-file');
     expect(pod?.volumes?.find((v) => v.name === 'hub-token')?.secret).toEqual({
       secretName: 'hf-token',
@@ -317,7 +349,10 @@ describe('buildFetchJob', () => {
     }));
     const args = buildFetchJob(input(spec)).spec?.template.spec?.containers[0]?.args ?? [];
     expect(args.slice(0, 2)).toEqual(['--endpoint', 'https://mirror.example/hf']);
-    expect(args.slice(-2)).toEqual(['--proxy', 'http://proxy.example:3128']);
+    expect(args.slice(args.indexOf('--proxy'), args.indexOf('--proxy') + 2)).toEqual([
+      '--proxy',
+      'http://proxy.example:3128',
+    ]);
     expect(args).not.toContain('--token-file');
   });
 });

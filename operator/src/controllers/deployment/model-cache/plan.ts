@@ -1,7 +1,8 @@
 // Model delivery of one Deployment, planned from what was observed (ADR 0016):
 //
 //   pvc/hostPath source ─────────────────────────────▶ PreStaged (ModelReady=True, not checked)
-//   download: no cache ──createCache──▶ cache, no Job ──createJob──▶ Fetching
+//   download: no cache ──createCache──▶ cache, no Job ──createJob──▶ Fetching (with the
+//             running pod's progress, when read: bytes, files, a fraction)
 //   Fetching ──Job Complete, result digests = spec──recordVerified──▶ Verified (ModelReady=True)
 //            ──Job Failed──▶ Failed: ModelDigestMismatch (the first bad file) | SourceUnreadable
 //                                    (401/403/404) | FetchFailed (the cause)
@@ -15,6 +16,7 @@
 import type { V1Job, V1OwnerReference, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type { DeploymentSpec, ModelDeliveryStatus } from '../../../api/index.ts';
+import type { FetchProgress } from '../../../model/fetch-progress.ts';
 import type { KubeObject } from '../../../runtime/objects.ts';
 import { buildFetchJob, buildModelCachePvc, type ModelCacheConfig } from './objects.ts';
 import {
@@ -67,6 +69,8 @@ export interface ModelDeliveryObservation {
   readonly job: JobObject | undefined;
   /** The Job's pods. */
   readonly pods: readonly FetchPodObject[];
+  /** What the Job's running pod last said of its progress; undefined: not read (yet). */
+  readonly progress?: FetchProgress | undefined;
   /** Every Deployment that uses this key: the cache's owners. */
   readonly owners: V1OwnerReference[];
   readonly now: Date;
@@ -214,6 +218,26 @@ function planVerified(base: ModelDeliveryStatus, record: VerifiedRecord): ModelD
   };
 }
 
+const MIB = 1024 * 1024;
+const formatMiB = (bytes: number): string => `${(bytes / MIB).toFixed(bytes < 10 * MIB ? 1 : 0)} MiB`;
+
+/** A fetch's progress in words: where it is, a whole percent, the bytes and the files. */
+export function describeProgress(p: FetchProgress): string {
+  const percent = p.bytesTotal > 0 ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 0;
+  return `${p.phase}, ${percent}% (${formatMiB(p.bytesDone)} of ${formatMiB(p.bytesTotal)}), ${p.filesDone} of ${p.filesTotal} files`;
+}
+
+/** The status fields of a fetch's progress; the fraction in hundredths, as the message's percent moves. */
+function buildProgressStatus(p: FetchProgress | undefined): Partial<ModelDeliveryStatus> {
+  if (!p || p.bytesTotal === 0) return {};
+  return {
+    files: p.filesTotal,
+    bytesTotal: p.bytesTotal,
+    bytesDone: p.bytesDone,
+    progress: Math.floor((100 * p.bytesDone) / p.bytesTotal) / 100,
+  };
+}
+
 function planRunning(
   obs: ModelDeliveryObservation,
   base: ModelDeliveryStatus,
@@ -222,15 +246,25 @@ function planRunning(
   const attempts = computeFetchAttempts(obs.pods);
   const failed = lastFailed(attempts);
   const bound = obs.cache?.status?.phase === 'Bound';
+  const progress = bound ? obs.progress : undefined;
+  const fetching = `Job ${jobName} fetches ${obs.spec.model.path}@${obs.spec.model.revision ?? ''}`;
   const message = !bound
     ? `waiting for the cache volume ${base.cache ?? ''} to be bound (ReadWriteMany, storage class ${obs.cache?.spec?.storageClassName ?? 'the default'})`
     : failed?.result && !failed.result.ok
       ? `Job ${jobName} fetches again after attempt ${attempts.indexOf(failed) + 1} failed: ${describeFailure(failed.result)}`
-      : `Job ${jobName} fetches ${obs.spec.model.path}@${obs.spec.model.revision ?? ''}`;
+      : progress
+        ? `${fetching}: ${describeProgress(progress)}`
+        : fetching;
   const reason = bound ? ModelReason.Fetching : ModelReason.Pending;
   return {
     ready: false,
-    status: { ...base, phase: bound ? 'Fetching' : 'Pending', reason, message },
+    status: {
+      ...base,
+      phase: bound ? 'Fetching' : 'Pending',
+      reason,
+      message,
+      ...buildProgressStatus(progress),
+    },
     condition: { status: 'False', reason, message },
     actions: [],
   };

@@ -1,5 +1,6 @@
 // The I/O of model delivery (ADR 0016): reads the cache, its Job and the Job's pods from the
-// informers, lets plan.ts and owners.ts decide, and makes their writes. The Deployment
+// informers (and a running fetch's progress, progress-reader.ts), lets plan.ts and owners.ts
+// decide, and makes their writes. The Deployment
 // reconciler calls `deliver` before it applies workloads, and applies them only when the
 // plan says the files are ready.
 import type { DeploymentResource } from '../../../api/index.ts';
@@ -17,6 +18,7 @@ import {
   LABEL_MODEL_CACHE,
 } from './names.ts';
 import { computeCacheOwners, planCacheOwners, type CacheUser } from './owners.ts';
+import { DEFAULT_FETCH_PROGRESS_PERIOD_MS, FetchProgressReader } from './progress-reader.ts';
 import {
   planModelDelivery,
   type FetchPodObject,
@@ -57,6 +59,8 @@ export function buildModelDelivery(opts: {
   client: KubeClient;
   roots: ResourceCache<RootObject>;
   config: ModelCacheConfig | undefined;
+  /** Queues a Deployment's reconcile (its fetch moved on). */
+  enqueue: (key: ObjectKey) => void;
 }): ModelDelivery {
   const { manager, client, roots, config } = opts;
   const caches = manager.informer<PvcObject>(Resources.persistentVolumeClaims, LABEL_MODEL_CACHE);
@@ -74,6 +78,21 @@ export function buildModelDelivery(opts: {
       .filter((u) => u.key === key)
       .map((u) => ({ namespace, name: u.name }));
   };
+
+  // Without a fetch image no Job runs: nothing to read.
+  const progress = config
+    ? new FetchProgressReader({
+        pods: () => pods.list(),
+        isLeader: () => manager.isLeader(),
+        onChanged: (pod) => {
+          for (const key of toUsers(pod)) opts.enqueue(key);
+        },
+        periodMs: config.progressPeriodMs ?? DEFAULT_FETCH_PROGRESS_PERIOD_MS,
+        logger: manager.logger.child({ component: 'model-fetch-progress' }),
+        signal: manager.stopSignal,
+      })
+    : undefined;
+  progress?.start();
 
   async function run(namespace: string, action: ModelCacheAction): Promise<void> {
     switch (action.kind) {
@@ -136,6 +155,7 @@ export function buildModelDelivery(opts: {
       cache: download ? caches.get(namespace, buildModelCacheName(key)) : undefined,
       job,
       pods: job ? pods.list({ namespace, labels: { 'job-name': job.metadata?.name ?? '' } }) : [],
+      progress: job ? progress?.progressOf(namespace, job.metadata?.name ?? '') : undefined,
       owners: computeCacheOwners(key, users),
       now,
     });

@@ -3,7 +3,7 @@ import { validateResource, type DeploymentResource } from '../../../api/index.ts
 import { parseSglangArgs } from '../../../sglang/flags.ts';
 import { checkSglangArgs } from '../../../sglang/startup-checks.ts';
 import { loadSample } from '../../../../../test/support/samples.ts';
-import { expandArgs } from '../../../../../test/support/sim-kubelet.ts';
+import { expandArgs } from '../../../../../test/support/container-args.ts';
 import { buildDesired } from '../desired.ts';
 
 function parse(doc: unknown): DeploymentResource {

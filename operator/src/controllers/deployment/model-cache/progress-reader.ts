@@ -1,0 +1,119 @@
+// Reads each running fetch pod's progress (the fetcher's GET /progress on its pod IP, ADR 0016)
+// off the reconcile loop, every period while this operator leads, and queues the Deployments
+// that use a cache when its fetch moved on (a new phase, a file finished, a whole percent), so
+// `status.model` shows bytes and progress while the Job runs. A pod that cannot be read keeps
+// its last reading until it stops running: progress is a view, never a verdict (the result
+// still comes from the termination message only).
+import type { Logger } from '../../../runtime/logger.ts';
+import { mapLimited } from '../../../runtime/map-limited.ts';
+import { PeriodicPass } from '../../../runtime/periodic.ts';
+import { FetchProgress } from '../../../model/fetch-progress.ts';
+import { FETCH_PROGRESS_PATH } from '../../../model/progress-server.ts';
+import { getJson } from '../../../sglang/client.ts';
+import { buildEndpointUrl } from '../../../sglang/endpoint-url.ts';
+import { FETCH_CONTAINER } from './names.ts';
+import { FETCH_PROGRESS_PORT_NAME } from './objects.ts';
+import type { FetchPodObject } from './plan.ts';
+
+const READS_AT_ONCE = 8;
+const READ_TIMEOUT_MS = 2_000;
+export const DEFAULT_FETCH_PROGRESS_PERIOD_MS = 5_000;
+
+export interface ProgressTarget {
+  /** namespace/Job name: the progress is the Job's, whichever of its pods runs now. */
+  readonly job: string;
+  readonly pod: FetchPodObject;
+  readonly url: string;
+}
+
+const jobKey = (namespace: string, job: string): string => `${namespace}/${job}`;
+
+/** Where a running fetch pod serves its progress; undefined for one not running or serving none. */
+function findProgressUrl(pod: FetchPodObject): string | undefined {
+  const ip = pod.status?.podIP;
+  const port = pod.spec?.containers
+    .find((c) => c.name === FETCH_CONTAINER)
+    ?.ports?.find((p) => p.name === FETCH_PROGRESS_PORT_NAME)?.containerPort;
+  const running = pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp;
+  return running && ip && port !== undefined
+    ? `${buildEndpointUrl(ip, port)}${FETCH_PROGRESS_PATH}`
+    : undefined;
+}
+
+/** Pure: the fetch pods to read, the newest running pod of each Job that serves its progress. */
+export function findProgressTargets(pods: readonly FetchPodObject[]): ProgressTarget[] {
+  const byJob = new Map<string, ProgressTarget & { created: string }>();
+  for (const pod of pods) {
+    const job = pod.metadata?.labels?.['job-name'];
+    const url = findProgressUrl(pod);
+    if (!job || !url) continue;
+    const key = jobKey(pod.metadata?.namespace ?? '', job);
+    const created = String(pod.metadata?.creationTimestamp ?? '');
+    const before = byJob.get(key);
+    if (before && before.created >= created) continue;
+    byJob.set(key, { job: key, pod, url, created });
+  }
+  return [...byJob.values()].map(({ job, pod, url }) => ({ job, pod, url }));
+}
+
+/** Pure: what a change must touch to be shown (bytes within a percent are not a status write). */
+export function summarizeProgress(p: FetchProgress): string {
+  const percent = p.bytesTotal > 0 ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 0;
+  return `${p.phase} ${p.filesDone}/${p.filesTotal} ${percent}% of ${p.bytesTotal}`;
+}
+
+export interface FetchProgressReaderOptions {
+  /** The fetch pods (the model cache's informer). */
+  readonly pods: () => readonly FetchPodObject[];
+  readonly isLeader: () => boolean;
+  /** The fetch of this pod moved on: queue the Deployments that use its cache. */
+  readonly onChanged: (pod: FetchPodObject) => void;
+  readonly periodMs: number;
+  readonly logger: Logger;
+  readonly signal: AbortSignal;
+}
+
+export class FetchProgressReader {
+  readonly #opts: FetchProgressReaderOptions;
+  readonly #progress = new Map<string, FetchProgress>();
+  readonly #periodic: PeriodicPass;
+
+  constructor(opts: FetchProgressReaderOptions) {
+    this.#opts = opts;
+    this.#periodic = new PeriodicPass({
+      what: 'fetch progress pass',
+      periodMs: opts.periodMs,
+      pass: () => this.read(),
+      logger: opts.logger,
+      signal: opts.signal,
+    });
+  }
+
+  start(): void {
+    this.#periodic.start();
+  }
+
+  /** The last progress read of a Job's running pod; undefined before the first or once none runs. */
+  progressOf(namespace: string, job: string): FetchProgress | undefined {
+    return this.#progress.get(jobKey(namespace, job));
+  }
+
+  /** One pass over the running fetch pods (the timer's; tests call it directly). */
+  async read(): Promise<void> {
+    if (!this.#opts.isLeader()) return void this.#progress.clear();
+    const targets = findProgressTargets(this.#opts.pods());
+    const live = new Set(targets.map((t) => t.job));
+    for (const job of this.#progress.keys()) if (!live.has(job)) this.#progress.delete(job);
+    await mapLimited(targets, READS_AT_ONCE, async (t) => {
+      const read = await getJson(t.url, FetchProgress, {
+        timeoutMs: READ_TIMEOUT_MS,
+        signal: this.#opts.signal,
+      });
+      // 204 (nothing reported yet) reads as "not JSON": no progress to show, as an unreachable pod.
+      if (!read.ok) return void this.#opts.logger.debug('fetch progress unread', { error: read.error });
+      const before = this.#progress.get(t.job);
+      this.#progress.set(t.job, read.value);
+      if (!before || summarizeProgress(before) !== summarizeProgress(read.value)) this.#opts.onChanged(t.pod);
+    });
+  }
+}
