@@ -272,6 +272,27 @@ describe('model-fetch', () => {
     await expect(fetch(url)).rejects.toThrow();
   }, 30_000);
 
+  it('verifies staged files with --verify-only, with no hub: the pinned pass (exit 0), others exit 3', async () => {
+    const good = await run(['--verify-only', ...digestArgs, '--dest', model]);
+    expect(good.code).toBe(0);
+    expect(good.lines.at(-1)).toMatchObject({ phase: 'done', ok: true, digest: digestArgs[1], files: 3 });
+    const other = join(root, 'staged-other');
+    mkdirSync(other);
+    writeFileSync(join(other, 'config.json'), '{"hidden_size":65}');
+    writeFileSync(join(other, 'tokenizer.json'), '{"model":{"type":"BPE"}}');
+    const resultFile = join(root, 'result-verify');
+    const bad = await run(['--verify-only', ...digestArgs, '--dest', other, '--result-file', resultFile]);
+    expect(bad.code).toBe(3);
+    expect(JSON.parse(readFileSync(resultFile, 'utf8'))).toMatchObject({
+      phase: 'failed',
+      reason: 'ModelDigestMismatch',
+    });
+    // A hub flag with --verify-only would be ignored: refused instead.
+    const mixed = await run(['--verify-only', ...digestArgs, '--dest', model, '--repo', REPO]);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toContain('--verify-only fetches nothing: leave out --repo');
+  }, 30_000);
+
   it('needs the repository, the digests and the destination', async () => {
     const r = await run(['--revision', REVISION]);
     expect(r.code).toBe(2);

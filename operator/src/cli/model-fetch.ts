@@ -11,17 +11,25 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { fetchModel, type FetchOutcome } from '../model/fetch.ts';
 import type { FetchProgress } from '../model/fetch-progress.ts';
-import { checkFetchRequest, type FetchRequest } from '../model/fetch-request.ts';
+import {
+  checkFetchRequest,
+  checkVerifyRequest,
+  type FetchRequest,
+  type VerifyRequest,
+} from '../model/fetch-request.ts';
 import type { ProxyConfig } from '../model/hub-client.ts';
 import { serveFetchProgress, type ProgressServer } from '../model/progress-server.ts';
+import { verifyStagedModel } from '../model/verify-staged.ts';
 
 const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [options]
+       model-fetch --verify-only --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [--tokenizer-subpath <dir>] [--result-file <file>] [--progress-port <port>]
   --endpoint <url>           the hub or a mirror (default: $HF_ENDPOINT, else https://huggingface.co)
   --tokenizer-subpath <dir>  the repository directory the tokenizer digest is over (default: the top)
   --token-file <file>        the hub token, as a mounted Secret (default: $HF_TOKEN); never on the command line
   --proxy <url>              HTTP(S) proxy (default: $HTTPS_PROXY / $HTTP_PROXY, with $NO_PROXY)
   --concurrency <n>          files fetched at once (default 4)
   --result-file <file>       also write the last line there (the fetch Job: /dev/termination-log)
+  --verify-only              fetch nothing: verify the files in --dest against the digests
   --progress-port <port>     serve the last progress line on GET /progress while fetching
   --progress-host <address>  the address it listens on (default: every address; the Job: its pod IP)
 `;
@@ -39,13 +47,21 @@ const FLAGS: Record<keyof FetchRequest, string> = {
 class UsageError extends Error {}
 
 interface Invocation {
-  readonly request: FetchRequest;
-  readonly token: string | undefined;
-  readonly proxy: ProxyConfig | undefined;
-  readonly concurrency: number;
+  readonly work:
+    | {
+        readonly mode: 'fetch';
+        readonly request: FetchRequest;
+        readonly token: string | undefined;
+        readonly proxy: ProxyConfig | undefined;
+        readonly concurrency: number;
+      }
+    | { readonly mode: 'verify'; readonly request: VerifyRequest };
   readonly resultFile: string | undefined;
   readonly progress: { host: string; port: number } | undefined;
 }
+
+// What only a fetch from the hub takes: given with --verify-only, it would be ignored.
+const HUB_FLAGS = ['endpoint', 'repo', 'revision', 'token-file', 'proxy', 'concurrency'] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -106,10 +122,30 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
         'result-file': { type: 'string' },
         'progress-port': { type: 'string' },
         'progress-host': { type: 'string' },
+        'verify-only': { type: 'boolean' },
       },
     }));
   } catch (e) {
     throw new UsageError((e as Error).message, { cause: e });
+  }
+  const common = {
+    resultFile: values['result-file'],
+    progress: readProgressListen(values['progress-port'], values['progress-host']),
+  };
+  if (values['verify-only']) {
+    const given = HUB_FLAGS.filter((f) => values[f] !== undefined);
+    if (given.length > 0)
+      throw new UsageError(
+        `--verify-only fetches nothing: leave out ${given.map((f) => `--${f}`).join(', ')}`,
+      );
+    const request = checkVerifyRequest({
+      digest: values.digest,
+      tokenizerDigest: values['tokenizer-digest'],
+      tokenizerSubpath: values['tokenizer-subpath'],
+      dest: values.dest,
+    });
+    if (!request.ok) throw new UsageError(`${FLAGS[request.error.field]} ${request.error.message}`);
+    return { work: { mode: 'verify', request: request.value }, ...common };
   }
   const request = checkFetchRequest({
     // An empty variable is an unset one, as the hub's own clients read it.
@@ -126,13 +162,21 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32)
     throw new UsageError('--concurrency takes a whole number from 1 to 32');
   return {
-    request: request.value,
-    token: await readToken(values['token-file'], env),
-    proxy: readProxy(values.proxy, env),
-    concurrency,
-    resultFile: values['result-file'],
-    progress: readProgressListen(values['progress-port'], values['progress-host']),
+    work: {
+      mode: 'fetch',
+      request: request.value,
+      token: await readToken(values['token-file'], env),
+      proxy: readProxy(values.proxy, env),
+      concurrency,
+    },
+    ...common,
   };
+}
+
+function runWork(work: Invocation['work']): Promise<FetchOutcome> {
+  if (work.mode === 'fetch') return fetchModel({ ...work, onProgress });
+  const { dest, ...digests } = work.request;
+  return verifyStagedModel({ dir: dest, ...digests, onProgress });
 }
 
 function readProgressListen(port: string | undefined, host: string | undefined): Invocation['progress'] {
@@ -211,7 +255,7 @@ let progressServer: ProgressServer | undefined;
 try {
   const inv = await parseInvocation(process.argv.slice(2), process.env);
   progressServer = await startProgressServer(inv.progress, () => lastProgress);
-  await report(await fetchModel({ ...inv, onProgress }), inv.resultFile);
+  await report(await runWork(inv.work), inv.resultFile);
 } catch (e) {
   const usage = e instanceof UsageError;
   const message = (e as Error).message;

@@ -9,6 +9,7 @@ export const FETCH_REASONS = {
   UnexpectedFiles: 'the destination holds files that are not in the model: they would change its digest',
   ModelDigestMismatch: 'the files of the commit are not the pinned ones: a digest or a file differs',
   DownloadFailed: 'a request or a write kept failing (after retries for 5xx and connection errors)',
+  FilesUnreadable: 'staged files (--verify-only) could not be read: no such directory, or no permission',
 } as const;
 export type FetchReason = keyof typeof FETCH_REASONS;
 

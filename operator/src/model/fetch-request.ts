@@ -45,10 +45,32 @@ export interface FetchRequestIssue {
   readonly message: string;
 }
 
+/** What `--verify-only` needs: staged files and the digests they must have (no hub). */
+export const VerifyRequest = FetchRequest.pick({
+  digest: true,
+  tokenizerDigest: true,
+  tokenizerSubpath: true,
+  dest: true,
+});
+export type VerifyRequest = z.infer<typeof VerifyRequest>;
+
 export function checkFetchRequest(
   input: Partial<Record<keyof FetchRequest, unknown>>,
 ): Result<FetchRequest, FetchRequestIssue> {
-  const r = FetchRequest.safeParse(input);
+  return checkWith(FetchRequest, input);
+}
+
+export function checkVerifyRequest(
+  input: Partial<Record<keyof VerifyRequest, unknown>>,
+): Result<VerifyRequest, FetchRequestIssue> {
+  return checkWith(VerifyRequest, input);
+}
+
+function checkWith<T>(
+  schema: z.ZodType<T>,
+  input: Partial<Record<keyof FetchRequest, unknown>>,
+): Result<T, FetchRequestIssue> {
+  const r = schema.safeParse(input);
   if (r.success) return { ok: true, value: r.data };
   const issue = r.error.issues[0];
   const field = (issue?.path[0] ?? 'dest') as keyof FetchRequest;
