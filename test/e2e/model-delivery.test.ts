@@ -12,7 +12,7 @@
 // binds the operator's claim to one. Simulators start only on a model directory that holds
 // the fetcher's marker (sim-kubelet canStart), as SGLang would fail on missing files.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -81,6 +81,26 @@ const startHub = (model: Model): Promise<FakeHub> =>
     token: TOKEN,
   });
 
+const STAGED_CLAIM = 'staged-models';
+const STAGED_SUBPATH = 'llm';
+
+/** A Deployment whose files someone staged on a claim (a pvc source), pinned to `model`'s digests. */
+function stagedManifest(name: string, replicas: number, model: Model) {
+  const m = buildDeploymentManifest({ name, replicas, gpus: 1 });
+  m.spec['deploymentId'] = `${name}-r1`;
+  Object.assign(m.spec['model'] as Record<string, unknown>, {
+    path: REPO,
+    servedName: name,
+    digest: model.digest,
+    tokenizerDigest: model.tokenizerDigest,
+    source: { pvc: { claimName: STAGED_CLAIM, subPath: STAGED_SUBPATH } },
+  });
+  m.spec['scheduling'] = {
+    tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+  };
+  return m;
+}
+
 function downloadManifest(name: string, replicas: number, model: Model, hub: FakeHub) {
   const m = buildDeploymentManifest({ name, replicas, gpus: 1 });
   m.spec['deploymentId'] = `${name}-r1`;
@@ -127,6 +147,13 @@ async function modelDirOf(pod: PodObject): Promise<string | undefined> {
   return join(pv.spec.hostPath.path, mount?.subPath ?? '');
 }
 
+/** A copy of a model's files where a claim's subPath finds them; the PersistentVolume's directory. */
+function stageFiles(model: Model): string {
+  const pvDir = join(root, 'pv-staged');
+  cpSync(model.dir, join(pvDir, STAGED_SUBPATH), { recursive: true });
+  return pvDir;
+}
+
 async function makeVolumes(): Promise<void> {
   const objects: object[] = [
     {
@@ -152,6 +179,31 @@ async function makeVolumes(): Promise<void> {
         },
       };
     }),
+    // Model A's files staged by someone else, under a subPath of a claim of their own.
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: `${NS}-pv-staged` },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteMany'],
+        storageClassName: CLASS,
+        persistentVolumeReclaimPolicy: 'Retain',
+        hostPath: { path: stageFiles(modelA), type: 'Directory' },
+        claimRef: { namespace: NS, name: STAGED_CLAIM },
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: STAGED_CLAIM },
+      spec: {
+        accessModes: ['ReadWriteMany'],
+        storageClassName: CLASS,
+        volumeName: `${NS}-pv-staged`,
+        resources: { requests: { storage: '1Gi' } },
+      },
+    },
     {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -174,7 +226,9 @@ beforeAll(async () => {
     controllers: [...DEFAULT_CONTROLLERS, 'persistentvolume-binder', 'pvc-protection'],
     kubelet: {
       canStart: async (pod) => {
-        if (!pod.spec?.volumes?.some((v) => v.name === 'model' && v.persistentVolumeClaim)) return true;
+        // A download's cache holds the fetcher's marker once fetched; a staged claim has no marker.
+        const claim = pod.spec?.volumes?.find((v) => v.name === 'model')?.persistentVolumeClaim?.claimName;
+        if (!claim?.startsWith('model-')) return true;
         const dir = await modelDirOf(pod);
         return dir !== undefined && existsSync(join(dir, MARKER_FILE));
       },
@@ -376,6 +430,69 @@ describe('model-delivery', () => {
     );
     expect(done.model).toMatchObject({ phase: 'Verified', progress: 1, bytesDone: modelC.bytes });
     expect(runsOf(done.model?.cache ?? '').map((r) => r.exitCode)).toEqual([0]);
+  });
+
+  it('verifies a pvc source by a Job of its own before SGLang starts, once; other digests on it stop', async () => {
+    await stack.k(['apply', '-f', '-'], JSON.stringify(stagedManifest('zeta', 1, modelA)));
+    const s = await eventually(
+      async () => {
+        const s = await stack.status('zeta');
+        expect(s.verifiedReplicas).toBe(1);
+        return s;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(condition(s, 'ModelReady')).toMatchObject({ status: 'True', reason: 'Verified' });
+    expect(condition(s, 'ModelReady')?.message).toContain(
+      `in PersistentVolumeClaim ${STAGED_CLAIM} (subPath ${STAGED_SUBPATH}) match ${modelA.digest}`,
+    );
+    expect(s.model).toMatchObject({
+      phase: 'Verified',
+      digest: modelA.digest,
+      files: 4,
+      bytesDone: modelA.bytes,
+    });
+    const verifyJob = s.model?.job ?? '';
+    const runsOfJob = (job: string) => runner.runs.filter((r) => r.pod.startsWith(`${job}-`));
+    // The fetcher ran once, fetching nothing: it read the claim's files where the pods read them.
+    expect(runsOfJob(verifyJob).map((r) => r.exitCode)).toEqual([0]);
+    expect(runsOfJob(verifyJob)[0]?.argv).toContain('--verify-only');
+    const job = await getJson<{
+      metadata: {
+        annotations?: Record<string, string>;
+        ownerReferences?: { name: string; controller?: boolean }[];
+      };
+    }>(['get', 'job', verifyJob]);
+    expect(JSON.parse(job.metadata.annotations?.['cacheroute.dev/model-verified'] ?? '{}')).toMatchObject({
+      digest: modelA.digest,
+    });
+    expect(job.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ name: 'zeta', controller: true }),
+    ]);
+    // A scale-up reads the record: no second verification.
+    await stack.k(['patch', 'sgd', 'zeta', '--type', 'merge', '-p', '{"spec":{"replicas":2}}']);
+    await eventually(async () => expect((await stack.status('zeta')).verifiedReplicas).toBe(2), {
+      timeoutMs: 60_000,
+    });
+    expect(runsOfJob(verifyJob)).toHaveLength(1);
+
+    // The same claim pinned to model B's digests: not what is on it.
+    await stack.k(['apply', '-f', '-'], JSON.stringify(stagedManifest('theta', 1, modelB)));
+    const bad = await eventually(
+      async () => {
+        const s = await stack.status('theta');
+        expect(condition(s, 'ModelReady')).toMatchObject({ status: 'False', reason: 'ModelDigestMismatch' });
+        return s;
+      },
+      { timeoutMs: 90_000 },
+    );
+    expect(condition(bad, 'ModelReady')?.message).toContain(`the spec pins ${modelB.digest}`);
+    expect(condition(bad, 'ModelReady')?.message).toContain(
+      `delete Job ${bad.model?.job ?? ''} to verify again`,
+    );
+    expect(runsOfJob(bad.model?.job ?? '').map((r) => r.exitCode)).toEqual([3]);
+    const pods = await getJson<{ items: unknown[] }>(['get', 'pods', '-l', `${LABEL_DEPLOYMENT}=theta`]);
+    expect(pods.items).toEqual([]);
   });
 
   it('keeps a cache while a Deployment uses it, and deletes it, and its Job, with the last one', async () => {

@@ -906,14 +906,14 @@ export const PartReplicas = z.object({
 });
 export type PartReplicas = z.infer<typeof PartReplicas>;
 
-/** The model's delivery (controllers/deployment/model-cache): a download source's shared cache. */
+/** The model's delivery (controllers/deployment/model-cache): a download source's shared cache, a pvc source's verification. */
 export const ModelDeliveryStatus = z.object({
-  phase: z.enum(['Pending', 'Fetching', 'Verified', 'Failed', 'PreStaged']).meta({
+  phase: z.enum(['Pending', 'Fetching', 'Verifying', 'Verified', 'Failed', 'PreStaged']).meta({
     description:
-      'Pending: the cache volume or its fetch Job is being made; Fetching: the Job runs; Verified: every file matched the digests; Failed: see reason; PreStaged: a pvc or hostPath source, mounted as it is.',
+      'Pending: the cache volume or the Job is being made; Fetching: the fetch Job runs; Verifying: the verify Job of a pvc source runs; Verified: every file matched the digests; Failed: see reason; PreStaged: a hostPath source (or an operator without a fetch image), mounted as it is.',
   }),
   cache: z.string().optional().meta({ description: 'The cache PersistentVolumeClaim, in this namespace.' }),
-  job: z.string().optional().meta({ description: 'The fetch Job, in this namespace.' }),
+  job: z.string().optional().meta({ description: 'The fetch Job, or the verify Job of a pvc source, in this namespace.' }),
   reason: z.string().optional(),
   message: z.string().optional(),
   path: z.string().optional().meta({ description: 'The model file a failure is about.' }),

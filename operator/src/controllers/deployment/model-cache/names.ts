@@ -14,6 +14,8 @@ export const ANNOTATION_MODEL_SOURCE = 'cacheroute.dev/model-source';
 /** Set on the cache by the operator once a fetch verified it: the record a restart reads. */
 export const ANNOTATION_VERIFIED = 'cacheroute.dev/model-verified';
 export const FETCH_CONTAINER = 'fetch';
+/** On a pvc source's verify Job: the Deployment it verifies for (its controller). */
+export const LABEL_VERIFY_FOR = 'cacheroute.dev/model-verify-for';
 const KEY_LENGTH = 20;
 
 /**
@@ -39,3 +41,21 @@ export function computeModelCacheKey(spec: DeploymentSpec): string {
 
 export const buildModelCacheName = (key: string): string => `model-${key}`;
 export const buildFetchJobName = (key: string): string => `model-fetch-${key}`;
+
+/** What a pvc source's verification is of: both digests, the tokenizer's place, the claim and its subPath. */
+export function computeStagedKey(spec: DeploymentSpec): string {
+  const t = computeTokenizerSubpath(spec);
+  const pvc = spec.model.source.pvc;
+  const material = [
+    spec.model.digest,
+    spec.model.tokenizerDigest,
+    t.ok ? (t.subpath ?? '') : t.path,
+    pvc?.claimName ?? '',
+    pvc?.subPath ?? '',
+  ];
+  return createHash('sha256').update(`staged\n${material.join('\n')}`).digest('hex').slice(0, KEY_LENGTH);
+}
+
+/** A Deployment's verify Job for one staged key: its own (the files may be re-staged under it). */
+export const buildVerifyJobName = (deployment: string, key: string): string =>
+  `model-verify-${createHash('sha256').update(`${deployment}\n${key}`).digest('hex').slice(0, KEY_LENGTH)}`;

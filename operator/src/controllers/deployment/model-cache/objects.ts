@@ -22,7 +22,9 @@ import {
   FETCH_COMPONENT,
   FETCH_CONTAINER,
   LABEL_MODEL_CACHE,
+  LABEL_VERIFY_FOR,
 } from './names.ts';
+import { MODEL_DIR } from '../args.ts';
 
 export interface ModelCacheConfig {
   /** The image the fetch Job runs: the operator's own (it holds the fetcher). */
@@ -119,6 +121,9 @@ export interface FetchJobInput {
   readonly cache: { name: string; uid: string };
 }
 
+/** The progress flags every model Job's fetcher gets: on its pod IP only, for the operator. */
+const PROGRESS_ARGS = ['--progress-host', '$(POD_IP)', '--progress-port', String(FETCH_PROGRESS_PORT)];
+
 function buildFetchArgs(input: FetchJobInput): string[] {
   const { spec, tokenizerSubpath } = input;
   const download = spec.model.source.download;
@@ -140,26 +145,95 @@ function buildFetchArgs(input: FetchJobInput): string[] {
     TERMINATION_LOG,
     ...(download?.tokenSecretRef ? ['--token-file', `${TOKEN_MOUNT}/${TOKEN_FILE}`] : []),
     ...(download?.proxy ? ['--proxy', download.proxy] : []),
-    // The pod IP only: the progress is for the operator, not for whatever shares a node port.
-    '--progress-host',
-    '$(POD_IP)',
-    '--progress-port',
-    String(FETCH_PROGRESS_PORT),
+    ...PROGRESS_ARGS,
   ];
+}
+
+interface ModelJobParts {
+  readonly namespace: string;
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly owner: V1OwnerReference;
+  readonly spec: DeploymentSpec;
+  readonly config: ModelCacheConfig;
+  readonly args: string[];
+  readonly volumes: V1Volume[];
+  readonly mounts: V1VolumeMount[];
+  /** fsGroup for a volume the Job writes; unset for one it only reads (no recursive chown of it). */
+  readonly fsGroup: number | undefined;
+}
+
+/** A Job running the fetcher once: the fetch Job's and the verify Job's common shape. */
+function buildModelJob(p: ModelJobParts): V1Job {
+  const scheduling = p.spec.scheduling;
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: p.name, namespace: p.namespace, labels: p.labels, ownerReferences: [p.owner] },
+    spec: {
+      // Transient failures (the hub's 5xx past the fetcher's own retries, a node lost) get
+      // another pod, which resumes; files that are not the pinned ones end the Job at once.
+      backoffLimit: 3,
+      podFailurePolicy: {
+        rules: [
+          {
+            action: 'FailJob',
+            onExitCodes: { containerName: FETCH_CONTAINER, operator: 'In', values: PERMANENT_EXIT_CODES },
+          },
+        ],
+      },
+      template: {
+        metadata: { labels: p.labels },
+        spec: {
+          restartPolicy: 'Never',
+          // The fetcher talks to the hub only: no API credentials in its pod.
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: FETCH_UID,
+            runAsGroup: FETCH_UID,
+            ...(p.fsGroup !== undefined ? { fsGroup: p.fsGroup } : {}),
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          // The volume is mounted where the model's pods run: their node pool reaches the storage.
+          ...(scheduling?.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
+          ...(scheduling?.tolerations ? { tolerations: scheduling.tolerations.map(buildToleration) } : {}),
+          containers: [
+            {
+              name: FETCH_CONTAINER,
+              image: p.config.fetchImage,
+              command: [...FETCH_COMMAND],
+              args: p.args,
+              env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+              ports: [
+                { name: FETCH_PROGRESS_PORT_NAME, containerPort: FETCH_PROGRESS_PORT, protocol: 'TCP' },
+              ],
+              terminationMessagePath: TERMINATION_LOG,
+              // A fetcher killed before it wrote its result still leaves its last words.
+              terminationMessagePolicy: 'FallbackToLogsOnError',
+              volumeMounts: [...p.mounts, { name: 'tmp', mountPath: '/tmp' }],
+              resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '2Gi' } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
+            },
+          ],
+          // The root filesystem is read-only; Node may want a scratch directory.
+          volumes: [...p.volumes, { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
+        },
+      },
+    },
+  };
 }
 
 export function buildFetchJob(input: FetchJobInput): V1Job {
   const { namespace, key, spec, config, cache } = input;
   const token = spec.model.source.download?.tokenSecretRef;
-  const labels = {
-    ...buildCacheLabels(key),
-    'app.kubernetes.io/name': 'model-fetch',
-    'app.kubernetes.io/component': FETCH_COMPONENT,
-  };
   const volumes: V1Volume[] = [
     { name: 'cache', persistentVolumeClaim: { claimName: cache.name } },
-    // The root filesystem is read-only; Node may want a scratch directory.
-    { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
     ...(token
       ? [
           {
@@ -175,81 +249,90 @@ export function buildFetchJob(input: FetchJobInput): V1Job {
   ];
   const mounts: V1VolumeMount[] = [
     { name: 'cache', mountPath: CACHE_MOUNT },
-    { name: 'tmp', mountPath: '/tmp' },
     ...(token ? [{ name: 'hub-token', mountPath: TOKEN_MOUNT, readOnly: true }] : []),
   ];
-  const scheduling = spec.scheduling;
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: {
-      name: buildFetchJobName(key),
-      namespace,
-      labels,
-      ownerReferences: [
-        {
-          apiVersion: 'v1',
-          kind: 'PersistentVolumeClaim',
-          name: cache.name,
-          uid: cache.uid,
-          controller: true,
-        },
-      ],
+  return buildModelJob({
+    namespace,
+    name: buildFetchJobName(key),
+    labels: {
+      ...buildCacheLabels(key),
+      'app.kubernetes.io/name': 'model-fetch',
+      'app.kubernetes.io/component': FETCH_COMPONENT,
     },
-    spec: {
-      // Transient failures (the hub's 5xx past the fetcher's own retries, a node lost) get
-      // another pod, which resumes; files that are not the pinned ones end the Job at once.
-      backoffLimit: 3,
-      podFailurePolicy: {
-        rules: [
-          {
-            action: 'FailJob',
-            onExitCodes: { containerName: FETCH_CONTAINER, operator: 'In', values: PERMANENT_EXIT_CODES },
-          },
-        ],
-      },
-      template: {
-        metadata: { labels },
-        spec: {
-          restartPolicy: 'Never',
-          // The fetcher talks to the hub only: no API credentials in its pod.
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: FETCH_UID,
-            runAsGroup: FETCH_UID,
-            fsGroup: FETCH_UID,
-            seccompProfile: { type: 'RuntimeDefault' },
-          },
-          // The cache is mounted where the model's pods run: their node pool reaches the storage.
-          ...(scheduling?.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
-          ...(scheduling?.tolerations ? { tolerations: scheduling.tolerations.map(buildToleration) } : {}),
-          containers: [
-            {
-              name: FETCH_CONTAINER,
-              image: config.fetchImage,
-              command: [...FETCH_COMMAND],
-              args: buildFetchArgs(input),
-              env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
-              ports: [
-                { name: FETCH_PROGRESS_PORT_NAME, containerPort: FETCH_PROGRESS_PORT, protocol: 'TCP' },
-              ],
-              terminationMessagePath: TERMINATION_LOG,
-              // A fetcher killed before it wrote its result still leaves its last words.
-              terminationMessagePolicy: 'FallbackToLogsOnError',
-              volumeMounts: mounts,
-              resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '2Gi' } },
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                capabilities: { drop: ['ALL'] },
-              },
-            },
-          ],
-          volumes,
-        },
-      },
+    owner: {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      name: cache.name,
+      uid: cache.uid,
+      controller: true,
     },
-  };
+    spec,
+    config,
+    args: buildFetchArgs(input),
+    volumes,
+    mounts,
+    fsGroup: FETCH_UID,
+  });
+}
+
+export interface VerifyJobInput {
+  readonly namespace: string;
+  readonly key: string;
+  readonly name: string;
+  readonly spec: DeploymentSpec;
+  readonly tokenizerSubpath: string | undefined;
+  readonly config: ModelCacheConfig;
+  /** The Deployment it verifies for, its controller: the Job goes with it. */
+  readonly deployment: { name: string; uid: string };
+}
+
+/**
+ * A pvc source's verify Job: the fetcher with --verify-only over the claim, mounted read-only
+ * as the model's pods mount it (same subPath), so what passes is what SGLang reads.
+ */
+export function buildVerifyJob(input: VerifyJobInput): V1Job {
+  const { spec, tokenizerSubpath } = input;
+  const pvc = spec.model.source.pvc;
+  return buildModelJob({
+    namespace: input.namespace,
+    name: input.name,
+    labels: {
+      ...buildCacheLabels(input.key),
+      'app.kubernetes.io/name': 'model-verify',
+      'app.kubernetes.io/component': FETCH_COMPONENT,
+      [LABEL_VERIFY_FOR]: input.deployment.name,
+    },
+    owner: {
+      apiVersion: 'cacheroute.dev/v1alpha1',
+      kind: 'Deployment',
+      name: input.deployment.name,
+      uid: input.deployment.uid,
+      controller: true,
+    },
+    spec,
+    config: input.config,
+    args: [
+      '--verify-only',
+      '--digest',
+      spec.model.digest,
+      '--tokenizer-digest',
+      spec.model.tokenizerDigest,
+      ...(tokenizerSubpath !== undefined ? ['--tokenizer-subpath', tokenizerSubpath] : []),
+      '--dest',
+      MODEL_DIR,
+      '--result-file',
+      TERMINATION_LOG,
+      ...PROGRESS_ARGS,
+    ],
+    volumes: [{ name: 'model', persistentVolumeClaim: { claimName: pvc?.claimName ?? '', readOnly: true } }],
+    mounts: [
+      {
+        name: 'model',
+        mountPath: MODEL_DIR,
+        readOnly: true,
+        ...(pvc?.subPath ? { subPath: pvc.subPath } : {}),
+      },
+    ],
+    fsGroup: undefined,
+  });
 }

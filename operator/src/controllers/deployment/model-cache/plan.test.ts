@@ -7,7 +7,9 @@ import {
   ANNOTATION_VERIFIED,
   buildFetchJobName,
   buildModelCacheName,
+  buildVerifyJobName,
   computeModelCacheKey,
+  computeStagedKey,
 } from './names.ts';
 import {
   computeFailureReason,
@@ -93,15 +95,16 @@ const observe = (o: Partial<ModelDeliveryObservation> = {}): ModelDeliveryObserv
   job: undefined,
   pods: [],
   owners: [{ apiVersion: 'cacheroute.dev/v1alpha1', kind: 'Deployment', name: 'qwen-32b', uid: 'd1' }],
+  deployment: { name: 'qwen-32b', uid: 'd1' },
   now: NOW,
   ...o,
 });
 
 describe('planModelDelivery', () => {
-  it('mounts a pvc or hostPath source as it is, saying its digest is not checked', () => {
+  it('mounts a hostPath source as it is, saying its digest is not checked and why', () => {
     const spec = downloadSpec((s) => ({
       ...s,
-      model: { ...s.model, source: { pvc: { claimName: 'models' } } },
+      model: { ...s.model, source: { hostPath: { path: '/data/models/qwen' } } },
     }));
     const plan = planModelDelivery(observe({ spec }));
     expect(plan).toMatchObject({
@@ -109,8 +112,122 @@ describe('planModelDelivery', () => {
       actions: [],
       condition: { status: 'True', reason: 'PreStaged' },
     });
-    expect(plan.condition.message).toContain('PersistentVolumeClaim models');
-    expect(plan.condition.message).toContain('not checked');
+    expect(plan.condition.message).toContain('node path /data/models/qwen');
+    expect(plan.condition.message).toContain('not checked (each node has its own copy');
+  });
+
+  describe('a pvc source', () => {
+    const staged = downloadSpec((s) => ({
+      ...s,
+      model: { ...s.model, source: { pvc: { claimName: 'models', subPath: 'qwen' } } },
+    }));
+    const verifyJob = buildVerifyJobName('qwen-32b', computeStagedKey(staged));
+    const created = (spec = staged) => {
+      const [a] = planModelDelivery(observe({ spec })).actions;
+      return a?.kind === 'createJob' ? a.job : undefined;
+    };
+
+    it('is verified by a Job of its own before any SGLang pod: the claim read-only, as the pods mount it', () => {
+      const plan = planModelDelivery(observe({ spec: staged }));
+      expect(plan).toMatchObject({ ready: false, condition: { status: 'False', reason: 'Pending' } });
+      const job = created();
+      expect(job?.metadata?.name).toBe(verifyJob);
+      expect(job?.metadata?.ownerReferences).toEqual([
+        {
+          apiVersion: 'cacheroute.dev/v1alpha1',
+          kind: 'Deployment',
+          name: 'qwen-32b',
+          uid: 'd1',
+          controller: true,
+        },
+      ]);
+      const pod = job?.spec?.template.spec;
+      expect(pod?.volumes?.find((v) => v.name === 'model')?.persistentVolumeClaim).toEqual({
+        claimName: 'models',
+        readOnly: true,
+      });
+      expect(pod?.containers[0]?.volumeMounts?.find((m) => m.name === 'model')).toEqual({
+        name: 'model',
+        mountPath: '/models',
+        readOnly: true,
+        subPath: 'qwen',
+      });
+      // No recursive chown of the user's volume.
+      expect(pod?.securityContext?.fsGroup).toBeUndefined();
+      const args = pod?.containers[0]?.args ?? [];
+      expect(args.slice(0, 5)).toEqual([
+        '--verify-only',
+        '--digest',
+        staged.model.digest,
+        '--tokenizer-digest',
+        staged.model.tokenizerDigest,
+      ]);
+      expect(args).not.toContain('--repo');
+    });
+
+    it('a new claim, subPath or digest is a new verification', () => {
+      const other = downloadSpec((s) => ({
+        ...s,
+        model: { ...s.model, source: { pvc: { claimName: 'models', subPath: 'qwen-2' } } },
+      }));
+      expect(created(other)?.metadata?.name).not.toBe(verifyJob);
+      expect(computeStagedKey(other)).not.toBe(computeStagedKey(staged));
+    });
+
+    it('is Verifying while the Job runs, with its progress', () => {
+      const plan = planModelDelivery(
+        observe({
+          spec: staged,
+          job: { ...job(), metadata: { name: verifyJob, namespace: 'ns' } },
+          progress: { phase: 'verifying', filesDone: 1, filesTotal: 4, bytesDone: 10, bytesTotal: 40 },
+        }),
+      );
+      expect(plan.status).toMatchObject({ phase: 'Verifying', progress: 0.25, job: verifyJob });
+      expect(plan.condition.message).toBe(
+        `Job ${verifyJob} verifies the files on PersistentVolumeClaim models (subPath qwen): verifying, 25% (0.0 MiB of 0.0 MiB), 1 of 4 files`,
+      );
+    });
+
+    it('records a completed verification on its Job, and from then on needs no Job run', () => {
+      const finished = { ...job('Complete'), metadata: { name: verifyJob, namespace: 'ns' } };
+      const plan = planModelDelivery(
+        observe({ spec: staged, job: finished, pods: [pod('p1', 'Succeeded', 0, done)] }),
+      );
+      expect(plan.ready).toBe(true);
+      expect(plan.condition).toMatchObject({ status: 'True', reason: 'Verified' });
+      expect(plan.condition.message).toContain('in PersistentVolumeClaim models (subPath qwen) match');
+      const [a] = plan.actions;
+      expect(a).toMatchObject({ kind: 'recordVerified', on: 'job', name: verifyJob });
+      if (a?.kind !== 'recordVerified') return;
+      // The record read back: Verified with no pod left (a pod garbage-collected, an operator restart).
+      const recorded = {
+        ...finished,
+        metadata: { ...finished.metadata, annotations: { [ANNOTATION_VERIFIED]: JSON.stringify(a.record) } },
+      };
+      expect(planModelDelivery(observe({ spec: staged, job: recorded }))).toMatchObject({
+        ready: true,
+        actions: [],
+        status: { phase: 'Verified', job: verifyJob },
+      });
+    });
+
+    it('fails as a fetch does when the files are not the pinned ones, saying how to verify again', () => {
+      const failed = { ...job('Failed', 'PodFailurePolicy'), metadata: { name: verifyJob, namespace: 'ns' } };
+      const plan = planModelDelivery(
+        observe({ spec: staged, job: failed, pods: [pod('p1', 'Failed', 3, mismatch)] }),
+      );
+      expect(plan).toMatchObject({
+        ready: false,
+        condition: { status: 'False', reason: 'ModelDigestMismatch' },
+      });
+      expect(plan.condition.message).toContain(`delete Job ${verifyJob} to verify again`);
+    });
+
+    it('is mounted unchecked, and says so, by an operator without a fetch image', () => {
+      const plan = planModelDelivery(observe({ spec: staged, config: undefined }));
+      expect(plan).toMatchObject({ ready: true, condition: { status: 'True', reason: 'PreStaged' } });
+      expect(plan.condition.message).toContain('without --model-fetch-image');
+    });
   });
 
   it('creates the cache first, owned by every user and controlled by none', () => {
@@ -202,7 +319,8 @@ describe('planModelDelivery', () => {
     expect(plan.actions).toEqual([
       {
         kind: 'recordVerified',
-        cache: CACHE,
+        on: 'cache',
+        name: CACHE,
         record: {
           digest: SPEC.model.digest,
           tokenizerDigest: SPEC.model.tokenizerDigest,

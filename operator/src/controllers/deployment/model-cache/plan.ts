@@ -1,6 +1,8 @@
 // Model delivery of one Deployment, planned from what was observed (ADR 0016):
 //
-//   pvc/hostPath source ─────────────────────────────▶ PreStaged (ModelReady=True, not checked)
+//   hostPath source ─────────────────────────────────▶ PreStaged (ModelReady=True, not checked)
+//   pvc source: no Job ──createJob (verify)──▶ Verifying ──Job Complete──recordVerified (on
+//               the Job)──▶ Verified; ──Job Failed──▶ Failed, as a fetch
 //   download: no cache ──createCache──▶ cache, no Job ──createJob──▶ Fetching (with the
 //             running pod's progress, when read: bytes, files, a fraction)
 //   Fetching ──Job Complete, result digests = spec──recordVerified──▶ Verified (ModelReady=True)
@@ -18,12 +20,14 @@ import { z } from 'zod';
 import type { DeploymentSpec, ModelDeliveryStatus } from '../../../api/index.ts';
 import type { FetchProgress } from '../../../model/fetch-progress.ts';
 import type { KubeObject } from '../../../runtime/objects.ts';
-import { buildFetchJob, buildModelCachePvc, type ModelCacheConfig } from './objects.ts';
+import { buildFetchJob, buildModelCachePvc, buildVerifyJob, type ModelCacheConfig } from './objects.ts';
 import {
   ANNOTATION_VERIFIED,
   buildFetchJobName,
   buildModelCacheName,
+  buildVerifyJobName,
   computeModelCacheKey,
+  computeStagedKey,
   computeTokenizerSubpath,
 } from './names.ts';
 import { computeFetchAttempts, type FetchAttempt, type FetchResult } from './result.ts';
@@ -33,6 +37,7 @@ export const ModelReason = {
   PreStaged: 'PreStaged',
   Pending: 'Pending',
   Fetching: 'Fetching',
+  Verifying: 'Verifying',
   ModelDigestMismatch: 'ModelDigestMismatch',
   FetchFailed: 'FetchFailed',
   SourceUnreadable: 'SourceUnreadable',
@@ -57,7 +62,13 @@ export type VerifiedRecord = z.infer<typeof VerifiedRecord>;
 export type ModelCacheAction =
   | { readonly kind: 'createCache'; readonly pvc: V1PersistentVolumeClaim }
   | { readonly kind: 'createJob'; readonly job: V1Job }
-  | { readonly kind: 'recordVerified'; readonly cache: string; readonly record: VerifiedRecord };
+  | {
+      readonly kind: 'recordVerified';
+      /** Where the record goes: the download's cache claim, or a pvc source's verify Job. */
+      readonly on: 'cache' | 'job';
+      readonly name: string;
+      readonly record: VerifiedRecord;
+    };
 
 export interface ModelDeliveryObservation {
   readonly namespace: string;
@@ -73,6 +84,8 @@ export interface ModelDeliveryObservation {
   readonly progress?: FetchProgress | undefined;
   /** Every Deployment that uses this key: the cache's owners. */
   readonly owners: V1OwnerReference[];
+  /** The Deployment planned for: a pvc source's verify Job is its own. */
+  readonly deployment: { readonly name: string; readonly uid: string };
   readonly now: Date;
 }
 
@@ -84,12 +97,12 @@ export interface ModelDeliveryPlan {
   readonly actions: readonly ModelCacheAction[];
 }
 
-/** The verified record on a cache, when it is one for these digests. */
+/** The verified record on a cache (or a verify Job), when it is one for these digests. */
 export function readVerifiedRecord(
-  cache: PvcObject | undefined,
+  holder: KubeObject | undefined,
   spec: DeploymentSpec,
 ): VerifiedRecord | undefined {
-  const text = cache?.metadata?.annotations?.[ANNOTATION_VERIFIED];
+  const text = holder?.metadata?.annotations?.[ANNOTATION_VERIFIED];
   if (text === undefined) return undefined;
   try {
     const r = VerifiedRecord.safeParse(JSON.parse(text));
@@ -140,13 +153,24 @@ function describeFailure(result: Extract<FetchResult, { ok: false }>): string {
 const lastFailed = (attempts: readonly FetchAttempt[]) =>
   [...attempts].reverse().find((a) => a.phase === 'Failed');
 
+/** What a Job of model delivery is for: where its verdict is recorded, and what it did. */
+interface JobTarget {
+  readonly on: 'cache' | 'job';
+  /** The object the record goes on. */
+  readonly name: string;
+  /** Where the files are, in words (a message's). */
+  readonly where: string;
+  readonly verb: 'fetch' | 'verify';
+}
+
 function planFinished(
   obs: ModelDeliveryObservation,
   base: ModelDeliveryStatus,
   jobName: string,
+  target: JobTarget,
 ): ModelDeliveryPlan {
   const attempts = computeFetchAttempts(obs.pods);
-  const retry = `delete Job ${jobName} to fetch again`;
+  const retry = `delete Job ${jobName} to ${target.verb} again`;
   if (jobCondition(obs.job, 'Complete')) {
     const done = [...attempts].reverse().find((a) => a.phase === 'Succeeded' && a.result?.ok);
     const result = done?.result;
@@ -154,7 +178,7 @@ function planFinished(
       return planFailure(
         base,
         ModelReason.FetchFailed,
-        `Job ${jobName} completed but its pod left no fetch result: the files are not trusted; ${retry}`,
+        `Job ${jobName} completed but its pod left no ${target.verb} result: the files are not trusted; ${retry}`,
       );
     if (result.digest !== obs.spec.model.digest || result.tokenizerDigest !== obs.spec.model.tokenizerDigest)
       return planFailure(
@@ -171,8 +195,8 @@ function planFinished(
       job: jobName,
     };
     return {
-      ...planVerified(base, record),
-      actions: [{ kind: 'recordVerified', cache: base.cache ?? '', record }],
+      ...planVerified(base, record, target.where),
+      actions: [{ kind: 'recordVerified', on: target.on, name: target.name, record }],
     };
   }
   const failed = lastFailed(attempts);
@@ -194,7 +218,7 @@ function planFinished(
   );
 }
 
-function planVerified(base: ModelDeliveryStatus, record: VerifiedRecord): ModelDeliveryPlan {
+function planVerified(base: ModelDeliveryStatus, record: VerifiedRecord, where: string): ModelDeliveryPlan {
   return {
     ready: true,
     status: {
@@ -212,7 +236,7 @@ function planVerified(base: ModelDeliveryStatus, record: VerifiedRecord): ModelD
     condition: {
       status: 'True',
       reason: ModelReason.Verified,
-      message: `${record.files} files (${record.bytes} bytes) in ${base.cache ?? ''} match ${record.digest}`,
+      message: `${record.files} files (${record.bytes} bytes) in ${where} match ${record.digest}`,
     },
     actions: [],
   };
@@ -242,25 +266,31 @@ function planRunning(
   obs: ModelDeliveryObservation,
   base: ModelDeliveryStatus,
   jobName: string,
+  target: JobTarget,
 ): ModelDeliveryPlan {
   const attempts = computeFetchAttempts(obs.pods);
   const failed = lastFailed(attempts);
-  const bound = obs.cache?.status?.phase === 'Bound';
+  // A pvc source's claim is the user's: its binding is not ours to wait for (the Job's pod is).
+  const bound = target.on === 'job' || obs.cache?.status?.phase === 'Bound';
   const progress = bound ? obs.progress : undefined;
-  const fetching = `Job ${jobName} fetches ${obs.spec.model.path}@${obs.spec.model.revision ?? ''}`;
+  const fetching =
+    target.verb === 'fetch'
+      ? `Job ${jobName} fetches ${obs.spec.model.path}@${obs.spec.model.revision ?? ''}`
+      : `Job ${jobName} verifies the files on ${target.where}`;
   const message = !bound
     ? `waiting for the cache volume ${base.cache ?? ''} to be bound (ReadWriteMany, storage class ${obs.cache?.spec?.storageClassName ?? 'the default'})`
     : failed?.result && !failed.result.ok
-      ? `Job ${jobName} fetches again after attempt ${attempts.indexOf(failed) + 1} failed: ${describeFailure(failed.result)}`
+      ? `Job ${jobName} ${target.verb === 'fetch' ? 'fetches' : 'verifies'} again after attempt ${attempts.indexOf(failed) + 1} failed: ${describeFailure(failed.result)}`
       : progress
         ? `${fetching}: ${describeProgress(progress)}`
         : fetching;
-  const reason = bound ? ModelReason.Fetching : ModelReason.Pending;
+  const working = target.verb === 'fetch' ? ModelReason.Fetching : ModelReason.Verifying;
+  const reason = bound ? working : ModelReason.Pending;
   return {
     ready: false,
     status: {
       ...base,
-      phase: bound ? 'Fetching' : 'Pending',
+      phase: bound ? working : 'Pending',
       reason,
       message,
       ...buildProgressStatus(progress),
@@ -270,14 +300,62 @@ function planRunning(
   };
 }
 
+/** A pvc source: its files verified once by a Job of this Deployment, the record on that Job. */
+function planStaged(obs: ModelDeliveryObservation): ModelDeliveryPlan {
+  const { spec } = obs;
+  const pvc = spec.model.source.pvc;
+  const where = `PersistentVolumeClaim ${pvc?.claimName ?? ''}${pvc?.subPath ? ` (subPath ${pvc.subPath})` : ''}`;
+  if (!obs.config) {
+    const message = `model files on ${where}, mounted as they are: their digest is not checked (the operator runs without --model-fetch-image, which verifies them)`;
+    return {
+      ready: true,
+      status: { phase: 'PreStaged', reason: ModelReason.PreStaged, message },
+      condition: { status: 'True', reason: ModelReason.PreStaged, message },
+      actions: [],
+    };
+  }
+  const key = computeStagedKey(spec);
+  const jobName = buildVerifyJobName(obs.deployment.name, key);
+  const base: ModelDeliveryStatus = { phase: 'Pending', job: jobName };
+  const target: JobTarget = { on: 'job', name: jobName, where, verb: 'verify' };
+  const tokenizer = computeTokenizerSubpath(spec);
+  if (!tokenizer.ok)
+    return planFailure(
+      base,
+      ModelReason.SourceUnreadable,
+      `model.tokenizerPath ${tokenizer.path} is outside the claim's files: with source.pvc, leave it out or name a directory under /models`,
+    );
+  const record = readVerifiedRecord(obs.job, spec);
+  if (record) return planVerified(base, record, where);
+  if (!obs.job) {
+    const job = buildVerifyJob({
+      namespace: obs.namespace,
+      key,
+      name: jobName,
+      spec,
+      tokenizerSubpath: tokenizer.subpath,
+      config: obs.config,
+      deployment: obs.deployment,
+    });
+    const message = `starting Job ${jobName} to verify the files on ${where}`;
+    return {
+      ready: false,
+      status: { ...base, reason: ModelReason.Pending, message },
+      condition: { status: 'False', reason: ModelReason.Pending, message },
+      actions: [{ kind: 'createJob', job }],
+    };
+  }
+  if (jobCondition(obs.job, 'Complete') || jobCondition(obs.job, 'Failed'))
+    return planFinished(obs, base, jobName, target);
+  return planRunning(obs, base, jobName, target);
+}
+
 export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryPlan {
   const { spec } = obs;
   const source = spec.model.source;
+  if (source.pvc) return planStaged(obs);
   if (!source.download) {
-    const where = source.pvc
-      ? `PersistentVolumeClaim ${source.pvc.claimName}`
-      : `node path ${source.hostPath?.path ?? ''}`;
-    const message = `model files on ${where}, mounted as they are: their digest is not checked (only download sources are fetched and verified)`;
+    const message = `model files on node path ${source.hostPath?.path ?? ''}, mounted as they are: their digest is not checked (each node has its own copy; stage them on a PersistentVolumeClaim, or use a download source, to have them verified)`;
     return {
       ready: true,
       status: { phase: 'PreStaged', reason: ModelReason.PreStaged, message },
@@ -297,7 +375,8 @@ export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryP
       `model.tokenizerPath ${tokenizer.path} is outside the fetched repository: with source.download, leave it out or name a directory under /models`,
     );
   const record = readVerifiedRecord(obs.cache, spec);
-  if (record) return planVerified(base, record);
+  const target: JobTarget = { on: 'cache', name: cacheName, where: cacheName, verb: 'fetch' };
+  if (record) return planVerified(base, record, cacheName);
   if (!obs.config)
     return planFailure(
       base,
@@ -332,6 +411,6 @@ export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryP
     };
   }
   if (jobCondition(obs.job, 'Complete') || jobCondition(obs.job, 'Failed'))
-    return planFinished(obs, base, jobName);
-  return planRunning(obs, base, jobName);
+    return planFinished(obs, base, jobName, target);
+  return planRunning(obs, base, jobName, target);
 }

@@ -14,8 +14,11 @@ import {
   ANNOTATION_VERIFIED,
   buildFetchJobName,
   buildModelCacheName,
+  buildVerifyJobName,
   computeModelCacheKey,
+  computeStagedKey,
   LABEL_MODEL_CACHE,
+  LABEL_VERIFY_FOR,
 } from './names.ts';
 import { computeCacheOwners, planCacheOwners, type CacheUser } from './owners.ts';
 import { DEFAULT_FETCH_PROGRESS_PERIOD_MS, FetchProgressReader } from './progress-reader.ts';
@@ -54,6 +57,13 @@ function toUser(o: RootObject): CacheUser | undefined {
   return { name: o.metadata?.name ?? '', uid: o.metadata?.uid ?? '', key };
 }
 
+/** The verify Job a pvc source needs now; undefined for other sources. */
+function currentVerifyJob(root: DeploymentResource): string | undefined {
+  return root.spec.model.source.pvc
+    ? buildVerifyJobName(root.metadata.name ?? '', computeStagedKey(root.spec))
+    : undefined;
+}
+
 export function buildModelDelivery(opts: {
   manager: Manager;
   client: KubeClient;
@@ -70,10 +80,13 @@ export function buildModelDelivery(opts: {
   const usersOf = (namespace: string): CacheUser[] =>
     roots.list({ namespace }).flatMap((o) => toUser(o) ?? []);
 
-  // A cache or Job event concerns every Deployment of the namespace that pins its digests.
+  // A cache or Job event concerns every Deployment of the namespace that pins its digests; a
+  // verify Job's, the Deployment it verifies for.
   const toUsers = (o: KubeObject): ObjectKey[] => {
     const key = o.metadata?.labels?.[LABEL_MODEL_CACHE];
     const namespace = o.metadata?.namespace ?? '';
+    const verifyFor = o.metadata?.labels?.[LABEL_VERIFY_FOR];
+    if (verifyFor !== undefined) return [{ namespace, name: verifyFor }];
     return usersOf(namespace)
       .filter((u) => u.key === key)
       .map((u) => ({ namespace, name: u.name }));
@@ -112,9 +125,9 @@ export function buildModelDelivery(opts: {
         return;
       case 'recordVerified':
         await client.patch(
-          Resources.persistentVolumeClaims,
+          action.on === 'cache' ? Resources.persistentVolumeClaims : Resources.jobs,
           namespace,
-          action.cache,
+          action.name,
           { metadata: { annotations: { [ANNOTATION_VERIFIED]: JSON.stringify(action.record) } } },
           'merge',
         );
@@ -141,13 +154,28 @@ export function buildModelDelivery(opts: {
     }
   }
 
+  /** A Deployment's verify Jobs of files it no longer pins (another claim, other digests): deleted. */
+  async function dropStaleVerifyJobs(root: DeploymentResource, current: string | undefined): Promise<void> {
+    const namespace = root.metadata.namespace ?? '';
+    const stale = jobs
+      .list({ namespace, labels: { [LABEL_VERIFY_FOR]: root.metadata.name ?? '' } })
+      .filter((j) => j.metadata?.name !== current);
+    for (const j of stale)
+      await client.delete(Resources.jobs, namespace, j.metadata?.name ?? '', {
+        propagationPolicy: 'Background',
+      });
+  }
+
   async function deliver(root: DeploymentResource, now: Date): Promise<ModelDeliveryPlan> {
     const namespace = root.metadata.namespace ?? '';
     const users = usersOf(namespace);
     await fixOwners(namespace, users);
     const download = root.spec.model.source.download !== undefined;
     const key = download ? computeModelCacheKey(root.spec) : '';
-    const job = download ? jobs.get(namespace, buildFetchJobName(key)) : undefined;
+    const verifyJob = currentVerifyJob(root);
+    await dropStaleVerifyJobs(root, verifyJob);
+    const jobName = download ? buildFetchJobName(key) : verifyJob;
+    const job = jobName !== undefined ? jobs.get(namespace, jobName) : undefined;
     const plan = planModelDelivery({
       namespace,
       spec: root.spec,
@@ -157,6 +185,7 @@ export function buildModelDelivery(opts: {
       pods: job ? pods.list({ namespace, labels: { 'job-name': job.metadata?.name ?? '' } }) : [],
       progress: job ? progress?.progressOf(namespace, job.metadata?.name ?? '') : undefined,
       owners: computeCacheOwners(key, users),
+      deployment: { name: root.metadata.name ?? '', uid: root.metadata.uid ?? '' },
       now,
     });
     for (const a of plan.actions) await run(namespace, a);
