@@ -293,6 +293,25 @@ describe('model-fetch', () => {
     expect(mixed.stderr).toContain('--verify-only fetches nothing: leave out --repo');
   }, 30_000);
 
+  it('with --lock-file, two fetchers into one node cache fetch once: the second waits, then finds the marker', async () => {
+    const hub = await startHub();
+    hub.inject({ server: 'cdn', stallAfter: 1024 * 1024 });
+    const dest = freshDest();
+    const lock = `${dest}.lock`;
+    const first = run(args(hub, dest, '--lock-file', lock));
+    // The first holds the lock while its weights are held back; the second starts meanwhile.
+    for (let i = 0; i < 100 && hub.cdnBytes() === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = run(args(hub, dest, '--lock-file', lock));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    hub.release();
+    const [a, b] = await Promise.all([first, second]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    expect(b.stderr).toContain(`waiting for ${lock}: another fetcher on this node holds it`);
+    expect(b.lines.at(-1)).toMatchObject({ phase: 'done', fromMarker: true, downloadedBytes: 0 });
+    expect(hub.bytesOf('model.safetensors')).toBe(3 * 1024 * 1024);
+  }, 30_000);
+
   it('needs the repository, the digests and the destination', async () => {
     const r = await run(['--revision', REVISION]);
     expect(r.code).toBe(2);

@@ -20,6 +20,7 @@ import {
 import type { ProxyConfig } from '../model/hub-client.ts';
 import { serveFetchProgress, type ProgressServer } from '../model/progress-server.ts';
 import { verifyStagedModel } from '../model/verify-staged.ts';
+import { holdNodeLock } from '../model/node-lock.ts';
 
 const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [options]
        model-fetch --verify-only --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [--tokenizer-subpath <dir>] [--result-file <file>] [--progress-port <port>]
@@ -30,6 +31,7 @@ const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --dig
   --concurrency <n>          files fetched at once (default 4)
   --result-file <file>       also write the last line there (the fetch Job: /dev/termination-log)
   --verify-only              fetch nothing: verify the files in --dest against the digests
+  --lock-file <path>         hold this lock while fetching (a node cache shared by the pods of a node)
   --progress-port <port>     serve the last progress line on GET /progress while fetching
   --progress-host <address>  the address it listens on (default: every address; the Job: its pod IP)
 `;
@@ -54,6 +56,7 @@ interface Invocation {
         readonly token: string | undefined;
         readonly proxy: ProxyConfig | undefined;
         readonly concurrency: number;
+        readonly lockFile: string | undefined;
       }
     | { readonly mode: 'verify'; readonly request: VerifyRequest };
   readonly resultFile: string | undefined;
@@ -61,7 +64,15 @@ interface Invocation {
 }
 
 // What only a fetch from the hub takes: given with --verify-only, it would be ignored.
-const HUB_FLAGS = ['endpoint', 'repo', 'revision', 'token-file', 'proxy', 'concurrency'] as const;
+const HUB_FLAGS = [
+  'endpoint',
+  'repo',
+  'revision',
+  'token-file',
+  'proxy',
+  'concurrency',
+  'lock-file',
+] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -123,6 +134,7 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
         'progress-port': { type: 'string' },
         'progress-host': { type: 'string' },
         'verify-only': { type: 'boolean' },
+        'lock-file': { type: 'string' },
       },
     }));
   } catch (e) {
@@ -168,13 +180,27 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
       token: await readToken(values['token-file'], env),
       proxy: readProxy(values.proxy, env),
       concurrency,
+      lockFile: values['lock-file'],
     },
     ...common,
   };
 }
 
-function runWork(work: Invocation['work']): Promise<FetchOutcome> {
-  if (work.mode === 'fetch') return fetchModel({ ...work, onProgress });
+async function runWork(work: Invocation['work']): Promise<FetchOutcome> {
+  if (work.mode === 'fetch') {
+    if (work.lockFile === undefined) return fetchModel({ ...work, onProgress });
+    const release = await holdNodeLock(work.request.dest, work.lockFile, {
+      onWait: () =>
+        process.stderr.write(
+          `model-fetch: waiting for ${work.lockFile ?? ''}: another fetcher on this node holds it\n`,
+        ),
+    });
+    try {
+      return await fetchModel({ ...work, onProgress });
+    } finally {
+      await release();
+    }
+  }
   const { dest, ...digests } = work.request;
   return verifyStagedModel({ dir: dest, ...digests, onProgress });
 }
