@@ -8,6 +8,7 @@ import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import type { MetricsApiOptions } from './metrics-api/start.ts';
 import { startOperator } from './operator.ts';
 import {
+  DEFAULT_MODEL_CACHE_NODE_ROOT,
   DEFAULT_MODEL_CACHE_SIZE,
   type ModelCacheConfig,
 } from './controllers/deployment/model-cache/objects.ts';
@@ -82,6 +83,11 @@ const Flags = z
       .string()
       .regex(/^[0-9]+(\.[0-9]+)?([KMGTPE]i?)?$/, { message: 'a quantity, e.g. 200Gi' })
       .default(DEFAULT_MODEL_CACHE_SIZE),
+    // Node caches (download.cache Node, ADR 0019): the directory on each node they live under.
+    'model-cache-node-root': z
+      .string()
+      .regex(/^\/[^\n]*$/, { message: 'an absolute path on the nodes, e.g. /var/lib/cacheroute/models' })
+      .default(DEFAULT_MODEL_CACHE_NODE_ROOT),
   })
   .superRefine((f, ctx) => {
     if (f['metrics-api-port'] > 0)
@@ -130,7 +136,7 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
    --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]
   [--cache-health-period-seconds 30] [--gateway-admin-url http://HOST:PORT]
   [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]
-  [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi]]`;
+  [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -179,6 +185,7 @@ export function modelCacheOf(flags: OperatorFlags): ModelCacheConfig | undefined
     fetchImage: image,
     storageClassName: flags['model-cache-storage-class'],
     size: flags['model-cache-size'],
+    nodeRoot: flags['model-cache-node-root'],
   };
 }
 

@@ -126,6 +126,15 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'model.source.download.proxy must be an http(s) URL without credentials',
   },
   {
+    name: 'a node cache with a storage class (a node cache has no volume to class)',
+    sample: HICACHE,
+    mutate: (m) => {
+      m.spec.model.source.download.cache = 'Node';
+      m.spec.model.source.download.storageClassName = 'fast-rwx';
+    },
+    expect: 'model.source.download.cache Node keeps the files on each node',
+  },
+  {
     name: 'download from a mirror that is not an http(s) URL',
     sample: HICACHE,
     mutate: (m) => (m.spec.model.source.download.endpoint = 'ftp://mirror.example'),

@@ -305,8 +305,19 @@ export const ModelDownload = withRules(
       description:
         "Storage class of the model cache volume, ReadWriteMany (default: the operator's --model-cache-storage-class, else the cluster's default class).",
     }),
+    cache: z.enum(['Shared', 'Node']).optional().meta({
+      description:
+        "Shared (default): one ReadWriteMany volume per namespace and digests, filled by a fetch Job. Node: for clusters without ReadWriteMany storage, each node keeps its own copy under the operator's --model-cache-node-root, fetched once per node by the first pod there (an init container) and verified before SGLang starts (ADR 0019).",
+    }),
   }),
   [
+    {
+      cel: "!has(self.cache) || self.cache != 'Node' || (!has(self.storageClassName) && !has(self.sizeLimit))",
+      message:
+        "model.source.download.cache Node keeps the files on each node's disk (under the operator's --model-cache-node-root): storageClassName and sizeLimit are for the Shared cache's volume, leave them out",
+      fieldPath: '.cache',
+      check: (d) => d.cache !== 'Node' || (d.storageClassName === undefined && d.sizeLimit === undefined),
+    },
     {
       cel: `!has(self.endpoint) || self.endpoint.matches('${HTTP_URL_RE}')`,
       message:
@@ -336,9 +347,15 @@ export const ModelSource = withRules(
         .optional()
         .meta({ description: 'Model files on a PersistentVolumeClaim, mounted read-only.' }),
       hostPath: z
-        .object({ path: z.string().min(1).max(1024).regex(/^\//) })
+        .object({
+          path: z.string().min(1).max(1024).regex(/^\//),
+          verify: z.boolean().optional().meta({
+            description:
+              "Hold the node's copy to the digests in an init container before SGLang starts, at every pod start (it reads every byte: minutes for hundreds of GB). Default true where the operator has a fetch image; false: mounted as it is, ModelReady=True PreStaged.",
+          }),
+        })
         .optional()
-        .meta({ description: 'Model files on a node directory (pre-staged).' }),
+        .meta({ description: 'Model files on a node directory (pre-staged on every node the model runs on).' }),
       download: ModelDownload.optional().meta({
         description:
           'Fetch model.path at commit model.revision from the hub once into a cache volume shared by every replica (and every Deployment with the same digests), verified against the digests before any SGLang pod starts (ADR 0016).',
@@ -910,7 +927,7 @@ export type PartReplicas = z.infer<typeof PartReplicas>;
 export const ModelDeliveryStatus = z.object({
   phase: z.enum(['Pending', 'Fetching', 'Verifying', 'Verified', 'Failed', 'PreStaged']).meta({
     description:
-      'Pending: the cache volume or the Job is being made; Fetching: the fetch Job runs; Verifying: the verify Job of a pvc source runs; Verified: every file matched the digests; Failed: see reason; PreStaged: a hostPath source (or an operator without a fetch image), mounted as it is.',
+      'Pending: the cache volume or the Job is being made; Fetching: the fetch Job runs (a node cache: the pods fetch, none verified yet); Verifying: the verify Job of a pvc source runs (a hostPath: the pods verify, none done yet); Verified: every file matched the digests; Failed: see reason; PreStaged: mounted as it is, not checked (hostPath.verify false, or an operator without a fetch image).',
   }),
   cache: z.string().optional().meta({ description: 'The cache PersistentVolumeClaim, in this namespace.' }),
   job: z.string().optional().meta({ description: 'The fetch Job, or the verify Job of a pvc source, in this namespace.' }),

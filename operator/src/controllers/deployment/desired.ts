@@ -16,7 +16,7 @@ import type { DeploymentResource, DeploymentSpec } from '../../api/index.ts';
 import type { KubeObject } from '../../runtime/objects.ts';
 import { API_VERSION, buildRuntimeKeySecretName } from '../../api/index.ts';
 import { renderSglangArgs } from '../../sglang/flags.ts';
-import { buildArgv, computeEventPorts, MODEL_DIR, SGLANG_PORT } from './args.ts';
+import { buildArgv, computeEventPorts, SGLANG_PORT } from './args.ts';
 import { computeFingerprint } from './fingerprint.ts';
 import type { NetworkPolicyObject } from './network-policy.ts';
 import {
@@ -27,8 +27,8 @@ import {
   RUNTIME_API_KEY_ENV,
 } from './labels.ts';
 import { planRoles, type RoleEngine } from './roles.ts';
-import { buildModelCacheName, computeModelCacheKey } from './model-cache/names.ts';
-import { MODEL_SUBDIR } from './model-cache/objects.ts';
+import type { ModelCacheConfig } from './model-cache/objects.ts';
+import { buildPodModel } from './model-cache/pod-model.ts';
 import {
   buildLeaderSelector,
   buildLeaderWorkerSet,
@@ -78,16 +78,22 @@ export function buildOwnerReference(root: DeploymentResource): V1OwnerReference 
   };
 }
 
+/** What of the operator's own settings shapes the objects it renders. */
+export interface RenderOptions {
+  /** The model cache settings (a fetch image): node caches and hostPath checks add an init container. */
+  readonly modelCache?: ModelCacheConfig | undefined;
+}
+
 /** Every object the operator owns for one Deployment. Pure: same input, same output. */
-export function buildDesired(root: DeploymentResource): DesiredState {
+export function buildDesired(root: DeploymentResource, opts: RenderOptions = {}): DesiredState {
   const engines = planRoles(root.spec);
   const fingerprint = computeFingerprint(root.spec, engines);
   const multiNode = isMultiNode(root.spec);
   return {
     fingerprint,
     engines,
-    workloads: multiNode ? [] : engines.map((e) => buildWorkload(root, e, fingerprint)),
-    groupSets: multiNode ? engines.map((e) => buildGroupSet(root, e, fingerprint)) : [],
+    workloads: multiNode ? [] : engines.map((e) => buildWorkload(root, e, fingerprint, opts)),
+    groupSets: multiNode ? engines.map((e) => buildGroupSet(root, e, fingerprint, opts)) : [],
     services: engines.map((e) => buildService(root, e)),
   };
 }
@@ -125,6 +131,7 @@ export function buildWorkload(
   root: DeploymentResource,
   engine: RoleEngine,
   fingerprint: string,
+  opts: RenderOptions = {},
 ): V1Deployment {
   const name = root.metadata.name ?? '';
   const labels = buildEngineLabels(root, engine, fingerprint);
@@ -140,7 +147,7 @@ export function buildWorkload(
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       revisionHistoryLimit: 3,
       progressDeadlineSeconds: STARTUP_PROBE_BUDGET_SECONDS + 600,
-      template: buildPodTemplate(root, engine, fingerprint),
+      template: buildPodTemplate(root, engine, fingerprint, [], opts),
     },
   };
 }
@@ -150,6 +157,7 @@ export function buildGroupSet(
   root: DeploymentResource,
   engine: RoleEngine,
   fingerprint: string,
+  opts: RenderOptions = {},
 ): LeaderWorkerSet {
   const name = root.metadata.name ?? '';
   const labels = buildEngineLabels(root, engine, fingerprint);
@@ -157,8 +165,8 @@ export function buildGroupSet(
     metadata: buildOwnedMetadata(root, buildWorkloadName(name, engine.role), labels),
     replicas: engine.replicas,
     nodes: root.spec.parallelism.nodes,
-    leader: buildPodTemplate(root, engine, fingerprint, buildRankArgs('leader')),
-    worker: buildPodTemplate(root, engine, fingerprint, buildRankArgs('worker')),
+    leader: buildPodTemplate(root, engine, fingerprint, buildRankArgs('leader'), opts),
+    worker: buildPodTemplate(root, engine, fingerprint, buildRankArgs('worker'), opts),
   });
 }
 
@@ -171,13 +179,20 @@ export function buildPodTemplate(
   engine: RoleEngine,
   fingerprint: string,
   rankArgs: readonly string[] = [],
+  opts: RenderOptions = {},
 ): V1PodTemplateSpec {
   const name = root.metadata.name ?? '';
-  const labels = buildEngineLabels(root, engine, fingerprint);
+  const model = buildPodModel(root.spec, opts.modelCache);
+  const labels = { ...buildEngineLabels(root, engine, fingerprint), ...model.labels };
   const apiKey = { name: buildRuntimeKeySecretName(name), key: fingerprint };
+  const shm = buildShmVolume(engine);
+  const spec = buildPodSpec(root.spec, engine, apiKey, rankArgs, {
+    volumes: [shm.volume, ...model.volumes],
+    mounts: [shm.mount, ...model.mounts],
+  });
   return {
     metadata: { labels, annotations: { [ANNOTATION_FINGERPRINT]: fingerprint } },
-    spec: buildPodSpec(root.spec, engine, apiKey, rankArgs),
+    spec: model.initContainers.length > 0 ? { ...spec, initContainers: model.initContainers } : spec,
   };
 }
 
@@ -192,8 +207,8 @@ function buildPodSpec(
   engine: RoleEngine,
   apiKey: ApiKeyRef,
   rankArgs: readonly string[],
+  { volumes, mounts }: { volumes: V1Volume[]; mounts: V1VolumeMount[] },
 ): V1PodSpec {
-  const { volumes, mounts } = buildVolumes(spec, engine);
   const scheduling = spec.scheduling;
   return {
     containers: [buildSglangContainer(spec, engine, mounts, apiKey, rankArgs)],
@@ -284,36 +299,12 @@ function buildSglangContainer(
   };
 }
 
-function buildVolumes(
-  spec: DeploymentSpec,
-  engine: RoleEngine,
-): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+function buildShmVolume(engine: RoleEngine): { volume: V1Volume; mount: V1VolumeMount } {
   const shm = String(engine.resources.shmSize ?? DEFAULT_SHM_SIZE);
-  const volumes: V1Volume[] = [{ name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: shm } }];
-  const mounts: V1VolumeMount[] = [{ name: 'shm', mountPath: '/dev/shm' }];
-  const source = spec.model.source;
-  if (source.pvc) {
-    volumes.push({
-      name: 'model',
-      persistentVolumeClaim: { claimName: source.pvc.claimName, readOnly: true },
-    });
-    mounts.push({
-      name: 'model',
-      mountPath: MODEL_DIR,
-      readOnly: true,
-      ...(source.pvc.subPath ? { subPath: source.pvc.subPath } : {}),
-    });
-  } else if (source.hostPath) {
-    volumes.push({ name: 'model', hostPath: { path: source.hostPath.path, type: 'Directory' } });
-    mounts.push({ name: 'model', mountPath: MODEL_DIR, readOnly: true });
-  } else {
-    // The shared cache the fetch Job filled and verified (model-cache/, ADR 0016): the
-    // workload is applied only once it is.
-    const claimName = buildModelCacheName(computeModelCacheKey(spec));
-    volumes.push({ name: 'model', persistentVolumeClaim: { claimName, readOnly: true } });
-    mounts.push({ name: 'model', mountPath: MODEL_DIR, readOnly: true, subPath: MODEL_SUBDIR });
-  }
-  return { volumes, mounts };
+  return {
+    volume: { name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: shm } },
+    mount: { name: 'shm', mountPath: '/dev/shm' },
+  };
 }
 
 export function buildService(root: DeploymentResource, engine: RoleEngine): V1Service {

@@ -393,7 +393,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     // Deployment awake from zero, what its wake plan says (not written to any spec).
     const partPlans = planParts(parsed.value, (name) => livePart(key.namespace, name));
     const root = withWokenReplicas(withPartReplicas(parsed.value, partPlans), wakePlan);
-    const desired = buildDesired(root);
+    const desired = buildDesired(root, { modelCache: opts.modelCache });
     const accepted = root.status?.identity;
     const identityConflict =
       accepted &&

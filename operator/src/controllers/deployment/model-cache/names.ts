@@ -42,18 +42,25 @@ export function computeModelCacheKey(spec: DeploymentSpec): string {
 export const buildModelCacheName = (key: string): string => `model-${key}`;
 export const buildFetchJobName = (key: string): string => `model-fetch-${key}`;
 
-/** What a pvc source's verification is of: both digests, the tokenizer's place, the claim and its subPath. */
+/**
+ * What a staged source's verification is of: both digests, the tokenizer's place, and where the
+ * files are (a pvc's claim and subPath, a hostPath's path).
+ */
 export function computeStagedKey(spec: DeploymentSpec): string {
   const t = computeTokenizerSubpath(spec);
-  const pvc = spec.model.source.pvc;
+  const { pvc, hostPath } = spec.model.source;
   const material = [
     spec.model.digest,
     spec.model.tokenizerDigest,
     t.ok ? (t.subpath ?? '') : t.path,
     pvc?.claimName ?? '',
     pvc?.subPath ?? '',
+    ...(hostPath ? [`hostPath:${hostPath.path}`] : []),
   ];
-  return createHash('sha256').update(`staged\n${material.join('\n')}`).digest('hex').slice(0, KEY_LENGTH);
+  return createHash('sha256')
+    .update(`staged\n${material.join('\n')}`)
+    .digest('hex')
+    .slice(0, KEY_LENGTH);
 }
 
 /** A Deployment's verify Job for one staged key: its own (the files may be re-staged under it). */

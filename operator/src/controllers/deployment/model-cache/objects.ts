@@ -4,7 +4,9 @@
 // into this pod only; the result goes out through the container's termination message, the
 // progress on the pod IP's FETCH_PROGRESS_PORT while it runs.
 import type {
+  V1Container,
   V1Job,
+  V1SecurityContext,
   V1OwnerReference,
   V1PersistentVolumeClaim,
   V1Toleration,
@@ -35,7 +37,11 @@ export interface ModelCacheConfig {
   readonly size: string;
   /** How often a running fetch's progress is read (default 5 s). */
   readonly progressPeriodMs?: number | undefined;
+  /** Where node caches (download.cache Node) live on each node (default DEFAULT_MODEL_CACHE_NODE_ROOT). */
+  readonly nodeRoot?: string | undefined;
 }
+
+export const DEFAULT_MODEL_CACHE_NODE_ROOT = '/var/lib/cacheroute/models';
 
 export const DEFAULT_MODEL_CACHE_SIZE = '200Gi';
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
@@ -124,8 +130,13 @@ export interface FetchJobInput {
 /** The progress flags every model Job's fetcher gets: on its pod IP only, for the operator. */
 const PROGRESS_ARGS = ['--progress-host', '$(POD_IP)', '--progress-port', String(FETCH_PROGRESS_PORT)];
 
-function buildFetchArgs(input: FetchJobInput): string[] {
-  const { spec, tokenizerSubpath } = input;
+/** The fetcher's arguments for a download source, into `dest` (`extra` before the progress flags). */
+export function buildFetchArgs(
+  spec: DeploymentSpec,
+  tokenizerSubpath: string | undefined,
+  dest: string,
+  extra: readonly string[] = [],
+): string[] {
   const download = spec.model.source.download;
   return [
     '--endpoint',
@@ -140,13 +151,83 @@ function buildFetchArgs(input: FetchJobInput): string[] {
     spec.model.tokenizerDigest,
     ...(tokenizerSubpath !== undefined ? ['--tokenizer-subpath', tokenizerSubpath] : []),
     '--dest',
-    `${CACHE_MOUNT}/${MODEL_SUBDIR}`,
+    dest,
     '--result-file',
     TERMINATION_LOG,
     ...(download?.tokenSecretRef ? ['--token-file', `${TOKEN_MOUNT}/${TOKEN_FILE}`] : []),
     ...(download?.proxy ? ['--proxy', download.proxy] : []),
+    ...extra,
     ...PROGRESS_ARGS,
   ];
+}
+
+/** The verifier's arguments for staged files at `dest`. */
+export function buildVerifyArgs(
+  spec: DeploymentSpec,
+  tokenizerSubpath: string | undefined,
+  dest: string,
+): string[] {
+  return [
+    '--verify-only',
+    '--digest',
+    spec.model.digest,
+    '--tokenizer-digest',
+    spec.model.tokenizerDigest,
+    ...(tokenizerSubpath !== undefined ? ['--tokenizer-subpath', tokenizerSubpath] : []),
+    '--dest',
+    dest,
+    '--result-file',
+    TERMINATION_LOG,
+    ...PROGRESS_ARGS,
+  ];
+}
+
+/** The hub token Secret as a 0400 file for the fetcher only; none without a tokenSecretRef. */
+export function buildTokenVolume(spec: DeploymentSpec): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+  const token = spec.model.source.download?.tokenSecretRef;
+  if (!token) return { volumes: [], mounts: [] };
+  return {
+    volumes: [
+      {
+        name: 'hub-token',
+        secret: { secretName: token.name, items: [{ key: token.key, path: TOKEN_FILE }], defaultMode: 0o400 },
+      },
+    ],
+    mounts: [{ name: 'hub-token', mountPath: TOKEN_MOUNT, readOnly: true }],
+  };
+}
+
+/** The root filesystem is read-only; Node may want a scratch directory. */
+export const FETCH_TMP_VOLUME: V1Volume = { name: 'fetch-tmp', emptyDir: { sizeLimit: '64Mi' } };
+const FETCH_TMP_MOUNT: V1VolumeMount = { name: 'fetch-tmp', mountPath: '/tmp' };
+
+const NON_ROOT_CONTAINER: V1SecurityContext = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+/** The fetcher's container, in a Job or as a pod's init container (its scratch volume is FETCH_TMP_VOLUME). */
+export function buildFetcherContainer(opts: {
+  readonly config: ModelCacheConfig;
+  readonly args: string[];
+  readonly mounts: V1VolumeMount[];
+  readonly securityContext?: V1SecurityContext;
+}): V1Container {
+  return {
+    name: FETCH_CONTAINER,
+    image: opts.config.fetchImage,
+    command: [...FETCH_COMMAND],
+    args: opts.args,
+    env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+    ports: [{ name: FETCH_PROGRESS_PORT_NAME, containerPort: FETCH_PROGRESS_PORT, protocol: 'TCP' }],
+    terminationMessagePath: TERMINATION_LOG,
+    // A fetcher killed before it wrote its result still leaves its last words.
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+    volumeMounts: [...opts.mounts, FETCH_TMP_MOUNT],
+    resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '2Gi' } },
+    securityContext: opts.securityContext ?? NON_ROOT_CONTAINER,
+  };
 }
 
 interface ModelJobParts {
@@ -199,30 +280,8 @@ function buildModelJob(p: ModelJobParts): V1Job {
           // The volume is mounted where the model's pods run: their node pool reaches the storage.
           ...(scheduling?.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
           ...(scheduling?.tolerations ? { tolerations: scheduling.tolerations.map(buildToleration) } : {}),
-          containers: [
-            {
-              name: FETCH_CONTAINER,
-              image: p.config.fetchImage,
-              command: [...FETCH_COMMAND],
-              args: p.args,
-              env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
-              ports: [
-                { name: FETCH_PROGRESS_PORT_NAME, containerPort: FETCH_PROGRESS_PORT, protocol: 'TCP' },
-              ],
-              terminationMessagePath: TERMINATION_LOG,
-              // A fetcher killed before it wrote its result still leaves its last words.
-              terminationMessagePolicy: 'FallbackToLogsOnError',
-              volumeMounts: [...p.mounts, { name: 'tmp', mountPath: '/tmp' }],
-              resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '2Gi' } },
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                capabilities: { drop: ['ALL'] },
-              },
-            },
-          ],
-          // The root filesystem is read-only; Node may want a scratch directory.
-          volumes: [...p.volumes, { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
+          containers: [buildFetcherContainer({ config: p.config, args: p.args, mounts: p.mounts })],
+          volumes: [...p.volumes, FETCH_TMP_VOLUME],
         },
       },
     },
@@ -231,26 +290,7 @@ function buildModelJob(p: ModelJobParts): V1Job {
 
 export function buildFetchJob(input: FetchJobInput): V1Job {
   const { namespace, key, spec, config, cache } = input;
-  const token = spec.model.source.download?.tokenSecretRef;
-  const volumes: V1Volume[] = [
-    { name: 'cache', persistentVolumeClaim: { claimName: cache.name } },
-    ...(token
-      ? [
-          {
-            name: 'hub-token',
-            secret: {
-              secretName: token.name,
-              items: [{ key: token.key, path: TOKEN_FILE }],
-              defaultMode: 0o400,
-            },
-          },
-        ]
-      : []),
-  ];
-  const mounts: V1VolumeMount[] = [
-    { name: 'cache', mountPath: CACHE_MOUNT },
-    ...(token ? [{ name: 'hub-token', mountPath: TOKEN_MOUNT, readOnly: true }] : []),
-  ];
+  const token = buildTokenVolume(spec);
   return buildModelJob({
     namespace,
     name: buildFetchJobName(key),
@@ -268,9 +308,9 @@ export function buildFetchJob(input: FetchJobInput): V1Job {
     },
     spec,
     config,
-    args: buildFetchArgs(input),
-    volumes,
-    mounts,
+    args: buildFetchArgs(spec, input.tokenizerSubpath, `${CACHE_MOUNT}/${MODEL_SUBDIR}`),
+    volumes: [{ name: 'cache', persistentVolumeClaim: { claimName: cache.name } }, ...token.volumes],
+    mounts: [{ name: 'cache', mountPath: CACHE_MOUNT }, ...token.mounts],
     fsGroup: FETCH_UID,
   });
 }
@@ -311,19 +351,7 @@ export function buildVerifyJob(input: VerifyJobInput): V1Job {
     },
     spec,
     config: input.config,
-    args: [
-      '--verify-only',
-      '--digest',
-      spec.model.digest,
-      '--tokenizer-digest',
-      spec.model.tokenizerDigest,
-      ...(tokenizerSubpath !== undefined ? ['--tokenizer-subpath', tokenizerSubpath] : []),
-      '--dest',
-      MODEL_DIR,
-      '--result-file',
-      TERMINATION_LOG,
-      ...PROGRESS_ARGS,
-    ],
+    args: buildVerifyArgs(spec, tokenizerSubpath, MODEL_DIR),
     volumes: [{ name: 'model', persistentVolumeClaim: { claimName: pvc?.claimName ?? '', readOnly: true } }],
     mounts: [
       {

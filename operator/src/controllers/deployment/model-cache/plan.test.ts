@@ -101,19 +101,32 @@ const observe = (o: Partial<ModelDeliveryObservation> = {}): ModelDeliveryObserv
 });
 
 describe('planModelDelivery', () => {
-  it('mounts a hostPath source as it is, saying its digest is not checked and why', () => {
-    const spec = downloadSpec((s) => ({
-      ...s,
-      model: { ...s.model, source: { hostPath: { path: '/data/models/qwen' } } },
-    }));
-    const plan = planModelDelivery(observe({ spec }));
-    expect(plan).toMatchObject({
+  it('verifies a hostPath source in each pod, or mounts it as it is and says why', () => {
+    const hostPath = (verify?: boolean) =>
+      downloadSpec((s) => ({
+        ...s,
+        model: {
+          ...s.model,
+          source: { hostPath: { path: '/data/models/qwen', ...(verify === undefined ? {} : { verify }) } },
+        },
+      }));
+    expect(planModelDelivery(observe({ spec: hostPath() }))).toMatchObject({
       ready: true,
-      actions: [],
-      condition: { status: 'True', reason: 'PreStaged' },
+      condition: { status: 'False', reason: 'Verifying' },
     });
-    expect(plan.condition.message).toContain('node path /data/models/qwen');
-    expect(plan.condition.message).toContain('not checked (each node has its own copy');
+    for (const [spec, config, why] of [
+      [hostPath(false), CONFIG, 'hostPath.verify is false'],
+      [hostPath(), undefined, 'without --model-fetch-image'],
+    ] as const) {
+      const plan = planModelDelivery(observe({ spec, config }));
+      expect(plan).toMatchObject({
+        ready: true,
+        actions: [],
+        condition: { status: 'True', reason: 'PreStaged' },
+      });
+      expect(plan.condition.message).toContain('node path /data/models/qwen');
+      expect(plan.condition.message).toContain(why);
+    }
   });
 
   describe('a pvc source', () => {
@@ -424,6 +437,92 @@ describe('planModelDelivery', () => {
     const plan = planModelDelivery(observe({ spec }));
     expect(plan.condition).toMatchObject({ status: 'False', reason: 'SourceUnreadable' });
     expect(plan.actions).toEqual([]);
+  });
+});
+
+describe('planModelDelivery, files checked on each node', () => {
+  const nodeSpec = downloadSpec((s) => ({
+    ...s,
+    model: {
+      ...s.model,
+      source: { download: { ...s.model.source.download, cache: 'Node', sizeLimit: undefined } },
+    },
+  }));
+  const nodePod = (
+    name: string,
+    node: string,
+    exitCode?: number,
+    message?: string,
+    restarted = false,
+  ): FetchPodObject => {
+    const terminated = exitCode === undefined ? undefined : { exitCode, ...(message ? { message } : {}) };
+    return {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'ns' },
+      spec: { nodeName: node, containers: [] },
+      status: {
+        phase: 'Pending',
+        initContainerStatuses: [
+          {
+            name: 'fetch',
+            image: 'x',
+            imageID: '',
+            ready: exitCode === 0,
+            restartCount: restarted ? 1 : 0,
+            ...(terminated
+              ? restarted
+                ? { lastState: { terminated }, state: { running: {} } }
+                : { state: { terminated } }
+              : {}),
+          },
+        ],
+      },
+    };
+  };
+
+  it('applies the workloads at once (the pods fetch) and is Fetching until a pod verified', () => {
+    const plan = planModelDelivery(observe({ spec: nodeSpec, nodePods: [nodePod('a', 'n1')] }));
+    expect(plan).toMatchObject({
+      ready: true,
+      actions: [],
+      condition: { status: 'False', reason: 'Fetching' },
+    });
+    expect(plan.condition.message).toContain('0 of 1 pods verified yet');
+  });
+
+  it('is Verified once a pod verified the pinned files on its node', () => {
+    const plan = planModelDelivery(
+      observe({ spec: nodeSpec, nodePods: [nodePod('a', 'n1', 0, done), nodePod('b', 'n2')] }),
+    );
+    expect(plan).toMatchObject({ ready: true, condition: { status: 'True', reason: 'Verified' } });
+    expect(plan.condition.message).toContain('1 of 2 pods verified');
+    expect(plan.status).toMatchObject({ phase: 'Verified', files: 4, digest: SPEC.model.digest });
+  });
+
+  it("names the pod, its node and the bad file when a node's files are not the pinned ones, also after a restart", () => {
+    for (const restarted of [false, true]) {
+      const plan = planModelDelivery(
+        observe({
+          spec: nodeSpec,
+          nodePods: [nodePod('a', 'n1', 0, done), nodePod('b', 'n2', 3, mismatch, restarted)],
+        }),
+      );
+      expect(plan).toMatchObject({
+        ready: true,
+        condition: { status: 'False', reason: 'ModelDigestMismatch' },
+      });
+      expect(plan.condition.message).toMatch(
+        /^pod b on node n2: ModelDigestMismatch: file model-00001\.safetensors/,
+      );
+      expect(plan.status.path).toBe('model-00001.safetensors');
+    }
+  });
+
+  it('without a fetch image a node cache cannot be filled', () => {
+    expect(planModelDelivery(observe({ spec: nodeSpec, config: undefined })).condition.reason).toBe(
+      'FetcherNotConfigured',
+    );
   });
 });
 

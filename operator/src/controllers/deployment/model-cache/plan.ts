@@ -30,7 +30,8 @@ import {
   computeStagedKey,
   computeTokenizerSubpath,
 } from './names.ts';
-import { computeFetchAttempts, type FetchAttempt, type FetchResult } from './result.ts';
+import { computeFetchAttempts, computeNodeChecks, type FetchAttempt, type FetchResult } from './result.ts';
+import { checksOnNode } from './pod-model.ts';
 
 export const ModelReason = {
   Verified: 'Verified',
@@ -80,6 +81,8 @@ export interface ModelDeliveryObservation {
   readonly job: JobObject | undefined;
   /** The Job's pods. */
   readonly pods: readonly FetchPodObject[];
+  /** The Deployment's SGLang pods that check the files on their node (pod-model.ts). */
+  readonly nodePods?: readonly FetchPodObject[] | undefined;
   /** What the Job's running pod last said of its progress; undefined: not read (yet). */
   readonly progress?: FetchProgress | undefined;
   /** Every Deployment that uses this key: the cache's owners. */
@@ -350,12 +353,84 @@ function planStaged(obs: ModelDeliveryObservation): ModelDeliveryPlan {
   return planRunning(obs, base, jobName, target);
 }
 
+/**
+ * Files checked on each node by the pods' init container (a Node download cache, a verified
+ * hostPath): the workloads are applied at once, since the pods do the checking; SGLang starts
+ * in a pod only after its init container verified its node's files. The verdict is the pods'.
+ */
+function planOnNode(obs: ModelDeliveryObservation): ModelDeliveryPlan {
+  const { spec } = obs;
+  const verb = spec.model.source.download ? 'fetch' : 'verify';
+  const base: ModelDeliveryStatus = { phase: 'Pending' };
+  const tokenizer = computeTokenizerSubpath(spec);
+  if (!tokenizer.ok)
+    return planFailure(
+      base,
+      ModelReason.SourceUnreadable,
+      `model.tokenizerPath ${tokenizer.path} is outside the model's files: leave it out or name a directory under /models`,
+    );
+  const checks = computeNodeChecks(obs.nodePods ?? []);
+  const how =
+    verb === 'fetch'
+      ? 'each node fetches the files once, by the first pod there, and every pod verifies them before SGLang starts'
+      : "every pod verifies its node's copy before SGLang starts";
+  const failed = checks.find((c) => c.result && !c.result.ok);
+  if (failed?.result && !failed.result.ok) {
+    const reason = computeFailureReason(failed.result.reason);
+    const message = `pod ${failed.pod} on node ${failed.node}: ${describeFailure(failed.result)}; SGLang does not start there (its init container is retried: fix the node's files, or delete the pod)`;
+    return {
+      ...planFailure(base, reason, message, failed.result.path ? { path: failed.result.path } : {}),
+      ready: true,
+    };
+  }
+  const verified = checks.filter(
+    (c) =>
+      c.result?.ok &&
+      c.result.digest === spec.model.digest &&
+      c.result.tokenizerDigest === spec.model.tokenizerDigest,
+  );
+  const counts = `${verified.length} of ${checks.length} pods verified`;
+  const first = verified[0]?.result;
+  if (first?.ok) {
+    const message = `${how}: ${counts}, ${first.files} files (${first.bytes} bytes) matching ${first.digest}`;
+    return {
+      ready: true,
+      status: {
+        phase: 'Verified',
+        reason: ModelReason.Verified,
+        message,
+        files: first.files,
+        bytesTotal: first.bytes,
+        bytesDone: first.bytes,
+        progress: 1,
+        digest: first.digest,
+        tokenizerDigest: first.tokenizerDigest,
+      },
+      condition: { status: 'True', reason: ModelReason.Verified, message },
+      actions: [],
+    };
+  }
+  const reason = verb === 'fetch' ? ModelReason.Fetching : ModelReason.Verifying;
+  const message = `${how}: ${counts} yet`;
+  return {
+    ready: true,
+    status: { phase: reason, reason, message },
+    condition: { status: 'False', reason, message },
+    actions: [],
+  };
+}
+
 export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryPlan {
   const { spec } = obs;
   const source = spec.model.source;
+  if (checksOnNode(spec, obs.config)) return planOnNode(obs);
   if (source.pvc) return planStaged(obs);
   if (!source.download) {
-    const message = `model files on node path ${source.hostPath?.path ?? ''}, mounted as they are: their digest is not checked (each node has its own copy; stage them on a PersistentVolumeClaim, or use a download source, to have them verified)`;
+    const why =
+      source.hostPath?.verify === false
+        ? 'hostPath.verify is false'
+        : 'the operator runs without --model-fetch-image, which verifies them';
+    const message = `model files on node path ${source.hostPath?.path ?? ''}, mounted as they are: their digest is not checked (${why})`;
     return {
       ready: true,
       status: { phase: 'PreStaged', reason: ModelReason.PreStaged, message },

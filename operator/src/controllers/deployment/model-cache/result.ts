@@ -66,3 +66,31 @@ export function computeFetchAttempts(pods: readonly (KubeObject & Pick<V1Pod, 's
     })
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.pod.localeCompare(b.pod));
 }
+
+export interface NodeCheck {
+  readonly pod: string;
+  readonly node: string;
+  /** The init container's latest run: its result, or undefined while it runs or before it ran. */
+  readonly result: FetchResult | undefined;
+}
+
+/**
+ * Each pod's node check: the fetcher init container's latest run (the current state once it
+ * ended, else the last one a restart left), as the kubelet reports it.
+ */
+export function computeNodeChecks(
+  pods: readonly (KubeObject & Pick<V1Pod, 'spec' | 'status'>)[],
+): NodeCheck[] {
+  return pods
+    .filter((p) => !p.metadata?.deletionTimestamp)
+    .map((p) => {
+      const status = p.status?.initContainerStatuses?.find((c) => c.name === FETCH_CONTAINER);
+      const terminated = status?.state?.terminated ?? status?.lastState?.terminated;
+      return {
+        pod: p.metadata?.name ?? '',
+        node: p.spec?.nodeName ?? '',
+        result: parseFetchResult(terminated?.message),
+      };
+    })
+    .sort((a, b) => a.pod.localeCompare(b.pod));
+}

@@ -22,6 +22,8 @@ import {
 } from './names.ts';
 import { computeCacheOwners, planCacheOwners, type CacheUser } from './owners.ts';
 import { DEFAULT_FETCH_PROGRESS_PERIOD_MS, FetchProgressReader } from './progress-reader.ts';
+import { checksOnNode, computeNodeKey } from './pod-model.ts';
+import { LABEL_DEPLOYMENT } from '../labels.ts';
 import {
   planModelDelivery,
   type FetchPodObject,
@@ -184,6 +186,15 @@ export function buildModelDelivery(opts: {
       job,
       pods: job ? pods.list({ namespace, labels: { 'job-name': job.metadata?.name ?? '' } }) : [],
       progress: job ? progress?.progressOf(namespace, job.metadata?.name ?? '') : undefined,
+      nodePods: checksOnNode(root.spec, config)
+        ? pods.list({
+            namespace,
+            labels: {
+              [LABEL_MODEL_CACHE]: computeNodeKey(root.spec),
+              [LABEL_DEPLOYMENT]: root.metadata.name ?? '',
+            },
+          })
+        : undefined,
       owners: computeCacheOwners(key, users),
       deployment: { name: root.metadata.name ?? '', uid: root.metadata.uid ?? '' },
       now,

@@ -1,0 +1,76 @@
+// How SGLang pods mount their model: a node cache and a verified hostPath get the fetcher as an
+// init container before SGLang; the other sources mount as they did.
+import { describe, expect, it } from 'vitest';
+import { validateResource, type DeploymentSpec } from '../../../api/index.ts';
+import { loadSample } from '../../../../../test/support/samples.ts';
+import { computeModelCacheKey, LABEL_MODEL_CACHE } from './names.ts';
+import type { ModelCacheConfig } from './objects.ts';
+import { buildPodModel, checksOnNode } from './pod-model.ts';
+
+const CONFIG: ModelCacheConfig = {
+  fetchImage: 'cacheroute/operator@sha256:abc',
+  size: '200Gi',
+  nodeRoot: '/mnt/nvme/models/',
+};
+
+function spec(source: DeploymentSpec['model']['source']): DeploymentSpec {
+  const r = validateResource(loadSample('deployment-hicache.yaml'));
+  if (!r.ok || r.value.kind !== 'Deployment') throw new Error('bad sample');
+  return { ...r.value.spec, model: { ...r.value.spec.model, source } };
+}
+const HUB = { endpoint: 'https://hf.example', tokenSecretRef: { name: 'hf', key: 'token' } };
+
+describe('buildPodModel', () => {
+  it('a node cache: a hostPath per key under the node root, filled by an init container holding the lock', () => {
+    const s = spec({ download: { ...HUB, cache: 'Node' } });
+    const key = computeModelCacheKey(s);
+    const m = buildPodModel(s, CONFIG);
+    expect(m.volumes.find((v) => v.name === 'model')?.hostPath).toEqual({
+      path: `/mnt/nvme/models/${key}`,
+      type: 'DirectoryOrCreate',
+    });
+    // SGLang reads the files only, from the model directory of the cache.
+    expect(m.mounts).toEqual([{ name: 'model', mountPath: '/models', readOnly: true, subPath: 'model' }]);
+    const [init] = m.initContainers;
+    expect(init?.name).toBe('fetch');
+    expect(init?.args?.join(' ')).toContain('--dest /cache/model');
+    expect(init?.args?.join(' ')).toContain('--lock-file /cache/.fetch.lock');
+    expect(init?.volumeMounts?.map((v) => [v.name, v.mountPath, v.readOnly ?? false])).toEqual([
+      ['model', '/cache', false],
+      ['hub-token', '/var/run/cacheroute/hub-token', true],
+      ['fetch-tmp', '/tmp', false],
+    ]);
+    // The token is the init container's alone.
+    expect(m.mounts.some((v) => v.name === 'hub-token')).toBe(false);
+    expect(init?.securityContext).toMatchObject({
+      runAsUser: 0,
+      capabilities: { drop: ['ALL'] },
+      allowPrivilegeEscalation: false,
+    });
+    expect(m.labels).toEqual({ [LABEL_MODEL_CACHE]: key });
+  });
+
+  it('a hostPath source is verified at every start unless verify is false, read-only, not as root', () => {
+    const s = spec({ hostPath: { path: '/data/qwen' } });
+    const m = buildPodModel(s, CONFIG);
+    const [init] = m.initContainers;
+    expect(init?.args?.slice(0, 1)).toEqual(['--verify-only']);
+    expect(init?.volumeMounts?.[0]).toEqual({ name: 'model', mountPath: '/models', readOnly: true });
+    expect(init?.securityContext?.runAsUser).toBeUndefined();
+    const off = spec({ hostPath: { path: '/data/qwen', verify: false } });
+    expect(buildPodModel(off, CONFIG).initContainers).toEqual([]);
+    expect(checksOnNode(off, CONFIG)).toBe(false);
+  });
+
+  it('without a fetch image, or for a pvc or Shared download, no init container', () => {
+    expect(buildPodModel(spec({ hostPath: { path: '/data/qwen' } }), undefined).initContainers).toEqual([]);
+    expect(
+      buildPodModel(spec({ download: { ...HUB, cache: 'Node' } }), undefined).volumes[0]
+        ?.persistentVolumeClaim,
+    ).toBeDefined();
+    expect(buildPodModel(spec({ pvc: { claimName: 'models' } }), CONFIG).initContainers).toEqual([]);
+    const shared = buildPodModel(spec({ download: HUB }), CONFIG);
+    expect(shared.initContainers).toEqual([]);
+    expect(shared.volumes[0]?.persistentVolumeClaim?.readOnly).toBe(true);
+  });
+});
