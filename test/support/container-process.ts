@@ -11,7 +11,7 @@
 // directory is the repository's layout); `node -e <script>` runs the script.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Pod, V1Volume } from '@kubernetes/client-node';
 import type { KubeClient } from '../../operator/src/runtime/client.ts';
 import type { KubeObject } from '../../operator/src/runtime/objects.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
@@ -143,6 +143,24 @@ export function mapContainerPath(arg: string, map: readonly [string, string][]):
   return arg;
 }
 
+/** One env var that is not a Secret key: a value (expanded with the earlier ones) or a pod field. */
+function resolvePlainVar(
+  pod: ContainerPod,
+  container: V1Container,
+  e: V1EnvVar,
+  env: ReadonlyMap<string, string>,
+): string {
+  const field = e.valueFrom?.fieldRef?.fieldPath;
+  if (field) {
+    const value = readPodField(pod, field);
+    if (value === undefined) throw new Error(`env ${e.name}: pod field ${field} is not served here`);
+    return value;
+  }
+  if (e.valueFrom)
+    throw new Error(`env ${e.name} of container ${container.name} is from a source this agent cannot read`);
+  return expandArgs([e.value ?? ''], env)[0] ?? '';
+}
+
 /**
  * The container's env as a kubelet resolves it, in order (a value may name an earlier variable):
  * values, the pod's fields, Secret keys; undefined while a Secret key it names is missing.
@@ -156,20 +174,9 @@ export async function resolveContainerEnv(
   const namespace = pod.metadata?.namespace ?? '';
   const env = new Map<string, string>();
   for (const e of container?.env ?? []) {
-    const field = e.valueFrom?.fieldRef?.fieldPath;
     const ref = e.valueFrom?.secretKeyRef;
-    if (field) {
-      const value = readPodField(pod, field);
-      if (value === undefined) throw new Error(`env ${e.name}: pod field ${field} is not served here`);
-      env.set(e.name, value);
-      continue;
-    }
     if (!ref) {
-      if (e.valueFrom)
-        throw new Error(
-          `env ${e.name} of container ${container?.name ?? ''} is from a source this agent cannot read`,
-        );
-      env.set(e.name, expandArgs([e.value ?? ''], env)[0] ?? '');
+      env.set(e.name, resolvePlainVar(pod, container as V1Container, e, env));
       continue;
     }
     const secret = await client.get<SecretObject>(Resources.secrets, namespace, ref.name ?? '');
