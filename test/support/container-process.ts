@@ -173,10 +173,11 @@ export async function resolveContainerEnv(
 ): Promise<Map<string, string> | undefined> {
   const namespace = pod.metadata?.namespace ?? '';
   const env = new Map<string, string>();
-  for (const e of container?.env ?? []) {
+  if (!container) return env;
+  for (const e of container.env ?? []) {
     const ref = e.valueFrom?.secretKeyRef;
     if (!ref) {
-      env.set(e.name, resolvePlainVar(pod, container as V1Container, e, env));
+      env.set(e.name, resolvePlainVar(pod, container, e, env));
       continue;
     }
     const secret = await client.get<SecretObject>(Resources.secrets, namespace, ref.name ?? '');
