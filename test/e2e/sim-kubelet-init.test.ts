@@ -19,6 +19,7 @@ const BACKOFF = { initialMs: 400, maxMs: 800 };
 
 let cp: ControlPlane;
 let kubelet: SimKubelet;
+const kubeletLog: string[] = [];
 const k = (args: string[], input?: string): Promise<string> =>
   kubectlOk(['-n', NS, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
 
@@ -74,7 +75,11 @@ const initStatus = (pod: V1Pod, name: string): V1ContainerStatus | undefined =>
 beforeAll(async () => {
   cp = await startControlPlane({ full: true, gpuNodes: 2 });
   await kubectlOk(['create', 'namespace', NS], { kubeconfig: cp.kubeconfig });
-  kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig, initBackoff: BACKOFF });
+  kubelet = await startSimKubelet({
+    kubeconfig: cp.kubeconfig,
+    initBackoff: BACKOFF,
+    log: (msg) => kubeletLog.push(msg),
+  });
 });
 
 afterAll(async () => {
@@ -168,7 +173,14 @@ describe('sim-kubelet init containers', () => {
     );
     expect(kubelet.sims.has('failing')).toBe(false);
     expect(() => readFileSync(join(kubelet.hostPathOn('gpu-node-1', CACHE), 'after'))).toThrow();
+
+    // Once the pod is gone, no more runs: the longest backoff and then some, and none started.
+    const runsOf = (): number =>
+      kubeletLog.filter((l) => l.startsWith('pod failing: init container fetch runs')).length;
     await k(['delete', 'pod', 'failing', '--wait=true']);
+    const runsAtDelete = runsOf();
+    await new Promise((resolve) => setTimeout(resolve, 3 * BACKOFF.maxMs));
+    expect(runsOf()).toBe(runsAtDelete);
   });
 
   it('gives each node its own hostPath directory, shared by the pods on that node', async () => {

@@ -190,9 +190,9 @@ export function startInitContainers(opts: {
         ...ready,
         dir: join(opts.dir, `${container.name}-${status.restartCount}`),
       });
+      log(`pod ${name}: init container ${container.name} runs ${current.argv.join(' ')}`);
       status.state = { running: { startedAt: new Date() } };
       await report(pending);
-      log(`pod ${name}: init container ${container.name} runs ${current.argv.join(' ')}`);
       const exit = await current.exit;
       current = undefined;
       if (cancelled) return false;
