@@ -9,7 +9,7 @@
 // FallbackToLogsOnError and a failure, the log's last 2 KiB).
 // The image's `node <file>` runs the repository's own file under this Node (the image's working
 // directory is the repository's layout); `node -e <script>` runs the script.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Container, V1EnvVar, V1Pod, V1Volume } from '@kubernetes/client-node';
 import type { KubeClient } from '../../operator/src/runtime/client.ts';
@@ -65,6 +65,8 @@ async function resolveSecret(
   for (const item of items) {
     const value = secret.data?.[item.key];
     if (value === undefined) return undefined;
+    // Written afresh each time (a later container, a retry, a changed Secret): the old file is read-only.
+    rmSync(join(dir, item.path), { force: true });
     writeFileSync(join(dir, item.path), Buffer.from(value, 'base64'), { mode: 0o400 });
   }
   return dir;
