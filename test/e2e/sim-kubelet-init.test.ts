@@ -16,6 +16,7 @@ import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 const NS = 'e2e-sim-kubelet-init';
 const CACHE = '/var/cache/models';
 const BACKOFF = { initialMs: 400, maxMs: 800 };
+const TOKEN = 'hf_sim_kubelet_init_token';
 
 let cp: ControlPlane;
 let kubelet: SimKubelet;
@@ -34,7 +35,10 @@ function script(name: string, code: string, args: readonly string[]): V1Containe
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     ],
-    volumeMounts: [{ name: 'cache', mountPath: '/cache' }],
+    volumeMounts: [
+      { name: 'cache', mountPath: '/cache' },
+      { name: 'token', mountPath: '/secrets', readOnly: true },
+    ],
     terminationMessagePath: '/dev/termination-log',
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
@@ -57,7 +61,10 @@ function buildPod(name: string, node: string, initContainers: V1Container[]): V1
           volumeMounts: [{ name: 'cache', mountPath: '/models', subPath: 'm', readOnly: true }],
         },
       ],
-      volumes: [{ name: 'cache', hostPath: { path: CACHE, type: 'DirectoryOrCreate' } }],
+      volumes: [
+        { name: 'cache', hostPath: { path: CACHE, type: 'DirectoryOrCreate' } },
+        { name: 'token', secret: { secretName: 'hub-token', items: [{ key: 'token', path: 'token' }] } },
+      ],
     },
   };
 }
@@ -75,6 +82,7 @@ const initStatus = (pod: V1Pod, name: string): V1ContainerStatus | undefined =>
 beforeAll(async () => {
   cp = await startControlPlane({ full: true, gpuNodes: 2 });
   await kubectlOk(['create', 'namespace', NS], { kubeconfig: cp.kubeconfig });
+  await k(['create', 'secret', 'generic', 'hub-token', `--from-literal=token=${TOKEN}`]);
   kubelet = await startSimKubelet({
     kubeconfig: cp.kubeconfig,
     initBackoff: BACKOFF,
@@ -96,8 +104,8 @@ describe('sim-kubelet init containers', () => {
       // Slow enough to be seen running, with the runtime not started.
       script(
         'read',
-        "const fs = require('node:fs'); setTimeout(() => fs.writeFileSync(process.argv[2], 'read ' + fs.readFileSync(process.argv[1], 'utf8')), 2000)",
-        ['/cache/greeting', '/cache/read-back'],
+        "const fs = require('node:fs'); const read = (f) => fs.readFileSync(f, 'utf8'); setTimeout(() => fs.writeFileSync(process.argv[2], `read ${read(process.argv[1])} with ${read(process.argv[3])}`), 2000)",
+        ['/cache/greeting', '/cache/read-back', '/secrets/token'],
       ),
     ]);
     await k(['apply', '-f', '-'], JSON.stringify(pod));
@@ -124,7 +132,9 @@ describe('sim-kubelet init containers', () => {
     expect(condition(done, 'Initialized')).toBe('True');
     expect(condition(done, 'Ready')).toBe('True');
     const dir = kubelet.hostPathOn('gpu-node-0', CACHE);
-    expect(readFileSync(join(dir, 'read-back'), 'utf8')).toBe(`read ${done.status?.podIP ?? '?'}`);
+    expect(readFileSync(join(dir, 'read-back'), 'utf8')).toBe(
+      `read ${done.status?.podIP ?? '?'} with ${TOKEN}`,
+    );
   });
 
   it('retries a failed init container after a backoff, reports its exit and message, never starts the runtime', async () => {
