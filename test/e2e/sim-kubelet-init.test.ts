@@ -5,7 +5,7 @@
 // kube-apiserver, etcd, the controller-manager, KWOK (its pod-ready stage calls every pod Ready
 // with its init containers Completed at once: what the sim-kubelet reports must win) and two
 // KWOK GPU nodes. Plain pods, bound to a node by name; the init containers are `node -e` scripts.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Container, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -215,5 +215,22 @@ describe('sim-kubelet init containers', () => {
         .sort();
     expect(seen('gpu-node-0')).toEqual(['first-on-0', 'second-on-0']);
     expect(seen('gpu-node-1')).toEqual(['first-on-1']);
+  });
+
+  it('waits for a hostPath of type Directory to be there, as a kubelet retries the mount', async () => {
+    const pod = buildPod('staged', 'gpu-node-1', [
+      script('check', "require('node:fs').readdirSync(process.argv[1])", ['/cache']),
+    ]);
+    const volume = pod.spec?.volumes?.[0];
+    if (volume?.hostPath) volume.hostPath = { path: '/srv/staged', type: 'Directory' };
+    await k(['apply', '-f', '-'], JSON.stringify(pod));
+    await eventually(async () =>
+      expect(initStatus(await getPod('staged'), 'check')?.state?.waiting?.reason).toBe('PodInitializing'),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(initStatus(await getPod('staged'), 'check')?.state?.waiting?.reason).toBe('PodInitializing');
+    expect(kubelet.sims.has('staged')).toBe(false);
+    mkdirSync(kubelet.hostPathOn('gpu-node-1', '/srv/staged'), { recursive: true });
+    await eventually(() => expect(kubelet.sims.has('staged')).toBe(true));
   });
 });

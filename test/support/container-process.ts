@@ -9,7 +9,7 @@
 // FallbackToLogsOnError and a failure, the log's last 2 KiB).
 // The image's `node <file>` runs the repository's own file under this Node (the image's working
 // directory is the repository's layout); `node -e <script>` runs the script.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Container, V1EnvVar, V1Pod, V1Volume } from '@kubernetes/client-node';
 import type { KubeClient } from '../../operator/src/runtime/client.ts';
@@ -77,12 +77,15 @@ export function buildHostPathDir(nodeRoot: string, nodeName: string, path: strin
   return join(nodeRoot, nodeName, path);
 }
 
-/** A hostPath volume on the pod's node; made as a kubelet makes a DirectoryOrCreate (or untyped) one. */
+/**
+ * A hostPath volume on the pod's node: made as a kubelet makes a DirectoryOrCreate (or untyped)
+ * one; a Directory one must be there (undefined until it is, as a kubelet retries the mount).
+ */
 function resolveHostPath(
   pod: ContainerPod,
   source: NonNullable<V1Volume['hostPath']>,
   nodeRoot: string,
-): string {
+): string | undefined {
   const node = pod.spec?.nodeName;
   if (!node) throw new Error(`pod ${pod.metadata?.name ?? ''} has a hostPath volume but no node`);
   const dir = buildHostPathDir(nodeRoot, node, source.path);
@@ -90,7 +93,7 @@ function resolveHostPath(
   if (type === '' || type === 'DirectoryOrCreate') mkdirSync(dir, { recursive: true });
   else if (type !== 'Directory')
     throw new Error(`hostPath type ${type} is not one this runner maps: use Directory or DirectoryOrCreate`);
-  return dir;
+  return existsSync(dir) ? dir : undefined;
 }
 
 /**
