@@ -10,17 +10,27 @@
 // reads from the API server) and expands `$(VAR)` in the args with it: that
 // is how a pod's runtime gets its API key (`--api-key $(…)`). A Secret key
 // not there yet keeps the runtime from starting, retried every second.
+// A pod's init containers run first, for real, each a local process as the fetch runner runs
+// its pods (init-containers.ts, container-process.ts): in order, reported in the pod's status,
+// a failed one retried after a crash-loop backoff; the runtime starts only once all completed.
+// A hostPath volume is a directory of the pod's node's own tree under `nodeRoot`, so each fake
+// node keeps its own files (a per-node cache is filled once per node). Pods without init
+// containers fork nothing.
 // Needs the private network namespace (hack/in-netns.sh) for pod IPs.
-import { KubeConfig, type V1Container } from '@kubernetes/client-node';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/src/runtime/client.ts';
 import { Informer } from '../../operator/src/runtime/informer.ts';
 import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
-import type { KubeObject } from '../../operator/src/runtime/objects.ts';
 import { Resources } from '../../operator/src/runtime/resources.ts';
 import { ScaledClock } from '../sim/clock.ts';
 import { parseSimArgs } from '../sim/config.ts';
 import { SimServer, silentLogger } from '../sim/server.ts';
 import { expandArgs } from './container-args.ts';
+import { buildHostPathDir, resolveContainerEnv } from './container-process.ts';
+import { KUBELET_BACKOFF, startInitContainers, type InitBackoff, type InitRun } from './init-containers.ts';
 import { startRealSglang, type RealSglang } from './real-sglang.ts';
 
 export interface SimKubeletOptions {
@@ -45,6 +55,10 @@ export interface SimKubeletOptions {
    * files it cannot load), and the pod's next update asks again.
    */
   canStart?: (pod: PodObject) => Promise<boolean>;
+  /** Where each fake node's hostPath trees are (`<nodeRoot>/<node>/<path>`); default: a fresh temp dir. */
+  nodeRoot?: string;
+  /** The crash-loop backoff of a failed init container (default a kubelet's: 10 s doubling to 40 s). */
+  initBackoff?: InitBackoff;
 }
 
 export interface RunningPodReal {
@@ -66,6 +80,10 @@ export interface SimKubelet {
   readonly sims: ReadonlyMap<string, RunningPodSim>;
   /** Real SGLang servers by pod name. */
   readonly reals: ReadonlyMap<string, RunningPodReal>;
+  /** Where each fake node's hostPath trees are. */
+  readonly nodeRoot: string;
+  /** The local directory of a hostPath on a node. */
+  hostPathOn(nodeName: string, path: string): string;
   stop(): Promise<void>;
 }
 
@@ -119,33 +137,6 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
 
   const reals = new Map<string, RunningPodReal>();
 
-  /** The container's env as a kubelet resolves it; undefined while a Secret key it names is missing. */
-  async function resolveEnv(
-    namespace: string,
-    container: V1Container | undefined,
-  ): Promise<Map<string, string> | undefined> {
-    const env = new Map<string, string>();
-    for (const e of container?.env ?? []) {
-      const ref = e.valueFrom?.secretKeyRef;
-      if (!ref) {
-        env.set(e.name, expandArgs([e.value ?? ''], env)[0] ?? '');
-        continue;
-      }
-      const secret = await client.get<KubeObject & { data?: Record<string, string> }>(
-        Resources.secrets,
-        namespace,
-        ref.name ?? '',
-      );
-      const value = secret?.data?.[ref.key];
-      if (value === undefined) {
-        if (ref.optional) continue;
-        log(`env ${e.name}: Secret ${namespace}/${ref.name} has no key ${ref.key} (yet)`);
-        return undefined;
-      }
-      env.set(e.name, Buffer.from(value, 'base64').toString('utf8'));
-    }
-    return env;
-  }
   // Pods being deleted, serving out their preStop sleep.
   const terminating = new Map<string, NodeJS.Timeout>();
 
@@ -219,20 +210,72 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   }
 
   async function reconcile(pod: PodObject): Promise<void> {
-    if (pod.metadata?.deletionTimestamp) return stopAfterPreStop(pod);
+    if (pod.metadata?.deletionTimestamp) return forgetPod(pod);
     const name = pod.metadata?.name ?? '';
     const running = pod.status?.phase === 'Running';
     const current = sims.get(name) ?? reals.get(name);
     if (current && (!running || current.ip !== pod.status?.podIP)) await stopSim(name);
     if (!running || sims.has(name) || reals.has(name)) return;
+    if (!isInitialized(pod)) return;
     await startRuntime(pod);
+  }
+
+  const scratchRoot = mkdtempSync(join(tmpdir(), 'sim-kubelet-'));
+  const nodeRoot = opts.nodeRoot ?? mkdtempSync(join(tmpdir(), 'sim-kubelet-nodes-'));
+  // Init containers running, and the pods (by name, with their uid) whose init containers completed.
+  const initRuns = new Map<string, { uid: string; run: InitRun }>();
+  const initialized = new Map<string, string>();
+
+  /** A deleted pod: its init containers stop, its runtime after the preStop sleep. */
+  function forgetPod(pod: PodObject): void {
+    const name = pod.metadata?.name ?? '';
+    initialized.delete(name);
+    const init = initRuns.get(name);
+    if (init && init.uid === pod.metadata?.uid) {
+      initRuns.delete(name);
+      void init.run.cancel();
+    }
+    stopAfterPreStop(pod);
+  }
+
+  /**
+   * True when the pod's init containers (if any) have all completed; otherwise runs them (once),
+   * and the pod is reconciled again when they have. Only pods with a runtime here are this kubelet's.
+   */
+  function isInitialized(pod: PodObject): boolean {
+    const name = pod.metadata?.name ?? '';
+    const uid = pod.metadata?.uid ?? '';
+    if (!pod.spec?.initContainers?.length || initialized.get(name) === uid) return true;
+    if (!pod.spec.containers.some((c) => c.name === SGLANG_CONTAINER)) return false;
+    const before = initRuns.get(name);
+    if (before?.uid === uid) return false;
+    if (before) void before.run.cancel(); // a pod of the same name before this one
+    const namespace = pod.metadata?.namespace ?? '';
+    const run = startInitContainers({
+      client,
+      pod,
+      dir: join(scratchRoot, `${namespace}-${name}-${uid}`),
+      nodeRoot,
+      backoff: opts.initBackoff ?? KUBELET_BACKOFF,
+      latest: () => informer.get(namespace, name),
+      log,
+    });
+    initRuns.set(name, { uid, run });
+    void run.done.then((ok) => {
+      if (initRuns.get(name)?.run === run) initRuns.delete(name);
+      if (!ok || stopped) return;
+      initialized.set(name, uid);
+      const latest = informer.get(namespace, name);
+      if (latest?.metadata?.uid === uid) enqueue(() => reconcile(latest));
+    });
+    return false;
   }
 
   /** The pod's runtime, once its env resolves; a kubelet retries a container it cannot configure yet. */
   async function startRuntime(pod: PodObject): Promise<void> {
     const namespace = pod.metadata?.namespace ?? '';
     const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
-    const env = await resolveEnv(namespace, container);
+    const env = await resolveContainerEnv(client, pod, container, log);
     if (!env) {
       setTimeout(() => {
         const latest = informer.get(namespace, pod.metadata?.name ?? '');
@@ -254,21 +297,26 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   informer.addEventHandler({
     onAdd: (pod) => enqueue(() => reconcile(pod)),
     onUpdate: (_old, pod) => enqueue(() => reconcile(pod)),
-    onDelete: (pod) => stopAfterPreStop(pod),
+    onDelete: (pod) => forgetPod(pod),
   });
   informer.start();
   await informer.waitForSync();
   return {
     sims,
     reals,
+    nodeRoot,
+    hostPathOn: (nodeName, path) => buildHostPathDir(nodeRoot, nodeName, path),
     async stop() {
       stopped = true;
       await informer.stop();
+      await Promise.all([...initRuns.values()].map((i) => i.run.cancel()));
       for (const timer of terminating.values()) clearTimeout(timer);
       terminating.clear();
       await chain;
       await Promise.all([...sims.keys(), ...reals.keys()].map((n) => stopSim(n)));
       await client.close();
+      rmSync(scratchRoot, { recursive: true, force: true });
+      if (opts.nodeRoot === undefined) rmSync(nodeRoot, { recursive: true, force: true });
     },
   };
 }
