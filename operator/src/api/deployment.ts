@@ -355,7 +355,9 @@ export const ModelSource = withRules(
           }),
         })
         .optional()
-        .meta({ description: 'Model files on a node directory (pre-staged on every node the model runs on).' }),
+        .meta({
+          description: 'Model files on a node directory (pre-staged on every node the model runs on).',
+        }),
       download: ModelDownload.optional().meta({
         description:
           'Fetch model.path at commit model.revision from the hub once into a cache volume shared by every replica (and every Deployment with the same digests), verified against the digests before any SGLang pod starts (ADR 0016).',
@@ -930,7 +932,10 @@ export const ModelDeliveryStatus = z.object({
       'Pending: the cache volume or the Job is being made; Fetching: the fetch Job runs (a node cache: the pods fetch, none verified yet); Verifying: the verify Job of a pvc source runs (a hostPath: the pods verify, none done yet); Verified: every file matched the digests; Failed: see reason; PreStaged: mounted as it is, not checked (hostPath.verify false, or an operator without a fetch image).',
   }),
   cache: z.string().optional().meta({ description: 'The cache PersistentVolumeClaim, in this namespace.' }),
-  job: z.string().optional().meta({ description: 'The fetch Job, or the verify Job of a pvc source, in this namespace.' }),
+  job: z
+    .string()
+    .optional()
+    .meta({ description: 'The fetch Job, or the verify Job of a pvc source, in this namespace.' }),
   reason: z.string().optional(),
   message: z.string().optional(),
   path: z.string().optional().meta({ description: 'The model file a failure is about.' }),
