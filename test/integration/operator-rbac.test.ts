@@ -124,7 +124,7 @@ const OPERATOR_RULES: readonly TableRule[] = [
     resources: ['persistentvolumeclaims'],
     verbs: ['list', 'watch', 'create', 'patch', 'delete'],
   },
-  { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create', 'delete'] },
+  { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
   // Pods of our deployments and of the fetch Jobs: the informers select by label, RBAC cannot.
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
   // Tasks' generation Leases, in the Task's namespace.
@@ -187,10 +187,11 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     { rt: Resources.secrets, verbs: ['get'] },
     { rt: Resources.networkPolicies, verbs: ['delete'] },
     // model-cache/shell.ts: a cache is created, patched (owners, verified record) and deleted
-    // when unused; its Job created, and deleted before an unused claim. Their informers come
-    // from the controller's watches.
+    // when unused; its Job created, and deleted before an unused claim; a pvc source's verify
+    // Job created, patched (verified record) and deleted when stale. Their informers come from
+    // the controller's watches.
     { rt: Resources.persistentVolumeClaims, verbs: ['create', 'patch', 'delete'] },
-    { rt: Resources.jobs, verbs: ['create', 'delete'] },
+    { rt: Resources.jobs, verbs: ['create', 'patch', 'delete'] },
     // LeaderWorkerSets (multi-node/): applyOwned with a GET for the live set, a list for the API.
     { rt: Resources.leaderWorkerSets, verbs: ['get', 'list', 'create', 'patch'] },
   ],
