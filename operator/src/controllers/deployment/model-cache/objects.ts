@@ -145,15 +145,7 @@ export function buildFetchArgs(
     spec.model.path,
     '--revision',
     spec.model.revision ?? '',
-    '--digest',
-    spec.model.digest,
-    '--tokenizer-digest',
-    spec.model.tokenizerDigest,
-    ...(tokenizerSubpath !== undefined ? ['--tokenizer-subpath', tokenizerSubpath] : []),
-    '--dest',
-    dest,
-    '--result-file',
-    TERMINATION_LOG,
+    ...buildCheckArgs(spec, tokenizerSubpath, dest),
     ...(download?.tokenSecretRef ? ['--token-file', `${TOKEN_MOUNT}/${TOKEN_FILE}`] : []),
     ...(download?.proxy ? ['--proxy', download.proxy] : []),
     ...extra,
@@ -167,8 +159,12 @@ export function buildVerifyArgs(
   tokenizerSubpath: string | undefined,
   dest: string,
 ): string[] {
+  return ['--verify-only', ...buildCheckArgs(spec, tokenizerSubpath, dest), ...PROGRESS_ARGS];
+}
+
+/** What every run of the fetcher is held to and where it says so: the digests, the files, the result. */
+function buildCheckArgs(spec: DeploymentSpec, tokenizerSubpath: string | undefined, dest: string): string[] {
   return [
-    '--verify-only',
     '--digest',
     spec.model.digest,
     '--tokenizer-digest',
@@ -178,7 +174,6 @@ export function buildVerifyArgs(
     dest,
     '--result-file',
     TERMINATION_LOG,
-    ...PROGRESS_ARGS,
   ];
 }
 

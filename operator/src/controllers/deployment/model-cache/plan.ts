@@ -303,6 +303,29 @@ function planRunning(
   };
 }
 
+/** A model Job's course: made (`build`) when missing, then running, then finished. */
+function planJob(
+  obs: ModelDeliveryObservation,
+  base: ModelDeliveryStatus,
+  target: JobTarget,
+  jobName: string,
+  what: string,
+  build: () => V1Job,
+): ModelDeliveryPlan {
+  if (!obs.job) {
+    const message = `starting Job ${jobName} to ${what}`;
+    return {
+      ready: false,
+      status: { ...base, reason: ModelReason.Pending, message },
+      condition: { status: 'False', reason: ModelReason.Pending, message },
+      actions: [{ kind: 'createJob', job: build() }],
+    };
+  }
+  if (jobCondition(obs.job, 'Complete') || jobCondition(obs.job, 'Failed'))
+    return planFinished(obs, base, jobName, target);
+  return planRunning(obs, base, jobName, target);
+}
+
 /** A pvc source: its files verified once by a Job of this Deployment, the record on that Job. */
 function planStaged(obs: ModelDeliveryObservation): ModelDeliveryPlan {
   const { spec } = obs;
@@ -317,6 +340,7 @@ function planStaged(obs: ModelDeliveryObservation): ModelDeliveryPlan {
       actions: [],
     };
   }
+  const { config } = obs;
   const key = computeStagedKey(spec);
   const jobName = buildVerifyJobName(obs.deployment.name, key);
   const base: ModelDeliveryStatus = { phase: 'Pending', job: jobName };
@@ -330,27 +354,17 @@ function planStaged(obs: ModelDeliveryObservation): ModelDeliveryPlan {
     );
   const record = readVerifiedRecord(obs.job, spec);
   if (record) return planVerified(base, record, where);
-  if (!obs.job) {
-    const job = buildVerifyJob({
+  return planJob(obs, base, target, jobName, `verify the files on ${where}`, () =>
+    buildVerifyJob({
       namespace: obs.namespace,
       key,
       name: jobName,
       spec,
       tokenizerSubpath: tokenizer.subpath,
-      config: obs.config,
+      config,
       deployment: obs.deployment,
-    });
-    const message = `starting Job ${jobName} to verify the files on ${where}`;
-    return {
-      ready: false,
-      status: { ...base, reason: ModelReason.Pending, message },
-      condition: { status: 'False', reason: ModelReason.Pending, message },
-      actions: [{ kind: 'createJob', job }],
-    };
-  }
-  if (jobCondition(obs.job, 'Complete') || jobCondition(obs.job, 'Failed'))
-    return planFinished(obs, base, jobName, target);
-  return planRunning(obs, base, jobName, target);
+    }),
+  );
 }
 
 /**
@@ -468,24 +482,16 @@ export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryP
       actions: [{ kind: 'createCache', pvc }],
     };
   }
-  if (!obs.job) {
-    const job = buildFetchJob({
+  const { config } = obs;
+  const cache = { name: cacheName, uid: obs.cache.metadata.uid };
+  return planJob(obs, base, target, jobName, `fetch ${spec.model.path}@${spec.model.revision ?? ''}`, () =>
+    buildFetchJob({
       namespace: obs.namespace,
       key,
       spec,
       tokenizerSubpath: tokenizer.subpath,
-      config: obs.config,
-      cache: { name: cacheName, uid: obs.cache.metadata.uid },
-    });
-    const message = `starting Job ${jobName} to fetch ${spec.model.path}@${spec.model.revision ?? ''}`;
-    return {
-      ready: false,
-      status: { ...base, reason: ModelReason.Pending, message },
-      condition: { status: 'False', reason: ModelReason.Pending, message },
-      actions: [{ kind: 'createJob', job }],
-    };
-  }
-  if (jobCondition(obs.job, 'Complete') || jobCondition(obs.job, 'Failed'))
-    return planFinished(obs, base, jobName, target);
-  return planRunning(obs, base, jobName, target);
+      config,
+      cache,
+    }),
+  );
 }
