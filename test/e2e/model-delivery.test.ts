@@ -495,7 +495,7 @@ describe('model-delivery', () => {
     expect(pods.items).toEqual([]);
   });
 
-  it('keeps a cache while a Deployment uses it, and deletes it, and its Job, with the last one', async () => {
+  it('keeps a cache while a Deployment uses it, and deletes it, and its Job, with the last one (or when it moves to a node cache)', async () => {
     const gamma = (await stack.status('gamma')).model?.cache ?? '';
     await stack.k(['delete', 'sgd', 'gamma']);
     await eventually(
@@ -515,6 +515,23 @@ describe('model-delivery', () => {
       async () => {
         const pvc = await getJson<PvcView>(['get', 'pvc', cacheA]);
         expect(pvc.metadata.ownerReferences?.map((r) => r.uid)).toEqual([beta.metadata.uid]);
+      },
+      { timeoutMs: 60_000 },
+    );
+    // beta moves to a node cache (its pods fetch onto their node): the shared claim has no user left.
+    await stack.k([
+      'patch',
+      'sgd',
+      'beta',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ spec: { model: { source: { download: { cache: 'Node', sizeLimit: null } } } } }),
+    ]);
+    await eventually(
+      async () => {
+        const left = await getJson<{ items: { metadata: { name: string } }[] }>(['get', 'pvc']);
+        expect(left.items.map((o) => o.metadata.name)).not.toContain(cacheA);
       },
       { timeoutMs: 60_000 },
     );

@@ -55,7 +55,9 @@ const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 
 function toUser(o: RootObject): CacheUser | undefined {
   if (o.metadata?.deletionTimestamp) return undefined;
   const spec = o.spec as DeploymentResource['spec'] | undefined;
-  const key = spec?.model?.source?.download ? computeModelCacheKey(spec) : undefined;
+  // A node cache (cache: Node) uses no shared claim: one left from before is not kept for it.
+  const download = spec?.model?.source?.download;
+  const key = download && download.cache !== 'Node' ? computeModelCacheKey(spec) : undefined;
   return { name: o.metadata?.name ?? '', uid: o.metadata?.uid ?? '', key };
 }
 
