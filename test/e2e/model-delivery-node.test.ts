@@ -104,7 +104,12 @@ beforeAll(async () => {
     gpuNodes: 2,
     kubelet: { initBackoff: { initialMs: 1_000, maxMs: 2_000 } },
     operator: {
-      modelCache: { fetchImage: 'cacheroute/operator:e2e', size: '1Gi', nodeRoot: NODE_ROOT },
+      modelCache: {
+        fetchImage: 'cacheroute/operator:e2e',
+        size: '1Gi',
+        nodeRoot: NODE_ROOT,
+        progressPeriodMs: 1_000,
+      },
     },
   });
 });
@@ -117,8 +122,23 @@ afterAll(async () => {
 
 describe('model-delivery on nodes', () => {
   it('fetches a node cache once per node, by the first pod there; a pod back on a node fetches nothing', async () => {
+    // Both nodes' downloads are held after half the weights: the status shows how far they got.
+    hub.inject({ server: 'cdn', stallAfter: WEIGHTS_BYTES / 2, times: 2 });
     const m = manifest('node-cache', 2, { download: { endpoint: hub.url, cache: 'Node' } });
     await stack.k(['apply', '-f', '-'], JSON.stringify(m));
+    const fetching = await eventually(
+      async () => {
+        const s = await stack.status('node-cache');
+        expect(s.model?.phase).toBe('Fetching');
+        expect(s.model?.progress).toBeGreaterThan(0.3);
+        return s;
+      },
+      { timeoutMs: 45_000 },
+    );
+    expect(condition(fetching, 'ModelReady')?.message).toMatch(
+      /0 of 2 pods verified yet; pod node-cache-sglang-\S+ on node gpu-node-\d: weights, \d+%/,
+    );
+    hub.release();
     const s = await eventually(
       async () => {
         const s = await stack.status('node-cache');

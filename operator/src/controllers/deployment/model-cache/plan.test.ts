@@ -491,6 +491,21 @@ describe('planModelDelivery, files checked on each node', () => {
     expect(plan.condition.message).toContain('0 of 1 pods verified yet');
   });
 
+  it("shows the furthest pod's progress while none verified", () => {
+    const plan = planModelDelivery(
+      observe({
+        spec: nodeSpec,
+        nodePods: [nodePod('a', 'n1'), nodePod('b', 'n2')],
+        nodeProgress: new Map([
+          ['a', { phase: 'weights', filesDone: 2, filesTotal: 4, bytesDone: 10, bytesTotal: 100 }],
+          ['b', { phase: 'weights', filesDone: 3, filesTotal: 4, bytesDone: 60, bytesTotal: 100 }],
+        ]),
+      }),
+    );
+    expect(plan.status).toMatchObject({ phase: 'Fetching', progress: 0.6, bytesDone: 60 });
+    expect(plan.condition.message).toContain('0 of 2 pods verified yet; pod b on node n2: weights, 60%');
+  });
+
   it('is Verified once a pod verified the pinned files on its node', () => {
     const plan = planModelDelivery(
       observe({ spec: nodeSpec, nodePods: [nodePod('a', 'n1', 0, done), nodePod('b', 'n2')] }),

@@ -30,7 +30,13 @@ import {
   computeStagedKey,
   computeTokenizerSubpath,
 } from './names.ts';
-import { computeFetchAttempts, computeNodeChecks, type FetchAttempt, type FetchResult } from './result.ts';
+import {
+  computeFetchAttempts,
+  computeNodeChecks,
+  type FetchAttempt,
+  type FetchResult,
+  type NodeCheck,
+} from './result.ts';
 import { checksOnNode } from './pod-model.ts';
 
 export const ModelReason = {
@@ -83,6 +89,8 @@ export interface ModelDeliveryObservation {
   readonly pods: readonly FetchPodObject[];
   /** The Deployment's SGLang pods that check the files on their node (pod-model.ts). */
   readonly nodePods?: readonly FetchPodObject[] | undefined;
+  /** What those pods' init containers last said of their progress, by pod name. */
+  readonly nodeProgress?: ReadonlyMap<string, FetchProgress> | undefined;
   /** What the Job's running pod last said of its progress; undefined: not read (yet). */
   readonly progress?: FetchProgress | undefined;
   /** Every Deployment that uses this key: the cache's owners. */
@@ -367,6 +375,20 @@ function planStaged(obs: ModelDeliveryObservation): ModelDeliveryPlan {
   );
 }
 
+/** The pod whose init container got furthest, with what it said; undefined when none said. */
+function findFurthest(
+  checks: readonly NodeCheck[],
+  progress: ReadonlyMap<string, FetchProgress> | undefined,
+): { check: NodeCheck; progress: FetchProgress } | undefined {
+  const fraction = (p: FetchProgress): number => (p.bytesTotal > 0 ? p.bytesDone / p.bytesTotal : 0);
+  let best: { check: NodeCheck; progress: FetchProgress } | undefined;
+  for (const check of checks) {
+    const p = progress?.get(check.pod);
+    if (p && (!best || fraction(p) > fraction(best.progress))) best = { check, progress: p };
+  }
+  return best;
+}
+
 /**
  * Files checked on each node by the pods' init container (a Node download cache, a verified
  * hostPath): the workloads are applied at once, since the pods do the checking; SGLang starts
@@ -425,10 +447,11 @@ function planOnNode(obs: ModelDeliveryObservation): ModelDeliveryPlan {
     };
   }
   const reason = verb === 'fetch' ? ModelReason.Fetching : ModelReason.Verifying;
-  const message = `${how}: ${counts} yet`;
+  const furthest = findFurthest(checks, obs.nodeProgress);
+  const message = `${how}: ${counts} yet${furthest ? `; pod ${furthest.check.pod} on node ${furthest.check.node}: ${describeProgress(furthest.progress)}` : ''}`;
   return {
     ready: true,
-    status: { phase: reason, reason, message },
+    status: { phase: reason, reason, message, ...buildProgressStatus(furthest?.progress) },
     condition: { status: 'False', reason, message },
     actions: [],
   };

@@ -61,6 +61,37 @@ describe('findProgressTargets', () => {
   });
 });
 
+describe('findProgressTargets, SGLang pods', () => {
+  it("reads an SGLang pod's init container while it runs, keyed by the pod", () => {
+    const sglang = (name: string, running: boolean): FetchPodObject => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'ns', labels: {} },
+      spec: {
+        initContainers: [{ name: 'fetch', ports: [{ name: 'progress', containerPort: 8497 }] }],
+        containers: [{ name: 'sglang' }],
+      },
+      status: {
+        phase: 'Running',
+        podIP: '10.0.0.9',
+        initContainerStatuses: [
+          {
+            name: 'fetch',
+            image: 'x',
+            imageID: '',
+            ready: !running,
+            restartCount: 0,
+            state: running ? { running: {} } : { terminated: { exitCode: 0 } },
+          },
+        ],
+      },
+    });
+    expect(findProgressTargets([sglang('a', true), sglang('b', false)]).map((t) => [t.job, t.url])).toEqual([
+      ['ns/pod:a', 'http://10.0.0.9:8497/progress'],
+    ]);
+  });
+});
+
 describe('summarizeProgress', () => {
   it('moves with a phase, a file or a whole percent, not with every byte', () => {
     expect(summarizeProgress(at(100))).toBe(summarizeProgress(at(109)));

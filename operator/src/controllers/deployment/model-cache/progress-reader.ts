@@ -1,7 +1,8 @@
-// Reads each running fetch pod's progress (the fetcher's GET /progress on its pod IP, ADR 0016)
-// off the reconcile loop, every period while this operator leads, and queues the Deployments
-// that use a cache when its fetch moved on (a new phase, a file finished, a whole percent), so
-// `status.model` shows bytes and progress while the Job runs. A pod that cannot be read keeps
+// Reads each running fetcher's progress (its GET /progress on the pod IP, ADR 0016): a fetch or
+// verify Job's pod, and an SGLang pod's init container filling its node's cache (ADR 0019).
+// Off the reconcile loop, every period while this operator leads; it queues the Deployments
+// concerned when a fetch moved on (a new phase, a file finished, a whole percent), so
+// `status.model` shows bytes and progress while it runs. A pod that cannot be read keeps
 // its last reading until it stops running: progress is a view, never a verdict (the result
 // still comes from the termination message only).
 import type { Logger } from '../../../runtime/logger.ts';
@@ -20,34 +21,47 @@ const READ_TIMEOUT_MS = 2_000;
 export const DEFAULT_FETCH_PROGRESS_PERIOD_MS = 5_000;
 
 export interface ProgressTarget {
-  /** namespace/Job name: the progress is the Job's, whichever of its pods runs now. */
+  /**
+   * namespace/Job name for a Job's pod (the progress is the Job's, whichever of its pods runs
+   * now); namespace/pod:name for an SGLang pod's init container.
+   */
   readonly job: string;
   readonly pod: FetchPodObject;
   readonly url: string;
 }
 
 const jobKey = (namespace: string, job: string): string => `${namespace}/${job}`;
+const podKey = (namespace: string, pod: string): string => `${namespace}/pod:${pod}`;
 
-/** Where a running fetch pod serves its progress; undefined for one not running or serving none. */
-function findProgressUrl(pod: FetchPodObject): string | undefined {
+/**
+ * Where a running fetcher serves its progress: a Job pod's container, or an SGLang pod's init
+ * container while it runs; undefined for a pod with neither.
+ */
+function findProgressUrl(pod: FetchPodObject, inJob: boolean): string | undefined {
   const ip = pod.status?.podIP;
-  const port = pod.spec?.containers
-    .find((c) => c.name === FETCH_CONTAINER)
+  const containers = inJob ? pod.spec?.containers : pod.spec?.initContainers;
+  const port = containers
+    ?.find((c) => c.name === FETCH_CONTAINER)
     ?.ports?.find((p) => p.name === FETCH_PROGRESS_PORT_NAME)?.containerPort;
-  const running = pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp;
+  const initRunning = pod.status?.initContainerStatuses?.some(
+    (c) => c.name === FETCH_CONTAINER && c.state?.running !== undefined,
+  );
+  const running =
+    pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp && (inJob || initRunning);
   return running && ip && port !== undefined
     ? `${buildEndpointUrl(ip, port)}${FETCH_PROGRESS_PATH}`
     : undefined;
 }
 
-/** Pure: the fetch pods to read, the newest running pod of each Job that serves its progress. */
+/** Pure: the fetchers to read: the newest running pod of each Job, and each SGLang pod's init container. */
 export function findProgressTargets(pods: readonly FetchPodObject[]): ProgressTarget[] {
   const byJob = new Map<string, ProgressTarget & { created: string }>();
   for (const pod of pods) {
     const job = pod.metadata?.labels?.['job-name'];
-    const url = findProgressUrl(pod);
-    if (!job || !url) continue;
-    const key = jobKey(pod.metadata?.namespace ?? '', job);
+    const url = findProgressUrl(pod, job !== undefined);
+    if (!url) continue;
+    const namespace = pod.metadata?.namespace ?? '';
+    const key = job !== undefined ? jobKey(namespace, job) : podKey(namespace, pod.metadata?.name ?? '');
     const created = String(pod.metadata?.creationTimestamp ?? '');
     const before = byJob.get(key);
     if (before && before.created >= created) continue;
@@ -96,6 +110,11 @@ export class FetchProgressReader {
   /** The last progress read of a Job's running pod; undefined before the first or once none runs. */
   progressOf(namespace: string, job: string): FetchProgress | undefined {
     return this.#progress.get(jobKey(namespace, job));
+  }
+
+  /** The last progress read of an SGLang pod's init container; undefined once it ended. */
+  progressOfPod(namespace: string, pod: string): FetchProgress | undefined {
+    return this.#progress.get(podKey(namespace, pod));
   }
 
   /** One pass over the running fetch pods (the timer's; tests call it directly). */

@@ -102,7 +102,10 @@ export function buildModelDelivery(opts: {
         pods: () => pods.list(),
         isLeader: () => manager.isLeader(),
         onChanged: (pod) => {
-          for (const key of toUsers(pod)) opts.enqueue(key);
+          // An SGLang pod filling its node's cache is its Deployment's.
+          const owner = pod.metadata?.labels?.[LABEL_DEPLOYMENT];
+          const keys = owner ? [{ namespace: pod.metadata?.namespace ?? '', name: owner }] : toUsers(pod);
+          for (const key of keys) opts.enqueue(key);
         },
         periodMs: config.progressPeriodMs ?? DEFAULT_FETCH_PROGRESS_PERIOD_MS,
         logger: manager.logger.child({ component: 'model-fetch-progress' }),
@@ -180,6 +183,15 @@ export function buildModelDelivery(opts: {
     await dropStaleVerifyJobs(root, verifyJob);
     const jobName = download ? buildFetchJobName(key) : verifyJob;
     const job = jobName !== undefined ? jobs.get(namespace, jobName) : undefined;
+    const nodePods = checksOnNode(root.spec, config)
+      ? pods.list({
+          namespace,
+          labels: {
+            [LABEL_MODEL_CACHE]: computeNodeKey(root.spec),
+            [LABEL_DEPLOYMENT]: root.metadata.name ?? '',
+          },
+        })
+      : undefined;
     const plan = planModelDelivery({
       namespace,
       spec: root.spec,
@@ -188,15 +200,13 @@ export function buildModelDelivery(opts: {
       job,
       pods: job ? pods.list({ namespace, labels: { 'job-name': job.metadata?.name ?? '' } }) : [],
       progress: job ? progress?.progressOf(namespace, job.metadata?.name ?? '') : undefined,
-      nodePods: checksOnNode(root.spec, config)
-        ? pods.list({
-            namespace,
-            labels: {
-              [LABEL_MODEL_CACHE]: computeNodeKey(root.spec),
-              [LABEL_DEPLOYMENT]: root.metadata.name ?? '',
-            },
-          })
-        : undefined,
+      nodePods,
+      nodeProgress: new Map(
+        (nodePods ?? []).flatMap((p) => {
+          const read = progress?.progressOfPod(namespace, p.metadata?.name ?? '');
+          return read ? [[p.metadata?.name ?? '', read] as const] : [];
+        }),
+      ),
       owners: computeCacheOwners(key, users),
       deployment: { name: root.metadata.name ?? '', uid: root.metadata.uid ?? '' },
       now,
