@@ -4,7 +4,18 @@
 # kube-scheduler and kubectl from k8s.io/kubernetes, etcd from its server module,
 # KWOK, helm, and the LeaderWorkerSet controller with its CRD. Output goes to a
 # cache outside the repo and is reused; each binary is rebuilt only when missing. Prints the bin directory on its last line.
+#
+#   bash hack/build-controlplane.sh          # the control plane the tests run
+#   bash hack/build-controlplane.sh --node   # and a real node's kubelet and kube-proxy (make run REAL_NODE=1)
 set -euo pipefail
+
+WITH_NODE=0
+for arg in "$@"; do
+  case "$arg" in
+  --node) WITH_NODE=1 ;;
+  *) echo "usage: $0 [--node]" >&2; exit 2 ;;
+  esac
+done
 
 K8S_VERSION="${K8S_VERSION:-v1.35.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
@@ -23,8 +34,11 @@ log() { printf '[controlplane] %s\n' "$*" >&2; }
 have() { [ -x "$BIN/$1" ]; }
 
 build_kubernetes() {
-  local need=()
-  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do have "$b" || need+=("$b"); done
+  local need=() want=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  # A real node's binaries only on request: the tests' nodes are KWOK's, and the kubelet
+  # adds minutes to a cold build.
+  [ "$WITH_NODE" = 1 ] && want+=(kubelet kube-proxy)
+  for b in "${want[@]}"; do have "$b" || need+=("$b"); done
   [ ${#need[@]} -eq 0 ] && { log "kubernetes $K8S_VERSION: cached"; return; }
   log "kubernetes $K8S_VERSION: building ${need[*]} (cold: tens of minutes on 2 cores)"
   local dir="$SRC/kubernetes-$K8S_VERSION" minor patch modfile
@@ -55,6 +69,8 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
   (cd "$dir" && go mod tidy -e >/dev/null 2>&1 || true)
