@@ -1,6 +1,10 @@
 // A real node (test/support/real-node.ts): a kubelet with containerd as its CRI joins the
 // test control plane next to a KWOK node, and runs real pods of the images `make images`
-// built. Skipped unless CACHEROUTE_REAL_NODE=1: it needs the node's binaries
+// built: a plain pod of the simulator image, reached on its pod IP and through a Service
+// (kube-proxy); then the chart, `helm install`ed with the locally built operator and gateway
+// images, whose pods run there under their ServiceAccounts, and whose gateway serves a
+// completion from SGLang simulators on the KWOK node's pod IPs (sim-kubelet.ts), as before
+// and after a `helm upgrade` rolls both. Skipped unless CACHEROUTE_REAL_NODE=1: it needs the node's binaries
 // (`bash hack/build-controlplane.sh --node`), the pause image (`bash hack/images/pause.sh`),
 // conntrack and the CNI plugins (`bash hack/install-test-deps.sh --real-node`), and it
 // changes the machine's cgroup file system while it runs (a cgroup root of its own).
@@ -10,22 +14,33 @@
 // Ends with one line on stderr, `[real-node] {...}`: the time to the Node Ready and to the
 // first pod Running.
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDeploymentManifest } from '../support/builders.ts';
+import { DEFAULT_CONTROLLERS } from '../support/components.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { buildImages, type BuiltImage } from '../support/images.ts';
+import { CHART_DIR, helm } from '../support/helm.ts';
+import { buildImages, type BuiltImage, type ImageName } from '../support/images.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
 import { startRealNode, REAL_NODE_POD_CIDR, type RealNode } from '../support/real-node.ts';
 import { REPO_ROOT } from '../support/samples.ts';
+import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const enabled = process.env['CACHEROUTE_REAL_NODE'] === '1';
 const NS = 'e2e-real-node';
 const NODE = 'real-node-0';
 
+const RELEASE = 'cacheroute';
+const RELEASE_NS = 'cacheroute-system';
+const MODEL_NS = 'e2e-real-node-models';
+
 let cp: ControlPlane;
 let node: RealNode;
-let simulator: BuiltImage;
-let simulatorRef: string;
+let images: Map<ImageName, BuiltImage>;
+// The images as the node's CRI names them.
+const refs = new Map<ImageName, string>();
 const report: Record<string, unknown> = {};
 
 function pauseArchive(): Promise<string> {
@@ -49,25 +64,48 @@ interface PodView {
   spec?: { nodeName?: string };
 }
 
-async function getPod(name: string): Promise<PodView> {
-  return JSON.parse(
-    await kubectlOk(['-n', NS, 'get', 'pod', name, '-o', 'json'], { kubeconfig: cp.kubeconfig }),
-  ) as PodView;
+const k = (args: readonly string[], input?: string): Promise<string> =>
+  kubectlOk(args, { kubeconfig: cp.kubeconfig, ...(input === undefined ? {} : { input }) });
+
+async function getJson<T>(args: readonly string[]): Promise<T> {
+  return JSON.parse(await k([...args, '-o', 'json'])) as T;
+}
+
+const getPod = (name: string): Promise<PodView> => getJson<PodView>(['-n', NS, 'get', 'pod', name]);
+
+// A pod is refused until its namespace's default ServiceAccount exists (the admission plugin is on).
+async function createNamespace(name: string): Promise<void> {
+  await k(['create', 'namespace', name]);
+  await eventually(() => k(['-n', name, 'get', 'serviceaccount', 'default']), { timeoutMs: 30_000 });
+}
+
+// eventually() rewrites the last error's message: a fetch failure's (a DOMException on a
+// timeout) cannot be rewritten, so it is wrapped.
+async function fetchOrThrow(url: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(url, { signal: AbortSignal.timeout(5_000), ...init }).catch((err: unknown) => {
+    throw new Error(`${init.method ?? 'GET'} ${url}: ${String(err)}`);
+  });
 }
 
 describe.skipIf(!enabled)('real-node', () => {
   beforeAll(async () => {
-    const images = await buildImages();
-    const sim = images.get('simulator');
-    if (!sim) throw new Error('build.sh printed no simulator image');
-    simulator = sim;
-    cp = await startControlPlane({ full: true, gpuNodes: 1 });
+    images = await buildImages();
+    // As a cluster has them for real pods: ServiceAccount tokens, and the kube-root-ca.crt
+    // ConfigMap their projected volume reads the CA from.
+    cp = await startControlPlane({
+      full: true,
+      gpuNodes: 1,
+      serviceAccountAdmission: true,
+      controllers: [...DEFAULT_CONTROLLERS, 'root-ca-cert-publisher'],
+    });
     node = await startRealNode({ cp, pauseArchive: await pauseArchive(), kubeProxy: true });
     report['nodeReadyMs'] = node.readyMs;
-    const imported = await node.importArchive(simulator.archive);
-    expect(imported.map((i) => i.digest)).toEqual([simulator.digest]);
-    simulatorRef = imported[0]?.ref ?? '';
-    await kubectlOk(['create', 'namespace', NS], { kubeconfig: cp.kubeconfig });
+    for (const [name, built] of images) {
+      const imported = await node.importArchive(built.archive);
+      expect(imported.map((i) => i.digest)).toEqual([built.digest]);
+      refs.set(name, imported[0]?.ref ?? '');
+    }
+    await createNamespace(NS);
   });
 
   afterAll(async () => {
@@ -77,14 +115,12 @@ describe.skipIf(!enabled)('real-node', () => {
   });
 
   it('the kubelet registers its Node, Ready, beside the KWOK node', async () => {
-    const nodes = JSON.parse(
-      await kubectlOk(['get', 'nodes', '-o', 'json'], { kubeconfig: cp.kubeconfig }),
-    ) as {
+    const nodes = await getJson<{
       items: {
         metadata: { name: string };
         status: { nodeInfo: Record<string, string>; addresses: { address: string }[] };
       }[];
-    };
+    }>(['get', 'nodes']);
     expect(nodes.items.map((n) => n.metadata.name).sort()).toEqual(['gpu-node-0', NODE]);
     const real = nodes.items.find((n) => n.metadata.name === NODE);
     expect(real?.status.nodeInfo).toMatchObject({
@@ -107,7 +143,7 @@ describe.skipIf(!enabled)('real-node', () => {
         containers: [
           {
             name: 'sim',
-            image: simulatorRef,
+            image: refs.get('simulator'),
             imagePullPolicy: 'Never',
             args: ['--model-path', 'm', '--host', '0.0.0.0', '--port', '30000'],
             ports: [{ containerPort: 30000 }],
@@ -123,7 +159,7 @@ describe.skipIf(!enabled)('real-node', () => {
         volumes: [{ name: 'tmp', emptyDir: {} }],
       },
     };
-    await kubectlOk(['apply', '-f', '-'], { kubeconfig: cp.kubeconfig, input: JSON.stringify(pod) });
+    await k(['apply', '-f', '-'], JSON.stringify(pod));
     const ready = await eventually(
       async () => {
         const p = await getPod('sim');
@@ -148,24 +184,247 @@ describe.skipIf(!enabled)('real-node', () => {
       metadata: { name: 'sim', namespace: NS },
       spec: { selector: { app: 'sim' }, ports: [{ port: 80, targetPort: 30000 }] },
     };
-    await kubectlOk(['apply', '-f', '-'], { kubeconfig: cp.kubeconfig, input: JSON.stringify(svc) });
-    const clusterIP = (
-      await kubectlOk(['-n', NS, 'get', 'svc', 'sim', '-o', 'jsonpath={.spec.clusterIP}'], {
-        kubeconfig: cp.kubeconfig,
-      })
-    ).trim();
+    await k(['apply', '-f', '-'], JSON.stringify(svc));
+    const clusterIP = (await k(['-n', NS, 'get', 'svc', 'sim', '-o', 'jsonpath={.spec.clusterIP}'])).trim();
     const info = await eventually(
-      async () => {
-        // eventually() rewrites the last error's message: a fetch timeout's cannot be.
-        const res = await fetch(`http://${clusterIP}/server_info`, {
-          signal: AbortSignal.timeout(2_000),
-        }).catch((err: unknown) => {
-          throw new Error(`GET http://${clusterIP}/server_info: ${String(err)}`);
-        });
-        return (await res.json()) as Record<string, unknown>;
-      },
+      async () =>
+        (await (await fetchOrThrow(`http://${clusterIP}/server_info`)).json()) as Record<string, unknown>,
       { timeoutMs: 60_000, intervalMs: 500 },
     );
     expect(info).toMatchObject({ model_path: 'm' });
+  });
+
+  describe('the chart, helm-installed with the images built here', () => {
+    let helmDir: string;
+    let simKubelet: SimKubelet;
+
+    const helmOk = async (args: readonly string[]): Promise<string> => {
+      const res = await helm([...args, '--kubeconfig', cp.kubeconfig], { timeoutMs: 360_000 });
+      if (res.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
+      return res.stdout;
+    };
+    // The chart's image values for a ref the node's CRI knows (repository:tag), never pulled.
+    const imageValues = (name: ImageName): Record<string, string> => {
+      const ref = refs.get(name) ?? '';
+      const colon = ref.lastIndexOf(':');
+      return { repository: ref.slice(0, colon), tag: ref.slice(colon + 1), pullPolicy: 'Never' };
+    };
+    interface ChartPod {
+      metadata: { name: string; labels: Record<string, string> };
+      spec: {
+        nodeName?: string;
+        serviceAccountName?: string;
+        volumes?: { name: string; projected?: { sources: { serviceAccountToken?: unknown }[] } }[];
+      };
+      status: {
+        phase?: string;
+        conditions?: { type: string; status: string }[];
+        containerStatuses?: { ready: boolean; restartCount: number }[];
+      };
+    }
+    const chartPods = async (component: 'operator' | 'gateway'): Promise<ChartPod[]> =>
+      (
+        await getJson<{ items: ChartPod[] }>([
+          '-n',
+          RELEASE_NS,
+          'get',
+          'pods',
+          '-l',
+          `app.kubernetes.io/component=${component}`,
+        ])
+      ).items;
+    // Each Ready on the real node, probes passing, under the chart's ServiceAccount with a projected token.
+    const expectRunningHere = async (component: 'operator' | 'gateway'): Promise<ChartPod[]> => {
+      const pods = await chartPods(component);
+      const sa = (
+        await k([
+          '-n',
+          RELEASE_NS,
+          'get',
+          'sa',
+          '-l',
+          `app.kubernetes.io/component=${component}`,
+          '-o',
+          'name',
+        ])
+      )
+        .trim()
+        .replace(/^serviceaccount\//, '');
+      expect(pods.length).toBeGreaterThan(0);
+      for (const pod of pods) {
+        expect(pod.spec.nodeName, pod.metadata.name).toBe(NODE);
+        expect(pod.status.phase).toBe('Running');
+        expect(pod.status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+        expect(pod.status.containerStatuses?.every((c) => c.ready)).toBe(true);
+        expect(pod.spec.serviceAccountName).toBe(sa);
+        expect(
+          pod.spec.volumes?.some((v) =>
+            v.projected?.sources.some((src) => src.serviceAccountToken !== undefined),
+          ),
+        ).toBe(true);
+      }
+      return pods;
+    };
+    const chatCompletion = async (): Promise<{ status: number; endpoint: string | null; body: string }> => {
+      const clusterIP = (
+        await k(['-n', RELEASE_NS, 'get', 'svc', `${RELEASE}-gateway`, '-o', 'jsonpath={.spec.clusterIP}'])
+      ).trim();
+      const res = await fetchOrThrow(`http://${clusterIP}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'llama-8b',
+          messages: [{ role: 'user', content: 'Hello from the real node' }],
+          max_tokens: 4,
+        }),
+      });
+      return {
+        status: res.status,
+        endpoint: res.headers.get('x-cacheroute-endpoint'),
+        body: await res.text(),
+      };
+    };
+
+    beforeAll(async () => {
+      helmDir = mkdtempSync(join(tmpdir(), 'cacheroute-real-node-helm-'));
+      for (const v of ['HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME'])
+        process.env[v] = join(helmDir, v.toLowerCase());
+      // The SGLang pods go to the KWOK GPU node, where simulators serve on their pod IPs.
+      simKubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig });
+    });
+
+    afterAll(async () => {
+      await simKubelet?.stop();
+      if (helmDir) rmSync(helmDir, { recursive: true, force: true });
+    });
+
+    it('helm install: the operator and gateway run as real pods on the real node, probes passing, PDBs and NetworkPolicies applied', async () => {
+      const started = performance.now();
+      const values = join(helmDir, 'images.values.json');
+      writeFileSync(
+        values,
+        JSON.stringify({
+          operator: { image: imageValues('operator') },
+          gateway: { image: imageValues('gateway'), auth: { mode: 'open' } },
+          // Applied, not enforced: the bridge plugin enforces no NetworkPolicy.
+          networkPolicy: { enabled: true },
+        }),
+      );
+      const out = await helmOk([
+        'install',
+        RELEASE,
+        CHART_DIR,
+        '--namespace',
+        RELEASE_NS,
+        '--create-namespace',
+        '--values',
+        values,
+        '--wait',
+        '--timeout',
+        '4m',
+      ]);
+      expect(out).toContain('STATUS: deployed');
+      report['helmInstallMs'] = Math.round(performance.now() - started);
+      await expectRunningHere('operator');
+      await expectRunningHere('gateway');
+      // The disruption controller counts the pods the PDBs cover.
+      await eventually(
+        async () => {
+          const pdbs = await getJson<{
+            items: { metadata: { name: string }; status?: { currentHealthy?: number } }[];
+          }>(['-n', RELEASE_NS, 'get', 'pdb']);
+          expect(pdbs.items.map((p) => [p.metadata.name, p.status?.currentHealthy]).sort()).toEqual([
+            [`${RELEASE}-gateway`, 1],
+            [`${RELEASE}-operator`, 1],
+          ]);
+        },
+        { timeoutMs: 30_000 },
+      );
+      const policies = await getJson<{ items: { metadata: { name: string } }[] }>([
+        '-n',
+        RELEASE_NS,
+        'get',
+        'networkpolicy',
+      ]);
+      expect(policies.items.map((p) => p.metadata.name).sort()).toEqual([
+        `${RELEASE}-gateway`,
+        `${RELEASE}-operator`,
+      ]);
+    });
+
+    it('the gateway pod serves a chat completion, through its Service, from the SGLang pods the operator pod verified', async () => {
+      await createNamespace(MODEL_NS);
+      await k(
+        ['-n', MODEL_NS, 'apply', '-f', '-'],
+        JSON.stringify(buildDeploymentManifest({ name: 'dense', replicas: 1 })),
+      );
+      await eventually(
+        async () => {
+          const d = await getJson<{ status?: { conditions?: { type: string; status: string }[] } }>([
+            '-n',
+            MODEL_NS,
+            'get',
+            'sgd',
+            'dense',
+          ]);
+          expect(d.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+        },
+        { timeoutMs: 120_000, intervalMs: 500 },
+      );
+      const res = await eventually(
+        async () => {
+          const r = await chatCompletion();
+          expect(r.status, r.body).toBe(200);
+          return r;
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(
+        (JSON.parse(res.body) as { usage?: { completion_tokens: number } }).usage?.completion_tokens,
+      ).toBe(4);
+      expect(res.endpoint).toMatch(new RegExp(`^${MODEL_NS}/dense-sglang-`));
+      // The runtime's NetworkPolicy the operator pod made (runtimeNetworkPolicy.enabled, the default).
+      const policies = await getJson<{ items: unknown[] }>(['-n', MODEL_NS, 'get', 'networkpolicy']);
+      expect(policies.items).toHaveLength(1);
+    });
+
+    it('helm upgrade rolls both onto new pods on the real node, which serve as the old ones did', async () => {
+      const before = new Set(
+        [...(await chartPods('operator')), ...(await chartPods('gateway'))].map((p) => p.metadata.name),
+      );
+      const started = performance.now();
+      await helmOk([
+        'upgrade',
+        RELEASE,
+        CHART_DIR,
+        '--namespace',
+        RELEASE_NS,
+        '--reuse-values',
+        '--set',
+        'operator.logLevel=debug',
+        '--set',
+        'gateway.logLevel=debug',
+        '--wait',
+        '--timeout',
+        '4m',
+      ]);
+      report['helmUpgradeMs'] = Math.round(performance.now() - started);
+      await eventually(
+        async () => {
+          const after = [...(await expectRunningHere('operator')), ...(await expectRunningHere('gateway'))];
+          expect(after.filter((p) => before.has(p.metadata.name))).toEqual([]);
+        },
+        { timeoutMs: 120_000, intervalMs: 1_000 },
+      );
+      const res = await eventually(
+        async () => {
+          const r = await chatCompletion();
+          expect(r.status, r.body).toBe(200);
+          return r;
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(res.endpoint).toMatch(new RegExp(`^${MODEL_NS}/dense-sglang-`));
+    });
   });
 });
