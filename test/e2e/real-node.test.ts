@@ -13,7 +13,6 @@
 //
 // Ends with one line on stderr, `[real-node] {...}`: the time to the Node Ready and to the
 // first pod Running.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,8 +23,14 @@ import { startControlPlane, type ControlPlane } from '../support/controlplane.ts
 import { CHART_DIR, helm } from '../support/helm.ts';
 import { buildImages, type BuiltImage, type ImageName } from '../support/images.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
-import { startRealNode, REAL_NODE_POD_CIDR, type RealNode } from '../support/real-node.ts';
-import { REPO_ROOT } from '../support/samples.ts';
+import {
+  buildChartImageValues,
+  findPauseArchive,
+  importBuiltImages,
+  startRealNode,
+  REAL_NODE_POD_CIDR,
+  type RealNode,
+} from '../support/real-node.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const enabled = process.env['CACHEROUTE_REAL_NODE'] === '1';
@@ -40,24 +45,8 @@ let cp: ControlPlane;
 let node: RealNode;
 let images: Map<ImageName, BuiltImage>;
 // The images as the node's CRI names them.
-const refs = new Map<ImageName, string>();
+let refs: Map<ImageName, string>;
 const report: Record<string, unknown> = {};
-
-function pauseArchive(): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'bash',
-      [join(REPO_ROOT, 'hack', 'images', 'pause.sh')],
-      { env: { ...process.env, IMAGES_CACHED_ONLY: '1' } },
-      (err, stdout, stderr) => {
-        const archive = stdout.trim().split(/\s+/)[1];
-        if (err || archive === undefined)
-          reject(new Error(`hack/images/pause.sh: ${stderr.trim()}`, { cause: err }));
-        else resolve(archive);
-      },
-    );
-  });
-}
 
 interface PodView {
   status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[] };
@@ -98,13 +87,9 @@ describe.skipIf(!enabled)('real-node', () => {
       serviceAccountAdmission: true,
       controllers: [...DEFAULT_CONTROLLERS, 'root-ca-cert-publisher'],
     });
-    node = await startRealNode({ cp, pauseArchive: await pauseArchive(), kubeProxy: true });
+    node = await startRealNode({ cp, pauseArchive: await findPauseArchive(), kubeProxy: true });
     report['nodeReadyMs'] = node.readyMs;
-    for (const [name, built] of images) {
-      const imported = await node.importArchive(built.archive);
-      expect(imported.map((i) => i.digest)).toEqual([built.digest]);
-      refs.set(name, imported[0]?.ref ?? '');
-    }
+    refs = await importBuiltImages(node, images);
     await createNamespace(NS);
   });
 
@@ -203,12 +188,6 @@ describe.skipIf(!enabled)('real-node', () => {
       if (res.code !== 0) throw new Error(`helm ${args.join(' ')} exited ${res.code}: ${res.stderr.trim()}`);
       return res.stdout;
     };
-    // The chart's image values for a ref the node's CRI knows (repository:tag), never pulled.
-    const imageValues = (name: ImageName): Record<string, string> => {
-      const ref = refs.get(name) ?? '';
-      const colon = ref.lastIndexOf(':');
-      return { repository: ref.slice(0, colon), tag: ref.slice(colon + 1), pullPolicy: 'Never' };
-    };
     interface ChartPod {
       metadata: { name: string; labels: Record<string, string> };
       spec: {
@@ -301,11 +280,12 @@ describe.skipIf(!enabled)('real-node', () => {
     it('helm install: the operator and gateway run as real pods on the real node, probes passing, PDBs and NetworkPolicies applied', async () => {
       const started = performance.now();
       const values = join(helmDir, 'images.values.json');
+      const images = buildChartImageValues(refs);
       writeFileSync(
         values,
         JSON.stringify({
-          operator: { image: imageValues('operator') },
-          gateway: { image: imageValues('gateway'), auth: { mode: 'open' } },
+          operator: images.operator,
+          gateway: { ...images.gateway, auth: { mode: 'open' } },
           // Applied, not enforced: the bridge plugin enforces no NetworkPolicy.
           networkPolicy: { enabled: true },
         }),

@@ -41,6 +41,8 @@ import { basename, join } from 'node:path';
 import { stringify } from 'yaml';
 import { findBinDir } from './binaries.ts';
 import { parseImportOutput, parseTaskList, type ImportedImage } from './containerd.ts';
+import type { BuiltImage, ImageName } from './images.ts';
+import { REPO_ROOT } from './samples.ts';
 import { SERVICE_CIDR, type ControlPlane } from './controlplane.ts';
 import { apiRequest, writeKubeconfig, type Credentials } from './kube-api.ts';
 import { issueClientCert, issueServingCert, pkiPaths } from './pki.ts';
@@ -283,6 +285,9 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
   // the kubelet mounted under dir (netns, volumes), remove the cgroups, then dir.
   let createdLogDir = false;
   const removeAll = (): void => {
+    // On a signal the harness runs this at once, synchronously, with the pods' containers
+    // still running (processes.ts): their shims and processes go first.
+    killShims(dir);
     unmountUnder(dir);
     // Made on the machine's disk only so that there is something to mount over.
     if (createdLogDir) rmSync(CONTAINER_LOGS_DIR, { recursive: true, force: true });
@@ -506,6 +511,57 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
   }
 }
 
+/** hack/images/pause.sh's archive, cached only: inside the namespace nothing can be fetched. */
+export function findPauseArchive(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'bash',
+      [join(REPO_ROOT, 'hack', 'images', 'pause.sh')],
+      { env: { ...process.env, IMAGES_CACHED_ONLY: '1' } },
+      (err, stdout, stderr) => {
+        const archive = stdout.trim().split(/\s+/)[1];
+        if (err || archive === undefined)
+          reject(
+            new Error(`hack/images/pause.sh: ${stderr.trim() || (err?.message ?? 'no archive printed')}`, {
+              cause: err,
+            }),
+          );
+        else resolve(archive);
+      },
+    );
+  });
+}
+
+/** Imports the images `make images` built into the node; each by the name its CRI knows it by. */
+export async function importBuiltImages(
+  node: Pick<RealNode, 'importArchive'>,
+  images: ReadonlyMap<ImageName, BuiltImage>,
+): Promise<Map<ImageName, string>> {
+  const refs = new Map<ImageName, string>();
+  for (const [name, built] of images) {
+    const imported = await node.importArchive(built.archive);
+    const got = imported.map((i) => i.digest).join(', ');
+    if (got !== built.digest) throw new Error(`${built.archive}: imported ${got}, built ${built.digest}`);
+    refs.set(name, imported[0]?.ref ?? '');
+  }
+  return refs;
+}
+
+/** The chart's image values for images the node has (repository, tag), never pulled. */
+export function buildChartImageValues(refs: ReadonlyMap<ImageName, string>): {
+  operator: { image: Record<string, string> };
+  gateway: { image: Record<string, string> };
+} {
+  const image = (name: ImageName): Record<string, string> => {
+    const ref = refs.get(name);
+    if (ref === undefined) throw new Error(`no ${name} image on the node`);
+    const colon = ref.lastIndexOf(':');
+    if (colon <= ref.lastIndexOf('/')) throw new Error(`${ref}: no tag`);
+    return { repository: ref.slice(0, colon), tag: ref.slice(colon + 1), pullPolicy: 'Never' };
+  };
+  return { operator: { image: image('operator') }, gateway: { image: image('gateway') } };
+}
+
 /**
  * The name the CRI (and so a pod's image field) knows an image by: a reference without a
  * registry is Docker Hub's, one without a path under it is in library/ (as containerd's
@@ -599,8 +655,18 @@ function createCgroupRoot(root: string): void {
   }
 }
 
-// rmdir depth-first: a cgroup directory goes only once its children and tasks are gone.
+// rmdir depth-first: a cgroup directory goes only once its children and tasks are gone, so
+// any process still in one (a container whose shim is gone) is killed first; synchronous, for
+// the harness's exit hook.
 function removeCgroupTree(root: string): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const procsIn = (path: string): number[] => {
+    try {
+      return readFileSync(join(path, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  };
   const remove = (path: string): void => {
     let entries: string[];
     try {
@@ -609,10 +675,19 @@ function removeCgroupTree(root: string): void {
       return;
     }
     for (const e of entries) remove(join(path, e));
+    for (const pid of procsIn(path)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    const deadline = Date.now() + 2_000;
+    while (procsIn(path).length > 0 && Date.now() < deadline) Atomics.wait(pause, 0, 0, 10);
     try {
       rmdirSync(path);
     } catch {
-      // still has tasks: reported by the caller's checks
+      // still busy after 2 s: left behind, named in the machine's cgroup tree by this node's dir
     }
   };
   for (const h of cgroupHierarchies()) remove(join(CGROUP_FS, h, root));
