@@ -6,7 +6,7 @@
 # cache outside the repo and is reused; each binary is rebuilt only when missing. Prints the bin directory on its last line.
 #
 #   bash hack/build-controlplane.sh          # the control plane the tests run
-#   bash hack/build-controlplane.sh --node   # and a real node's kubelet and kube-proxy (make run REAL_NODE=1)
+#   bash hack/build-controlplane.sh --node   # and a real node's kubelet, kube-proxy and CoreDNS (make run REAL_NODE=1)
 set -euo pipefail
 
 WITH_NODE=0
@@ -23,6 +23,8 @@ KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 HELM_VERSION="${HELM_VERSION:-v3.19.5}"
 # LeaderWorkerSet, the controller multi-node Deployments render to (ADR 0018).
 LWS_VERSION="${LWS_VERSION:-v0.7.0}"
+# A real node's cluster DNS (--node only).
+COREDNS_VERSION="${COREDNS_VERSION:-v1.14.7}"
 CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
 BIN="$CACHE/k8s-$K8S_VERSION/bin"
 SRC="$CACHE/src"
@@ -157,5 +159,6 @@ build_installable kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 build_kwok_stages
 build_installable helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 build_lws
+[ "$WITH_NODE" = 1 ] && build_installable coredns github.com/coredns/coredns "$COREDNS_VERSION"
 log "ready: $(cd "$BIN" && ls | tr '\n' ' ')"
 echo "$BIN"

@@ -40,7 +40,14 @@ export async function startChartOnRealNode(opts: {
 }): Promise<ChartOnRealNode> {
   const { cp, dir, log } = opts;
   const images = await buildImages({ log });
-  const node = await startRealNode({ cp, pauseArchive: await findPauseArchive(), kubeProxy: true, log });
+  const node = await startRealNode({
+    cp,
+    pauseArchive: await findPauseArchive(),
+    kubeProxy: true,
+    // The operator reaches the gateway replicas by their headless Service's name.
+    dns: true,
+    log,
+  });
   try {
     const refs = await importBuiltImages(node, images);
     const values = join(dir, 'real-node.values.json');

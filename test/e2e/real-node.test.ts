@@ -87,7 +87,7 @@ describe.skipIf(!enabled)('real-node', () => {
       serviceAccountAdmission: true,
       controllers: [...DEFAULT_CONTROLLERS, 'root-ca-cert-publisher'],
     });
-    node = await startRealNode({ cp, pauseArchive: await findPauseArchive(), kubeProxy: true });
+    node = await startRealNode({ cp, pauseArchive: await findPauseArchive(), kubeProxy: true, dns: true });
     report['nodeReadyMs'] = node.readyMs;
     refs = await importBuiltImages(node, images);
     await createNamespace(NS);
@@ -177,6 +177,55 @@ describe.skipIf(!enabled)('real-node', () => {
       { timeoutMs: 60_000, intervalMs: 500 },
     );
     expect(info).toMatchObject({ model_path: 'm' });
+  });
+
+  it('a pod resolves that Service by name (CoreDNS) and reaches it through kube-proxy', async () => {
+    // The simulator image's Node as a client: resolve, fetch, exit 0 only on the right answer.
+    const script = [
+      "const dns = require('node:dns').promises;",
+      "dns.lookup('sim').then(async ({ address }) => {",
+      "  const info = await (await fetch('http://sim.e2e-real-node.svc/server_info')).json();",
+      '  console.log(`sim is ${address}, serving ${info.model_path}`);',
+      "  process.exit(info.model_path === 'm' ? 0 : 1);",
+      '}).catch((err) => { console.error(String(err)); process.exit(2); });',
+    ].join('\n');
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'client', namespace: NS },
+      spec: {
+        nodeSelector: { 'cacheroute.dev/real-node': 'true' },
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: 'client',
+            image: refs.get('simulator'),
+            imagePullPolicy: 'Never',
+            command: ['/usr/local/bin/node', '-e', script],
+            securityContext: {
+              readOnlyRootFilesystem: true,
+              allowPrivilegeEscalation: false,
+              capabilities: { drop: ['ALL'] },
+            },
+          },
+        ],
+      },
+    };
+    await k(['apply', '-f', '-'], JSON.stringify(pod));
+    const phase = await eventually(
+      async () => {
+        const p = await getPod('client');
+        expect(['Succeeded', 'Failed']).toContain(p.status?.phase);
+        return p.status?.phase;
+      },
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
+    const log = node.podLog(NS, 'client', 'client');
+    const clusterIP = (await k(['-n', NS, 'get', 'svc', 'sim', '-o', 'jsonpath={.spec.clusterIP}'])).trim();
+    expect(phase, log).toBe('Succeeded');
+    expect(log).toContain(`sim is ${clusterIP}, serving m`);
   });
 
   describe('the chart, helm-installed with the images built here', () => {

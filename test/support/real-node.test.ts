@@ -6,6 +6,7 @@ import {
   normalizeImageRef,
   PAUSE_IMAGE,
 } from './real-node.ts';
+import { buildCorefile } from './node-dns.ts';
 
 describe('normalizeImageRef', () => {
   it('names an image without a registry as the CRI looks it up: Docker Hub, library/ for one path element', () => {
@@ -21,7 +22,7 @@ describe('normalizeImageRef', () => {
 });
 
 describe('buildKubeletConfig', () => {
-  const config = buildKubeletConfig({
+  const input = {
     dir: '/d',
     containerdSocket: '/d/containerd.sock',
     cgroupRoot: '/cacheroute-x',
@@ -31,7 +32,8 @@ describe('buildKubeletConfig', () => {
     clientCaFile: '/ca',
     tlsCertFile: '/c',
     tlsKeyFile: '/k',
-  }) as Record<string, unknown>;
+  };
+  const config = buildKubeletConfig(input) as Record<string, unknown>;
 
   it('lets the kubelet start on cgroup v1 (v1beta1 defaults failCgroupV1 to true) with the cgroupfs driver', () => {
     expect(config).toMatchObject({
@@ -39,6 +41,12 @@ describe('buildKubeletConfig', () => {
       cgroupDriver: 'cgroupfs',
       cgroupRoot: '/cacheroute-x',
     });
+  });
+
+  it('gives pods the node DNS only when there is one', () => {
+    expect(config).not.toHaveProperty('clusterDNS');
+    const withDns = buildKubeletConfig({ ...input, clusterDNS: ['10.200.0.1'] }) as Record<string, unknown>;
+    expect(withDns).toMatchObject({ clusterDNS: ['10.200.0.1'], clusterDomain: 'cluster.local' });
   });
 
   it('serves only authenticated, authorized requests, and writes pod logs under its dir', () => {
@@ -86,5 +94,26 @@ describe('buildCniConfig', () => {
       hairpinMode: true,
       ipam: { type: 'host-local', ranges: [[{ subnet: '10.245.0.0/24' }]], dataDir: '/d/cni-ipam' },
     });
+  });
+});
+
+describe('buildCorefile', () => {
+  it('serves cluster.local from the API server on the node address only, and says when it has synced', () => {
+    const corefile = buildCorefile({
+      address: '10.200.0.1',
+      kubeconfig: '/d/coredns.kubeconfig',
+      readyPort: 7,
+    });
+    const lines = corefile.split('\n').map((l) => l.trim());
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'bind 10.200.0.1',
+        'ready 127.0.0.1:7',
+        'kubernetes cluster.local in-addr.arpa ip6.arpa {',
+        'kubeconfig /d/coredns.kubeconfig',
+      ]),
+    );
+    // No upstream: nothing outside the namespace would answer.
+    expect(corefile).not.toContain('forward');
   });
 });

@@ -2,7 +2,8 @@
 // `hack/build-controlplane.sh --node` from the control plane's own k8s.io/kubernetes
 // module) with a private containerd as its CRI, pods networked by Debian's
 // containernetworking-plugins (bridge, host-local, portmap; containerd adds loopback), and
-// a pause image built here (hack/images/pause.sh). Optionally kube-proxy in iptables mode.
+// a pause image built here (hack/images/pause.sh). Optionally kube-proxy in iptables mode and
+// CoreDNS as the pods' cluster DNS (node-dns.ts).
 //
 // Everything runs inside hack/in-netns.sh's private network, PID and mount namespaces:
 //   - the bridge, the pods' veths and network namespaces, kube-proxy's iptables rules all
@@ -54,6 +55,7 @@ import {
   waitUntilAnswering,
   type ManagedProcess,
 } from './processes.ts';
+import { CLUSTER_DOMAIN, startNodeDns } from './node-dns.ts';
 import { findFreePort } from '../sim/testing.ts';
 
 export const REAL_NODE_BINARIES = ['kubelet', 'kube-proxy'] as const;
@@ -144,6 +146,8 @@ export interface KubeletConfigInput {
   clientCaFile: string;
   tlsCertFile: string;
   tlsKeyFile: string;
+  /** The nameservers the kubelet gives pods (node-dns.ts); none: pods get the machine's resolv.conf. */
+  clusterDNS?: readonly string[];
 }
 
 /** The KubeletConfiguration: cgroup v1 allowed, cgroupfs, everything it writes under dir. */
@@ -173,7 +177,8 @@ export function buildKubeletConfig(c: KubeletConfigInput): object {
     },
     authorization: { mode: 'Webhook' },
     podLogsDir: join(c.dir, 'pod-logs'),
-    clusterDomain: 'cluster.local',
+    clusterDomain: CLUSTER_DOMAIN,
+    ...(c.clusterDNS ? { clusterDNS: c.clusterDNS } : {}),
     // No swap accounting on a test machine that may have swap.
     failSwapOn: false,
     // The disk is shared with other work: evict only when it is really full.
@@ -245,6 +250,8 @@ export interface RealNode {
   /** Imports an OCI archive for the kubelet's pods (imagePullPolicy IfNotPresent or Never); refs as the CRI names them. */
   importArchive(path: string): Promise<ImportedImage[]>;
   logTails(): string;
+  /** A container's log as the kubelet wrote it (kubectl logs is not served: the API server has no kubelet client certificate). */
+  podLog(namespace: string, pod: string, container: string): string;
   /** Stops kube-proxy, the kubelet, every pod's containers and containerd; removes the cgroups and dir. Idempotent. */
   stop(): Promise<void>;
 }
@@ -255,6 +262,8 @@ export interface RealNodeOptions {
   /** The pause image's OCI archive (hack/images/pause.sh). */
   pauseArchive: string;
   kubeProxy?: boolean;
+  /** CoreDNS on the node's address as the pods' cluster DNS (node-dns.ts). */
+  dns?: boolean;
   log?: (msg: string) => void;
   readyTimeoutMs?: number;
 }
@@ -265,7 +274,7 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
   if (process.env['CACHEROUTE_NETNS'] !== '1') {
     throw new Error('a real node runs inside a private network namespace: bash hack/in-netns.sh <command>');
   }
-  const binDir = findBinDir([...REAL_NODE_BINARIES]);
+  const binDir = findBinDir([...REAL_NODE_BINARIES, ...(opts.dns ? ['coredns'] : [])]);
   for (const p of CNI_PLUGINS) {
     if (!existsSync(join(CNI_BIN_DIR, p)))
       throw new Error(`${CNI_BIN_DIR}/${p} is missing: apt-get install containernetworking-plugins`);
@@ -399,6 +408,13 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: nodeUser }],
     });
 
+    if (opts.dns) {
+      processes.push(
+        await startNodeDns({ binDir, dir, logs, pkiDir, server: cp.server, address: cp.hostIP, admin }),
+      );
+      log(`CoreDNS serving ${CLUSTER_DOMAIN} on ${cp.hostIP}:53`);
+    }
+
     const [port, healthzPort] = [await findFreePort(), await findFreePort()];
     const kubeletConfig = join(dir, 'kubelet-config.yaml');
     writeFileSync(
@@ -414,6 +430,7 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
           clientCaFile: ca.clientCa.cert,
           tlsCertFile: serving.cert,
           tlsKeyFile: serving.key,
+          ...(opts.dns ? { clusterDNS: [cp.hostIP] } : {}),
         }),
       ),
     );
@@ -502,6 +519,7 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
         return named;
       },
       logTails: tails,
+      podLog: (namespace, pod, container) => readPodLog(join(dir, 'pod-logs'), namespace, pod, container),
       stop,
     };
   } catch (err) {
@@ -573,6 +591,22 @@ export function normalizeImageRef(ref: string): string {
   const hasDomain = first.includes('.') || first.includes(':') || first === 'localhost';
   if (hasDomain) return ref;
   return slash < 0 ? `docker.io/library/${ref}` : `docker.io/${ref}`;
+}
+
+// <podLogsDir>/<namespace>_<pod>_<uid>/<container>/<restart>.log, the CRI's format:
+// `<time> <stream> <tag> <text>` per line; the text is returned.
+function readPodLog(root: string, namespace: string, pod: string, container: string): string {
+  const prefix = `${namespace}_${pod}_`;
+  const lines: string[] = [];
+  for (const d of readdirSync(root).filter((e) => e.startsWith(prefix))) {
+    const cdir = join(root, d, container);
+    if (!existsSync(cdir)) continue;
+    for (const f of readdirSync(cdir).sort()) {
+      for (const line of readFileSync(join(cdir, f), 'utf8').split('\n').filter(Boolean))
+        lines.push(line.split(' ').slice(3).join(' '));
+    }
+  }
+  return lines.join('\n');
 }
 
 async function isNodeReady(admin: Credentials, name: string): Promise<boolean> {
