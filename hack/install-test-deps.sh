@@ -8,7 +8,8 @@
 # mmdebstrap (make images, hack/images/build.sh), containerd and runc (the image
 # tests run the images under them, test/support/containerd.ts), at the versions
 # these are pinned at (Debian bookworm's; about 30 s cold, 110 MB). With --real-node also
-# what a real node needs (test/support/real-node.ts): the CNI plugins and conntrack (kube-proxy).
+# what a real node needs (test/support/real-node.ts): the CNI plugins, conntrack and iptables
+# (kube-proxy), gcc and a static libc (the pause image).
 # Idempotent: a machine that has them all runs no apt command at all. Needs root (or sudo).
 set -euo pipefail
 
@@ -36,10 +37,14 @@ if [ "$REAL_NODE" = 1 ]; then
   [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins=1.1.1+ds1-3+b5)
   command -v conntrack >/dev/null 2>&1 || need+=(conntrack=1:1.4.7-1+b2)
   command -v iptables >/dev/null 2>&1 || need+=(iptables=1.8.9-2)
+  # The pause image's compiler and static libc (hack/images/pause.sh): whatever the release
+  # ships, the compiler's version is part of that image's cache key.
+  command -v gcc >/dev/null 2>&1 || need+=(gcc)
+  [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 fi
 
 if [ ${#need[@]} -eq 0 ]; then
-  log "redis-server, chromium, promtool, buildah, mmdebstrap, containerd and runc$([ "$REAL_NODE" = 1 ] && echo ", the CNI plugins, conntrack and iptables"): present"
+  log "redis-server, chromium, promtool, buildah, mmdebstrap, containerd and runc$([ "$REAL_NODE" = 1 ] && echo ", the CNI plugins, conntrack, iptables, gcc and libc6-dev"): present"
   exit 0
 fi
 
