@@ -96,7 +96,7 @@ run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-d
 	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(if $(REAL_NODE),--real-node) $(ARGS)
 
 .PHONY: real-node
-real-node: test-deps ## Build (or reuse) what a real node needs: kubelet, kube-proxy and CoreDNS in $(CACHE), the pause image (hack/images/pause.sh), the CNI plugins and conntrack from Debian
+real-node: test-deps ## Build (or reuse) what a real node needs: kubelet, kube-proxy, CoreDNS and kube-router in $(CACHE), the pause image (hack/images/pause.sh), the CNI plugins, conntrack and ipset from Debian
 	bash hack/build-controlplane.sh --node
 	bash hack/install-test-deps.sh --real-node
 	bash hack/images/pause.sh

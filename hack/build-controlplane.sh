@@ -6,7 +6,7 @@
 # cache outside the repo and is reused; each binary is rebuilt only when missing. Prints the bin directory on its last line.
 #
 #   bash hack/build-controlplane.sh          # the control plane the tests run
-#   bash hack/build-controlplane.sh --node   # and a real node's kubelet, kube-proxy and CoreDNS (make run REAL_NODE=1)
+#   bash hack/build-controlplane.sh --node   # and a real node's kubelet, kube-proxy, CoreDNS and kube-router (make run REAL_NODE=1)
 set -euo pipefail
 
 WITH_NODE=0
@@ -23,8 +23,10 @@ KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 HELM_VERSION="${HELM_VERSION:-v3.19.5}"
 # LeaderWorkerSet, the controller multi-node Deployments render to (ADR 0018).
 LWS_VERSION="${LWS_VERSION:-v0.7.0}"
-# A real node's cluster DNS (--node only).
+# A real node's cluster DNS and NetworkPolicy enforcement (--node only). kube-router: the
+# version the module proxy here lists; only its network-policy controller runs.
 COREDNS_VERSION="${COREDNS_VERSION:-v1.14.7}"
+KUBE_ROUTER_VERSION="${KUBE_ROUTER_VERSION:-v2.1.0}"
 CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
 BIN="$CACHE/k8s-$K8S_VERSION/bin"
 SRC="$CACHE/src"
@@ -159,6 +161,9 @@ build_installable kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 build_kwok_stages
 build_installable helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 build_lws
-[ "$WITH_NODE" = 1 ] && build_installable coredns github.com/coredns/coredns "$COREDNS_VERSION"
+if [ "$WITH_NODE" = 1 ]; then
+  build_installable coredns github.com/coredns/coredns "$COREDNS_VERSION"
+  build_installable kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router "$KUBE_ROUTER_VERSION"
+fi
 log "ready: $(cd "$BIN" && ls | tr '\n' ' ')"
 echo "$BIN"

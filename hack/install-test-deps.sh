@@ -9,7 +9,7 @@
 # tests run the images under them, test/support/containerd.ts), at the versions
 # these are pinned at (Debian bookworm's; about 30 s cold, 110 MB). With --real-node also
 # what a real node needs (test/support/real-node.ts): the CNI plugins, conntrack and iptables
-# (kube-proxy), gcc and a static libc (the pause image).
+# (kube-proxy), ipset (kube-router's NetworkPolicies), gcc and a static libc (the pause image).
 # Idempotent: a machine that has them all runs no apt command at all. Needs root (or sudo).
 set -euo pipefail
 
@@ -37,6 +37,8 @@ if [ "$REAL_NODE" = 1 ]; then
   [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins=1.1.1+ds1-3+b5)
   command -v conntrack >/dev/null 2>&1 || need+=(conntrack=1:1.4.7-1+b2)
   command -v iptables >/dev/null 2>&1 || need+=(iptables=1.8.9-2)
+  # kube-router's NetworkPolicy rules match ipsets.
+  command -v ipset >/dev/null 2>&1 || need+=(ipset=7.17-1)
   # The pause image's compiler and static libc (hack/images/pause.sh): whatever the release
   # ships, the compiler's version is part of that image's cache key.
   command -v gcc >/dev/null 2>&1 || need+=(gcc)
@@ -44,7 +46,7 @@ if [ "$REAL_NODE" = 1 ]; then
 fi
 
 if [ ${#need[@]} -eq 0 ]; then
-  log "redis-server, chromium, promtool, buildah, mmdebstrap, containerd and runc$([ "$REAL_NODE" = 1 ] && echo ", the CNI plugins, conntrack, iptables, gcc and libc6-dev"): present"
+  log "redis-server, chromium, promtool, buildah, mmdebstrap, containerd and runc$([ "$REAL_NODE" = 1 ] && echo ", the CNI plugins, conntrack, iptables, ipset, gcc and libc6-dev"): present"
   exit 0
 fi
 

@@ -46,6 +46,8 @@ export async function startChartOnRealNode(opts: {
     kubeProxy: true,
     // The operator reaches the gateway replicas by their headless Service's name.
     dns: true,
+    // The chart's and the operator's NetworkPolicies hold here as on a cluster that enforces them.
+    networkPolicy: true,
     log,
   });
   try {

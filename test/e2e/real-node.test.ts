@@ -4,7 +4,8 @@
 // (kube-proxy); then the chart, `helm install`ed with the locally built operator and gateway
 // images, whose pods run there under their ServiceAccounts, and whose gateway serves a
 // completion from SGLang simulators on the KWOK node's pod IPs (sim-kubelet.ts), as before
-// and after a `helm upgrade` rolls both. Skipped unless CACHEROUTE_REAL_NODE=1: it needs the node's binaries
+// and after a `helm upgrade` rolls both. On the way: CoreDNS resolves a Service for a pod, and
+// kube-router enforces a NetworkPolicy. Skipped unless CACHEROUTE_REAL_NODE=1: it needs the node's binaries
 // (`bash hack/build-controlplane.sh --node`), the pause image (`bash hack/images/pause.sh`),
 // conntrack and the CNI plugins (`bash hack/install-test-deps.sh --real-node`), and it
 // changes the machine's cgroup file system while it runs (a cgroup root of its own).
@@ -87,7 +88,13 @@ describe.skipIf(!enabled)('real-node', () => {
       serviceAccountAdmission: true,
       controllers: [...DEFAULT_CONTROLLERS, 'root-ca-cert-publisher'],
     });
-    node = await startRealNode({ cp, pauseArchive: await findPauseArchive(), kubeProxy: true, dns: true });
+    node = await startRealNode({
+      cp,
+      pauseArchive: await findPauseArchive(),
+      kubeProxy: true,
+      dns: true,
+      networkPolicy: true,
+    });
     report['nodeReadyMs'] = node.readyMs;
     refs = await importBuiltImages(node, images);
     await createNamespace(NS);
@@ -179,20 +186,41 @@ describe.skipIf(!enabled)('real-node', () => {
     expect(info).toMatchObject({ model_path: 'm' });
   });
 
-  it('a pod resolves that Service by name (CoreDNS) and reaches it through kube-proxy', async () => {
-    // The simulator image's Node as a client: resolve, fetch, exit 0 only on the right answer.
+  // A pod of the simulator image's Node as a client: resolves `sim` (CoreDNS, the search
+  // domains), fetches its /server_info through the Service (kube-proxy), exits 0 only on the
+  // right answer, 2 when it got none. Returns its phase and its log.
+  const runClient = async (
+    name: string,
+    labels: Record<string, string>,
+    attempts = 30,
+  ): Promise<{ phase: string | undefined; log: string }> => {
+    // Tries `attempts` times a second apart: a new pod's address reaches kube-router's rules a
+    // moment after it starts (seconds on a busy machine), as on any cluster that enforces
+    // NetworkPolicies.
     const script = [
       "const dns = require('node:dns').promises;",
-      "dns.lookup('sim').then(async ({ address }) => {",
-      "  const info = await (await fetch('http://sim.e2e-real-node.svc/server_info')).json();",
-      '  console.log(`sim is ${address}, serving ${info.model_path}`);',
-      "  process.exit(info.model_path === 'm' ? 0 : 1);",
-      '}).catch((err) => { console.error(String(err)); process.exit(2); });',
+      '(async () => {',
+      '  let last;',
+      `  for (let i = 0; i < ${attempts}; i++) {`,
+      '    try {',
+      "      const { address } = await dns.lookup('sim');",
+      "      const res = await fetch('http://sim.e2e-real-node.svc/server_info', { signal: AbortSignal.timeout(3000) });",
+      '      const info = await res.json();',
+      '      console.log(`sim is ${address}, serving ${info.model_path}`);',
+      "      process.exit(info.model_path === 'm' ? 0 : 1);",
+      '    } catch (err) {',
+      '      last = err;',
+      '      await new Promise((r) => setTimeout(r, 1000));',
+      '    }',
+      '  }',
+      '  console.error(`failed: ${last.cause?.code ?? last.name}`);',
+      '  process.exit(2);',
+      '})();',
     ].join('\n');
     const pod = {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'client', namespace: NS },
+      metadata: { name, namespace: NS, labels },
       spec: {
         nodeSelector: { 'cacheroute.dev/real-node': 'true' },
         restartPolicy: 'Never',
@@ -216,16 +244,51 @@ describe.skipIf(!enabled)('real-node', () => {
     await k(['apply', '-f', '-'], JSON.stringify(pod));
     const phase = await eventually(
       async () => {
-        const p = await getPod('client');
+        const p = await getPod(name);
         expect(['Succeeded', 'Failed']).toContain(p.status?.phase);
         return p.status?.phase;
       },
       { timeoutMs: 90_000, intervalMs: 500 },
     );
-    const log = node.podLog(NS, 'client', 'client');
+    return { phase, log: node.podLog(NS, name, 'client') };
+  };
+
+  it('a pod resolves that Service by name (CoreDNS) and reaches it through kube-proxy', async () => {
+    const { phase, log } = await runClient('client', {});
     const clusterIP = (await k(['-n', NS, 'get', 'svc', 'sim', '-o', 'jsonpath={.spec.clusterIP}'])).trim();
     expect(phase, log).toBe('Succeeded');
     expect(log).toContain(`sim is ${clusterIP}, serving m`);
+  });
+
+  it('enforces a NetworkPolicy (kube-router): only the pods it admits reach the simulator pod', async () => {
+    const policy = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'NetworkPolicy',
+      metadata: { name: 'sim', namespace: NS },
+      spec: {
+        podSelector: { matchLabels: { app: 'sim' } },
+        policyTypes: ['Ingress'],
+        ingress: [{ from: [{ podSelector: { matchLabels: { access: 'allowed' } } }] }],
+      },
+    };
+    await k(['apply', '-f', '-'], JSON.stringify(policy));
+    // kube-router applies a policy a moment after its event: a client that ran before that got
+    // through, and the next one is tried.
+    let attempt = 0;
+    const refused = await eventually(
+      async () => {
+        const r = await runClient(`client-refused-${attempt++}`, { access: 'other' }, 5);
+        expect(r.phase, r.log).toBe('Failed');
+        return r;
+      },
+      { timeoutMs: 120_000, intervalMs: 1_000 },
+    );
+    expect(refused.log).toMatch(/^failed: /m);
+    // The policy admits what it names: not everything is refused.
+    const admitted = await runClient('client-admitted', { access: 'allowed' });
+    expect(admitted.phase, admitted.log).toBe('Succeeded');
+    report['networkPolicyAttempts'] = attempt;
+    await k(['-n', NS, 'delete', 'networkpolicy', 'sim']);
   });
 
   describe('the chart, helm-installed with the images built here', () => {
@@ -335,7 +398,7 @@ describe.skipIf(!enabled)('real-node', () => {
         JSON.stringify({
           operator: images.operator,
           gateway: { ...images.gateway, auth: { mode: 'open' } },
-          // Applied, not enforced: the bridge plugin enforces no NetworkPolicy.
+          // Enforced on the real node's pods by kube-router (their default peers admit every source).
           networkPolicy: { enabled: true },
         }),
       );

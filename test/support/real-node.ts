@@ -2,8 +2,9 @@
 // `hack/build-controlplane.sh --node` from the control plane's own k8s.io/kubernetes
 // module) with a private containerd as its CRI, pods networked by Debian's
 // containernetworking-plugins (bridge, host-local, portmap; containerd adds loopback), and
-// a pause image built here (hack/images/pause.sh). Optionally kube-proxy in iptables mode and
-// CoreDNS as the pods' cluster DNS (node-dns.ts).
+// a pause image built here (hack/images/pause.sh). Optionally kube-proxy in iptables mode,
+// CoreDNS as the pods' cluster DNS (node-dns.ts) and kube-router enforcing NetworkPolicies
+// (node-netpol.ts).
 //
 // Everything runs inside hack/in-netns.sh's private network, PID and mount namespaces:
 //   - the bridge, the pods' veths and network namespaces, kube-proxy's iptables rules all
@@ -56,6 +57,7 @@ import {
   type ManagedProcess,
 } from './processes.ts';
 import { CLUSTER_DOMAIN, startNodeDns } from './node-dns.ts';
+import { startNetworkPolicyAgent } from './node-netpol.ts';
 import { findFreePort } from '../sim/testing.ts';
 
 export const REAL_NODE_BINARIES = ['kubelet', 'kube-proxy'] as const;
@@ -264,6 +266,8 @@ export interface RealNodeOptions {
   kubeProxy?: boolean;
   /** CoreDNS on the node's address as the pods' cluster DNS (node-dns.ts). */
   dns?: boolean;
+  /** NetworkPolicies enforced for the node's pods, by kube-router (node-netpol.ts). */
+  networkPolicy?: boolean;
   log?: (msg: string) => void;
   readyTimeoutMs?: number;
 }
@@ -274,12 +278,23 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
   if (process.env['CACHEROUTE_NETNS'] !== '1') {
     throw new Error('a real node runs inside a private network namespace: bash hack/in-netns.sh <command>');
   }
-  const binDir = findBinDir([...REAL_NODE_BINARIES, ...(opts.dns ? ['coredns'] : [])]);
+  const binDir = findBinDir([
+    ...REAL_NODE_BINARIES,
+    ...(opts.dns ? ['coredns'] : []),
+    ...(opts.networkPolicy ? ['kube-router'] : []),
+  ]);
   for (const p of CNI_PLUGINS) {
     if (!existsSync(join(CNI_BIN_DIR, p)))
       throw new Error(`${CNI_BIN_DIR}/${p} is missing: apt-get install containernetworking-plugins`);
   }
-  for (const c of ['containerd', 'runc', 'ctr', 'iptables', 'conntrack']) {
+  for (const c of [
+    'containerd',
+    'runc',
+    'ctr',
+    'iptables',
+    'conntrack',
+    ...(opts.networkPolicy ? ['ipset'] : []),
+  ]) {
     if (!onPath(c)) throw new Error(`${c} is not on PATH: bash hack/install-test-deps.sh --real-node`);
   }
   const name = opts.name ?? 'real-node-0';
@@ -498,6 +513,22 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
         { what: '/healthz', timeoutMs: 60_000, intervalMs: 250 },
       );
       log(`kube-proxy (iptables) healthy`);
+    }
+    if (opts.networkPolicy) {
+      // After the Node exists: kube-router reads its address from it.
+      processes.push(
+        await startNetworkPolicyAgent({
+          binDir,
+          dir,
+          logs,
+          pkiDir,
+          server: cp.server,
+          name,
+          serviceCidr: SERVICE_CIDR,
+          admin,
+        }),
+      );
+      log('kube-router enforcing NetworkPolicies');
     }
 
     return {
