@@ -53,7 +53,11 @@ export async function startChartOnRealNode(opts: {
   try {
     const refs = await importBuiltImages(node, images);
     const values = join(dir, 'real-node.values.json');
-    writeFileSync(values, JSON.stringify(buildChartImageValues(refs)));
+    // The chart's NetworkPolicies too: kube-router enforces them here.
+    writeFileSync(
+      values,
+      JSON.stringify({ ...buildChartImageValues(refs), networkPolicy: { enabled: true } }),
+    );
     // helm keeps its cache, config and data under dir, not in the user's home.
     const env = Object.fromEntries(
       ['HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME'].map((v) => [
