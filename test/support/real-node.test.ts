@@ -7,6 +7,7 @@ import {
   PAUSE_IMAGE,
 } from './real-node.ts';
 import { buildCorefile } from './node-dns.ts';
+import { buildKubeRouterArgs } from './node-netpol.ts';
 
 describe('normalizeImageRef', () => {
   it('names an image without a registry as the CRI looks it up: Docker Hub, library/ for one path element', () => {
@@ -115,5 +116,26 @@ describe('buildCorefile', () => {
     );
     // No upstream: nothing outside the namespace would answer.
     expect(corefile).not.toContain('forward');
+  });
+});
+
+describe('buildKubeRouterArgs', () => {
+  it('runs only the network-policy controller: kube-proxy, the bridge and the routes are others', () => {
+    const args = buildKubeRouterArgs({
+      kubeconfig: '/k',
+      name: 'n',
+      serviceCidr: '10.0.0.0/24',
+      healthPort: 9,
+    });
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '--run-firewall=true',
+        '--run-router=false',
+        '--run-service-proxy=false',
+        '--enable-cni=false',
+        '--hostname-override=n',
+        '--service-cluster-ip-range=10.0.0.0/24',
+      ]),
+    );
   });
 });
