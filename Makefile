@@ -92,8 +92,18 @@ test-e2e: deps controlplane test-deps sglang-kit images ## End-to-end suites (fu
 test: deps controlplane build lint crds-check docs-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
 
 .PHONY: run
-run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; MONITORING=1 adds a real Prometheus scraping it all; Ctrl-C stops it
-	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(ARGS)
+run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) $(if $(REAL_NODE),real-node images) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; MONITORING=1 adds a real Prometheus scraping it all; REAL_NODE=1 runs the operator and gateway as the chart's pods on a real kubelet; Ctrl-C stops it
+	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(if $(REAL_NODE),--real-node) $(ARGS)
+
+.PHONY: real-node
+real-node: test-deps ## Build (or reuse) what a real node needs: kubelet, kube-proxy, CoreDNS and kube-router in $(CACHE), the pause image (hack/images/pause.sh), the CNI plugins, conntrack and ipset from Debian
+	bash hack/build-controlplane.sh --node
+	bash hack/install-test-deps.sh --real-node
+	bash hack/images/pause.sh
+
+.PHONY: test-real-node
+test-real-node: deps controlplane real-node images ## The real-node e2e suite (test/e2e/real-node.test.ts): a kubelet joined to the test plane, a pod of the simulator image, kube-proxy, the chart helm-installed with the images built here; not part of make test
+	CACHEROUTE_REAL_NODE=1 bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e test/e2e/real-node.test.ts
 
 .PHONY: render
 render: deps ## Print the objects the operator would apply for FILE=<manifest>, without a cluster; ARGS= the operator's flags (e.g. its --runtime-ingress-* peers: the NetworkPolicy too)

@@ -4,7 +4,18 @@
 # kube-scheduler and kubectl from k8s.io/kubernetes, etcd from its server module,
 # KWOK, helm, and the LeaderWorkerSet controller with its CRD. Output goes to a
 # cache outside the repo and is reused; each binary is rebuilt only when missing. Prints the bin directory on its last line.
+#
+#   bash hack/build-controlplane.sh          # the control plane the tests run
+#   bash hack/build-controlplane.sh --node   # and a real node's kubelet, kube-proxy, CoreDNS and kube-router (make run REAL_NODE=1)
 set -euo pipefail
+
+WITH_NODE=0
+for arg in "$@"; do
+  case "$arg" in
+  --node) WITH_NODE=1 ;;
+  *) echo "usage: $0 [--node]" >&2; exit 2 ;;
+  esac
+done
 
 K8S_VERSION="${K8S_VERSION:-v1.35.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
@@ -12,6 +23,10 @@ KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 HELM_VERSION="${HELM_VERSION:-v3.19.5}"
 # LeaderWorkerSet, the controller multi-node Deployments render to (ADR 0018).
 LWS_VERSION="${LWS_VERSION:-v0.7.0}"
+# A real node's cluster DNS and NetworkPolicy enforcement (--node only). kube-router: the
+# version the module proxy here lists; only its network-policy controller runs.
+COREDNS_VERSION="${COREDNS_VERSION:-v1.14.7}"
+KUBE_ROUTER_VERSION="${KUBE_ROUTER_VERSION:-v2.1.0}"
 CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
 BIN="$CACHE/k8s-$K8S_VERSION/bin"
 SRC="$CACHE/src"
@@ -23,8 +38,11 @@ log() { printf '[controlplane] %s\n' "$*" >&2; }
 have() { [ -x "$BIN/$1" ]; }
 
 build_kubernetes() {
-  local need=()
-  for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do have "$b" || need+=("$b"); done
+  local need=() want=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  # A real node's binaries only on request: the tests' nodes are KWOK's, and the kubelet
+  # adds minutes to a cold build.
+  [ "$WITH_NODE" = 1 ] && want+=(kubelet kube-proxy)
+  for b in "${want[@]}"; do have "$b" || need+=("$b"); done
   [ ${#need[@]} -eq 0 ] && { log "kubernetes $K8S_VERSION: cached"; return; }
   log "kubernetes $K8S_VERSION: building ${need[*]} (cold: tens of minutes on 2 cores)"
   local dir="$SRC/kubernetes-$K8S_VERSION" minor patch modfile
@@ -55,6 +73,8 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
   (cd "$dir" && go mod tidy -e >/dev/null 2>&1 || true)
@@ -141,5 +161,9 @@ build_installable kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 build_kwok_stages
 build_installable helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 build_lws
+if [ "$WITH_NODE" = 1 ]; then
+  build_installable coredns github.com/coredns/coredns "$COREDNS_VERSION"
+  build_installable kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router "$KUBE_ROUTER_VERSION"
+fi
 log "ready: $(cd "$BIN" && ls | tr '\n' ' ')"
 echo "$BIN"

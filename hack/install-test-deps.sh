@@ -7,9 +7,19 @@
 # test-monitoring; about 20 s cold, 19 MB), and the image tools: buildah and
 # mmdebstrap (make images, hack/images/build.sh), containerd and runc (the image
 # tests run the images under them, test/support/containerd.ts), at the versions
-# these are pinned at (Debian bookworm's; about 30 s cold, 110 MB). Idempotent: a
-# machine that has them all runs no apt command at all. Needs root (or sudo).
+# these are pinned at (Debian bookworm's; about 30 s cold, 110 MB). With --real-node also
+# what a real node needs (test/support/real-node.ts): the CNI plugins, conntrack and iptables
+# (kube-proxy), ipset (kube-router's NetworkPolicies), gcc and a static libc (the pause image).
+# Idempotent: a machine that has them all runs no apt command at all. Needs root (or sudo).
 set -euo pipefail
+
+REAL_NODE=0
+for arg in "$@"; do
+  case "$arg" in
+  --real-node) REAL_NODE=1 ;;
+  *) echo "usage: $0 [--real-node]" >&2; exit 2 ;;
+  esac
+done
 
 log() { printf '[test-deps] %s\n' "$*" >&2; }
 
@@ -23,9 +33,20 @@ command -v buildah >/dev/null 2>&1 || need+=(buildah=1.28.2+ds1-3+deb12u1+b3)
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap=1.3.5-7)
 command -v containerd >/dev/null 2>&1 || need+=(containerd=1.6.20~ds1-1+deb12u3)
 command -v runc >/dev/null 2>&1 || need+=(runc=1.1.5+ds1-1+deb12u1)
+if [ "$REAL_NODE" = 1 ]; then
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins=1.1.1+ds1-3+b5)
+  command -v conntrack >/dev/null 2>&1 || need+=(conntrack=1:1.4.7-1+b2)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables=1.8.9-2)
+  # kube-router's NetworkPolicy rules match ipsets.
+  command -v ipset >/dev/null 2>&1 || need+=(ipset=7.17-1)
+  # The pause image's compiler and static libc (hack/images/pause.sh): whatever the release
+  # ships, the compiler's version is part of that image's cache key.
+  command -v gcc >/dev/null 2>&1 || need+=(gcc)
+  [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
-  log "redis-server, chromium, promtool, buildah, mmdebstrap, containerd and runc: present"
+  log "redis-server, chromium, promtool, buildah, mmdebstrap, containerd and runc$([ "$REAL_NODE" = 1 ] && echo ", the CNI plugins, conntrack, iptables, ipset, gcc and libc6-dev"): present"
   exit 0
 fi
 

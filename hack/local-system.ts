@@ -1,7 +1,8 @@
 // The system `make run` brings up, as a function: the control plane with fake GPU
 // nodes, an SGLang simulator on every pod IP (or the real SGLang on the dense
 // sample's pods), the operator and the gateway as real processes with the chart's
-// RBAC, and the samples from examples/. Runs inside the private network
+// RBAC (or, with realNode, as the chart's pods on a real node: local-real-node.ts),
+// and the samples from examples/. Runs inside the private network
 // namespace (hack/in-netns.sh): run-local.ts serves it to a person,
 // test-monitoring.ts replays traffic through it for a real Prometheus.
 
@@ -19,6 +20,8 @@ import { spawnManaged, stopManaged, type ManagedProcess } from '../test/support/
 import { removeKitModelLink } from '../test/support/real-sglang.ts';
 import { loadSamples } from '../test/support/samples.ts';
 import { startSimKubelet } from '../test/support/sim-kubelet.ts';
+import { DEFAULT_CONTROLLERS } from '../test/support/components.ts';
+import { startChartOnRealNode, type Address } from './local-real-node.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const SYSTEM_NS = 'cacheroute-system';
@@ -33,6 +36,8 @@ export interface LocalSystemOptions {
   readonly gpuNodes: number;
   /** The dense sample's pods run the real SGLang on CPU instead of the simulator. */
   readonly real: boolean;
+  /** The operator and the gateway as the chart's pods on a real node, from the images `make images` built. */
+  readonly realNode?: boolean;
   readonly log: (msg: string) => void;
 }
 
@@ -40,6 +45,18 @@ export interface LocalSystem {
   readonly cp: ControlPlane;
   /** The sample Tenant team-a's API key (Secret team-a-keys). */
   readonly demoKey: string;
+  /** The gateway's API and admin listeners, inside the namespace. */
+  readonly gateway: Address;
+  readonly admin: Address;
+  /** Where the operator's and the gateway's logs are, for a person. */
+  readonly logs: string;
+  stop(): Promise<void>;
+}
+
+interface Components {
+  gateway: Address;
+  admin: Address;
+  logs: string;
   stop(): Promise<void>;
 }
 
@@ -81,15 +98,20 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
   // pods (the multi-node sample's two among them) can each take a node; nine leave three whole
   // nodes for the 8-GPU prefill/decode pods. The multi-node sample's groups need the real
   // LeaderWorkerSet controller, as a cluster would run it.
-  const cp = await startControlPlane({ full: true, gpuNodes: opts.gpuNodes, leaderWorkerSet: true, log });
+  const cp = await startControlPlane({
+    full: true,
+    gpuNodes: opts.gpuNodes,
+    leaderWorkerSet: true,
+    log,
+    // A real kubelet's pods get ServiceAccount tokens, and the CA beside them.
+    ...(opts.realNode
+      ? { serviceAccountAdmission: true, controllers: [...DEFAULT_CONTROLLERS, 'root-ca-cert-publisher'] }
+      : {}),
+  });
   const k = { kubeconfig: cp.kubeconfig };
   await kubectlOk(['apply', '--server-side', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['create', 'namespace', SYSTEM_NS], k);
-  // The operator and the gateway run with exactly the chart's RBAC, as they would in a cluster.
-  const identity = { release: 'cacheroute', namespace: SYSTEM_NS };
-  const operatorKubeconfig = await createChartIdentity(cp, { ...identity, component: 'operator' });
-  const gatewayKubeconfig = await createChartIdentity(cp, { ...identity, component: 'gateway' });
   const linksModelDir = real && !existsSync(MODEL_DIR);
   const kubelet = await startSimKubelet({
     kubeconfig: cp.kubeconfig,
@@ -101,6 +123,55 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
         }
       : {}),
   });
+  const components = opts.realNode
+    ? await startChartOnRealNode({ cp, dir, release: 'cacheroute', namespace: SYSTEM_NS, log })
+    : await startProcesses(cp, dir);
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
+  // The sample Tenant's key: made here, as a user makes one (examples/tenant.yaml).
+  const demoKey = randomBytes(24).toString('hex');
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(buildDemoKeySecret(demoKey)) });
+
+  log(
+    `waiting for ${REAL_SAMPLE} to be Ready (every endpoint verified${real ? ', from two real SGLang servers' : ''})`,
+  );
+  await eventually(
+    async () => {
+      const ready = await kubectlOk(
+        ['get', 'sgd', REAL_SAMPLE, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
+        k,
+      );
+      if (ready !== 'True') throw new Error(`${REAL_SAMPLE} Ready=${ready || 'unknown'}`);
+      const res = await fetch(`http://${components.gateway.host}:${components.gateway.port}/v1/models`, {
+        headers: { authorization: `Bearer ${demoKey}` },
+      });
+      const body = (await res.json()) as { data?: { id: string }[] };
+      if (!body.data?.some((m) => m.id === REAL_SAMPLE))
+        throw new Error(`the gateway does not list ${REAL_SAMPLE} yet`);
+    },
+    // A real SGLang takes 20-60 s to start on this machine, and the two start one after the other.
+    { timeoutMs: real ? 360_000 : 120_000, intervalMs: 500 },
+  );
+  return {
+    cp,
+    demoKey,
+    gateway: components.gateway,
+    admin: components.admin,
+    logs: components.logs,
+    async stop() {
+      await components.stop();
+      await kubelet.stop();
+      await cp.stop();
+      if (linksModelDir) removeKitModelLink(MODEL_DIR);
+    },
+  };
+}
+
+/** The operator and the gateway as local processes, with exactly the chart's RBAC, as they would run in a cluster. */
+async function startProcesses(cp: ControlPlane, dir: string): Promise<Components> {
+  const identity = { release: 'cacheroute', namespace: SYSTEM_NS };
+  const operatorKubeconfig = await createChartIdentity(cp, { ...identity, component: 'operator' });
+  const gatewayKubeconfig = await createChartIdentity(cp, { ...identity, component: 'gateway' });
   const operator = startProcess(dir, 'operator', [
     join(ROOT, 'operator/src/main.ts'),
     `--kubeconfig=${operatorKubeconfig}`,
@@ -119,40 +190,12 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
     // As the chart runs it: status, metrics and probes on their own port, the API port only the API.
     `--admin-port=${LOCAL_PORTS.admin}`,
   ]);
-  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
-  await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
-  // The sample Tenant's key: made here, as a user makes one (examples/tenant.yaml).
-  const demoKey = randomBytes(24).toString('hex');
-  await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(buildDemoKeySecret(demoKey)) });
-
-  log(
-    `waiting for ${REAL_SAMPLE} to be Ready (every endpoint verified${real ? ', from two real SGLang servers' : ''})`,
-  );
-  await eventually(
-    async () => {
-      const ready = await kubectlOk(
-        ['get', 'sgd', REAL_SAMPLE, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
-        k,
-      );
-      if (ready !== 'True') throw new Error(`${REAL_SAMPLE} Ready=${ready || 'unknown'}`);
-      const res = await fetch(`http://127.0.0.1:${LOCAL_PORTS.gateway}/v1/models`, {
-        headers: { authorization: `Bearer ${demoKey}` },
-      });
-      const body = (await res.json()) as { data?: { id: string }[] };
-      if (!body.data?.some((m) => m.id === REAL_SAMPLE))
-        throw new Error(`the gateway does not list ${REAL_SAMPLE} yet`);
-    },
-    // A real SGLang takes 20-60 s to start on this machine, and the two start one after the other.
-    { timeoutMs: real ? 360_000 : 120_000, intervalMs: 500 },
-  );
   return {
-    cp,
-    demoKey,
-    async stop() {
+    gateway: { host: '127.0.0.1', port: LOCAL_PORTS.gateway },
+    admin: { host: '127.0.0.1', port: LOCAL_PORTS.admin },
+    logs: `${join(dir, 'operator.log')} ${join(dir, 'gateway.log')}`,
+    stop: async () => {
       await Promise.all([stopManaged(gateway), stopManaged(operator)]);
-      await kubelet.stop();
-      await cp.stop();
-      if (linksModelDir) removeKitModelLink(MODEL_DIR);
     },
   };
 }

@@ -6,7 +6,7 @@
 // as real processes, and the samples.
 //
 //   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--admin-port=9090] [--gpu-nodes=9]
-//        [--real-sglang] [--monitoring [--prometheus-port=9091]]
+//        [--real-sglang] [--monitoring [--prometheus-port=9091]] [--real-node]
 //
 // --real-sglang (make run REAL_SGLANG=1): the dense sample's pods run the real
 // SGLang (the pinned release on CPU with the kit's tiny model,
@@ -16,6 +16,11 @@
 // --monitoring (make run MONITORING=1): a real Prometheus (Debian's) scraping the
 // operator, the gateway and every SGLang pod as the chart's scrape objects do,
 // with the chart's alerts loaded (hack/monitoring/local-prometheus.ts).
+//
+// --real-node (make run REAL_NODE=1): the operator and the gateway run as the chart's pods,
+// `helm install`ed with the images `make images` built, on a real node beside the fake
+// ones: a kubelet with containerd, the CNI bridge and kube-proxy (hack/local-real-node.ts,
+// test/support/real-node.ts); the gateway's ports bridge to its Services.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +28,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { SGLANG_VERSION } from '../operator/src/sglang/catalogue.ts';
-import { LOCAL_PORTS as INNER_PORTS, REAL_SAMPLE, ROOT, startLocalSystem } from './local-system.ts';
+import { REAL_SAMPLE, ROOT, startLocalSystem } from './local-system.ts';
 import { forwardTcpToUnix, forwardUnixToTcp } from './local-bridge.ts';
 import { startLocalPrometheus } from './monitoring/local-prometheus.ts';
 
@@ -100,14 +105,18 @@ async function inside(dir: string): Promise<void> {
   const ports = LOCAL_PORTS();
   const real = process.argv.includes('--real-sglang');
   const monitoring = process.argv.includes('--monitoring');
-  const system = await startLocalSystem({ dir, gpuNodes: flag('gpu-nodes', 9), real, log });
+  const realNode = process.argv.includes('--real-node');
+  // local-prometheus.ts scrapes the operator and the gateway as local processes.
+  if (monitoring && realNode)
+    throw new Error('--monitoring and --real-node do not go together yet: pick one');
+  const system = await startLocalSystem({ dir, gpuNodes: flag('gpu-nodes', 9), real, realNode, log });
   const { cp, demoKey } = system;
   const server = new URL(cp.server);
   const bridges = [await forwardUnixToTcp(join(dir, 'apiserver.sock'), server.hostname, Number(server.port))];
   const kubeconfig = join(dir, 'kubeconfig');
   writeHostKubeconfig(cp.kubeconfig, kubeconfig, ports.api);
-  bridges.push(await forwardUnixToTcp(join(dir, 'gateway.sock'), '127.0.0.1', INNER_PORTS.gateway));
-  bridges.push(await forwardUnixToTcp(join(dir, 'gateway-admin.sock'), '127.0.0.1', INNER_PORTS.admin));
+  bridges.push(await forwardUnixToTcp(join(dir, 'gateway.sock'), system.gateway.host, system.gateway.port));
+  bridges.push(await forwardUnixToTcp(join(dir, 'gateway-admin.sock'), system.admin.host, system.admin.port));
   const prometheus = monitoring
     ? await startLocalPrometheus({ dir, kubeconfig: cp.kubeconfig, log })
     : undefined;
@@ -123,7 +132,9 @@ async function inside(dir: string): Promise<void> {
   process.stdout.write(
     [
       '',
-      `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 9)} fake 8-GPU nodes, the operator, the gateway,`,
+      realNode
+        ? `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 9)} fake 8-GPU nodes, a real node (kubelet, containerd, kube-proxy) running the chart's operator and gateway pods,`
+        : `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 9)} fake 8-GPU nodes, the operator, the gateway,`,
       real
         ? `the real SGLang ${SGLANG_VERSION} (CPU, tiny model) on the ${REAL_SAMPLE} pods, a simulator on the others, and the samples from examples/.`
         : 'an SGLang simulator on every pod, and the samples from examples/.',
@@ -141,7 +152,7 @@ async function inside(dir: string): Promise<void> {
       `curl -s http://127.0.0.1:${ports.gateway}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
       `(the sample Tenant team-a's key, from the Secret team-a-keys; without it the gateway answers 401)`,
       '',
-      `Logs: ${dir}/operator.log ${dir}/gateway.log. Ctrl-C stops everything.`,
+      `Logs: ${system.logs}. Ctrl-C stops everything.`,
       '',
     ].join('\n'),
   );

@@ -57,6 +57,10 @@ export interface ComponentConfig {
   hostIP: string | undefined;
   controllers: readonly string[];
   kwokStages: string;
+  // The ServiceAccount admission plugin (a pod's token volume); off unless a real kubelet
+  // mounts the token (real-node.ts): KWOK's pods need none, and with it a pod made before its
+  // namespace's default ServiceAccount is refused.
+  serviceAccountAdmission?: boolean;
 }
 
 export function buildEtcdArgs(c: ComponentConfig): string[] {
@@ -100,7 +104,7 @@ export function buildApiserverArgs(c: ComponentConfig): string[] {
     `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--allow-privileged=true',
     '--authorization-mode=RBAC',
-    '--disable-admission-plugins=ServiceAccount',
+    ...(c.serviceAccountAdmission ? [] : ['--disable-admission-plugins=ServiceAccount']),
     '--enable-admission-plugins=ExtendedResourceToleration',
     `--service-account-issuer=https://${advertise}:${c.ports.apiserver}`,
     `--service-account-key-file=${c.pki.serviceAccount.publicKey}`,

@@ -53,6 +53,8 @@ export interface ControlPlaneOptions {
   controllers?: readonly string[];
   // Also the LeaderWorkerSet controller, its CRD and webhooks (full only; lws.ts).
   leaderWorkerSet?: boolean;
+  // The ServiceAccount admission plugin, for pods a real kubelet runs (real-node.ts).
+  serviceAccountAdmission?: boolean;
   log?: (msg: string) => void;
   binDir?: string;
   // Address kube-apiserver advertises; default CACHEROUTE_HOST_IP from hack/in-netns.sh.
@@ -139,6 +141,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       hostIP,
       controllers: opts.controllers ?? DEFAULT_CONTROLLERS,
       kwokStages: full ? writeKwokStages(findKwokStages(binDir), dir) : '',
+      serviceAccountAdmission: opts.serviceAccountAdmission === true,
     };
 
     const etcd = startProcess('etcd', buildEtcdArgs(config));
