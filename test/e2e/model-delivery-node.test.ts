@@ -220,5 +220,22 @@ describe('model-delivery on nodes', () => {
       { timeoutMs: 60_000 },
     );
     expect(condition(fixed, 'ModelReady')).toMatchObject({ status: 'True', reason: 'Verified' });
+
+    // A pod back on node 0 trusts the node's record of the unchanged files: no second full read.
+    const onGood = (await podsOf('staged')).find((p) => p.spec?.nodeName === 'gpu-node-0');
+    await stack.k(['delete', 'pod', onGood?.metadata?.name ?? '', '--wait=false']);
+    const back = await eventually(
+      async () => {
+        const pod = (await podsOf('staged')).find(
+          (p) => p.spec?.nodeName === 'gpu-node-0' && p.metadata?.name !== onGood?.metadata?.name,
+        );
+        const message = pod?.status?.initContainerStatuses?.find((c) => c.name === 'fetch')?.state?.terminated
+          ?.message;
+        expect(message).toBeDefined();
+        return JSON.parse(message ?? '{}') as Record<string, unknown>;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(back).toMatchObject({ phase: 'done', ok: true, fromMarker: true });
   });
 });

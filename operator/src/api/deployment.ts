@@ -351,7 +351,7 @@ export const ModelSource = withRules(
           path: z.string().min(1).max(1024).regex(/^\//),
           verify: z.boolean().optional().meta({
             description:
-              "Hold the node's copy to the digests in an init container before SGLang starts, at every pod start (it reads every byte: minutes for hundreds of GB). Default true where the operator has a fetch image; false: mounted as it is, ModelReady=True PreStaged.",
+              "Hold the node's copy to the digests in an init container before SGLang starts: every byte the first time on a node (minutes for hundreds of GB), then the node's record of the files' stats while they are unchanged. Default true where the operator has a fetch image; false: mounted as it is, ModelReady=True PreStaged.",
           }),
         })
         .optional()

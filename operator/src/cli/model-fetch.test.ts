@@ -229,6 +229,7 @@ describe('model-fetch', () => {
       ['--progress-host', '127.0.0.1'],
       /--progress-host needs --progress-port/,
     ],
+    ['a marker directory for a fetch', ['--marker-dir', '/tmp'], /--marker-dir goes with --verify-only/],
   ])(
     'refuses %s with exit code 2 and no request',
     async (_name, extra, message) => {

@@ -32,6 +32,8 @@ const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --dig
   --result-file <file>       also write the last line there (the fetch Job: /dev/termination-log)
   --verify-only              fetch nothing: verify the files in --dest against the digests
   --lock-file <path>         hold this lock while fetching (a node cache shared by the pods of a node)
+  --marker-dir <dir>         with --verify-only: keep a record of the verified files there, and trust it
+                             next time for the same, unchanged files
   --progress-port <port>     serve the last progress line on GET /progress while fetching
   --progress-host <address>  the address it listens on (default: every address; the Job: its pod IP)
 `;
@@ -58,7 +60,7 @@ interface Invocation {
         readonly concurrency: number;
         readonly lockFile: string | undefined;
       }
-    | { readonly mode: 'verify'; readonly request: VerifyRequest };
+    | { readonly mode: 'verify'; readonly request: VerifyRequest; readonly markerDir: string | undefined };
   readonly resultFile: string | undefined;
   readonly progress: { host: string; port: number } | undefined;
 }
@@ -135,6 +137,7 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
         'progress-host': { type: 'string' },
         'verify-only': { type: 'boolean' },
         'lock-file': { type: 'string' },
+        'marker-dir': { type: 'string' },
       },
     }));
   } catch (e) {
@@ -157,8 +160,10 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
       dest: values.dest,
     });
     if (!request.ok) throw new UsageError(`${FLAGS[request.error.field]} ${request.error.message}`);
-    return { work: { mode: 'verify', request: request.value }, ...common };
+    return { work: { mode: 'verify', request: request.value, markerDir: values['marker-dir'] }, ...common };
   }
+  if (values['marker-dir'] !== undefined)
+    throw new UsageError('--marker-dir goes with --verify-only (a fetch keeps its marker in --dest)');
   const request = checkFetchRequest({
     // An empty variable is an unset one, as the hub's own clients read it.
     endpoint: values.endpoint ?? (env['HF_ENDPOINT'] || 'https://huggingface.co'),
@@ -202,7 +207,7 @@ async function runWork(work: Invocation['work']): Promise<FetchOutcome> {
     }
   }
   const { dest, ...digests } = work.request;
-  return verifyStagedModel({ dir: dest, ...digests, onProgress });
+  return verifyStagedModel({ dir: dest, ...digests, markerDir: work.markerDir, onProgress });
 }
 
 function readProgressListen(port: string | undefined, host: string | undefined): Invocation['progress'] {

@@ -1,7 +1,7 @@
 // Staged files against the pinned digests, on real files: the same files pass, one changed
 // byte, one more file or a tokenizer elsewhere do not; unreadable files say so.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,6 +68,35 @@ describe('verifyStagedModel', () => {
     const r = await verifyStagedModel({ dir: stage(WEIGHTS), ...pinned, tokenizerSubpath: 'tok' });
     expect(r).toMatchObject({ ok: false, reason: 'ModelDigestMismatch' });
     if (!r.ok) expect(r.message).toContain('tokenizer digest');
+  });
+
+  it('with a marker directory, trusts its record for the same files, and reads every byte again for changed ones', async () => {
+    const dir = stage(WEIGHTS);
+    const markers = join(root, `markers-${n++}`);
+    mkdirSync(markers);
+    const first = await verifyStagedModel({ dir, ...pinned, markerDir: markers });
+    expect(first).toMatchObject({ ok: true, fromMarker: false });
+    expect(await verifyStagedModel({ dir, ...pinned, markerDir: markers })).toMatchObject({
+      ok: true,
+      fromMarker: true,
+    });
+    // Another pin: the record is not of it, and the files are not its files.
+    expect(
+      await verifyStagedModel({ dir, ...pinned, digest: `sha256:${'0'.repeat(64)}`, markerDir: markers }),
+    ).toMatchObject({ ok: false, reason: 'ModelDigestMismatch' });
+    // That failure took the record with it: the pinned run reads everything again, and passes.
+    expect(await verifyStagedModel({ dir, ...pinned, markerDir: markers })).toMatchObject({
+      fromMarker: false,
+    });
+    // A byte changed (same size, a new mtime): caught, not trusted.
+    const changed = Buffer.from(WEIGHTS);
+    changed[7] = (changed[7] ?? 0) ^ 1;
+    writeFileSync(join(dir, 'model.safetensors'), changed);
+    utimesSync(join(dir, 'model.safetensors'), new Date(), new Date(Date.now() + 5_000));
+    expect(await verifyStagedModel({ dir, ...pinned, markerDir: markers })).toMatchObject({
+      ok: false,
+      reason: 'ModelDigestMismatch',
+    });
   });
 
   it('says when there is nothing to verify or it cannot be read', async () => {

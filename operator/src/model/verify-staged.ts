@@ -2,13 +2,23 @@
 // (ADR 0013, ADR 0016): every counted file is hashed and the manifest's two digests compared
 // with the spec's. Staged files come with no per-file listing to hold them to, so a mismatch
 // names the digests (and the counts), not a file; `make model-digest` on a good copy and a
-// diff of the two manifests finds it. Read-only: nothing is written next to the files.
+// diff of the two manifests finds it. Read-only: nothing is written next to the files; with
+// `markerDir`, a record of what was proved goes there (staged-marker.ts), and a later run on
+// the same, unchanged files trusts it instead of reading every byte.
 import { join } from 'node:path';
 import { computeDigests } from './fetch-digests.ts';
 import { ProgressTracker, type FetchProgress } from './fetch-progress.ts';
 import type { FetchOutcome } from './fetch.ts';
 import { hashFile, listDirectory } from './files.ts';
 import { manifestFromEntries, type ManifestEntry } from './manifest.ts';
+import {
+  markerCovers,
+  readStagedMarker,
+  type FileStat,
+  removeStagedMarker,
+  statFiles,
+  writeStagedMarker,
+} from './staged-marker.ts';
 
 export interface VerifyStagedOptions {
   readonly dir: string;
@@ -16,6 +26,8 @@ export interface VerifyStagedOptions {
   readonly tokenizerDigest: string;
   /** The directory the tokenizer digest is over, relative to `dir` (default: its top). */
   readonly tokenizerSubpath?: string | undefined;
+  /** A writable directory for the verification record (the node's, beside the read-only files). */
+  readonly markerDir?: string | undefined;
   readonly onProgress?: (p: FetchProgress) => void;
 }
 
@@ -45,6 +57,29 @@ export async function verifyStagedModel(opts: VerifyStagedOptions): Promise<Fetc
       message: `${dir} holds no model files (hidden files and directories do not count): is the claim's subPath right?`,
     };
   progress.setTotals(files.length, bytes);
+  let stats: FileStat[] | undefined;
+  try {
+    stats = opts.markerDir !== undefined ? await statFiles(dir, files) : undefined;
+  } catch (e) {
+    return unreadable(dir, e);
+  }
+  if (opts.markerDir !== undefined && stats) {
+    const marker = await readStagedMarker(opts.markerDir);
+    if (marker && markerCovers(marker, opts, stats)) {
+      progress.allDone(files);
+      return {
+        ok: true,
+        digest: marker.digest,
+        tokenizerDigest: marker.tokenizerDigest,
+        files: files.length,
+        bytes,
+        downloadedBytes: 0,
+        fromMarker: true,
+      };
+    }
+    // Whatever it said is not of these files: gone before the full check, so a failure leaves none.
+    await removeStagedMarker(opts.markerDir);
+  }
   progress.enter('verifying');
   const entries: ManifestEntry[] = [];
   for (const f of files) {
@@ -77,6 +112,14 @@ export async function verifyStagedModel(opts: VerifyStagedOptions): Promise<Fetc
           `the ${files.length} files (${bytes} bytes) in ${dir} have ${what} ${computed[field]}, the spec pins ${opts[field]}: ` +
           'they are not the pinned files (compare `make model-digest DIR=… ARGS=--manifest model` of a good copy with these)',
       };
+  if (opts.markerDir !== undefined && stats)
+    await writeStagedMarker(opts.markerDir, {
+      version: 1,
+      ...computed,
+      ...(opts.tokenizerSubpath !== undefined ? { tokenizerSubpath: opts.tokenizerSubpath } : {}),
+      verifiedAt: new Date().toISOString(),
+      files: stats,
+    });
   return {
     ok: true,
     ...computed,

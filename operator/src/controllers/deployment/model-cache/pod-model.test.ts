@@ -50,13 +50,21 @@ describe('buildPodModel', () => {
     expect(m.labels).toEqual({ [LABEL_MODEL_CACHE]: key });
   });
 
-  it('a hostPath source is verified at every start unless verify is false, read-only, not as root', () => {
+  it('a hostPath source is verified before SGLang unless verify is false: read-only, the record on the node', () => {
     const s = spec({ hostPath: { path: '/data/qwen' } });
     const m = buildPodModel(s, CONFIG);
     const [init] = m.initContainers;
     expect(init?.args?.slice(0, 1)).toEqual(['--verify-only']);
-    expect(init?.volumeMounts?.[0]).toEqual({ name: 'model', mountPath: '/models', readOnly: true });
-    expect(init?.securityContext?.runAsUser).toBeUndefined();
+    expect(init?.args?.slice(-2)).toEqual(['--marker-dir', '/var/run/cacheroute/verify-state']);
+    expect(init?.volumeMounts?.slice(0, 2)).toEqual([
+      { name: 'model', mountPath: '/models', readOnly: true },
+      { name: 'verify-state', mountPath: '/var/run/cacheroute/verify-state' },
+    ]);
+    const key = m.labels[LABEL_MODEL_CACHE] ?? '';
+    expect(m.volumes.find((v) => v.name === 'verify-state')?.hostPath).toEqual({
+      path: `/mnt/nvme/models/verified/${key}`,
+      type: 'DirectoryOrCreate',
+    });
     const off = spec({ hostPath: { path: '/data/qwen', verify: false } });
     expect(buildPodModel(off, CONFIG).initContainers).toEqual([]);
     expect(checksOnNode(off, CONFIG)).toBe(false);

@@ -4,7 +4,8 @@
 //   pvc (verified by a Job, plan.ts) and a Shared download (the cache the fetch Job filled): mounted
 //   download with cache Node: a hostPath cache per node, filled by the first pod's init container
 //     there (one at a time, --lock-file; a later pod finds the marker and fetches nothing)
-//   hostPath with verify (the default with a fetch image): the node's copy verified at every start
+//   hostPath with verify (the default with a fetch image): the node's copy verified before SGLang,
+//     fully the first time on a node, then against the node's record of the files' stats
 // Pods with an init container carry the cache label, so the model cache's informer sees them
 // and plan.ts reads their verdicts.
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
@@ -40,6 +41,20 @@ export interface PodModel {
 
 /** The lock one node's fetchers share, beside the files (hidden: outside any manifest). */
 const NODE_LOCK = `${CACHE_MOUNT}/.fetch.lock`;
+const VERIFY_STATE = '/var/run/cacheroute/verify-state';
+
+// A node's directory is root's (DirectoryOrCreate makes it 0755 root): root, with no
+// capabilities, writes what it owns and nothing else (and reads what the node staged).
+const NODE_WRITER = {
+  runAsUser: 0,
+  runAsNonRoot: false,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
+
+const nodeRootOf = (config: ModelCacheConfig): string =>
+  (config.nodeRoot ?? DEFAULT_MODEL_CACHE_NODE_ROOT).replace(/\/+$/, '');
 
 /** How a node cache's files are checked: every counted file, in an init container of each pod. */
 export function checksOnNode(spec: DeploymentSpec, config: ModelCacheConfig | undefined): boolean {
@@ -75,17 +90,27 @@ export function buildPodModel(spec: DeploymentSpec, config: ModelCacheConfig | u
       { name: 'model', hostPath: { path: source.hostPath.path, type: 'Directory' } },
     ];
     if (!config || !checksOnNode(spec, config)) return { volumes, mounts: readOnly(), ...none };
+    const key = computeNodeKey(spec);
     return {
-      volumes: [...volumes, FETCH_TMP_VOLUME],
+      volumes: [
+        ...volumes,
+        // The node's record of what it verified, beside the read-only files (staged-marker.ts).
+        {
+          name: 'verify-state',
+          hostPath: { path: `${nodeRootOf(config)}/verified/${key}`, type: 'DirectoryOrCreate' },
+        },
+        FETCH_TMP_VOLUME,
+      ],
       mounts: readOnly(),
       initContainers: [
         buildFetcherContainer({
           config,
-          args: buildVerifyArgs(spec, tokenizerSubpath, MODEL_DIR),
-          mounts: readOnly(),
+          args: [...buildVerifyArgs(spec, tokenizerSubpath, MODEL_DIR), '--marker-dir', VERIFY_STATE],
+          mounts: [...readOnly(), { name: 'verify-state', mountPath: VERIFY_STATE }],
+          securityContext: NODE_WRITER,
         }),
       ],
-      labels: { [LABEL_MODEL_CACHE]: computeNodeKey(spec) },
+      labels: { [LABEL_MODEL_CACHE]: key },
     };
   }
   const key = computeModelCacheKey(spec);
@@ -99,10 +124,9 @@ export function buildPodModel(spec: DeploymentSpec, config: ModelCacheConfig | u
     };
   }
   const token = buildTokenVolume(spec);
-  const root = (config.nodeRoot ?? DEFAULT_MODEL_CACHE_NODE_ROOT).replace(/\/+$/, '');
   return {
     volumes: [
-      { name: 'model', hostPath: { path: `${root}/${key}`, type: 'DirectoryOrCreate' } },
+      { name: 'model', hostPath: { path: `${nodeRootOf(config)}/${key}`, type: 'DirectoryOrCreate' } },
       ...token.volumes,
       FETCH_TMP_VOLUME,
     ],
@@ -115,15 +139,7 @@ export function buildPodModel(spec: DeploymentSpec, config: ModelCacheConfig | u
           NODE_LOCK,
         ]),
         mounts: [{ name: 'model', mountPath: CACHE_MOUNT }, ...token.mounts],
-        // The node's directory is root's (DirectoryOrCreate makes it 0755 root): root, with no
-        // capabilities, writes what it owns and nothing else.
-        securityContext: {
-          runAsUser: 0,
-          runAsNonRoot: false,
-          allowPrivilegeEscalation: false,
-          readOnlyRootFilesystem: true,
-          capabilities: { drop: ['ALL'] },
-        },
+        securityContext: NODE_WRITER,
       }),
     ],
     labels: { [LABEL_MODEL_CACHE]: key },
