@@ -2,11 +2,11 @@
 // hidden, so outside the manifest (ADR 0013). It holds the manifest itself, so a later run
 // can check names and sizes without the network; its claim is only trusted when that
 // manifest reproduces both digests asked for.
-import { randomBytes } from 'node:crypto';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { checkDigests } from './fetch-digests.ts';
+import { readJsonRecord, writeJsonRecord } from './json-record.ts';
 import { manifestFromEntries, type Manifest } from './manifest.ts';
 
 export const MARKER_FILE = '.cacheroute-verified.json';
@@ -37,25 +37,12 @@ export function manifestFromMarker(
 }
 
 /** The marker in `dir`, or undefined when there is none or it is not one of ours. */
-export async function readMarker(dir: string): Promise<FetchMarker | undefined> {
-  const text = await readFile(join(dir, MARKER_FILE), 'utf8').catch((e: unknown) => {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
-  });
-  if (text === undefined) return undefined;
-  try {
-    const parsed = FetchMarker.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+export function readMarker(dir: string): Promise<FetchMarker | undefined> {
+  return readJsonRecord(join(dir, MARKER_FILE), FetchMarker);
 }
 
 export async function writeMarker(dir: string, marker: FetchMarker): Promise<void> {
-  // Written whole, then renamed: a crash never leaves half a marker that a reader could trust.
-  const tmp = join(dir, `.cacheroute-verified.${randomBytes(4).toString('hex')}.tmp`);
-  await writeFile(tmp, `${JSON.stringify(marker, null, 2)}\n`);
-  await rename(tmp, join(dir, MARKER_FILE));
+  await writeJsonRecord(join(dir, MARKER_FILE), `${JSON.stringify(marker, null, 2)}\n`);
 }
 
 export async function removeMarker(dir: string): Promise<void> {

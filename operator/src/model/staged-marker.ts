@@ -5,11 +5,11 @@
 // trusts it, and anything changed, added or removed sends it through the full hash again.
 // Like the fetch marker, it trusts the node's disk: a file rewritten in place with its old
 // mtime restored is not noticed.
-import { randomBytes } from 'node:crypto';
-import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { ListedFile } from './files.ts';
+import { readJsonRecord, writeJsonRecord } from './json-record.ts';
 
 export const STAGED_MARKER_FILE = 'verified.json';
 
@@ -61,25 +61,12 @@ export function markerCovers(
   });
 }
 
-export async function readStagedMarker(dir: string): Promise<StagedMarker | undefined> {
-  const text = await readFile(join(dir, STAGED_MARKER_FILE), 'utf8').catch((e: unknown) => {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
-  });
-  if (text === undefined) return undefined;
-  try {
-    const parsed = StagedMarker.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+export function readStagedMarker(dir: string): Promise<StagedMarker | undefined> {
+  return readJsonRecord(join(dir, STAGED_MARKER_FILE), StagedMarker);
 }
 
 export async function writeStagedMarker(dir: string, marker: StagedMarker): Promise<void> {
-  // Written whole, then renamed: a crash never leaves half a record that a reader could trust.
-  const tmp = join(dir, `.verified.${randomBytes(4).toString('hex')}.tmp`);
-  await writeFile(tmp, `${JSON.stringify(marker)}\n`);
-  await rename(tmp, join(dir, STAGED_MARKER_FILE));
+  await writeJsonRecord(join(dir, STAGED_MARKER_FILE), `${JSON.stringify(marker)}\n`);
 }
 
 export async function removeStagedMarker(dir: string): Promise<void> {
