@@ -2,7 +2,8 @@
 # Builds the real Kubernetes control plane for tests from Go modules (no prebuilt
 # downloads are reachable here): kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl from k8s.io/kubernetes, etcd from its server module,
-# KWOK, helm, and the LeaderWorkerSet controller with its CRD. Output goes to a
+# KWOK, helm, the LeaderWorkerSet controller with its CRD, and versitygw (an S3 server, Apache-2.0,
+# for the object-store model source's tests). Output goes to a
 # cache outside the repo and is reused; each binary is rebuilt only when missing. Prints the bin directory on its last line.
 #
 #   bash hack/build-controlplane.sh          # the control plane the tests run
@@ -27,6 +28,9 @@ LWS_VERSION="${LWS_VERSION:-v0.7.0}"
 # version the module proxy here lists; only its network-policy controller runs.
 COREDNS_VERSION="${COREDNS_VERSION:-v1.14.7}"
 KUBE_ROUTER_VERSION="${KUBE_ROUTER_VERSION:-v2.1.0}"
+# The object store the model fetcher's s3:// tests read (posix backend, SigV4 checked): not MinIO
+# or Garage, which are AGPL. About 90 s cold on 2 cores.
+VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
 CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
 BIN="$CACHE/k8s-$K8S_VERSION/bin"
 SRC="$CACHE/src"
@@ -161,6 +165,7 @@ build_installable kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 build_kwok_stages
 build_installable helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION"
 build_lws
+build_installable versitygw github.com/versity/versitygw/cmd/versitygw "$VERSITYGW_VERSION"
 if [ "$WITH_NODE" = 1 ]; then
   build_installable coredns github.com/coredns/coredns "$COREDNS_VERSION"
   build_installable kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router "$KUBE_ROUTER_VERSION"

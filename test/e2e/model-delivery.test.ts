@@ -5,7 +5,8 @@
 // Real parts: the kube-apiserver, etcd, controller-manager (Job, garbage collector, the
 // PersistentVolume binder and the claim protection), the scheduler and KWOK; the fetch Job's pod runs the operator's
 // fetcher for real (fetch-runner.ts: its container command as a process, the cache volume
-// mapped to the PersistentVolume's hostPath), against a fake hub over HTTP (fake-hub.ts). KWOK's
+// mapped to the PersistentVolume's hostPath), against a fake hub over HTTP (fake-hub.ts) or a real
+// S3 server (versitygw, object-store.ts) for an objectStore source. KWOK's
 // pod-complete stage is kept off these pods (kwok-stages.ts): a Job completes only when its
 // fetcher exits. There is no volume provisioner here: the test makes hostPath
 // PersistentVolumes (ReadWriteMany, a no-provisioner class, Immediate binding) and the binder
@@ -27,6 +28,7 @@ import { DEFAULT_CONTROLLERS } from '../support/components.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
 import { startFakeHub, type FakeHub } from '../support/fake-hub.ts';
 import { startFetchRunner, type FetchRunner } from '../support/fetch-runner.ts';
+import { startObjectStore, type RunningObjectStore } from '../support/object-store.ts';
 import { eventually, kubectl } from '../support/kubectl.ts';
 
 const NS = 'e2e-model-delivery';
@@ -54,6 +56,8 @@ let hubC: FakeHub;
 let modelA: Model;
 let modelB: Model;
 let modelC: Model;
+let modelD: Model;
+let store: RunningObjectStore;
 const operatorLog: string[] = [];
 
 async function generateModel(name: string): Promise<Model> {
@@ -163,7 +167,7 @@ async function makeVolumes(): Promise<void> {
       provisioner: 'kubernetes.io/no-provisioner',
       volumeBindingMode: 'Immediate',
     },
-    ...[0, 1, 2, 3].map((i) => {
+    ...[0, 1, 2, 3, 4].map((i) => {
       const path = join(root, `pv-${i}`);
       mkdirSync(path);
       return {
@@ -219,6 +223,10 @@ beforeAll(async () => {
   modelA = await generateModel('model-a');
   modelB = await generateModel('model-b');
   modelC = await generateModel('model-c');
+  modelD = await generateModel('model-d');
+  store = await startObjectStore();
+  await store.createBucket('models');
+  await store.putDirectory('models', 'tiny-llm/', modelD.dir);
   hubA = await startHub(modelA);
   hubB = await startHub(modelB);
   hubC = await startHub(modelC);
@@ -250,7 +258,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await runner?.stop();
   await stack?.stop();
-  await Promise.all([hubA?.close(), hubB?.close(), hubC?.close()]);
+  await Promise.all([hubA?.close(), hubB?.close(), hubC?.close(), store?.stop()]);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -551,6 +559,80 @@ describe('model-delivery', () => {
     });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(message);
+  });
+
+  it('fetches an object store prefix with the keys of a Secret: a refused key says so and the next attempt, with the Secret fixed, fetches', async () => {
+    const wrong = 'wrong-secret-CANARY-e2e-9b4f';
+    const secret = (key: string) => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's3-reader' },
+      type: 'Opaque',
+      stringData: { AWS_ACCESS_KEY_ID: store.accessKeyId, AWS_SECRET_ACCESS_KEY: key },
+    });
+    await stack.k(['apply', '-f', '-'], JSON.stringify(secret(wrong)));
+    const m = buildDeploymentManifest({ name: 'store', replicas: 1, gpus: 1 });
+    m.spec['deploymentId'] = 'store-r1';
+    const model = m.spec['model'] as Record<string, unknown>;
+    // No hub commit: the digests are the pin.
+    delete model['revision'];
+    Object.assign(model, {
+      path: 'tiny-llm',
+      servedName: 'store',
+      digest: modelD.digest,
+      tokenizerDigest: modelD.tokenizerDigest,
+      source: {
+        objectStore: {
+          url: 's3://models/tiny-llm',
+          endpoint: store.endpoint,
+          forcePathStyle: true,
+          credentialsSecretRef: { name: 's3-reader' },
+          sizeLimit: '1Gi',
+        },
+      },
+    });
+    m.spec['scheduling'] = {
+      tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+    };
+    await stack.k(['apply', '-f', '-'], JSON.stringify(m));
+    const refused = await eventually(
+      async () => {
+        const c = condition(await stack.status('store'), 'ModelReady');
+        expect(c?.message).toContain('StoreUnauthorized');
+        return c;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(refused).toMatchObject({ status: 'False' });
+    expect(refused?.message).toContain('check the credentials');
+    // The next attempt (the Job's next pod) reads the Secret again.
+    await stack.k(['apply', '-f', '-'], JSON.stringify(secret(store.secretAccessKey)));
+    const s = await eventually(
+      async () => {
+        const s = await stack.status('store');
+        expect(s.verifiedReplicas).toBe(1);
+        expect(condition(s, 'ModelReady')).toMatchObject({ status: 'True', reason: 'Verified' });
+        return s;
+      },
+      { timeoutMs: 150_000 },
+    );
+    expect(s.model).toMatchObject({ phase: 'Verified', digest: modelD.digest, bytesTotal: modelD.bytes });
+    const runs = runsOf(s.model?.cache ?? '');
+    expect(runs.map((r) => r.exitCode)).toEqual([1, 0]);
+    const pvc = await getJson<PvcView>(['get', 'pvc', s.model?.cache ?? '']);
+    expect(pvc.metadata.annotations?.['cacheroute.dev/model-source']).toBe('s3://models/tiny-llm');
+    // Neither key is anywhere the operator or the fetcher writes.
+    const texts = [
+      await stack.k(['get', 'sgd', '-o', 'json']),
+      await stack.k(['get', 'events.events.k8s.io', '-o', 'json']),
+      await stack.k(['get', 'jobs,pods,pvc', '-o', 'json']),
+      ...operatorLog,
+      ...runs.flatMap((r) => [r.output, r.message, r.argv.join(' ')]),
+    ];
+    for (const t of texts) {
+      expect(t).not.toContain(wrong);
+      expect(t).not.toContain(store.secretAccessKey);
+    }
   });
 
   it('never shows the hub token in status, events, the Job, its pods or any log', async () => {

@@ -111,13 +111,13 @@ export const INVALID_CASES: InvalidCase[] = [
     name: 'two model sources',
     sample: DENSE,
     mutate: (m) => (m.spec.model.source.hostPath = { path: '/models/x' }),
-    expect: 'model.source needs exactly one of pvc, hostPath or download',
+    expect: 'model.source needs exactly one of pvc, hostPath, download or objectStore',
   },
   {
     name: 'no model source',
     sample: DENSE,
     mutate: (m) => (m.spec.model.source = {}),
-    expect: 'model.source needs exactly one of pvc, hostPath or download',
+    expect: 'model.source needs exactly one of pvc, hostPath, download or objectStore',
   },
   {
     name: 'download through a proxy with credentials in its URL',
@@ -163,6 +163,40 @@ export const INVALID_CASES: InvalidCase[] = [
     sample: HICACHE,
     mutate: (m) => (m.spec.model.revision = '9216db5'),
     expect: 'model.revision must be a 40-character commit id when model.source.download is set',
+  },
+  {
+    name: 'an object store URL that is not s3://bucket/prefix',
+    sample: DENSE,
+    mutate: (m) => (m.spec.model.source = { objectStore: { url: 'https://models.example/llama' } }),
+    expect: 'model.source.objectStore.url must be s3://<bucket>/<prefix>',
+  },
+  {
+    name: 'an object store with a hub revision (the digests are the pin)',
+    sample: DENSE,
+    mutate: (m) => {
+      m.spec.model.source = { objectStore: { url: 's3://models/llama' } };
+      m.spec.model.revision = 'a'.repeat(40);
+    },
+    expect: 'model.revision is a hub commit: with model.source.objectStore the digests are the pin',
+  },
+  {
+    name: "an object store node cache with a service account (that is the fetch Job's)",
+    sample: DENSE,
+    mutate: (m) =>
+      (m.spec.model.source = {
+        objectStore: { url: 's3://models/llama', cache: 'Node', serviceAccountName: 'model-reader' },
+      }),
+    expect: 'model.source.objectStore.cache Node fetches in an init container of each SGLang pod',
+  },
+  {
+    name: 'an object store endpoint with credentials in its URL',
+    sample: DENSE,
+    mutate: (m) =>
+      (m.spec.model.source = {
+        objectStore: { url: 's3://models/llama', endpoint: 'http://key:secret@minio.storage:9000' },
+      }),
+    expect:
+      'model.source.objectStore.endpoint must be an http(s) URL without a query, fragment or credentials',
   },
   // Deployment: profiles
   {

@@ -4,6 +4,7 @@ import {
   Conditions,
   DnsLabel,
   EnvVar,
+  LocalObjectReference,
   ObjectName,
   Quantity,
   SecretKeySelector,
@@ -282,6 +283,45 @@ export type Disaggregation = z.infer<typeof Disaggregation>;
 // anyone who can read it, so none are taken (user:password@ is refused). No backslash: the
 // pattern is also a CEL string literal.
 const HTTP_URL_RE = '^https?://[^ /?#@]+(/[^ ?#]*)?$';
+// A bucket name as S3 allows it (3 to 63 lower-case letters, digits, dots and hyphens), then a
+// key prefix without a space, query or fragment.
+export const OBJECT_STORE_URL_RE = '^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^ ?#]*)?$';
+
+// What every fetched source (download, objectStore) has: the way out, and the cache's volume.
+const FETCHED_SOURCE_FIELDS = {
+  proxy: z.string().max(512).optional().meta({
+    description:
+      'HTTP(S) proxy the fetch goes through, e.g. http://proxy.example:3128 (no credentials in the URL).',
+  }),
+  sizeLimit: Quantity.optional().meta({
+    description: "Storage requested for the model cache volume (default: the operator's --model-cache-size).",
+  }),
+  storageClassName: ObjectName.optional().meta({
+    description:
+      "Storage class of the model cache volume, ReadWriteMany (default: the operator's --model-cache-storage-class, else the cluster's default class).",
+  }),
+};
+
+/** A fetched source's endpoint and proxy: plain http(s) URLs, no credentials in them. */
+function fetchedSourceUrlRules(
+  field: 'download' | 'objectStore',
+  endpointExample: string,
+): Rule<{ endpoint?: string | undefined; proxy?: string | undefined }>[] {
+  return [
+    {
+      cel: `!has(self.endpoint) || self.endpoint.matches('${HTTP_URL_RE}')`,
+      message: `model.source.${field}.endpoint must be an http(s) URL without a query, fragment or credentials, like ${endpointExample}`,
+      fieldPath: '.endpoint',
+      check: (d) => d.endpoint === undefined || new RegExp(HTTP_URL_RE).test(d.endpoint),
+    },
+    {
+      cel: `!has(self.proxy) || self.proxy.matches('${HTTP_URL_RE}')`,
+      message: `model.source.${field}.proxy must be an http(s) URL without credentials (user:password@ would be readable in the spec), like http://proxy.example:3128`,
+      fieldPath: '.proxy',
+      check: (d) => d.proxy === undefined || new RegExp(HTTP_URL_RE).test(d.proxy),
+    },
+  ];
+}
 
 export const ModelDownload = withRules(
   z.object({
@@ -289,22 +329,11 @@ export const ModelDownload = withRules(
       description:
         'Secret key holding the hub token: mounted as a file into the fetch Job only, never read by the operator.',
     }),
-    sizeLimit: Quantity.optional().meta({
-      description:
-        "Storage requested for the model cache volume (default: the operator's --model-cache-size).",
-    }),
     endpoint: z.string().max(512).optional().meta({
       description:
         'The hub or a mirror of its API, e.g. https://hf-mirror.example (default https://huggingface.co).',
     }),
-    proxy: z.string().max(512).optional().meta({
-      description:
-        'HTTP(S) proxy the fetch goes through, e.g. http://proxy.example:3128 (no credentials in the URL).',
-    }),
-    storageClassName: ObjectName.optional().meta({
-      description:
-        "Storage class of the model cache volume, ReadWriteMany (default: the operator's --model-cache-storage-class, else the cluster's default class).",
-    }),
+    ...FETCHED_SOURCE_FIELDS,
     cache: z.enum(['Shared', 'Node']).optional().meta({
       description:
         "Shared (default): one ReadWriteMany volume per namespace and digests, filled by a fetch Job. Node: for clusters without ReadWriteMany storage, each node keeps its own copy under the operator's --model-cache-node-root, fetched once per node by the first pod there (an init container) and verified before SGLang starts (ADR 0019).",
@@ -318,23 +347,74 @@ export const ModelDownload = withRules(
       fieldPath: '.cache',
       check: (d) => d.cache !== 'Node' || (d.storageClassName === undefined && d.sizeLimit === undefined),
     },
-    {
-      cel: `!has(self.endpoint) || self.endpoint.matches('${HTTP_URL_RE}')`,
-      message:
-        'model.source.download.endpoint must be an http(s) URL without a query, fragment or credentials, like https://huggingface.co or a mirror',
-      fieldPath: '.endpoint',
-      check: (d) => d.endpoint === undefined || new RegExp(HTTP_URL_RE).test(d.endpoint),
-    },
-    {
-      cel: `!has(self.proxy) || self.proxy.matches('${HTTP_URL_RE}')`,
-      message:
-        'model.source.download.proxy must be an http(s) URL without credentials (user:password@ would be readable in the spec), like http://proxy.example:3128',
-      fieldPath: '.proxy',
-      check: (d) => d.proxy === undefined || new RegExp(HTTP_URL_RE).test(d.proxy),
-    },
+    ...fetchedSourceUrlRules('download', 'https://huggingface.co or a mirror'),
   ],
 );
 export type ModelDownload = z.infer<typeof ModelDownload>;
+
+/** The Secret keys an object store's credentials are read from (the AWS SDK's own variable names). */
+export const OBJECT_STORE_CREDENTIAL_KEYS = {
+  accessKeyId: 'AWS_ACCESS_KEY_ID',
+  secretAccessKey: 'AWS_SECRET_ACCESS_KEY',
+  sessionToken: 'AWS_SESSION_TOKEN',
+} as const;
+
+export const ModelObjectStore = withRules(
+  z.object({
+    url: z.string().min(1).max(1024).meta({
+      description:
+        's3://<bucket>/<prefix>: every object under the prefix is a file of the model, at its key below the prefix.',
+    }),
+    endpoint: z.string().max(512).optional().meta({
+      description:
+        "An S3-compatible store's endpoint, e.g. http://minio.storage:9000 (default: AWS S3 in the region).",
+    }),
+    region: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[a-z0-9-]+$/)
+      .optional()
+      .meta({ description: "The bucket's region (default us-east-1; AWS_REGION where IRSA sets it)." }),
+    forcePathStyle: z.boolean().optional().meta({
+      description:
+        'Address the bucket in the URL path (endpoint/bucket/key) instead of its host name: most S3-compatible stores want true.',
+    }),
+    credentialsSecretRef: LocalObjectReference.optional().meta({
+      description:
+        "A Secret with keys AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally AWS_SESSION_TOKEN, given to the fetcher only as environment variables, never read by the operator. Without it the fetcher uses the AWS SDK's default chain (IRSA, EKS pod identity, instance metadata).",
+    }),
+    serviceAccountName: ObjectName.optional().meta({
+      description:
+        'The service account the fetch Job runs as (cache Shared), for IRSA or EKS pod identity: its API token is still not mounted.',
+    }),
+    ...FETCHED_SOURCE_FIELDS,
+    cache: z.enum(['Shared', 'Node']).optional().meta({
+      description:
+        "Shared (default): one ReadWriteMany volume per namespace and digests, filled by a fetch Job. Node: each node keeps its own copy under the operator's --model-cache-node-root, fetched once per node by the first pod there (an init container).",
+    }),
+  }),
+  [
+    {
+      cel: `self.url.matches('${OBJECT_STORE_URL_RE}')`,
+      message:
+        'model.source.objectStore.url must be s3://<bucket>/<prefix> (a bucket name of 3 to 63 lower-case letters, digits, dots and hyphens; no space, query or fragment), like s3://models/llama-3.1-8b',
+      fieldPath: '.url',
+      check: (o) => new RegExp(OBJECT_STORE_URL_RE).test(o.url),
+    },
+    ...fetchedSourceUrlRules('objectStore', 'http://minio.storage:9000'),
+    {
+      cel: "!has(self.cache) || self.cache != 'Node' || (!has(self.storageClassName) && !has(self.sizeLimit) && !has(self.serviceAccountName))",
+      message:
+        "model.source.objectStore.cache Node fetches in an init container of each SGLang pod, onto the node's disk: storageClassName and sizeLimit are for the Shared cache's volume and serviceAccountName for its fetch Job, leave them out",
+      fieldPath: '.cache',
+      check: (o) =>
+        o.cache !== 'Node' ||
+        (o.storageClassName === undefined && o.sizeLimit === undefined && o.serviceAccountName === undefined),
+    },
+  ],
+);
+export type ModelObjectStore = z.infer<typeof ModelObjectStore>;
 
 export const ModelSource = withRules(
   z
@@ -362,13 +442,20 @@ export const ModelSource = withRules(
         description:
           'Fetch model.path at commit model.revision from the hub once into a cache volume shared by every replica (and every Deployment with the same digests), verified against the digests before any SGLang pod starts (ADR 0016).',
       }),
+      objectStore: ModelObjectStore.optional().meta({
+        description:
+          'Fetch the objects under an s3:// prefix (AWS S3 or an S3-compatible store) once into the model cache, as download does, verified against the digests before any SGLang pod starts (ADR 0020).',
+      }),
     })
-    .meta({ description: 'Where the model files come from: exactly one of pvc, hostPath, download.' }),
+    .meta({
+      description: 'Where the model files come from: exactly one of pvc, hostPath, download, objectStore.',
+    }),
   [
     {
-      cel: '(has(self.pvc) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) + (has(self.download) ? 1 : 0) == 1',
-      message: 'model.source needs exactly one of pvc, hostPath or download',
-      check: (s) => [s.pvc, s.hostPath, s.download].filter((x) => x !== undefined).length === 1,
+      cel: '(has(self.pvc) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) + (has(self.download) ? 1 : 0) + (has(self.objectStore) ? 1 : 0) == 1',
+      message: 'model.source needs exactly one of pvc, hostPath, download or objectStore',
+      check: (s) =>
+        [s.pvc, s.hostPath, s.download, s.objectStore].filter((x) => x !== undefined).length === 1,
     },
   ],
 );
@@ -427,6 +514,13 @@ export const ModelSpec = withRules(
         'model.source.download needs model.revision, the commit to fetch (without it the hub serves main, which moves): pin the commit id',
       fieldPath: '.revision',
       check: (m) => m.source.download === undefined || m.revision !== undefined,
+    },
+    {
+      cel: '!has(self.source.objectStore) || !has(self.revision)',
+      message:
+        'model.revision is a hub commit: with model.source.objectStore the digests are the pin, leave it out',
+      fieldPath: '.revision',
+      check: (m) => m.source.objectStore === undefined || m.revision === undefined,
     },
     {
       cel: `!has(self.source.download) || !has(self.revision) || self.revision.matches('${COMMIT_ID_RE}')`,

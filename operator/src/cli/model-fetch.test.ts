@@ -230,6 +230,16 @@ describe('model-fetch', () => {
       /--progress-host needs --progress-port/,
     ],
     ['a marker directory for a fetch', ['--marker-dir', '/tmp'], /--marker-dir goes with --verify-only/],
+    [
+      'an object store beside a hub repository',
+      ['--object-store', 's3://models/tiny'],
+      /--object-store fetches from a bucket, not the hub: leave out --endpoint, --repo, --revision/,
+    ],
+    [
+      'an object store setting for a hub fetch',
+      ['--store-region', 'eu-west-1'],
+      /a hub fetch has no object store: leave out --store-region/,
+    ],
   ])(
     'refuses %s with exit code 2 and no request',
     async (_name, extra, message) => {
@@ -312,6 +322,28 @@ describe('model-fetch', () => {
     expect(b.lines.at(-1)).toMatchObject({ phase: 'done', fromMarker: true, downloadedBytes: 0 });
     expect(hub.bytesOf('model.safetensors')).toBe(3 * 1024 * 1024);
   }, 30_000);
+
+  it.each([
+    [
+      'a URL that is not s3://',
+      ['--object-store', 'https://models.example/tiny'],
+      /--object-store must be s3:/,
+    ],
+    [
+      'a store endpoint that is not a URL',
+      ['--object-store', 's3://models/tiny', '--store-endpoint', 'minio:9000'],
+      /--store-endpoint must be an http\(s\) URL/,
+    ],
+    ['no digest', ['--object-store', 's3://models/tiny'], /--digest is required/],
+  ])(
+    'refuses an object store fetch with %s (exit code 2)',
+    async (name, flags, message) => {
+      const r = await run([...flags, '--dest', freshDest(), ...(name === 'no digest' ? [] : digestArgs)]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(message);
+    },
+    30_000,
+  );
 
   it('needs the repository, the digests and the destination', async () => {
     const r = await run(['--revision', REVISION]);

@@ -1,5 +1,5 @@
-// `model-fetch`: fetches a hub model at a commit into a directory and verifies it against the
-// pinned digests (ADR 0013); the fetch Job's command. Progress goes to stdout as JSON lines,
+// `model-fetch`: fetches a hub model at a commit, or an object store's prefix, into a directory
+// and verifies it against the pinned digests (ADR 0013, ADR 0020); the fetch Job's command. Progress goes to stdout as JSON lines,
 // the last one the result (`"phase":"done"` or `"phase":"failed"` with a `reason`); a
 // failure is also said in words on stderr. `--result-file` also gets that last line alone
 // (the fetch Job points it at the container's termination message, which the operator reads
@@ -13,20 +13,31 @@ import { fetchModel, type FetchOutcome } from '../model/fetch.ts';
 import type { FetchProgress } from '../model/fetch-progress.ts';
 import {
   checkFetchRequest,
+  checkStoreFetchRequest,
   checkVerifyRequest,
   type FetchRequest,
+  type FetchRequestIssue,
+  type StoreFetchRequest,
   type VerifyRequest,
 } from '../model/fetch-request.ts';
+import type { Result } from '../model/manifest.ts';
 import type { ProxyConfig } from '../model/hub-client.ts';
 import { serveFetchProgress, type ProgressServer } from '../model/progress-server.ts';
 import { verifyStagedModel } from '../model/verify-staged.ts';
 import { holdNodeLock } from '../model/node-lock.ts';
 
 const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [options]
+       model-fetch --object-store s3://<bucket>/<prefix> --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [options]
        model-fetch --verify-only --digest sha256:<hex> --tokenizer-digest sha256:<hex> --dest <dir> [--tokenizer-subpath <dir>] [--result-file <file>] [--progress-port <port>]
   --endpoint <url>           the hub or a mirror (default: $HF_ENDPOINT, else https://huggingface.co)
   --tokenizer-subpath <dir>  the repository directory the tokenizer digest is over (default: the top)
   --token-file <file>        the hub token, as a mounted Secret (default: $HF_TOKEN); never on the command line
+  --object-store <url>       fetch the objects under s3://<bucket>/<prefix> instead of a hub commit; credentials
+                             from the AWS SDK's default chain ($AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY,
+                             a web identity token, pod identity, instance metadata)
+  --store-endpoint <url>     an S3-compatible store's endpoint (default: AWS's for the region)
+  --store-region <name>      the bucket's region (default: $AWS_REGION, else us-east-1)
+  --store-path-style         address the bucket in the path (most S3-compatible stores want it)
   --proxy <url>              HTTP(S) proxy (default: $HTTPS_PROXY / $HTTP_PROXY, with $NO_PROXY)
   --concurrency <n>          files fetched at once (default 4)
   --result-file <file>       also write the last line there (the fetch Job: /dev/termination-log)
@@ -48,13 +59,24 @@ const FLAGS: Record<keyof FetchRequest, string> = {
   dest: '--dest',
 };
 
+const STORE_FLAGS: Record<keyof StoreFetchRequest, string> = {
+  url: '--object-store',
+  endpoint: '--store-endpoint',
+  region: '--store-region',
+  pathStyle: '--store-path-style',
+  digest: '--digest',
+  tokenizerDigest: '--tokenizer-digest',
+  tokenizerSubpath: '--tokenizer-subpath',
+  dest: '--dest',
+};
+
 class UsageError extends Error {}
 
 interface Invocation {
   readonly work:
     | {
         readonly mode: 'fetch';
-        readonly request: FetchRequest;
+        readonly request: FetchRequest | StoreFetchRequest;
         readonly token: string | undefined;
         readonly proxy: ProxyConfig | undefined;
         readonly concurrency: number;
@@ -65,16 +87,23 @@ interface Invocation {
   readonly progress: { host: string; port: number } | undefined;
 }
 
-// What only a fetch from the hub takes: given with --verify-only, it would be ignored.
-const HUB_FLAGS = [
+// What only a fetch takes: given with --verify-only, it would be ignored.
+const FETCH_FLAGS = [
   'endpoint',
   'repo',
   'revision',
   'token-file',
+  'object-store',
+  'store-endpoint',
+  'store-region',
+  'store-path-style',
   'proxy',
   'concurrency',
   'lock-file',
 ] as const;
+// What only a fetch from the hub takes, and only one from an object store.
+const HUB_ONLY = ['endpoint', 'repo', 'revision', 'token-file'] as const;
+const STORE_ONLY = ['store-endpoint', 'store-region', 'store-path-style'] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -138,6 +167,10 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
         'verify-only': { type: 'boolean' },
         'lock-file': { type: 'string' },
         'marker-dir': { type: 'string' },
+        'object-store': { type: 'string' },
+        'store-endpoint': { type: 'string' },
+        'store-region': { type: 'string' },
+        'store-path-style': { type: 'boolean' },
       },
     }));
   } catch (e) {
@@ -148,40 +181,24 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
     progress: readProgressListen(values['progress-port'], values['progress-host']),
   };
   if (values['verify-only']) {
-    const given = HUB_FLAGS.filter((f) => values[f] !== undefined);
+    const given = FETCH_FLAGS.filter((f) => values[f] !== undefined);
     if (given.length > 0)
       throw new UsageError(
         `--verify-only fetches nothing: leave out ${given.map((f) => `--${f}`).join(', ')}`,
       );
-    const request = checkVerifyRequest({
-      digest: values.digest,
-      tokenizerDigest: values['tokenizer-digest'],
-      tokenizerSubpath: values['tokenizer-subpath'],
-      dest: values.dest,
-    });
-    if (!request.ok) throw new UsageError(`${FLAGS[request.error.field]} ${request.error.message}`);
-    return { work: { mode: 'verify', request: request.value, markerDir: values['marker-dir'] }, ...common };
+    const request = orUsage(checkVerifyRequest(checkedAgainst(values)), FLAGS);
+    return { work: { mode: 'verify', request, markerDir: values['marker-dir'] }, ...common };
   }
   if (values['marker-dir'] !== undefined)
     throw new UsageError('--marker-dir goes with --verify-only (a fetch keeps its marker in --dest)');
-  const request = checkFetchRequest({
-    // An empty variable is an unset one, as the hub's own clients read it.
-    endpoint: values.endpoint ?? (env['HF_ENDPOINT'] || 'https://huggingface.co'),
-    repo: values.repo,
-    revision: values.revision,
-    digest: values.digest,
-    tokenizerDigest: values['tokenizer-digest'],
-    tokenizerSubpath: values['tokenizer-subpath'],
-    dest: values.dest,
-  });
-  if (!request.ok) throw new UsageError(`${FLAGS[request.error.field]} ${request.error.message}`);
+  const request = values['object-store'] !== undefined ? storeRequest(values) : hubRequest(values, env);
   const concurrency = Number(values.concurrency ?? '4');
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32)
     throw new UsageError('--concurrency takes a whole number from 1 to 32');
   return {
     work: {
       mode: 'fetch',
-      request: request.value,
+      request,
       token: await readToken(values['token-file'], env),
       proxy: readProxy(values.proxy, env),
       concurrency,
@@ -189,6 +206,64 @@ async function parseInvocation(argv: string[], env: Env): Promise<Invocation> {
     },
     ...common,
   };
+}
+
+type Values = Partial<
+  Record<
+    (typeof FETCH_FLAGS)[number] | 'digest' | 'tokenizer-digest' | 'tokenizer-subpath' | 'dest',
+    string | boolean
+  >
+>;
+
+const refuseFlags = (values: Values, flags: readonly string[], because: string): void => {
+  const given = flags.filter((f) => values[f as keyof Values] !== undefined);
+  if (given.length > 0)
+    throw new UsageError(`${because}: leave out ${given.map((f) => `--${f}`).join(', ')}`);
+};
+
+const stringOf = (v: string | boolean | undefined): string | undefined =>
+  typeof v === 'string' ? v : undefined;
+
+/** What every run is held to: the digests, where the tokenizer's are taken, the files. */
+const checkedAgainst = (values: Values) => ({
+  digest: values.digest,
+  tokenizerDigest: values['tokenizer-digest'],
+  tokenizerSubpath: values['tokenizer-subpath'],
+  dest: values.dest,
+});
+
+/** The checked request, or a usage error naming the flag. */
+function orUsage<T>(result: Result<T, FetchRequestIssue>, flags: Readonly<Record<string, string>>): T {
+  if (result.ok) return result.value;
+  throw new UsageError(`${flags[result.error.field] ?? result.error.field} ${result.error.message}`);
+}
+
+function hubRequest(values: Values, env: Env): FetchRequest {
+  refuseFlags(values, STORE_ONLY, 'a hub fetch has no object store');
+  return orUsage(
+    checkFetchRequest({
+      // An empty variable is an unset one, as the hub's own clients read it.
+      endpoint: stringOf(values.endpoint) ?? (env['HF_ENDPOINT'] || 'https://huggingface.co'),
+      repo: values.repo,
+      revision: values.revision,
+      ...checkedAgainst(values),
+    }),
+    FLAGS,
+  );
+}
+
+function storeRequest(values: Values): StoreFetchRequest {
+  refuseFlags(values, HUB_ONLY, '--object-store fetches from a bucket, not the hub');
+  return orUsage(
+    checkStoreFetchRequest({
+      url: values['object-store'],
+      endpoint: values['store-endpoint'],
+      region: values['store-region'],
+      pathStyle: values['store-path-style'] === true,
+      ...checkedAgainst(values),
+    }),
+    STORE_FLAGS,
+  );
 }
 
 async function runWork(work: Invocation['work']): Promise<FetchOutcome> {

@@ -1,5 +1,5 @@
-// One file from `{endpoint}/{repo}/resolve/{revision}/{path}` into the model directory:
-// streamed into a partial file under `.cacheroute-partial/` (hidden: outside the manifest),
+// One file from its origin (the hub's `{endpoint}/{repo}/resolve/{revision}/{path}`, an object
+// store's `s3://bucket/prefix/{path}`) into the model directory: streamed into a partial file under `.cacheroute-partial/` (hidden: outside the manifest),
 // its size and hashes checked while it streams, then renamed into place, so a file at its
 // final path is always a verified one. A partial file left by a dropped connection or an
 // earlier run is resumed with a Range request; its bytes are hashed again from disk first.
@@ -8,14 +8,6 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { FetchFailure, TransientFailure } from './fetch-reasons.ts';
-import {
-  encodePath,
-  failureForStatus,
-  getFollowingRedirects,
-  headerValue,
-  type HubClient,
-  type HubResponse,
-} from './hub-client.ts';
 import { withRetries, type RetryPolicy } from './retry.ts';
 
 export const PARTIAL_DIR = '.cacheroute-partial';
@@ -26,6 +18,27 @@ export interface ExpectedFile {
   readonly size: number;
   readonly sha256?: string;
   readonly gitBlobSha1?: string;
+  /** The origin's name for this content where it lists no hash (an object's ETag). */
+  readonly version?: string;
+}
+
+/**
+ * Where files' bytes come from. `open` answers with the bytes from `offset` (`start` equal to
+ * it), the whole file (`start` 0), or `refused` when the origin will not resume there.
+ */
+export interface FileOrigin {
+  /** What the sizes and hashes come from, in messages: "the listing of commit <id>". */
+  readonly listing: string;
+  readonly open: (file: ExpectedFile, offset: number, signal: AbortSignal | undefined) => Promise<OpenedFile>;
+}
+
+export interface OpenedFile {
+  readonly start: number | 'refused';
+  /** Bytes in this answer, when the origin says. */
+  readonly length: number | undefined;
+  readonly body: AsyncIterable<Uint8Array>;
+  /** Drops an answer not read. */
+  readonly discard: () => Promise<void>;
 }
 
 export interface DownloadedFile {
@@ -35,9 +48,7 @@ export interface DownloadedFile {
 }
 
 export interface DownloadContext {
-  readonly client: HubClient;
-  readonly repo: string;
-  readonly revision: string;
+  readonly origin: FileOrigin;
   readonly dir: string;
   readonly retry: RetryPolicy;
   /** Bytes of this file held so far (absolute, may go down when a partial file is dropped). */
@@ -49,7 +60,7 @@ export interface DownloadContext {
 export function partialPathFor(dir: string, file: ExpectedFile): string {
   // Named by path and content: stable across runs (to resume), distinct for two paths with one content.
   const id = createHash('sha256')
-    .update(`${file.path}\0${file.sha256 ?? file.gitBlobSha1 ?? ''}`)
+    .update(`${file.path}\0${file.sha256 ?? file.gitBlobSha1 ?? file.version ?? ''}`)
     .digest('hex');
   return join(dir, PARTIAL_DIR, `${id}.part`);
 }
@@ -79,16 +90,10 @@ async function hashPrefix(path: string, hashes: Hashes): Promise<void> {
   }
 }
 
-/** The offset a 206 answer starts at, from `Content-Range: bytes <start>-<end>/<size>`. */
-function rangeStart(res: HubResponse): number | undefined {
-  const m = /^bytes (\d+)-\d+\/(?:\d+|\*)$/.exec(headerValue(res.headers, 'content-range') ?? '');
-  return m ? Number(m[1]) : undefined;
-}
-
 function checkHashes(
   file: ExpectedFile,
   hashes: Hashes,
-  revision: string,
+  listing: string,
 ): { got: DownloadedFile; bad?: string } {
   const sha256 = hashes.sha256.digest('hex');
   const sha1 = hashes.sha1?.digest('hex');
@@ -96,12 +101,12 @@ function checkHashes(
   if (file.sha256 !== undefined && sha256 !== file.sha256)
     return {
       got,
-      bad: `${file.path}: sha256 ${sha256}, the listing of commit ${revision} says ${file.sha256}`,
+      bad: `${file.path}: sha256 ${sha256}, ${listing} says ${file.sha256}`,
     };
   if (file.gitBlobSha1 !== undefined && sha1 !== file.gitBlobSha1)
     return {
       got,
-      bad: `${file.path}: git blob ${sha1 ?? '?'}, the listing of commit ${revision} says ${file.gitBlobSha1}`,
+      bad: `${file.path}: git blob ${sha1 ?? '?'}, ${listing} says ${file.gitBlobSha1}`,
     };
   return { got };
 }
@@ -111,7 +116,7 @@ function checkHashes(
 async function streamInto(
   ctx: DownloadContext,
   file: ExpectedFile,
-  res: HubResponse,
+  res: OpenedFile,
   partial: string,
   offset: number,
   hashes: Hashes,
@@ -165,39 +170,27 @@ async function resumeFrom(partial: string, file: ExpectedFile): Promise<{ offset
   return { offset: offset > file.size ? 0 : offset, hashes };
 }
 
-/** The answer to a GET of the file from `offset`, checked to continue it (206) or replace it (200). */
+/** The origin's answer from `offset`, checked to continue the partial file or replace it. */
 async function requestFrom(
   ctx: DownloadContext,
   file: ExpectedFile,
   partial: string,
   offset: number,
   signal: AbortSignal | undefined,
-): Promise<HubResponse> {
-  const url = new URL(`${ctx.client.endpoint}/${ctx.repo}/resolve/${ctx.revision}/${encodePath(file.path)}`);
-  const res = await getFollowingRedirects(ctx.client, url, {
-    headers: offset > 0 ? { range: `bytes=${offset}-` } : {},
-    ...(signal ? { signal } : {}),
-  });
-  if (res.statusCode === 416 || (res.statusCode === 206 && rangeStart(res) !== offset)) {
-    await res.body.dump();
+): Promise<OpenedFile> {
+  const res = await ctx.origin.open(file, offset, signal);
+  if (res.start === 'refused' || (res.start !== 0 && res.start !== offset)) {
+    await res.discard();
     await rm(partial, { force: true });
     throw new TransientFailure(`${file.path}: the server did not resume at byte ${offset}`);
   }
-  if (res.statusCode !== 200 && res.statusCode !== 206)
-    throw await failureForStatus(ctx.client, res, {
-      kind: 'file',
-      repo: ctx.repo,
-      revision: ctx.revision,
-      path: file.path,
-    });
-  const length = headerValue(res.headers, 'content-length');
-  const total = (res.statusCode === 206 ? offset : 0) + Number(length);
-  if (length !== undefined && total !== file.size) {
-    await res.body.dump();
+  const total = res.start + (res.length ?? 0);
+  if (res.length !== undefined && total !== file.size) {
+    await res.discard();
     await rm(partial, { force: true });
     throw new FetchFailure(
       'ModelDigestMismatch',
-      `${file.path}: the server sends ${total} bytes, the listing of commit ${ctx.revision} says ${file.size}`,
+      `${file.path}: the server sends ${total} bytes, ${ctx.origin.listing} says ${file.size}`,
       { path: file.path },
     );
   }
@@ -217,7 +210,7 @@ async function attempt(
   ctx.onBytes(file.path, offset);
   if (offset < file.size) {
     const res = await requestFrom(ctx, file, partial, offset, signal);
-    if (res.statusCode === 200 && offset > 0) {
+    if (res.start === 0 && offset > 0) {
       // The server sent the whole file instead: start over with it.
       hashes = startHashes(file);
       offset = 0;
@@ -226,7 +219,7 @@ async function attempt(
     if (held < file.size)
       throw new TransientFailure(`${file.path}: the download ended after ${held} of ${file.size} bytes`);
   }
-  const { got, bad } = checkHashes(file, hashes, ctx.revision);
+  const { got, bad } = checkHashes(file, hashes, ctx.origin.listing);
   if (bad !== undefined) {
     await rm(partial, { force: true });
     ctx.onBytes(file.path, 0);
@@ -235,7 +228,7 @@ async function attempt(
       state.restarted = true;
       throw new TransientFailure(`${bad}; fetching it again from the start`);
     }
-    throw new FetchFailure('ModelDigestMismatch', `${bad}: the bytes served are not the commit's`, {
+    throw new FetchFailure('ModelDigestMismatch', `${bad}: the bytes served are not the listed ones`, {
       path: file.path,
     });
   }

@@ -38,10 +38,22 @@ export interface DigestMismatch {
   readonly message: string;
 }
 
+/** Whose files a mismatch is about, and the likely cause, in words. */
+export interface DigestBlame {
+  readonly what: string;
+  readonly hint: string;
+}
+
+const COMMIT_BLAME: DigestBlame = {
+  what: "the commit's files",
+  hint: 'the revision is not the commit those digests were taken of',
+};
+
 export function checkDigests(
   manifest: Manifest,
   expected: ModelDigests,
   tokenizerSubpath?: string,
+  blame: DigestBlame = COMMIT_BLAME,
 ): Result<ModelDigests, DigestMismatch> {
   const computed = computeDigests(manifest, tokenizerSubpath);
   for (const field of ['digest', 'tokenizerDigest'] as const) {
@@ -53,8 +65,8 @@ export function checkDigests(
           expected: expected[field],
           computed: computed[field],
           message:
-            `the commit's files have ${field === 'digest' ? 'model digest' : 'tokenizer digest'} ${computed[field]}, ` +
-            `the spec pins ${expected[field]}: the revision is not the commit those digests were taken of, ` +
+            `${blame.what} have ${field === 'digest' ? 'model digest' : 'tokenizer digest'} ${computed[field]}, ` +
+            `the spec pins ${expected[field]}: ${blame.hint}, ` +
             `or the digests are of other files (${field === 'digest' ? 'all files but hidden ones count' : 'tokenizer files only'}; ADR 0013)`,
         },
       };

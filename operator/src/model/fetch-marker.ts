@@ -13,8 +13,10 @@ export const MARKER_FILE = '.cacheroute-verified.json';
 
 export const FetchMarker = z.object({
   version: z.literal(1),
-  repo: z.string(),
-  revision: z.string(),
+  /** Where the files came from: a hub commit, or an object store's prefix. */
+  repo: z.string().optional(),
+  revision: z.string().optional(),
+  url: z.string().optional(),
   digest: z.string(),
   tokenizerDigest: z.string(),
   tokenizerSubpath: z.string().optional(),

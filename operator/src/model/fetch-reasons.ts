@@ -6,6 +6,10 @@ export const FETCH_REASONS = {
   HubNotFound: 'the hub answered 404: the repository, the revision or a listed file does not exist there',
   HubInvalidListing:
     'the tree listing is not what the hub API answers, or names a path with no manifest line',
+  StoreUnauthorized:
+    'the object store refused the credentials (401, 403, AccessDenied, a bad key or signature), or none were found',
+  StoreNotFound: 'the object store answered 404: no such bucket, or an object listed is gone',
+  StoreInvalidListing: 'the bucket listing is cut without a way on, or names a path no manifest can hold',
   UnexpectedFiles: 'the destination holds files that are not in the model: they would change its digest',
   ModelDigestMismatch: 'the files of the commit are not the pinned ones: a digest or a file differs',
   DownloadFailed: 'a request or a write kept failing (after retries for 5xx and connection errors)',

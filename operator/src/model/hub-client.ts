@@ -4,6 +4,7 @@
 // signed URL needs no token and must not see one. Status codes become the fetch's reasons,
 // saying what to check; messages name URLs without their query (a CDN URL's is a signature).
 import { Agent, EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
+import type { FileOrigin } from './download.ts';
 import { FetchFailure, TransientFailure } from './fetch-reasons.ts';
 
 export interface ProxyConfig {
@@ -168,4 +169,31 @@ export async function failureForStatus(
 /** Each segment encoded; `/` kept, as the hub's URLs have it. */
 export function encodePath(path: string): string {
   return path.split('/').map(encodeURIComponent).join('/');
+}
+
+/** The offset a 206 answer starts at, from `Content-Range: bytes <start>-<end>/<size>`. */
+function rangeStart(res: HubResponse): number | undefined {
+  const m = /^bytes (\d+)-\d+\/(?:\d+|\*)$/.exec(headerValue(res.headers, 'content-range') ?? '');
+  return m ? Number(m[1]) : undefined;
+}
+
+/** A commit's files at `{endpoint}/{repo}/resolve/{revision}/{path}`, resumed with Range. */
+export function buildHubOrigin(client: HubClient, repo: string, revision: string): FileOrigin {
+  return {
+    listing: `the listing of commit ${revision}`,
+    open: async (file, offset, signal) => {
+      const url = new URL(`${client.endpoint}/${repo}/resolve/${revision}/${encodePath(file.path)}`);
+      const res = await getFollowingRedirects(client, url, {
+        headers: offset > 0 ? { range: `bytes=${offset}-` } : {},
+        ...(signal ? { signal } : {}),
+      });
+      const discard = () => res.body.dump();
+      if (res.statusCode === 416) return { start: 'refused', length: undefined, body: res.body, discard };
+      if (res.statusCode !== 200 && res.statusCode !== 206)
+        throw await failureForStatus(client, res, { kind: 'file', repo, revision, path: file.path });
+      const length = headerValue(res.headers, 'content-length');
+      const start = res.statusCode === 206 ? (rangeStart(res) ?? 'refused') : 0;
+      return { start, length: length === undefined ? undefined : Number(length), body: res.body, discard };
+    },
+  };
 }

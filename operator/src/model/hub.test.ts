@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashFile, manifestOfDirectory } from './files.ts';
-import { HubTreeListing, manifestFromHubPlan, planFromHubListing, type HubPlan } from './hub.ts';
+import { manifestFromPlan, type FetchPlan } from './fetch-plan.ts';
+import { HubTreeListing, planFromHubListing } from './hub.ts';
 import { digestOfManifest, isTokenizerFile } from './manifest.ts';
 
 const H64 = (c: string): string => c.repeat(64);
@@ -59,7 +60,7 @@ function parse(listing: unknown): HubTreeListing {
   return HubTreeListing.parse(listing);
 }
 
-function plan(listing: HubTreeListing, select?: (p: string) => boolean): HubPlan {
+function plan(listing: HubTreeListing, select?: (p: string) => boolean): FetchPlan {
   const p = planFromHubListing(listing, select);
   if (!p.ok) throw new Error(p.error.message);
   return p.value;
@@ -146,7 +147,7 @@ describe('the same manifest from the hub listing as from the files', () => {
     }),
   ]);
 
-  async function hashPending(p: HubPlan): Promise<Hashed> {
+  async function hashPending(p: FetchPlan): Promise<Hashed> {
     const hashed: Hashed = new Map();
     for (const f of p.pending) hashed.set(f.path, await hashFile(join(root, f.path), { gitBlobSha1: true }));
     return hashed;
@@ -154,7 +155,7 @@ describe('the same manifest from the hub listing as from the files', () => {
 
   it('gives the digest of the downloaded directory, once the git files are hashed', async () => {
     const p = plan(listing);
-    const m = manifestFromHubPlan(p, await hashPending(p));
+    const m = manifestFromPlan(p, await hashPending(p));
     const onDisk = await manifestOfDirectory(root);
     expect(m).toEqual({ ok: true, value: onDisk });
     expect(m.ok && digestOfManifest(m.value)).toBe(digestOfManifest(onDisk));
@@ -162,7 +163,7 @@ describe('the same manifest from the hub listing as from the files', () => {
 
   it('and the tokenizer digest', async () => {
     const p = plan(listing, isTokenizerFile);
-    const m = manifestFromHubPlan(p, await hashPending(p));
+    const m = manifestFromPlan(p, await hashPending(p));
     expect(m).toEqual({ ok: true, value: await manifestOfDirectory(root, { select: isTokenizerFile }) });
   });
 
@@ -177,6 +178,6 @@ describe('the same manifest from the hub listing as from the files', () => {
     const p = plan(listing);
     const hashed = await hashPending(p);
     spoil(hashed);
-    expect(manifestFromHubPlan(p, hashed)).toMatchObject({ ok: false, error: { code, path: 'config.json' } });
+    expect(manifestFromPlan(p, hashed)).toMatchObject({ ok: false, error: { code, path: 'config.json' } });
   });
 });

@@ -9,16 +9,8 @@
 // blob sha1, so they are fetched first, checked against that id and hashed; with their
 // sha256 the manifest, and its digest, is complete before any weight is fetched.
 import { z } from 'zod';
-import {
-  checkPath,
-  isCountedPath,
-  manifestFromEntries,
-  type Manifest,
-  type ManifestEntry,
-  type ManifestIssue,
-  type Mismatch,
-  type Result,
-} from './manifest.ts';
+import type { FetchPlan, PendingFile } from './fetch-plan.ts';
+import { checkPath, isCountedPath, type ManifestEntry, type ManifestIssue, type Result } from './manifest.ts';
 
 const GitObjectId = z.string().regex(/^[a-f0-9]{40}$/);
 
@@ -45,24 +37,10 @@ export type HubTreeEntry = z.infer<typeof HubTreeEntry>;
 export const HubTreeListing = z.array(HubTreeEntry);
 export type HubTreeListing = z.infer<typeof HubTreeListing>;
 
-/** A file the listing gives no sha256 for: fetch it, check its git blob id, then hash it. */
-export interface PendingFile {
-  readonly path: string;
-  readonly size: number;
-  readonly gitBlobSha1: string;
-}
-
-export interface HubPlan {
-  /** LFS files: the listing gives their manifest lines. */
-  readonly known: readonly ManifestEntry[];
-  /** Git files, to fetch and hash before the weights. */
-  readonly pending: readonly PendingFile[];
-}
-
 export function planFromHubListing(
   listing: HubTreeListing,
   select: (path: string) => boolean = () => true,
-): Result<HubPlan, ManifestIssue> {
+): Result<FetchPlan, ManifestIssue> {
   const known: ManifestEntry[] = [];
   const pending: PendingFile[] = [];
   for (const e of listing) {
@@ -76,44 +54,4 @@ export function planFromHubListing(
     else pending.push({ path: e.path, size: e.size, gitBlobSha1: e.oid });
   }
   return { ok: true, value: { known, pending } };
-}
-
-/**
- * The whole manifest once the pending files are fetched and hashed (`hashed`, by path). A
- * pending file that is absent, of another size or another git blob id than listed is a
- * mismatch: the bytes fetched are not the commit's.
- */
-export function manifestFromHubPlan(
-  plan: HubPlan,
-  hashed: ReadonlyMap<string, { size: number; sha256: string; gitBlobSha1?: string | undefined }>,
-): Result<Manifest, Mismatch | ManifestIssue> {
-  const resolved: ManifestEntry[] = [];
-  for (const p of plan.pending) {
-    const h = hashed.get(p.path);
-    if (!h)
-      return {
-        ok: false,
-        error: { code: 'missing', path: p.path, message: `${p.path}: listed, not fetched` },
-      };
-    if (h.size !== p.size)
-      return {
-        ok: false,
-        error: {
-          code: 'size',
-          path: p.path,
-          message: `${p.path}: ${h.size} bytes, the listing says ${p.size}`,
-        },
-      };
-    if (h.gitBlobSha1 !== p.gitBlobSha1)
-      return {
-        ok: false,
-        error: {
-          code: 'git_blob_sha1',
-          path: p.path,
-          message: `${p.path}: git blob ${h.gitBlobSha1 ?? '(not computed)'}, the listing says ${p.gitBlobSha1}`,
-        },
-      };
-    resolved.push({ path: p.path, size: h.size, sha256: h.sha256 });
-  }
-  return manifestFromEntries([...plan.known, ...resolved]);
 }

@@ -2,7 +2,7 @@
 // namespace and pair of digests, filled once by one Job. Names come from the digests, so every
 // Deployment that pins the same files finds the same cache without any lookup.
 import { createHash } from 'node:crypto';
-import type { DeploymentSpec } from '../../../api/index.ts';
+import type { DeploymentSpec, ModelDownload, ModelObjectStore } from '../../../api/index.ts';
 import { MODEL_DIR } from '../args.ts';
 
 export const LABEL_MODEL_CACHE = 'cacheroute.dev/model-cache';
@@ -30,6 +30,20 @@ export function computeTokenizerSubpath(
   if (path === undefined || path === MODEL_DIR) return { ok: true, subpath: undefined };
   if (path.startsWith(`${MODEL_DIR}/`)) return { ok: true, subpath: path.slice(MODEL_DIR.length + 1) };
   return { ok: false, path };
+}
+
+/**
+ * A source the operator fetches into a model cache (a hub commit, an object store's prefix), with
+ * the settings both have (cache, storageClassName, sizeLimit, proxy); undefined for staged files.
+ */
+export function fetchedSourceOf(spec: DeploymentSpec): ModelDownload | ModelObjectStore | undefined {
+  return spec.model.source.download ?? spec.model.source.objectStore;
+}
+
+/** Where a fetched source's files come from, in words and annotations: `repo@commit` or the s3:// URL. */
+export function describeFetchedSource(spec: DeploymentSpec): string {
+  const store = spec.model.source.objectStore;
+  return store ? store.url : `${spec.model.path}@${spec.model.revision ?? ''}`;
 }
 
 /** What identifies a cache's content: both digests and where the tokenizer digest was taken. */

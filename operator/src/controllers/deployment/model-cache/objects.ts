@@ -1,10 +1,12 @@
-// The cache volume and the fetch Job of a download source (ADR 0016). Pure builders.
-// The Job runs the operator's own image with the fetcher (operator/src/cli/model-fetch.ts):
-// no ServiceAccount token, no API access; the hub token is a file from the Secret, mounted
-// into this pod only; the result goes out through the container's termination message, the
-// progress on the pod IP's FETCH_PROGRESS_PORT while it runs.
+// The cache volume and the fetch Job of a fetched source, a hub download or an object store's
+// prefix (ADR 0016, ADR 0020). Pure builders. The Job runs the operator's own image with the
+// fetcher (operator/src/cli/model-fetch.ts): no ServiceAccount token, no API access; the hub
+// token is a file from the Secret, an object store's keys env from its Secret, in this pod only;
+// the result goes out through the container's termination message, the progress on the pod
+// IP's FETCH_PROGRESS_PORT while it runs.
 import type {
   V1Container,
+  V1EnvVar,
   V1Job,
   V1SecurityContext,
   V1OwnerReference,
@@ -13,7 +15,7 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from '@kubernetes/client-node';
-import type { DeploymentSpec } from '../../../api/index.ts';
+import { OBJECT_STORE_CREDENTIAL_KEYS, type DeploymentSpec } from '../../../api/index.ts';
 import { MANAGED_BY } from '../labels.ts';
 import {
   ANNOTATION_MODEL_DIGEST,
@@ -21,6 +23,8 @@ import {
   ANNOTATION_TOKENIZER_DIGEST,
   buildFetchJobName,
   buildModelCacheName,
+  describeFetchedSource,
+  fetchedSourceOf,
   FETCH_COMPONENT,
   FETCH_CONTAINER,
   LABEL_MODEL_CACHE,
@@ -86,8 +90,8 @@ export function buildModelCachePvc(
   config: ModelCacheConfig,
   owners: V1OwnerReference[],
 ): V1PersistentVolumeClaim {
-  const download = spec.model.source.download;
-  const storageClassName = download?.storageClassName ?? config.storageClassName;
+  const fetched = fetchedSourceOf(spec);
+  const storageClassName = fetched?.storageClassName ?? config.storageClassName;
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -98,7 +102,7 @@ export function buildModelCachePvc(
       annotations: {
         [ANNOTATION_MODEL_DIGEST]: spec.model.digest,
         [ANNOTATION_TOKENIZER_DIGEST]: spec.model.tokenizerDigest,
-        [ANNOTATION_MODEL_SOURCE]: `${spec.model.path}@${spec.model.revision ?? ''}`,
+        [ANNOTATION_MODEL_SOURCE]: describeFetchedSource(spec),
       },
       ownerReferences: owners,
     },
@@ -106,7 +110,7 @@ export function buildModelCachePvc(
       // One volume for every replica on every node: written once by the Job, read by all.
       accessModes: ['ReadWriteMany'],
       volumeMode: 'Filesystem',
-      resources: { requests: { storage: String(download?.sizeLimit ?? config.size) } },
+      resources: { requests: { storage: String(fetched?.sizeLimit ?? config.size) } },
       ...(storageClassName ? { storageClassName } : {}),
     },
   };
@@ -130,13 +134,26 @@ export interface FetchJobInput {
 /** The progress flags every model Job's fetcher gets: on its pod IP only, for the operator. */
 const PROGRESS_ARGS = ['--progress-host', '$(POD_IP)', '--progress-port', String(FETCH_PROGRESS_PORT)];
 
-/** The fetcher's arguments for a download source, into `dest` (`extra` before the progress flags). */
+/** The fetcher's arguments for a fetched source, into `dest` (`extra` before the progress flags). */
 export function buildFetchArgs(
   spec: DeploymentSpec,
   tokenizerSubpath: string | undefined,
   dest: string,
   extra: readonly string[] = [],
 ): string[] {
+  const store = spec.model.source.objectStore;
+  if (store)
+    return [
+      '--object-store',
+      store.url,
+      ...(store.endpoint ? ['--store-endpoint', store.endpoint] : []),
+      ...(store.region ? ['--store-region', store.region] : []),
+      ...(store.forcePathStyle ? ['--store-path-style'] : []),
+      ...buildCheckArgs(spec, tokenizerSubpath, dest),
+      ...(store.proxy ? ['--proxy', store.proxy] : []),
+      ...extra,
+      ...PROGRESS_ARGS,
+    ];
   const download = spec.model.source.download;
   return [
     '--endpoint',
@@ -192,6 +209,25 @@ export function buildTokenVolume(spec: DeploymentSpec): { volumes: V1Volume[]; m
   };
 }
 
+/**
+ * An object store's keys from its Secret, as env of the fetcher only (the SDK's own names; the
+ * session token optional). A Secret's other keys are not taken: no envFrom, which would let a
+ * key named NODE_OPTIONS change what the fetcher runs.
+ */
+export function buildStoreCredentialEnv(spec: DeploymentSpec): V1EnvVar[] {
+  const ref = spec.model.source.objectStore?.credentialsSecretRef;
+  if (!ref) return [];
+  const fromSecret = (key: string, optional: boolean): V1EnvVar => ({
+    name: key,
+    valueFrom: { secretKeyRef: { name: ref.name, key, ...(optional ? { optional: true } : {}) } },
+  });
+  return [
+    fromSecret(OBJECT_STORE_CREDENTIAL_KEYS.accessKeyId, false),
+    fromSecret(OBJECT_STORE_CREDENTIAL_KEYS.secretAccessKey, false),
+    fromSecret(OBJECT_STORE_CREDENTIAL_KEYS.sessionToken, true),
+  ];
+}
+
 /** The root filesystem is read-only; Node may want a scratch directory. */
 export const FETCH_TMP_VOLUME: V1Volume = { name: 'fetch-tmp', emptyDir: { sizeLimit: '64Mi' } };
 const FETCH_TMP_MOUNT: V1VolumeMount = { name: 'fetch-tmp', mountPath: '/tmp' };
@@ -207,6 +243,7 @@ export function buildFetcherContainer(opts: {
   readonly config: ModelCacheConfig;
   readonly args: string[];
   readonly mounts: V1VolumeMount[];
+  readonly env?: V1EnvVar[];
   readonly securityContext?: V1SecurityContext;
 }): V1Container {
   return {
@@ -214,7 +251,7 @@ export function buildFetcherContainer(opts: {
     image: opts.config.fetchImage,
     command: [...FETCH_COMMAND],
     args: opts.args,
-    env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+    env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, ...(opts.env ?? [])],
     ports: [{ name: FETCH_PROGRESS_PORT_NAME, containerPort: FETCH_PROGRESS_PORT, protocol: 'TCP' }],
     terminationMessagePath: TERMINATION_LOG,
     // A fetcher killed before it wrote its result still leaves its last words.
@@ -235,6 +272,9 @@ interface ModelJobParts {
   readonly args: string[];
   readonly volumes: V1Volume[];
   readonly mounts: V1VolumeMount[];
+  readonly env?: V1EnvVar[];
+  /** For IRSA or pod identity (an object store's serviceAccountName); its API token is not mounted. */
+  readonly serviceAccountName?: string | undefined;
   /** fsGroup for a volume the Job writes; unset for one it only reads (no recursive chown of it). */
   readonly fsGroup: number | undefined;
 }
@@ -262,8 +302,9 @@ function buildModelJob(p: ModelJobParts): V1Job {
         metadata: { labels: p.labels },
         spec: {
           restartPolicy: 'Never',
-          // The fetcher talks to the hub only: no API credentials in its pod.
+          // The fetcher talks to the hub or the store only: no API credentials in its pod.
           automountServiceAccountToken: false,
+          ...(p.serviceAccountName ? { serviceAccountName: p.serviceAccountName } : {}),
           enableServiceLinks: false,
           securityContext: {
             runAsNonRoot: true,
@@ -275,7 +316,14 @@ function buildModelJob(p: ModelJobParts): V1Job {
           // The volume is mounted where the model's pods run: their node pool reaches the storage.
           ...(scheduling?.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
           ...(scheduling?.tolerations ? { tolerations: scheduling.tolerations.map(buildToleration) } : {}),
-          containers: [buildFetcherContainer({ config: p.config, args: p.args, mounts: p.mounts })],
+          containers: [
+            buildFetcherContainer({
+              config: p.config,
+              args: p.args,
+              mounts: p.mounts,
+              ...(p.env ? { env: p.env } : {}),
+            }),
+          ],
           volumes: [...p.volumes, FETCH_TMP_VOLUME],
         },
       },
@@ -306,6 +354,8 @@ export function buildFetchJob(input: FetchJobInput): V1Job {
     args: buildFetchArgs(spec, input.tokenizerSubpath, `${CACHE_MOUNT}/${MODEL_SUBDIR}`),
     volumes: [{ name: 'cache', persistentVolumeClaim: { claimName: cache.name } }, ...token.volumes],
     mounts: [{ name: 'cache', mountPath: CACHE_MOUNT }, ...token.mounts],
+    env: buildStoreCredentialEnv(spec),
+    serviceAccountName: spec.model.source.objectStore?.serviceAccountName,
     fsGroup: FETCH_UID,
   });
 }

@@ -589,6 +589,81 @@ describe('buildFetchJob', () => {
   });
 });
 
+describe('buildFetchJob for an object store', () => {
+  const storeSpec = (objectStore: NonNullable<DeploymentSpec['model']['source']['objectStore']>) =>
+    downloadSpec((s) => {
+      const { revision: _revision, ...model } = s.model;
+      return { ...s, model: { ...model, source: { objectStore } } };
+    });
+  const jobOf = (spec: DeploymentSpec) =>
+    buildFetchJob({
+      namespace: 'ns',
+      key: computeModelCacheKey(spec),
+      spec,
+      tokenizerSubpath: undefined,
+      config: CONFIG,
+      cache: { name: CACHE, uid: 'pvc-uid' },
+    });
+
+  it('fetches the prefix from the endpoint, the keys from the Secret as env only, under the service account', () => {
+    const spec = storeSpec({
+      url: 's3://models/llama-3.1-8b',
+      endpoint: 'http://minio.storage:9000',
+      region: 'eu-west-1',
+      forcePathStyle: true,
+      credentialsSecretRef: { name: 's3-reader' },
+      serviceAccountName: 'model-reader',
+      proxy: 'http://proxy.example:3128',
+    });
+    const pod = jobOf(spec).spec?.template.spec;
+    const c = pod?.containers[0];
+    expect(c?.args?.slice(0, 7)).toEqual([
+      '--object-store',
+      's3://models/llama-3.1-8b',
+      '--store-endpoint',
+      'http://minio.storage:9000',
+      '--store-region',
+      'eu-west-1',
+      '--store-path-style',
+    ]);
+    expect(c?.args).toContain('--proxy');
+    expect(c?.args).not.toContain('--repo');
+    expect(c?.env?.slice(1)).toEqual([
+      {
+        name: 'AWS_ACCESS_KEY_ID',
+        valueFrom: { secretKeyRef: { name: 's3-reader', key: 'AWS_ACCESS_KEY_ID' } },
+      },
+      {
+        name: 'AWS_SECRET_ACCESS_KEY',
+        valueFrom: { secretKeyRef: { name: 's3-reader', key: 'AWS_SECRET_ACCESS_KEY' } },
+      },
+      {
+        name: 'AWS_SESSION_TOKEN',
+        valueFrom: { secretKeyRef: { name: 's3-reader', key: 'AWS_SESSION_TOKEN', optional: true } },
+      },
+    ]);
+    expect(pod?.serviceAccountName).toBe('model-reader');
+    expect(pod?.automountServiceAccountToken).toBe(false);
+    expect(pod?.volumes?.map((v) => v.name)).toEqual(['cache', 'fetch-tmp']);
+  });
+
+  it('without a Secret: the SDK default chain, no credential variables; shares the cache key of the same digests', () => {
+    const spec = storeSpec({ url: 's3://models/llama-3.1-8b' });
+    const c = jobOf(spec).spec?.template.spec?.containers[0];
+    expect(c?.env?.map((e) => e.name)).toEqual(['POD_IP']);
+    expect(c?.args).not.toContain('--store-path-style');
+    // The cache is of the files, not of where they came from.
+    expect(computeModelCacheKey(spec)).toBe(KEY);
+  });
+
+  it('plans a fetch Job into the cache, as for a hub download, described by its URL', () => {
+    const spec = storeSpec({ url: 's3://models/llama-3.1-8b' });
+    const plan = planModelDelivery(observe({ cache: pvc(), spec }));
+    expect(plan.actions.map((a) => a.kind)).toEqual(['createJob']);
+    expect(plan.condition.message).toContain('s3://models/llama-3.1-8b');
+  });
+});
+
 describe('ModelReason', () => {
   it('each reason is documented in docs/operations.md', () => {
     const doc = readFileSync(new URL('../../../../../docs/operations.md', import.meta.url), 'utf8');

@@ -29,6 +29,8 @@ import {
   computeModelCacheKey,
   computeStagedKey,
   computeTokenizerSubpath,
+  describeFetchedSource,
+  fetchedSourceOf,
 } from './names.ts';
 import {
   computeFetchAttempts,
@@ -150,6 +152,9 @@ export function computeFailureReason(fetcherReason: string): ModelReason {
       return ModelReason.ModelDigestMismatch;
     case 'HubUnauthorized':
     case 'HubNotFound':
+    case 'StoreUnauthorized':
+    case 'StoreNotFound':
+    case 'StoreInvalidListing':
       return ModelReason.SourceUnreadable;
     default:
       return ModelReason.FetchFailed;
@@ -286,7 +291,7 @@ function planRunning(
   const progress = bound ? obs.progress : undefined;
   const fetching =
     target.verb === 'fetch'
-      ? `Job ${jobName} fetches ${obs.spec.model.path}@${obs.spec.model.revision ?? ''}`
+      ? `Job ${jobName} fetches ${describeFetchedSource(obs.spec)}`
       : `Job ${jobName} verifies the files on ${target.where}`;
   const message = !bound
     ? `waiting for the cache volume ${base.cache ?? ''} to be bound (ReadWriteMany, storage class ${obs.cache?.spec?.storageClassName ?? 'the default'})`
@@ -396,7 +401,7 @@ function findFurthest(
  */
 function planOnNode(obs: ModelDeliveryObservation): ModelDeliveryPlan {
   const { spec } = obs;
-  const verb = spec.model.source.download ? 'fetch' : 'verify';
+  const verb = fetchedSourceOf(spec) ? 'fetch' : 'verify';
   const base: ModelDeliveryStatus = { phase: 'Pending' };
   const tokenizer = computeTokenizerSubpath(spec);
   if (!tokenizer.ok)
@@ -462,7 +467,7 @@ export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryP
   const source = spec.model.source;
   if (checksOnNode(spec, obs.config)) return planOnNode(obs);
   if (source.pvc) return planStaged(obs);
-  if (!source.download) {
+  if (!fetchedSourceOf(spec)) {
     const why =
       source.hostPath?.verify === false
         ? 'hostPath.verify is false'
@@ -484,7 +489,7 @@ export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryP
     return planFailure(
       base,
       ModelReason.SourceUnreadable,
-      `model.tokenizerPath ${tokenizer.path} is outside the fetched repository: with source.download, leave it out or name a directory under /models`,
+      `model.tokenizerPath ${tokenizer.path} is outside the fetched files: with source.${source.download ? 'download' : 'objectStore'}, leave it out or name a directory under /models`,
     );
   const record = readVerifiedRecord(obs.cache, spec);
   const target: JobTarget = { on: 'cache', name: cacheName, where: cacheName, verb: 'fetch' };
@@ -493,7 +498,7 @@ export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryP
     return planFailure(
       base,
       ModelReason.FetcherNotConfigured,
-      'the operator runs without --model-fetch-image: download sources cannot be fetched (the chart sets it)',
+      'the operator runs without --model-fetch-image: download and objectStore sources cannot be fetched (the chart sets it)',
     );
   if (!obs.cache?.metadata?.uid) {
     const pvc = buildModelCachePvc(obs.namespace, key, spec, obs.config, obs.owners);
@@ -507,7 +512,7 @@ export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryP
   }
   const { config } = obs;
   const cache = { name: cacheName, uid: obs.cache.metadata.uid };
-  return planJob(obs, base, target, jobName, `fetch ${spec.model.path}@${spec.model.revision ?? ''}`, () =>
+  return planJob(obs, base, target, jobName, `fetch ${describeFetchedSource(spec)}`, () =>
     buildFetchJob({
       namespace: obs.namespace,
       key,

@@ -70,6 +70,30 @@ describe('buildPodModel', () => {
     expect(checksOnNode(off, CONFIG)).toBe(false);
   });
 
+  it("an object store node cache: the init container fetches the prefix with the Secret's keys as its env only", () => {
+    const s = spec({
+      objectStore: { url: 's3://models/qwen', cache: 'Node', credentialsSecretRef: { name: 's3-reader' } },
+    });
+    const m = buildPodModel(s, CONFIG);
+    const [init] = m.initContainers;
+    expect(init?.args?.slice(0, 2)).toEqual(['--object-store', 's3://models/qwen']);
+    expect(init?.args?.join(' ')).toContain('--lock-file /cache/.fetch.lock');
+    expect(init?.env?.map((e) => [e.name, e.valueFrom?.secretKeyRef?.name])).toEqual([
+      ['POD_IP', undefined],
+      ['AWS_ACCESS_KEY_ID', 's3-reader'],
+      ['AWS_SECRET_ACCESS_KEY', 's3-reader'],
+      ['AWS_SESSION_TOKEN', 's3-reader'],
+    ]);
+    expect(m.volumes.find((v) => v.name === 'model')?.hostPath?.path).toBe(
+      `/mnt/nvme/models/${computeModelCacheKey(s)}`,
+    );
+    expect(checksOnNode(s, CONFIG)).toBe(true);
+    // Shared: the fetch Job's cache, mounted; no init container.
+    const shared = buildPodModel(spec({ objectStore: { url: 's3://models/qwen' } }), CONFIG);
+    expect(shared.initContainers).toEqual([]);
+    expect(shared.volumes[0]?.persistentVolumeClaim?.readOnly).toBe(true);
+  });
+
   it('without a fetch image, or for a pvc or Shared download, no init container', () => {
     expect(buildPodModel(spec({ hostPath: { path: '/data/qwen' } }), undefined).initContainers).toEqual([]);
     expect(

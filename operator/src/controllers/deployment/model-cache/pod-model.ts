@@ -16,11 +16,13 @@ import {
   computeModelCacheKey,
   computeStagedKey,
   computeTokenizerSubpath,
+  fetchedSourceOf,
   LABEL_MODEL_CACHE,
 } from './names.ts';
 import {
   buildFetchArgs,
   buildFetcherContainer,
+  buildStoreCredentialEnv,
   buildTokenVolume,
   buildVerifyArgs,
   CACHE_MOUNT,
@@ -60,13 +62,14 @@ const nodeRootOf = (config: ModelCacheConfig): string =>
 export function checksOnNode(spec: DeploymentSpec, config: ModelCacheConfig | undefined): boolean {
   const source = spec.model.source;
   if (!config) return false;
-  if (source.download) return source.download.cache === 'Node';
+  const fetched = fetchedSourceOf(spec);
+  if (fetched) return fetched.cache === 'Node';
   return source.hostPath !== undefined && source.hostPath.verify !== false;
 }
 
 /** The key a node-checked model's pods are labelled with (the cache's, or the staged files'). */
 export function computeNodeKey(spec: DeploymentSpec): string {
-  return spec.model.source.download ? computeModelCacheKey(spec) : computeStagedKey(spec);
+  return fetchedSourceOf(spec) ? computeModelCacheKey(spec) : computeStagedKey(spec);
 }
 
 export function buildPodModel(spec: DeploymentSpec, config: ModelCacheConfig | undefined): PodModel {
@@ -139,6 +142,7 @@ export function buildPodModel(spec: DeploymentSpec, config: ModelCacheConfig | u
           NODE_LOCK,
         ]),
         mounts: [{ name: 'model', mountPath: CACHE_MOUNT }, ...token.mounts],
+        env: buildStoreCredentialEnv(spec),
         securityContext: NODE_WRITER,
       }),
     ],

@@ -17,6 +17,7 @@ import {
   buildVerifyJobName,
   computeModelCacheKey,
   computeStagedKey,
+  fetchedSourceOf,
   LABEL_MODEL_CACHE,
   LABEL_VERIFY_FOR,
 } from './names.ts';
@@ -56,8 +57,8 @@ function toUser(o: RootObject): CacheUser | undefined {
   if (o.metadata?.deletionTimestamp) return undefined;
   const spec = o.spec as DeploymentResource['spec'] | undefined;
   // A node cache (cache: Node) uses no shared claim: one left from before is not kept for it.
-  const download = spec?.model?.source?.download;
-  const key = download && download.cache !== 'Node' ? computeModelCacheKey(spec) : undefined;
+  const fetched = spec?.model?.source?.download ?? spec?.model?.source?.objectStore;
+  const key = spec && fetched && fetched.cache !== 'Node' ? computeModelCacheKey(spec) : undefined;
   return { name: o.metadata?.name ?? '', uid: o.metadata?.uid ?? '', key };
 }
 
@@ -177,7 +178,7 @@ export function buildModelDelivery(opts: {
     const namespace = root.metadata.namespace ?? '';
     const users = usersOf(namespace);
     await fixOwners(namespace, users);
-    const download = root.spec.model.source.download !== undefined;
+    const download = fetchedSourceOf(root.spec) !== undefined;
     const key = download ? computeModelCacheKey(root.spec) : '';
     const verifyJob = currentVerifyJob(root);
     await dropStaleVerifyJobs(root, verifyJob);
