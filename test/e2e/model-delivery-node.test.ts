@@ -5,7 +5,8 @@
 // differs keeps its pod from starting SGLang while the other node serves.
 // Real parts: kube-apiserver, etcd, controller-manager, scheduler and KWOK; the sim-kubelet runs
 // the pods' init containers for real (the operator image's fetcher, as a process), each fake node
-// with its own hostPath tree; a fake hub over HTTP.
+// with its own hostPath tree; a fake hub over HTTP, and a real S3 server (versitygw) for an
+// objectStore source.
 import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { validateResource } from '../../operator/src/api/index.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
 import { startFakeHub, type FakeHub } from '../support/fake-hub.ts';
+import { startObjectStore, type RunningObjectStore } from '../support/object-store.ts';
 import { eventually } from '../support/kubectl.ts';
 
 const NS = 'e2e-model-node';
@@ -42,9 +44,11 @@ const root = mkdtempSync(join(tmpdir(), 'model-node-'));
 let stack: E2eStack;
 let hub: FakeHub;
 let model: Model;
+let storeModel: Model;
+let store: RunningObjectStore;
 
-async function generateModel(): Promise<Model> {
-  const dir = join(root, 'model');
+async function generateModel(name = 'model'): Promise<Model> {
+  const dir = join(root, name);
   mkdirSync(dir);
   writeFileSync(join(dir, 'config.json'), JSON.stringify({ hidden_size: 64 }));
   writeFileSync(join(dir, 'tokenizer.json'), '{"model":{"type":"BPE"}}');
@@ -57,15 +61,16 @@ async function generateModel(): Promise<Model> {
 }
 
 /** One replica per node: the scheduler spreads them (a hostname anti-affinity). */
-function manifest(name: string, replicas: number, source: object) {
+function manifest(name: string, replicas: number, source: object, of: Model = model) {
   const m = buildDeploymentManifest({ name, replicas, gpus: 1 });
   m.spec['deploymentId'] = `${name}-r1`;
   Object.assign(m.spec['model'] as Record<string, unknown>, {
     path: REPO,
     servedName: name,
-    revision: REVISION,
-    digest: model.digest,
-    tokenizerDigest: model.tokenizerDigest,
+    // A hub commit for a hub download; an object store's files are pinned by the digests alone.
+    revision: 'objectStore' in source ? undefined : REVISION,
+    digest: of.digest,
+    tokenizerDigest: of.tokenizerDigest,
     source,
   });
   m.spec['scheduling'] = {
@@ -94,6 +99,10 @@ async function podsOf(name: string): Promise<PodObject[]> {
 
 beforeAll(async () => {
   model = await generateModel();
+  storeModel = await generateModel('store-model');
+  store = await startObjectStore();
+  await store.createBucket('models');
+  await store.putDirectory('models', 'tiny/', storeModel.dir);
   hub = await startFakeHub({
     modelDir: model.dir,
     repo: REPO,
@@ -117,6 +126,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await hub?.close();
+  await store?.stop();
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -179,6 +189,56 @@ describe('model-delivery on nodes', () => {
       { timeoutMs: 90_000 },
     );
     expect(hub.bytesOf(WEIGHTS)).toBe(2 * WEIGHTS_BYTES);
+  });
+
+  it("fetches an object store prefix onto the node by the pod's init container, with the Secret's keys as its env", async () => {
+    await stack.k(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 's3-reader' },
+        type: 'Opaque',
+        stringData: { AWS_ACCESS_KEY_ID: store.accessKeyId, AWS_SECRET_ACCESS_KEY: store.secretAccessKey },
+      }),
+    );
+    const source = {
+      objectStore: {
+        url: 's3://models/tiny',
+        endpoint: store.endpoint,
+        forcePathStyle: true,
+        cache: 'Node',
+        credentialsSecretRef: { name: 's3-reader' },
+      },
+    };
+    const m = manifest('store-node', 1, source, storeModel);
+    await stack.k(['apply', '-f', '-'], JSON.stringify(m));
+    await eventually(
+      async () => {
+        const s = await stack.status('store-node');
+        expect(s.verifiedReplicas).toBe(1);
+        expect(condition(s, 'ModelReady')).toMatchObject({ status: 'True', reason: 'Verified' });
+      },
+      { timeoutMs: 90_000 },
+    );
+    const [pod] = await podsOf('store-node');
+    const message = pod?.status?.initContainerStatuses?.find((c) => c.name === 'fetch')?.state?.terminated
+      ?.message;
+    expect(JSON.parse(message ?? '{}')).toMatchObject({ phase: 'done', ok: true, fromMarker: false });
+    const parsed = validateResource(m);
+    if (!parsed.ok || parsed.value.kind !== 'Deployment') throw new Error('bad manifest');
+    const dir = stack.kubelet.hostPathOn(
+      pod?.spec?.nodeName ?? '',
+      `${NODE_ROOT}/${computeModelCacheKey(parsed.value.spec)}`,
+    );
+    expect(JSON.parse(readFileSync(join(dir, 'model', MARKER_FILE), 'utf8'))).toMatchObject({
+      url: 's3://models/tiny',
+      digest: storeModel.digest,
+    });
+    expect(
+      readFileSync(join(dir, 'model', WEIGHTS)).equals(readFileSync(join(storeModel.dir, WEIGHTS))),
+    ).toBe(true);
+    await stack.k(['delete', 'sgd', 'store-node']);
   });
 
   it('verifies a hostPath source in each pod on its node: a node whose copy differs serves nothing, the other serves', async () => {
