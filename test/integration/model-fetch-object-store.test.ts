@@ -15,6 +15,7 @@ import { MARKER_FILE } from '../../operator/src/model/fetch-marker.ts';
 import type { FetchProgress } from '../../operator/src/model/fetch-progress.ts';
 import { fetchModel, type FetchOutcome } from '../../operator/src/model/fetch.ts';
 import type { ProxyConfig } from '../../operator/src/model/hub-client.ts';
+import { buildStoreClient, listStoreObjects, parseStoreUrl } from '../../operator/src/model/object-store.ts';
 import { manifestOfDirectory } from '../../operator/src/model/files.ts';
 import { digestOfManifest, isTokenizerFile } from '../../operator/src/model/manifest.ts';
 import { startForwardProxy } from '../support/forward-proxy.ts';
@@ -135,6 +136,44 @@ describe('model-fetch from an object store', () => {
     // Again: the marker and the files' names and sizes suffice, nothing is read from the store.
     const again = await fetchFrom(dest);
     expect(again.outcome).toMatchObject({ ok: true, fromMarker: true, downloadedBytes: 0 });
+  });
+
+  it('lists every page of a prefix, and only that prefix', async () => {
+    useKey();
+    const at = parseStoreUrl(URL_OF);
+    if (!at.ok) throw new Error(at.error);
+    const client = buildStoreClient({ endpoint: store.endpoint, pathStyle: true });
+    let pages = 0;
+    client.middlewareStack.add(
+      (next) => (args) => {
+        pages++;
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    try {
+      const retry = { retries: 0, backoffMs: 0, sleep: () => Promise.resolve() };
+      const paged = await listStoreObjects(client, at.value, retry, 2);
+      // Five model files and the hidden one, three pages; not the sibling prefix's object.
+      expect(paged.map((o) => o.key).sort()).toEqual(
+        [
+          ...['config.json', 'tokenizer.json', 'tokenizer_config.json', 'original/params.json', WEIGHTS],
+          '.cache/notes.txt',
+        ]
+          .map((p) => `${PREFIX}/${p}`)
+          .sort(),
+      );
+      expect(pages).toBe(3);
+      expect(await listStoreObjects(client, at.value, retry)).toEqual(paged);
+      expect(pages).toBe(4);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it('refuses a prefix with a .. component before any request', async () => {
+    const { outcome } = await fetchFrom(join(tempDir(), 'model'), { url: `s3://${BUCKET}/a/../b` });
+    expect(outcome).toMatchObject({ ok: false, reason: 'InvalidArguments' });
   });
 
   it('resumes a partial file where an earlier run left it, with the listed ETag', async () => {

@@ -171,6 +171,12 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'model.source.objectStore.url must be s3://<bucket>/<prefix>',
   },
   {
+    name: 'an object store prefix with a .. component',
+    sample: DENSE,
+    mutate: (m) => (m.spec.model.source = { objectStore: { url: 's3://models/llama/../other' } }),
+    expect: 'model.source.objectStore.url must have no empty, . or .. component in its prefix',
+  },
+  {
     name: 'an object store with a hub revision (the digests are the pin)',
     sample: DENSE,
     mutate: (m) => {

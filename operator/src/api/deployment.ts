@@ -286,6 +286,9 @@ const HTTP_URL_RE = '^https?://[^ /?#@]+(/[^ ?#]*)?$';
 // A bucket name as S3 allows it (3 to 63 lower-case letters, digits, dots and hyphens), then a
 // key prefix without a space, query or fragment.
 export const OBJECT_STORE_URL_RE = '^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^ ?#]*)?$';
+// And its key prefix has no empty, `.` or `..` component (a trailing slash is allowed).
+const STORE_PREFIX_COMPONENTS_RE = '^s3://[^/]+(/[^/]+)*/?$';
+const STORE_DOT_COMPONENT_RE = '/[.]{1,2}(/|$)';
 
 // What every fetched source (download, objectStore) has: the way out, and the cache's volume.
 const FETCHED_SOURCE_FIELDS = {
@@ -401,6 +404,14 @@ export const ModelObjectStore = withRules(
         'model.source.objectStore.url must be s3://<bucket>/<prefix> (a bucket name of 3 to 63 lower-case letters, digits, dots and hyphens; no space, query or fragment), like s3://models/llama-3.1-8b',
       fieldPath: '.url',
       check: (o) => new RegExp(OBJECT_STORE_URL_RE).test(o.url),
+    },
+    {
+      cel: `self.url.matches('${STORE_PREFIX_COMPONENTS_RE}') && !self.url.matches('${STORE_DOT_COMPONENT_RE}')`,
+      message:
+        'model.source.objectStore.url must have no empty, . or .. component in its prefix (the files are the keys below it), like s3://models/llama-3.1-8b',
+      fieldPath: '.url',
+      check: (o) =>
+        new RegExp(STORE_PREFIX_COMPONENTS_RE).test(o.url) && !new RegExp(STORE_DOT_COMPONENT_RE).test(o.url),
     },
     ...fetchedSourceUrlRules('objectStore', 'http://minio.storage:9000'),
     {

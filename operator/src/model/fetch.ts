@@ -158,7 +158,13 @@ export async function fetchModel(opts: FetchOptions): Promise<FetchOutcome> {
       message: `${checked.error.field} ${checked.error.message}`,
     };
   const request = checked.value;
-  const source = 'url' in request ? storeSource(request, opts) : hubSource(request, opts);
+  let source: Source;
+  try {
+    source = 'url' in request ? storeSource(request, opts) : hubSource(request, opts);
+  } catch (e) {
+    if (e instanceof FetchFailure) return { ok: false, reason: e.reason, message: e.message };
+    throw e;
+  }
   const run: Run = {
     request,
     source,

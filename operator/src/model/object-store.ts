@@ -79,11 +79,12 @@ export interface ListedObject {
 
 const MAX_PAGES = 10_000;
 
-/** Every object under the prefix, every page, each page retried on its own. */
+/** Every object under the prefix, every page (`pageSize` keys, the store's default 1,000), each page retried on its own. */
 export async function listStoreObjects(
   client: S3Client,
   at: StoreLocation,
   retry: RetryPolicy,
+  pageSize?: number,
 ): Promise<ListedObject[]> {
   const objects: ListedObject[] = [];
   let token: string | undefined;
@@ -96,6 +97,7 @@ export async function listStoreObjects(
           new ListObjectsV2Command({
             Bucket: at.bucket,
             Prefix: at.prefix,
+            ...(pageSize !== undefined ? { MaxKeys: pageSize } : {}),
             ...(token !== undefined ? { ContinuationToken: token } : {}),
           }),
         );
