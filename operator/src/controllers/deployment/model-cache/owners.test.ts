@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { validateResource, type DeploymentSpec } from '../../../api/index.ts';
 import { loadSample } from '../../../../../test/support/samples.ts';
 import { computeModelCacheKey } from './names.ts';
-import { planCacheOwners, type CacheUser } from './owners.ts';
+import { computeConcerned, planCacheOwners, type CacheUser } from './owners.ts';
 import type { PvcObject } from './plan.ts';
 
 const cache = (key: string, ownerUids: string[], deleting = false): PvcObject => ({
@@ -92,5 +92,38 @@ describe('computeModelCacheKey', () => {
     ],
   ])('changes with the %s', (_what, change) => {
     expect(computeModelCacheKey(change(spec()))).not.toBe(computeModelCacheKey(spec()));
+  });
+});
+
+describe('computeConcerned', () => {
+  const labelled = (labels: Record<string, string>) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'ns', labels },
+  });
+  const users = [user('a', 'k1'), user('b', 'k1'), user('c', undefined)];
+
+  it("an SGLang pod checking its node's files concerns its own Deployment, whatever the users' keys", () => {
+    // Node caches and hostPath checks have no shared cache key among the users: the pod's
+    // verdict (its init container) must still reach its Deployment's ModelReady.
+    expect(
+      computeConcerned(
+        labelled({ 'cacheroute.dev/model-cache': 'k9', 'cacheroute.dev/deployment': 'c' }),
+        users,
+      ),
+    ).toEqual([{ namespace: 'ns', name: 'c' }]);
+  });
+
+  it('a verify Job concerns the Deployment it verifies for; a fetch Job or cache, every user of its key', () => {
+    expect(
+      computeConcerned(
+        labelled({ 'cacheroute.dev/model-cache': 'k1', 'cacheroute.dev/model-verify-for': 'c' }),
+        users,
+      ),
+    ).toEqual([{ namespace: 'ns', name: 'c' }]);
+    expect(computeConcerned(labelled({ 'cacheroute.dev/model-cache': 'k1' }), users)).toEqual([
+      { namespace: 'ns', name: 'a' },
+      { namespace: 'ns', name: 'b' },
+    ]);
   });
 });

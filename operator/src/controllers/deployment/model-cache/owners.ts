@@ -7,8 +7,10 @@
 // that mounts a claim, even a finished one, holds it (pvc-protection), and the Job's pods
 // would otherwise wait for the claim to go, which waits for them.
 import type { V1OwnerReference } from '@kubernetes/client-node';
+import type { KubeObject, ObjectKey } from '../../../runtime/objects.ts';
+import { LABEL_DEPLOYMENT } from '../labels.ts';
 import { buildCacheOwners } from './objects.ts';
-import { buildFetchJobName, LABEL_MODEL_CACHE } from './names.ts';
+import { buildFetchJobName, LABEL_MODEL_CACHE, LABEL_VERIFY_FOR } from './names.ts';
 import type { PvcObject } from './plan.ts';
 
 export interface CacheUser {
@@ -21,6 +23,23 @@ export interface CacheUser {
 export type OwnerAction =
   | { readonly kind: 'setOwners'; readonly cache: string; readonly owners: V1OwnerReference[] }
   | { readonly kind: 'deleteCache'; readonly cache: string; readonly uid: string; readonly job: string };
+
+/**
+ * The Deployments an event of a model-cache object concerns: an SGLang pod that checks its
+ * node's files (pod-model.ts), its own Deployment, whose ModelReady is that pod's verdict; a
+ * verify Job and its pods, the Deployment it verifies for; a shared cache, its fetch Job and
+ * their pods, every Deployment of the namespace that pins its digests (`users`).
+ */
+export function computeConcerned(o: KubeObject, users: readonly CacheUser[]): ObjectKey[] {
+  const namespace = o.metadata?.namespace ?? '';
+  const labels = o.metadata?.labels ?? {};
+  const owner = labels[LABEL_DEPLOYMENT];
+  if (owner !== undefined) return [{ namespace, name: owner }];
+  const verifyFor = labels[LABEL_VERIFY_FOR];
+  if (verifyFor !== undefined) return [{ namespace, name: verifyFor }];
+  const key = labels[LABEL_MODEL_CACHE];
+  return users.filter((u) => u.key === key).map((u) => ({ namespace, name: u.name }));
+}
 
 /** The owner references a cache of `key` should carry: its users, in a fixed order. */
 export function computeCacheOwners(key: string, users: readonly CacheUser[]): V1OwnerReference[] {

@@ -21,7 +21,7 @@ import {
   LABEL_MODEL_CACHE,
   LABEL_VERIFY_FOR,
 } from './names.ts';
-import { computeCacheOwners, planCacheOwners, type CacheUser } from './owners.ts';
+import { computeCacheOwners, computeConcerned, planCacheOwners, type CacheUser } from './owners.ts';
 import { DEFAULT_FETCH_PROGRESS_PERIOD_MS, FetchProgressReader } from './progress-reader.ts';
 import { checksOnNode, computeNodeKey } from './pod-model.ts';
 import { LABEL_DEPLOYMENT } from '../labels.ts';
@@ -85,17 +85,7 @@ export function buildModelDelivery(opts: {
   const usersOf = (namespace: string): CacheUser[] =>
     roots.list({ namespace }).flatMap((o) => toUser(o) ?? []);
 
-  // A cache or Job event concerns every Deployment of the namespace that pins its digests; a
-  // verify Job's, the Deployment it verifies for.
-  const toUsers = (o: KubeObject): ObjectKey[] => {
-    const key = o.metadata?.labels?.[LABEL_MODEL_CACHE];
-    const namespace = o.metadata?.namespace ?? '';
-    const verifyFor = o.metadata?.labels?.[LABEL_VERIFY_FOR];
-    if (verifyFor !== undefined) return [{ namespace, name: verifyFor }];
-    return usersOf(namespace)
-      .filter((u) => u.key === key)
-      .map((u) => ({ namespace, name: u.name }));
-  };
+  const toUsers = (o: KubeObject): ObjectKey[] => computeConcerned(o, usersOf(o.metadata?.namespace ?? ''));
 
   // Without a fetch image no Job runs: nothing to read.
   const progress = config
@@ -103,10 +93,7 @@ export function buildModelDelivery(opts: {
         pods: () => pods.list(),
         isLeader: () => manager.isLeader(),
         onChanged: (pod) => {
-          // An SGLang pod filling its node's cache is its Deployment's.
-          const owner = pod.metadata?.labels?.[LABEL_DEPLOYMENT];
-          const keys = owner ? [{ namespace: pod.metadata?.namespace ?? '', name: owner }] : toUsers(pod);
-          for (const key of keys) opts.enqueue(key);
+          for (const key of toUsers(pod)) opts.enqueue(key);
         },
         periodMs: config.progressPeriodMs ?? DEFAULT_FETCH_PROGRESS_PERIOD_MS,
         logger: manager.logger.child({ component: 'model-fetch-progress' }),
