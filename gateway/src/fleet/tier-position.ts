@@ -1,0 +1,27 @@
+// Where this replica stands in the gateway tier now, recomputed only when the
+// members change: every admission bound and in-memory rate limit takes its
+// share from it (share.ts).
+
+import type { PeerSet } from './peers.ts';
+import { computeFleetPosition, computeShareOf, type FleetPosition } from './share.ts';
+
+export class TierPosition {
+  readonly #peers: PeerSet;
+  #seen: { members: readonly string[]; position: FleetPosition } | undefined;
+
+  constructor(peers: PeerSet) {
+    this.#peers = peers;
+  }
+
+  get(): FleetPosition {
+    const members = this.#peers.members();
+    if (this.#seen?.members !== members)
+      this.#seen = { members, position: computeFleetPosition(members, this.#peers.self) };
+    return this.#seen.position;
+  }
+
+  /** This replica's part of a tier-wide bound. */
+  shareOf(total: number): number {
+    return computeShareOf(total, this.get());
+  }
+}

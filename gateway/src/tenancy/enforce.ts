@@ -1,0 +1,21 @@
+// A tenant over its rate limits gets 429 before it is queued; its figures go
+// on every answer it gets (OpenAI's x-ratelimit-* headers).
+
+import type { GatewayMetrics } from '../metrics.ts';
+import { applyLimitHeaders, toRateLimitError } from './limit-response.ts';
+import type { RateLimiter } from './limiter.ts';
+import type { Tenant } from './tenant.ts';
+
+export async function enforceTenantLimits(
+  limiter: RateLimiter,
+  metrics: GatewayMetrics,
+  tenant: Tenant,
+  promptTokens: number,
+  setHeader: ((name: string, value: string) => void) | undefined,
+): Promise<void> {
+  const decision = await limiter.admit(tenant, promptTokens);
+  if (setHeader) applyLimitHeaders(decision, setHeader);
+  if (decision.allowed) return;
+  metrics.tenantRejections.inc({ tenant: tenant.id, limit: decision.limited });
+  throw toRateLimitError(tenant, decision);
+}
