@@ -47,6 +47,11 @@ declare module 'fastify' {
     tenant: Tenant | null;
     /** The gateway's error code when it answered with an error itself (GW_...), for the server span. */
     errorCode: string | null;
+    /**
+     * The generation route that took the request, set by its handler: the hooks read it on every
+     * answer, where `routeOptions` builds an object of a dozen fields at each read.
+     */
+    generationPath: string | null;
   }
 }
 
@@ -122,6 +127,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   app.decorateRequest('cacheReport', null);
   app.decorateRequest('tenant', null);
   app.decorateRequest('errorCode', null);
+  app.decorateRequest('generationPath', null);
   gateway.start();
   load.start();
   app.addHook('onClose', async () => {
@@ -206,20 +212,25 @@ export function build(opts: BuildOptions): FastifyInstance {
 
   for (const [path, kind] of GENERATION_ROUTES) {
     app.post(path, apiRoute, async (req: FastifyRequest, reply: FastifyReply) => {
+      req.generationPath = path;
       const trace = opts.tracer?.start(path, req.headers);
-      if (trace) reply.raw.once('close', () => trace.end(reply.raw.statusCode, req.errorCode ?? undefined));
-      if (drain.draining)
+      if (drain.draining) {
+        if (trace) reply.raw.once('close', () => trace.end(reply.raw.statusCode, req.errorCode ?? undefined));
         throw new GatewayError(
           'GW_DRAINING',
           { subject: 'This gateway replica', retryAfterSeconds: 1 },
           { retryAfterSeconds: 1 },
         );
+      }
       // Counted until the response closes (a stream's last byte, or the client going away).
-      reply.raw.once('close', drain.enter());
+      const leave = drain.enter();
       const abort = new AbortController();
-      // The client went away before the response ended: abort the upstream request.
+      // One listener a request: each costs an allocation and a removal on every answer.
       reply.raw.once('close', () => {
+        leave();
+        // The client went away before the response ended: abort the upstream request.
         if (!reply.raw.writableFinished) abort.abort();
+        trace?.end(reply.raw.statusCode, req.errorCode ?? undefined);
       });
       const served = await gateway.serve({
         kind,
@@ -253,7 +264,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     const body = req.body as { model?: unknown } | undefined;
     metrics.requests.inc({
       model: typeof body?.model === 'string' ? body.model : '',
-      route: req.routeOptions.url ?? 'unknown',
+      route: req.generationPath ?? req.routeOptions.url ?? 'unknown',
       code: String(reply.statusCode),
     });
     if (tenants.mode === 'keys')

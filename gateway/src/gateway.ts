@@ -174,9 +174,13 @@ export class Gateway {
     const routeSalt =
       tenant && !chosen.sharePrefixesAcrossTenants ? computeTenantSalt(chosen.salt, tenant.id) : chosen.salt;
     const salt = computeEffectiveSalt(routeSalt, parsed.value.body.cache_salt);
-    const body: Record<string, unknown> = { ...parsed.value.body, cache_salt: salt };
+    // The parse's own copy of the client's body (zod builds a new object): stamped in place.
+    const body: Record<string, unknown> = parsed.value.body;
+    body['cache_salt'] = salt;
     if (ctx.kind === 'generate') delete body['model'];
-    const exact = computeExactTokens(parsed.value) ?? (await this.#tokenizeForIndex(chosen, parsed.value));
+    const exact =
+      computeExactTokens(parsed.value) ??
+      (this.#indexesTokens(chosen) ? await this.#tokenizeForIndex(chosen, parsed.value) : undefined);
     const input: RouteInput = {
       id: ctx.id,
       salt,
@@ -188,11 +192,13 @@ export class Gateway {
       await enforceTenantLimits(this.#limiter, this.#metrics, tenant, input.tokens.length, ctx.setHeader);
     // A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts), after
     // the tenant's limits, so a request they refuse never wakes it.
-    const route = await this.wakeHolds.untilRoutable(
-      chosen,
-      () => this.#table.candidates(chosen.model).find((r) => r.deployment === chosen.deployment),
-      ctx.signal,
-    );
+    const route = this.wakeHolds.holds(chosen)
+      ? await this.wakeHolds.untilRoutable(
+          chosen,
+          () => this.#table.candidates(chosen.model).find((r) => r.deployment === chosen.deployment),
+          ctx.signal,
+        )
+      : chosen;
     const fwd: Forwarding = { ctx, route, input, body, ...(exact ? { exact } : {}) };
     if (body['stream'] === true) {
       // The runtime's usage event carries its cache report; a client that did not ask for it does not see it.
@@ -234,15 +240,19 @@ export class Gateway {
     }
   }
 
-  /**
-   * The prompt's ids from the model's own tokenizer, only where a KV index can use them
-   * (an endpoint publishes events): elsewhere approximate tokens serve the tree at no cost.
-   */
+  /** The prompt's ids from the model's own tokenizer (for the KV index). */
   async #tokenizeForIndex(route: ModelRoute, parsed: ParsedBody): Promise<readonly number[] | undefined> {
     const tok = this.#tokenizers.get(route.model);
-    if (!tok || !route.endpoints.some((e) => e.events)) return undefined;
-    const input = computeTokenizerInput(parsed);
+    const input = tok && computeTokenizerInput(parsed);
     return input ? encodeRequest(tok, input) : undefined;
+  }
+
+  /**
+   * Tokenize only where a KV index can use the ids (an endpoint publishes events): elsewhere
+   * approximate tokens serve the tree at no cost.
+   */
+  #indexesTokens(route: ModelRoute): boolean {
+    return this.#tokenizers.has(route.model) && route.endpoints.some((e) => e.events);
   }
 
   #policyFor(route: ModelRoute): Policy {

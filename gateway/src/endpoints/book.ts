@@ -5,7 +5,8 @@
 
 import type { Clock } from '../clock.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { EndpointView, Policy, RouteOutcome } from '../policies/index.ts';
+import type { CachedPrefix, EndpointView, Policy, RouteOutcome } from '../policies/index.ts';
+import { generationOf } from './generation.ts';
 import { PrefillTracker } from './prefill-tracker.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { classifyUpstreamFailure } from '../upstream/relay.ts';
@@ -42,17 +43,19 @@ export class EndpointBook {
     return this.#inFlight.get(endpointId) ?? 0;
   }
 
-  view(e: RouteEndpoint): EndpointView {
+  /** The endpoint as a policy sees it; `cached`: the request's prefix its KV index holds, where known. */
+  view(e: RouteEndpoint, cached?: CachedPrefix): EndpointView {
     const load = this.#runtimeLoad(e.id);
     const rate = this.#prefill.tokensPerSecond(e.id);
     return {
       id: e.id,
       inFlight: this.inFlightOf(e.id),
       queued: load?.queued ?? 0,
-      generation: `${e.generation ?? ''}/${e.fingerprint}`,
+      generation: generationOf(e),
       pendingPrefillTokens: this.#prefill.pendingTokens(e.id),
       ...(rate !== undefined ? { prefillTokensPerSecond: rate } : {}),
       ...(load?.tokenUsage !== undefined ? { tokenUsage: load.tokenUsage } : {}),
+      ...(cached ? { cached } : {}),
     };
   }
 

@@ -7,6 +7,7 @@
 
 import type { Clock } from '../clock.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
+import { generationOf } from './generation.ts';
 
 export interface DownMark {
   readonly id: string;
@@ -48,7 +49,8 @@ export class StandingEndpoints {
   }
 
   /** The standing ones; when none stands, all of them (the table's word is all that is left). */
-  filter(endpoints: readonly RouteEndpoint[]): RouteEndpoint[] {
+  filter(endpoints: readonly RouteEndpoint[]): readonly RouteEndpoint[] {
+    if (this.#down.size === 0) return endpoints;
     const standing = endpoints.filter((e) => this.isStanding(e));
     return standing.length > 0 ? standing : [...endpoints];
   }
@@ -60,8 +62,4 @@ export class StandingEndpoints {
       .filter((m) => now < m.until)
       .map(({ id, reason, until }) => ({ id, reason, until }));
   }
-}
-
-function generationOf(e: RouteEndpoint): string {
-  return `${e.generation ?? ''}/${e.fingerprint}`;
 }

@@ -10,5 +10,7 @@ export interface PeerSet {
 
 /** A replica that knows of no peers: it takes every bound whole (one replica, or no peer source). */
 export function buildSoloPeers(self = 'self'): PeerSet {
-  return { self, members: () => [self] };
+  // The same array every time: tier-position.ts recomputes only when members() changes.
+  const members = [self];
+  return { self, members: () => members };
 }

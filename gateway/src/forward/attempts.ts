@@ -45,9 +45,7 @@ export function viewOf(
   e: RouteEndpoint,
   cached: ReadonlyMap<string, KvMatch>,
 ): EndpointView {
-  const view = deps.book.view(e);
-  const match = cached.get(e.id);
-  return match ? { ...view, cached: match } : view;
+  return deps.book.view(e, cached.get(e.id));
 }
 
 /** No connection (refused, reset, unreachable) before any answer: the runtime is gone or going. */

@@ -20,6 +20,9 @@ export interface Decision {
   readonly trace: RequestTrace | undefined;
 }
 
+/** Levels at which a decision is logged: below them the record is not even built (it is per request). */
+const INFO_LEVELS: ReadonlySet<string> = new Set(['info', 'debug', 'trace']);
+
 export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, d: Decision): void {
   const { route, policy, endpoint, input } = d;
   const matchedTokens = predictMatchedTokens(d);
@@ -29,22 +32,23 @@ export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, 
   if (matchedTokens) metrics.matchedTokens.inc({ model: route.model }, matchedTokens);
   if (matchedTokens !== undefined)
     metrics.predictions.record(route.deployment, input.tokens.length, matchedTokens);
-  log.info(
-    {
-      decision: {
-        model: route.model,
-        deployment: route.deployment,
-        policy: policy.name,
-        endpoint: endpoint.id,
-        ...(d.decode ? { decode: d.decode.id } : {}),
-        matchedTokens,
-        promptTokens: input.tokens.length,
-        queueMs: d.queueMs,
-        attempt: d.attempt,
+  if (INFO_LEVELS.has(log.level))
+    log.info(
+      {
+        decision: {
+          model: route.model,
+          deployment: route.deployment,
+          policy: policy.name,
+          endpoint: endpoint.id,
+          ...(d.decode ? { decode: d.decode.id } : {}),
+          matchedTokens,
+          promptTokens: input.tokens.length,
+          queueMs: d.queueMs,
+          attempt: d.attempt,
+        },
       },
-    },
-    'routed',
-  );
+      'routed',
+    );
   d.trace?.decided({
     policy: policy.name,
     model: route.model,

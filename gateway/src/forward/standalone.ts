@@ -24,11 +24,13 @@ export async function forwardStandalone<T, R extends Answer>(
 ): Promise<Forwarded<T>> {
   const { ctx, route, input } = fwd;
   const { book } = deps;
-  const tried = new Set<string>();
-  const cached = matchIndexed(deps, fwd, computeRoutableEndpoints(route));
+  const routable = computeRoutableEndpoints(route);
+  const cached = matchIndexed(deps, fwd, routable);
+  const tried: string[] = [];
   let lastError: GatewayError | undefined;
   for (let attempt = 0; attempt < deps.maxAttempts; attempt++) {
-    const candidates = deps.standing.filter(computeRoutableEndpoints(route)).filter((e) => !tried.has(e.id));
+    const standing = deps.standing.filter(routable);
+    const candidates = attempt === 0 ? standing : standing.filter((e) => !tried.includes(e.id));
     const i = policy.select(
       candidates.map((e) => viewOf(deps, e, cached)),
       input,
@@ -46,7 +48,7 @@ export async function forwardStandalone<T, R extends Answer>(
       trace: ctx.trace,
     });
     if (attempt > 0) deps.metrics.retries.inc({ model: route.model });
-    tried.add(endpoint.id);
+    tried.push(endpoint.id);
     deps.kvIndex.expectEvents(endpoint.id);
     const guard = book.track(endpoint.id);
     book.observe(policy, { kind: 'routed', endpoint: endpoint.id, input });

@@ -33,6 +33,11 @@ export class WakeHolds {
     return this.#held.get(deployment) ?? 0;
   }
 
+  /** Whether a request for `route` waits here: its Deployment wakes on demand and has no endpoint yet. */
+  holds(route: ModelRoute): boolean {
+    return route.wake !== undefined && !isRoutable(route);
+  }
+
   /**
    * `route` itself when it can be routed (or does not wake on demand); else, once `relookup` gives
    * it a routable endpoint, that route.

@@ -56,7 +56,11 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
     done(null, payload);
   });
   app.addHook('onResponse', (req, reply, done) => {
-    if (paths.has(req.routeOptions.url ?? '') && reply.getHeader(REUSED_HEADER) === undefined)
+    if (
+      req.generationPath !== null &&
+      paths.has(req.generationPath) &&
+      reply.getHeader(REUSED_HEADER) === undefined
+    )
       record(req, reply.statusCode, {
         endpoint: headerValue(reply.getHeader(ENDPOINT_HEADER)),
         payload: errorBodies.get(req),

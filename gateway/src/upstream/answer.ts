@@ -1,6 +1,6 @@
 // Reading an answer from a runtime endpoint, on undici's dispatch API: the
 // status and headers first, then the body chunk by chunk as the caller asks
-// for it (streamed, SSE passed through), or all of it (sendBuffered).
+// for it (streamed, SSE passed through), or all of it at its end (sendBuffered).
 // request() wraps every answer in a body stream, an abort listener and
 // promise chains that outlived young-generation GCs at a few hundred
 // requests/s; their promotion made scavenges take 5-10 ms, the gateway's whole
@@ -64,23 +64,8 @@ export function sendStreamed(
   body: Record<string, unknown>,
   signal: AbortSignal,
 ): Promise<StreamedResponse> {
-  if (signal.aborted) return Promise.reject(toError(signal.reason));
-  let payload: string;
-  try {
-    payload = JSON.stringify(body);
-  } catch (err) {
-    const refusal = new GatewayError('GW_BAD_REQUEST', {
-      detail: 'body: it cannot be encoded for the runtime',
-    });
-    return Promise.reject(new RequestEncodingError(refusal, err));
-  }
-  const limit = opts.maxBodyBytes;
-  // A UTF-16 unit is at most 3 bytes in UTF-8: count bytes only when that bound is past the limit.
-  if (limit !== undefined && payload.length * 3 > limit && Buffer.byteLength(payload) > limit)
-    return Promise.reject(
-      new RequestEncodingError(new GatewayError('GW_PAYLOAD_TOO_LARGE', { limitBytes: limit })),
-    );
-  const url = new URL(path, baseUrl);
+  const request = prepareRequest(opts, baseUrl, path, body, signal);
+  if (request instanceof Error) return Promise.reject(request);
   return new Promise((resolve, reject) => {
     const answer = new StreamedAnswer(signal);
     const handler: Dispatcher.DispatchHandler = {
@@ -105,27 +90,8 @@ export function sendStreamed(
         }
       },
     };
-    opts.agent.dispatch(
-      {
-        origin: url.origin,
-        path: url.pathname + url.search,
-        method: 'POST',
-        headers: buildHeaders(opts, baseUrl),
-        body: payload,
-        headersTimeout: opts.headersTimeoutMs,
-        bodyTimeout: opts.bodyTimeoutMs,
-      },
-      handler,
-    );
+    opts.agent.dispatch(request, handler);
   });
-}
-
-const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' };
-
-function buildHeaders(opts: SendOptions, baseUrl: string): Record<string, string> {
-  const authorization = opts.authorizationFor?.(baseUrl);
-  const headers = authorization ? { ...JSON_HEADERS, authorization } : { ...JSON_HEADERS };
-  return opts.headers ? Object.assign(headers, opts.headers) : headers;
 }
 
 export interface BufferedResponse {
@@ -134,18 +100,121 @@ export interface BufferedResponse {
   readonly text: string;
 }
 
-/** The whole answer in one string (non-streaming answers arrive at the end of generation anyway). */
-export async function sendBuffered(
+/**
+ * The whole answer in one string (non-streaming answers arrive at the end of generation
+ * anyway): chunks gathered as they come, one promise for the request, none per chunk.
+ */
+export function sendBuffered(
   opts: SendOptions,
   baseUrl: string,
   path: string,
   body: Record<string, unknown>,
   signal: AbortSignal,
 ): Promise<BufferedResponse> {
-  const res = await sendStreamed(opts, baseUrl, path, body, signal);
-  const chunks: Buffer[] = [];
-  for (let chunk = await res.read(); chunk !== null; chunk = await res.read()) chunks.push(chunk);
-  return { statusCode: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') };
+  const request = prepareRequest(opts, baseUrl, path, body, signal);
+  if (request instanceof Error) return Promise.reject(request);
+  return new Promise((resolve, reject) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let statusCode = 0;
+    let headers: IncomingHttpHeaders = {};
+    let started = false;
+    const chunks: Buffer[] = [];
+    const onAbort = (): void => controller?.abort(toError(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    opts.agent.dispatch(request, {
+      onRequestStart(c) {
+        controller = c;
+        if (signal.aborted) c.abort(toError(signal.reason));
+      },
+      onResponseStart(_c, status, h) {
+        started = true;
+        statusCode = status;
+        headers = h;
+      },
+      onResponseData(_c, chunk) {
+        chunks.push(chunk);
+      },
+      onResponseEnd() {
+        signal.removeEventListener('abort', onAbort);
+        const whole = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+        resolve({ statusCode, headers, text: whole.toString('utf8') });
+      },
+      onResponseError(_c, err) {
+        signal.removeEventListener('abort', onAbort);
+        reject(started ? new AnswerInterruptedError(err) : err);
+      },
+    });
+  });
+}
+
+/** The dispatch options of a request to a runtime, or why it cannot be sent (the client's 4xx). */
+function prepareRequest(
+  opts: SendOptions,
+  baseUrl: string,
+  path: string,
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+): Dispatcher.DispatchOptions | Error {
+  if (signal.aborted) return toError(signal.reason);
+  let payload: string;
+  try {
+    payload = JSON.stringify(body);
+  } catch (err) {
+    const refusal = new GatewayError('GW_BAD_REQUEST', {
+      detail: 'body: it cannot be encoded for the runtime',
+    });
+    return new RequestEncodingError(refusal, err);
+  }
+  const limit = opts.maxBodyBytes;
+  // A UTF-16 unit is at most 3 bytes in UTF-8: count bytes only when that bound is past the limit.
+  if (limit !== undefined && payload.length * 3 > limit && Buffer.byteLength(payload) > limit)
+    return new RequestEncodingError(new GatewayError('GW_PAYLOAD_TOO_LARGE', { limitBytes: limit }));
+  const target = resolveTarget(baseUrl, path);
+  return {
+    origin: target.origin,
+    path: target.path,
+    method: 'POST',
+    headers: buildHeaders(opts, baseUrl),
+    body: payload,
+    headersTimeout: opts.headersTimeoutMs,
+    bodyTimeout: opts.bodyTimeoutMs,
+  };
+}
+
+interface Target {
+  readonly origin: string;
+  readonly path: string;
+}
+
+/** Parsed once per endpoint and route, not per request (a URL parse is among a request's dearer steps). */
+const targets = new Map<string, Map<string, Target>>();
+const MAX_TARGET_BASES = 4096;
+
+function resolveTarget(baseUrl: string, path: string): Target {
+  let byPath = targets.get(baseUrl);
+  if (!byPath) {
+    // Endpoints come and go with pods: start over rather than grow without bound.
+    if (targets.size >= MAX_TARGET_BASES) targets.clear();
+    byPath = new Map();
+    targets.set(baseUrl, byPath);
+  }
+  let target = byPath.get(path);
+  if (!target) {
+    const url = new URL(path, baseUrl);
+    target = { origin: url.origin, path: url.pathname + url.search };
+    byPath.set(path, target);
+  }
+  return target;
+}
+
+const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json' };
+
+function buildHeaders(opts: SendOptions, baseUrl: string): Readonly<Record<string, string>> {
+  const authorization = opts.authorizationFor?.(baseUrl);
+  // undici only reads the headers: the shared object serves every request that adds none.
+  if (!authorization && !opts.headers) return JSON_HEADERS;
+  const headers = authorization ? { ...JSON_HEADERS, authorization } : { ...JSON_HEADERS };
+  return opts.headers ? Object.assign(headers, opts.headers) : headers;
 }
 
 class StreamedAnswer implements StreamedResponse {
