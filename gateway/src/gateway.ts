@@ -10,6 +10,7 @@ import { admitRequest } from './admission/admit.ts';
 import { systemClock, type Clock, type Timer } from './clock.ts';
 import type { RuntimeKeyDirectory } from './discovery/runtime-keys.ts';
 import { EndpointBook, type RuntimeLoad } from './endpoints/book.ts';
+import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
 import { GatewayError } from './errors.ts';
 import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
@@ -61,6 +62,8 @@ export interface GatewayOptions {
   readonly peers?: PeerSet;
   /** How long an endpoint whose connection failed stays out of picks (default 10 s). */
   readonly downHoldMs?: number;
+  /** Ask each routed runtime's /ready this often: a 503 (draining) takes it out of picks (absent or 0: never). */
+  readonly readyPollIntervalMs?: number;
   /** The runtimes' KV indexes (their own events); the gateway opens one when absent. */
   readonly kvIndex?: KvIndexFleet;
   /** Each served model's own tokenizer (--tokenizers): text prompts matched exactly against the KV index. */
@@ -80,8 +83,9 @@ export class Gateway {
   readonly #book: EndpointBook;
   /** What forward/standalone.ts and forward/pair.ts use of this gateway. */
   readonly #deps: ForwardDeps;
-  /** Endpoints whose connection just failed leave every pick before the table catches up. */
+  /** Endpoints whose connection just failed, or that say they drain, leave every pick before the table catches up. */
   readonly standing: StandingEndpoints;
+  readonly #readyPoller: RuntimeReadyPoller | undefined;
   readonly admission: AdmissionRegistry;
   /** Requests held for Deployments waking from zero. */
   readonly wakeHolds: WakeHolds;
@@ -108,6 +112,14 @@ export class Gateway {
     this.admission = new AdmissionRegistry(this.#clock);
     this.wakeHolds = new WakeHolds(this.#clock);
     this.standing = new StandingEndpoints(this.#clock, opts.downHoldMs);
+    this.#readyPoller = opts.readyPollIntervalMs
+      ? new RuntimeReadyPoller({
+          table: this.#table,
+          standing: this.standing,
+          clock: this.#clock,
+          intervalMs: opts.readyPollIntervalMs,
+        })
+      : undefined;
     this.#ownsKvIndex = opts.kvIndex === undefined;
     this.kvIndex = opts.kvIndex ?? new KvIndexFleet({ clock: this.#clock });
     this.#follower = new KvPublisherFollower(this.#table, this.kvIndex, this.#clock);
@@ -136,12 +148,14 @@ export class Gateway {
     this.#timer = this.#clock.setTimer(this.#maintenanceMs, tick);
     // Subscribe to new runtimes' events before their first request, not at it.
     this.#follower.start();
+    this.#readyPoller?.start();
   }
 
   async close(): Promise<void> {
     this.#timer?.cancel();
     this.#timer = undefined;
     this.#follower.stop();
+    this.#readyPoller?.stop();
     if (this.#ownsKvIndex) await this.kvIndex.close();
     await this.#limiter.close();
     await this.#upstream.close();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAuthFlags } from './server.ts';
+import { parseAuthFlags, parseTimingFlags } from './server.ts';
 
 describe('parseAuthFlags', () => {
   it('keys by default; with discovery tenants come from the cluster', () => {
@@ -20,5 +20,28 @@ describe('parseAuthFlags', () => {
     expect(error({}, 'static')).toContain('--auth keys with --routes needs --tenants FILE');
     expect(error({ tenants: 't.json' }, 'discovery')).toContain('with discovery, apply Tenant objects');
     expect(error({ auth: 'open', tenants: 't.json' }, 'static')).toContain('--tenants reads tenants');
+  });
+});
+
+describe('parseTimingFlags', () => {
+  it('defaults: a 25 s drain, /ready asked every second; 0 asks never', () => {
+    expect(parseTimingFlags({})).toEqual({
+      ok: true,
+      value: { drainTimeoutMs: 25_000, readyPollIntervalMs: 1000 },
+    });
+    expect(parseTimingFlags({ 'runtime-ready-interval-ms': '0' })).toMatchObject({
+      value: { readyPollIntervalMs: 0 },
+    });
+  });
+
+  it.each([
+    [{ 'drain-timeout-seconds': 'soon' }, '--drain-timeout-seconds: give a number of seconds'],
+    [{ 'runtime-ready-interval-ms': '0.5' }, '--runtime-ready-interval-ms: give whole milliseconds'],
+    [
+      { 'runtime-ready-interval-ms': '-1' },
+      '--runtime-ready-interval-ms: give 0 (never) or more milliseconds',
+    ],
+  ])('says which flag to change: %o', (values, error) => {
+    expect(parseTimingFlags(values)).toEqual({ ok: false, error });
   });
 });

@@ -8,6 +8,9 @@
 // `--admin-port P` serves /status, /status.json, /metrics, /healthz and /readyz on a
 // listener of their own (host: --admin-host, default --host), and the API port
 // then serves only the API; without it, all share the API port.
+// Every routed runtime's /ready is asked every --runtime-ready-interval-ms
+// (default 1000, 0: never): one that answers 503 (SGLang after SIGTERM) leaves
+// every pick until it answers 200 (endpoints/runtime-ready.ts).
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
       'pod-name': { type: 'string', default: process.env['POD_NAME'] },
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
       'drain-timeout-seconds': { type: 'string', default: '25' },
+      'runtime-ready-interval-ms': { type: 'string', default: '1000' },
       tokenizers: { type: 'string' },
       'admin-port': { type: 'string' },
       'admin-host': { type: 'string' },
@@ -99,9 +103,8 @@ async function main(): Promise<void> {
   });
   const flags = parseRouteSourceFlags(values);
   if (!flags.ok) exitWithUsage(flags.error);
-  const drainTimeout = DrainTimeout.safeParse(values['drain-timeout-seconds']);
-  if (!drainTimeout.success)
-    exitWithUsage(`--drain-timeout-seconds: ${drainTimeout.error.issues[0]?.message ?? 'invalid'}`);
+  const timing = parseTimingFlags(values);
+  if (!timing.ok) exitWithUsage(timing.error);
   const adminPort =
     values['admin-port'] === undefined ? undefined : AdminPort.safeParse(values['admin-port']);
   if (adminPort && !adminPort.success)
@@ -124,6 +127,7 @@ async function main(): Promise<void> {
     logger: { level: values['log-level'] },
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
+    readyPollIntervalMs: timing.value.readyPollIntervalMs,
     separateAdmin: adminPort !== undefined,
     tracer: tracing.tracer,
     ...(values['redis-url']
@@ -142,7 +146,7 @@ async function main(): Promise<void> {
   }
   source.start(app.log);
   const shutdown = (signal: NodeJS.Signals): void =>
-    void drainAndClose(app, signal, drainTimeout.data * 1000).then(() => process.exit(0));
+    void drainAndClose(app, signal, timing.value.drainTimeoutMs).then(() => process.exit(0));
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
   await app.listen({ port: Number(values.port), host: values.host });
@@ -232,6 +236,28 @@ const DrainTimeout = z.coerce
   .number({ error: 'give a number of seconds' })
   .int('give whole seconds')
   .min(0, 'give 0 or more seconds');
+
+const ReadyInterval = z.coerce
+  .number({ error: 'give a number of milliseconds' })
+  .int('give whole milliseconds')
+  .min(0, 'give 0 (never) or more milliseconds');
+
+/** --drain-timeout-seconds and --runtime-ready-interval-ms. */
+export function parseTimingFlags(values: {
+  readonly 'drain-timeout-seconds'?: string | undefined;
+  readonly 'runtime-ready-interval-ms'?: string | undefined;
+}): Parsed<{ drainTimeoutMs: number; readyPollIntervalMs: number }> {
+  const drain = DrainTimeout.safeParse(values['drain-timeout-seconds'] ?? '25');
+  if (!drain.success)
+    return { ok: false, error: `--drain-timeout-seconds: ${drain.error.issues[0]?.message ?? 'invalid'}` };
+  const ready = ReadyInterval.safeParse(values['runtime-ready-interval-ms'] ?? '1000');
+  if (!ready.success)
+    return {
+      ok: false,
+      error: `--runtime-ready-interval-ms: ${ready.error.issues[0]?.message ?? 'invalid'}`,
+    };
+  return { ok: true, value: { drainTimeoutMs: drain.data * 1000, readyPollIntervalMs: ready.data } };
+}
 
 // How long a draining replica keeps its listener even when idle: a Service (kube-proxy on
 // every node) may still send it new connections after the preStop sleep, and those get a

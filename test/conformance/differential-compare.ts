@@ -181,7 +181,7 @@ const CACHE_EXPECTATIONS: readonly [string, boolean][] = [
 ];
 
 /** Plain-text bodies that must be equal word for word. */
-const EXACT_TEXT = new Set(['flush_cache', 'health', 'health_generate']);
+const EXACT_TEXT = new Set(['flush_cache', 'health', 'health_generate', 'ready']);
 
 export function compareObservations(
   real: ReadonlyMap<string, Observation>,

@@ -44,6 +44,7 @@ export function buildSteps(model: string): Step[] {
   return [
     { name: 'health', method: 'GET', path: '/health' },
     { name: 'health_generate', method: 'GET', path: '/health_generate' },
+    { name: 'ready', method: 'GET', path: '/ready' },
     { name: 'model_info', method: 'GET', path: '/model_info' },
     { name: 'get_model_info', method: 'GET', path: '/get_model_info' },
     { name: 'server_info', method: 'GET', path: '/server_info' },

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordConformance } from '../support/conformance-report.ts';
+import { isPidAlive } from '../support/processes.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
 import { compareObservations } from './differential-compare.ts';
@@ -87,6 +88,47 @@ describe('dense: radix cache, metrics, cache report', () => {
   it('starts within 3 minutes and holds less than 4 GB', () => {
     expect(pair?.real.startupMs).toBeLessThan(180_000);
     expect(pair?.real.readPssMb()).toBeLessThan(4096);
+  });
+
+  // Last: it ends both servers. SGLang's SignalHandler and sigterm_watchdog (test/sim/sigterm.ts).
+  it('after SIGTERM: /ready, /health and /health_generate 503 on both, generation still served, both end on their own', async () => {
+    if (!pair) throw new Error('no pair');
+    const { real: r, sim: s } = pair;
+    process.kill(r.pid, 'SIGTERM');
+    const simExit = s.server.terminate();
+    const answers = async (url: string): Promise<Record<string, number>> => {
+      const out: Record<string, number> = {};
+      for (const path of ['/ready', '/health', '/health_generate'])
+        out[path] = (await fetch(`${url}${path}`)).status;
+      const gen = await postJson(`${url}/generate`, {
+        text: 'hello there',
+        sampling_params: { max_new_tokens: 4, temperature: 0, ignore_eos: true },
+      });
+      out['/generate'] = gen.status;
+      return out;
+    };
+    const afterSigterm = { real: await answers(r.url), sim: await answers(s.url) };
+    const found: Mismatch[] = Object.entries(afterSigterm.real)
+      .filter(([path, status]) => afterSigterm.sim[path] !== status)
+      .map(([path, status]) => ({
+        path: `after SIGTERM ${path} status`,
+        real: String(status),
+        sim: String(afterSigterm.sim[path]),
+      }));
+    mismatches.push(...found);
+    expect(format(found)).toBe('');
+    expect(afterSigterm.real).toEqual({
+      '/ready': 503,
+      '/health': 503,
+      '/health_generate': 503,
+      '/generate': 200,
+    });
+    // Nothing is sent any more: the real server's watchdog (5 s) ends it, no kill needed.
+    const signalled = performance.now();
+    while (isPidAlive(r.pid) && performance.now() - signalled < 30_000)
+      await new Promise((w) => setTimeout(w, 100));
+    expect(isPidAlive(r.pid)).toBe(false);
+    await simExit;
   });
 });
 

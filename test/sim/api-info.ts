@@ -46,10 +46,13 @@ export function buildServerInfo(server: SimServer): Record<string, unknown> {
 export { buildModelInfo };
 
 async function checkHealth(server: SimServer, res: http.ServerResponse): Promise<void> {
-  if (!server.isHealthy()) {
+  // Shutting down (after SIGTERM) or still starting: 503 without a generation.
+  if (!server.isReady()) {
     sendBare(res, 503);
     return;
   }
+  // The check's own request is one the watchdog waits for (rid_to_state).
+  server.sigterm.track(res);
   // SGLang's health_generate: submit one token of input_ids [0] (PD: the fake bootstrap host,
   // room 0), then poll each second; any output from the scheduler since the check began (its own
   // token or another request's) is healthy. Under load that is the first poll, not the end of
@@ -214,6 +217,8 @@ function handleMetrics(server: SimServer, _req: http.IncomingMessage, res: http.
 }
 
 const health: Handler = (server, _req, res) => checkHealth(server, res);
+/** http_server.ready: 200 when up, 503 while starting or after SIGTERM; no body. */
+const ready: Handler = (server, _req, res) => sendBare(res, server.isReady() ? 200 : 503);
 
 /** Routes by "METHOD /path". The new info paths are absent on --sim-legacy-info-only servers, /metrics without --enable-metrics. */
 function buildRoutes(server: SimServer): ReadonlyMap<string, Handler> {
@@ -227,6 +232,7 @@ function buildRoutes(server: SimServer): ReadonlyMap<string, Handler> {
     routes.set('GET /model_info', modelInfo);
   }
   routes.set('GET /v1/models', handleModels);
+  routes.set('GET /ready', ready);
   for (const m of ['GET', 'POST']) {
     routes.set(`${m} /health`, health);
     routes.set(`${m} /health_generate`, health);

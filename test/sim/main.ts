@@ -1,6 +1,8 @@
 // CLI: `node test/sim/main.ts <SGLang launch flags> [--sim-* flags]` runs one
 // simulated SGLang server in the foreground (`make sim ARGS='...'`).
-// Exits 2 with an argparse-style message on bad flags, as SGLang does.
+// Exits 2 with an argparse-style message on bad flags, as SGLang does. SIGTERM
+// drains as SGLang's does (sigterm.ts): /ready 503 at once, generation still
+// served, exit 0 once no request is left; SIGINT stops at once.
 
 import { ScaledClock } from './clock.ts';
 import { parseSimArgs } from './config.ts';
@@ -39,7 +41,16 @@ async function main(argv: string[]): Promise<void> {
   const stop = (): void => {
     void server.close().then(() => process.exit(0));
   };
-  process.on('SIGTERM', stop);
+  process.on('SIGTERM', () => {
+    // SGLang's ranks past 0 wait for rank 0's shutdown broadcast (entrypoints/engine.py), which
+    // a simulator gets from nobody: the orchestrator's kill ends them.
+    if (cfg.sglang.node_rank >= 1) {
+      logger.warn('SIGTERM received on a node rank past 0; waiting for rank 0 to stop the schedulers');
+      return;
+    }
+    // Served on until no request is left at a wake of SGLang's watchdog (sigterm.ts).
+    void server.terminate().then(stop);
+  });
   process.on('SIGINT', stop);
 }
 

@@ -17,6 +17,7 @@ import { abortReason, planOutput, type FinishReason, type OutputPlan, type StopR
 import { HttpError, errorBody, sendJson } from './http-util.ts';
 import { SimMetrics } from './metrics.ts';
 import { FAKE_BOOTSTRAP_HOST, RoomRegistry, createBootstrapServer, waitForPrefill } from './pd.ts';
+import { SigtermWatchdog } from './sigterm.ts';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -73,6 +74,8 @@ export class SimServer {
   readonly server: http.Server;
   /** KV and load event publishing (--kv-events-config); null when off. */
   readonly kvEvents: KvEventsService | null;
+  /** What SIGTERM starts (sigterm.ts): readiness off, generation still served, exit once idle. */
+  readonly sigterm: SigtermWatchdog;
   readonly #deps: SimServerDeps;
   readonly #rooms = new RoomRegistry();
   #bootstrapServer: http.Server | null = null;
@@ -88,6 +91,7 @@ export class SimServer {
     this.#epochAtZero = Date.now() / 1000 - deps.clock.now() / 1000;
     this.serving = resolveServing(config);
     this.engine = new Engine(buildEngineConfig(config), deps.clock);
+    this.sigterm = new SigtermWatchdog(deps.clock, deps.logger);
     // A non-zero node rank publishes nothing: the schedulers of rank 0 do (its group's leader).
     this.kvEvents = config.sglang.node_rank >= 1 ? null : KvEventsService.build(config, this.engine);
     this.server = http.createServer((req, res) => this.#onRequest(req, res));
@@ -144,7 +148,13 @@ export class SimServer {
     return actual;
   }
 
+  /** SIGTERM (main.ts): resolves once SGLang's watchdog would exit the process. */
+  terminate(): Promise<void> {
+    return this.sigterm.terminate();
+  }
+
   async close(): Promise<void> {
+    this.sigterm.stop();
     this.server.closeAllConnections();
     const closing = [new Promise<void>((r) => this.server.close(() => r()))];
     if (this.#bootstrapServer) {
@@ -163,6 +173,11 @@ export class SimServer {
 
   isHealthy(): boolean {
     return this.clock.now() >= this.config.sim.unhealthyForMs;
+  }
+
+  /** SGLang's is_ready(): up (not starting) and not shutting down. */
+  isReady(): boolean {
+    return this.isHealthy() && !this.sigterm.gracefullyExit;
   }
 
   #onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -225,6 +240,8 @@ export class SimServer {
       method === 'POST' &&
       (path === '/generate' || path === '/v1/chat/completions' || path === '/v1/completions')
     ) {
+      // Served while shutting down too: SGLang refuses nothing after SIGTERM.
+      this.sigterm.track(res);
       const delayMs = this.#admitGeneration(res, path);
       if (delayMs === null) return;
       if (path === '/generate') await handleGenerate(this, req, res, delayMs);

@@ -67,7 +67,7 @@ export const EndpointStatus = z.object({
   lastError: ErrorView.nullable(),
   /** Attempts to it that failed since the gateway started, by reason (retried ones included). */
   failedAttempts: z.object({ connect: Count, timeout: Count, status: Count, interrupted: Count }),
-  /** Why this replica leaves it out of every pick for now (a refused or reset connection); null when it does not. */
+  /** Why this replica leaves it out of every pick for now (a refused or reset connection, or `draining`: its /ready said 503); null when it does not. */
   down: z.string().nullable(),
   /** Its KV index from the runtime's events; null when the runtime publishes none. */
   kvIndex: z
