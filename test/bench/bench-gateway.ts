@@ -37,13 +37,14 @@ if (!tracing.ok) {
   process.stderr.write(`bench-gateway: ${tracing.error}\n`);
   process.exit(2);
 }
-// As server.ts builds it for a static table: metrics on, runtime queues scraped every second.
+// As server.ts builds it for a static table: metrics on, runtime queues scraped and /ready asked every second.
 const app = build({
   table: new StaticRoutingTable(loadRoutes(values.routes)),
   tokenizers,
   logger: { level: values['log-level'] ?? 'warn' },
   defaultMetrics: true,
   scrapeIntervalMs: 1000,
+  readyPollIntervalMs: 1000,
   tracer: tracing.value?.tracer,
 });
 const stop = (): void =>
