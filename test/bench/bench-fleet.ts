@@ -34,6 +34,8 @@ export interface FleetContext {
   readonly log: (msg: string) => void;
   /** Extra command-line arguments per Python router (e.g. smg's cache-index settings). */
   readonly routerArgs?: Readonly<Record<string, readonly string[]>>;
+  /** The simulators' --sim-time-scale: model time runs this many times faster than wall time. */
+  readonly timeScale?: number;
 }
 
 // ---------------------------------------------------------------- simulators
@@ -220,6 +222,31 @@ function ensureVenv(ctx: FleetContext): void {
     venvError = `virtualenv not available: ${(r.error?.message ?? r.stderr ?? '').trim().slice(-300) || `exit ${r.status}`}`;
 }
 
+/** smg's --load-monitor-interval default, seconds (smg launch --help, 1.13.0). */
+const SMG_LOAD_MONITOR_INTERVAL_S = 10;
+
+/**
+ * What smg is started with besides the common flags: its defaults, with its load poll at the
+ * simulators' clock. smg 1.13's cache_aware sends a request whose prefix match is at or under
+ * --cache-threshold (most of this trace) to the worker of least expected wait: the tokens a
+ * worker had waiting at the last /v1/loads poll, plus --least-load-mean-prefill-tokens (1,024)
+ * per request sent to it since, over its generation throughput. Its debug log names the branch
+ * `expected_wait_fallback` (model_gateway/src/policies/cache_aware.rs:2845 in 1.13.0) and the
+ * pick `cache_aware selected <url> (score ..., in_flight ...)` (policies/least_load.rs:616, the
+ * select_min_expected_wait of least_load.rs in smg's source at f8daa88). The poll runs every
+ * --load-monitor-interval seconds of wall time, 10 by default; at --sim-time-scale 8 that is
+ * 80 s of model time. Between polls every miss went to whichever worker looked idle at the last
+ * one (the "incast" least_load.rs warns of; 1,024 tokens per request against this trace's
+ * ~14,000 barely corrects it): one simulator at a time held up to 1.6 million waiting tokens while
+ * others idled, and at N=2000 smg's TTFT p50 was 3.5-6.1 s against 0.64 s with a 1 s poll. The
+ * interval is scaled with the clock (at least 1 s, smg's minimum), as the simulators' own times
+ * are; everything else stays at smg's defaults. README, "smg 1.13".
+ */
+export function smgDefaultArgs(timeScale: number): string[] {
+  const interval = Math.max(1, Math.round(SMG_LOAD_MONITOR_INTERVAL_S / timeScale));
+  return ['--load-monitor-interval', String(interval)];
+}
+
 function pythonRouterCommand(name: string, venv: string): { cmd: string; pre: string[]; pkg: string } {
   return name === 'smg'
     ? { cmd: path.join(venv, 'bin/smg'), pre: ['launch'], pkg: 'smg' }
@@ -328,6 +355,8 @@ async function spawnPythonRouter(
       'warn',
       '--shutdown-grace-period-secs',
       '1',
+      ...(name === 'smg' ? smgDefaultArgs(ctx.timeScale ?? 1) : []),
+      // Last, so a given flag overrides the defaults above (argparse keeps the last value).
       ...(ctx.routerArgs?.[name] ?? []),
     ],
     path.join(ctx.logDir, `${logName}.log`),

@@ -28,7 +28,9 @@
 //   num_requests_total, before vs after the run), the same for every router.
 // - The gateway runs with admission limits out of the way (no queueing, no
 //   adaptive concurrency) and reuse off: this measures routing; SGLang's
-//   router runs with its defaults (no concurrency limit).
+//   router runs with its defaults (no concurrency limit), and so does smg but
+//   for its load poll, scaled to the simulators' clock like every simulated
+//   time (bench-fleet.ts smgDefaultArgs; --smg-args overrides it).
 // - The simulators publish KV events (--kv-events-config, pages of
 //   --page-size tokens, 16: per-token pages would make every replica hash and
 //   index every token) and each gateway replica subscribes to all of them and
@@ -58,6 +60,7 @@ import {
   PY_ROUTERS,
   readCounters,
   SkipError,
+  smgDefaultArgs,
   startNodeFloorProxy,
   startRouter,
   startSim,
@@ -178,6 +181,7 @@ const ctx: FleetContext = {
     smg: splitArgs(values['smg-args']),
     'sglang-router': splitArgs(values['sglang-router-args']),
   },
+  timeScale: SCALE,
 };
 
 // ---------------------------------------------------------------- replay
@@ -653,6 +657,7 @@ async function main(): Promise<void> {
     replicated_routers: replicated,
     gateway_routing: 'KV events from every simulator + the simulator tokenizer (exact index)',
     router_args: ctx.routerArgs,
+    smg_default_args: smgDefaultArgs(SCALE),
     prefill_tps: PREFILL_TPS,
     time_scale: SCALE,
     arrival_stretch: Number(stretch.toFixed(3)),
