@@ -50,13 +50,18 @@ describe("judgeOverheadAgainstRouter (issue 12: added p99 no higher than SGLang 
       met: false,
       detail:
         'gateway +7.000 ms, 0.8 ms CPU/request; SGLang router +4.000 ms, 0.4 ms CPU/request; ' +
-        'Node floor (a bare proxy) +5.000 ms, 0.5 ms CPU/request',
+        "Node floor (a bare proxy) +5.000 ms, 0.5 ms CPU/request, above SGLang router's",
     });
     const faster = judgeOverheadAgainstRouter(
       { direct: stats(2), gateway: stats(5), 'sglang-router': stats(6) },
       500,
     );
     expect(faster?.met).toBe(true);
+    const floorWithin = judgeOverheadAgainstRouter(
+      { direct: stats(2), gateway: stats(9), 'sglang-router': stats(6), 'node-floor': stats(6) },
+      500,
+    );
+    expect(floorWithin?.detail).toMatch(/Node floor \(a bare proxy\) \+4\.000 ms, within SGLang router's$/);
   });
 
   it('cannot judge without SGLang router, and is absent without the gateway', () => {

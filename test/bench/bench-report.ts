@@ -119,7 +119,10 @@ export function judgeOverheadAgainstRouter(
     met: gw.p99_ms <= sg.p99_ms && gw.errors === 0,
     detail:
       `gateway ${added(gw)}; SGLang router ${added(sg)}` +
-      (floor ? `; Node floor (a bare proxy) ${added(floor)}` : ''),
+      // Whether any Node gateway could meet it in this run: the floor does no work of its own.
+      (floor
+        ? `; Node floor (a bare proxy) ${added(floor)}, ${floor.p99_ms <= sg.p99_ms ? 'within' : 'above'} SGLang router's`
+        : ''),
   };
 }
 
