@@ -310,6 +310,12 @@ describe('values reach the objects', () => {
     expect(container(await render({}), 'gateway').args).not.toContain('--tokenizers=/tokenizers');
   });
 
+  it("gateway.runtimeReadyIntervalMs: each routed runtime's /ready every second by default; 0 never", async () => {
+    expect(container(await render({}), 'gateway').args).toContain('--runtime-ready-interval-ms=1000');
+    const off = await render({ set: ['gateway.runtimeReadyIntervalMs=0'] });
+    expect(container(off, 'gateway').args).toContain('--runtime-ready-interval-ms=0');
+  });
+
   it('gateway.shareAdmission=false: each replica admits the whole bound, and reads no EndpointSlices', async () => {
     const objs = await render({
       set: [
