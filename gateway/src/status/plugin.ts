@@ -56,11 +56,10 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
     done(null, payload);
   });
   app.addHook('onResponse', (req, reply, done) => {
-    if (
-      req.generationPath !== null &&
-      paths.has(req.generationPath) &&
-      reply.getHeader(REUSED_HEADER) === undefined
-    )
+    // A generation route's handler names it; one refused before its handler ran (a body that
+    // did not parse) is read the dear way.
+    const path = req.generationPath ?? req.routeOptions.url ?? '';
+    if (paths.has(path) && reply.getHeader(REUSED_HEADER) === undefined)
       record(req, reply.statusCode, {
         endpoint: headerValue(reply.getHeader(ENDPOINT_HEADER)),
         payload: errorBodies.get(req),
