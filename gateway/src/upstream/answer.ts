@@ -114,17 +114,14 @@ export function sendBuffered(
   const request = prepareRequest(opts, baseUrl, path, body, signal);
   if (request instanceof Error) return Promise.reject(request);
   return new Promise((resolve, reject) => {
-    let controller: Dispatcher.DispatchController | undefined;
+    const link = new AbortLink(signal);
     let statusCode = 0;
     let headers: IncomingHttpHeaders = {};
     let started = false;
     const chunks: Buffer[] = [];
-    const onAbort = (): void => controller?.abort(toError(signal.reason));
-    signal.addEventListener('abort', onAbort, { once: true });
     opts.agent.dispatch(request, {
       onRequestStart(c) {
-        controller = c;
-        if (signal.aborted) c.abort(toError(signal.reason));
+        link.attach(c);
       },
       onResponseStart(_c, status, h) {
         started = true;
@@ -135,12 +132,12 @@ export function sendBuffered(
         chunks.push(chunk);
       },
       onResponseEnd() {
-        signal.removeEventListener('abort', onAbort);
+        link.detach();
         const whole = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
         resolve({ statusCode, headers, text: whole.toString('utf8') });
       },
       onResponseError(_c, err) {
-        signal.removeEventListener('abort', onAbort);
+        link.detach();
         reject(started ? new AnswerInterruptedError(err) : err);
       },
     });
@@ -217,17 +214,11 @@ function buildHeaders(opts: SendOptions, baseUrl: string): Readonly<Record<strin
   return opts.headers ? Object.assign(headers, opts.headers) : headers;
 }
 
-class StreamedAnswer implements StreamedResponse {
-  statusCode = 0;
-  headers: IncomingHttpHeaders = {};
-  started = false;
+/** The client's abort, passed to the upstream request once it has started; undone at the answer's end. */
+class AbortLink {
+  controller: Dispatcher.DispatchController | undefined;
   readonly #signal: AbortSignal;
-  readonly #onAbort = (): void => this.#controller?.abort(toError(this.#signal.reason));
-  #controller: Dispatcher.DispatchController | undefined;
-  readonly #chunks: Buffer[] = [];
-  #done = false;
-  #error: Error | undefined;
-  #waiter: { resolve: (c: Buffer | null) => void; reject: (e: Error) => void } | undefined;
+  readonly #onAbort = (): void => this.controller?.abort(toError(this.#signal.reason));
 
   constructor(signal: AbortSignal) {
     this.#signal = signal;
@@ -235,12 +226,35 @@ class StreamedAnswer implements StreamedResponse {
   }
 
   attach(c: Dispatcher.DispatchController): void {
-    this.#controller = c;
+    this.controller = c;
     if (this.#signal.aborted) c.abort(toError(this.#signal.reason));
   }
 
   detach(): void {
     this.#signal.removeEventListener('abort', this.#onAbort);
+  }
+}
+
+class StreamedAnswer implements StreamedResponse {
+  statusCode = 0;
+  headers: IncomingHttpHeaders = {};
+  started = false;
+  readonly #link: AbortLink;
+  readonly #chunks: Buffer[] = [];
+  #done = false;
+  #error: Error | undefined;
+  #waiter: { resolve: (c: Buffer | null) => void; reject: (e: Error) => void } | undefined;
+
+  constructor(signal: AbortSignal) {
+    this.#link = new AbortLink(signal);
+  }
+
+  attach(c: Dispatcher.DispatchController): void {
+    this.#link.attach(c);
+  }
+
+  detach(): void {
+    this.#link.detach();
   }
 
   start(status: number, headers: IncomingHttpHeaders): void {
@@ -257,7 +271,7 @@ class StreamedAnswer implements StreamedResponse {
       return;
     }
     this.#chunks.push(chunk);
-    if (this.#chunks.length >= HIGH_WATER_CHUNKS) this.#controller?.pause();
+    if (this.#chunks.length >= HIGH_WATER_CHUNKS) this.#link.controller?.pause();
   }
 
   end(): void {
@@ -277,18 +291,19 @@ class StreamedAnswer implements StreamedResponse {
   read(): Promise<Buffer | null> {
     const chunk = this.#chunks.shift();
     if (chunk) {
-      if (this.#controller?.paused && this.#chunks.length < HIGH_WATER_CHUNKS / 2) this.#controller.resume();
+      if (this.#link.controller?.paused && this.#chunks.length < HIGH_WATER_CHUNKS / 2)
+        this.#link.controller.resume();
       return Promise.resolve(chunk);
     }
     if (this.#error) return Promise.reject(this.#error);
     if (this.#done) return Promise.resolve(null);
-    if (this.#controller?.paused) this.#controller.resume();
+    if (this.#link.controller?.paused) this.#link.controller.resume();
     return new Promise((resolve, reject) => (this.#waiter = { resolve, reject }));
   }
 
   cancel(): void {
     if (this.#done || this.#error) return;
-    this.#controller?.abort(new Error('cancelled by the gateway'));
+    this.#link.controller?.abort(new Error('cancelled by the gateway'));
   }
 
   async discard(): Promise<void> {
