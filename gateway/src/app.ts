@@ -214,24 +214,22 @@ export function build(opts: BuildOptions): FastifyInstance {
     app.post(path, apiRoute, async (req: FastifyRequest, reply: FastifyReply) => {
       req.generationPath = path;
       const trace = opts.tracer?.start(path, req.headers);
-      if (drain.draining) {
-        if (trace) reply.raw.once('close', () => trace.end(reply.raw.statusCode, req.errorCode ?? undefined));
+      const abort = new AbortController();
+      // Counted until the response closes (a stream's last byte, or the client going away).
+      const leave = drain.draining ? undefined : drain.enter();
+      // One listener a request: each costs an allocation and a removal on every answer.
+      reply.raw.once('close', () => {
+        leave?.();
+        // The client went away before the response ended: abort the upstream request.
+        if (!reply.raw.writableFinished) abort.abort();
+        trace?.end(reply.raw.statusCode, req.errorCode ?? undefined);
+      });
+      if (!leave)
         throw new GatewayError(
           'GW_DRAINING',
           { subject: 'This gateway replica', retryAfterSeconds: 1 },
           { retryAfterSeconds: 1 },
         );
-      }
-      // Counted until the response closes (a stream's last byte, or the client going away).
-      const leave = drain.enter();
-      const abort = new AbortController();
-      // One listener a request: each costs an allocation and a removal on every answer.
-      reply.raw.once('close', () => {
-        leave();
-        // The client went away before the response ended: abort the upstream request.
-        if (!reply.raw.writableFinished) abort.abort();
-        trace?.end(reply.raw.statusCode, req.errorCode ?? undefined);
-      });
       const served = await gateway.serve({
         kind,
         path,
