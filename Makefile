@@ -22,11 +22,11 @@ node_modules/.package-lock.json: package.json package-lock.json
 deps: node_modules/.package-lock.json ## Install the npm dependencies (Node 24 comes with them)
 
 .PHONY: build
-build: deps ## Type-check everything (Node 24 runs the TypeScript sources directly)
-	$(NPM_BIN)/tsc -p tsconfig.json --noEmit
+build: deps ## Type-check every library and program in dependency order (tsc -b; Node 24 runs the sources directly)
+	$(NPM_BIN)/tsc -b
 
 .PHONY: crds
-crds: deps ## Regenerate crds/*.yaml from the zod schemas in operator/src/api
+crds: deps ## Regenerate crds/*.yaml from the zod schemas in lib/api
 	$(NODE) hack/generate-crds.ts
 
 .PHONY: crds-check
@@ -35,7 +35,7 @@ crds-check: deps ## Fail when the committed CRDs differ from the zod source
 
 .PHONY: lint
 lint: deps ## ESLint and Prettier checks
-	$(NPM_BIN)/eslint .
+	$(NPM_BIN)/eslint --max-warnings 0 .
 	$(NPM_BIN)/prettier --check .
 
 .PHONY: controlplane
@@ -55,8 +55,8 @@ sglang-kit: ## Install (or reuse) the pinned SGLang in a cached virtualenv: the 
 	bash hack/sglang/install.sh
 
 .PHONY: sglang-flags
-sglang-flags: sglang-kit ## Regenerate operator/src/sglang/sglang-flags.json from the pinned SGLang's own parser
-	bash hack/sglang/kit.sh dump-flags > operator/src/sglang/sglang-flags.json
+sglang-flags: sglang-kit ## Regenerate lib/sglang/sglang-flags.json from the pinned SGLang's own parser
+	bash hack/sglang/kit.sh dump-flags > lib/sglang/sglang-flags.json
 
 .PHONY: conformance
 conformance: deps sglang-kit ## SGLang's own code and real server against ours; ends with one JSON line (specs_checked, disagreements, ...)
@@ -113,11 +113,11 @@ render: deps ## Print the objects the operator would apply for FILE=<manifest>, 
 .PHONY: model-digest
 model-digest: deps ## Print spec.model.digest and tokenizerDigest for the files in DIR=<model dir> (ADR 0013); ARGS='--tokenizer-dir <dir>' or '--manifest model|tokenizer'
 	@test -n "$(DIR)" || { echo 'usage: make model-digest DIR=<model dir> [ARGS=...]' >&2; exit 2; }
-	@$(NODE) operator/src/cli/model-digest.ts "$(DIR)" $(ARGS)
+	@$(NODE) fetcher/src/model-digest.ts "$(DIR)" $(ARGS)
 
 .PHONY: model-fetch
 model-fetch: deps ## Fetch a hub model at a commit into a directory, verified against its digests (docs/operations.md#model-fetch): ARGS='--repo <org/name> --revision <commit> --digest sha256:.. --tokenizer-digest sha256:.. --dest <dir> [--token-file <file>]'
-	@$(NODE) operator/src/cli/model-fetch.ts $(ARGS)
+	@$(NODE) fetcher/src/main.ts $(ARGS)
 
 .PHONY: sim
 sim: deps ## Run one SGLang simulator in the foreground: make sim ARGS='--model-path m --port 30000'
@@ -148,7 +148,7 @@ bench-operator: deps controlplane ## Operator benchmark: 200 Deployments on 30 K
 	bash hack/in-netns.sh $(NODE) test/bench/bench-operator.ts $(ARGS)
 
 .PHONY: docs
-docs: deps ## Regenerate docs/api.md from the zod schemas in operator/src/api
+docs: deps ## Regenerate docs/api.md from the zod schemas in lib/api
 	$(NODE) hack/generate-api-docs.ts
 
 .PHONY: docs-check

@@ -10,7 +10,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: [
+            'lib/**/*.test.ts',
             'operator/**/*.test.ts',
+            'fetcher/**/*.test.ts',
             'gateway/**/*.test.ts',
             'test/sim/**/*.test.ts',
             'hack/**/*.test.ts',

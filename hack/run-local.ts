@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
-import { SGLANG_VERSION } from '../operator/src/sglang/catalogue.ts';
+import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { REAL_SAMPLE, ROOT, startLocalSystem } from './local-system.ts';
 import { forwardTcpToUnix, forwardUnixToTcp } from './local-bridge.ts';
 import { startLocalPrometheus } from './monitoring/local-prometheus.ts';

@@ -6,13 +6,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
-import { findFreePort, startSim, type RunningSim } from '../../test/sim/testing.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { findFreePort, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build, type BuildOptions } from './app.ts';
 import { MAX_BATCH } from './request/shape.ts';
 import type { RouteEndpoint } from './routing/table.ts';
 import { StaticRoutingTable } from './routing/table.ts';
-import { sendRaw } from './testing/raw-http.ts';
+import { sendRaw } from '../../test/support/gateway/raw-http.ts';
 
 let app: FastifyInstance | undefined;
 let sims: RunningSim[] = [];

@@ -10,11 +10,11 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../test/sim/testing.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
-import { createRng, shuffle } from './testing/rng.ts';
+import { createRng, shuffle } from '../../test/support/gateway/rng.ts';
 
 const PAGE = 16;
 const CONVERSATIONS = 9;

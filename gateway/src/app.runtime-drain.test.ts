@@ -4,12 +4,12 @@
 
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSim, type RunningSim } from '../../test/sim/testing.ts';
+import { startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import { ManualClock } from './clock.ts';
 import { StaticRoutingTable } from './routing/table.ts';
-import { eventually } from './testing/fake-upstream.ts';
-import { buildTestEndpoint, buildTestRoute } from './testing/routes.ts';
+import { eventually } from '../../test/support/gateway/fake-upstream.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';
 
 let sims: RunningSim[] = [];
 let app: FastifyInstance | undefined;

@@ -4,8 +4,8 @@
 
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
-import { postJson, startSim, type RunningSim } from '../../test/sim/testing.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { postJson, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import { RuntimeKeys } from './discovery/runtime-keys.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';

@@ -10,12 +10,12 @@ import {
   GatewayCacheReport,
   ResultReuse,
   RoutingSettings,
-} from '../../operator/src/api/index.ts';
-import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../../test/sim/testing.ts';
+} from '#api';
+import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import type { CacheReport } from './policies/index.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';
-import { eventually } from './testing/fake-upstream.ts';
+import { eventually } from '../../test/support/gateway/fake-upstream.ts';
 
 type Json = Record<string, unknown>;
 const ids = (from: number, n: number): number[] =>

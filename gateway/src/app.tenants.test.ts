@@ -2,13 +2,13 @@
 // which cache namespace; and the open mode, loudly reported.
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from './app.ts';
 import { ManualClock } from './clock.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';
 import { buildTenantDirectory } from './tenancy/build-directory.ts';
 import { KeyDirectory } from './tenancy/tenant.ts';
-import { startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
+import { startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
 
 const KEY_A = 'a'.repeat(40);
 const KEY_B = 'b'.repeat(40);

@@ -1,12 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from './app.ts';
 import { ManualClock } from './clock.ts';
 import type { CacheAwarePolicy } from './policies/cache-aware.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
-import { eventually, Gate, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
+import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
 
 let a: FakeUpstream;
 let b: FakeUpstream;

@@ -8,7 +8,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerOptions,
 } from 'fastify';
-import { GATEWAY_CACHE_REPORT_PATH } from '../../operator/src/api/index.ts';
+import { GATEWAY_CACHE_REPORT_PATH } from '#api';
 import { buildCacheReport } from './cache-report/build.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';

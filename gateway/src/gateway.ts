@@ -37,7 +37,7 @@ import {
   type ParsedBody,
 } from './request/shape.ts';
 import { computeDeterminism, MemoryResultStore, ResultReuser, type ResultStore } from './reuse/index.ts';
-import { computeTenantSalt } from '../../operator/src/sglang/salt.ts';
+import { computeTenantSalt } from '#sglang/salt.ts';
 import { chooseRoute } from './routing/lookup.ts';
 import { isDisaggregated } from './routing/pd.ts';
 import type { ModelRoute, RouteEndpoint, RoutingTable } from './routing/table.ts';

@@ -12,8 +12,8 @@
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
-import { spawnGateway, writeRoutesFile } from './testing/gateway-process.ts';
+import { startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
+import { spawnGateway, writeRoutesFile } from '../../test/support/gateway/gateway-process.ts';
 
 const PRE_STOP_MS = 150;
 

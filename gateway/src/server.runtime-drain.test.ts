@@ -16,9 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findFreePort } from '../../test/sim/testing.ts';
+import { findFreePort } from '../../test/support/sim/testing.ts';
 import { SIGTERM_WATCHDOG_PERIOD_MS } from '../../test/sim/sigterm.ts';
-import { spawnGateway } from './testing/gateway-process.ts';
+import { spawnGateway } from '../../test/support/gateway/gateway-process.ts';
 
 const SIM_MAIN = fileURLToPath(new URL('../../test/sim/main.ts', import.meta.url));
 const READY_POLL_MS = 1000;

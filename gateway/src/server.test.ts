@@ -11,13 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, Gate, startFakeUpstream, type FakeUpstream } from './testing/fake-upstream.ts';
+import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
 import {
   GATEWAY_SERVER as SERVER,
   spawnGateway,
   writeRoutesFile,
   type GatewayProcess,
-} from './testing/gateway-process.ts';
+} from '../../test/support/gateway/gateway-process.ts';
 
 let up: FakeUpstream | undefined;
 let child: ChildProcess | undefined;

@@ -29,7 +29,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build, type BuildOptions } from './app.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
 import type { ModelRoute } from './routing/table.ts';

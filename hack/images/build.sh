@@ -113,9 +113,9 @@ containerfile() {
 # The source trees each image copies (its Containerfile's COPY lines).
 sources() {
   case "$1" in
-  operator) echo operator/src ;;
-  gateway) echo operator/src gateway/src ;;
-  simulator) echo operator/src test/sim ;;
+  operator) echo lib operator/src fetcher/src ;;
+  gateway) echo lib gateway/src ;;
+  simulator) echo lib test/sim ;;
   esac
 }
 
@@ -215,7 +215,7 @@ stage_context() {
   rm -rf "$ctx/node_modules/zeromq/build/darwin" "$ctx/node_modules/zeromq/build/win32" \
     "$ctx/node_modules/zeromq/build/linux/arm64" "$ctx/node_modules/zeromq/src" "$ctx/node_modules/@types"
   rm -f "$ctx/node_modules/.package-lock.json"
-  for dir in operator/src gateway/src test/sim; do
+  for dir in lib operator/src fetcher/src gateway/src test/sim; do
     mkdir -p "$ctx/$dir"
     tar -C "$ROOT/$dir" "${SOURCE_EXCLUDES[@]/#/--exclude=}" -cf - . | tar -C "$ctx/$dir" -xf -
   done

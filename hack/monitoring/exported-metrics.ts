@@ -17,7 +17,7 @@ import { registerKvIndexMetrics } from '../../gateway/src/kv-index/metrics.ts';
 import { buildMetrics } from '../../gateway/src/metrics.ts';
 import { registerDeploymentMetrics } from '../../operator/src/controllers/deployment/metrics.ts';
 import { registerTaskMetrics } from '../../operator/src/controllers/task/metrics.ts';
-import { createRuntimeMetrics } from '../../operator/src/runtime/metrics.ts';
+import { createRuntimeMetrics } from '../../operator/src/manager/metrics.ts';
 import { createEngineCounters, type EngineSnapshot, type RequestResult } from '../../test/sim/engine.ts';
 import { renderMetrics, SimMetrics } from '../../test/sim/metrics.ts';
 

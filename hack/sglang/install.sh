@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned SGLang (operator/src/sglang/version.json) into a cached
+# Installs the pinned SGLang (lib/sglang/version.json) into a cached
 # virtualenv, from PyPI, with the pinned package list in requirements.lock.
 #
 #   bash hack/sglang/install.sh          # prints the venv directory on its last line
@@ -16,7 +16,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CACHE="${CACHEROUTE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cacheroute}"
 PY="${PYTHON:-python3}"
-VERSION="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["sglang"])' "$ROOT/operator/src/sglang/version.json")"
+VERSION="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["sglang"])' "$ROOT/lib/sglang/version.json")"
 DIR="$CACHE/sglang-$VERSION"
 VENV="$DIR/venv"
 LOCK="$HERE/requirements.lock"

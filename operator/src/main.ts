@@ -12,10 +12,10 @@ import {
   DEFAULT_MODEL_CACHE_SIZE,
   type ModelCacheConfig,
 } from './controllers/deployment/model-cache/objects.ts';
-import { createLogger } from './runtime/logger.ts';
-import { NamespaceListFlag } from './runtime/namespace-flags.ts';
-import { startTracing } from './runtime/tracing.ts';
-import { parseTracingConfig } from './runtime/tracing-config.ts';
+import { createLogger } from '#kube/logger.ts';
+import { NamespaceListFlag } from '#kube/namespace-flags.ts';
+import { startTracing } from '#kube/tracing.ts';
+import { parseTracingConfig } from '#kube/tracing-config.ts';
 
 // A NetworkPolicy peer, `namespace=NS[,LABEL=VALUE...]` (pod-peer.ts).
 const PodPeerFlag = z.string().transform((text, ctx) => {

@@ -1,4 +1,4 @@
-import { RUNTIME_API_KEY_LABEL, type DeploymentResource } from './api/index.ts';
+import { RUNTIME_API_KEY_LABEL, type DeploymentResource } from '#api';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
 import { LABEL_DEPLOYMENT } from './controllers/deployment/labels.ts';
@@ -9,12 +9,12 @@ import { buildDeploymentPartController } from './controllers/deploymentpart/reco
 import type { DailyCap } from './controllers/task/daily-cap.ts';
 import { buildTaskController } from './controllers/task/reconciler.ts';
 import { LABEL_TASK } from './controllers/task/result.ts';
-import { KubeClient } from './runtime/client.ts';
-import { loadClusterCredentials } from './runtime/cluster-credentials.ts';
-import type { Logger } from './runtime/logger.ts';
-import type { KubeObject } from './runtime/objects.ts';
-import { Manager, type ManagerOptions } from './runtime/manager.ts';
-import { Resources } from './runtime/resources.ts';
+import { KubeClient } from '#kube/client.ts';
+import { loadClusterCredentials } from '#kube/cluster-credentials.ts';
+import type { Logger } from '#kube/logger.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Manager, type ManagerOptions } from './manager/manager.ts';
+import { Resources } from '#kube/resources.ts';
 import { startMetricsApi, type MetricsApi, type MetricsApiOptions } from './metrics-api/start.ts';
 
 export interface OperatorOptions {

@@ -7,7 +7,7 @@
 // the operator's convergence time over this is the operator's own cost; the rest is the
 // control plane's (controller-manager, scheduler, KWOK) and the machine's.
 import type { V1Deployment, V1Service, V1Secret } from '@kubernetes/client-node';
-import { validateResource, type DeploymentResource } from '../../operator/src/api/index.ts';
+import { validateResource, type DeploymentResource } from '#api';
 import { computeDeclaredIdentity, SGLANG_PORT } from '../../operator/src/controllers/deployment/args.ts';
 import { buildDesired, toKubeObject } from '../../operator/src/controllers/deployment/desired.ts';
 import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
@@ -18,11 +18,11 @@ import {
 } from '../../operator/src/controllers/deployment/multi-node/leader-worker-set.ts';
 import { buildRuntimeKeySecret } from '../../operator/src/controllers/deployment/runtime-keys.ts';
 import { readIdentity } from '../../operator/src/controllers/deployment/verify.ts';
-import type { KubeClient } from '../../operator/src/runtime/client.ts';
-import { mapLimited } from '../../operator/src/runtime/map-limited.ts';
-import type { KubeObject } from '../../operator/src/runtime/objects.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
-import { buildEndpointUrl } from '../../operator/src/sglang/endpoint-url.ts';
+import type { KubeClient } from '#kube/client.ts';
+import { mapLimited } from '../../operator/src/manager/map-limited.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
+import { buildEndpointUrl } from '#sglang/endpoint-url.ts';
 import type { Manifest } from '../support/samples.ts';
 
 export interface BaselineOptions {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildRouterResult } from './router-result.testkit.ts';
+import { buildRouterResult } from '../support/bench/router-result.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
 import type { RouterEntry } from './bench-report.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { OverheadStats } from './bench-overhead.ts';
 import { judgeOverheadAgainstRouter, judgeTierGoal } from './bench-report.ts';
-import { buildRouterResult as row } from './router-result.testkit.ts';
+import { buildRouterResult as row } from '../support/bench/router-result.ts';
 
 describe('judgeTierGoal (the HiCache profile)', () => {
   it('is absent where the tier-blind baseline was not run', () => {

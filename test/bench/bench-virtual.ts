@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { RoutingSettings } from '../../operator/src/api/index.ts';
+import { RoutingSettings } from '#api';
 import {
   buildPolicy,
   type Policy,

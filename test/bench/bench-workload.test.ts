@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildRouterResult } from './router-result.testkit.ts';
+import { buildRouterResult } from '../support/bench/router-result.ts';
 import { judgeGoals, renderTable, type RouterEntry } from './bench-report.ts';
 import { computeStretch, computeWorkload } from './bench-workload.ts';
 import type { TraceRecord } from './replay-trace.ts';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { buildSimTokenizer } from './sim-tokenizer.ts';
 
 let sim: RunningSim | undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildEndpoint as ep, buildInput } from '../../gateway/src/policies/testing.ts';
+import { buildEndpoint as ep, buildInput } from '../support/gateway/policies.ts';
 import { CharTree, SglangRouterEmulation } from './virtual-sglang-router.ts';
 
 function emulation(): { p: SglangRouterEmulation; texts: Map<string, string> } {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordConformance } from '../support/conformance-report.ts';
 import { isPidAlive } from '../support/processes.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
-import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { compareObservations } from './differential-compare.ts';
 import { runScript, type Observation } from './differential-script.ts';
 import type { Mismatch } from './shape-diff.ts';

@@ -1,4 +1,4 @@
-// The committed flag table (operator/src/sglang/sglang-flags.json, which the
+// The committed flag table (lib/sglang/sglang-flags.json, which the
 // operator renders from and the simulator parses with) is what the pinned
 // SGLang's own parser declares, flag by flag. `make sglang-flags` regenerates it.
 import { readFileSync } from 'node:fs';
@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { recordConformance } from '../support/conformance-report.ts';
 import { DumpedFlags, dumpFlags } from '../support/sglang-kit.ts';
 
-const COMMITTED = resolve(import.meta.dirname, '../../operator/src/sglang/sglang-flags.json');
-const PINNED = resolve(import.meta.dirname, '../../operator/src/sglang/version.json');
+const COMMITTED = resolve(import.meta.dirname, '../../lib/sglang/sglang-flags.json');
+const PINNED = resolve(import.meta.dirname, '../../lib/sglang/version.json');
 
 describe('the flag catalogue against SGLang', () => {
   it('names every flag, alias, kind, type, choice and default as the pinned SGLang does', async () => {

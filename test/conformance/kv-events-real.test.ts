@@ -5,7 +5,7 @@
 // streams agree wherever the model's own output does not enter: every batch
 // but the stores of generated tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import {
   drainReplay,

@@ -4,7 +4,7 @@
 // cache, driven through the same cache operations the scheduler performs for
 // the same requests, says which events (block hashes included) it publishes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import {
   subscribeEvents,
   treeEvents,

@@ -1,6 +1,6 @@
 // `kit serve`: the real SGLang 0.5.23 server started from the arguments the
 // operator renders for a Deployment's pod, with only what a CPU forces changed.
-// The operator's own identity read-back (operator/src/sglang/identity.ts) then
+// The operator's own identity read-back (operator/src/sglang-client/identity.ts) then
 // finds the runtime it declared, except for the one thing a CPU cannot give:
 // tensor parallelism (serve.py runs tp 1).
 
@@ -8,7 +8,7 @@ import { lstatSync, mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateResource } from '../../operator/src/api/index.ts';
+import { validateResource } from '#api';
 import {
   buildArgv,
   computeDeclaredIdentity,
@@ -21,7 +21,7 @@ import {
   compareIdentity,
   computeRuntimeIdentity,
   type RuntimeIdentity,
-} from '../../operator/src/sglang/identity.ts';
+} from '../../operator/src/sglang-client/identity.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { isPidAlive } from '../support/processes.ts';
 import { listDescendants, startRealSglang, type RealSglang } from '../support/real-sglang.ts';

@@ -6,10 +6,10 @@
 // through the server's own pre-schedule checks.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GenerateRequest } from '../../operator/src/sglang/generate.ts';
+import type { GenerateRequest } from '../../operator/src/sglang-client/generate.ts';
 import { recordConformance } from '../support/conformance-report.ts';
 import { validateBodies, type ValidateRequest } from '../support/sglang-kit.ts';
-import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../sim/testing.ts';
+import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 type Json = Record<string, unknown>;
 

@@ -9,10 +9,10 @@
 // SGLang's: a matrix of raw command lines, including combinations the renderer
 // never produces, must be refused by both or by neither.
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentResource } from '../../operator/src/api/index.ts';
+import { validateResource, type DeploymentResource } from '#api';
 import { buildDesired } from '../../operator/src/controllers/deployment/desired.ts';
-import { parseSglangArgs } from '../../operator/src/sglang/flags.ts';
-import { checkSglangArgs } from '../../operator/src/sglang/startup-checks.ts';
+import { parseSglangArgs } from '#sglang/flags.ts';
+import { checkSglangArgs } from '#sglang/startup-checks.ts';
 import { recordConformance } from '../support/conformance-report.ts';
 import { expandArgs } from '../support/container-args.ts';
 import { checkArgs, type CheckArgsRequest } from '../support/sglang-kit.ts';

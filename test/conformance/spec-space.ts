@@ -10,8 +10,8 @@ import {
   HISPARSE_FAMILIES,
   Profile,
   RadixCache,
-} from '../../operator/src/api/index.ts';
-import { createRng } from '../../gateway/src/testing/rng.ts';
+} from '#api';
+import { createRng } from '../support/gateway/rng.ts';
 import type { Manifest } from '../support/samples.ts';
 import { loadSample, loadSamples } from '../support/samples.ts';
 

@@ -7,7 +7,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type ChatMessage, type Tokenizer } from '../../gateway/src/tokenize/index.ts';
-import { findFreePort, postJson } from '../sim/testing.ts';
+import { findFreePort, postJson } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { drainReplay, type DecodedMessage } from '../support/sglang-kit-events.ts';
 import { runKit } from '../support/sglang-kit.ts';

@@ -7,12 +7,12 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { sendWarmupDocuments } from '../../operator/src/controllers/cachepolicy/warmup-send.ts';
 import type { WarmupTarget } from '../../operator/src/controllers/cachepolicy/warmup.ts';
 import { build } from '../../gateway/src/app.ts';
 import { StaticRoutingTable, type ModelRoute } from '../../gateway/src/routing/table.ts';
-import { postJson } from '../sim/testing.ts';
+import { postJson } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 
 const SALT = 'policy-salt';

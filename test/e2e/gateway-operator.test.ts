@@ -5,9 +5,9 @@
 // on every pod IP.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CachePolicyStatus, DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { CachePolicyStatus, DeploymentStatus } from '#api';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
+import { createLogger } from '#kube/logger.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
 import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';

@@ -6,7 +6,7 @@
 // its conversation, and the runtime reports the hit. Real control plane, KWOK
 // GPU node, a simulator on every pod IP (its event sockets on that IP).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRng, shuffle } from '../../gateway/src/testing/rng.ts';
+import { createRng, shuffle } from '../support/gateway/rng.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
 import { eventually } from '../support/kubectl.ts';

@@ -8,10 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from '../../gateway/src/app.ts';
 import { StaticRoutingTable, type ModelRoute } from '../../gateway/src/routing/table.ts';
-import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { startChromium, type Chromium } from '../support/chromium.ts';
 import { eventually } from '../support/kubectl.ts';
 

@@ -29,8 +29,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { DeploymentStatus } from '../../operator/src/api/index.ts';
-import { findFreePort } from '../sim/testing.ts';
+import type { DeploymentStatus } from '#api';
+import { findFreePort } from '../support/sim/testing.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import {
   SecurityContext,

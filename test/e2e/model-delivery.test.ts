@@ -17,12 +17,12 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Condition, DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { Condition, DeploymentStatus } from '#api';
 import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
 import { LABEL_DEPLOYMENT } from '../../operator/src/controllers/deployment/labels.ts';
-import { MARKER_FILE } from '../../operator/src/model/fetch-marker.ts';
-import { manifestOfDirectory } from '../../operator/src/model/files.ts';
-import { digestOfManifest, isTokenizerFile } from '../../operator/src/model/manifest.ts';
+import { MARKER_FILE } from '../../fetcher/src/fetch-marker.ts';
+import { manifestOfDirectory } from '../../fetcher/src/files.ts';
+import { digestOfManifest, isTokenizerFile } from '../../fetcher/src/manifest.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { DEFAULT_CONTROLLERS } from '../support/components.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';

@@ -1,6 +1,6 @@
 // multi-node: replicas that span nodes, on the real LeaderWorkerSet controller (ADR 0018).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { DeploymentStatus } from '#api';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';

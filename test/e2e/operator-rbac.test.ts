@@ -4,12 +4,12 @@
 // request must succeed: not one 403.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { CachePolicyStatus, DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { CachePolicyStatus, DeploymentStatus } from '#api';
 import { startOperator } from '../../operator/src/operator.ts';
 import type { Operator } from '../../operator/src/operator.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
-import { createRequestCounter } from '../../operator/src/runtime/request-counter.ts';
+import { KubeClient } from '#kube/client.ts';
+import { createLogger } from '#kube/logger.ts';
+import { createRequestCounter } from '../../operator/src/manager/request-counter.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { createUserKubeconfig, startControlPlane } from '../support/controlplane.ts';
 import type { ControlPlane } from '../support/controlplane.ts';

@@ -2,9 +2,9 @@
 // SGLang simulator on every running pod's IP started with the pod's own
 // rendered arguments. Nothing here is mocked but the GPU.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CachePolicyStatus, DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { CachePolicyStatus, DeploymentStatus } from '#api';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
+import { createLogger } from '#kube/logger.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
 import { eventually, kubectl, kubectlOk, listEvents } from '../support/kubectl.ts';

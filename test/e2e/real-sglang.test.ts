@@ -7,11 +7,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentStatus, Endpoint } from '../../operator/src/api/index.ts';
+import type { DeploymentStatus, Endpoint } from '#api';
 import { MODEL_DIR } from '../../operator/src/controllers/deployment/args.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
-import { combineCacheSalt } from '../../operator/src/sglang/salt.ts';
+import { createLogger } from '#kube/logger.ts';
+import { combineCacheSalt } from '#sglang/salt.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
 import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';

@@ -5,11 +5,11 @@
 // fixture's request log.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CachePolicyStatus, DeploymentStatus, TaskStatus } from '../../operator/src/api/index.ts';
+import type { CachePolicyStatus, DeploymentStatus, TaskStatus } from '#api';
 import { parseDecimal } from '../../operator/src/controllers/task/budget.ts';
 import { computeLedgerKey, LEDGER_CONFIGMAP } from '../../operator/src/controllers/task/daily-cap.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
+import { createLogger } from '#kube/logger.ts';
 import { createEngineCounters, type EngineCounters } from '../sim/engine.ts';
 import {
   FIXTURE_API_KEY,

@@ -8,15 +8,15 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { build } from '../../gateway/src/app.ts';
 import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
-import { buildTestEndpoint, buildTestRoute } from '../../gateway/src/testing/routes.ts';
-import { validateResource, type DeploymentResource, type Endpoint } from '../../operator/src/api/index.ts';
+import { buildTestEndpoint, buildTestRoute } from '../support/gateway/routes.ts';
+import { validateResource, type DeploymentResource, type Endpoint } from '#api';
 import {
   CacheHealthReason,
   EVENTS_GRACE_MS,
 } from '../../operator/src/controllers/deployment/cache-health/assess.ts';
 import { CacheHealthProber } from '../../operator/src/controllers/deployment/cache-health/prober.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { createLogger } from '#kube/logger.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 
 const NS = 'ns';

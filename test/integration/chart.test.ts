@@ -16,7 +16,7 @@ import { RuntimeKeyWatcher } from '../../gateway/src/discovery/runtime-key-watch
 import { TenantWatcher } from '../../gateway/src/discovery/tenant-watcher.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import { renderManifest } from '../../operator/src/controllers/deployment/render.ts';
-import { KubeClient, type RequestInfo } from '../../operator/src/runtime/client.ts';
+import { KubeClient, type RequestInfo } from '#kube/client.ts';
 import { createUserKubeconfig } from '../support/controlplane.ts';
 import { CHART_DIR, helm, KUBE_VERSION, type RenderedObject } from '../support/helm.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';

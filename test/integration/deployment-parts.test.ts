@@ -9,8 +9,8 @@
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { join } from 'node:path';
 import { startOperator } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
-import type { ManagedFieldsEntry } from '../../operator/src/runtime/objects.ts';
+import { createLogger } from '#kube/logger.ts';
+import type { ManagedFieldsEntry } from '#kube/objects.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';

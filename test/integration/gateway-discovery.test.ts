@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
 import { createTestNamespace, eventually, kubectlOk, patchCacherouteStatus } from '../support/kubectl.ts';
 import { loadSample, REPO_ROOT } from '../support/samples.ts';

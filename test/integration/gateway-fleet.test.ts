@@ -10,8 +10,8 @@ import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { build } from '../../gateway/src/app.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
 import { EndpointSlicePeers } from '../../gateway/src/discovery/peer-slices.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { startSim, type RunningSim } from '../sim/testing.ts';
+import { KubeClient } from '#kube/client.ts';
+import { startSim, type RunningSim } from '../support/sim/testing.ts';
 import { createTestNamespace, eventually, kubectlOk, patchCacherouteStatus } from '../support/kubectl.ts';
 import { loadSample, REPO_ROOT } from '../support/samples.ts';
 

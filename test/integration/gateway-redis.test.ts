@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from '../../gateway/src/app.ts';
 import {
   DEFAULT_REDIS_PREFIX,
@@ -16,7 +16,7 @@ import {
 } from '../../gateway/src/reuse/redis-store.ts';
 import type { StoredResult } from '../../gateway/src/reuse/store.ts';
 import { StaticRoutingTable, type ModelRoute } from '../../gateway/src/routing/table.ts';
-import { postJson, startSim, type RunningSim } from '../sim/testing.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { eventually } from '../support/kubectl.ts';
 import { startRedis, type RunningRedis } from '../support/redis.ts';
 

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { InClusterCredentials } from '../../operator/src/runtime/cluster-credentials.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import { KubeClient } from '#kube/client.ts';
+import { InClusterCredentials } from '#kube/cluster-credentials.ts';
+import { Resources } from '#kube/resources.ts';
 import { createTestNamespace, kubectlOk } from '../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');

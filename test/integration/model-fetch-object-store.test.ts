@@ -10,14 +10,14 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { partialPathFor } from '../../operator/src/model/download.ts';
-import { MARKER_FILE } from '../../operator/src/model/fetch-marker.ts';
-import type { FetchProgress } from '../../operator/src/model/fetch-progress.ts';
-import { fetchModel, type FetchOutcome } from '../../operator/src/model/fetch.ts';
-import type { ProxyConfig } from '../../operator/src/model/hub-client.ts';
-import { buildStoreClient, listStoreObjects, parseStoreUrl } from '../../operator/src/model/object-store.ts';
-import { manifestOfDirectory } from '../../operator/src/model/files.ts';
-import { digestOfManifest, isTokenizerFile } from '../../operator/src/model/manifest.ts';
+import { partialPathFor } from '../../fetcher/src/download.ts';
+import { MARKER_FILE } from '../../fetcher/src/fetch-marker.ts';
+import type { FetchProgress } from '#api/model-fetch-progress.ts';
+import { fetchModel, type FetchOutcome } from '../../fetcher/src/fetch.ts';
+import type { ProxyConfig } from '../../fetcher/src/hub-client.ts';
+import { buildStoreClient, listStoreObjects, parseStoreUrl } from '../../fetcher/src/object-store.ts';
+import { manifestOfDirectory } from '../../fetcher/src/files.ts';
+import { digestOfManifest, isTokenizerFile } from '../../fetcher/src/manifest.ts';
 import { startForwardProxy } from '../support/forward-proxy.ts';
 import { startObjectStore, type RunningObjectStore } from '../support/object-store.ts';
 
@@ -252,7 +252,7 @@ describe('model-fetch from an object store', () => {
     const run = await promisify(execFile)(
       process.execPath,
       [
-        'operator/src/cli/model-fetch.ts',
+        'fetcher/src/main.ts',
         '--object-store',
         URL_OF,
         '--store-endpoint',

@@ -21,16 +21,16 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it, onTestFinished, vi } from 'vitest';
 import { LEDGER_CONFIGMAP, parseDailyCap } from '../../operator/src/controllers/task/daily-cap.ts';
 import { startOperator } from '../../operator/src/operator.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import type { RequestInfo } from '../../operator/src/runtime/client.ts';
-import type { Lease } from '../../operator/src/runtime/leader.ts';
-import { createLogger, noopLogger } from '../../operator/src/runtime/logger.ts';
-import { Manager } from '../../operator/src/runtime/manager.ts';
-import type { ControllerDefinition } from '../../operator/src/runtime/manager.ts';
-import { createRequestCounter } from '../../operator/src/runtime/request-counter.ts';
-import type { RequestCounter } from '../../operator/src/runtime/request-counter.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
-import type { ResourceType } from '../../operator/src/runtime/resources.ts';
+import { KubeClient } from '#kube/client.ts';
+import type { RequestInfo } from '#kube/client.ts';
+import type { Lease } from '../../operator/src/manager/leader.ts';
+import { createLogger, noopLogger } from '#kube/logger.ts';
+import { Manager } from '../../operator/src/manager/manager.ts';
+import type { ControllerDefinition } from '../../operator/src/manager/manager.ts';
+import { createRequestCounter } from '../../operator/src/manager/request-counter.ts';
+import type { RequestCounter } from '../../operator/src/manager/request-counter.ts';
+import { Resources } from '#kube/resources.ts';
+import type { ResourceType } from '#kube/resources.ts';
 import { FIXTURE_API_KEY, startOpenRouterFixture } from '../fixtures/openrouter/server.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { createUserKubeconfig } from '../support/controlplane.ts';
@@ -281,20 +281,26 @@ async function registeredDefinitions(kubeconfig: string): Promise<ControllerDefi
   }
 }
 
+// A relative import, or one of the shared library's (package.json's `#kube/*`, `#api/*` ...).
+function resolveImport(file: string, spec: string): string {
+  const lib = /^#(\w+)\/(.*)$/.exec(spec);
+  return lib ? join(REPO_ROOT, 'lib', lib[1] ?? '', lib[2] ?? '') : resolve(dirname(file), spec);
+}
+
 // Every runtime resource type named in the code startOperator runs (files reachable by
-// relative imports from operator.ts), as `group/resource`.
+// relative or library imports from operator.ts), as `group/resource`.
 function referencedResources(): string[] {
-  const resourcesFile = join(REPO_ROOT, 'operator/src/runtime/resources.ts');
+  const resourcesFile = join(REPO_ROOT, 'lib/kube/resources.ts');
   const seen = new Set<string>();
   const found = new Set<string>();
   const visit = (file: string): void => {
     if (seen.has(file)) return;
     seen.add(file);
     const src = readFileSync(file, 'utf8');
-    const imports = [...src.matchAll(/from '(\.[^']+\.ts)'/g)].map((m) => resolve(dirname(file), m[1] ?? ''));
+    const imports = [...src.matchAll(/from '((?:\.|#)[^']+\.ts)'/g)].map((m) => resolveImport(file, m[1] ?? ''));
     imports.forEach(visit);
-    const usesRuntimeResources = [...src.matchAll(/import \{([^}]*)\} from '(\.[^']+\.ts)'/g)].some(
-      (m) => /\bResources\b/.test(m[1] ?? '') && resolve(dirname(file), m[2] ?? '') === resourcesFile,
+    const usesRuntimeResources = [...src.matchAll(/import \{([^}]*)\} from '((?:\.|#)[^']+\.ts)'/g)].some(
+      (m) => /\bResources\b/.test(m[1] ?? '') && resolveImport(file, m[2] ?? '') === resourcesFile,
     );
     if (!usesRuntimeResources) return;
     for (const m of src.matchAll(/\bResources\.(\w+)/g)) {

@@ -3,11 +3,11 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { createEventRecorder } from '../../operator/src/runtime/events.ts';
-import type { KubeObject } from '../../operator/src/runtime/objects.ts';
-import { createRequestCounter } from '../../operator/src/runtime/request-counter.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import { KubeClient } from '#kube/client.ts';
+import { createEventRecorder } from '../../operator/src/manager/events.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { createRequestCounter } from '../../operator/src/manager/request-counter.ts';
+import { Resources } from '#kube/resources.ts';
 import { createTestNamespace, kubectlOk } from '../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');

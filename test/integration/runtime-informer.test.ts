@@ -7,11 +7,11 @@ import { createServer, connect } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { createBackoff } from '../../operator/src/runtime/clock.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { Informer } from '../../operator/src/runtime/informer.ts';
-import type { KubeObject } from '../../operator/src/runtime/objects.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import { createBackoff } from '#kube/clock.ts';
+import { KubeClient } from '#kube/client.ts';
+import { Informer } from '#kube/informer.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
 import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');

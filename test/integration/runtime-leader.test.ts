@@ -4,10 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { LeaderElector } from '../../operator/src/runtime/leader.ts';
-import type { Lease } from '../../operator/src/runtime/leader.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import { KubeClient } from '#kube/client.ts';
+import { LeaderElector } from '../../operator/src/manager/leader.ts';
+import type { Lease } from '../../operator/src/manager/leader.ts';
+import { Resources } from '#kube/resources.ts';
 import { createTestNamespace, eventually } from '../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');

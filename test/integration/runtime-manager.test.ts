@@ -7,16 +7,16 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
-import { applyOwned } from '../../operator/src/runtime/apply.ts';
-import { setControllerReference } from '../../operator/src/runtime/apply-plan.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { Manager } from '../../operator/src/runtime/manager.ts';
-import type { KubeObject, ObjectKey } from '../../operator/src/runtime/objects.ts';
-import { TerminalError } from '../../operator/src/runtime/reconcile.ts';
-import type { Reconciler } from '../../operator/src/runtime/reconcile.ts';
-import { createRequestCounter } from '../../operator/src/runtime/request-counter.ts';
-import type { RequestCounter } from '../../operator/src/runtime/request-counter.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import { applyOwned } from '../../operator/src/manager/apply.ts';
+import { setControllerReference } from '../../operator/src/manager/apply-plan.ts';
+import { KubeClient } from '#kube/client.ts';
+import { Manager } from '../../operator/src/manager/manager.ts';
+import type { KubeObject, ObjectKey } from '#kube/objects.ts';
+import { TerminalError } from '../../operator/src/manager/reconcile.ts';
+import type { Reconciler } from '../../operator/src/manager/reconcile.ts';
+import { createRequestCounter } from '../../operator/src/manager/request-counter.ts';
+import type { RequestCounter } from '../../operator/src/manager/request-counter.ts';
+import { Resources } from '#kube/resources.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');

@@ -9,8 +9,8 @@ import type { Budget } from '../../operator/src/controllers/task/budget.ts';
 import { parseDecimal } from '../../operator/src/controllers/task/budget.ts';
 import { DailyCapLedger } from '../../operator/src/controllers/task/daily-cap-store.ts';
 import { LEDGER_CONFIGMAP, parseDailyCap } from '../../operator/src/controllers/task/daily-cap.ts';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import { KubeClient } from '#kube/client.ts';
+import { Resources } from '#kube/resources.ts';
 import { createTestNamespace } from '../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');

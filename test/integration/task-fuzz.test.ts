@@ -11,14 +11,14 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { validateResource, type TaskResource } from '../../operator/src/api/index.ts';
+import { validateResource, type TaskResource } from '#api';
 import { planTaskStep, type TaskObservations } from '../../operator/src/controllers/task/phase.ts';
 import { computeTaskTarget, type TaskTarget } from '../../operator/src/controllers/task/target.ts';
 import type { AttemptOutcome } from '../../operator/src/controllers/task/types.ts';
-import { ApiError, KubeClient } from '../../operator/src/runtime/client.ts';
-import type { KubeObject } from '../../operator/src/runtime/objects.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
-import { writeStatusIfChanged } from '../../operator/src/runtime/status.ts';
+import { ApiError, KubeClient } from '#kube/client.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
+import { writeStatusIfChanged } from '../../operator/src/manager/status.ts';
 import { kubectl, kubectlOk } from '../support/kubectl.ts';
 import { loadSample, REPO_ROOT } from '../support/samples.ts';
 
@@ -331,7 +331,7 @@ afterAll(async () => {
 describe('bad Task specs never hurt', () => {
   // Found by this fuzzing: the CRD left out the ±2^53 bounds zod puts on every .int(), so the
   // API server kept `topK: 2^60`, zod refused it, and the reconciler stopped on InvalidSpec
-  // without a status. The CRD carries the bounds now (operator/src/api/openapi.ts).
+  // without a status. The CRD carries the bounds now (lib/api/openapi.ts).
   it('an integer past 2^53 is refused by the API server, as zod refuses it', async () => {
     const manifest = buildManifest(
       {

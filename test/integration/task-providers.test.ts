@@ -3,13 +3,13 @@
 // seed scenario ends as the seed says, and the runtimes see exactly the calls
 // they should.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { TaskResource } from '../../operator/src/api/resources.ts';
+import type { TaskResource } from '#api/resources.ts';
 import { computeTaskTarget } from '../../operator/src/controllers/task/target.ts';
 import { planTaskStep, type TaskObservations } from '../../operator/src/controllers/task/phase.ts';
-import { buildTask } from '../../operator/src/controllers/task/testing.ts';
+import { buildTask } from '../support/operator/task.ts';
 import type { TaskTarget } from '../../operator/src/controllers/task/target.ts';
-import { runGeneration, type ProviderDeps } from '../../operator/src/providers/index.ts';
-import { findFreePort, startSim, type RunningSim } from '../sim/testing.ts';
+import { runGeneration, type ProviderDeps } from '../../operator/src/controllers/task/providers/index.ts';
+import { findFreePort, startSim, type RunningSim } from '../support/sim/testing.ts';
 import {
   FIXTURE_API_KEY,
   startOpenRouterFixture,

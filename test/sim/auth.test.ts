@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { authLevelOf, decideRequestAuth } from './auth.ts';
-import { postJson, startSim, type RunningSim } from './testing.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 let sim: RunningSim | undefined;
 afterEach(async () => {

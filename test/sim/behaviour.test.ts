@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseSimArgs } from './config.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from './testing.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 type Json = Record<string, unknown>;
 const meta = (r: { json: unknown }): Json => (r.json as { meta_info: Json }).meta_info;

@@ -1,4 +1,4 @@
-// Simulator configuration: SGLang's own launch flags (operator/src/sglang/flags.ts)
+// Simulator configuration: SGLang's own launch flags (lib/sglang/flags.ts)
 // plus simulator-only flags, all prefixed `--sim-`. Pure.
 //
 // Defaults of the latency model describe an 8B model (Llama-3.1-8B, bf16) on
@@ -17,9 +17,9 @@ import {
   type ParsedSglangArgs,
   type Result,
   type SglangArgs,
-} from '../../operator/src/sglang/flags.ts';
-import { SGLANG_VERSION } from '../../operator/src/sglang/catalogue.ts';
-import { checkSglangArgs } from '../../operator/src/sglang/startup-checks.ts';
+} from '#sglang/flags.ts';
+import { SGLANG_VERSION } from '#sglang/catalogue.ts';
+import { checkSglangArgs } from '#sglang/startup-checks.ts';
 import type { EngineConfig } from './engine.ts';
 
 export interface SimOptions {

@@ -20,7 +20,7 @@
 // written on its own so an integral float stays a float64, as msgspec does.
 
 import { Encoder } from '@msgpack/msgpack';
-import { encodeSeq, type KvCacheEvent } from '../../operator/src/sglang/kv-events.ts';
+import { encodeSeq, type KvCacheEvent } from '#sglang/kv-events.ts';
 
 const encoder = new Encoder({ useBigInt64: true });
 const floatEncoder = new Encoder({ forceIntegerToFloat: true });

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Dealer, Subscriber } from 'zeromq';
 import { ZmqEventPublisher } from './kv-event-publisher.ts';
-import { encodeSeq } from '../../operator/src/sglang/kv-events.ts';
-import { findFreePort } from './testing.ts';
+import { encodeSeq } from '#sglang/kv-events.ts';
+import { findFreePort } from '../support/sim/testing.ts';
 
 // Real libzmq on both ends: a SUB as routers subscribe, a DEALER on the replay ROUTER.
 const open: { close(): void }[] = [];

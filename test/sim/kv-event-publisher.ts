@@ -15,7 +15,7 @@
 
 import { Publisher, Router } from 'zeromq';
 import { buildFrames } from './kv-event-codec.ts';
-import { encodeSeq } from '../../operator/src/sglang/kv-events.ts';
+import { encodeSeq } from '#sglang/kv-events.ts';
 
 export interface EventPublisherOptions {
   readonly endpoint: string;

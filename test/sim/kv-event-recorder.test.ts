@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computePageDigests, computeSaltSeed, toBlockHash } from '../../operator/src/sglang/kv-event-hash.ts';
+import { computePageDigests, computeSaltSeed, toBlockHash } from '#sglang/kv-event-hash.ts';
 import { recordTreeEvents } from './kv-events-service.ts';
 import { buildNamespace } from './generation.ts';
 import { RadixTree, type WritePolicy } from './radix-tree.ts';

@@ -27,8 +27,8 @@ import {
   computeSaltSeed,
   toBlockHash,
   type Digest,
-} from '../../operator/src/sglang/kv-event-hash.ts';
-import type { KvCacheEvent, StorageMedium } from '../../operator/src/sglang/kv-events.ts';
+} from '#sglang/kv-event-hash.ts';
+import type { KvCacheEvent, StorageMedium } from '#sglang/kv-events.ts';
 
 /** What the recorder needs of a tree node: its tokens and its parent (null for a namespace root). */
 export interface HashableNode<N> {

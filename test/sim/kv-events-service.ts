@@ -20,7 +20,7 @@ import type { Engine, EngineStepKind } from './engine.ts';
 import { encodeEventBatch, type LoadStat } from './kv-event-codec.ts';
 import { ZmqEventPublisher } from './kv-event-publisher.ts';
 import { KvEventRecorder } from './kv-event-recorder.ts';
-import { StorageMedium } from '../../operator/src/sglang/kv-events.ts';
+import { StorageMedium } from '#sglang/kv-events.ts';
 import {
   describeKvEvents,
   parseKvEventsConfig,

@@ -2,7 +2,7 @@
 // API; a node of rank 1 and up serves only its health server, without the API key middleware.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSimArgs } from './config.ts';
-import { postJson, startSim, type RunningSim } from './testing.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 const GROUP = ['--model-path', '/models', '--tp-size', '8', '--nnodes', '2', '--api-key', 'k'];
 const ADDR = ['--dist-init-addr', 'm-sglang-0.m-sglang.ns:20000'];

@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode, encode } from './tokenizer.ts';
-import { postJson, postSse, startSim, type RunningSim } from './testing.ts';
+import { postJson, postSse, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 type Json = Record<string, unknown>;
 const MODEL = 'acme/llama-8b-sim';

@@ -4,7 +4,7 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '../../operator/src/sglang/http-server.ts';
+import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '#sglang/http-server.ts';
 import { authLevelOf, decideRequestAuth } from './auth.ts';
 import { handleChatCompletions, handleCompletions } from './api-openai.ts';
 import { handleGenerate, type AbortState } from './api-generate.ts';

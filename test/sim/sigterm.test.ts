@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { VirtualClock } from './clock.ts';
 import { silentLogger } from './server.ts';
 import { SIGTERM_WATCHDOG_PERIOD_MS, SigtermWatchdog } from './sigterm.ts';
-import { findFreePort, postJson, postSse, startSim } from './testing.ts';
+import { findFreePort, postJson, postSse, startSim } from '../support/sim/testing.ts';
 
 describe('SigtermWatchdog', () => {
   const settle = (p: Promise<void>): { done: boolean } => {

@@ -12,9 +12,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Container, V1EnvVar, V1Pod, V1Volume } from '@kubernetes/client-node';
-import type { KubeClient } from '../../operator/src/runtime/client.ts';
-import type { KubeObject } from '../../operator/src/runtime/objects.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import type { KubeClient } from '#kube/client.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
 import { expandArgs, readPodField } from './container-args.ts';
 import { spawnManaged, stopManaged, type ManagedProcess } from './processes.ts';
 import { REPO_ROOT } from './samples.ts';

@@ -32,7 +32,7 @@ import { startLwsController, type LwsController } from './lws.ts';
 import { createPki, issueClientCert, pkiPaths } from './pki.ts';
 import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
 import type { ManagedProcess } from './processes.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 import { writeKwokStages } from './kwok-stages.ts';
 
 export {

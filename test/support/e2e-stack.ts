@@ -3,14 +3,14 @@
 // (a simulator on every pod IP), the operator, and in-process gateways
 // discovering from that namespace.
 import { join } from 'node:path';
-import type { DeploymentStatus } from '../../operator/src/api/index.ts';
+import type { DeploymentStatus } from '#api';
 import { startOperator, type Operator, type OperatorOptions } from '../../operator/src/operator.ts';
-import { createLogger } from '../../operator/src/runtime/logger.ts';
+import { createLogger } from '#kube/logger.ts';
 import { startControlPlane, type ControlPlane } from './controlplane.ts';
 import { startInProcessGateway, type InProcessGateway } from './gateway.ts';
 import { expect } from 'vitest';
 import type { MetricsApiOptions } from '../../operator/src/metrics-api/start.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 import { eventually, kubectlOk } from './kubectl.ts';
 import { issueMetricsApiCert, registerMetricsApi } from './metrics-api.ts';
 import { REPO_ROOT } from './samples.ts';

@@ -1,6 +1,6 @@
 // The node agent for the model fetch Job's pods on KWOK nodes: what a kubelet would do with
 // them, for real. For every Running pod labelled app.kubernetes.io/component=model-fetch it
-// runs the pod's container command (the operator image's `node operator/src/cli/model-fetch.ts`,
+// runs the pod's container command (the operator image's `node fetcher/src/main.ts`,
 // here the repository's own file under this Node) as a process, with each volume mount mapped
 // to a local directory: a PersistentVolumeClaim to its bound PersistentVolume's hostPath, a
 // Secret to a directory of its items (mode 0400), an emptyDir to a fresh directory; the
@@ -14,9 +14,9 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
-import { Informer } from '../../operator/src/runtime/informer.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import { KubeClient } from '#kube/client.ts';
+import { Informer } from '#kube/informer.ts';
+import { Resources } from '#kube/resources.ts';
 import {
   resolveContainerEnv,
   resolveVolumes,

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
-import { KubeClient } from '../../operator/src/runtime/client.ts';
+import { KubeClient } from '#kube/client.ts';
 import { build } from '../../gateway/src/app.ts';
 import { RuntimeKeyWatcher } from '../../gateway/src/discovery/runtime-key-watcher.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';

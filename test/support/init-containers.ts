@@ -15,8 +15,8 @@ import type {
   V1ContainerStatus,
   V1PodCondition,
 } from '@kubernetes/client-node';
-import type { KubeClient } from '../../operator/src/runtime/client.ts';
-import { Resources } from '../../operator/src/runtime/resources.ts';
+import type { KubeClient } from '#kube/client.ts';
+import { Resources } from '#kube/resources.ts';
 import {
   resolveContainerEnv,
   resolveVolumes,

@@ -9,7 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { connect } from 'node:tls';
 import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 import { eventually, kubectlOk } from './kubectl.ts';
 import { issueServingCert, pkiPaths } from './pki.ts';
 import { httpStatus, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';

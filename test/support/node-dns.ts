@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { writeKubeconfig, apiRequest, type Credentials } from './kube-api.ts';
 import { issueClientCert, pkiPaths } from './pki.ts';
 import { spawnManaged, waitUntilAnswering, type ManagedProcess } from './processes.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 
 export const CLUSTER_DOMAIN = 'cluster.local';
 const COREDNS_USER = 'system:coredns';

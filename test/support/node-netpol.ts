@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { apiRequest, writeKubeconfig, type Credentials } from './kube-api.ts';
 import { issueClientCert, pkiPaths } from './pki.ts';
 import { httpStatus, spawnManaged, waitUntilAnswering, type ManagedProcess } from './processes.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 
 const KUBE_ROUTER_USER = 'system:kube-router';
 

@@ -8,7 +8,7 @@ import { join, relative } from 'node:path';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { findBinDir } from './binaries.ts';
 import { httpStatus, registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 
 export interface RunningObjectStore {
   readonly endpoint: string;

@@ -9,7 +9,7 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 import { httpStatus, registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
 
 const SOURCE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../hack/otlp-receiver');

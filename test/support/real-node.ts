@@ -58,7 +58,7 @@ import {
 } from './processes.ts';
 import { CLUSTER_DOMAIN, startNodeDns } from './node-dns.ts';
 import { startNetworkPolicyAgent } from './node-netpol.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 
 export const REAL_NODE_BINARIES = ['kubelet', 'kube-proxy'] as const;
 /** The real node's pods' addresses: outside the KWOK pod CIDR hack/in-netns.sh routes to lo. */

@@ -16,7 +16,7 @@ import {
   waitUntilAnswering,
 } from './processes.ts';
 import { ensureSglangKit } from './sglang-kit.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 
 const KIT = resolve(import.meta.dirname, '../../hack/sglang/kit.sh');
 export const MAX_REAL_SERVERS = 2;

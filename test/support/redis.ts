@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
-import { findFreePort } from '../sim/testing.ts';
+import { findFreePort } from './sim/testing.ts';
 
 export interface RunningRedis {
   readonly url: string;

@@ -7,7 +7,7 @@ import type {
   GatewayCacheReport,
   GatewayEndpointEvents,
   GatewayEndpointLoad,
-} from '../../../operator/src/api/index.ts';
+} from '#api';
 import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
 import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { EndpointView } from '../policies/policy.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
-import { computeCacheSalt } from '../../../operator/src/sglang/salt.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { computeCacheSalt } from '#sglang/salt.ts';
 import { loadSample } from '../../../test/support/samples.ts';
 import { buildRoutingTable, DEFAULT_CACHE_NAMESPACE_PREFIX, reuseUnchangedRoutes } from './build-table.ts';
 

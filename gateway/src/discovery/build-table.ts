@@ -45,8 +45,8 @@ import {
   type DeploymentResource,
   type EndpointEvents,
   WakeSettings,
-} from '../../../operator/src/api/index.ts';
-import { computeDeploymentSalt, findAcceptingPolicy } from '../../../operator/src/sglang/cache-binding.ts';
+} from '#api';
+import { computeDeploymentSalt, findAcceptingPolicy } from '#api/cache-binding.ts';
 import { computeWarmupVerdicts } from './warmup-gate.ts';
 import {
   EndpointRole,
@@ -54,10 +54,10 @@ import {
   type RouteEndpoint,
   type RouteEndpointEvents,
 } from '../routing/table.ts';
-import { buildEndpointUrl, formatHost } from '../../../operator/src/sglang/endpoint-url.ts';
+import { buildEndpointUrl, formatHost } from '#sglang/endpoint-url.ts';
 
 /** Prefix of the cache namespace used when no CachePolicy governs a Deployment. */
-export { DEFAULT_CACHE_NAMESPACE_PREFIX } from '../../../operator/src/sglang/cache-binding.ts';
+export { DEFAULT_CACHE_NAMESPACE_PREFIX } from '#api/cache-binding.ts';
 
 export const DiscoveryIssueCode = {
   InvalidObject: 'InvalidObject',

@@ -6,10 +6,10 @@
 // fixed delay from the first change, not a debounce, bounds staleness even
 // when status churns). Reconnects, relists and backoff are the Informer's job.
 
-import { Informer, type ListerWatcher } from '../../../operator/src/runtime/informer.ts';
-import type { Logger } from '../../../operator/src/runtime/logger.ts';
-import type { KubeObject } from '../../../operator/src/runtime/objects.ts';
-import type { ResourceType } from '../../../operator/src/runtime/resources.ts';
+import { Informer, type ListerWatcher } from '#kube/informer.ts';
+import type { Logger } from '#kube/logger.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import type { ResourceType } from '#kube/resources.ts';
 import { systemClock, type Clock, type Timer } from '../clock.ts';
 
 export interface WatchedKind {

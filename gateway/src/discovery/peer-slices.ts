@@ -4,10 +4,10 @@
 // back to the others at once. The request path reads a cached list; only the
 // informer talks to the API server.
 import { z } from 'zod';
-import { Informer, type ListerWatcher } from '../../../operator/src/runtime/informer.ts';
-import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
-import type { KubeObject } from '../../../operator/src/runtime/objects.ts';
-import { Resources } from '../../../operator/src/runtime/resources.ts';
+import { Informer, type ListerWatcher } from '#kube/informer.ts';
+import { noopLogger, type Logger } from '#kube/logger.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
 import type { PeerSet } from '../fleet/peers.ts';
 
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';

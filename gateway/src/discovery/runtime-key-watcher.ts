@@ -5,10 +5,10 @@
 // (RBAC cannot filter by label; the chart's comments say so). A change is
 // applied at once: keys change only on identity changes, rarely.
 
-import { RUNTIME_API_KEY_LABEL } from '../../../operator/src/api/index.ts';
-import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
-import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
-import { Resources } from '../../../operator/src/runtime/resources.ts';
+import { RUNTIME_API_KEY_LABEL } from '#api';
+import type { ListerWatcher } from '#kube/informer.ts';
+import { noopLogger, type Logger } from '#kube/logger.ts';
+import { Resources } from '#kube/resources.ts';
 import { InformerGroup } from './informer-group.ts';
 import { buildRuntimeKeys, RuntimeKeys, type RuntimeKeyIssue } from './runtime-keys.ts';
 

@@ -1,6 +1,6 @@
 // The SGLang runtimes' API keys, as the operator keeps them: one Secret per
 // cacheroute Deployment, labelled cacheroute.dev/runtime-api-key=true, one
-// entry per identity fingerprint (operator/src/api/runtime-api-key.ts). Pure:
+// entry per identity fingerprint (lib/api/runtime-api-key.ts). Pure:
 // Secrets in, a directory (deployment, fingerprint) → key out, with the
 // Secrets left out and why. A Secret counts only under the name the operator
 // gives its Deployment's: a labelled Secret of another name (anyone who may
@@ -8,8 +8,8 @@
 // Keys stay here: issues name Secrets, never a value.
 
 import { z } from 'zod';
-import { buildRuntimeKeySecretName, DEPLOYMENT_LABEL } from '../../../operator/src/api/index.ts';
-import { readRuntimeKeys } from '../../../operator/src/sglang/runtime-key.ts';
+import { buildRuntimeKeySecretName, DEPLOYMENT_LABEL } from '#api';
+import { readRuntimeKeys } from '#api/runtime-key.ts';
 
 const RuntimeKeySecret = z.looseObject({
   metadata: z.looseObject({

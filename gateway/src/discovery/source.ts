@@ -6,10 +6,10 @@
 
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import { KubeClient } from '../../../operator/src/runtime/client.ts';
-import { loadClusterCredentials } from '../../../operator/src/runtime/cluster-credentials.ts';
-import { NamespaceListFlag, NamespaceName } from '../../../operator/src/runtime/namespace-flags.ts';
-import { describeError, type LogFields, type Logger } from '../../../operator/src/runtime/logger.ts';
+import { KubeClient } from '#kube/client.ts';
+import { loadClusterCredentials } from '#kube/cluster-credentials.ts';
+import { NamespaceListFlag, NamespaceName } from '#kube/namespace-flags.ts';
+import { describeError, type LogFields, type Logger } from '#kube/logger.ts';
 import type { PeerSet } from '../fleet/peers.ts';
 import { StaticRoutingTable, type ModelRoute, type RoutingTable } from '../routing/table.ts';
 import { EndpointSlicePeers } from './peer-slices.ts';

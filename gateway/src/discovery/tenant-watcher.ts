@@ -5,10 +5,10 @@
 // Only labelled Secrets are listed, so the gateway never holds other Secrets
 // in memory (RBAC cannot filter by label; the chart's comments say so).
 
-import { API_KEYS_LABEL } from '../../../operator/src/api/index.ts';
-import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
-import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
-import { Resources } from '../../../operator/src/runtime/resources.ts';
+import { API_KEYS_LABEL } from '#api';
+import type { ListerWatcher } from '#kube/informer.ts';
+import { noopLogger, type Logger } from '#kube/logger.ts';
+import { Resources } from '#kube/resources.ts';
 import type { Clock } from '../clock.ts';
 import { buildTenantDirectory } from '../tenancy/build-directory.ts';
 import { KeyDirectory, type TenantIssue } from '../tenancy/tenant.ts';

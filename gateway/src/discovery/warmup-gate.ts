@@ -17,7 +17,7 @@
 // The gateway's clock and the operator's may disagree by their skew; the bound
 // is minutes, the skew is expected to be far smaller.
 
-import type { CachePolicyResource, DeploymentResource } from '../../../operator/src/api/index.ts';
+import type { CachePolicyResource, DeploymentResource } from '#api';
 import { WarmupGate, type RouteEndpointWarmup } from '../routing/table.ts';
 
 type StatusEndpoint = NonNullable<NonNullable<DeploymentResource['status']>['endpoints']>[number];

@@ -3,12 +3,12 @@
 // test/integration/gateway-discovery.test.ts.
 
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
-import type { KubeList, KubeObject, WatchEvent } from '../../../operator/src/runtime/objects.ts';
-import type { ResourceType } from '../../../operator/src/runtime/resources.ts';
+import type { ListerWatcher } from '#kube/informer.ts';
+import type { KubeList, KubeObject, WatchEvent } from '#kube/objects.ts';
+import type { ResourceType } from '#kube/resources.ts';
 import { loadSample } from '../../../test/support/samples.ts';
 import { ManualClock } from '../clock.ts';
-import { Gate, eventually } from '../testing/fake-upstream.ts';
+import { Gate, eventually } from '../../../test/support/gateway/fake-upstream.ts';
 import { computeRoutableEndpoints, type ModelRoute } from '../routing/table.ts';
 import { DiscoveryWatcher } from './watcher.ts';
 

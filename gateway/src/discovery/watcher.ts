@@ -10,9 +10,9 @@
 //   old object (reuseUnchangedRoutes), so the gateway sees no endpoint change.
 //   A request in flight holds its own ModelRoute and keeps its endpoint.
 
-import type { ListerWatcher } from '../../../operator/src/runtime/informer.ts';
-import { noopLogger, type Logger } from '../../../operator/src/runtime/logger.ts';
-import { Resources } from '../../../operator/src/runtime/resources.ts';
+import type { ListerWatcher } from '#kube/informer.ts';
+import { noopLogger, type Logger } from '#kube/logger.ts';
+import { Resources } from '#kube/resources.ts';
 import type { Clock } from '../clock.ts';
 import { StaticRoutingTable, WarmupGate, type ModelRoute } from '../routing/table.ts';
 import { buildRoutingTable, reuseUnchangedRoutes, type DiscoveryIssue } from './build-table.ts';

@@ -2,7 +2,7 @@
 // on both ends), as SGLang 0.5.23 publishes it with --load-publish-endpoint.
 import { Encoder } from '@msgpack/msgpack';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../../test/sim/testing.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
 import { ManualClock } from '../clock.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import { decodeLoadStat, RuntimeLoadEvents } from './load-events.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { ManualClock } from '../clock.ts';
 import { parseRuntimeMetrics, RuntimeLoadPoller } from './runtime-load.ts';
 import { StaticRoutingTable } from '../routing/table.ts';

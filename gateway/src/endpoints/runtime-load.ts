@@ -6,7 +6,7 @@
 // SGLang's --api-key leaves /metrics open (utils/auth.py; test/sim/auth.ts).
 
 import { request } from 'undici';
-import { readMetricSamples } from '../../../operator/src/sglang/metrics-text.ts';
+import { readMetricSamples } from '#sglang/metrics-text.ts';
 import type { Clock, Timer } from '../clock.ts';
 import type { RuntimeLoad } from './book.ts';
 import type { RoutingTable } from '../routing/table.ts';

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSim, type RunningSim } from '../../../test/sim/testing.ts';
+import { startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable } from '../routing/table.ts';
-import { buildTestEndpoint, buildTestRoute } from '../testing/routes.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../../test/support/gateway/routes.ts';
 import { RuntimeReadyPoller, type ProbeStatus } from './runtime-ready.ts';
 import { StandingEndpoints } from './standing.ts';
 

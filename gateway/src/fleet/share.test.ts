@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRng, pickInt } from '../testing/rng.ts';
+import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
 import { computeFleetShare } from './share.ts';
 
 describe('computeFleetShare', () => {

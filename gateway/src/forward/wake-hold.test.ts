@@ -3,12 +3,12 @@
 // once the table shows an endpoint; or refused with GW_WAKING after its hold.
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '../../../operator/src/api/index.ts';
+import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '#api';
 import { build } from '../app.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
-import { eventually, startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
-import { buildTestEndpoint, buildTestRoute } from '../testing/routes.ts';
+import { eventually, startFakeUpstream, type FakeUpstream } from '../../../test/support/gateway/fake-upstream.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../../test/support/gateway/routes.ts';
 
 describe('a Deployment waking from zero', () => {
   let up: FakeUpstream;

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { KvCacheEvent, StorageMedium } from '../../../operator/src/sglang/kv-events.ts';
-import { createRng, pickInt } from '../testing/rng.ts';
+import type { KvCacheEvent, StorageMedium } from '#sglang/kv-events.ts';
+import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
 import { KvBlockIndex, type PagesByMedium } from './block-index.ts';
 import { decodeEventBatch } from './decode.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { SGLANG_BATCHES } from './sglang-batches.testdata.ts';
-import { SimCache } from './sim-stream.testkit.ts';
+import { SimCache } from '../../../test/support/gateway/sim-stream.ts';
 
 const seq = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
 const stored = (hashes: bigint[], parent: bigint | null, medium: StorageMedium = 'GPU'): KvCacheEvent => ({

@@ -37,7 +37,7 @@ import {
   STORAGE_MEDIA,
   type KvCacheEvent,
   type StorageMedium,
-} from '../../../operator/src/sglang/kv-events.ts';
+} from '#sglang/kv-events.ts';
 
 export const DEFAULT_MAX_BLOCKS = 1 << 20;
 

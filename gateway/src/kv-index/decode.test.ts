@@ -1,8 +1,8 @@
 import { Encoder } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
-import type { KvCacheEvent } from '../../../operator/src/sglang/kv-events.ts';
+import type { KvCacheEvent } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
-import { createRng, pickInt } from '../testing/rng.ts';
+import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
 import { decodeEventBatch } from './decode.ts';
 import { SGLANG_BATCHES } from './sglang-batches.testdata.ts';
 

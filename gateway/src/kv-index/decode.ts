@@ -22,7 +22,7 @@
 // 24 of them msgpack's).
 
 import { Decoder } from '@msgpack/msgpack';
-import { STORAGE_MEDIA, StorageMedium, type KvCacheEvent } from '../../../operator/src/sglang/kv-events.ts';
+import { STORAGE_MEDIA, StorageMedium, type KvCacheEvent } from '#sglang/kv-events.ts';
 
 export interface KvEventBatch {
   /** Publisher's wall clock when it took the batch, in ms since the epoch. */

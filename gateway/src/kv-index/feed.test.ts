@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { KvCacheEvent } from '../../../operator/src/sglang/kv-events.ts';
+import type { KvCacheEvent } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ManualClock } from '../clock.ts';
-import { createRng, pickInt } from '../testing/rng.ts';
+import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
 import { KvBlockIndex } from './block-index.ts';
 import { KvEventFeed } from './feed.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
-import { CLEARED, SimCache, stored } from './sim-stream.testkit.ts';
+import { CLEARED, SimCache, stored } from '../../../test/support/gateway/sim-stream.ts';
 
 /** A publisher's side, in memory: numbered batches and the last `bufferSteps` of them for replay. */
 class FakePublisher {

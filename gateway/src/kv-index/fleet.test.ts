@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
-import { findFreePort } from '../../../test/sim/testing.ts';
+import { findFreePort } from '../../../test/support/sim/testing.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { KvIndexFleet } from './fleet.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
-import { CLEARED, stored } from './sim-stream.testkit.ts';
+import { CLEARED, stored } from '../../../test/support/gateway/sim-stream.ts';
 import { KvEventSubscriber } from './subscriber.ts';
 
 // Real subscribers on addresses where nothing publishes: the fleet's bookkeeping, not the feed.

@@ -15,7 +15,7 @@
 // Ranks: a request reaches one rank, chosen by SGLang's DP controller, which
 // the gateway cannot see; the best rank's match stands in.
 
-import type { StorageMedium } from '../../../operator/src/sglang/kv-events.ts';
+import type { StorageMedium } from '#sglang/kv-events.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import type { Clock } from '../clock.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeSaltSeed } from '../../../operator/src/sglang/kv-event-hash.ts';
+import { computeSaltSeed } from '#sglang/kv-event-hash.ts';
 import { computeRequestBlockHashes, readSaltSeed } from './request-hashes.ts';
 import { SGLANG_BATCHES } from './sglang-batches.testdata.ts';
 

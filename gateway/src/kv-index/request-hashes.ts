@@ -18,7 +18,7 @@ import {
   computeSaltSeed,
   toBlockHash,
   type Digest,
-} from '../../../operator/src/sglang/kv-event-hash.ts';
+} from '#sglang/kv-event-hash.ts';
 
 /** Seeds kept; past it the memo starts again (salts come from a few policies and tenants). */
 const MAX_SEEDS = 4096;

@@ -7,7 +7,7 @@
 // `events` is what the kit's decoder (msgspec.to_builtins) read back, as
 // KvCacheEvent values.
 
-import type { KvCacheEvent } from '../../../operator/src/sglang/kv-events.ts';
+import type { KvCacheEvent } from '#sglang/kv-events.ts';
 
 export interface SglangBatch {
   readonly note: string;

@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Publisher, Subscriber } from 'zeromq';
-import type { KvCacheEvent } from '../../../operator/src/sglang/kv-events.ts';
-import { decodeSeq } from '../../../operator/src/sglang/kv-events.ts';
+import type { KvCacheEvent } from '#sglang/kv-events.ts';
+import { decodeSeq } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
-import { findFreePort, postJson, startSim } from '../../../test/sim/testing.ts';
+import { findFreePort, postJson, startSim } from '../../../test/support/sim/testing.ts';
 import { ManualClock } from '../clock.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { KvEventSubscriber, type KvEventSubscriberOptions, type KvIndexStatus } from './subscriber.ts';
-import { CLEARED, stored } from './sim-stream.testkit.ts';
+import { CLEARED, stored } from '../../../test/support/gateway/sim-stream.ts';
 
 // Real libzmq on both ends: the simulator's publisher (checked against SGLang's) and our SUB + DEALER.
 

@@ -31,7 +31,7 @@
 //   sends nothing to correct it.
 
 import { Dealer, Subscriber } from 'zeromq';
-import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '../../../operator/src/sglang/kv-events.ts';
+import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '#sglang/kv-events.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { KvBlockIndex } from './block-index.ts';
 import { KvEventFeed, type FeedCounters } from './feed.ts';

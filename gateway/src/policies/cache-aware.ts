@@ -49,7 +49,7 @@
 //   routing, hit rate within +-0.003.
 
 import type { z } from 'zod';
-import type { CacheAwareSettings } from '../../../operator/src/api/index.ts';
+import type { CacheAwareSettings } from '#api';
 import { computeBlockKeys, PrefixTree, type BlockKey, type PrefixKey } from '../radix/index.ts';
 import {
   indexOfMin,

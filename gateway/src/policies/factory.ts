@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { RoutingSettings } from '../../../operator/src/api/index.ts';
+import type { RoutingSettings } from '#api';
 import { CacheAwarePolicy } from './cache-aware.ts';
 import { LeastLoadPolicy } from './least-load.ts';
 import type { Policy } from './policy.ts';

@@ -3,9 +3,9 @@ import { buildPolicy } from './factory.ts';
 import { LeastLoadPolicy } from './least-load.ts';
 import { PrefixHashPolicy, type PrefixHashConfig } from './prefix-hash.ts';
 import { RoundRobinPolicy } from './round-robin.ts';
-import { buildEndpoint as ep, buildInput as input, range, route } from './testing.ts';
-import { createRng, pickInt } from '../testing/rng.ts';
-import { RoutingSettings } from '../../../operator/src/api/index.ts';
+import { buildEndpoint as ep, buildInput as input, range, route } from '../../../test/support/gateway/policies.ts';
+import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
+import { RoutingSettings } from '#api';
 
 const ph: PrefixHashConfig = { prefixBlocks: 2, blockTokens: 4, loadFactor: 1.25 };
 const four = ['a', 'b', 'c', 'd'].map((id) => ep(id));

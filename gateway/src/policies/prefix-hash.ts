@@ -14,7 +14,7 @@
 // apart from a memoised ring.
 
 import type { z } from 'zod';
-import type { PrefixHashSettings } from '../../../operator/src/api/index.ts';
+import type { PrefixHashSettings } from '#api';
 import { loadOf, type EndpointView, type Policy, type RouteInput } from './policy.ts';
 
 export type PrefixHashConfig = z.output<typeof PrefixHashSettings>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRng, pickInt } from '../testing/rng.ts';
+import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
 import { computeBlockKeys, computeTextTokens } from './blocks.ts';
 import { PrefixTree, type PrefixKey } from './tree.ts';
 

@@ -184,4 +184,4 @@ export function computeTokenizerInput(parsed: ParsedBody): TokenizerInput | unde
 }
 
 /** The cache_salt to stamp: one rule for the gateway and Tasks, in the SGLang contract. */
-export { combineCacheSalt as computeEffectiveSalt } from '../../../operator/src/sglang/salt.ts';
+export { combineCacheSalt as computeEffectiveSalt } from '#sglang/salt.ts';

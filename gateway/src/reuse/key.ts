@@ -10,7 +10,7 @@
 // depth, so field order and whitespace never split one request into two.
 
 import { createHash } from 'node:crypto';
-import type { REUSABLE_SAMPLING } from '../../../operator/src/api/index.ts';
+import type { REUSABLE_SAMPLING } from '#api';
 
 export type ReusableSampling = (typeof REUSABLE_SAMPLING)[number];
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { buildPdBody, computeBootstrapRoom, computeDecodePartners, isDisaggregated } from './pd.ts';
 import type { ModelRoute, RouteEndpoint } from './table.ts';
 

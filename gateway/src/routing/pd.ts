@@ -5,10 +5,10 @@
 // fingerprint (during a rollout, old prefill + new decode would exchange KV
 // of different models).
 
-import { buildBootstrapFields } from '../../../operator/src/sglang/bootstrap.ts';
+import { buildBootstrapFields } from '#sglang/bootstrap.ts';
 import { EndpointRole, isHeldForWarmup, type ModelRoute, type RouteEndpoint } from './table.ts';
 
-export { computeBootstrapRoom } from '../../../operator/src/sglang/bootstrap.ts';
+export { computeBootstrapRoom } from '#sglang/bootstrap.ts';
 
 export function isDisaggregated(route: ModelRoute): boolean {
   return route.endpoints.some((e) => e.role !== EndpointRole.standalone);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { chooseWeighted, hashToUnit } from './split.ts';
 import type { ModelRoute } from './table.ts';
 

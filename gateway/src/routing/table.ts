@@ -5,7 +5,7 @@
 // endpoint-set change does not disturb requests in flight.
 
 import type { z } from 'zod';
-import type { Admission, ResultReuse } from '../../../operator/src/api/index.ts';
+import type { Admission, ResultReuse } from '#api';
 import type { RoutingConfig } from '../policies/index.ts';
 
 export const EndpointRole = { standalone: 'standalone', prefill: 'prefill', decode: 'decode' } as const;

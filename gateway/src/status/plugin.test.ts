@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { build } from '../app.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
-import { startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
-import { buildTestEndpoint, buildTestRoute } from '../testing/routes.ts';
+import { startFakeUpstream, type FakeUpstream } from '../../../test/support/gateway/fake-upstream.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../../test/support/gateway/routes.ts';
 import { StatusView, type EndpointStatus } from './view.ts';
 
 let up: FakeUpstream;

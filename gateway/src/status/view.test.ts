@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import { KeyDirectory, OPEN_DIRECTORY } from '../tenancy/tenant.ts';
 import { buildStatusView, StatusView, type StatusSnapshot } from './view.ts';

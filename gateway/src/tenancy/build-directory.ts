@@ -13,7 +13,7 @@
 //   tell who is calling, and guessing would bill or isolate the wrong tenant.
 
 import { z } from 'zod';
-import { API_KEYS_LABEL, MIN_API_KEY_LENGTH, validateResource } from '../../../operator/src/api/index.ts';
+import { API_KEYS_LABEL, MIN_API_KEY_LENGTH, validateResource } from '#api';
 import { hashApiKey, type BuiltDirectory, type Tenant, type TenantIssue } from './tenant.ts';
 
 export interface DirectoryInput {

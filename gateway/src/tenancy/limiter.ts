@@ -3,7 +3,7 @@
 // divide it as they divide admission bounds, fleet/share.ts); in Redis every
 // replica counts into the same windows and enforces the whole limit.
 
-import type { TenantLimits } from '../../../operator/src/api/index.ts';
+import type { TenantLimits } from '#api';
 import type { Clock } from '../clock.ts';
 import {
   describeDecision,

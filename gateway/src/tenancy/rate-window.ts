@@ -12,7 +12,7 @@
 // Pure: the memory limiter runs it, the Redis script is the same rule in Lua
 // (redis-limiter.ts; a test holds them to the same answers).
 
-import type { TenantLimits } from '../../../operator/src/api/index.ts';
+import type { TenantLimits } from '#api';
 
 export const WINDOW_MS = 60_000;
 

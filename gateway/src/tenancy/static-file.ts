@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { API_KEYS_LABEL, API_VERSION } from '../../../operator/src/api/index.ts';
+import { API_KEYS_LABEL, API_VERSION } from '#api';
 import { buildTenantDirectory } from './build-directory.ts';
 import { KeyDirectory } from './tenant.ts';
 

@@ -4,7 +4,7 @@
 // about a stored key.
 
 import { createHash } from 'node:crypto';
-import type { TenantLimits } from '../../../operator/src/api/index.ts';
+import type { TenantLimits } from '#api';
 
 export interface Tenant {
   /** namespace/name of the Tenant object (a label value and the salt component). */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadTokenizerDirectory } from './registry.ts';
-import { CONFIG, id, TOKENIZER_JSON } from './tiny-bpe.testkit.ts';
+import { CONFIG, id, TOKENIZER_JSON } from '../../../test/support/gateway/tiny-bpe.ts';
 
 let root: string | undefined;
 afterEach(() => {

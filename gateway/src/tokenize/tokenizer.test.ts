@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadTokenizer } from './index.ts';
-import { CONFIG, id, TOKENIZER_JSON } from './tiny-bpe.testkit.ts';
+import { CONFIG, id, TOKENIZER_JSON } from '../../../test/support/gateway/tiny-bpe.ts';
 
 const dirs: string[] = [];
 afterEach(() => {

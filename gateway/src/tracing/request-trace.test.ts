@@ -10,12 +10,12 @@ import {
 } from '@opentelemetry/sdk-trace';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../../test/sim/testing.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
 import { build } from '../app.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import { StaticRoutingTable } from '../routing/table.ts';
-import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../testing/fake-upstream.ts';
+import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../../../test/support/gateway/fake-upstream.ts';
 import { buildRequestTracer } from './request-trace.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';

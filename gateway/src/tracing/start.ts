@@ -2,7 +2,7 @@
 // SDK and the request spans are loaded only when an OTLP endpoint is named. Off, nothing
 // here loads anything and the app is built without a tracer.
 
-import { parseTracingConfig, type TracingEnv } from '../../../operator/src/runtime/tracing-config.ts';
+import { parseTracingConfig, type TracingEnv } from '#kube/tracing-config.ts';
 import type { RequestTracer } from './types.ts';
 
 export const GATEWAY_SERVICE_NAME = 'cacheroute-gateway';
@@ -23,7 +23,7 @@ export async function startGatewayTracing(
   if (!config.ok) return config;
   if (config.value === undefined) return { ok: true, value: undefined };
   const [{ startTracing }, { buildRequestTracer, GATEWAY_TRACER }] = await Promise.all([
-    import('../../../operator/src/runtime/tracing.ts'),
+    import('#kube/tracing.ts'),
     import('./request-trace.ts'),
   ]);
   const running = await startTracing(config.value);

@@ -6,8 +6,8 @@
 // its own close after the idle timeout.
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '../../../operator/src/api/index.ts';
-import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '../../../operator/src/sglang/http-server.ts';
+import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '#sglang/http-server.ts';
 import { build } from '../app.ts';
 import { StaticRoutingTable } from '../routing/table.ts';
 

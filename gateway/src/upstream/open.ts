@@ -2,7 +2,7 @@
 // endpoints, its timeouts and limits, and the runtimes' API keys.
 
 import { Agent } from 'undici';
-import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '../../../operator/src/sglang/http-server.ts';
+import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '#sglang/http-server.ts';
 import type { RuntimeKeyDirectory } from '../discovery/runtime-keys.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import type { SendOptions } from './answer.ts';

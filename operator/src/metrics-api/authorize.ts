@@ -3,9 +3,9 @@
 // HPA controller's role (system:controller:horizontal-pod-autoscaler) grants
 // list on external.metrics.k8s.io; the API server reads a namespaced path
 // without a name as a list.
-import type { KubeClient } from '../runtime/client.ts';
-import type { KubeObject } from '../runtime/objects.ts';
-import { Resources } from '../runtime/resources.ts';
+import type { KubeClient } from '#kube/client.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
 import { METRICS_API_GROUP, METRICS_API_VERSION } from './catalogue.ts';
 import type { ProxiedUser } from './front-proxy.ts';
 

@@ -2,7 +2,7 @@
 // an HPA or KEDA to scale a Deployment's parts on. Every series is one
 // Deployment's part, named by the labels below; an HPA sums the series its
 // selector matches, so a selector names one Deployment and one part.
-import type { EndpointRole } from '../api/index.ts';
+import type { EndpointRole } from '#api';
 
 export const METRICS_API_GROUP = 'external.metrics.k8s.io';
 export const METRICS_API_VERSION = 'v1beta1';

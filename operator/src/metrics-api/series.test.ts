@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentResource, type GatewayCacheReport } from '../api/index.ts';
+import { validateResource, type DeploymentResource, type GatewayCacheReport } from '#api';
 import { buildDeploymentManifest } from '../../../test/support/builders.ts';
 import { ExternalMetric } from './catalogue.ts';
 import { computeSeries } from './series.ts';

@@ -4,7 +4,7 @@
 // replica counts only its own requests; the runtimes' figures (their queue,
 // their KV usage) are the same runtime read by every replica, so the largest
 // reading stands for it.
-import type { DeploymentResource, GatewayCacheReport, GatewayEndpointLoad } from '../api/index.ts';
+import type { DeploymentResource, GatewayCacheReport, GatewayEndpointLoad } from '#api';
 import { ExternalMetric, type Part } from './catalogue.ts';
 
 export interface Series {

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import type { Logger } from '../runtime/logger.ts';
+import type { Logger } from '#kube/logger.ts';
 import type { Authorizer } from './authorize.ts';
 import {
   EXTERNAL_METRICS,

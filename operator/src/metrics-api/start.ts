@@ -4,12 +4,12 @@
 // settings can be read; until then it logs why, every 30 s, and the operator
 // runs on (reconciling does not depend on it).
 import { readFileSync } from 'node:fs';
-import type { DeploymentResource } from '../api/index.ts';
-import type { KubeClient } from '../runtime/client.ts';
-import type { Logger } from '../runtime/logger.ts';
-import type { KubeObject } from '../runtime/objects.ts';
-import { Resources } from '../runtime/resources.ts';
-import { deepEqual } from '../runtime/equal.ts';
+import type { DeploymentResource } from '#api';
+import type { KubeClient } from '#kube/client.ts';
+import type { Logger } from '#kube/logger.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
+import { deepEqual } from '../manager/equal.ts';
 import { buildSubjectAccessReviewer } from './authorize.ts';
 import { AUTH_CONFIGMAP, parseFrontProxyConfig, type FrontProxyConfig } from './front-proxy.ts';
 import { startMetricsApiServer, type MetricsApiServer } from './server.ts';

@@ -2,7 +2,7 @@
 // (an HPA asks every 15 s per metric; kubectl may ask more), one read at a
 // time, and keeps each replica's refusal counters for a while so that a rate
 // can be taken over the reads of the last minute.
-import type { GatewayCacheReport } from '../api/index.ts';
+import type { GatewayCacheReport } from '#api';
 import { readGatewayTier } from '../controllers/deployment/cache-health/gateway-report.ts';
 
 export type TierSample =

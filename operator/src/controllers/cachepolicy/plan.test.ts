@@ -5,7 +5,7 @@ import {
   type CachePolicyStatus,
   type DeploymentResource,
   type Endpoint,
-} from '../../api/index.ts';
+} from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import {
   DOCUMENT_RECHECK_MS,

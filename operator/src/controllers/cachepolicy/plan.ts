@@ -26,8 +26,8 @@ import type {
   Condition,
   DeploymentResource,
   WarmupEndpointStatus,
-} from '../../api/index.ts';
-import { setCondition, type ConditionInput } from '../../runtime/conditions.ts';
+} from '#api';
+import { setCondition, type ConditionInput } from '../../manager/conditions.ts';
 import { computePolicyStatus, type TargetStatus } from './targets.ts';
 import {
   computeLiveInstances,

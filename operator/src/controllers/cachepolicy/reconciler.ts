@@ -6,15 +6,15 @@
 // drop the jobs the plan no longer wants. Nothing here waits for a warm-up: the
 // worker runs them in the background and queues the policy again when one
 // settles (Manager.enqueue), and that pass records the outcome.
-import { validateResource, type CachePolicyResource, type DeploymentResource } from '../../api/index.ts';
-import type { KubeClient } from '../../runtime/client.ts';
-import { isNotFound } from '../../runtime/client.ts';
-import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
-import type { KubeObject, ObjectKey } from '../../runtime/objects.ts';
-import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
-import { Resources } from '../../runtime/resources.ts';
-import { writeStatusIfChanged } from '../../runtime/status.ts';
-import { buildRuntimeKeyLookup } from '../../sglang/runtime-key.ts';
+import { validateResource, type CachePolicyResource, type DeploymentResource } from '#api';
+import type { KubeClient } from '#kube/client.ts';
+import { isNotFound } from '#kube/client.ts';
+import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
+import type { KubeObject, ObjectKey } from '#kube/objects.ts';
+import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
+import { Resources } from '#kube/resources.ts';
+import { writeStatusIfChanged } from '../../manager/status.ts';
+import { buildRuntimeKeyLookup } from '#api/runtime-key.ts';
 import {
   planCachePolicyStep,
   type CachePolicyObservation,

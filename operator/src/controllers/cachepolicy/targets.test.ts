@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { validateResource, type CachePolicyResource, type DeploymentResource } from '../../api/index.ts';
-import { computeCacheSalt } from '../../sglang/salt.ts';
+import { validateResource, type CachePolicyResource, type DeploymentResource } from '#api';
+import { computeCacheSalt } from '#sglang/salt.ts';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { computePolicyStatus, findGoverningPolicy } from './targets.ts';
 

@@ -3,10 +3,10 @@ import type {
   CachePolicyStatus,
   Condition,
   DeploymentResource,
-} from '../../api/index.ts';
-import { comparePolicyAge } from '../../sglang/cache-binding.ts';
-import { computeCacheSalt } from '../../sglang/salt.ts';
-import { setCondition } from '../../runtime/conditions.ts';
+} from '#api';
+import { comparePolicyAge } from '#api/cache-binding.ts';
+import { computeCacheSalt } from '#sglang/salt.ts';
+import { setCondition } from '../../manager/conditions.ts';
 
 export const PolicyReason = {
   Accepted: 'Accepted',

@@ -2,7 +2,7 @@
 // 0.5.23 by the conformance suite); the real server's effect is in
 // test/conformance/warmup-real.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../../../test/sim/testing.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
 import type { WarmupTarget } from './warmup.ts';
 import { sendWarmupDocuments } from './warmup-send.ts';
 

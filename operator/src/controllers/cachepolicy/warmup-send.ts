@@ -2,9 +2,9 @@
 // why), in order, to a standalone endpoint as is, or to a prefill endpoint and
 // its decode partner at once with the prefill's bootstrap address and a fresh
 // room per document, as SGLang's prefill/decode clients send it.
-import { computeBootstrapRoom, toRandom32 } from '../../sglang/bootstrap.ts';
-import type { ClientOptions } from '../../sglang/client.ts';
-import { postChatCompletion } from '../../sglang/generate.ts';
+import { computeBootstrapRoom, toRandom32 } from '#sglang/bootstrap.ts';
+import type { ClientOptions } from '../../sglang-client/client.ts';
+import { postChatCompletion } from '../../sglang-client/generate.ts';
 import { buildWarmupRequest, type WarmupTarget } from './warmup.ts';
 
 export interface WarmupSendOptions {

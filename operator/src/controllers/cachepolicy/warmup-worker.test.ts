@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ObjectKey } from '../../runtime/objects.ts';
+import type { ObjectKey } from '#kube/objects.ts';
 import type { WarmupTarget } from './warmup.ts';
 import { WarmupWorker } from './warmup-worker.ts';
 

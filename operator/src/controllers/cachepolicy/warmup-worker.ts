@@ -7,8 +7,8 @@
 // when the operator stops (stop, or the signal given at construction).
 // Outcomes here are a cache of what status will say: losing them (a restart)
 // only means a warm-up runs again.
-import type { ObjectKey } from '../../runtime/objects.ts';
-import { formatKey } from '../../runtime/objects.ts';
+import type { ObjectKey } from '#kube/objects.ts';
+import { formatKey } from '#kube/objects.ts';
 import type { WarmupJobState } from './plan.ts';
 import type { WarmupTarget } from './warmup.ts';
 

@@ -4,7 +4,7 @@ import {
   type CachePolicyResource,
   type DeploymentResource,
   type Endpoint,
-} from '../../api/index.ts';
+} from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { buildWarmupRequest, computeWarmupCandidates } from './warmup.ts';
 

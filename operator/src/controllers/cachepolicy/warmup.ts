@@ -7,9 +7,9 @@
 // request that starts with the same system message: the two share a token
 // prefix, which the warm-up leaves in the runtime's radix cache. (A home-made
 // rendering, or raw text through /generate, never matches a chat request.)
-import type { DeploymentResource, Endpoint } from '../../api/index.ts';
-import { buildBootstrapFields, type BootstrapFields } from '../../sglang/bootstrap.ts';
-import { buildEndpointUrl } from '../../sglang/endpoint-url.ts';
+import type { DeploymentResource, Endpoint } from '#api';
+import { buildBootstrapFields, type BootstrapFields } from '#sglang/bootstrap.ts';
+import { buildEndpointUrl } from '#sglang/endpoint-url.ts';
 
 /** A disaggregated target's partner: SGLang warms a prefill only through a real prefill/decode pair. */
 export interface WarmupPair {

@@ -1,6 +1,6 @@
-import type { DeploymentSpec } from '../../api/index.ts';
-import { renderSglangArgs, type SglangArgsInput } from '../../sglang/flags.ts';
-import type { RuntimeIdentity } from '../../sglang/identity.ts';
+import type { DeploymentSpec } from '#api';
+import { renderSglangArgs, type SglangArgsInput } from '#sglang/flags.ts';
+import type { RuntimeIdentity } from '../../sglang-client/identity.ts';
 import type { RoleEngine } from './roles.ts';
 
 /** Where model files are mounted in every SGLang container, whatever their source. */

@@ -12,10 +12,10 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from '@kubernetes/client-node';
-import type { DeploymentResource, DeploymentSpec } from '../../api/index.ts';
-import type { KubeObject } from '../../runtime/objects.ts';
-import { API_VERSION, buildRuntimeKeySecretName } from '../../api/index.ts';
-import { renderSglangArgs } from '../../sglang/flags.ts';
+import type { DeploymentResource, DeploymentSpec } from '#api';
+import type { KubeObject } from '#kube/objects.ts';
+import { API_VERSION, buildRuntimeKeySecretName } from '#api';
+import { renderSglangArgs } from '#sglang/flags.ts';
 import { buildArgv, computeEventPorts, SGLANG_PORT } from './args.ts';
 import { computeFingerprint } from './fingerprint.ts';
 import type { NetworkPolicyObject } from './network-policy.ts';

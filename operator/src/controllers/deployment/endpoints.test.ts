@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Endpoint } from '../../api/index.ts';
+import type { Endpoint } from '#api';
 import { buildVerifiedEndpoint, planVerification, REVERIFY_AFTER_MS, type PodView } from './endpoints.ts';
 
 const NOW = Date.parse('2026-11-29T10:00:00Z');

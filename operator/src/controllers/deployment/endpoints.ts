@@ -1,7 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeObject } from '../../runtime/objects.ts';
-import type { Endpoint, EndpointRole } from '../../api/index.ts';
-import { EndpointRole as EndpointRoleSchema } from '../../api/index.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import type { Endpoint, EndpointRole } from '#api';
+import { EndpointRole as EndpointRoleSchema } from '#api';
 import type { IdentityReadback } from './verify.ts';
 import { SGLANG_PORT } from './args.ts';
 import { LABEL_FINGERPRINT, LABEL_ROLE } from './labels.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DeploymentStatus, Endpoint } from '../../api/index.ts';
+import type { DeploymentStatus, Endpoint } from '#api';
 import { planEvents } from './events.ts';
 
 const ep = (pod: string, o: Partial<Endpoint> = {}): Endpoint => ({

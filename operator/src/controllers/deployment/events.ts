@@ -1,4 +1,4 @@
-import type { Condition, DeploymentStatus, Endpoint } from '../../api/index.ts';
+import type { Condition, DeploymentStatus, Endpoint } from '#api';
 
 export interface PlannedEvent {
   type: 'Normal' | 'Warning';

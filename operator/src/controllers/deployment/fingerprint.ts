@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DeploymentSpec } from '../../api/index.ts';
+import type { DeploymentSpec } from '#api';
 import { buildArgv } from './args.ts';
 import type { RoleEngine } from './roles.ts';
 

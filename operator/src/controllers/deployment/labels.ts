@@ -1,4 +1,4 @@
-import { DEPLOYMENT_LABEL, RESERVED_ENV_PREFIX, type EndpointRole } from '../../api/index.ts';
+import { DEPLOYMENT_LABEL, RESERVED_ENV_PREFIX, type EndpointRole } from '#api';
 
 export const LABEL_DEPLOYMENT = DEPLOYMENT_LABEL;
 export const LABEL_DEPLOYMENT_ID = 'cacheroute.dev/deployment-id';

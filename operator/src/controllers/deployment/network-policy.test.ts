@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentResource } from '../../api/index.ts';
+import { validateResource, type DeploymentResource } from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { buildRuntimeNetworkPolicy, type RuntimeIngress } from './network-policy.ts';
 

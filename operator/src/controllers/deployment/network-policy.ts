@@ -11,7 +11,7 @@
 // Peers come from the operator's flags (the chart passes its own gateway's
 // and operator's namespace and pod labels); egress is not restricted.
 import type { V1NetworkPolicyPeer, V1NetworkPolicyPort, V1ObjectMeta } from '@kubernetes/client-node';
-import type { DeploymentResource } from '../../api/index.ts';
+import type { DeploymentResource } from '#api';
 import { computeEventPorts, SGLANG_PORT } from './args.ts';
 import { buildOwnedMetadata } from './desired.ts';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from './labels.ts';

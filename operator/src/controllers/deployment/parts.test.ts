@@ -4,7 +4,7 @@ import {
   validateResource,
   type DeploymentResource,
   type Endpoint,
-} from '../../api/index.ts';
+} from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { buildDesired } from './desired.ts';
 import {

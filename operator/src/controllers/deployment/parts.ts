@@ -20,7 +20,7 @@ import {
   type DeploymentResource,
   type Endpoint,
   type PartReplicas,
-} from '../../api/index.ts';
+} from '#api';
 import { buildOwnedMetadata } from './desired.ts';
 import { buildSelectorLabels, MANAGED_BY } from './labels.ts';
 

@@ -6,16 +6,16 @@ import {
   validateResource,
   type DeploymentResource,
   type Endpoint,
-} from '../../api/index.ts';
-import { applyOwned, FIELD_MANAGER } from '../../runtime/apply.ts';
-import type { KubeClient } from '../../runtime/client.ts';
-import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
-import { controllerOf, formatKey, type KubeObject, type ObjectKey } from '../../runtime/objects.ts';
-import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
-import { Resources, type ResourceType } from '../../runtime/resources.ts';
-import { writeStatusIfChanged } from '../../runtime/status.ts';
-import { buildRuntimeKeyLookup, readRuntimeKeys } from '../../sglang/runtime-key.ts';
-import { buildEndpointUrl } from '../../sglang/endpoint-url.ts';
+} from '#api';
+import { applyOwned, FIELD_MANAGER } from '../../manager/apply.ts';
+import type { KubeClient } from '#kube/client.ts';
+import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
+import { controllerOf, formatKey, type KubeObject, type ObjectKey } from '#kube/objects.ts';
+import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
+import { Resources, type ResourceType } from '#kube/resources.ts';
+import { writeStatusIfChanged } from '../../manager/status.ts';
+import { buildRuntimeKeyLookup, readRuntimeKeys } from '#api/runtime-key.ts';
+import { buildEndpointUrl } from '#sglang/endpoint-url.ts';
 import { computeDeclaredIdentity, SGLANG_PORT } from './args.ts';
 import { chooseCacheVerdict } from './cache-health/assess.ts';
 import { CacheHealthProber } from './cache-health/prober.ts';

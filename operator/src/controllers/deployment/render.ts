@@ -1,5 +1,5 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { validateResource, type ValidationIssue } from '../../api/index.ts';
+import { validateResource, type ValidationIssue } from '#api';
 import { buildDesired } from './desired.ts';
 import { buildRuntimeNetworkPolicy, type RuntimeIngress } from './network-policy.ts';
 import { buildDeploymentPart, planParts } from './parts.ts';

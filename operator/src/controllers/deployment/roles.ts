@@ -5,7 +5,7 @@ import type {
   HiSparseSpec,
   Profile,
   Resources,
-} from '../../api/index.ts';
+} from '#api';
 import type { z } from 'zod';
 
 /** One engine of a Deployment: the standalone server, or the prefill or decode part. */

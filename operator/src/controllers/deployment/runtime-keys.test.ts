@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentResource } from '../../api/index.ts';
-import { readRuntimeKeys } from '../../sglang/runtime-key.ts';
+import { validateResource, type DeploymentResource } from '#api';
+import { readRuntimeKeys } from '#api/runtime-key.ts';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 

@@ -23,7 +23,7 @@ import {
   buildRuntimeKeySecretName,
   RUNTIME_API_KEY_LABEL,
   type DeploymentResource,
-} from '../../api/index.ts';
+} from '#api';
 import { buildOwnedMetadata } from './desired.ts';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from './labels.ts';
 

@@ -1,7 +1,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodObject } from './endpoints.ts';
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentResource, type Endpoint } from '../../api/index.ts';
+import { validateResource, type DeploymentResource, type Endpoint } from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { planRoles } from './roles.ts';
 import { computePodTrouble, computeStatus, type StatusObservation } from './status.ts';

@@ -1,5 +1,5 @@
-import type { Condition, DeploymentResource, DeploymentStatus, Endpoint } from '../../api/index.ts';
-import { removeCondition, setConditions, type ConditionInput } from '../../runtime/conditions.ts';
+import type { Condition, DeploymentResource, DeploymentStatus, Endpoint } from '#api';
+import { removeCondition, setConditions, type ConditionInput } from '../../manager/conditions.ts';
 import type { CacheHealthAssessment } from './cache-health/assess.ts';
 import type { PodObject } from './endpoints.ts';
 import { computeImageDigest } from './fingerprint.ts';

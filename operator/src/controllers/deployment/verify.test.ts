@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSim, type RunningSim } from '../../../../test/sim/testing.ts';
-import type { RuntimeIdentity } from '../../sglang/identity.ts';
-import { SGLANG_VERSION } from '../../sglang/catalogue.ts';
+import { startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
+import type { RuntimeIdentity } from '../../sglang-client/identity.ts';
+import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { checkReportedApiKey, readIdentity } from './verify.ts';
 
 const KEY = 'a'.repeat(64);

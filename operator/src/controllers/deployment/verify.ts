@@ -1,13 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { EndpointEvents } from '../../api/index.ts';
-import { fetchModelInfo, fetchServerInfo } from '../../sglang/client.ts';
-import { toEndpointEvents } from '../../sglang/publishers.ts';
+import type { EndpointEvents } from '#api';
+import { fetchModelInfo, fetchServerInfo } from '../../sglang-client/client.ts';
+import { toEndpointEvents } from '#api/publishers.ts';
 import {
   compareIdentity,
   computeRuntimeIdentity,
   formatMismatches,
   type RuntimeIdentity,
-} from '../../sglang/identity.ts';
+} from '../../sglang-client/identity.ts';
 
 export type IdentityReadback =
   | { ok: true; reported: RuntimeIdentity; mismatches: string; events?: EndpointEvents }

@@ -2,16 +2,16 @@
 // Deployment controller makes them and reads their replicas; this one only
 // reports, so an HPA sees the part's pods and selector. Reads only informer
 // caches; writes only status.
-import { validateResource, type DeploymentPartResource } from '../../api/index.ts';
-import type { KubeClient } from '../../runtime/client.ts';
-import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
-import type { KubeObject, ObjectKey } from '../../runtime/objects.ts';
-import { TerminalError, type ReconcileResult } from '../../runtime/reconcile.ts';
-import { Resources } from '../../runtime/resources.ts';
-import { writeStatusIfChanged } from '../../runtime/status.ts';
+import { validateResource, type DeploymentPartResource } from '#api';
+import type { KubeClient } from '#kube/client.ts';
+import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
+import type { KubeObject, ObjectKey } from '#kube/objects.ts';
+import { TerminalError, type ReconcileResult } from '../../manager/reconcile.ts';
+import { Resources } from '#kube/resources.ts';
+import { writeStatusIfChanged } from '../../manager/status.ts';
 import type { PodObject } from '../deployment/endpoints.ts';
 import { LABEL_DEPLOYMENT, LABEL_ROLE } from '../deployment/labels.ts';
-import { buildDeploymentPartName, PartRole } from '../../api/index.ts';
+import { buildDeploymentPartName, PartRole } from '#api';
 import { computePartStatus } from './status.ts';
 
 type PartObject = KubeObject & DeploymentPartResource;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DeploymentPartResource } from '../../api/index.ts';
+import type { DeploymentPartResource } from '#api';
 import type { PodObject } from '../deployment/endpoints.ts';
 import { computePartStatus, formatSelector } from './status.ts';
 

@@ -1,6 +1,6 @@
 // A DeploymentPart's status: the pods of its part, and the selector an HPA
 // needs to accept it as a scale target. Pure.
-import type { DeploymentPartResource, DeploymentPartStatus } from '../../api/index.ts';
+import type { DeploymentPartResource, DeploymentPartStatus } from '#api';
 import { buildPodView, type PodObject } from '../deployment/endpoints.ts';
 import { buildSelectorLabels } from '../deployment/labels.ts';
 

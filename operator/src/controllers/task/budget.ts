@@ -14,7 +14,7 @@
 // total spent must fit maxCost.
 // SGLang KV hits are runtime metrics, not billable cache tokens: every SGLang
 // prompt token is priced as input.
-import type { TaskSpec } from '../../api/task.ts';
+import type { TaskSpec } from '#api/task.ts';
 import type { ProviderKind } from './prepare.ts';
 import { TaskReason } from './reasons.ts';
 import { err, ok, type AttemptError, type Result, type Usage } from './types.ts';

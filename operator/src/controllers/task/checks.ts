@@ -4,7 +4,7 @@
 // Regexes run in-process with the `u` flag on an output bounded by the output
 // cap; JavaScript regexes have no time limit, so a pathological pattern can be
 // slow (the Task author owns both the pattern and the cap).
-import type { TaskSpec } from '../../api/task.ts';
+import type { TaskSpec } from '#api/task.ts';
 import { checkSchemaSupported, validateJson } from './json-schema.ts';
 import { err, ok, type Result } from './types.ts';
 

@@ -4,9 +4,9 @@
 // one namespace cannot both spend the same headroom: the second write
 // conflicts, re-reads and decides again.
 
-import { isAlreadyExists, isConflict, type KubeClient } from '../../runtime/client.ts';
-import type { KubeObject } from '../../runtime/objects.ts';
-import { Resources } from '../../runtime/resources.ts';
+import { isAlreadyExists, isConflict, type KubeClient } from '#kube/client.ts';
+import type { KubeObject } from '#kube/objects.ts';
+import { Resources } from '#kube/resources.ts';
 import {
   addToLedger,
   computeLedgerKey,

@@ -11,7 +11,7 @@ import {
 } from './daily-cap.ts';
 import type { GenerateCall } from './phase.ts';
 import type { TaskTarget } from './target.ts';
-import { OPENROUTER_IDENTITY } from './testing.ts';
+import { OPENROUTER_IDENTITY } from '../../../../test/support/operator/task.ts';
 import type { AttemptOutcome } from './types.ts';
 
 const budget: Budget = {

@@ -12,7 +12,7 @@
 //
 // Canonical JSON (object keys sorted, undefined dropped) hashed with sha256.
 import { createHash } from 'node:crypto';
-import type { TaskSpec } from '../../api/task.ts';
+import type { TaskSpec } from '#api/task.ts';
 import type { PreparedInput } from './prepare.ts';
 
 export const FINGERPRINT_VERSION = 1;

@@ -4,7 +4,7 @@
 // reads them.
 
 import { Gauge, type Registry } from 'prom-client';
-import { TASK_PHASES } from '../../api/index.ts';
+import { TASK_PHASES } from '#api';
 
 /** What the metrics read of a Task, as the informer holds it (not validated: read defensively). */
 export interface TaskLike {

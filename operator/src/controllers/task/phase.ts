@@ -18,8 +18,8 @@
 // A Rework decision counts once: it starts a new attempt only when its feedback
 // differs from the last consumed one (status.attempts keeps them).
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import type { TaskResource } from '../../api/resources.ts';
-import type { TaskPhase, TaskSpec, TaskStatus } from '../../api/task.ts';
+import type { TaskResource } from '#api/resources.ts';
+import type { TaskPhase, TaskSpec, TaskStatus } from '#api/task.ts';
 import { computeMaxNewTokens, planBudgetAfter, planBudgetBefore } from './budget.ts';
 import { runChecks } from './checks.ts';
 import { computeTaskFingerprint } from './fingerprint.ts';

@@ -18,7 +18,7 @@
 // the same text follows after a blank line. The rejected answers themselves are
 // not replayed: status keeps only their hashes, and the feedback says what to change.
 import type { z } from 'zod';
-import type { ChatMessage, TaskSpec } from '../../api/task.ts';
+import type { ChatMessage, TaskSpec } from '#api/task.ts';
 import { err, ok, type Result } from './types.ts';
 
 export const RENDERING = 'cacheroute-plain-v1';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { KubeObject } from '../../runtime/objects.ts';
+import type { KubeObject } from '#kube/objects.ts';
 import {
   buildLease,
   buildLeaseName,
@@ -7,7 +7,7 @@ import {
   planLeaseClaim,
   type LeaseObject,
 } from './reconciler.ts';
-import { buildTask } from './testing.ts';
+import { buildTask } from '../../../../test/support/operator/task.ts';
 
 const FP = `sha256:${'ab'.repeat(32)}`;
 

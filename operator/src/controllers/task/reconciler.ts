@@ -13,19 +13,19 @@
 //      conflict: an outcome in memory is never dropped for a stale version.
 // The OpenRouter API key is read from the Secret the Task names right before
 // the call; it goes to the provider only (never to status, events or logs).
-import { validateResource, type TaskResource } from '../../api/index.ts';
-import { runGeneration, type ProviderDeps } from '../../providers/index.ts';
-import { buildRuntimeKeyLookup } from '../../sglang/runtime-key.ts';
-import { applyOwned } from '../../runtime/apply.ts';
-import { isAlreadyExists, isConflict, type KubeClient } from '../../runtime/client.ts';
-import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
-import { keyOf, type KubeObject, type ObjectKey } from '../../runtime/objects.ts';
-import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
-import { apiVersionOf, Resources, type ResourceType } from '../../runtime/resources.ts';
-import { writeStatusIfChanged } from '../../runtime/status.ts';
-import { formatMicroTime } from '../../runtime/time.ts';
-import { computeDeploymentSalt, findAcceptingPolicy } from '../../sglang/cache-binding.ts';
-import type { CachePolicyResource, DeploymentResource } from '../../api/index.ts';
+import { validateResource, type TaskResource } from '#api';
+import { runGeneration, type ProviderDeps } from './providers/index.ts';
+import { buildRuntimeKeyLookup } from '#api/runtime-key.ts';
+import { applyOwned } from '../../manager/apply.ts';
+import { isAlreadyExists, isConflict, type KubeClient } from '#kube/client.ts';
+import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
+import { keyOf, type KubeObject, type ObjectKey } from '#kube/objects.ts';
+import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
+import { apiVersionOf, Resources, type ResourceType } from '#kube/resources.ts';
+import { writeStatusIfChanged } from '../../manager/status.ts';
+import { formatMicroTime } from '#kube/time.ts';
+import { computeDeploymentSalt, findAcceptingPolicy } from '#api/cache-binding.ts';
+import type { CachePolicyResource, DeploymentResource } from '#api';
 import { planTaskStep, type GenerateCall, type TaskObservations, type TaskStep } from './phase.ts';
 import { TaskReason } from './reasons.ts';
 import { computeTaskTarget } from './target.ts';

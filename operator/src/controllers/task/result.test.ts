@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TaskResource } from '../../api/resources.ts';
+import type { TaskResource } from '#api/resources.ts';
 import {
   INLINE_RESULT_MAX_BYTES,
   buildResultConfigMapName,

@@ -2,8 +2,8 @@
 // in a ConfigMap owned by the Task (garbage-collected with it; no finalizer).
 // status.result.sha256 always covers the full text, wherever it lives.
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { API_VERSION, type TaskResource } from '../../api/resources.ts';
-import type { TaskStatus } from '../../api/task.ts';
+import { API_VERSION, type TaskResource } from '#api/resources.ts';
+import type { TaskStatus } from '#api/task.ts';
 import { computeSha256 } from './fingerprint.ts';
 import { TaskReason } from './reasons.ts';
 import { err, ok, type AttemptError, type Result } from './types.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { TaskStatus } from '../../api/task.ts';
+import type { TaskStatus } from '#api/task.ts';
 import { planReuse } from './reuse.ts';
-import { buildTask } from './testing.ts';
+import { buildTask } from '../../../../test/support/operator/task.ts';
 
 const FP = 'sha256:aaa';
 const now = new Date('2026-01-02T00:00:00Z');

@@ -14,8 +14,8 @@
 // that already started (Running/Checking/AwaitingReview) blocks everyone.
 // The order is only as good as the informer cache; the reconciler should
 // write status.fingerprint in one pass and plan in the next (see report).
-import type { TaskResource } from '../../api/resources.ts';
-import type { TaskPhase } from '../../api/task.ts';
+import type { TaskResource } from '#api/resources.ts';
+import type { TaskPhase } from '#api/task.ts';
 import type { TaskResult } from './result.ts';
 
 export type ReusePlan =

@@ -1,7 +1,7 @@
 // Status pieces of a Task: conditions per phase, events, attempts and the ledger.
-import type { Condition } from '../../api/common.ts';
-import type { TaskPhase, TaskSpec, TaskStatus } from '../../api/task.ts';
-import { setConditions, type ConditionInput } from '../../runtime/conditions.ts';
+import type { Condition } from '#api/common.ts';
+import type { TaskPhase, TaskSpec, TaskStatus } from '#api/task.ts';
+import { setConditions, type ConditionInput } from '../../manager/conditions.ts';
 import { computeLedger } from './budget.ts';
 import type { ProviderIdentity } from './fingerprint.ts';
 import type { ProviderKind } from './prepare.ts';

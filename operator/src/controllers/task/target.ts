@@ -6,12 +6,12 @@
 // disaggregated target yields prefill/decode pairs of one fingerprint (the
 // gateway's pairing rule: a pair never mixes identities).
 // OpenRouter: the base URL is the operator's flag, never a Task field.
-import type { DeploymentResource } from '../../api/resources.ts';
-import type { TaskSpec } from '../../api/task.ts';
+import type { DeploymentResource } from '#api/resources.ts';
+import type { TaskSpec } from '#api/task.ts';
 import type { OpenRouterIdentity, ProviderIdentity, SglangIdentity, VerifiedRuntime } from './fingerprint.ts';
 import { TaskReason } from './reasons.ts';
-import { PAID_CALLS_OFF } from '../../providers/openrouter.ts';
-import { DEFAULT_BOOTSTRAP_PORT } from '../../sglang/bootstrap.ts';
+import { PAID_CALLS_OFF } from './providers/openrouter.ts';
+import { DEFAULT_BOOTSTRAP_PORT } from '#sglang/bootstrap.ts';
 import { err, ok, type AttemptError, type Result } from './types.ts';
 
 export interface PdPrefill {

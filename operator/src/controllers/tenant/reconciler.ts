@@ -2,13 +2,13 @@
 // exists (status.ts), and an event when it flips. Reads only informer caches;
 // writes only status.
 
-import { validateResource, type TenantResource } from '../../api/index.ts';
-import type { KubeClient } from '../../runtime/client.ts';
-import type { ControllerDefinition, Manager } from '../../runtime/manager.ts';
-import type { KubeObject, ObjectKey } from '../../runtime/objects.ts';
-import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../runtime/reconcile.ts';
-import { Resources } from '../../runtime/resources.ts';
-import { writeStatusIfChanged } from '../../runtime/status.ts';
+import { validateResource, type TenantResource } from '#api';
+import type { KubeClient } from '#kube/client.ts';
+import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
+import type { KubeObject, ObjectKey } from '#kube/objects.ts';
+import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
+import { Resources } from '#kube/resources.ts';
+import { writeStatusIfChanged } from '../../manager/status.ts';
 import { computeTenantStatus } from './status.ts';
 
 type TenantObject = KubeObject & TenantResource;

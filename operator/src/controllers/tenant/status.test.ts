@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TenantResource } from '../../api/index.ts';
+import { TenantResource } from '#api';
 import { computeTenantStatus } from './status.ts';
 
 const T0 = new Date('2026-12-01T00:00:00Z');

@@ -3,8 +3,8 @@
 // (the operator reads no Secret for a Tenant: ADR 0007), and the gateway's
 // /status lists any key it refused. Pure.
 
-import type { TenantResource, TenantStatus } from '../../api/index.ts';
-import { setCondition } from '../../runtime/conditions.ts';
+import type { TenantResource, TenantStatus } from '#api';
+import { setCondition } from '../../manager/conditions.ts';
 
 export const TenantReason = {
   ModelsFound: 'ModelsFound',

@@ -5,8 +5,8 @@
 // names the likely cause of a gap. A full HiCache host tier is normal for a
 // cache; it is a fault only when hits are lost to it, so it is the reason
 // only beside a gap. Too little traffic to judge is Unknown, not healthy.
-import type { CacheHealthStatus, Condition, DeploymentStatus } from '../../../api/index.ts';
-import { findCondition } from '../../../runtime/conditions.ts';
+import type { CacheHealthStatus, Condition, DeploymentStatus } from '#api';
+import { findCondition } from '../../../manager/conditions.ts';
 import type { HostTier } from './runtime-sample.ts';
 
 export const CacheHealthReason = {

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GatewayCacheReport } from '../../../api/index.ts';
+import type { GatewayCacheReport } from '#api';
 import { readGatewayTier } from './gateway-report.ts';
 import { worseEvents } from './prober.ts';
 

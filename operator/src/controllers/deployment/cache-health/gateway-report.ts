@@ -3,8 +3,8 @@
 // address, so that the prober can window each replica's counters apart.
 import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '../../../api/index.ts';
-import { getJson } from '../../../sglang/client.ts';
+import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '#api';
+import { getJson } from '../../../sglang-client/client.ts';
 
 export type ReplicaRead = { address: string } & (
   { ok: true; report: GatewayCacheReport } | { ok: false; error: string }

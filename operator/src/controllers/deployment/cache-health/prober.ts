@@ -6,14 +6,14 @@
 // of the Deployments whose assessment changed; that reconcile writes it to
 // status. Losing the memory (a restart, a new leader) only means measuring a
 // window again; the verdict in status stands meanwhile (chooseCacheVerdict).
-import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } from '../../../api/index.ts';
-import { findCondition } from '../../../runtime/conditions.ts';
-import type { Logger } from '../../../runtime/logger.ts';
-import { mapLimited } from '../../../runtime/map-limited.ts';
-import { PeriodicPass } from '../../../runtime/periodic.ts';
-import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
-import { fetchMetricsText } from '../../../sglang/client.ts';
-import { buildEndpointUrl } from '../../../sglang/endpoint-url.ts';
+import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } from '#api';
+import { findCondition } from '../../../manager/conditions.ts';
+import type { Logger } from '#kube/logger.ts';
+import { mapLimited } from '../../../manager/map-limited.ts';
+import { PeriodicPass } from '../../../manager/periodic.ts';
+import { formatKey, type ObjectKey } from '#kube/objects.ts';
+import { fetchMetricsText } from '../../../sglang-client/client.ts';
+import { buildEndpointUrl } from '#sglang/endpoint-url.ts';
 import {
   assessCacheHealth,
   type CacheHealthAssessment,

@@ -2,7 +2,7 @@
 // observability/metrics_collector.py): prompt tokens and cached prompt tokens
 // (counters, summed over is_streaming, cache_source and ranks) and, with
 // HiCache, the host tier's used and total tokens (gauges, summed over ranks).
-import { readMetricSamples } from '../../../sglang/metrics-text.ts';
+import { readMetricSamples } from '#sglang/metrics-text.ts';
 
 export interface RuntimeCacheSample {
   readonly promptTokens: number;

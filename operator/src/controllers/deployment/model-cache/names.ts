@@ -2,7 +2,7 @@
 // namespace and pair of digests, filled once by one Job. Names come from the digests, so every
 // Deployment that pins the same files finds the same cache without any lookup.
 import { createHash } from 'node:crypto';
-import type { DeploymentSpec, ModelDownload, ModelObjectStore } from '../../../api/index.ts';
+import type { DeploymentSpec, ModelDownload, ModelObjectStore } from '#api';
 import { MODEL_DIR } from '../args.ts';
 
 export const LABEL_MODEL_CACHE = 'cacheroute.dev/model-cache';

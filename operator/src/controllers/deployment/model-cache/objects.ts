@@ -1,6 +1,6 @@
 // The cache volume and the fetch Job of a fetched source, a hub download or an object store's
 // prefix (ADR 0016, ADR 0020). Pure builders. The Job runs the operator's own image with the
-// fetcher (operator/src/cli/model-fetch.ts): no ServiceAccount token, no API access; the hub
+// fetcher (fetcher/src/main.ts): no ServiceAccount token, no API access; the hub
 // token is a file from the Secret, an object store's keys env from its Secret, in this pod only;
 // the result goes out through the container's termination message, the progress on the pod
 // IP's FETCH_PROGRESS_PORT while it runs.
@@ -15,7 +15,7 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from '@kubernetes/client-node';
-import { OBJECT_STORE_CREDENTIAL_KEYS, type DeploymentSpec } from '../../../api/index.ts';
+import { OBJECT_STORE_CREDENTIAL_KEYS, type DeploymentSpec } from '#api';
 import { MANAGED_BY } from '../labels.ts';
 import {
   ANNOTATION_MODEL_DIGEST,
@@ -59,7 +59,7 @@ export const MODEL_SUBDIR = 'model';
 export const TOKEN_MOUNT = '/var/run/cacheroute/hub-token';
 export const TOKEN_FILE = 'token';
 export const TERMINATION_LOG = '/dev/termination-log';
-export const FETCH_COMMAND = ['node', 'operator/src/cli/model-fetch.ts'] as const;
+export const FETCH_COMMAND = ['node', 'fetcher/src/main.ts'] as const;
 /** Where the fetcher serves its progress (GET /progress on the pod IP), for the operator to read. */
 export const FETCH_PROGRESS_PORT = 8497;
 export const FETCH_PROGRESS_PORT_NAME = 'progress';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentSpec } from '../../../api/index.ts';
+import { validateResource, type DeploymentSpec } from '#api';
 import { loadSample } from '../../../../../test/support/samples.ts';
 import { computeModelCacheKey } from './names.ts';
 import { computeConcerned, planCacheOwners, type CacheUser } from './owners.ts';

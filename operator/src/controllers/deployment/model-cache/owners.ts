@@ -7,7 +7,7 @@
 // that mounts a claim, even a finished one, holds it (pvc-protection), and the Job's pods
 // would otherwise wait for the claim to go, which waits for them.
 import type { V1OwnerReference } from '@kubernetes/client-node';
-import type { KubeObject, ObjectKey } from '../../../runtime/objects.ts';
+import type { KubeObject, ObjectKey } from '#kube/objects.ts';
 import { LABEL_DEPLOYMENT } from '../labels.ts';
 import { buildCacheOwners } from './objects.ts';
 import { buildFetchJobName, LABEL_MODEL_CACHE, LABEL_VERIFY_FOR } from './names.ts';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentSpec } from '../../../api/index.ts';
+import { validateResource, type DeploymentSpec } from '#api';
 import { loadSample } from '../../../../../test/support/samples.ts';
 import { buildFetchJob, type ModelCacheConfig } from './objects.ts';
 import {
@@ -566,7 +566,7 @@ describe('buildFetchJob', () => {
       items: [{ key: 'token', path: 'token' }],
       defaultMode: 0o400,
     });
-    expect(c?.command).toEqual(['node', 'operator/src/cli/model-fetch.ts']);
+    expect(c?.command).toEqual(['node', 'fetcher/src/main.ts']);
     expect(c?.args?.slice(0, 2)).toEqual(['--endpoint', 'https://huggingface.co']);
     expect(j.spec?.podFailurePolicy?.rules[0]?.onExitCodes?.values).toEqual([2, 3]);
   });

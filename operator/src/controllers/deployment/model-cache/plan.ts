@@ -17,9 +17,9 @@
 // one stays until someone deletes it, and then a new one is made.
 import type { V1Job, V1OwnerReference, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { DeploymentSpec, ModelDeliveryStatus } from '../../../api/index.ts';
-import type { FetchProgress } from '../../../model/fetch-progress.ts';
-import type { KubeObject } from '../../../runtime/objects.ts';
+import type { DeploymentSpec, ModelDeliveryStatus } from '#api';
+import type { FetchProgress } from '#api/model-fetch-progress.ts';
+import type { KubeObject } from '#kube/objects.ts';
 import { buildFetchJob, buildModelCachePvc, buildVerifyJob, type ModelCacheConfig } from './objects.ts';
 import {
   ANNOTATION_VERIFIED,

@@ -1,7 +1,7 @@
 // How SGLang pods mount their model: a node cache and a verified hostPath get the fetcher as an
 // init container before SGLang; the other sources mount as they did.
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentSpec } from '../../../api/index.ts';
+import { validateResource, type DeploymentSpec } from '#api';
 import { loadSample } from '../../../../../test/support/samples.ts';
 import { computeModelCacheKey, LABEL_MODEL_CACHE } from './names.ts';
 import type { ModelCacheConfig } from './objects.ts';

@@ -9,7 +9,7 @@
 // Pods with an init container carry the cache label, so the model cache's informer sees them
 // and plan.ts reads their verdicts.
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
-import type { DeploymentSpec } from '../../../api/index.ts';
+import type { DeploymentSpec } from '#api';
 import { MODEL_DIR } from '../args.ts';
 import {
   buildModelCacheName,

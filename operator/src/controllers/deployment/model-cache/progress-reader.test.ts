@@ -1,9 +1,9 @@
 // The progress reader against the fetcher's own progress server on a port: which pods it reads,
 // when it queues a Deployment, and what it keeps when a pod goes.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FetchProgress } from '../../../model/fetch-progress.ts';
-import { serveFetchProgress, type ProgressServer } from '../../../model/progress-server.ts';
-import { noopLogger } from '../../../runtime/logger.ts';
+import type { FetchProgress } from '#api/model-fetch-progress.ts';
+import { serveFetchProgress, type ProgressServer } from '../../../../../fetcher/src/progress-server.ts';
+import { noopLogger } from '#kube/logger.ts';
 import type { FetchPodObject } from './plan.ts';
 import { FetchProgressReader, findProgressTargets, summarizeProgress } from './progress-reader.ts';
 

@@ -5,13 +5,12 @@
 // `status.model` shows bytes and progress while it runs. A pod that cannot be read keeps
 // its last reading until it stops running: progress is a view, never a verdict (the result
 // still comes from the termination message only).
-import type { Logger } from '../../../runtime/logger.ts';
-import { mapLimited } from '../../../runtime/map-limited.ts';
-import { PeriodicPass } from '../../../runtime/periodic.ts';
-import { FetchProgress } from '../../../model/fetch-progress.ts';
-import { FETCH_PROGRESS_PATH } from '../../../model/progress-server.ts';
-import { getJson } from '../../../sglang/client.ts';
-import { buildEndpointUrl } from '../../../sglang/endpoint-url.ts';
+import type { Logger } from '#kube/logger.ts';
+import { mapLimited } from '../../../manager/map-limited.ts';
+import { PeriodicPass } from '../../../manager/periodic.ts';
+import { FETCH_PROGRESS_PATH, FetchProgress } from '#api/model-fetch-progress.ts';
+import { getJson } from '../../../sglang-client/client.ts';
+import { buildEndpointUrl } from '#sglang/endpoint-url.ts';
 import { FETCH_CONTAINER } from './names.ts';
 import { FETCH_PROGRESS_PORT_NAME } from './objects.ts';
 import type { FetchPodObject } from './plan.ts';

@@ -3,7 +3,7 @@
 // (FallbackToLogsOnError), whose last result line is the one that counts.
 import type { V1Pod } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { KubeObject } from '../../../runtime/objects.ts';
+import type { KubeObject } from '#kube/objects.ts';
 import { FETCH_CONTAINER } from './names.ts';
 
 export const FetchResult = z.discriminatedUnion('phase', [

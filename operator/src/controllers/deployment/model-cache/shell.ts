@@ -3,12 +3,12 @@
 // decide, and makes their writes. The Deployment
 // reconciler calls `deliver` before it applies workloads, and applies them only when the
 // plan says the files are ready.
-import type { DeploymentResource } from '../../../api/index.ts';
-import { ApiError, type KubeClient } from '../../../runtime/client.ts';
-import type { Manager, Watch } from '../../../runtime/manager.ts';
-import type { KubeObject, ObjectKey } from '../../../runtime/objects.ts';
-import type { ResourceCache } from '../../../runtime/cache.ts';
-import { Resources } from '../../../runtime/resources.ts';
+import type { DeploymentResource } from '#api';
+import { ApiError, type KubeClient } from '#kube/client.ts';
+import type { Manager, Watch } from '../../../manager/manager.ts';
+import type { KubeObject, ObjectKey } from '#kube/objects.ts';
+import type { ResourceCache } from '../../../manager/cache.ts';
+import { Resources } from '#kube/resources.ts';
 import type { ModelCacheConfig } from './objects.ts';
 import {
   ANNOTATION_VERIFIED,

@@ -2,8 +2,8 @@
 // need it, and without it the operator says so in status instead of failing its applies. The
 // operator keeps no LWS informer: one on a resource the API server does not serve never syncs,
 // and every controller waits for its informers.
-import { isNotFound, type KubeClient } from '../../../runtime/client.ts';
-import { Resources } from '../../../runtime/resources.ts';
+import { isNotFound, type KubeClient } from '#kube/client.ts';
+import { Resources } from '#kube/resources.ts';
 
 /** The condition reason (and Event) of a multi-node Deployment the cluster cannot run yet. */
 export const LEADER_WORKER_SET_MISSING = 'LeaderWorkerSetMissing';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { validateResource, type DeploymentResource } from '../../../api/index.ts';
-import { parseSglangArgs } from '../../../sglang/flags.ts';
-import { checkSglangArgs } from '../../../sglang/startup-checks.ts';
+import { validateResource, type DeploymentResource } from '#api';
+import { parseSglangArgs } from '#sglang/flags.ts';
+import { checkSglangArgs } from '#sglang/startup-checks.ts';
 import { loadSample } from '../../../../../test/support/samples.ts';
 import { expandArgs } from '../../../../../test/support/container-args.ts';
 import { buildDesired } from '../desired.ts';

@@ -3,8 +3,8 @@
 // its rank and its leader's address (env), and recreates a group as a whole when one of its
 // pods fails. The operator renders the set and reads its pods; it keeps no gang logic. Pure.
 import type { V1ObjectMeta, V1PodTemplateSpec } from '@kubernetes/client-node';
-import type { DeploymentSpec } from '../../../api/index.ts';
-import { findFlagByDest } from '../../../sglang/catalogue.ts';
+import type { DeploymentSpec } from '#api';
+import { findFlagByDest } from '#sglang/catalogue.ts';
 
 export const LWS_GROUP = 'leaderworkerset.x-k8s.io';
 export const LWS_API_VERSION = `${LWS_GROUP}/v1`;

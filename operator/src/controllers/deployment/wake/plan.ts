@@ -17,7 +17,7 @@ import {
   WakeSettings,
   type DeploymentResource,
   type DeploymentStatus,
-} from '../../../api/index.ts';
+} from '#api';
 
 export interface WakeInput {
   readonly spec: Pick<DeploymentResource['spec'], 'replicas' | 'wakeOnDemand' | 'wake' | 'disaggregation'>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { GatewayCacheReport } from '../../../api/index.ts';
+import type { GatewayCacheReport } from '#api';
 import { findWanted } from './watcher.ts';
 
 const report = (

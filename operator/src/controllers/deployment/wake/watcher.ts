@@ -8,11 +8,11 @@
 // shorter than the period is not missed). When the tier cannot be read, an
 // awake Deployment counts as wanted: it is not put to sleep on a guess. The
 // gateway never writes to the cluster: what it holds is a number in its report.
-import { declaresSleep, type DeploymentResource, type GatewayCacheReport } from '../../../api/index.ts';
-import { deepEqual } from '../../../runtime/equal.ts';
-import type { Logger } from '../../../runtime/logger.ts';
-import { formatKey, type ObjectKey } from '../../../runtime/objects.ts';
-import { PeriodicPass } from '../../../runtime/periodic.ts';
+import { declaresSleep, type DeploymentResource, type GatewayCacheReport } from '#api';
+import { deepEqual } from '../../../manager/equal.ts';
+import type { Logger } from '#kube/logger.ts';
+import { formatKey, type ObjectKey } from '#kube/objects.ts';
+import { PeriodicPass } from '../../../manager/periodic.ts';
 import { readGatewayTier } from '../cache-health/gateway-report.ts';
 import { planWake } from './plan.ts';
 
