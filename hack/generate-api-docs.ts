@@ -196,9 +196,7 @@ if (import.meta.main) {
   const current = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   if (process.argv.includes('--check')) {
     if (current !== text) {
-      console.error(
-        `${relative(root, file)} differs from lib/api: run \`make docs\` and commit the result`,
-      );
+      console.error(`${relative(root, file)} differs from lib/api: run \`make docs\` and commit the result`);
       process.exit(1);
     }
   } else if (current !== text) {

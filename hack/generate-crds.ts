@@ -21,9 +21,7 @@ for (const def of KINDS) {
     const current = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
     if (current === text) continue;
     if (check) {
-      console.error(
-        `${relative(root, file)} differs from lib/api: run \`make crds\` and commit the result`,
-      );
+      console.error(`${relative(root, file)} differs from lib/api: run \`make crds\` and commit the result`);
       stale++;
       continue;
     }

@@ -83,13 +83,18 @@ function run(
   onStderr?: (chunk: string) => void,
 ): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env: { ...BASE_ENV, ...env } }, (err, stdout, stderr) => {
-      const lines = stdout
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr, lines });
-    });
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...BASE_ENV, ...env } },
+      (err, stdout, stderr) => {
+        const lines = stdout
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr, lines });
+      },
+    );
     if (onStderr) child.stderr?.on('data', (chunk: Buffer | string) => onStderr(String(chunk)));
   });
 }

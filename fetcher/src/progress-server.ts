@@ -6,7 +6,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { FETCH_PROGRESS_PATH, type FetchProgress } from '#api/model-fetch-progress.ts';
 
-
 export interface ProgressServer {
   readonly port: number;
   close(): Promise<void>;

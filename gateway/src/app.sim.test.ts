@@ -4,14 +4,14 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Admission, GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport, ResultReuse, RoutingSettings } from '#api';
 import {
-  Admission,
-  GATEWAY_CACHE_REPORT_PATH,
-  GatewayCacheReport,
-  ResultReuse,
-  RoutingSettings,
-} from '#api';
-import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+  findFreePort,
+  postJson,
+  postSse,
+  startSim,
+  type RunningSim,
+} from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import type { CacheReport } from './policies/index.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';

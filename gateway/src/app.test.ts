@@ -6,7 +6,12 @@ import { build } from './app.ts';
 import { ManualClock } from './clock.ts';
 import type { CacheAwarePolicy } from './policies/cache-aware.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
-import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
+import {
+  eventually,
+  Gate,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../../test/support/gateway/fake-upstream.ts';
 
 let a: FakeUpstream;
 let b: FakeUpstream;

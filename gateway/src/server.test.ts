@@ -11,7 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
+import {
+  eventually,
+  Gate,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../../test/support/gateway/fake-upstream.ts';
 import {
   GATEWAY_SERVER as SERVER,
   spawnGateway,

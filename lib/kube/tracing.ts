@@ -50,4 +50,3 @@ export async function startTracing(config: TracingConfig): Promise<RunningTracin
     },
   };
 }
-

@@ -4,13 +4,7 @@
 // the schema (serving knobs, HiCache sizes and layouts, parallelism, model
 // families, extra arguments). Every enumeration is read from the API's own
 // schemas, so a choice added there is generated here.
-import {
-  Disaggregation,
-  HiCacheSpec,
-  HISPARSE_FAMILIES,
-  Profile,
-  RadixCache,
-} from '#api';
+import { Disaggregation, HiCacheSpec, HISPARSE_FAMILIES, Profile, RadixCache } from '#api';
 import { createRng } from '../support/gateway/rng.ts';
 import type { Manifest } from '../support/samples.ts';
 import { loadSample, loadSamples } from '../support/samples.ts';

@@ -297,7 +297,9 @@ function referencedResources(): string[] {
     if (seen.has(file)) return;
     seen.add(file);
     const src = readFileSync(file, 'utf8');
-    const imports = [...src.matchAll(/from '((?:\.|#)[^']+\.ts)'/g)].map((m) => resolveImport(file, m[1] ?? ''));
+    const imports = [...src.matchAll(/from '((?:\.|#)[^']+\.ts)'/g)].map((m) =>
+      resolveImport(file, m[1] ?? ''),
+    );
     imports.forEach(visit);
     const usesRuntimeResources = [...src.matchAll(/import \{([^}]*)\} from '((?:\.|#)[^']+\.ts)'/g)].some(
       (m) => /\bResources\b/.test(m[1] ?? '') && resolveImport(file, m[2] ?? '') === resourcesFile,

@@ -12,12 +12,7 @@
 // - host->device load 200,000 tokens/s: 128 KiB a token over ~25 GB/s of
 //   effective PCIe bandwidth, 25x faster than recomputing the prefill.
 
-import {
-  parseSglangArgs,
-  type ParsedSglangArgs,
-  type Result,
-  type SglangArgs,
-} from '#sglang/flags.ts';
+import { parseSglangArgs, type ParsedSglangArgs, type Result, type SglangArgs } from '#sglang/flags.ts';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { checkSglangArgs } from '#sglang/startup-checks.ts';
 import type { EngineConfig } from './engine.ts';

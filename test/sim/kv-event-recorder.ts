@@ -22,12 +22,7 @@
 // Pure: the owner decides when to take() the queue (SGLang does after each
 // prefill batch, every decode_log_interval decode batches and when idle).
 
-import {
-  computePageDigests,
-  computeSaltSeed,
-  toBlockHash,
-  type Digest,
-} from '#sglang/kv-event-hash.ts';
+import { computePageDigests, computeSaltSeed, toBlockHash, type Digest } from '#sglang/kv-event-hash.ts';
 import type { KvCacheEvent, StorageMedium } from '#sglang/kv-events.ts';
 
 /** What the recorder needs of a tree node: its tokens and its parent (null for a namespace root). */

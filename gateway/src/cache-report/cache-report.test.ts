@@ -7,7 +7,12 @@ import { Admission, GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '#api';
 import { build } from '../app.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
-import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../../../test/support/gateway/fake-upstream.ts';
+import {
+  eventually,
+  Gate,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../../test/support/gateway/routes.ts';
 import { PredictionCounters } from './prediction-counters.ts';
 

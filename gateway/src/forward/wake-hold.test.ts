@@ -7,7 +7,11 @@ import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '#api';
 import { build } from '../app.ts';
 import { ManualClock } from '../clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
-import { eventually, startFakeUpstream, type FakeUpstream } from '../../../test/support/gateway/fake-upstream.ts';
+import {
+  eventually,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../../test/support/gateway/routes.ts';
 
 describe('a Deployment waking from zero', () => {

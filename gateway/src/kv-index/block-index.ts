@@ -33,11 +33,7 @@
 //
 // Pure: plain data in, plain data out.
 
-import {
-  STORAGE_MEDIA,
-  type KvCacheEvent,
-  type StorageMedium,
-} from '#sglang/kv-events.ts';
+import { STORAGE_MEDIA, type KvCacheEvent, type StorageMedium } from '#sglang/kv-events.ts';
 
 export const DEFAULT_MAX_BLOCKS = 1 << 20;
 

@@ -13,12 +13,7 @@
 // one more, computed once per salt: a gateway sees a few salts (one per
 // policy, tenant and client salt), every request of each.
 
-import {
-  computePageDigest,
-  computeSaltSeed,
-  toBlockHash,
-  type Digest,
-} from '#sglang/kv-event-hash.ts';
+import { computePageDigest, computeSaltSeed, toBlockHash, type Digest } from '#sglang/kv-event-hash.ts';
 
 /** Seeds kept; past it the memo starts again (salts come from a few policies and tenants). */
 const MAX_SEEDS = 4096;

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { CacheAwarePolicy, type CacheAwareConfig } from './cache-aware.ts';
-import { buildEndpoint as ep, buildInput as input, range, route } from '../../../test/support/gateway/policies.ts';
+import {
+  buildEndpoint as ep,
+  buildInput as input,
+  range,
+  route,
+} from '../../../test/support/gateway/policies.ts';
 
 const base: CacheAwareConfig = {
   matchThreshold: 0.3,

@@ -3,7 +3,12 @@ import { buildPolicy } from './factory.ts';
 import { LeastLoadPolicy } from './least-load.ts';
 import { PrefixHashPolicy, type PrefixHashConfig } from './prefix-hash.ts';
 import { RoundRobinPolicy } from './round-robin.ts';
-import { buildEndpoint as ep, buildInput as input, range, route } from '../../../test/support/gateway/policies.ts';
+import {
+  buildEndpoint as ep,
+  buildInput as input,
+  range,
+  route,
+} from '../../../test/support/gateway/policies.ts';
 import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
 import { RoutingSettings } from '#api';
 

@@ -15,7 +15,12 @@ import { findFreePort, postJson, startSim, type RunningSim } from '../../../test
 import { build } from '../app.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import { StaticRoutingTable } from '../routing/table.ts';
-import { eventually, Gate, startFakeUpstream, type FakeUpstream } from '../../../test/support/gateway/fake-upstream.ts';
+import {
+  eventually,
+  Gate,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../../../test/support/gateway/fake-upstream.ts';
 import { buildRequestTracer } from './request-trace.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';

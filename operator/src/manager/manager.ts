@@ -230,7 +230,11 @@ export class Manager {
     this.metrics.maxConcurrentReconciles.set({ controller: def.name }, def.concurrency ?? 1);
     this.metrics.inFlightSources.set(def.name, () => queue.inFlight().values());
     // A span per reconcile (no-op unless the process started tracing: tracing.ts).
-    this.controllers.push({ def: { ...def, reconciler: traceReconciler(def.name, def.reconciler) }, queue, workers: undefined });
+    this.controllers.push({
+      def: { ...def, reconciler: traceReconciler(def.name, def.reconciler) },
+      queue,
+      workers: undefined,
+    });
   }
 
   // Starts informers, the probe/metrics server and the election; resolves once they

@@ -1,9 +1,4 @@
-import type {
-  CachePolicyResource,
-  CachePolicyStatus,
-  Condition,
-  DeploymentResource,
-} from '#api';
+import type { CachePolicyResource, CachePolicyStatus, Condition, DeploymentResource } from '#api';
 import { comparePolicyAge } from '#api/cache-binding.ts';
 import { computeCacheSalt } from '#sglang/salt.ts';
 import { setCondition } from '../../manager/conditions.ts';

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  validateResource,
-  type CachePolicyResource,
-  type DeploymentResource,
-  type Endpoint,
-} from '#api';
+import { validateResource, type CachePolicyResource, type DeploymentResource, type Endpoint } from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { buildWarmupRequest, computeWarmupCandidates } from './warmup.ts';
 

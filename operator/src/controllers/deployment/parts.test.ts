@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  DECLARED_REPLICAS_ANNOTATION,
-  validateResource,
-  type DeploymentResource,
-  type Endpoint,
-} from '#api';
+import { DECLARED_REPLICAS_ANNOTATION, validateResource, type DeploymentResource, type Endpoint } from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import { buildDesired } from './desired.ts';
 import {

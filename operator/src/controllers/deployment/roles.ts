@@ -1,11 +1,4 @@
-import type {
-  DeploymentSpec,
-  EndpointRole,
-  HiCacheSpec,
-  HiSparseSpec,
-  Profile,
-  Resources,
-} from '#api';
+import type { DeploymentSpec, EndpointRole, HiCacheSpec, HiSparseSpec, Profile, Resources } from '#api';
 import type { z } from 'zod';
 
 /** One engine of a Deployment: the standalone server, or the prefill or decode part. */

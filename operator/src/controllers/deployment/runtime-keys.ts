@@ -19,11 +19,7 @@
 // pods are gone. The key is not part of the fingerprint (no cycle): the pod
 // template names it by fingerprint, never by value.
 import type { V1Secret } from '@kubernetes/client-node';
-import {
-  buildRuntimeKeySecretName,
-  RUNTIME_API_KEY_LABEL,
-  type DeploymentResource,
-} from '#api';
+import { buildRuntimeKeySecretName, RUNTIME_API_KEY_LABEL, type DeploymentResource } from '#api';
 import { buildOwnedMetadata } from './desired.ts';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from './labels.ts';
 

@@ -12,12 +12,7 @@
 // the Deployment's spec and each DeploymentPart's spec.replicas (its
 // autoscaler's, ADR 0015) are not written, and a part someone scaled above
 // wake.replicas keeps its own.
-import {
-  declaresSleep,
-  WakeSettings,
-  type DeploymentResource,
-  type DeploymentStatus,
-} from '#api';
+import { declaresSleep, WakeSettings, type DeploymentResource, type DeploymentStatus } from '#api';
 
 export interface WakeInput {
   readonly spec: Pick<DeploymentResource['spec'], 'replicas' | 'wakeOnDemand' | 'wake' | 'disaggregation'>;
