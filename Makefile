@@ -88,6 +88,9 @@ images: deps test-deps ## Build (or reuse from ~/.cache/cacheroute/images) the o
 test-e2e: deps controlplane test-deps sglang-kit images ## End-to-end suites (full control plane, KWOK, simulators, the images under containerd); GREP=pattern selects tests
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
+.PHONY: test-fast
+test-fast: deps build lint test-unit ## The inner loop, in minutes: type check (tsc -b), lint, unit tests; make test stays the contract
+
 .PHONY: test
 test: deps controlplane build lint crds-check docs-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
 
