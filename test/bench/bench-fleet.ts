@@ -240,7 +240,7 @@ const SMG_LOAD_MONITOR_INTERVAL_S = 10;
  * ~14,000 barely corrects it): one simulator at a time held up to 1.6 million waiting tokens while
  * others idled, and at N=2000 smg's TTFT p50 was 3.5-6.1 s against 0.64 s with a 1 s poll. The
  * interval is scaled with the clock (at least 1 s, smg's minimum), as the simulators' own times
- * are; everything else stays at smg's defaults. README, "smg 1.13".
+ * are; everything else stays at smg's defaults. docs/benchmarks.md, "smg 1.13".
  */
 export function smgDefaultArgs(timeScale: number): string[] {
   const interval = Math.max(1, Math.round(SMG_LOAD_MONITOR_INTERVAL_S / timeScale));
