@@ -172,6 +172,8 @@ export const Disaggregation = withRules(
       bootstrapPort: z
         .number()
         .int()
+        .min(1024, 'disaggregation.bootstrapPort must be between 1024 and 65535')
+        .max(65535, 'disaggregation.bootstrapPort must be between 1024 and 65535')
         .default(8998)
         .meta({ description: "Prefill server's bootstrap port (--disaggregation-bootstrap-port)." }),
       ibDevice: z
@@ -205,12 +207,6 @@ export const Disaggregation = withRules(
       message: `decode.hicache.hostMemoryMode buffer_only is refused on decode servers by SGLang ${SGLANG_VERSION}: use hostMemoryMode cache on the decode part (buffer_only is supported on prefill)`,
       fieldPath: '.decode.hicache.hostMemoryMode',
       check: (s) => s.decode.hicache?.hostMemoryMode !== 'buffer_only',
-    },
-    {
-      cel: 'self.bootstrapPort >= 1024 && self.bootstrapPort <= 65535',
-      message: 'disaggregation.bootstrapPort must be between 1024 and 65535',
-      fieldPath: '.bootstrapPort',
-      check: (s) => s.bootstrapPort >= 1024 && s.bootstrapPort <= 65535,
     },
     {
       cel: "self.prefill.profile != 'hisparse'",
