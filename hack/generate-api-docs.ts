@@ -56,7 +56,9 @@ function constraintsOf(node: Node): string[] {
     return v !== undefined && Math.abs(v) === Number.MAX_SAFE_INTEGER ? undefined : v;
   };
   const [min, max] = [bound('minimum'), bound('maximum')];
-  if (min !== undefined || max !== undefined) out.push(range('value', min, max));
+  if (node['exclusiveMinimum'] === true || node['exclusiveMaximum'] === true)
+    out.push(exclusiveRange(min, node['exclusiveMinimum'] === true, max, node['exclusiveMaximum'] === true));
+  else if (min !== undefined || max !== undefined) out.push(range('value', min, max));
   const [minLen, maxLen] = [num('minLength'), num('maxLength')];
   if (minLen !== undefined || maxLen !== undefined) out.push(range('length', minLen, maxLen));
   const [minItems, maxItems] = [num('minItems'), num('maxItems')];
@@ -69,6 +71,18 @@ function constraintsOf(node: Node): string[] {
 function range(what: string, min: number | undefined, max: number | undefined): string {
   if (min !== undefined && max !== undefined) return min === max ? `${what} ${min}` : `${what} ${min}–${max}`;
   return min !== undefined ? `${what} ≥ ${min}` : `${what} ≤ ${max ?? ''}`;
+}
+
+// OpenAPI 3.0 spells `> 0` as minimum 0 with exclusiveMinimum true (zod's .gt()).
+function exclusiveRange(
+  min: number | undefined,
+  minExclusive: boolean,
+  max: number | undefined,
+  maxExclusive: boolean,
+): string {
+  const lower = min === undefined ? undefined : `${minExclusive ? '>' : '≥'} ${min}`;
+  const upper = max === undefined ? undefined : `${maxExclusive ? '<' : '≤'} ${max}`;
+  return `value ${[lower, upper].filter((s) => s !== undefined).join(' and ')}`;
 }
 
 /** Depth-first: each field, then its children (object properties, array items). */

@@ -3,7 +3,7 @@
 // object store's s3:// prefix, with its endpoint.
 import { z } from 'zod';
 import { checkPath, isCountedPath, type Result } from './manifest.ts';
-import { OBJECT_STORE_URL_RE } from '#api/deployment.ts';
+import { OBJECT_STORE_URL_RE } from '#api/model-source.ts';
 
 const DIGEST_MESSAGE = 'must be sha256: and 64 lower-case hex digits, as `make model-digest` prints it';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ModelSpec } from '#api/deployment.ts';
+import { ModelSpec } from '#api/model-source.ts';
 import {
   digestOfManifest,
   firstMismatch,

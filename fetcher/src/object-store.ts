@@ -9,7 +9,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { OBJECT_STORE_URL_RE } from '#api/deployment.ts';
+import { OBJECT_STORE_URL_RE } from '#api/model-source.ts';
 import type { FileOrigin } from './download.ts';
 import type { FetchPlan, PendingFile } from './fetch-plan.ts';
 import { FetchFailure, TransientFailure } from './fetch-reasons.ts';

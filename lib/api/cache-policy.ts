@@ -21,129 +21,90 @@ export const TargetRef = withRules(
 export const RoutingPolicyName = z.enum(['cache-aware', 'prefix-hash', 'least-load', 'round-robin']);
 export type RoutingPolicyName = z.infer<typeof RoutingPolicyName>;
 
-export const CacheAwareSettings = withRules(
-  z
-    .object({
-      matchThreshold: z
-        .number()
-        .default(0.3)
-        .meta({ description: 'Minimum matched fraction of the prompt for cache affinity to win (0..1).' }),
-      balanceAbsThreshold: z
-        .number()
-        .int()
-        .default(64)
-        .meta({ description: 'Load gap (requests) above which the least-loaded endpoint wins.' }),
-      balanceRelThreshold: z
-        .number()
-        .default(1.5)
-        .meta({ description: 'Load ratio (max/min, >= 1) above which the least-loaded endpoint wins.' }),
-      maxTreeTokens: z.number().int().default(16777216).meta({
+export const CacheAwareSettings = z
+  .object({
+    matchThreshold: z
+      .number()
+      .min(0, 'cacheAware.matchThreshold must be between 0 and 1')
+      .max(1, 'cacheAware.matchThreshold must be between 0 and 1')
+      .default(0.3)
+      .meta({ description: 'Minimum matched fraction of the prompt for cache affinity to win (0..1).' }),
+    balanceAbsThreshold: z
+      .number()
+      .int()
+      .min(0, 'cacheAware.balanceAbsThreshold must be 0 or more')
+      .default(64)
+      .meta({ description: 'Load gap (requests) above which the least-loaded endpoint wins.' }),
+    balanceRelThreshold: z
+      .number()
+      .min(1, 'cacheAware.balanceRelThreshold must be at least 1 (it is a max/min load ratio)')
+      .default(1.5)
+      .meta({ description: 'Load ratio (max/min, >= 1) above which the least-loaded endpoint wins.' }),
+    maxTreeTokens: z
+      .number()
+      .int()
+      .min(1024, 'cacheAware.maxTreeTokens must be at least 1024')
+      .default(16777216)
+      .meta({
         description: 'Bound of each endpoint prefix tree, in tokens; least recently used leaves go first.',
       }),
-      blockTokens: z
-        .number()
-        .int()
-        .default(16)
-        .meta({ description: 'Tokens per block the tree matches on (1..4096).' }),
-      costWeight: z
-        .number()
-        .default(64)
-        .meta({
-          description:
-            'Cost routing: the endpoint with the least (prefill tokens it has not started + costWeight x this ' +
-            'prompt tokens it does not hold) wins; 0 = threshold routing (matchThreshold, then least loaded).',
-        }),
-      hostWeight: z
-        .number()
-        .default(0.5)
-        .meta({
-          description:
-            "What a prefix held in a runtime's host memory (HiCache) is worth against one held on the GPU " +
-            '(0..1; it is loaded back before use); storage tiers count half of it. 1 ignores the tier.',
-        }),
-    })
-    .meta({ description: 'Settings of the cache-aware policy.' }),
-  [
-    {
-      cel: 'self.matchThreshold >= 0.0 && self.matchThreshold <= 1.0',
-      message: 'cacheAware.matchThreshold must be between 0 and 1',
-      fieldPath: '.matchThreshold',
-      check: (s) => s.matchThreshold >= 0 && s.matchThreshold <= 1,
-    },
-    {
-      cel: 'self.balanceAbsThreshold >= 0',
-      message: 'cacheAware.balanceAbsThreshold must be 0 or more',
-      fieldPath: '.balanceAbsThreshold',
-      check: (s) => s.balanceAbsThreshold >= 0,
-    },
-    {
-      cel: 'self.balanceRelThreshold >= 1.0',
-      message: 'cacheAware.balanceRelThreshold must be at least 1 (it is a max/min load ratio)',
-      fieldPath: '.balanceRelThreshold',
-      check: (s) => s.balanceRelThreshold >= 1,
-    },
-    {
-      cel: 'self.maxTreeTokens >= 1024',
-      message: 'cacheAware.maxTreeTokens must be at least 1024',
-      fieldPath: '.maxTreeTokens',
-      check: (s) => s.maxTreeTokens >= 1024,
-    },
-    {
-      cel: 'self.blockTokens >= 1 && self.blockTokens <= 4096',
-      message: 'cacheAware.blockTokens must be between 1 and 4096',
-      fieldPath: '.blockTokens',
-      check: (s) => s.blockTokens >= 1 && s.blockTokens <= 4096,
-    },
-    {
-      cel: 'self.hostWeight >= 0.0 && self.hostWeight <= 1.0',
-      message: 'cacheAware.hostWeight must be between 0 and 1',
-      fieldPath: '.hostWeight',
-      check: (s) => s.hostWeight >= 0 && s.hostWeight <= 1,
-    },
-    {
-      cel: 'self.costWeight >= 0.0',
-      message: 'cacheAware.costWeight must be 0 or more',
-      fieldPath: '.costWeight',
-      check: (s) => s.costWeight >= 0,
-    },
-  ],
-);
-
-export const PrefixHashSettings = withRules(
-  z
-    .object({
-      prefixBlocks: z.number().int().default(16).meta({
+    blockTokens: z
+      .number()
+      .int()
+      .min(1, 'cacheAware.blockTokens must be between 1 and 4096')
+      .max(4096, 'cacheAware.blockTokens must be between 1 and 4096')
+      .default(16)
+      .meta({ description: 'Tokens per block the tree matches on (1..4096).' }),
+    costWeight: z
+      .number()
+      .min(0, 'cacheAware.costWeight must be 0 or more')
+      .default(64)
+      .meta({
+        description:
+          'Cost routing: the endpoint with the least (prefill tokens it has not started + costWeight x this ' +
+          'prompt tokens it does not hold) wins; 0 = threshold routing (matchThreshold, then least loaded).',
+      }),
+    hostWeight: z
+      .number()
+      .min(0, 'cacheAware.hostWeight must be between 0 and 1')
+      .max(1, 'cacheAware.hostWeight must be between 0 and 1')
+      .default(0.5)
+      .meta({
+        description:
+          "What a prefix held in a runtime's host memory (HiCache) is worth against one held on the GPU " +
+          '(0..1; it is loaded back before use); storage tiers count half of it. 1 ignores the tier.',
+      }),
+  })
+  .meta({ description: 'Settings of the cache-aware policy.' });
+export const PrefixHashSettings = z
+  .object({
+    prefixBlocks: z
+      .number()
+      .int()
+      .min(1, 'prefixHash.prefixBlocks must be between 1 and 1024')
+      .max(1024, 'prefixHash.prefixBlocks must be between 1 and 1024')
+      .default(16)
+      .meta({
         description:
           'Leading blocks hashed to choose the endpoint; cover more than the prefix all requests share.',
       }),
-      blockTokens: z.number().int().default(64).meta({ description: 'Tokens per hashed block.' }),
-      loadFactor: z.number().default(1.25).meta({
+    blockTokens: z
+      .number()
+      .int()
+      .min(1, 'prefixHash.blockTokens must be between 1 and 4096')
+      .max(4096, 'prefixHash.blockTokens must be between 1 and 4096')
+      .default(64)
+      .meta({ description: 'Tokens per hashed block.' }),
+    loadFactor: z
+      .number()
+      .gt(1, 'prefixHash.loadFactor must be above 1 and at most 10')
+      .max(10, 'prefixHash.loadFactor must be above 1 and at most 10')
+      .default(1.25)
+      .meta({
         description: 'Bounded load: an endpoint takes at most loadFactor x mean in-flight requests (> 1).',
       }),
-    })
-    .meta({ description: 'Settings of the prefix-hash policy.' }),
-  [
-    {
-      cel: 'self.prefixBlocks >= 1 && self.prefixBlocks <= 1024',
-      message: 'prefixHash.prefixBlocks must be between 1 and 1024',
-      fieldPath: '.prefixBlocks',
-      check: (s) => s.prefixBlocks >= 1 && s.prefixBlocks <= 1024,
-    },
-    {
-      cel: 'self.blockTokens >= 1 && self.blockTokens <= 4096',
-      message: 'prefixHash.blockTokens must be between 1 and 4096',
-      fieldPath: '.blockTokens',
-      check: (s) => s.blockTokens >= 1 && s.blockTokens <= 4096,
-    },
-    {
-      cel: 'self.loadFactor > 1.0 && self.loadFactor <= 10.0',
-      message: 'prefixHash.loadFactor must be above 1 and at most 10',
-      fieldPath: '.loadFactor',
-      check: (s) => s.loadFactor > 1 && s.loadFactor <= 10,
-    },
-  ],
-);
-
+  })
+  .meta({ description: 'Settings of the prefix-hash policy.' });
 export const RoutingSettings = z
   .object({
     policy: RoutingPolicyName.default('cache-aware'),
@@ -154,155 +115,118 @@ export const RoutingSettings = z
 
 export const REUSABLE_SAMPLING = ['temperatureZero', 'fixedSeed'] as const;
 
-export const ResultReuse = withRules(
-  z
-    .object({
-      enabled: z.boolean().default(false),
-      ttlSeconds: z
-        .number()
-        .int()
-        .default(3600)
-        .meta({ description: 'How long a completed result may be reused.' }),
-      maxEntries: z.number().int().default(10000).meta({ description: 'Bound of the result store.' }),
-      reusableWhen: z.array(z.enum(REUSABLE_SAMPLING)).max(2).default(['temperatureZero']).meta({
-        description:
-          'Sampling that makes a result reusable: temperatureZero (greedy), fixedSeed (a seed is given).',
-      }),
-    })
-    .meta({ description: 'Exact completed-result reuse at the gateway.' }),
-  [
-    {
-      cel: 'self.ttlSeconds >= 1 && self.ttlSeconds <= 604800',
-      message: 'resultReuse.ttlSeconds must be between 1 and 604800 (7 days)',
-      fieldPath: '.ttlSeconds',
-      check: (s) => s.ttlSeconds >= 1 && s.ttlSeconds <= 604800,
-    },
-    {
-      cel: 'self.maxEntries >= 1 && self.maxEntries <= 10000000',
-      message: 'resultReuse.maxEntries must be between 1 and 10000000',
-      fieldPath: '.maxEntries',
-      check: (s) => s.maxEntries >= 1 && s.maxEntries <= 10_000_000,
-    },
-  ],
-);
-
-export const Admission = withRules(
-  z
-    .object({
-      maxConcurrency: z.number().int().default(64).meta({
+export const ResultReuse = z
+  .object({
+    enabled: z.boolean().default(false),
+    ttlSeconds: z
+      .number()
+      .int()
+      .min(1, 'resultReuse.ttlSeconds must be between 1 and 604800 (7 days)')
+      .max(604_800, 'resultReuse.ttlSeconds must be between 1 and 604800 (7 days)')
+      .default(3600)
+      .meta({ description: 'How long a completed result may be reused.' }),
+    maxEntries: z
+      .number()
+      .int()
+      .min(1, 'resultReuse.maxEntries must be between 1 and 10000000')
+      .max(10_000_000, 'resultReuse.maxEntries must be between 1 and 10000000')
+      .default(10000)
+      .meta({ description: 'Bound of the result store.' }),
+    reusableWhen: z.array(z.enum(REUSABLE_SAMPLING)).max(2).default(['temperatureZero']).meta({
+      description:
+        'Sampling that makes a result reusable: temperatureZero (greedy), fixedSeed (a seed is given).',
+    }),
+  })
+  .meta({ description: 'Exact completed-result reuse at the gateway.' });
+export const Admission = z
+  .object({
+    maxConcurrency: z
+      .number()
+      .int()
+      .min(1, 'admission.maxConcurrency must be between 1 and 100000')
+      .max(100_000, 'admission.maxConcurrency must be between 1 and 100000')
+      .default(64)
+      .meta({
         description:
           'In-flight requests per deployment before queueing, for the whole gateway tier (each replica takes a share).',
       }),
-      maxQueue: z
-        .number()
-        .int()
-        .default(256)
-        .meta({ description: 'Queued requests per deployment before 429, for the whole gateway tier.' }),
-      queueTimeoutSeconds: z
-        .number()
-        .default(30)
-        .meta({ description: 'Longest wait in the queue before 503.' }),
-      adaptive: z
-        .boolean()
-        .default(true)
-        .meta({ description: 'Lower concurrency when upstream latency or queues climb.' }),
-    })
-    .meta({ description: 'Admission control per deployment.' }),
-  [
-    {
-      cel: 'self.maxConcurrency >= 1 && self.maxConcurrency <= 100000',
-      message: 'admission.maxConcurrency must be between 1 and 100000',
-      fieldPath: '.maxConcurrency',
-      check: (s) => s.maxConcurrency >= 1 && s.maxConcurrency <= 100_000,
-    },
-    {
-      cel: 'self.maxQueue >= 0 && self.maxQueue <= 1000000',
-      message: 'admission.maxQueue must be between 0 and 1000000',
-      fieldPath: '.maxQueue',
-      check: (s) => s.maxQueue >= 0 && s.maxQueue <= 1_000_000,
-    },
-    {
-      cel: 'self.queueTimeoutSeconds > 0.0 && self.queueTimeoutSeconds <= 3600.0',
-      message: 'admission.queueTimeoutSeconds must be above 0 and at most 3600',
-      fieldPath: '.queueTimeoutSeconds',
-      check: (s) => s.queueTimeoutSeconds > 0 && s.queueTimeoutSeconds <= 3600,
-    },
-  ],
-);
-
+    maxQueue: z
+      .number()
+      .int()
+      .min(0, 'admission.maxQueue must be between 0 and 1000000')
+      .max(1_000_000, 'admission.maxQueue must be between 0 and 1000000')
+      .default(256)
+      .meta({ description: 'Queued requests per deployment before 429, for the whole gateway tier.' }),
+    queueTimeoutSeconds: z
+      .number()
+      .gt(0, 'admission.queueTimeoutSeconds must be above 0 and at most 3600')
+      .max(3600, 'admission.queueTimeoutSeconds must be above 0 and at most 3600')
+      .default(30)
+      .meta({ description: 'Longest wait in the queue before 503.' }),
+    adaptive: z
+      .boolean()
+      .default(true)
+      .meta({ description: 'Lower concurrency when upstream latency or queues climb.' }),
+  })
+  .meta({ description: 'Admission control per deployment.' });
 export const DEFAULT_ROUTE_AFTER_SECONDS = 120;
 
-export const Warmup = withRules(
-  z
+export const Warmup = z
+  .object({
+    documents: z
+      .array(ConfigMapKeySelector)
+      .min(1)
+      .max(64)
+      .meta({
+        description:
+          'ConfigMap keys whose text is prefilled on every new verified replica (and again after its ' +
+          'container restarts), each as the system message of a chat request, rendered by the ' +
+          "runtime's own chat template. Chat requests that start with the same system message " +
+          'share its cached prefix.',
+      }),
+    routeAfterSeconds: z
+      .number()
+      .int()
+      .min(0, 'warmup.routeAfterSeconds must be between 0 and 3600')
+      .max(3600, 'warmup.routeAfterSeconds must be between 0 and 3600')
+      .default(DEFAULT_ROUTE_AFTER_SECONDS)
+      .meta({
+        description:
+          'How long the gateway keeps user traffic off a replica whose warm-up has not completed, ' +
+          'counted from when the operator first saw it serving (0..3600; 0: never wait). After it the ' +
+          'gateway routes to the replica anyway and says so on /status. A model none of whose ' +
+          'replicas is warmed is never held back.',
+      }),
+  })
+  .meta({ description: 'Prefill shared documents into each new replica before traffic.' });
+export const CachePolicySpec = z.object({
+  targetRefs: z
+    .array(TargetRef)
+    .min(1, 'targetRefs must name at least one Deployment')
+    .max(16)
+    .meta({ description: 'Deployments this policy attaches to.' }),
+  cacheNamespace: DnsLabel.meta({
+    description:
+      'Hashed with each target deploymentId into the SGLang cache_salt. It separates cache keys; it grants no access.',
+  }),
+  routing: RoutingSettings.prefault({}),
+  resultReuse: ResultReuse.prefault({}),
+  admission: Admission.prefault({}),
+  warmup: Warmup.optional(),
+  tenancy: z
     .object({
-      documents: z
-        .array(ConfigMapKeySelector)
-        .min(1)
-        .max(64)
+      sharePrefixes: z
+        .boolean()
+        .default(false)
         .meta({
           description:
-            'ConfigMap keys whose text is prefilled on every new verified replica (and again after its ' +
-            'container restarts), each as the system message of a chat request, rendered by the ' +
-            "runtime's own chat template. Chat requests that start with the same system message " +
-            'share its cached prefix.',
-        }),
-      routeAfterSeconds: z
-        .number()
-        .int()
-        .default(DEFAULT_ROUTE_AFTER_SECONDS)
-        .meta({
-          description:
-            'How long the gateway keeps user traffic off a replica whose warm-up has not completed, ' +
-            'counted from when the operator first saw it serving (0..3600; 0: never wait). After it the ' +
-            'gateway routes to the replica anyway and says so on /status. A model none of whose ' +
-            'replicas is warmed is never held back.',
+            "false: each Tenant's requests carry a salt of their own, so tenants never share cached prefixes or " +
+            'reused results (nor warm-up documents); true: all tenants share them, as requests without a tenant do.',
         }),
     })
-    .meta({ description: 'Prefill shared documents into each new replica before traffic.' }),
-  [
-    {
-      cel: 'self.routeAfterSeconds >= 0 && self.routeAfterSeconds <= 3600',
-      message: 'warmup.routeAfterSeconds must be between 0 and 3600',
-      fieldPath: '.routeAfterSeconds',
-      check: (s) => s.routeAfterSeconds >= 0 && s.routeAfterSeconds <= 3600,
-    },
-  ],
-);
-
-export const CachePolicySpec = withRules(
-  z.object({
-    targetRefs: z.array(TargetRef).max(16).meta({ description: 'Deployments this policy attaches to.' }),
-    cacheNamespace: DnsLabel.meta({
-      description:
-        'Hashed with each target deploymentId into the SGLang cache_salt. It separates cache keys; it grants no access.',
-    }),
-    routing: RoutingSettings.prefault({}),
-    resultReuse: ResultReuse.prefault({}),
-    admission: Admission.prefault({}),
-    warmup: Warmup.optional(),
-    tenancy: z
-      .object({
-        sharePrefixes: z
-          .boolean()
-          .default(false)
-          .meta({
-            description:
-              "false: each Tenant's requests carry a salt of their own, so tenants never share cached prefixes or " +
-              'reused results (nor warm-up documents); true: all tenants share them, as requests without a tenant do.',
-          }),
-      })
-      .prefault({})
-      .meta({ description: 'What tenants of the gateway share on these Deployments.' }),
-  }),
-  [
-    {
-      cel: 'size(self.targetRefs) >= 1',
-      message: 'targetRefs must name at least one Deployment',
-      fieldPath: '.targetRefs',
-      check: (s) => s.targetRefs.length >= 1,
-    },
-  ],
-);
+    .prefault({})
+    .meta({ description: 'What tenants of the gateway share on these Deployments.' }),
+});
 export type CachePolicySpec = z.infer<typeof CachePolicySpec>;
 
 export const WarmupState = z.enum(['Pending', 'Warming', 'Warmed', 'Failed']);

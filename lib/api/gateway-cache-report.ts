@@ -9,7 +9,7 @@
 // and serves it as external metrics for autoscalers (metrics-api/). Both sides
 // parse it with this schema, so a change here is a change of both.
 import { z } from 'zod';
-import { EndpointRole } from './deployment.ts';
+import { EndpointRole } from './deployment-status.ts';
 
 export const GATEWAY_CACHE_REPORT_PATH = '/cache-report.json';
 

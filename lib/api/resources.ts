@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CachePolicySpec, CachePolicyStatus } from './cache-policy.ts';
-import { DeploymentSpec, DeploymentStatus } from './deployment.ts';
+import { DeploymentSpec } from './deployment-spec.ts';
+import { DeploymentStatus } from './deployment-status.ts';
 import { DeploymentPartSpec, DeploymentPartStatus } from './deployment-part.ts';
 import type { TransitionRule } from './rules.ts';
 import { TaskSpec, TaskStatus, type TaskPhase } from './task.ts';

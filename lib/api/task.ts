@@ -84,31 +84,25 @@ export const TaskInput = withRules(
   ],
 );
 
-export const Sampling = withRules(
-  z
-    .object({
-      temperature: z.number().default(0).meta({ description: '0 is greedy (0..2).' }),
-      topP: z.number().optional().meta({ description: '0 < topP <= 1.' }),
-      topK: z.number().int().optional(),
-      seed: z.number().int().optional(),
-      stop: z.array(z.string().max(256)).max(16).optional(),
-    })
-    .meta({ description: 'Sampling settings; part of the fingerprint.' }),
-  [
-    {
-      cel: 'self.temperature >= 0.0 && self.temperature <= 2.0',
-      message: 'sampling.temperature must be between 0 and 2',
-      fieldPath: '.temperature',
-      check: (s) => s.temperature >= 0 && s.temperature <= 2,
-    },
-    {
-      cel: '!has(self.topP) || (self.topP > 0.0 && self.topP <= 1.0)',
-      message: 'sampling.topP must be above 0 and at most 1',
-      fieldPath: '.topP',
-      check: (s) => s.topP === undefined || (s.topP > 0 && s.topP <= 1),
-    },
-  ],
-);
+export const Sampling = z
+  .object({
+    temperature: z
+      .number()
+      .min(0, 'sampling.temperature must be between 0 and 2')
+      .max(2, 'sampling.temperature must be between 0 and 2')
+      .default(0)
+      .meta({ description: '0 is greedy (0..2).' }),
+    topP: z
+      .number()
+      .gt(0, 'sampling.topP must be above 0 and at most 1')
+      .max(1, 'sampling.topP must be above 0 and at most 1')
+      .optional()
+      .meta({ description: '0 < topP <= 1.' }),
+    topK: z.number().int().optional(),
+    seed: z.number().int().optional(),
+    stop: z.array(z.string().max(256)).max(16).optional(),
+  })
+  .meta({ description: 'Sampling settings; part of the fingerprint.' });
 
 const Decimal = z
   .string()
@@ -118,10 +112,15 @@ const Decimal = z
 export const Budget = withRules(
   z
     .object({
-      maxInputTokens: z.number().int().meta({ description: 'Input token cap, checked before sending.' }),
+      maxInputTokens: z
+        .number()
+        .int()
+        .min(1, 'budget.maxInputTokens must be positive')
+        .meta({ description: 'Input token cap, checked before sending.' }),
       maxOutputTokens: z
         .number()
         .int()
+        .min(1, 'budget.maxOutputTokens must be positive')
         .optional()
         .meta({ description: 'Output token cap (defaults to spec.maxOutputTokens).' }),
       prices: z
@@ -143,18 +142,6 @@ export const Budget = withRules(
     })
     .meta({ description: 'Token caps and an optional cost cap.' }),
   [
-    {
-      cel: 'self.maxInputTokens > 0',
-      message: 'budget.maxInputTokens must be positive',
-      fieldPath: '.maxInputTokens',
-      check: (s) => s.maxInputTokens > 0,
-    },
-    {
-      cel: '!has(self.maxOutputTokens) || self.maxOutputTokens > 0',
-      message: 'budget.maxOutputTokens must be positive',
-      fieldPath: '.maxOutputTokens',
-      check: (s) => s.maxOutputTokens === undefined || s.maxOutputTokens > 0,
-    },
     {
       cel: '!has(self.maxCost) || has(self.prices)',
       message: 'budget.maxCost needs budget.prices to compute a cost',
@@ -259,6 +246,7 @@ export const TaskSpec = withRules(
     maxOutputTokens: z
       .number()
       .int()
+      .min(1, 'maxOutputTokens must be positive')
       .meta({ description: 'Output cap sent to the runtime (max_new_tokens / max_tokens).' }),
     budget: Budget,
     reuse: TaskReuse.prefault({}),
@@ -277,12 +265,6 @@ export const TaskSpec = withRules(
     review: Review.prefault({}),
   }),
   [
-    {
-      cel: 'self.maxOutputTokens > 0',
-      message: 'maxOutputTokens must be positive',
-      fieldPath: '.maxOutputTokens',
-      check: (s) => s.maxOutputTokens > 0,
-    },
     {
       cel: '!has(self.target.openrouter) || has(self.budget.maxCost)',
       message:

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { deploymentIdentityRule } from './deployment.ts';
+import { deploymentIdentityRule } from './deployment-spec.ts';
 import {
   API_VERSION,
   CachePolicyResource,

@@ -87,11 +87,14 @@ describe('Tenants through the API server', () => {
   });
 
   it('refuses a bad Tenant at apply with a message that says what to change', async () => {
-    const ns = await createTestNamespace(kubeconfig, 'tenant-cel');
+    const ns = await createTestNamespace(kubeconfig, 'tenant-bad');
     for (const [spec, message] of [
-      [{ models: [] }, 'models must name at least one Deployment'],
-      [{ priority: 101 }, 'priority must be between -100 and 100'],
-      [{ limits: { requestsPerMinute: 0 } }, 'limits.requestsPerMinute must be between 1'],
+      [{ models: [] }, 'spec.models in body should have at least 1 items'],
+      [{ priority: 101 }, 'spec.priority in body should be less than or equal to 100'],
+      [
+        { limits: { requestsPerMinute: 0 } },
+        'spec.limits.requestsPerMinute in body should be greater than or equal to 1',
+      ],
     ] as const) {
       const r = await kubectl(['apply', '-n', ns, '-f', '-'], {
         kubeconfig,

@@ -4,8 +4,9 @@ import { loadSample, type Manifest } from './samples.ts';
 /**
  * Manifests the API server must refuse, each with the words it must use.
  * `structural` cases are refused by the OpenAPI schema itself (enum, bounds,
- * required): the API server words those, so zod only has to refuse them too.
- * Every other case is a CEL rule whose message zod must repeat exactly.
+ * required): the API server words those, so zod only has to refuse them too,
+ * in its own words (`zodMessage`, when they say what to change). Every other
+ * case is a CEL rule whose message zod must repeat exactly.
  */
 export interface InvalidCase {
   name: string;
@@ -13,6 +14,8 @@ export interface InvalidCase {
   mutate: (m: Spec) => void;
   expect: string;
   structural?: boolean;
+  /** A structural case's own words in zod, where they say more than the API server's. */
+  zodMessage?: string;
 }
 
 // Loosely typed on purpose: each case breaks the schema in its own way.
@@ -344,13 +347,17 @@ export const INVALID_CASES: InvalidCase[] = [
     name: 'bootstrap port below range',
     sample: PD,
     mutate: (m) => (m.spec.disaggregation.bootstrapPort = 80),
-    expect: 'disaggregation.bootstrapPort must be between 1024 and 65535',
+    expect: 'spec.disaggregation.bootstrapPort in body should be greater than or equal to 1024',
+    zodMessage: 'disaggregation.bootstrapPort must be between 1024 and 65535',
+    structural: true,
   },
   {
     name: 'bootstrap port above range',
     sample: PD,
     mutate: (m) => (m.spec.disaggregation.bootstrapPort = 70000),
-    expect: 'disaggregation.bootstrapPort must be between 1024 and 65535',
+    expect: 'spec.disaggregation.bootstrapPort in body should be less than or equal to 65535',
+    zodMessage: 'disaggregation.bootstrapPort must be between 1024 and 65535',
+    structural: true,
   },
   {
     name: 'top-level replicas with disaggregation',
@@ -422,7 +429,9 @@ export const INVALID_CASES: InvalidCase[] = [
     name: 'no targetRefs',
     sample: POLICY,
     mutate: (m) => (m.spec.targetRefs = []),
-    expect: 'targetRefs must name at least one Deployment',
+    expect: 'spec.targetRefs in body should have at least 1 items',
+    zodMessage: 'targetRefs must name at least one Deployment',
+    structural: true,
   },
   {
     name: 'targetRef of another kind',
@@ -440,61 +449,81 @@ export const INVALID_CASES: InvalidCase[] = [
     name: 'match threshold above 1',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.cacheAware.matchThreshold = 1.5),
-    expect: 'cacheAware.matchThreshold must be between 0 and 1',
+    expect: 'spec.routing.cacheAware.matchThreshold in body should be less than or equal to 1',
+    zodMessage: 'cacheAware.matchThreshold must be between 0 and 1',
+    structural: true,
   },
   {
     name: 'balance ratio below 1',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.cacheAware.balanceRelThreshold = 0.5),
-    expect: 'cacheAware.balanceRelThreshold must be at least 1',
+    expect: 'spec.routing.cacheAware.balanceRelThreshold in body should be greater than or equal to 1',
+    zodMessage: 'cacheAware.balanceRelThreshold must be at least 1',
+    structural: true,
   },
   {
     name: 'negative balance gap',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.cacheAware.balanceAbsThreshold = -1),
-    expect: 'cacheAware.balanceAbsThreshold must be 0 or more',
+    expect: 'spec.routing.cacheAware.balanceAbsThreshold in body should be greater than or equal to 0',
+    zodMessage: 'cacheAware.balanceAbsThreshold must be 0 or more',
+    structural: true,
   },
   {
     name: 'negative cost weight',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.cacheAware.costWeight = -2),
-    expect: 'cacheAware.costWeight must be 0 or more',
+    expect: 'spec.routing.cacheAware.costWeight in body should be greater than or equal to 0',
+    zodMessage: 'cacheAware.costWeight must be 0 or more',
+    structural: true,
   },
   {
     name: 'host-tier weight above 1',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.cacheAware.hostWeight = 2),
-    expect: 'cacheAware.hostWeight must be between 0 and 1',
+    expect: 'spec.routing.cacheAware.hostWeight in body should be less than or equal to 1',
+    zodMessage: 'cacheAware.hostWeight must be between 0 and 1',
+    structural: true,
   },
   {
     name: 'prefix-hash load factor of 1',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.prefixHash = { loadFactor: 1 }),
-    expect: 'prefixHash.loadFactor must be above 1 and at most 10',
+    expect: 'spec.routing.prefixHash.loadFactor in body should be greater than 1',
+    zodMessage: 'prefixHash.loadFactor must be above 1 and at most 10',
+    structural: true,
   },
   {
     name: 'zero admission concurrency',
     sample: POLICY,
     mutate: (m) => (m.spec.admission.maxConcurrency = 0),
-    expect: 'admission.maxConcurrency must be between 1 and 100000',
+    expect: 'spec.admission.maxConcurrency in body should be greater than or equal to 1',
+    zodMessage: 'admission.maxConcurrency must be between 1 and 100000',
+    structural: true,
   },
   {
     name: 'zero queue timeout',
     sample: POLICY,
     mutate: (m) => (m.spec.admission.queueTimeoutSeconds = 0),
-    expect: 'admission.queueTimeoutSeconds must be above 0 and at most 3600',
+    expect: 'spec.admission.queueTimeoutSeconds in body should be greater than 0',
+    zodMessage: 'admission.queueTimeoutSeconds must be above 0 and at most 3600',
+    structural: true,
   },
   {
     name: 'warm-up wait above an hour',
     sample: POLICY,
     mutate: (m) => (m.spec.warmup.routeAfterSeconds = 3601),
-    expect: 'warmup.routeAfterSeconds must be between 0 and 3600',
+    expect: 'spec.warmup.routeAfterSeconds in body should be less than or equal to 3600',
+    zodMessage: 'warmup.routeAfterSeconds must be between 0 and 3600',
+    structural: true,
   },
   {
     name: 'reuse TTL above a week',
     sample: POLICY,
     mutate: (m) => (m.spec.resultReuse.ttlSeconds = 10_000_000),
-    expect: 'resultReuse.ttlSeconds must be between 1 and 604800',
+    expect: 'spec.resultReuse.ttlSeconds in body should be less than or equal to 604800',
+    zodMessage: 'resultReuse.ttlSeconds must be between 1 and 604800',
+    structural: true,
   },
   {
     name: 'unknown routing policy',
@@ -539,13 +568,17 @@ export const INVALID_CASES: InvalidCase[] = [
     name: 'zero output cap',
     sample: TASK,
     mutate: (m) => (m.spec.maxOutputTokens = 0),
-    expect: 'maxOutputTokens must be positive',
+    expect: 'spec.maxOutputTokens in body should be greater than or equal to 1',
+    zodMessage: 'maxOutputTokens must be positive',
+    structural: true,
   },
   {
     name: 'zero input cap',
     sample: TASK,
     mutate: (m) => (m.spec.budget.maxInputTokens = 0),
-    expect: 'budget.maxInputTokens must be positive',
+    expect: 'spec.budget.maxInputTokens in body should be greater than or equal to 1',
+    zodMessage: 'budget.maxInputTokens must be positive',
+    structural: true,
   },
   {
     name: 'cost cap without prices',
@@ -557,7 +590,9 @@ export const INVALID_CASES: InvalidCase[] = [
     name: 'temperature above 2',
     sample: TASK,
     mutate: (m) => (m.spec.sampling.temperature = 3),
-    expect: 'sampling.temperature must be between 0 and 2',
+    expect: 'spec.sampling.temperature in body should be less than or equal to 2',
+    zodMessage: 'sampling.temperature must be between 0 and 2',
+    structural: true,
   },
   {
     name: 'regex check without pattern',

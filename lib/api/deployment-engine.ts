@@ -1,0 +1,308 @@
+// How SGLang serves a Deployment's model: the KV-cache profile (dense, HiCache,
+// HiSparse), prefill/decode disaggregation, parallelism, serving settings and
+// event streams. Each renders to SGLang launch flags; their choice lists come
+// from the pinned flag table through runtime-args.ts.
+import { z } from 'zod';
+import { Quantity } from './common.ts';
+import { SGLANG_CHOICES, SGLANG_VERSION } from './runtime-args.ts';
+import { withRules, type Rule } from './rules.ts';
+
+export const Profile = z.enum(['dense', 'hicache', 'hisparse']).meta({
+  description:
+    'KV-cache profile: dense (radix cache on the GPU), hicache (GPU + host tiers), hisparse (sparse decode with host KV).',
+});
+export type Profile = z.infer<typeof Profile>;
+
+export const RadixCache = z.enum(['enabled', 'disabled']).meta({
+  description: "Prefix (radix) cache. Unset: SGLang's default for the role (on, except on decode).",
+});
+
+export const HiCacheSpec = withRules(
+  z
+    .object({
+      ratio: z
+        .number()
+        .gt(1)
+        .max(64)
+        .optional()
+        .meta({ description: 'Host tier size as a multiple of the device KV pool (--hicache-ratio).' }),
+      sizeGB: z
+        .number()
+        .int()
+        .min(1)
+        .max(65536)
+        .optional()
+        .meta({ description: 'Host tier size in GB (--hicache-size); overrides ratio.' }),
+      hostMemoryMode: z.enum(SGLANG_CHOICES.hicacheHostMemoryMode).optional().meta({
+        description:
+          '--hicache-host-memory-mode: cache (host memory is a cache tier) or buffer_only (host memory only stages pages to storage; needs storage, not on decode).',
+      }),
+      writePolicy: z
+        .enum(SGLANG_CHOICES.hicacheWritePolicy)
+        .optional()
+        .meta({ description: '--hicache-write-policy.' }),
+      ioBackend: z
+        .enum(SGLANG_CHOICES.hicacheIoBackend)
+        .optional()
+        .meta({ description: '--hicache-io-backend.' }),
+      memLayout: z
+        .enum(SGLANG_CHOICES.hicacheMemLayout)
+        .optional()
+        .meta({ description: '--hicache-mem-layout.' }),
+      storage: z
+        .object({
+          backend: z.enum(SGLANG_CHOICES.hicacheStorageBackend).meta({
+            description:
+              'L3 storage backend (--hicache-storage-backend); the only tier shared across instances.',
+          }),
+          prefetchPolicy: z
+            .enum(SGLANG_CHOICES.hicacheStoragePrefetchPolicy)
+            .optional()
+            .meta({ description: '--hicache-storage-prefetch-policy.' }),
+          extraConfig: z
+            .string()
+            .max(16384)
+            .optional()
+            .meta({ description: 'JSON passed as --hicache-storage-backend-extra-config.' }),
+        })
+        .optional()
+        .meta({ description: 'Optional L3 storage tier.' }),
+    })
+    .meta({ description: 'Hierarchical KV cache (HiCache) settings.' }),
+  [
+    {
+      cel: '!(has(self.ratio) && has(self.sizeGB))',
+      message: 'set hicache.ratio or hicache.sizeGB, not both (SGLang lets sizeGB override ratio silently)',
+      check: (s) => !(s.ratio !== undefined && s.sizeGB !== undefined),
+    },
+    {
+      cel: "!has(self.hostMemoryMode) || self.hostMemoryMode != 'buffer_only' || has(self.storage)",
+      message:
+        'hicache.hostMemoryMode buffer_only keeps no cache in host memory, only pages staged for storage: set hicache.storage or use hostMemoryMode cache (SGLang refuses buffer_only without a storage backend)',
+      fieldPath: '.hostMemoryMode',
+      check: (s) => s.hostMemoryMode !== 'buffer_only' || s.storage !== undefined,
+    },
+  ],
+);
+
+export const HiSparseSpec = z
+  .object({
+    topK: z.number().int().min(1).max(65536).optional(),
+    deviceBufferSize: z.number().int().min(1).optional(),
+    hostToDeviceRatio: z.number().gt(0).max(1024).optional(),
+    swapInBlockSize: z.number().int().min(1).max(65536).optional(),
+  })
+  .meta({ description: 'HiSparse settings, rendered as --hisparse-config JSON.' });
+
+export const Resources = z
+  .object({
+    gpus: z.number().int().min(0).max(64).optional().meta({
+      description:
+        'GPUs per pod; defaults to the tensor-parallel size over parallelism.nodes (a replica has one pod a node).',
+    }),
+    gpuResourceName: z
+      .string()
+      .min(1)
+      .max(253)
+      .default('nvidia.com/gpu')
+      .meta({ description: 'Extended resource name of the GPU.' }),
+    shmSize: Quantity.optional().meta({ description: 'Size of the /dev/shm memory volume (default 16Gi).' }),
+    cpu: Quantity.optional().meta({ description: 'CPU request and limit per replica.' }),
+    memory: Quantity.optional().meta({ description: 'Memory request and limit per replica.' }),
+  })
+  .meta({ description: 'Per-replica resources.' });
+export type Resources = z.infer<typeof Resources>;
+
+interface EngineFields {
+  profile?: Profile | undefined;
+  hicache?: unknown;
+  hisparse?: unknown;
+  radixCache?: 'enabled' | 'disabled' | undefined;
+}
+
+/** The rules of one engine (standalone, or one part of a pair): profile, radix cache and tiers agree. */
+export const engineRules: Rule<EngineFields>[] = [
+  {
+    cel: '!(has(self.hicache) && has(self.hisparse))',
+    message: 'HiCache and HiSparse cannot be enabled in one engine: keep either hicache or hisparse',
+    check: (s) => !(s.hicache !== undefined && s.hisparse !== undefined),
+  },
+  {
+    cel: "!has(self.hicache) || (has(self.profile) && self.profile == 'hicache')",
+    message: 'hicache settings apply only with profile: hicache; set the profile or remove hicache',
+    check: (s) => s.hicache === undefined || s.profile === 'hicache',
+  },
+  {
+    cel: "!has(self.hisparse) || (has(self.profile) && self.profile == 'hisparse')",
+    message: 'hisparse settings apply only with profile: hisparse; set the profile or remove hisparse',
+    check: (s) => s.hisparse === undefined || s.profile === 'hisparse',
+  },
+  {
+    cel: "!has(self.profile) || self.profile != 'hisparse' || !has(self.radixCache) || self.radixCache == 'disabled'",
+    message: 'profile hisparse needs the radix cache disabled: set radixCache: disabled or leave it unset',
+    check: (s) => s.profile !== 'hisparse' || s.radixCache !== 'enabled',
+  },
+  {
+    cel: "!has(self.profile) || self.profile != 'hicache' || !has(self.radixCache) || self.radixCache == 'enabled'",
+    message: 'profile hicache extends the radix cache: remove radixCache: disabled or choose profile dense',
+    check: (s) => s.profile !== 'hicache' || s.radixCache !== 'disabled',
+  },
+];
+
+export const DisaggregationPart = withRules(
+  z.object({
+    replicas: z.number().int().min(0).max(1024).default(1).meta({ description: 'Replicas of this part.' }),
+    profile: Profile.default('dense'),
+    radixCache: RadixCache.optional(),
+    hicache: HiCacheSpec.optional(),
+    hisparse: HiSparseSpec.optional(),
+    resources: Resources.optional().meta({ description: 'Overrides spec.resources for this part.' }),
+  }),
+  engineRules,
+);
+export type DisaggregationPart = z.infer<typeof DisaggregationPart>;
+
+export const Disaggregation = withRules(
+  z
+    .object({
+      transferBackend: z.enum(SGLANG_CHOICES.disaggregationTransferBackend).optional().meta({
+        description:
+          'KV transfer backend (--disaggregation-transfer-backend); mooncake_tcp runs Mooncake over TCP where there is no RDMA. fake is refused: SGLang does not run a prefill server with it.',
+      }),
+      bootstrapPort: z
+        .number()
+        .int()
+        .min(1024, 'disaggregation.bootstrapPort must be between 1024 and 65535')
+        .max(65535, 'disaggregation.bootstrapPort must be between 1024 and 65535')
+        .default(8998)
+        .meta({ description: "Prefill server's bootstrap port (--disaggregation-bootstrap-port)." }),
+      ibDevice: z
+        .string()
+        .max(253)
+        .optional()
+        .meta({ description: 'InfiniBand device (--disaggregation-ib-device).' }),
+      prefill: DisaggregationPart.meta({ description: 'The prefill part.' }),
+      decode: DisaggregationPart.meta({ description: 'The decode part.' }),
+    })
+    .meta({
+      description:
+        'Prefill/decode disaggregation. One resource is one servable model; the gateway pairs its parts.',
+    }),
+  [
+    {
+      cel: 'has(self.transferBackend)',
+      message: `disaggregation needs transferBackend: one of ${SGLANG_CHOICES.disaggregationTransferBackend
+        .filter((b) => b !== 'fake')
+        .join(', ')} (mooncake_tcp where there is no RDMA)`,
+      check: (s) => s.transferBackend !== undefined,
+    },
+    {
+      cel: "!has(self.transferBackend) || self.transferBackend != 'fake'",
+      message: `disaggregation.transferBackend fake moves no KV and SGLang ${SGLANG_VERSION} refuses it on the prefill server: use mooncake_tcp where there is no RDMA, or mooncake, nixl or mori`,
+      fieldPath: '.transferBackend',
+      check: (s) => s.transferBackend !== 'fake',
+    },
+    {
+      cel: "!has(self.decode.hicache) || !has(self.decode.hicache.hostMemoryMode) || self.decode.hicache.hostMemoryMode != 'buffer_only'",
+      message: `decode.hicache.hostMemoryMode buffer_only is refused on decode servers by SGLang ${SGLANG_VERSION}: use hostMemoryMode cache on the decode part (buffer_only is supported on prefill)`,
+      fieldPath: '.decode.hicache.hostMemoryMode',
+      check: (s) => s.decode.hicache?.hostMemoryMode !== 'buffer_only',
+    },
+    {
+      cel: "self.prefill.profile != 'hisparse'",
+      message: `HiSparse runs only on the decode part (a cacheroute policy, ADR 0005; SGLang ${SGLANG_VERSION} itself would start it): set prefill.profile to dense or hicache`,
+      fieldPath: '.prefill.profile',
+      check: (s) => s.prefill.profile !== 'hisparse',
+    },
+  ],
+);
+export type Disaggregation = z.infer<typeof Disaggregation>;
+
+export const RuntimeEvents = withRules(
+  z
+    .object({
+      kvCache: z.boolean().default(false).meta({
+        description:
+          'Publish KV cache events (blocks stored and removed, per tier) over ZMQ: --kv-events-config with publisher zmq, a replay endpoint and topic kv.',
+      }),
+      load: z.boolean().default(false).meta({
+        description: 'Publish runtime load over ZMQ (--load-publish-endpoint auto); needs kvCache.',
+      }),
+      port: z.number().int().min(1024).max(65000).default(5557).meta({
+        description:
+          'First port of the KV events range (one port per data-parallel rank); the replay range follows it, then the load range.',
+      }),
+    })
+    .meta({ description: "The runtime's own event streams, for the gateway's cache index and load view." }),
+  [
+    {
+      cel: '!self.load || self.kvCache',
+      message:
+        'events.load needs events.kvCache: SGLang advertises the load publisher through the KV events block of /server_info',
+      fieldPath: '.load',
+      check: (s) => !s.load || s.kvCache,
+    },
+  ],
+);
+export type RuntimeEvents = z.infer<typeof RuntimeEvents>;
+
+export const Parallelism = withRules(
+  z
+    .object({
+      tensor: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .meta({ description: 'Tensor-parallel size (--tp-size), across all the nodes of a replica.' }),
+      data: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .meta({ description: 'Data-parallel size (--dp-size).' }),
+      nodes: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .meta({
+          description:
+            'Nodes one replica spans (--nnodes). Above 1 a replica is a LeaderWorkerSet group (leaderworkerset.x-k8s.io/v1, ' +
+            'which must be installed) of this many pods, tensor / nodes tensor-parallel ranks on each; ' +
+            'the leader serves, the group restarts as a whole. ADR 0018.',
+        }),
+    })
+    .meta({ description: 'Parallelism inside one replica.' }),
+  [
+    {
+      cel: 'self.tensor % self.nodes == 0',
+      message: `parallelism.tensor must be a multiple of parallelism.nodes: each node runs tensor / nodes ranks (SGLang ${SGLANG_VERSION}: tp_size must be divisible by number of nodes)`,
+      fieldPath: '.tensor',
+      check: (p) => p.tensor % p.nodes === 0,
+    },
+    {
+      cel: 'self.nodes == 1 || self.data == 1',
+      message: `parallelism.nodes above 1 needs parallelism.data 1: SGLang ${SGLANG_VERSION} runs no data-parallel replicas across nodes; scale with replicas instead`,
+      fieldPath: '.data',
+      check: (p) => p.nodes === 1 || p.data === 1,
+    },
+  ],
+);
+
+/** Serving settings common to every engine of a deployment (spec.serving). */
+export const ServingSettings = z.object({
+  pageSize: z.number().int().min(1).max(4096).optional().meta({ description: '--page-size.' }),
+  maxRunningRequests: z.number().int().min(1).optional().meta({ description: '--max-running-requests.' }),
+  maxTotalTokens: z.number().int().min(1).optional().meta({ description: '--max-total-tokens.' }),
+  memFractionStatic: z.number().gt(0).max(1).optional().meta({ description: '--mem-fraction-static.' }),
+  contextLength: z.number().int().min(1).optional().meta({ description: '--context-length.' }),
+  chunkedPrefillSize: z.number().int().min(1).optional().meta({ description: '--chunked-prefill-size.' }),
+  schedulePolicy: z
+    .enum(SGLANG_CHOICES.schedulePolicy)
+    .optional()
+    .meta({ description: '--schedule-policy.' }),
+});
