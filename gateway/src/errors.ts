@@ -66,6 +66,8 @@ export class GatewayError extends Error {
   readonly code: GatewayErrorCode;
   readonly statusCode: number;
   readonly retryAfterSeconds: number | undefined;
+  /** What the message was built from: the error travels as data (picker/verdict.ts) and back. */
+  readonly params: ErrorParams;
 
   constructor(
     code: GatewayErrorCode,
@@ -77,6 +79,7 @@ export class GatewayError extends Error {
     this.code = code;
     this.statusCode = GatewayErrors[code].status;
     this.retryAfterSeconds = opts.retryAfterSeconds;
+    this.params = params;
   }
 }
 

@@ -1,49 +1,37 @@
-// The request path, as named steps: parse → route → salt → tokens → tenant's
-// limits → wake → reuse? → admit → forward (standalone or a prefill/decode
-// pair, retried before the first byte) → deliver. Each step is a module of its
-// own; this class holds the state they share: one policy per deployment,
-// in-flight counts per endpoint, admission controllers, the KV indexes, the
-// reuse store and the upstream connection pool.
+// The request path, as named steps: pick (picker/pick.ts: parse → route →
+// salt → tokens → tenant's limits → wake → reuse? → admit → endpoint) →
+// forward (standalone or a prefill/decode pair, retried before the first
+// byte) → deliver. Each step is a module of its own; this class holds the
+// state they share: one policy per deployment, in-flight counts per endpoint,
+// admission controllers, the KV indexes, the reuse store and the upstream
+// connection pool.
 
-import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
-import { admitRequest } from './admission/admit.ts';
+import { AdmissionRegistry, type ReleaseInfo } from './admission/index.ts';
 import { systemClock, type Clock, type Timer } from './clock.ts';
 import type { RuntimeKeyDirectory } from './discovery/runtime-keys.ts';
 import { EndpointBook, type RuntimeLoad } from './endpoints/book.ts';
 import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
-import { GatewayError } from './errors.ts';
 import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
 import { TierPosition } from './fleet/tier-position.ts';
 import type { ForwardDeps } from './forward/attempts.ts';
 import { deliverBuffered, deliverStream } from './forward/deliver.ts';
 import { forwardPair } from './forward/pair.ts';
 import { serveReusable } from './forward/reusable.ts';
-import { toServed, type Buffered, type Served } from './forward/served.ts';
+import { fromReused, toServed, type Buffered, type Served } from './forward/served.ts';
 import { forwardStandalone } from './forward/standalone.ts';
 import type { Answer, Deliver, Forwarding, RequestContext } from './forward/types.ts';
-import { WakeHolds } from './forward/wake-hold.ts';
 import { KvPublisherFollower } from './kv-index/follow.ts';
 import { KvIndexFleet } from './kv-index/fleet.ts';
 import type { GatewayMetrics } from './metrics.ts';
-import type { EndpointView, Policy, RouteInput } from './policies/index.ts';
+import { Picker } from './picker/pick.ts';
+import { toGatewayError } from './picker/verdict.ts';
+import { WakeHolds } from './picker/wake-hold.ts';
+import type { EndpointView, Policy } from './policies/index.ts';
 import { PolicyRegistry } from './policies/registry.ts';
-import {
-  computeEffectiveSalt,
-  computeExactTokens,
-  computeRouteTokens,
-  computeTokenizerInput,
-  parseBody,
-  type ParsedBody,
-} from './request/shape.ts';
-import { computeDeterminism, MemoryResultStore, ResultReuser, type ResultStore } from './reuse/index.ts';
-import { computeTenantSalt } from '#sglang/salt.ts';
-import { chooseRoute } from './routing/lookup.ts';
-import { isDisaggregated } from './routing/pd.ts';
-import type { ModelRoute, RouteEndpoint, RoutingTable } from './routing/table.ts';
-import { enforceTenantLimits } from './tenancy/enforce.ts';
+import { MemoryResultStore, ResultReuser, type ResultStore } from './reuse/index.ts';
+import type { RouteEndpoint, RoutingTable } from './routing/table.ts';
 import { MemoryRateLimiter, type RateLimiter } from './tenancy/limiter.ts';
-import { encodeRequest } from './tokenize/request.ts';
 import type { Tokenizer } from './tokenize/tokenizer.ts';
 import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './upstream/exchange.ts';
 import { openUpstream, type Upstream, type UpstreamOptions } from './upstream/open.ts';
@@ -92,11 +80,10 @@ export class Gateway {
   readonly kvIndex: KvIndexFleet;
   readonly #ownsKvIndex: boolean;
   readonly #follower: KvPublisherFollower;
-  readonly #tokenizers: ReadonlyMap<string, Tokenizer>;
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
-  readonly #tier: TierPosition;
   readonly #limiter: RateLimiter;
+  readonly #picker: Picker;
   #timer: Timer | undefined;
 
   constructor(opts: GatewayOptions) {
@@ -123,7 +110,6 @@ export class Gateway {
     this.#ownsKvIndex = opts.kvIndex === undefined;
     this.kvIndex = opts.kvIndex ?? new KvIndexFleet({ clock: this.#clock });
     this.#follower = new KvPublisherFollower(this.#table, this.kvIndex, this.#clock);
-    this.#tokenizers = opts.tokenizers ?? new Map();
     this.#deps = {
       book: this.#book,
       standing: this.standing,
@@ -136,8 +122,24 @@ export class Gateway {
     };
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
-    this.#tier = new TierPosition(opts.peers ?? buildSoloPeers());
-    this.#limiter = opts.limiter ?? new MemoryRateLimiter(this.#clock, (total) => this.#tier.shareOf(total));
+    const tier = new TierPosition(opts.peers ?? buildSoloPeers());
+    this.#limiter = opts.limiter ?? new MemoryRateLimiter(this.#clock, (total) => tier.shareOf(total));
+    this.#picker = new Picker({
+      table: this.#table,
+      metrics: this.#metrics,
+      clock: this.#clock,
+      policies: this.#policies,
+      view: (e, cached) => this.#book.view(e, cached),
+      standing: (endpoints) => this.standing.filter(endpoints),
+      kvIndex: this.kvIndex,
+      followRoute: (route) => this.#follower.followRoute(route),
+      tokenizers: opts.tokenizers ?? new Map<string, Tokenizer>(),
+      limiter: this.#limiter,
+      wakeHolds: this.wakeHolds,
+      admission: this.admission,
+      tier,
+      reuser: this.#reuser,
+    });
   }
 
   start(): void {
@@ -181,97 +183,45 @@ export class Gateway {
   }
 
   async serve(ctx: RequestContext): Promise<Served> {
-    const parsed = parseBody(ctx.kind, ctx.body);
-    if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
-    const tenant = ctx.tenant;
-    const chosen = chooseRoute(this.#table, parsed.value, ctx.headers, tenant);
-    const routeSalt =
-      tenant && !chosen.sharePrefixesAcrossTenants ? computeTenantSalt(chosen.salt, tenant.id) : chosen.salt;
-    const salt = computeEffectiveSalt(routeSalt, parsed.value.body.cache_salt);
-    // The parse's own copy of the client's body (zod builds a new object): stamped in place.
-    const body: Record<string, unknown> = parsed.value.body;
-    body['cache_salt'] = salt;
-    if (ctx.kind === 'generate') delete body['model'];
-    const exact =
-      computeExactTokens(parsed.value) ??
-      (this.#indexesTokens(chosen) ? await this.#tokenizeForIndex(chosen, parsed.value) : undefined);
-    const input: RouteInput = {
-      id: ctx.id,
-      salt,
-      tokens: exact ?? computeRouteTokens(parsed.value),
-      now: this.#clock.now(),
-    };
-    ctx.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
-    if (tenant)
-      await enforceTenantLimits(this.#limiter, this.#metrics, tenant, input.tokens.length, ctx.setHeader);
-    // A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts), after
-    // the tenant's limits, so a request they refuse never wakes it.
-    const route = this.wakeHolds.holds(chosen)
-      ? await this.wakeHolds.untilRoutable(
-          chosen,
-          () => this.#table.candidates(chosen.model).find((r) => r.deployment === chosen.deployment),
-          ctx.signal,
-        )
-      : chosen;
-    const fwd: Forwarding = { ctx, route, input, body, ...(exact ? { exact } : {}) };
-    if (body['stream'] === true) {
+    const { id, kind, path, body, headers, tenant, signal, log, trace } = ctx;
+    const picked = await this.#picker.pick({ id, kind, path, body, headers, tenant }, { signal, log, trace });
+    for (const [name, value] of Object.entries(picked.headers)) ctx.setHeader?.(name, value);
+    if (picked.kind === 'refused') throw toGatewayError(picked.verdict);
+    if (picked.kind === 'reused') return fromReused(picked.answer);
+    const { decision, lease } = picked;
+    const fwd: Forwarding = { ctx, decision, lease };
+    if (decision.stream) {
       // The runtime's usage event carries its cache report; a client that did not ask for it does not see it.
-      const strip = ctx.kind !== 'generate' && requestUsageEvent(body);
+      const strip = kind !== 'generate' && requestUsageEvent(decision.body);
       return this.#forward(fwd, STREAMING_EXCHANGE, deliverStream(this.#limiter, ctx, strip));
     }
     const buffered = (): Promise<Buffered> =>
       this.#forward(fwd, BUFFERED_EXCHANGE, deliverBuffered(this.#limiter, tenant));
-    if (route.reuse.enabled && computeDeterminism(body, route.reuse.reusableWhen))
-      return serveReusable(this.#reuser, this.#metrics, fwd, buffered);
+    if (lease.reuse) return serveReusable(lease.reuse, decision.route, buffered);
     return toServed(await buffered());
   }
 
-  /** Admitted, then sent to one endpoint or a prefill/decode pair; admission learns how it went. */
+  /** Sent to the picked endpoint or prefill/decode pair; admission learns how it went. */
   async #forward<T, R extends Answer>(
     fwd: Forwarding,
     exchange: Exchange<R>,
     deliver: Deliver<T, R>,
   ): Promise<T> {
-    const { ctx, route } = fwd;
-    const priority = ctx.tenant?.priority ?? 0;
-    const permit: Permit = await admitRequest(this.admission, this.#tier, this.#metrics, route, {
-      signal: ctx.signal,
-      priority,
-      trace: ctx.trace,
-    });
+    const { ctx, decision, lease } = fwd;
     let release: ReleaseInfo | undefined;
     try {
-      const policy = this.#policyFor(route);
       const via = { exchange, deliver };
-      const out = isDisaggregated(route)
-        ? await forwardPair(this.#deps, fwd, policy, permit, via)
-        : await forwardStandalone(this.#deps, fwd, policy, permit, via);
+      const { target } = decision;
+      const out =
+        target.kind === 'pair'
+          ? await forwardPair(this.#deps, fwd, target, via)
+          : await forwardStandalone(this.#deps, fwd, target.endpoint, via);
       release = out.release;
       if ('error' in out) throw out.error;
       return out.result;
     } finally {
-      permit.release(ctx.signal.aborted ? undefined : release);
+      lease.release(ctx.signal.aborted ? undefined : release);
     }
-  }
-
-  /** The prompt's ids from the model's own tokenizer (for the KV index). */
-  async #tokenizeForIndex(route: ModelRoute, parsed: ParsedBody): Promise<readonly number[] | undefined> {
-    const tok = this.#tokenizers.get(route.model);
-    const input = tok && computeTokenizerInput(parsed);
-    return input ? encodeRequest(tok, input) : undefined;
-  }
-
-  /**
-   * Tokenize only where a KV index can use the ids (an endpoint publishes events): elsewhere
-   * approximate tokens serve the tree at no cost.
-   */
-  #indexesTokens(route: ModelRoute): boolean {
-    return this.#tokenizers.has(route.model) && route.endpoints.some((e) => e.events);
-  }
-
-  #policyFor(route: ModelRoute): Policy {
-    this.#follower.followRoute(route);
-    return this.#policies.policyFor(route, (e) => this.#book.view(e));
   }
 }
 

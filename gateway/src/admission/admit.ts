@@ -5,14 +5,14 @@
 import type { TierPosition } from '../fleet/tier-position.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { ModelRoute } from '../routing/table.ts';
-import type { RequestTrace } from '../tracing/types.ts';
+import type { PickTrace } from '../tracing/pick-trace.ts';
 import type { AdmissionRegistry, Permit } from './controller.ts';
 import { toGatewayError } from './rejection.ts';
 
 export interface Admitting {
   readonly signal: AbortSignal;
   readonly priority: number;
-  readonly trace?: RequestTrace | undefined;
+  readonly trace?: PickTrace | undefined;
 }
 
 export async function admitRequest(

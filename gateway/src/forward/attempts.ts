@@ -1,15 +1,13 @@
-// What both ways of forwarding share: the endpoint views a policy chooses
-// from (with the KV index's exact match where it can answer), and a failed
-// attempt's bookkeeping (counted, a gone runtime taken out of picks, a 5xx
-// answer drained, the client's error named).
+// What both ways of forwarding share: a failed attempt's bookkeeping (counted,
+// a gone runtime taken out of picks, a 5xx answer drained, the client's error
+// named).
 
 import type { Clock } from '../clock.ts';
 import type { EndpointBook } from '../endpoints/book.ts';
 import type { StandingEndpoints } from '../endpoints/standing.ts';
 import { GatewayError } from '../errors.ts';
-import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
+import type { KvIndexFleet } from '../kv-index/fleet.ts';
 import type { GatewayMetrics } from '../metrics.ts';
-import type { EndpointView } from '../policies/index.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { RequestEncodingError, type SendOptions } from '../upstream/answer.ts';
 import type { Exchange } from '../upstream/exchange.ts';
@@ -26,26 +24,6 @@ export interface ForwardDeps {
   readonly headersTimeoutMs: number;
   /** Endpoints tried per standalone request (1 = no retry). */
   readonly maxAttempts: number;
-}
-
-const NO_MATCHES: ReadonlyMap<string, KvMatch> = new Map();
-
-/** The request's prefix each endpoint's KV index holds, where the index can answer. */
-export function matchIndexed(
-  deps: ForwardDeps,
-  fwd: Forwarding,
-  endpoints: readonly RouteEndpoint[],
-): ReadonlyMap<string, KvMatch> {
-  if (!fwd.exact) return NO_MATCHES;
-  return deps.kvIndex.match(endpoints, fwd.exact, fwd.input.salt);
-}
-
-export function viewOf(
-  deps: ForwardDeps,
-  e: RouteEndpoint,
-  cached: ReadonlyMap<string, KvMatch>,
-): EndpointView {
-  return deps.book.view(e, cached.get(e.id));
 }
 
 /** No connection (refused, reset, unreachable) before any answer: the runtime is gone or going. */

@@ -1,65 +1,28 @@
-// Prefill/decode: the policy picks the prefill (it holds the prefix cache),
-// the least-loaded decode of the same fingerprint pairs with it; both get the
-// request with one bootstrap room; the client gets the decode's answer. No
+// Prefill/decode: the picker chose the prefill (it holds the prefix cache) and
+// the least-loaded decode of the same fingerprint; both get the request with
+// one bootstrap room; the client gets the decode's answer. No
 // retry: a pair that failed may already have moved KV. The prefill's answer
 // is read only for its cache report, and a failed prefill aborts the decode;
 // a prefill that refused the request (a 4xx) gives the client that refusal.
 
-import { randomBytes } from 'node:crypto';
-import type { Permit } from '../admission/index.ts';
-import { GatewayError } from '../errors.ts';
-import { indexOfMin, loadOf, type Policy } from '../policies/index.ts';
-import {
-  buildPdBody,
-  computeBootstrapRoom,
-  computeDecodePartners,
-  computeRoutableByRole,
-} from '../routing/pd.ts';
-import { EndpointRole, type RouteEndpoint } from '../routing/table.ts';
+import type { Target } from '../picker/types.ts';
+import type { Policy } from '../policies/index.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
 import { RequestEncodingError, sendBuffered, type BufferedResponse } from '../upstream/answer.ts';
 import { computeBufferedReport, isFailedAnswer } from '../upstream/relay.ts';
-import { failAttempt, markIfGone, matchIndexed, viewOf, type ForwardDeps } from './attempts.ts';
-import { recordDecision } from './decision.ts';
+import { failAttempt, markIfGone, type ForwardDeps } from './attempts.ts';
 import { withReport, type Answer, type Forwarded, type Forwarding, type Via } from './types.ts';
 
 export async function forwardPair<T, R extends Answer>(
   deps: ForwardDeps,
   fwd: Forwarding,
-  policy: Policy,
-  permit: Permit,
+  { prefill, decode }: Extract<Target, { kind: 'pair' }>,
   { exchange, deliver }: Via<T, R>,
 ): Promise<Forwarded<T>> {
-  const { ctx, route, input } = fwd;
+  const { ctx, decision, lease } = fwd;
+  const { input, body } = decision;
+  const { policy } = lease;
   const { book } = deps;
-  const prefills = deps.standing.filter(computeRoutableByRole(route, EndpointRole.prefill));
-  const cached = matchIndexed(deps, fwd, prefills);
-  const pi = policy.select(
-    prefills.map((e) => viewOf(deps, e, cached)),
-    input,
-  );
-  const prefill = pi === undefined ? undefined : prefills[pi];
-  const decodes = prefill ? deps.standing.filter(computeDecodePartners(route, prefill)) : [];
-  const decode =
-    decodes[
-      indexOfMin(
-        decodes.map((e) => book.view(e)),
-        loadOf,
-      ) ?? -1
-    ];
-  if (!prefill || !decode)
-    return { error: new GatewayError('GW_NO_ENDPOINT', { model: route.model }), release: undefined };
-  recordDecision(deps.metrics, ctx.log, {
-    route,
-    policy,
-    endpoint: prefill,
-    decode,
-    input,
-    indexed: cached.get(prefill.id),
-    queueMs: permit.queuedMs,
-    attempt: 0,
-    trace: ctx.trace,
-  });
-  const body = buildPdBody(fwd.body, prefill, computeBootstrapRoom(random32));
   const pairAbort = new AbortController();
   const signal = AbortSignal.any([ctx.signal, pairAbort.signal]);
   const decodeGuard = book.track(decode.id);
@@ -142,7 +105,7 @@ async function runPrefill(
       deps.book.countFailure(prefill, failure);
       markIfGone(deps, prefill, failure);
     }
-    deps.book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.input });
+    deps.book.observe(policy, { kind: 'failed', endpoint: prefill.id, input: fwd.decision.input });
     const refused = !('error' in res) && res.statusCode >= 400 && !isFailedAnswer(res.statusCode);
     onFailure(refused ? res : undefined);
     return;
@@ -150,15 +113,11 @@ async function runPrefill(
   // A prefill server answers once its prefill is over (and the KV handed on): its answer is the
   // prefill's first byte, so the endpoint learns its prefill rate from it as a standalone one does
   // from a streamed answer, and the predicted backlog of a prefill part is known.
-  deps.book.observe(policy, { kind: 'first-token', endpoint: prefill.id, input: fwd.input });
+  deps.book.observe(policy, { kind: 'first-token', endpoint: prefill.id, input: fwd.decision.input });
   deps.book.observe(policy, {
     kind: 'completed',
     endpoint: prefill.id,
-    input: fwd.input,
+    input: fwd.decision.input,
     ...withReport(computeBufferedReport(res)),
   });
-}
-
-function random32(): number {
-  return randomBytes(4).readUInt32BE(0);
 }

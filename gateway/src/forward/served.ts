@@ -1,12 +1,12 @@
 // What the gateway hands back to the route: a whole body, or "already
-// streamed". Reused answers are marked (header + zero-usage body).
+// streamed". Reused answers come marked from the picker (picker/reused.ts).
 
 import type { CacheReport } from '../policies/index.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
-import { markReused, type Json, type ReuseSource, type StoredResult } from '../reuse/index.ts';
+import type { ReusedAnswer } from '../picker/types.ts';
+import type { StoredResult } from '../reuse/index.ts';
 import { isAbortedAnswer } from '../upstream/report.ts';
 
-export const REUSED_HEADER = 'x-cacheroute-reused';
 export const ENDPOINT_HEADER = 'x-cacheroute-endpoint';
 
 export type Served =
@@ -57,18 +57,8 @@ export function isStorable(b: Buffered, route: ModelRoute): boolean {
   }
 }
 
-export function buildReusedServed(stored: StoredResult, source: ReuseSource): Served {
-  let text = stored.body;
-  try {
-    text = JSON.stringify(markReused(JSON.parse(stored.body) as Json));
-  } catch {
-    // stored bodies are JSON (isStorable); keep the text if not
-  }
-  return {
-    kind: 'buffered',
-    status: stored.status,
-    contentType: stored.contentType,
-    body: text,
-    headers: { [REUSED_HEADER]: source },
-  };
+/** A stored answer the picker returns as is. */
+export function fromReused(answer: ReusedAnswer): Served {
+  const { status, contentType, body, headers } = answer;
+  return { kind: 'buffered', status, contentType, body, headers };
 }

@@ -1,16 +1,13 @@
-// Standalone endpoints: the policy chooses among those standing, the request
-// goes there; a failure before the answer starts is tried once more on
-// another endpoint (up to maxAttempts), an answer that had begun is not (the
-// runtime already did the work).
+// Standalone endpoints: the request goes to the endpoint the picker chose; a
+// failure before the answer starts is tried once more on the one the picker
+// chooses next (lease.repick, up to maxAttempts), an answer that had begun is
+// not (the runtime already did the work).
 
-import type { Permit } from '../admission/index.ts';
 import { GatewayError } from '../errors.ts';
-import type { Policy } from '../policies/index.ts';
-import { computeRoutableEndpoints } from '../routing/table.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
 import { AnswerInterruptedError } from '../upstream/answer.ts';
 import { isFailedAnswer } from '../upstream/relay.ts';
-import { failAttempt, matchIndexed, viewOf, type ForwardDeps } from './attempts.ts';
-import { recordDecision } from './decision.ts';
+import { failAttempt, type ForwardDeps } from './attempts.ts';
 import { withReport, type Answer, type Forwarded, type Forwarding, type Via } from './types.ts';
 
 const ANSWER_BROKE = 'the answer broke before its end';
@@ -18,35 +15,18 @@ const ANSWER_BROKE = 'the answer broke before its end';
 export async function forwardStandalone<T, R extends Answer>(
   deps: ForwardDeps,
   fwd: Forwarding,
-  policy: Policy,
-  permit: Permit,
+  first: RouteEndpoint,
   { exchange, deliver }: Via<T, R>,
 ): Promise<Forwarded<T>> {
-  const { ctx, route, input } = fwd;
+  const { ctx, decision, lease } = fwd;
+  const { route, input, body } = decision;
+  const { policy } = lease;
   const { book } = deps;
-  const routable = computeRoutableEndpoints(route);
-  const cached = matchIndexed(deps, fwd, routable);
   const tried: string[] = [];
   let lastError: GatewayError | undefined;
   for (let attempt = 0; attempt < deps.maxAttempts; attempt++) {
-    const standing = deps.standing.filter(routable);
-    const candidates = attempt === 0 ? standing : standing.filter((e) => !tried.includes(e.id));
-    const i = policy.select(
-      candidates.map((e) => viewOf(deps, e, cached)),
-      input,
-    );
-    const endpoint = i === undefined ? undefined : candidates[i];
+    const endpoint = attempt === 0 ? first : lease.repick(tried, attempt);
     if (!endpoint) break;
-    recordDecision(deps.metrics, ctx.log, {
-      route,
-      policy,
-      endpoint,
-      input,
-      indexed: cached.get(endpoint.id),
-      queueMs: permit.queuedMs,
-      attempt,
-      trace: ctx.trace,
-    });
     if (attempt > 0) deps.metrics.retries.inc({ model: route.model });
     tried.push(endpoint.id);
     deps.kvIndex.expectEvents(endpoint.id);
@@ -61,7 +41,7 @@ export async function forwardStandalone<T, R extends Answer>(
     });
     const start = deps.clock.now();
     const res = await exchange
-      .send(up ? up.inject(deps.send) : deps.send, endpoint.url, ctx.path, fwd.body, ctx.signal)
+      .send(up ? up.inject(deps.send) : deps.send, endpoint.url, ctx.path, body, ctx.signal)
       .catch((err: unknown) => ({ error: err }));
     up?.settle(res);
     if ('error' in res || isFailedAnswer(res.statusCode)) {

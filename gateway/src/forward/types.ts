@@ -1,13 +1,14 @@
-// The shapes one forwarded request travels in: what the shell hands the core,
-// the request as routed, how answers are fetched and delivered, and what a
+// The shapes one forwarded request travels in: what the route hands the
+// gateway, the request as the picker routed it, how answers are fetched and delivered, and what a
 // forward returns (its result, and what admission learns from it).
 
 import type { FastifyBaseLogger } from 'fastify';
 import type { ReleaseInfo } from '../admission/index.ts';
 import type { GatewayError } from '../errors.ts';
-import type { CacheReport, RouteInput } from '../policies/index.ts';
+import type { Decision, PickLease } from '../picker/types.ts';
+import type { CacheReport } from '../policies/index.ts';
 import type { RouteKind } from '../request/shape.ts';
-import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
 import type { Exchange } from '../upstream/exchange.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
 import type { RequestTrace } from '../tracing/types.ts';
@@ -31,13 +32,11 @@ export interface RequestContext {
   readonly trace?: RequestTrace | undefined;
 }
 
+/** A request the picker routed: its decision, and the lease the forward settles. */
 export interface Forwarding {
   readonly ctx: RequestContext;
-  readonly route: ModelRoute;
-  readonly input: RouteInput;
-  readonly body: Record<string, unknown>;
-  /** The prompt's token ids as the runtime sees them, when known (the KV index needs them). */
-  readonly exact?: readonly number[];
+  readonly decision: Decision;
+  readonly lease: PickLease;
 }
 
 /** What a delivery reports: the first body byte (prefill is over), then once the end. */

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { buildPdBody, computeBootstrapRoom, computeDecodePartners, isDisaggregated } from './pd.ts';
+import {
+  buildPairBootstrap,
+  buildPdBody,
+  computeBootstrapRoom,
+  computeDecodePartners,
+  isDisaggregated,
+} from './pd.ts';
 import type { ModelRoute, RouteEndpoint } from './table.ts';
 
 const ep = (id: string, over: Partial<RouteEndpoint>): RouteEndpoint => ({
@@ -40,13 +46,13 @@ describe('prefill/decode pairing', () => {
 
   it('stamps bootstrap host, port and room', () => {
     const prefill = ep('p', { role: 'prefill', url: 'http://10.1.2.3:30000', bootstrapPort: 9000 });
-    expect(buildPdBody({ text: 'hi' }, prefill, 7)).toEqual({
+    expect(buildPdBody({ text: 'hi' }, buildPairBootstrap(prefill, 7))).toEqual({
       text: 'hi',
       bootstrap_host: '10.1.2.3',
       bootstrap_port: 9000,
       bootstrap_room: 7,
     });
-    expect(buildPdBody({}, ep('p', { role: 'prefill' }), 1)['bootstrap_port']).toBe(8998);
+    expect(buildPdBody({}, buildPairBootstrap(ep('p', { role: 'prefill' }), 1))['bootstrap_port']).toBe(8998);
   });
 
   it('rooms are safe integers', () => {

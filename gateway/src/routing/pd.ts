@@ -5,7 +5,7 @@
 // fingerprint (during a rollout, old prefill + new decode would exchange KV
 // of different models).
 
-import { buildBootstrapFields } from '#sglang/bootstrap.ts';
+import { buildBootstrapFields, type BootstrapFields } from '#sglang/bootstrap.ts';
 import { EndpointRole, isHeldForWarmup, type ModelRoute, type RouteEndpoint } from './table.ts';
 
 export { computeBootstrapRoom } from '#sglang/bootstrap.ts';
@@ -32,10 +32,15 @@ export function computeDecodePartners(route: ModelRoute, prefill: RouteEndpoint)
   );
 }
 
+/** Where the decode fetches the prefill's KV: the prefill's bootstrap server, and the pair's room. */
+export function buildPairBootstrap(prefill: RouteEndpoint, room: number): BootstrapFields {
+  return buildBootstrapFields(new URL(prefill.url).hostname, prefill.bootstrapPort, room);
+}
+
+/** The body both parts of a pair get: the request's, with the bootstrap fields. */
 export function buildPdBody(
   body: Readonly<Record<string, unknown>>,
-  prefill: RouteEndpoint,
-  room: number,
+  bootstrap: BootstrapFields,
 ): Record<string, unknown> {
-  return { ...body, ...buildBootstrapFields(new URL(prefill.url).hostname, prefill.bootstrapPort, room) };
+  return { ...body, ...bootstrap };
 }

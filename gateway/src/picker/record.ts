@@ -1,12 +1,12 @@
-// The per-request routing decision record: a log line and metrics.
+// The per-request routing decision record: a log line, metrics and a span.
 
-import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
 import { CacheAwarePolicy, type CachedPrefix, type Policy, type RouteInput } from '../policies/index.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
-import type { RequestTrace } from '../tracing/types.ts';
+import type { PickTrace } from '../tracing/pick-trace.ts';
+import type { DecisionLog } from './types.ts';
 
-export interface Decision {
+export interface RoutingRecord {
   readonly route: ModelRoute;
   readonly policy: Policy;
   readonly endpoint: RouteEndpoint;
@@ -17,13 +17,13 @@ export interface Decision {
   readonly queueMs: number;
   readonly attempt: number;
   /** The request's spans, when traced: the decision becomes a `route` span. */
-  readonly trace: RequestTrace | undefined;
+  readonly trace: PickTrace | undefined;
 }
 
 /** Levels at which a decision is logged: below them the record is not even built (it is per request). */
 const INFO_LEVELS: ReadonlySet<string> = new Set(['info', 'debug', 'trace']);
 
-export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, d: Decision): void {
+export function recordDecision(metrics: GatewayMetrics, log: DecisionLog, d: RoutingRecord): void {
   const { route, policy, endpoint, input } = d;
   const matchedTokens = predictMatchedTokens(d);
   const hit = matchedTokens !== undefined && matchedTokens > 0;
@@ -67,7 +67,7 @@ export function recordDecision(metrics: GatewayMetrics, log: FastifyBaseLogger, 
  * the index (the larger of it and the tree's when the index is partial, as the policy takes it),
  * else the tree's. Computed before the policy's `routed` insert, so it is the prediction.
  */
-function predictMatchedTokens({ policy, endpoint, input, indexed }: Decision): number | undefined {
+function predictMatchedTokens({ policy, endpoint, input, indexed }: RoutingRecord): number | undefined {
   if (!(policy instanceof CacheAwarePolicy)) return undefined;
   const fromIndex = indexed ? indexed.deviceTokens + indexed.hostTokens + indexed.storageTokens : undefined;
   if (fromIndex !== undefined && !indexed?.partial) return fromIndex;
