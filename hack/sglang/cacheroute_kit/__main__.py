@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 
 def pinned_version():
-    with open(os.path.join(ROOT, "operator", "src", "sglang", "version.json")) as f:
+    with open(os.path.join(ROOT, "lib", "sglang", "version.json")) as f:
         return json.load(f)["sglang"]
 
 
