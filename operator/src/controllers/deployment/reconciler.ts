@@ -21,6 +21,7 @@ import { chooseCacheVerdict } from './cache-health/assess.ts';
 import { CacheHealthProber } from './cache-health/prober.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
+  buildUnownedEndpoint,
   buildVerifiedEndpoint,
   EndpointReason,
   planVerification,
@@ -49,6 +50,7 @@ import { computePodTrouble, computeStatus } from './status.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
 import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
+import { checkOwnership, memoizeReads } from './ownership.ts';
 import {
   LEADER_WORKER_SET_MISSING,
   LEADER_WORKER_SET_MISSING_MESSAGE,
@@ -284,6 +286,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   }
 
   async function observeEndpoints(
+    obj: DeploymentObject,
     root: DeploymentResource,
     desired: DesiredState,
     ctx: ReconcileContext,
@@ -292,12 +295,23 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const previous = new Map((root.status?.endpoints ?? []).map((e) => [e.pod, e]));
     const bootstrapPort = root.spec.disaggregation?.bootstrapPort;
     const now = ctx.now();
+    const labelled = pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } });
+    const byName = new Map(labelled.map((p) => [p.metadata?.name ?? '', p]));
+    // The labels only find candidates: a pod is the Deployment's by its owner chain (ownership.ts),
+    // read once per pass for all of its pods.
+    const readOwner = memoizeReads(
+      (rt, namespace, name) => client.get(rt, namespace, name),
+      [{ resource: Resources.deployments, get: (namespace, name) => workloads.get(namespace, name) }],
+    );
     // One endpoint per LeaderWorkerSet group, its leader (multi-node/groups.ts).
-    const views = buildEndpointViews(
-      pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } }),
-    ).filter((v) => !v.terminating);
+    const views = buildEndpointViews(labelled).filter((v) => !v.terminating);
     return Promise.all(
       views.map(async (pod) => {
+        const podObject = byName.get(pod.name);
+        const ownership = podObject
+          ? await checkOwnership(podObject, obj.metadata?.uid ?? '', readOwner)
+          : { owned: false as const, reason: 'pod is gone' };
+        if (!ownership.owned) return buildUnownedEndpoint(pod, bootstrapPort, ownership.reason);
         const plan = planVerification(pod, previous.get(pod.name), {
           fingerprint: desired.fingerprint,
           bootstrapPort,
@@ -375,6 +389,30 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     });
   }
 
+  /** A spec that renders another identity under the deploymentId status accepted (nothing is applied). */
+  function findIdentityConflict(
+    root: DeploymentResource,
+    desired: DesiredState,
+  ): { accepted: string; refused: string } | undefined {
+    const accepted = root.status?.identity;
+    if (!accepted || accepted.deploymentId !== root.spec.deploymentId) return undefined;
+    if (accepted.fingerprint === desired.fingerprint) return undefined;
+    return { accepted: accepted.fingerprint, refused: desired.fingerprint };
+  }
+
+  /**
+   * What keeps the workloads from being applied at all, said in status: multi-node parts without
+   * the LWS API.
+   */
+  async function findBlock(
+    root: DeploymentResource,
+    desired: DesiredState,
+  ): Promise<{ reason: string; message: string } | undefined> {
+    if (desired.groupSets.length > 0 && !(await lwsApi.available(root.metadata.namespace ?? '')))
+      return { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE };
+    return undefined;
+  }
+
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = roots.get(key.namespace, key.name);
     // Owned objects go with it (owner references); a model cache it was the last user of, here.
@@ -394,24 +432,14 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const partPlans = planParts(parsed.value, (name) => livePart(key.namespace, name));
     const root = withWokenReplicas(withPartReplicas(parsed.value, partPlans), wakePlan);
     const desired = buildDesired(root, { modelCache: opts.modelCache });
-    const accepted = root.status?.identity;
-    const identityConflict =
-      accepted &&
-      accepted.deploymentId === root.spec.deploymentId &&
-      accepted.fingerprint !== desired.fingerprint
-        ? { accepted: accepted.fingerprint, refused: desired.fingerprint }
-        : undefined;
-    // Multi-node parts need the LWS API; without it nothing is applied and status says why.
-    const blocked =
-      desired.groupSets.length > 0 && !(await lwsApi.available(root.metadata.namespace ?? ''))
-        ? { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE }
-        : undefined;
+    const identityConflict = findIdentityConflict(root, desired);
+    const blocked = await findBlock(root, desired);
     // A changed identity under the same deploymentId is refused: nothing is applied.
     if (!identityConflict) await applyParts(obj, root, partPlans);
     const model = identityConflict || blocked ? undefined : await modelDelivery.deliver(root, ctx.now());
     if (model) await applyDesired(obj, root, desired, ctx, model.ready);
 
-    const endpoints = await observeEndpoints(root, desired, ctx);
+    const endpoints = await observeEndpoints(obj, root, desired, ctx);
     const ns = root.metadata.namespace ?? '';
     const podObjects = pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } });
     const troubles = podObjects.map(computePodTrouble).filter((t) => t !== undefined);
