@@ -47,7 +47,8 @@ import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 import { planWake, withWokenReplicas, type WakePlan } from './wake/plan.ts';
 import { WakeWatcher } from './wake/watcher.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
-import type { ModelCacheConfig } from './model-cache/objects.ts';
+import { DEFAULT_MODEL_CACHE_NODE_ROOT, type ModelCacheConfig } from './model-cache/objects.ts';
+import { checkHostPath, HOST_PATH_NOT_ALLOWED } from './model-cache/host-path-roots.ts';
 import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
 import { checkOwnership, memoizeReads } from './ownership.ts';
@@ -88,6 +89,11 @@ export interface DeploymentControllerOptions {
   wake?: { gatewayAdminUrl: string; periodMs?: number } | undefined;
   /** Download sources' shared cache and its fetch Job (model-cache/); unset: they are not fetched. */
   modelCache?: ModelCacheConfig | undefined;
+  /**
+   * The node directories a hostPath model source may name (host-path-roots.ts); unset: the node
+   * model cache root only. A source outside them gets no workload, and status and an event say why.
+   */
+  hostPathRoots?: readonly string[] | undefined;
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
@@ -118,6 +124,8 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     enqueue: (key) => manager.enqueue(CONTROLLER, key),
   });
   const lwsApi = LeaderWorkerSetApi.forClient(client);
+  const nodeCacheRoot = opts.modelCache?.nodeRoot ?? DEFAULT_MODEL_CACHE_NODE_ROOT;
+  const hostPathRoots = opts.hostPathRoots ?? [nodeCacheRoot];
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
   const pendingRequeueMs = opts.pendingRequeueMs ?? 5_000;
@@ -401,13 +409,16 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   }
 
   /**
-   * What keeps the workloads from being applied at all, said in status: multi-node parts without
-   * the LWS API.
+   * What keeps the workloads from being applied at all, said in status: a hostPath source outside
+   * the operator's roots (host-path-roots.ts), or multi-node parts without the LWS API.
    */
   async function findBlock(
     root: DeploymentResource,
     desired: DesiredState,
   ): Promise<{ reason: string; message: string } | undefined> {
+    const hostPath = root.spec.model.source.hostPath;
+    const verdict = hostPath ? checkHostPath(hostPath.path, hostPathRoots, nodeCacheRoot) : undefined;
+    if (verdict && !verdict.ok) return { reason: HOST_PATH_NOT_ALLOWED, message: verdict.message };
     if (desired.groupSets.length > 0 && !(await lwsApi.available(root.metadata.namespace ?? '')))
       return { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE };
     return undefined;
