@@ -45,6 +45,16 @@ describe('checkOwnership', () => {
     expect(await checkOwnership(pod, ROOT_UID, cluster)).toEqual({ owned: true });
     const leader = obj('l', 'l-uid', ref('apps/v1', 'StatefulSet', 'llama-group', 'sts-uid'));
     expect(await checkOwnership(leader, ROOT_UID, cluster)).toEqual({ owned: true });
+    // A worker: its StatefulSet is the leader pod's, whose chain is the leader's.
+    const workers = obj('llama-group-0', 'wsts-uid', ref('v1', 'Pod', 'l', 'l-uid'));
+    const worker = obj('w', 'w-uid', ref('apps/v1', 'StatefulSet', 'llama-group-0', 'wsts-uid'));
+    const withGroup = reader([
+      [Resources.statefulSets, workers],
+      [Resources.pods, leader],
+      [Resources.statefulSets, sts],
+      [Resources.leaderWorkerSets, lws],
+    ]);
+    expect(await checkOwnership(worker, ROOT_UID, withGroup)).toEqual({ owned: true });
   });
 
   it('refuses a labelled pod without a controller', async () => {

@@ -3,25 +3,37 @@
 // API key to the pods it verifies. A pod is the Deployment's when its controller chain, each link
 // read back and matched by uid, climbs through the workloads that run SGLang pods (a ReplicaSet
 // and the apps/v1 Deployment the operator applied; a StatefulSet and the LeaderWorkerSet it
-// applied) to the cacheroute Deployment itself. The chain is checked before any request to the
-// pod, so a pod without it never receives the key and is never verified.
+// applied; a group's worker: its StatefulSet, the leader pod, then as the leader) to the
+// cacheroute Deployment itself. The chain is checked before any request to the pod, so a pod
+// without it never receives the key and is never verified.
 import { API_VERSION } from '#api/resources.ts';
 import { controllerOf, type KubeObject } from '#kube/objects.ts';
 import { Resources, type ResourceType } from '#kube/resources.ts';
 
-/** The links between a pod and its Deployment, by apiVersion and kind. */
+const LWS = 'leaderworkerset.x-k8s.io/v1/LeaderWorkerSet';
+
+/** The objects that may link a pod to its Deployment, by apiVersion and kind. */
 const LINKS: ReadonlyMap<string, ResourceType> = new Map<string, ResourceType>([
   ['apps/v1/ReplicaSet', Resources.replicaSets],
   ['apps/v1/StatefulSet', Resources.statefulSets],
   ['apps/v1/Deployment', Resources.deployments],
-  ['leaderworkerset.x-k8s.io/v1/LeaderWorkerSet', Resources.leaderWorkerSets],
+  ['v1/Pod', Resources.pods],
+  [LWS, Resources.leaderWorkerSets],
 ]);
 
-/** What the operator applies under a Deployment (desired.ts): only these may sit right under it. */
-const APPLIED = new Set(['apps/v1/Deployment', 'leaderworkerset.x-k8s.io/v1/LeaderWorkerSet']);
+/**
+ * The chains, from the pod's controller up to the object right under the Deployment: what the
+ * operator applies (desired.ts) and what their controllers make of it. A group's worker pods
+ * belong to a StatefulSet the group's leader pod controls.
+ */
+const CHAINS: readonly (readonly string[])[] = [
+  ['apps/v1/ReplicaSet', 'apps/v1/Deployment'],
+  ['apps/v1/StatefulSet', LWS],
+  ['apps/v1/StatefulSet', 'v1/Pod', 'apps/v1/StatefulSet', LWS],
+];
 
-/** pod -> ReplicaSet -> Deployment -> root, or pod -> StatefulSet -> LeaderWorkerSet -> root. */
-const MAX_LINKS = 2;
+const startsWith = (chain: readonly string[], path: readonly string[]): boolean =>
+  path.every((link, i) => chain[i] === link);
 
 /** Reads one link of the chain; undefined when it does not exist. */
 export type ReadOwner = (
@@ -37,24 +49,25 @@ const describe = (kind: string, name: string): string => `${kind} ${name}`;
 /** Whether `pod`'s controller chain leads, uid by uid, to the Deployment with `rootUid`. */
 export async function checkOwnership(pod: KubeObject, rootUid: string, read: ReadOwner): Promise<Ownership> {
   const namespace = pod.metadata?.namespace ?? '';
-  let current = { obj: pod, kind: 'Pod', apiVersion: 'v1', name: pod.metadata?.name ?? '' };
-  for (let links = 0; ; links++) {
+  const path: string[] = [];
+  let current = { obj: pod, kind: 'Pod', name: pod.metadata?.name ?? '' };
+  for (;;) {
     const here = describe(current.kind, current.name);
     const ref = controllerOf(current.obj);
     if (!ref) return { owned: false, reason: `${here} has no controller` };
-    const typeKey = `${ref.apiVersion}/${ref.kind}`;
     if (ref.apiVersion === API_VERSION && ref.kind === 'Deployment') {
       if (ref.uid !== rootUid)
         return { owned: false, reason: `${here} is controlled by another Deployment (${ref.name})` };
-      if (links === 0 || !APPLIED.has(`${current.apiVersion}/${current.kind}`))
+      if (!CHAINS.some((c) => c.length === path.length && startsWith(c, path)))
         return {
           owned: false,
           reason: `${here} names this Deployment as its controller, but it applies no ${current.kind}`,
         };
       return { owned: true };
     }
-    const resource = LINKS.get(typeKey);
-    if (!resource || links >= MAX_LINKS)
+    const link = `${ref.apiVersion}/${ref.kind}`;
+    const resource = LINKS.get(link);
+    if (!resource || !CHAINS.some((c) => startsWith(c, [...path, link])))
       return {
         owned: false,
         reason: `${here} is controlled by ${describe(ref.kind, ref.name)}, no workload of this Deployment`,
@@ -70,13 +83,14 @@ export async function checkOwnership(pod: KubeObject, rootUid: string, read: Rea
         owned: false,
         reason: `${here} names ${describe(ref.kind, ref.name)} uid ${ref.uid} as its controller; that ${ref.kind} has another uid`,
       };
-    current = { obj: owner, kind: ref.kind, apiVersion: ref.apiVersion, name: ref.name };
+    path.push(link);
+    current = { obj: owner, kind: ref.kind, name: ref.name };
   }
 }
 
 /**
- * A ReadOwner for one reconcile pass: each object read once however many pods name it, apps/v1
- * Deployments from the operator's own cache (it watches them) and the rest with a GET.
+ * A ReadOwner for one reconcile pass: each object read once however many pods name it, the kinds
+ * the operator caches (apps/v1 Deployments, its pods) from its cache and the rest with a GET.
  */
 export function memoizeReads(
   get: (resource: ResourceType, namespace: string, name: string) => Promise<KubeObject | undefined>,

@@ -97,6 +97,12 @@ export interface DeploymentControllerOptions {
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
+/** The pods carrying a Deployment's label: its own, and the reason each other one is not. */
+interface PodsByOwner {
+  labelled: readonly PodObject[];
+  owned: readonly PodObject[];
+  unowned: ReadonlyMap<string, string>;
+}
 type SecretObject = KubeObject & { data?: Record<string, string> };
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
@@ -293,33 +299,53 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     }
   }
 
-  async function observeEndpoints(
+  /**
+   * The pods carrying the Deployment's label, split by ownership: the labels only find candidates,
+   * a pod is the Deployment's by its owner chain (ownership.ts), read once per pass for all of them.
+   */
+  async function sortByOwnership(
     obj: DeploymentObject,
+    labelled: readonly PodObject[],
+  ): Promise<PodsByOwner> {
+    const readOwner = memoizeReads(
+      (rt, namespace, name) => client.get(rt, namespace, name),
+      [
+        { resource: Resources.deployments, get: (namespace, name) => workloads.get(namespace, name) },
+        // A group's leader pod (a worker's chain passes it) carries the label: it is in the cache.
+        { resource: Resources.pods, get: (namespace, name) => pods.get(namespace, name) },
+      ],
+    );
+    const verdicts = await Promise.all(
+      labelled.map(async (pod) => ({
+        pod,
+        ownership: await checkOwnership(pod, obj.metadata?.uid ?? '', readOwner),
+      })),
+    );
+    const unowned = new Map<string, string>();
+    for (const { pod, ownership } of verdicts)
+      if (!ownership.owned) unowned.set(pod.metadata?.name ?? '', ownership.reason);
+    return { owned: verdicts.filter((v) => v.ownership.owned).map((v) => v.pod), labelled, unowned };
+  }
+
+  async function observeEndpoints(
     root: DeploymentResource,
     desired: DesiredState,
     ctx: ReconcileContext,
+    pods: PodsByOwner,
   ): Promise<Endpoint[]> {
     const ns = root.metadata.namespace ?? '';
     const previous = new Map((root.status?.endpoints ?? []).map((e) => [e.pod, e]));
     const bootstrapPort = root.spec.disaggregation?.bootstrapPort;
     const now = ctx.now();
-    const labelled = pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } });
-    const byName = new Map(labelled.map((p) => [p.metadata?.name ?? '', p]));
-    // The labels only find candidates: a pod is the Deployment's by its owner chain (ownership.ts),
-    // read once per pass for all of its pods.
-    const readOwner = memoizeReads(
-      (rt, namespace, name) => client.get(rt, namespace, name),
-      [{ resource: Resources.deployments, get: (namespace, name) => workloads.get(namespace, name) }],
-    );
+    // Pods that are not the Deployment's are listed, never verified nor sent the key; a group's
+    // readiness counts its own workers only.
+    const unowned = buildEndpointViews(pods.labelled.filter((p) => pods.unowned.has(p.metadata?.name ?? '')))
+      .filter((v) => !v.terminating)
+      .map((pod) => buildUnownedEndpoint(pod, bootstrapPort, pods.unowned.get(pod.name) ?? ''));
     // One endpoint per LeaderWorkerSet group, its leader (multi-node/groups.ts).
-    const views = buildEndpointViews(labelled).filter((v) => !v.terminating);
-    return Promise.all(
+    const views = buildEndpointViews(pods.owned).filter((v) => !v.terminating);
+    const owned = await Promise.all(
       views.map(async (pod) => {
-        const podObject = byName.get(pod.name);
-        const ownership = podObject
-          ? await checkOwnership(podObject, obj.metadata?.uid ?? '', readOwner)
-          : { owned: false as const, reason: 'pod is gone' };
-        if (!ownership.owned) return buildUnownedEndpoint(pod, bootstrapPort, ownership.reason);
         const plan = planVerification(pod, previous.get(pod.name), {
           fingerprint: desired.fingerprint,
           bootstrapPort,
@@ -343,6 +369,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         return buildVerifiedEndpoint(pod, bootstrapPort, readback, ctx.now());
       }),
     );
+    return [...owned, ...unowned];
   }
 
   /** What a part's cache entry says about its replicas (parts.ts). */
@@ -450,9 +477,14 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const model = identityConflict || blocked ? undefined : await modelDelivery.deliver(root, ctx.now());
     if (model) await applyDesired(obj, root, desired, ctx, model.ready);
 
-    const endpoints = await observeEndpoints(obj, root, desired, ctx);
     const ns = root.metadata.namespace ?? '';
-    const podObjects = pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } });
+    const byOwner = await sortByOwnership(
+      obj,
+      pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } }),
+    );
+    const endpoints = await observeEndpoints(root, desired, ctx, byOwner);
+    // Only the Deployment's own pods count: one made by hand cannot fault it or change its replicas.
+    const podObjects = byOwner.owned;
     const troubles = podObjects.map(computePodTrouble).filter((t) => t !== undefined);
     const next = computeStatus(
       {
