@@ -30,6 +30,13 @@ export const Resources = {
     kind: 'Deployment',
     namespaced: true,
   },
+  replicaSets: {
+    group: 'apps',
+    version: 'v1',
+    resource: 'replicasets',
+    kind: 'ReplicaSet',
+    namespaced: true,
+  },
   statefulSets: {
     group: 'apps',
     version: 'v1',

@@ -1,7 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { metricsApiOf, paidCallsBaseUrl, parseFlags, runtimeIngressOf } from './main.ts';
+import { hostPathRootsOf, metricsApiOf, paidCallsBaseUrl, parseFlags, runtimeIngressOf } from './main.ts';
 
 describe('operator flags', () => {
+  it('--host-path-roots: the node cache root unless given; a list, or none', () => {
+    const roots = (argv: string[]): readonly string[] | string => {
+      const f = parseFlags(argv);
+      return f.ok ? hostPathRootsOf(f.value) : f.error;
+    };
+    expect(roots([])).toEqual(['/var/lib/cacheroute/models']);
+    expect(roots(['--model-cache-node-root', '/mnt/cache'])).toEqual(['/mnt/cache']);
+    expect(roots(['--host-path-roots', '/data/models,/var/lib/cacheroute/models'])).toEqual([
+      '/data/models',
+      '/var/lib/cacheroute/models',
+    ]);
+    expect(roots(['--host-path-roots='])).toEqual([]);
+    expect(roots(['--host-path-roots', 'models'])).toContain('--host-path-roots: absolute paths');
+  });
+
   it('makes no paid call unless --allow-paid-calls=true', () => {
     const off = parseFlags([]);
     expect(off.ok && paidCallsBaseUrl(off.value)).toBeUndefined();

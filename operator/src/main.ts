@@ -88,6 +88,20 @@ const Flags = z
       .string()
       .regex(/^\/[^\n]*$/, { message: 'an absolute path on the nodes, e.g. /var/lib/cacheroute/models' })
       .default(DEFAULT_MODEL_CACHE_NODE_ROOT),
+    // The node directories a Deployment's hostPath model source may name, comma-separated
+    // (host-path-roots.ts); unset: --model-cache-node-root only; empty: none.
+    'host-path-roots': z
+      .string()
+      .transform((text) => text.split(',').filter((r) => r !== ''))
+      .pipe(
+        z.array(
+          z.string().regex(/^\/[^\n,]*$/, {
+            message:
+              'absolute paths on the nodes, comma-separated, e.g. /var/lib/cacheroute/models,/data/models',
+          }),
+        ),
+      )
+      .optional(),
   })
   .superRefine((f, ctx) => {
     if (f['metrics-api-port'] > 0)
@@ -136,7 +150,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
    --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]
   [--cache-health-period-seconds 30] [--gateway-admin-url http://HOST:PORT]
   [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]
-  [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]]`;
+  [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]]
+  [--host-path-roots DIR[,DIR...] (default: the --model-cache-node-root)]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -189,6 +204,11 @@ export function modelCacheOf(flags: OperatorFlags): ModelCacheConfig | undefined
   };
 }
 
+/** The node directories a hostPath model source may name: the flag's, else the node cache root. */
+export function hostPathRootsOf(flags: OperatorFlags): readonly string[] {
+  return flags['host-path-roots'] ?? [flags['model-cache-node-root']];
+}
+
 /** The external metrics API's settings; undefined unless --metrics-api-port was given. */
 export function metricsApiOf(flags: OperatorFlags): MetricsApiOptions | undefined {
   const [certFile, keyFile, gatewayAdminUrl] = [
@@ -235,6 +255,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     },
     metricsApi: metricsApiOf(flags),
     modelCache: modelCacheOf(flags),
+    hostPathRoots: hostPathRootsOf(flags),
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -247,6 +268,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
         : 'off',
     runtimeNetworkPolicy: flags['runtime-network-policy'] === 'true' ? 'on' : 'off',
     modelFetch: flags['model-fetch-image'] ?? 'off (download sources are not fetched)',
+    hostPathRoots: hostPathRootsOf(flags).join(',') || 'none',
     tracing: config ? config.url : 'off',
     cacheHealth:
       flags['cache-health-period-seconds'] === 0

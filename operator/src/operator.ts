@@ -54,6 +54,11 @@ export interface OperatorOptions {
   runtimeKeyGraceMs?: number;
   /** Download sources' shared cache and fetch Job (--model-fetch-image, …); unset: they are not fetched. */
   modelCache?: ModelCacheConfig | undefined;
+  /**
+   * The node directories a Deployment's hostPath model source may name (--host-path-roots);
+   * unset: the node model cache root only.
+   */
+  hostPathRoots?: readonly string[] | undefined;
 }
 
 /** Deployments wake on demand where the operator reads the gateway tier (--gateway-admin-url). */
@@ -101,6 +106,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       cacheHealth: opts.cacheHealth,
       wake: wakeOptionsOf(opts),
       modelCache: opts.modelCache,
+      hostPathRoots: opts.hostPathRoots,
       ...(opts.runtimeKeyGraceMs !== undefined ? { runtimeKeyGraceMs: opts.runtimeKeyGraceMs } : {}),
     }),
   );

@@ -32,7 +32,8 @@ const REVISION = 'fedcba9876543210fedcba9876543210fedcba98';
 const WEIGHTS = 'model.safetensors';
 const WEIGHTS_BYTES = 2 * 1024 * 1024;
 const NODE_ROOT = '/var/lib/cacheroute/models';
-const STAGED = '/data/models/tiny';
+// Under the node cache root: the operator's default --host-path-roots.
+const STAGED = '/var/lib/cacheroute/models/staged/tiny';
 
 interface Model {
   dir: string;

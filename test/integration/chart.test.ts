@@ -395,6 +395,20 @@ describe('values reach the objects', () => {
     ]);
   });
 
+  it('operator.hostPathRoots: --host-path-roots, else the node cache root; a relative path is refused', async () => {
+    const roots = (objs: RenderedObject[]) =>
+      container(objs, 'operator').args.filter((a) => a.startsWith('--host-path-roots'));
+    expect(roots(await render({ set: ['operator.modelCache.nodeRoot=/mnt/cache'] }))).toEqual([
+      '--host-path-roots=/mnt/cache',
+    ]);
+    expect(roots(await render({ set: ['operator.hostPathRoots={/data/models,/mnt/cache}'] }))).toEqual([
+      '--host-path-roots=/data/models,/mnt/cache',
+    ]);
+    const refused = await helm(templateArgs({ set: ['operator.hostPathRoots={models}'] }));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('hostPathRoots');
+  });
+
   it('operator.watchNamespaces: --namespace and Roles in those namespaces, no operator ClusterRole', async () => {
     const objs = await render({ set: ['operator.watchNamespaces={a,b}'] });
     expect(container(objs, 'operator').args).toContain('--namespace=a,b');

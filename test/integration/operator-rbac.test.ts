@@ -86,6 +86,8 @@ const OPERATOR_RULES: readonly TableRule[] = [
     resources: ['services', 'configmaps'],
     verbs: ['get', 'list', 'watch', 'create', 'patch'],
   },
+  // The links between an SGLang pod and its workload, read to check its owner chain.
+  { apiGroups: ['apps'], resources: ['replicasets', 'statefulsets'], verbs: ['get'] },
   // Each part of a disaggregated Deployment (DeploymentPart), owned: its replicas carried by a
   // merge patch, a PATCH as the apply is.
   {
@@ -194,6 +196,9 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     { rt: Resources.jobs, verbs: ['create', 'patch', 'delete'] },
     // LeaderWorkerSets (multi-node/): applyOwned with a GET for the live set, a list for the API.
     { rt: Resources.leaderWorkerSets, verbs: ['get', 'list', 'create', 'patch'] },
+    // A pod's owner chain (ownership.ts), read before the runtime API key is sent to it.
+    { rt: Resources.replicaSets, verbs: ['get'] },
+    { rt: Resources.statefulSets, verbs: ['get'] },
   ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],

@@ -17,7 +17,7 @@ export function buildDeploymentManifest(o: DeploymentOverrides = {}): Manifest {
   const model = m.spec['model'] as { source: unknown };
   // The samples' digests are of no files here (the simulators stand in for SGLang): an operator
   // with a fetch image (the chart's) would hold the node's copy to them and never start a pod.
-  model.source = { hostPath: { path: '/models/test', verify: false } };
+  model.source = { hostPath: { path: '/var/lib/cacheroute/models/staged/test', verify: false } };
   if (o.replicas !== undefined) m.spec['replicas'] = o.replicas;
   if (o.gpus !== undefined) (m.spec['resources'] as Record<string, unknown>)['gpus'] = o.gpus;
   Object.assign(m.spec, o.spec ?? {});

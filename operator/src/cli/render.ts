@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments, stringify } from 'yaml';
 import { renderManifest } from '../controllers/deployment/render.ts';
-import { parseFlags, runtimeIngressOf } from '../main.ts';
+import { hostPathRootsOf, parseFlags, runtimeIngressOf } from '../main.ts';
 
 const [file, ...operatorArgs] = process.argv.slice(2);
 if (!file) {
@@ -23,7 +23,11 @@ const runtimeIngress = runtimeIngressOf(flags.value);
 let failed = false;
 const out: string[] = [];
 for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-  const result = renderManifest(doc.toJS(), { runtimeIngress });
+  const result = renderManifest(doc.toJS(), {
+    runtimeIngress,
+    hostPathRoots: hostPathRootsOf(flags.value),
+    nodeCacheRoot: flags.value['model-cache-node-root'],
+  });
   if (!result.ok) {
     failed = true;
     for (const i of result.issues) process.stderr.write(`${file}: ${result.name}: ${i.path}: ${i.message}\n`);

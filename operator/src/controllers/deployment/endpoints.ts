@@ -15,6 +15,7 @@ export const EndpointReason = {
   IdentityMismatch: 'IdentityMismatch',
   VerificationFailed: 'VerificationFailed',
   Verified: 'Verified',
+  NotOwned: 'NotOwned',
 } as const;
 
 /** A pod as the Deployment controller sees it: the facts verification depends on. */
@@ -109,6 +110,22 @@ export function planVerification(
     };
   }
   return { action: 'fetch', pod };
+}
+
+/**
+ * A pod carrying the Deployment's labels whose controller chain does not lead to it
+ * (ownership.ts): listed so that status shows it, never verified, never sent the key.
+ */
+export function buildUnownedEndpoint(
+  pod: PodView,
+  bootstrapPort: number | undefined,
+  reason: string,
+): Endpoint {
+  return {
+    ...baseEndpoint(pod, bootstrapPort),
+    reason: EndpointReason.NotOwned,
+    message: `not this Deployment's pod (${reason}): not verified, no API key sent`,
+  };
 }
 
 /** Turns what the runtime reported into an endpoint; `mismatches` empty means verified. */

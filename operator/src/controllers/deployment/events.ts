@@ -23,6 +23,8 @@ function planEndpointEvents(previous: DeploymentStatus | undefined, next: Deploy
         },
       ];
     }
+    if (e.reason === 'NotOwned' && old?.reason !== 'NotOwned')
+      return [{ type: 'Warning', reason: 'PodNotOwned', message: `pod ${e.pod}: ${e.message ?? ''}` }];
     const newMismatch =
       e.reason === 'IdentityMismatch' && (old?.reason !== 'IdentityMismatch' || old.message !== e.message);
     return newMismatch

@@ -21,6 +21,7 @@ import { chooseCacheVerdict } from './cache-health/assess.ts';
 import { CacheHealthProber } from './cache-health/prober.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
+  buildUnownedEndpoint,
   buildVerifiedEndpoint,
   EndpointReason,
   planVerification,
@@ -46,9 +47,11 @@ import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 import { planWake, withWokenReplicas, type WakePlan } from './wake/plan.ts';
 import { WakeWatcher } from './wake/watcher.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
-import type { ModelCacheConfig } from './model-cache/objects.ts';
+import { DEFAULT_MODEL_CACHE_NODE_ROOT, type ModelCacheConfig } from './model-cache/objects.ts';
+import { checkHostPath, HOST_PATH_NOT_ALLOWED } from './model-cache/host-path-roots.ts';
 import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
+import { checkOwnership, memoizeReads } from './ownership.ts';
 import {
   LEADER_WORKER_SET_MISSING,
   LEADER_WORKER_SET_MISSING_MESSAGE,
@@ -86,9 +89,20 @@ export interface DeploymentControllerOptions {
   wake?: { gatewayAdminUrl: string; periodMs?: number } | undefined;
   /** Download sources' shared cache and its fetch Job (model-cache/); unset: they are not fetched. */
   modelCache?: ModelCacheConfig | undefined;
+  /**
+   * The node directories a hostPath model source may name (host-path-roots.ts); unset: the node
+   * model cache root only. A source outside them gets no workload, and status and an event say why.
+   */
+  hostPathRoots?: readonly string[] | undefined;
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
+/** The pods carrying a Deployment's label: its own, and the reason each other one is not. */
+interface PodsByOwner {
+  labelled: readonly PodObject[];
+  owned: readonly PodObject[];
+  unowned: ReadonlyMap<string, string>;
+}
 type SecretObject = KubeObject & { data?: Record<string, string> };
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
@@ -116,6 +130,8 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     enqueue: (key) => manager.enqueue(CONTROLLER, key),
   });
   const lwsApi = LeaderWorkerSetApi.forClient(client);
+  const nodeCacheRoot = opts.modelCache?.nodeRoot ?? DEFAULT_MODEL_CACHE_NODE_ROOT;
+  const hostPathRoots = opts.hostPathRoots ?? [nodeCacheRoot];
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
   const pendingRequeueMs = opts.pendingRequeueMs ?? 5_000;
@@ -283,20 +299,52 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     }
   }
 
+  /**
+   * The pods carrying the Deployment's label, split by ownership: the labels only find candidates,
+   * a pod is the Deployment's by its owner chain (ownership.ts), read once per pass for all of them.
+   */
+  async function sortByOwnership(
+    obj: DeploymentObject,
+    labelled: readonly PodObject[],
+  ): Promise<PodsByOwner> {
+    const readOwner = memoizeReads(
+      (rt, namespace, name) => client.get(rt, namespace, name),
+      [
+        { resource: Resources.deployments, get: (namespace, name) => workloads.get(namespace, name) },
+        // A group's leader pod (a worker's chain passes it) carries the label: it is in the cache.
+        { resource: Resources.pods, get: (namespace, name) => pods.get(namespace, name) },
+      ],
+    );
+    const verdicts = await Promise.all(
+      labelled.map(async (pod) => ({
+        pod,
+        ownership: await checkOwnership(pod, obj.metadata?.uid ?? '', readOwner),
+      })),
+    );
+    const unowned = new Map<string, string>();
+    for (const { pod, ownership } of verdicts)
+      if (!ownership.owned) unowned.set(pod.metadata?.name ?? '', ownership.reason);
+    return { owned: verdicts.filter((v) => v.ownership.owned).map((v) => v.pod), labelled, unowned };
+  }
+
   async function observeEndpoints(
     root: DeploymentResource,
     desired: DesiredState,
     ctx: ReconcileContext,
+    pods: PodsByOwner,
   ): Promise<Endpoint[]> {
     const ns = root.metadata.namespace ?? '';
     const previous = new Map((root.status?.endpoints ?? []).map((e) => [e.pod, e]));
     const bootstrapPort = root.spec.disaggregation?.bootstrapPort;
     const now = ctx.now();
+    // Pods that are not the Deployment's are listed, never verified nor sent the key; a group's
+    // readiness counts its own workers only.
+    const unowned = buildEndpointViews(pods.labelled.filter((p) => pods.unowned.has(p.metadata?.name ?? '')))
+      .filter((v) => !v.terminating)
+      .map((pod) => buildUnownedEndpoint(pod, bootstrapPort, pods.unowned.get(pod.name) ?? ''));
     // One endpoint per LeaderWorkerSet group, its leader (multi-node/groups.ts).
-    const views = buildEndpointViews(
-      pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } }),
-    ).filter((v) => !v.terminating);
-    return Promise.all(
+    const views = buildEndpointViews(pods.owned).filter((v) => !v.terminating);
+    const owned = await Promise.all(
       views.map(async (pod) => {
         const plan = planVerification(pod, previous.get(pod.name), {
           fingerprint: desired.fingerprint,
@@ -321,6 +369,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         return buildVerifiedEndpoint(pod, bootstrapPort, readback, ctx.now());
       }),
     );
+    return [...owned, ...unowned];
   }
 
   /** What a part's cache entry says about its replicas (parts.ts). */
@@ -375,6 +424,33 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     });
   }
 
+  /** A spec that renders another identity under the deploymentId status accepted (nothing is applied). */
+  function findIdentityConflict(
+    root: DeploymentResource,
+    desired: DesiredState,
+  ): { accepted: string; refused: string } | undefined {
+    const accepted = root.status?.identity;
+    if (!accepted || accepted.deploymentId !== root.spec.deploymentId) return undefined;
+    if (accepted.fingerprint === desired.fingerprint) return undefined;
+    return { accepted: accepted.fingerprint, refused: desired.fingerprint };
+  }
+
+  /**
+   * What keeps the workloads from being applied at all, said in status: a hostPath source outside
+   * the operator's roots (host-path-roots.ts), or multi-node parts without the LWS API.
+   */
+  async function findBlock(
+    root: DeploymentResource,
+    desired: DesiredState,
+  ): Promise<{ reason: string; message: string } | undefined> {
+    const hostPath = root.spec.model.source.hostPath;
+    const verdict = hostPath ? checkHostPath(hostPath.path, hostPathRoots, nodeCacheRoot) : undefined;
+    if (verdict && !verdict.ok) return { reason: HOST_PATH_NOT_ALLOWED, message: verdict.message };
+    if (desired.groupSets.length > 0 && !(await lwsApi.available(root.metadata.namespace ?? '')))
+      return { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE };
+    return undefined;
+  }
+
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = roots.get(key.namespace, key.name);
     // Owned objects go with it (owner references); a model cache it was the last user of, here.
@@ -394,26 +470,21 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const partPlans = planParts(parsed.value, (name) => livePart(key.namespace, name));
     const root = withWokenReplicas(withPartReplicas(parsed.value, partPlans), wakePlan);
     const desired = buildDesired(root, { modelCache: opts.modelCache });
-    const accepted = root.status?.identity;
-    const identityConflict =
-      accepted &&
-      accepted.deploymentId === root.spec.deploymentId &&
-      accepted.fingerprint !== desired.fingerprint
-        ? { accepted: accepted.fingerprint, refused: desired.fingerprint }
-        : undefined;
-    // Multi-node parts need the LWS API; without it nothing is applied and status says why.
-    const blocked =
-      desired.groupSets.length > 0 && !(await lwsApi.available(root.metadata.namespace ?? ''))
-        ? { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE }
-        : undefined;
+    const identityConflict = findIdentityConflict(root, desired);
+    const blocked = await findBlock(root, desired);
     // A changed identity under the same deploymentId is refused: nothing is applied.
     if (!identityConflict) await applyParts(obj, root, partPlans);
     const model = identityConflict || blocked ? undefined : await modelDelivery.deliver(root, ctx.now());
     if (model) await applyDesired(obj, root, desired, ctx, model.ready);
 
-    const endpoints = await observeEndpoints(root, desired, ctx);
     const ns = root.metadata.namespace ?? '';
-    const podObjects = pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } });
+    const byOwner = await sortByOwnership(
+      obj,
+      pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } }),
+    );
+    const endpoints = await observeEndpoints(root, desired, ctx, byOwner);
+    // Only the Deployment's own pods count: one made by hand cannot fault it or change its replicas.
+    const podObjects = byOwner.owned;
     const troubles = podObjects.map(computePodTrouble).filter((t) => t !== undefined);
     const next = computeStatus(
       {

@@ -22,6 +22,17 @@ describe('renderManifest', () => {
     expect(r.objects.some((o) => o.kind === 'NetworkPolicy')).toBe(false);
   });
 
+  it('renders nothing for a hostPath source outside the operator’s --host-path-roots', () => {
+    const doc = loadSample('deployment-pd-hisparse.yaml');
+    const model = doc.spec['model'] as { source: { hostPath: { path: string } } };
+    model.source.hostPath.path = '/';
+    const refused = renderManifest(doc);
+    expect(refused.ok ? [] : refused.issues.map((i) => i.message)).toEqual([
+      expect.stringContaining('is outside the directories the operator may mount'),
+    ]);
+    expect(renderManifest(doc, { hostPathRoots: ['/'] }).ok).toBe(true);
+  });
+
   it("adds the NetworkPolicy when given the operator's ingress peers", () => {
     const r = renderManifest(loadSample('deployment-dense.yaml'), { runtimeIngress: ingress });
     if (!r.ok) throw new Error(JSON.stringify(r.issues));

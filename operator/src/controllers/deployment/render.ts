@@ -1,6 +1,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { validateResource, type ValidationIssue } from '#api';
 import { buildDesired } from './desired.ts';
+import { checkHostPath } from './model-cache/host-path-roots.ts';
+import { DEFAULT_MODEL_CACHE_NODE_ROOT } from './model-cache/objects.ts';
 import { buildRuntimeNetworkPolicy, type RuntimeIngress } from './network-policy.ts';
 import { buildDeploymentPart, planParts } from './parts.ts';
 import { buildRuntimeKeySecret } from './runtime-keys.ts';
@@ -11,6 +13,9 @@ export const RUNTIME_KEY_PLACEHOLDER = '<random, made by the operator at its fir
 export interface RenderOptions {
   /** The peers the operator's --runtime-ingress-* flags name: a NetworkPolicy is rendered with them. */
   readonly runtimeIngress?: RuntimeIngress | undefined;
+  /** The operator's --host-path-roots and --model-cache-node-root: a hostPath outside them renders nothing. */
+  readonly hostPathRoots?: readonly string[] | undefined;
+  readonly nodeCacheRoot?: string | undefined;
 }
 
 export type RenderResult =
@@ -29,6 +34,16 @@ export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderRe
   if (!parsed.ok) return { ok: false, name, issues: parsed.issues };
   const root = parsed.value;
   if (root.kind !== 'Deployment') return { ok: true, objects: [] };
+  const hostPath = root.spec.model.source.hostPath;
+  const nodeCacheRoot = opts.nodeCacheRoot ?? DEFAULT_MODEL_CACHE_NODE_ROOT;
+  const verdict =
+    hostPath && checkHostPath(hostPath.path, opts.hostPathRoots ?? [nodeCacheRoot], nodeCacheRoot);
+  if (verdict && !verdict.ok)
+    return {
+      ok: false,
+      name,
+      issues: [{ path: 'spec.model.source.hostPath.path', message: verdict.message }],
+    };
   const withIdentity = {
     ...root,
     metadata: { namespace: 'default', uid: '00000000-0000-0000-0000-000000000000', ...root.metadata },

@@ -16,7 +16,7 @@ export const ANNOTATION_VERIFIED = 'cacheroute.dev/model-verified';
 export const FETCH_CONTAINER = 'fetch';
 /** On a pvc source's verify Job: the Deployment it verifies for (its controller). */
 export const LABEL_VERIFY_FOR = 'cacheroute.dev/model-verify-for';
-const KEY_LENGTH = 20;
+export const KEY_LENGTH = 20;
 
 /**
  * The tokenizer's directory inside the fetched repository: model.tokenizerPath under the model
