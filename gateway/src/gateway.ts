@@ -203,7 +203,13 @@ export class Gateway {
     };
     ctx.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
     if (tenant)
-      await enforceTenantLimits(this.#limiter, this.#metrics, tenant, input.tokens.length, ctx.setHeader);
+      await enforceTenantLimits(
+        this.#limiter,
+        this.#metrics,
+        tenant,
+        { requests: 1, tokens: input.tokens.length },
+        ctx.setHeader,
+      );
     // A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts), after
     // the tenant's limits, so a request they refuse never wakes it.
     const route = this.wakeHolds.holds(chosen)

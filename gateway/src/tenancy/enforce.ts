@@ -4,16 +4,17 @@
 import type { GatewayMetrics } from '../metrics.ts';
 import { applyLimitHeaders, toRateLimitError } from './limit-response.ts';
 import type { RateLimiter } from './limiter.ts';
+import type { RateCost } from './rate-window.ts';
 import type { Tenant } from './tenant.ts';
 
 export async function enforceTenantLimits(
   limiter: RateLimiter,
   metrics: GatewayMetrics,
   tenant: Tenant,
-  promptTokens: number,
+  cost: RateCost,
   setHeader: ((name: string, value: string) => void) | undefined,
 ): Promise<void> {
-  const decision = await limiter.admit(tenant, promptTokens);
+  const decision = await limiter.admit(tenant, cost);
   if (setHeader) applyLimitHeaders(decision, setHeader);
   if (decision.allowed) return;
   metrics.tenantRejections.inc({ tenant: tenant.id, limit: decision.limited });
