@@ -1,6 +1,7 @@
-// The request path, as named steps: parse → route → salt → tokens → tenant's
-// limits → wake → reuse? → admit → forward (standalone or a prefill/decode
-// pair, retried before the first byte) → deliver. Each step is a module of its
+// The request path, as named steps: parse → route → the policy's request
+// rules → salt → tokens → tenant's limits → wake → reuse? → admit → forward
+// (standalone or a prefill/decode pair, retried before the first byte) →
+// deliver. Each step is a module of its
 // own; this class holds the state they share: one policy per deployment,
 // in-flight counts per endpoint, admission controllers, the KV indexes, the
 // reuse store and the upstream connection pool.
@@ -36,6 +37,7 @@ import {
   parseBody,
   type ParsedBody,
 } from './request/shape.ts';
+import { computePromptTokens, enforceRequestRules } from './request/rules.ts';
 import { computeDeterminism, MemoryResultStore, ResultReuser, type ResultStore } from './reuse/index.ts';
 import { computeTenantSalt } from '#sglang/salt.ts';
 import { chooseRoute } from './routing/lookup.ts';
@@ -185,6 +187,7 @@ export class Gateway {
     if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
     const tenant = ctx.tenant;
     const chosen = chooseRoute(this.#table, parsed.value, ctx.headers, tenant);
+    const size = enforceRequestRules(parsed.value, chosen);
     const routeSalt =
       tenant && !chosen.sharePrefixesAcrossTenants ? computeTenantSalt(chosen.salt, tenant.id) : chosen.salt;
     const salt = computeEffectiveSalt(routeSalt, parsed.value.body.cache_salt);
@@ -202,14 +205,13 @@ export class Gateway {
       now: this.#clock.now(),
     };
     ctx.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
-    if (tenant)
-      await enforceTenantLimits(
-        this.#limiter,
-        this.#metrics,
-        tenant,
-        { requests: 1, tokens: input.tokens.length },
-        ctx.setHeader,
-      );
+    if (tenant) {
+      const cost = {
+        requests: size.prompts * size.n,
+        tokens: computePromptTokens(parsed.value, input.tokens.length),
+      };
+      await enforceTenantLimits(this.#limiter, this.#metrics, tenant, cost, ctx.setHeader);
+    }
     // A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts), after
     // the tenant's limits, so a request they refuse never wakes it.
     const route = this.wakeHolds.holds(chosen)
