@@ -6,6 +6,12 @@
 
 export const GatewayErrors = {
   GW_BAD_REQUEST: { status: 400, message: 'Invalid request: {detail}' },
+  GW_FIELD_NOT_ALLOWED: {
+    status: 400,
+    message:
+      "Request field '{field}' is not accepted for model '{model}': {why}; remove it, or have the operator allow it in the CachePolicy's spec.requests.{optIn}",
+  },
+  GW_REQUEST_TOO_LARGE: { status: 400, message: '{subject} is {value}, above {limit} ({cap}); {advice}' },
   GW_NOT_FOUND: { status: 404, message: 'No route {method} {url}' },
   GW_MODEL_NOT_FOUND: {
     status: 404,

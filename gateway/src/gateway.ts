@@ -1,4 +1,5 @@
 // The request path, as named steps: pick (picker/pick.ts: parse → route →
+// the policy's request rules →
 // salt → tokens → tenant's limits → wake → reuse? → admit → endpoint) →
 // forward (standalone or a prefill/decode pair, retried before the first
 // byte) → deliver. Each step is a module of its own; this class holds the

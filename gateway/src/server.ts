@@ -29,7 +29,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { Admission, RequestRules, ResultReuse, RoutingSettings } from '#api';
 import { build, type BuildOptions } from './app.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
 import type { ModelRoute } from './routing/table.ts';
@@ -48,6 +48,7 @@ const RouteFile = z.array(
     routing: RoutingSettings.prefault({}),
     admission: Admission.prefault({}),
     reuse: ResultReuse.prefault({}),
+    requests: RequestRules.optional(),
     endpoints: z.array(
       z.object({
         id: z.string(),

@@ -199,6 +199,83 @@ export const Warmup = z
       }),
   })
   .meta({ description: 'Prefill shared documents into each new replica before traffic.' });
+/**
+ * Request fields SGLang 0.5.23 takes from any client (its request models) that are the operator's
+ * to set: each reaches past what a tenant's own request should decide.
+ */
+export const PRIVILEGED_REQUEST_FIELDS = [
+  /** Code the runtime deserialises and runs inside its sampler (with --enable-custom-logit-processor). */
+  'custom_logit_processor',
+  /** The runtime's scheduling order across every tenant (with --enable-priority-scheduling). */
+  'priority',
+  /** The runtime's request id: a client's can collide with another request's, which the runtime refuses or aborts. */
+  'rid',
+  /** Pins the request to one data-parallel rank, around the gateway's balancing. */
+  'routed_dp_rank',
+  /** The deprecated spelling of routed_dp_rank. */
+  'data_parallel_rank',
+  /** Which prefill rank a decode server reads KV from (prefill/decode pairs). */
+  'disagg_prefill_dp_rank',
+  /** Hints to the KV storage backends: SGLang takes them from a trusted orchestrator, never a client. */
+  'kv_hints',
+  /** Encoder servers the runtime posts to (encode/prefill/decode disaggregation): a server-side request. */
+  'encoder_urls',
+] as const;
+export type PrivilegedRequestField = (typeof PRIVILEGED_REQUEST_FIELDS)[number];
+
+export const DEFAULT_MAX_BATCH_SIZE = 256;
+export const DEFAULT_MAX_N = 16;
+
+export const RequestRules = z
+  .object({
+    maxBatchSize: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024)
+      .default(DEFAULT_MAX_BATCH_SIZE)
+      .meta({
+        description:
+          'Most prompts in one batch request (/generate `text` or `input_ids` as a list, /v1/completions ' +
+          '`prompt` as a list); the runtime serves each as a request of its own.',
+      }),
+    maxN: z
+      .number()
+      .int()
+      .min(1)
+      .max(128)
+      .default(DEFAULT_MAX_N)
+      .meta({
+        description:
+          "Largest `n` (sequences sampled per prompt: `n`, or `sampling_params.n` on /generate); a tenant's " +
+          'requestsPerMinute counts prompts x n.',
+      }),
+    allowPrivilegedFields: z
+      .array(z.enum(PRIVILEGED_REQUEST_FIELDS))
+      .max(PRIVILEGED_REQUEST_FIELDS.length)
+      .default([])
+      .meta({
+        description:
+          "Request fields that are the operator's by default and that clients may set here: " +
+          'custom_logit_processor (code the runtime runs), priority (its queue order across tenants), ' +
+          'rid (its request id), routed_dp_rank, data_parallel_rank and disagg_prefill_dp_rank (rank ' +
+          'pinning), kv_hints (KV storage hints), encoder_urls (servers it posts to). Others get a 400 ' +
+          'that names the field.',
+      }),
+    allowMediaUrls: z
+      .boolean()
+      .default(false)
+      .meta({
+        description:
+          'Let clients give media by reference (an http(s) URL, a file:// URL or a path in chat ' +
+          '`image_url`/`video_url`/`audio_url` parts, or /generate `image_data`/`video_data`/' +
+          '`audio_data`), which the runtime fetches or reads itself from inside the cluster. false: only ' +
+          'inline `data:` URLs are accepted, others get a 400.',
+      }),
+  })
+  .meta({ description: 'What one request may ask of the runtime.' });
+export type RequestRules = z.output<typeof RequestRules>;
+
 export const CachePolicySpec = z.object({
   targetRefs: z
     .array(TargetRef)
@@ -213,6 +290,7 @@ export const CachePolicySpec = z.object({
   resultReuse: ResultReuse.prefault({}),
   admission: Admission.prefault({}),
   warmup: Warmup.optional(),
+  requests: RequestRules.prefault({}),
   tenancy: z
     .object({
       sharePrefixes: z

@@ -159,7 +159,12 @@ export const OutputCheck = withRules(
       .string()
       .max(4096)
       .optional()
-      .meta({ description: 'Regex the output must match (type Regex).' }),
+      .meta({
+        description:
+          'Regex the output must match somewhere (type Regex), in RE2 syntax: matching takes time linear ' +
+          'in the output. A pattern RE2 cannot compile (backreferences, lookaround) fails the Task with ' +
+          'reason InvalidCheck before it generates.',
+      }),
     schema: z
       .string()
       .max(65536)

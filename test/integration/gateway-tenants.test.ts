@@ -181,7 +181,8 @@ describe('rate limits across gateway replicas (Redis)', () => {
     cleanups.push(async () => void (await Promise.all(replicas.map((r) => r.close()))));
     const t = tenantWith({ requestsPerMinute: 10 }, `ns/shared-${Date.now()}`);
     const decisions = [];
-    for (let i = 0; i < 14; i++) decisions.push(await (replicas[i % 2] as RedisRateLimiter).admit(t, 5));
+    for (let i = 0; i < 14; i++)
+      decisions.push(await (replicas[i % 2] as RedisRateLimiter).admit(t, { requests: 1, tokens: 5 }));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     expect(decisions.slice(10).every((d) => !d.allowed && d.limited === 'requests')).toBe(true);
     expect(replicas.map((r) => r.errors)).toEqual([0, 0]);
@@ -203,8 +204,9 @@ describe('rate limits across gateway replicas (Redis)', () => {
     let refused = 0;
     for (let i = 0; i < 400; i++) {
       clock.advance(rand(2500));
-      const tokens = rand(300);
-      const [a, b] = [await redisLimiter.admit(t, tokens), await memory.admit(t, tokens)];
+      // Mostly single requests, now and then a batch (prompts x n) of up to 6.
+      const cost = { requests: rand(4) === 0 ? 1 + rand(6) : 1, tokens: rand(300) };
+      const [a, b] = [await redisLimiter.admit(t, cost), await memory.admit(t, cost)];
       if (JSON.stringify(a) !== JSON.stringify(b)) disagreements++;
       if (!a.allowed) refused++;
       if (a.allowed && b.allowed && rand(2) === 0) {
@@ -223,7 +225,9 @@ describe('rate limits across gateway replicas (Redis)', () => {
       commandTimeoutMs: 200,
     });
     cleanups.push(() => limiter.close());
-    expect(await limiter.admit(tenantWith({ requestsPerMinute: 1 }, 'ns/x'), 1)).toEqual({ allowed: true });
+    expect(
+      await limiter.admit(tenantWith({ requestsPerMinute: 1 }, 'ns/x'), { requests: 1, tokens: 1 }),
+    ).toEqual({ allowed: true });
     expect(limiter.errors).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Admission, ResultReuse, RoutingSettings } from '#api';
+import { Admission, RequestRules, ResultReuse, RoutingSettings } from '#api';
 import { computeCacheSalt } from '#sglang/salt.ts';
 import { loadSample } from '../../../test/support/samples.ts';
 import { buildRoutingTable, DEFAULT_CACHE_NAMESPACE_PREFIX, reuseUnchangedRoutes } from './build-table.ts';
@@ -306,6 +306,15 @@ describe('buildRoutingTable: the governing CachePolicy', () => {
     expect(routes[0]?.reuse).toEqual(
       ResultReuse.parse({ enabled: true, ttlSeconds: 3600, reusableWhen: ['temperatureZero', 'fixedSeed'] }),
     );
+  });
+
+  it("takes the policy's request rules; without a policy the route has none (the defaults hold)", () => {
+    const strict = pol();
+    (strict['spec'] as Json)['requests'] = { maxN: 2, allowPrivilegedFields: ['priority'] };
+    expect(buildRoutingTable({ deployments: [dep()], policies: [strict] }).routes[0]?.requests).toEqual(
+      RequestRules.parse({ maxN: 2, allowPrivilegedFields: ['priority'] }),
+    );
+    expect(buildRoutingTable({ deployments: [dep()], policies: [] }).routes[0]?.requests).toBeUndefined();
   });
 
   it('without a policy: every setting at its zod default', () => {

@@ -147,15 +147,32 @@ export function buildModelRoute(
     deployment: `${namespace}/${d.metadata.name ?? ''}`,
     fingerprint: d.status?.identity?.fingerprint ?? '',
     salt: computeDeploymentSalt(d, policy),
-    ...(policy?.spec.tenancy.sharePrefixes ? { sharePrefixesAcrossTenants: true } : {}),
     ...(d.spec.traffic ? { weight: d.spec.traffic.weight } : {}),
-    routing: policy?.spec.routing ?? RoutingSettings.parse({}),
-    admission: policy?.spec.admission ?? Admission.parse({}),
-    reuse: policy?.spec.resultReuse ?? ResultReuse.parse({}),
+    ...buildPolicySettings(policy),
     endpoints: routable ? buildRouteEndpoints(d, policy, now, onWake) : [],
     ...(declaresSleep(d.spec)
       ? { wake: { holdMs: (d.spec.wake ?? WakeSettings.parse({})).holdSeconds * 1000 } }
       : {}),
+  };
+}
+
+/** The governing CachePolicy's settings for the route; the defaults without one. */
+function buildPolicySettings(
+  policy: CachePolicyResource | undefined,
+): Pick<ModelRoute, 'sharePrefixesAcrossTenants' | 'routing' | 'admission' | 'reuse' | 'requests'> {
+  if (!policy)
+    return {
+      routing: RoutingSettings.parse({}),
+      admission: Admission.parse({}),
+      reuse: ResultReuse.parse({}),
+    };
+  const spec = policy.spec;
+  return {
+    ...(spec.tenancy.sharePrefixes ? { sharePrefixesAcrossTenants: true } : {}),
+    routing: spec.routing,
+    admission: spec.admission,
+    reuse: spec.resultReuse,
+    requests: spec.requests,
   };
 }
 

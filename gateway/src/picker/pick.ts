@@ -1,6 +1,7 @@
 // The routing decision, apart from any transport: a parsed request in, what
 // to do with it out. The steps, in order: validate the body → choose the
-// Deployment (name, tenant, weighted split) → the cache salt, stamped → the
+// Deployment (name, tenant, weighted split) → the policy's request rules
+// (batch size, n, operator-only fields, media by reference) → the cache salt, stamped → the
 // prompt's tokens (the model's tokenizer where a KV index can use them) →
 // the tenant's rate limits → hold for a Deployment waking from zero → reuse
 // (a stored answer, or the one an identical request in flight produces) →
@@ -42,6 +43,7 @@ import type { RateLimiter } from '../tenancy/limiter.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
 import { encodeRequest } from '../tokenize/request.ts';
 import type { Tokenizer } from '../tokenize/tokenizer.ts';
+import { computePromptTokens, enforceRequestRules } from '../request/rules.ts';
 import { recordDecision } from './record.ts';
 import { buildReusedAnswer } from './reused.ts';
 import {
@@ -119,6 +121,7 @@ export class Picker {
     if (!parsed.ok) throw new GatewayError('GW_BAD_REQUEST', { detail: parsed.error });
     const { tenant } = req;
     const chosen = chooseRoute(s.table, parsed.value, req.headers, tenant);
+    const size = enforceRequestRules(parsed.value, chosen);
     const salt = computeRequestSalt(chosen, tenant, parsed.value.body.cache_salt);
     // The parse's own copy of the client's body (zod builds a new object): stamped in place.
     const body: Record<string, unknown> = parsed.value.body;
@@ -134,10 +137,16 @@ export class Picker {
       now: s.clock.now(),
     };
     scope.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
-    if (tenant)
-      await enforceTenantLimits(s.limiter, s.metrics, tenant, input.tokens.length, (name, value) => {
+    if (tenant) {
+      // What the runtime serves: each prompt of a batch, n times; prompt tokens over the batch.
+      const cost = {
+        requests: size.prompts * size.n,
+        tokens: computePromptTokens(parsed.value, input.tokens.length),
+      };
+      await enforceTenantLimits(s.limiter, s.metrics, tenant, cost, (name, value) => {
         headers[name] = value;
       });
+    }
     // After the tenant's limits, so a request they refuse never wakes a Deployment.
     const route = await this.#untilRoutable(chosen, scope.signal);
     const stream = body['stream'] === true;

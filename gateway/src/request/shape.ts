@@ -5,7 +5,11 @@ import { z } from 'zod';
 import { computeTextTokens } from '../radix/index.ts';
 import type { TokenizerInput } from '../tokenize/request.ts';
 
+/** Sequences sampled per prompt (request/rules.ts caps it and counts it against a tenant's limits). */
+const N = z.number().int().min(1, 'n must be at least 1');
+
 const Sampling = {
+  n: N.optional(),
   stream: z.boolean().optional(),
   temperature: z.number().min(0).max(100).optional(),
   seed: z.number().int().optional(),
@@ -59,7 +63,11 @@ export const GenerateBody = z
       .optional(),
     input_embeds: z.unknown().optional(),
     sampling_params: z
-      .looseObject({ temperature: z.number().min(0).optional(), sampling_seed: z.number().int().optional() })
+      .looseObject({
+        temperature: z.number().min(0).optional(),
+        sampling_seed: z.number().int().optional(),
+        n: N.optional(),
+      })
       .optional(),
     stream: z.boolean().optional(),
     cache_salt: z.string().max(512).optional(),

@@ -5,7 +5,7 @@
 // endpoint-set change does not disturb requests in flight.
 
 import type { z } from 'zod';
-import type { Admission, ResultReuse } from '#api';
+import type { Admission, RequestRules, ResultReuse } from '#api';
 import type { RoutingConfig } from '../policies/index.ts';
 
 export const EndpointRole = { standalone: 'standalone', prefill: 'prefill', decode: 'decode' } as const;
@@ -81,6 +81,8 @@ export interface ModelRoute {
   readonly routing: RoutingConfig;
   readonly admission: AdmissionSettings;
   readonly reuse: ReuseSettings;
+  /** What one request may ask of the runtime (the CachePolicy's spec.requests); absent: the defaults. */
+  readonly requests?: RequestRules;
   readonly endpoints: readonly RouteEndpoint[];
   /** The Deployment sleeps at zero and wakes on demand: a request is held this long for an endpoint. */
   readonly wake?: { readonly holdMs: number };

@@ -11,12 +11,13 @@ import {
   windowFractionAt,
   windowIndexAt,
   type LimitDecision,
+  type RateCost,
 } from './rate-window.ts';
 import type { Tenant } from './tenant.ts';
 
 export interface RateLimiter {
-  /** Counts one request and its prompt tokens when it fits the tenant's limits. */
-  admit(tenant: Tenant, promptTokens: number): Promise<LimitDecision>;
+  /** Counts a request's cost (its requests and prompt tokens) when it fits the tenant's limits. */
+  admit(tenant: Tenant, cost: RateCost): Promise<LimitDecision>;
   /** Counts tokens known after the answer (completion tokens). */
   charge(tenant: Tenant, tokens: number): void;
   close(): Promise<void>;
@@ -39,16 +40,16 @@ export class MemoryRateLimiter implements RateLimiter {
     this.#share = share;
   }
 
-  admit(tenant: Tenant, promptTokens: number): Promise<LimitDecision> {
+  admit(tenant: Tenant, cost: RateCost): Promise<LimitDecision> {
     const now = this.#clock.now();
     const w = this.#advance(tenant.id, now);
     const limits = this.#shareOf(tenant.limits);
     const fraction = windowFractionAt(now);
-    const refused = fitsLimits(w, limits, fraction);
-    const decision = describeDecision(w, limits, fraction, { tokens: promptTokens }, refused);
+    const refused = fitsLimits(w, limits, fraction, cost.requests);
+    const decision = describeDecision(w, limits, fraction, cost, refused);
     if (refused === undefined) {
-      w.requests.current += 1;
-      w.tokens.current += promptTokens;
+      w.requests.current += cost.requests;
+      w.tokens.current += cost.tokens;
     }
     return Promise.resolve(decision);
   }

@@ -4,11 +4,16 @@
 // previous window) + current. Two counters per limit, no per-request log,
 // and no burst of 2× the limit at a window boundary as fixed windows allow.
 //
-// A request is let in when the request estimate + 1 stays within
-// requestsPerMinute and the token estimate is still below tokensPerMinute
-// (its own tokens are not known in full before it runs: prompt tokens are
-// charged at admission, completion tokens when the answer reports them; a
-// request may overshoot the token limit by its own size, never more).
+// A request counts what the runtime serves for it: each prompt of a batch
+// times `n` is a request, and its prompt tokens are the batch's sum. It is let
+// in when the request estimate + its requests stays within requestsPerMinute
+// (one larger than this replica's share of the limit fits only a window with
+// nothing in it: the gateway refuses one larger than the whole limit before
+// this) and the token estimate is still below tokensPerMinute (its own tokens
+// are not known in full before it runs: prompt tokens are charged at
+// admission, completion tokens when the answer reports them; a request may
+// overshoot the token limit by its own size, never more, and its size is
+// bounded by its CachePolicy's spec.requests caps).
 // Pure: the memory limiter runs it, the Redis script is the same rule in Lua
 // (redis-limiter.ts; a test holds them to the same answers).
 
@@ -28,6 +33,12 @@ export interface LimitCounts {
 }
 
 export type LimitName = 'requests' | 'tokens';
+
+/** What one request costs: the requests the runtime serves for it (prompts x n) and its prompt tokens. */
+export interface RateCost {
+  readonly requests: number;
+  readonly tokens: number;
+}
 
 export interface LimitState {
   readonly limit: number;
@@ -68,9 +79,13 @@ export function fitsLimits(
   counts: LimitCounts,
   limits: TenantLimits,
   fraction: number,
+  requests: number,
 ): LimitName | undefined {
   const rpm = limits.requestsPerMinute;
-  if (rpm !== undefined && estimateRate(counts.requests, fraction) + 1 > rpm) return 'requests';
+  if (rpm !== undefined) {
+    const rate = estimateRate(counts.requests, fraction);
+    if (rate > 0 && rate + requests > rpm) return 'requests';
+  }
   const tpm = limits.tokensPerMinute;
   if (tpm !== undefined && estimateRate(counts.tokens, fraction) >= tpm) return 'tokens';
   return undefined;
@@ -100,23 +115,25 @@ export function describeDecision(
   counts: LimitCounts,
   limits: TenantLimits,
   fraction: number,
-  cost: { readonly tokens: number },
+  cost: RateCost,
   refused: LimitName | undefined,
 ): LimitDecision {
   const admitted = refused === undefined;
   const state = (name: LimitName, limit: number | undefined): LimitState | undefined => {
     if (limit === undefined) return undefined;
-    const used =
-      estimateRate(counts[name], fraction) + (admitted ? (name === 'requests' ? 1 : cost.tokens) : 0);
+    const used = estimateRate(counts[name], fraction) + (admitted ? cost[name] : 0);
     return { limit, remaining: Math.max(0, Math.floor(limit - used)) };
   };
   const requests = state('requests', limits.requestsPerMinute);
   const tokens = state('tokens', limits.tokensPerMinute);
   const figures = { ...(requests ? { requests } : {}), ...(tokens ? { tokens } : {}) };
   if (admitted) return { allowed: true, ...figures };
-  // Room for one more request, or one token under the limit.
-  const limit = (refused === 'requests' ? limits.requestsPerMinute : limits.tokensPerMinute) ?? 0;
-  const waitMs = computeWaitMs(counts[refused], fraction, limit - 1);
+  // Room for this request's requests (or an empty window), or one token under the limit.
+  const target =
+    refused === 'requests'
+      ? Math.max(0, (limits.requestsPerMinute ?? 0) - cost.requests)
+      : (limits.tokensPerMinute ?? 0) - 1;
+  const waitMs = computeWaitMs(counts[refused], fraction, target);
   return {
     allowed: false,
     limited: refused,

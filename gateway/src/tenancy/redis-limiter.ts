@@ -21,26 +21,29 @@ import {
   windowIndexAt,
   type LimitDecision,
   type LimitName,
+  type RateCost,
 } from './rate-window.ts';
 import type { Tenant } from './tenant.ts';
 
 export const DEFAULT_LIMIT_PREFIX = 'cacheroute:limit:';
 
 // KEYS: requests now, requests before, tokens now, tokens before.
-// ARGV: fraction, rpm (-1: none), tpm (-1: none), prompt tokens, ttl ms.
+// ARGV: fraction, rpm (-1: none), tpm (-1: none), prompt tokens, ttl ms, requests.
 // → {refused by: 0 none, 1 requests, 2 tokens; requests now, requests before, tokens now, tokens before}
 //   (counts before this request)
 const ADMIT = `
 local f = tonumber(ARGV[1])
 local rpm = tonumber(ARGV[2])
 local tpm = tonumber(ARGV[3])
+local cost = tonumber(ARGV[6])
 local rc = tonumber(redis.call('GET', KEYS[1]) or '0')
 local rp = tonumber(redis.call('GET', KEYS[2]) or '0')
 local tc = tonumber(redis.call('GET', KEYS[3]) or '0')
 local tp = tonumber(redis.call('GET', KEYS[4]) or '0')
-if rpm >= 0 and rp * (1 - f) + rc + 1 > rpm then return {1, rc, rp, tc, tp} end
+local rate = rp * (1 - f) + rc
+if rpm >= 0 and rate > 0 and rate + cost > rpm then return {1, rc, rp, tc, tp} end
 if tpm >= 0 and tp * (1 - f) + tc >= tpm then return {2, rc, rp, tc, tp} end
-redis.call('INCRBY', KEYS[1], 1)
+redis.call('INCRBY', KEYS[1], cost)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 if tonumber(ARGV[4]) > 0 then
   redis.call('INCRBY', KEYS[3], ARGV[4])
@@ -87,7 +90,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.#log = opts.logger;
   }
 
-  async admit(tenant: Tenant, promptTokens: number): Promise<LimitDecision> {
+  async admit(tenant: Tenant, cost: RateCost): Promise<LimitDecision> {
     const limits = tenant.limits;
     if (limits.requestsPerMinute === undefined && limits.tokensPerMinute === undefined)
       return { allowed: true };
@@ -103,15 +106,16 @@ export class RedisRateLimiter implements RateLimiter {
         fraction,
         limits.requestsPerMinute ?? -1,
         limits.tokensPerMinute ?? -1,
-        Math.max(0, Math.round(promptTokens)),
+        Math.max(0, Math.round(cost.tokens)),
         2 * WINDOW_MS,
+        Math.max(1, Math.round(cost.requests)),
       )) as number[];
       const [refusedBy = 0, rc = 0, rp = 0, tc = 0, tp = 0] = out;
       return describeDecision(
         { requests: { current: rc, previous: rp }, tokens: { current: tc, previous: tp } },
         limits,
         fraction,
-        { tokens: promptTokens },
+        cost,
         REFUSED_BY[refusedBy],
       );
     } catch (err) {

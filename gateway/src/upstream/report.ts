@@ -55,9 +55,21 @@ export interface AnswerUsage {
 
 const NO_USAGE: AnswerUsage = { report: undefined, completionTokens: undefined };
 
-/** Completion tokens as the runtime counted them: OpenAI `usage`, or native `meta_info`. */
+/**
+ * Completion tokens as the runtime counted them: OpenAI `usage` (over every choice), or native
+ * `meta_info`, summed over the items of a /generate batch (one per prompt and sample).
+ */
 export function computeCompletionTokens(json: unknown): number | undefined {
-  const item: unknown = Array.isArray(json) ? (json as unknown[])[0] : json;
+  if (!Array.isArray(json)) return computeItemCompletionTokens(json);
+  let sum: number | undefined;
+  for (const item of json as unknown[]) {
+    const tokens = computeItemCompletionTokens(item);
+    if (tokens !== undefined) sum = (sum ?? 0) + tokens;
+  }
+  return sum;
+}
+
+function computeItemCompletionTokens(item: unknown): number | undefined {
   if (!isObj(item)) return undefined;
   const meta = item['meta_info'];
   if (isObj(meta)) return num(meta['completion_tokens']);

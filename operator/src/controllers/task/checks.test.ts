@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runChecks, type OutputCheck } from './checks.ts';
+import { findInvalidCheck, runChecks, type OutputCheck } from './checks.ts';
 
 const schema = JSON.stringify({
   $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -80,6 +80,42 @@ describe('runChecks', () => {
       expect(r.error.name).toBe(name);
       expect(r.error.message).toMatch(why);
     }
+  });
+
+  it('matches under RE2: a catastrophic-backtracking pattern gives its verdict on a long output', () => {
+    // JavaScript's RegExp takes seconds for (a+)+$ on 27 characters of this shape, and
+    // doubles with each character more; RE2 is linear in the output.
+    const output = `${'a'.repeat(100_000)}!`;
+    const r = runChecks(output, [{ name: 'r', type: 'Regex', pattern: '(a+)+$' }]);
+    expect(!r.ok && r.error.message).toBe('output does not match /(a+)+$/');
+    expect(runChecks(`${'a'.repeat(100_000)}`, [{ name: 'r', type: 'Regex', pattern: '(a+)+$' }]).ok).toBe(
+      true,
+    );
+  });
+
+  it.each([
+    ['a backreference', '(a)\\1'],
+    ['a lookahead', 'a(?=b)'],
+    ['a lookbehind', '(?<=a)b'],
+  ])('fails a pattern with %s rather than backtrack, and names it before any output', (_n, pattern) => {
+    const checks: OutputCheck[] = [
+      { name: 'len', type: 'Length', min: 1 },
+      { name: 'r', type: 'Regex', pattern },
+    ];
+    const r = runChecks('aab', checks);
+    expect(!r.ok && r.error.message).toMatch(/^invalid pattern: RE2 cannot compile the pattern/);
+    expect(findInvalidCheck(checks)).toMatchObject({
+      name: 'r',
+      type: 'Regex',
+      message: expect.stringMatching(/^RE2 cannot compile .*backreferences or lookaround/),
+    });
+  });
+
+  it('finds no invalid check among patterns RE2 compiles', () => {
+    expect(findInvalidCheck([{ name: 'r', type: 'Regex', pattern: '^(?P<word>\\w+)\\s*\\p{L}*$' }])).toBe(
+      undefined,
+    );
+    expect(findInvalidCheck(undefined)).toBe(undefined);
   });
 
   it('reports the first failing check in spec order', () => {

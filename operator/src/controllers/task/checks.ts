@@ -1,11 +1,14 @@
 // Output checks before success: regex, JSON schema (json-schema.ts subset), length.
 // The first failing check, in spec order, is the answer: which one and why.
 //
-// Regexes run in-process with the `u` flag on an output bounded by the output
-// cap; JavaScript regexes have no time limit, so a pathological pattern can be
-// slow (the Task author owns both the pattern and the cap).
+// Regexes run in-process under RE2 (re2-pattern.ts): matching takes time
+// linear in the output, so no pattern a namespace user writes can stall the
+// operator. A pattern RE2 cannot compile fails the Task before it generates
+// (findInvalidCheck, phase.ts: reason InvalidCheck); it never falls back to a
+// backtracking engine.
 import type { TaskSpec } from '#api/task.ts';
 import { checkSchemaSupported, validateJson } from './json-schema.ts';
+import { compileRe2Pattern } from './re2-pattern.ts';
 import { err, ok, type Result } from './types.ts';
 
 export type OutputCheck = NonNullable<TaskSpec['checks']>[number];
@@ -19,13 +22,9 @@ export interface CheckFailure {
 function runOne(output: string, check: OutputCheck): string | undefined {
   switch (check.type) {
     case 'Regex': {
-      let re: RegExp;
-      try {
-        re = new RegExp(check.pattern ?? '', 'u');
-      } catch (e) {
-        return `invalid pattern: ${(e as Error).message}`;
-      }
-      return re.test(output) ? undefined : `output does not match /${check.pattern ?? ''}/`;
+      const re = compileRe2Pattern(check.pattern ?? '');
+      if (!re.ok) return `invalid pattern: ${re.error}`;
+      return re.value.test(output) ? undefined : `output does not match /${check.pattern ?? ''}/`;
     }
     case 'Length': {
       const n = [...output].length;
@@ -54,6 +53,20 @@ function runOne(output: string, check: OutputCheck): string | undefined {
       return r.ok ? undefined : `${r.error.path}: ${r.error.message}`;
     }
   }
+}
+
+/**
+ * The first check the operator cannot run, and why: a Regex RE2 cannot compile. Found before the
+ * Task generates, so a Task that could never pass does not spend tokens first. The API server
+ * cannot compile RE2 (CEL has no such function), and zod repeats only what it checks.
+ */
+export function findInvalidCheck(checks: readonly OutputCheck[] | undefined): CheckFailure | undefined {
+  for (const check of checks ?? []) {
+    if (check.type !== 'Regex') continue;
+    const re = compileRe2Pattern(check.pattern ?? '');
+    if (!re.ok) return { name: check.name, type: check.type, message: re.error };
+  }
+  return undefined;
 }
 
 export function runChecks(

@@ -381,6 +381,21 @@ describe('planTaskStep: checks', () => {
     });
   });
 
+  it.each([
+    ['a backreference', '^(a)\\1'],
+    ['a lookahead', 'hello(?= there)'],
+    ['a syntax error', '('],
+  ])('fails InvalidCheck before generating when RE2 cannot compile %s', (_n, pattern) => {
+    const { task, steps } = drive(buildTask({ spec: { checks: [{ name: 'rx', type: 'Regex', pattern }] } }));
+    expect(task.status?.phase).toBe('Failed');
+    expect(task.status?.conditions?.find((c) => c.type === 'Failed')).toMatchObject({
+      reason: 'InvalidCheck',
+      message: expect.stringMatching(/^check rx \(Regex\): RE2 cannot compile the pattern/),
+    });
+    expect(steps.flatMap((s) => s.actions).some((a) => a.type === 'generate')).toBe(false);
+    expect(task.status?.attempts ?? []).toEqual([]);
+  });
+
   it('retries a failed check as a new attempt while checkRetries last', () => {
     const { task, steps } = drive(buildTask({ spec: { checks: regex, checkRetries: 1 } }), {
       outcome: (n) => generated(n === 1 ? 'bye' : 'hello there'),

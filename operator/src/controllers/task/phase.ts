@@ -21,7 +21,7 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { TaskResource } from '#api/resources.ts';
 import type { TaskPhase, TaskSpec, TaskStatus } from '#api/task.ts';
 import { computeMaxNewTokens, planBudgetAfter, planBudgetBefore } from './budget.ts';
-import { runChecks } from './checks.ts';
+import { findInvalidCheck, runChecks } from './checks.ts';
 import { computeTaskFingerprint } from './fingerprint.ts';
 import { buildPreparedInput, type PreparedInput } from './prepare.ts';
 import { TaskReason, type FailureReason } from './reasons.ts';
@@ -260,6 +260,14 @@ function isWithinTargetWait(ctx: Ctx): boolean {
 }
 
 function planPending(ctx: Ctx): TaskStep {
+  const invalid = findInvalidCheck(ctx.task.spec.checks);
+  if (invalid)
+    return fail(
+      ctx,
+      ctx.status,
+      TaskReason.InvalidCheck,
+      `check ${invalid.name} (${invalid.type}): ${invalid.message}`,
+    );
   const r = resolve(ctx, []);
   if (!r.ok && r.error.reason === TaskReason.TargetNotRoutable && isWithinTargetWait(ctx)) {
     return enter(
