@@ -473,6 +473,17 @@ describe('values reach the objects', () => {
     expect(noGateway.stderr).toContain('it needs gateway.enabled=true');
   });
 
+  it('operator.modelCache.insecureEndpointHosts: none by default (https only); listed, one --insecure-endpoint-hosts', async () => {
+    const flag = (args: string[]) => args.filter((a) => a.startsWith('--insecure-endpoint-hosts'));
+    expect(flag(container(await render({}), 'operator').args)).toEqual([]);
+    const objs = await render({
+      set: ['operator.modelCache.insecureEndpointHosts={minio.storage,10.0.0.7}'],
+    });
+    expect(flag(container(objs, 'operator').args)).toEqual([
+      '--insecure-endpoint-hosts=minio.storage,10.0.0.7',
+    ]);
+  });
+
   it('referencePolicy: a policy and a binding per kind that holds references, bound everywhere or only in operator.watchNamespaces; off renders none', async () => {
     const admission = (objs: RenderedObject[]) =>
       objs.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
