@@ -27,7 +27,7 @@ describe('refuseInsecureEndpoint', () => {
   it('refuses an http:// object store endpoint', () => {
     const s = spec({ objectStore: { url: 's3://models/llama', endpoint: 'http://minio.storage:9000' } });
     expect(refuseInsecureEndpoint(s, ['other.example'])).toContain(
-      'model.source.objectStore.endpoint http://minio.storage:9000 is plain HTTP: the store credentials',
+      "model.source.objectStore.endpoint http://minio.storage:9000 is plain HTTP: the store's access key id",
     );
   });
 

@@ -27,7 +27,10 @@ export function refuseInsecureEndpoint(
   if (url.protocol !== 'http:') return undefined;
   const host = url.hostname.toLowerCase();
   if (insecureHosts.some((h) => h.toLowerCase() === host)) return undefined;
-  const secret = field === 'download' ? 'the hub token' : 'the store credentials';
+  // SigV4 keeps the secret key off the wire, but the access key id, a session token and
+  // replayable signed requests are on it.
+  const secret =
+    field === 'download' ? 'the hub token' : "the store's access key id, session token and signed requests";
   return (
     `model.source.${field}.endpoint ${endpoint} is plain HTTP: ${secret} would cross the network in clear. ` +
     `Use https://, or have the operator's admin list ${host} in --insecure-endpoint-hosts ` +
