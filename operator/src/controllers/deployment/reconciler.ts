@@ -46,6 +46,7 @@ import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 import { planWake, withWokenReplicas, type WakePlan } from './wake/plan.ts';
 import { WakeWatcher } from './wake/watcher.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
+import { findEarlierClaimElsewhere, mapSameServedName } from './served-name.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
 import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
@@ -428,6 +429,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         cache: cacheHealth ? chooseCacheVerdict(cacheHealth.assessmentOf(key), root.status) : undefined,
         model,
         blocked,
+        sharedName: findEarlierClaimElsewhere(root, roots.list()),
       },
       ctx.now(),
     );
@@ -458,6 +460,11 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     ],
     watches: [
       ...modelDelivery.watches,
+      // A claim of a served name coming or going changes ServedNameShared on the other namespaces'.
+      {
+        resource: Resources.sglangDeployments,
+        map: (d) => mapSameServedName(d, roots.list()),
+      },
       {
         resource: Resources.pods,
         labelSelector: POD_SELECTOR,
