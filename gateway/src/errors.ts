@@ -23,6 +23,11 @@ export const GatewayErrors = {
     message:
       "Tenant '{tenant}' may not use model '{model}' (Deployment {deployment}); the Tenant's spec.models lists what it may call",
   },
+  GW_MODEL_AMBIGUOUS: {
+    status: 409,
+    message:
+      "Model '{model}' is served in namespaces {namespaces}; name one with the x-cacheroute-namespace header",
+  },
   GW_RATE_LIMITED: {
     status: 429,
     message: "Tenant '{tenant}' is over its {limit} per minute ({value}); retry after {retryAfterSeconds} s",

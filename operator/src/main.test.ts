@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { hostPathRootsOf, metricsApiOf, paidCallsBaseUrl, parseFlags, runtimeIngressOf } from './main.ts';
+import {
+  hostPathRootsOf,
+  metricsApiOf,
+  modelCacheOf,
+  paidCallsBaseUrl,
+  parseFlags,
+  runtimeIngressOf,
+} from './main.ts';
 
 describe('operator flags', () => {
   it('--host-path-roots: the node cache root unless given; a list, or none', () => {
@@ -104,6 +111,27 @@ describe('operator flags', () => {
     expect(one.ok && one.value.namespace).toEqual(['team-a']);
     const listed = parseFlags(['--namespace=team-a, team-b', '--namespace', 'team-c', '--namespace=team-a']);
     expect(listed.ok && listed.value.namespace).toEqual(['team-a', 'team-b', 'team-c']);
+  });
+
+  it('lets fetched sources use plain http:// only to the hosts --insecure-endpoint-hosts lists', () => {
+    const none = parseFlags(['--model-fetch-image=img']);
+    expect(none.ok && modelCacheOf(none.value)?.insecureEndpointHosts).toEqual([]);
+    const listed = parseFlags([
+      '--model-fetch-image=img',
+      '--insecure-endpoint-hosts=MinIO.storage, mirror.example',
+      '--insecure-endpoint-hosts',
+      '10.0.0.7',
+    ]);
+    expect(listed.ok && modelCacheOf(listed.value)?.insecureEndpointHosts).toEqual([
+      'minio.storage',
+      'mirror.example',
+      '10.0.0.7',
+    ]);
+    expect(parseFlags(['--insecure-endpoint-hosts=http://minio:9000'])).toEqual({
+      ok: false,
+      error:
+        '--insecure-endpoint-hosts: "http://minio:9000" is not a host name (a DNS name or an IP address, without scheme or port)',
+    });
   });
 
   it('refuses a namespace that is not a namespace name, naming it', () => {

@@ -102,6 +102,27 @@ const Flags = z
         ),
       )
       .optional(),
+    // Hosts a fetched source's endpoint may reach over plain http:// (endpoint-transport.ts); by
+    // default none: a token or store keys never cross the network in clear.
+    'insecure-endpoint-hosts': z
+      .array(z.string())
+      .default([])
+      .transform((list) => [
+        ...new Set(
+          list
+            .flatMap((h) => h.split(','))
+            .map((h) => h.trim().toLowerCase())
+            .filter((h) => h !== ''),
+        ),
+      ])
+      .pipe(
+        z.array(
+          z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$|^\[[0-9a-f:.]+\]$/, {
+            error: (iss) =>
+              `${JSON.stringify(iss.input)} is not a host name (a DNS name or an IP address, without scheme or port)`,
+          }),
+        ),
+      ),
   })
   .superRefine((f, ctx) => {
     if (f['metrics-api-port'] > 0)
@@ -140,7 +161,7 @@ const Flags = z
 export type OperatorFlags = z.infer<typeof Flags>;
 
 // Flags that may be given more than once; each occurrence adds to the list.
-const REPEATABLE: ReadonlySet<string> = new Set(['namespace']);
+const REPEATABLE: ReadonlySet<string> = new Set(['namespace', 'insecure-endpoint-hosts']);
 
 const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [--metrics-port 8080] [--metrics-host 0.0.0.0]
   [--leader-elect true|false] [--lease-namespace cacheroute-system] [--lease-name cacheroute-operator]
@@ -150,7 +171,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
    --runtime-ingress-operator namespace=NS,LABEL=VALUE,... [--runtime-ingress-metrics namespace=NS,LABEL=VALUE,...]]
   [--cache-health-period-seconds 30] [--gateway-admin-url http://HOST:PORT]
   [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]
-  [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]]
+  [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]
+   [--insecure-endpoint-hosts HOST[,HOST...]]...]
   [--host-path-roots DIR[,DIR...] (default: the --model-cache-node-root)]`;
 
 export function parseFlags(
@@ -201,6 +223,7 @@ export function modelCacheOf(flags: OperatorFlags): ModelCacheConfig | undefined
     storageClassName: flags['model-cache-storage-class'],
     size: flags['model-cache-size'],
     nodeRoot: flags['model-cache-node-root'],
+    insecureEndpointHosts: flags['insecure-endpoint-hosts'],
   };
 }
 

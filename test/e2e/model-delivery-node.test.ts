@@ -119,6 +119,8 @@ beforeAll(async () => {
         size: '1Gi',
         nodeRoot: NODE_ROOT,
         progressPeriodMs: 1_000,
+        // The fake hub and the store answer plain HTTP on this machine.
+        insecureEndpointHosts: [...new Set([hub.url, store.endpoint].map((u) => new URL(u).hostname))],
       },
     },
   });

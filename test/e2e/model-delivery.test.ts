@@ -85,6 +85,8 @@ const startHub = (model: Model): Promise<FakeHub> =>
     token: TOKEN,
   });
 
+const hostOf = (url: string): string => new URL(url).hostname;
+
 const STAGED_CLAIM = 'staged-models';
 const STAGED_SUBPATH = 'llm';
 
@@ -247,6 +249,8 @@ beforeAll(async () => {
         storageClassName: CLASS,
         size: '1Gi',
         progressPeriodMs: 1_000,
+        // The fake hubs and the store answer plain HTTP on this machine.
+        insecureEndpointHosts: [...new Set([hubA.url, hubB.url, hubC.url, store.endpoint].map(hostOf))],
       },
       logWrite: (line) => void operatorLog.push(line),
     },

@@ -487,6 +487,48 @@ describe('values reach the objects', () => {
     expect(noGateway.stderr).toContain('it needs gateway.enabled=true');
   });
 
+  it('operator.modelCache.insecureEndpointHosts: none by default (https only); listed, one --insecure-endpoint-hosts', async () => {
+    const flag = (args: string[]) => args.filter((a) => a.startsWith('--insecure-endpoint-hosts'));
+    expect(flag(container(await render({}), 'operator').args)).toEqual([]);
+    const objs = await render({
+      set: ['operator.modelCache.insecureEndpointHosts={minio.storage,10.0.0.7}'],
+    });
+    expect(flag(container(objs, 'operator').args)).toEqual([
+      '--insecure-endpoint-hosts=minio.storage,10.0.0.7',
+    ]);
+  });
+
+  it('referencePolicy: a policy and a binding per kind that holds references, bound everywhere or only in operator.watchNamespaces; off renders none', async () => {
+    const admission = (objs: RenderedObject[]) =>
+      objs.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
+    const everywhere = admission(await render({}));
+    expect(everywhere.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
+      ['cachepolicies', 'deployments', 'tasks', 'tenants']
+        .flatMap((k) => [
+          `ValidatingAdmissionPolicy/${RELEASE}-references-${k}`,
+          `ValidatingAdmissionPolicyBinding/${RELEASE}-references-${k}`,
+        ])
+        .sort(),
+    );
+    const selectorOf = (o: RenderedObject) =>
+      (o as unknown as { spec: { matchResources?: { namespaceSelector?: unknown } } }).spec.matchResources
+        ?.namespaceSelector;
+    expect(everywhere.filter((o) => o.kind.endsWith('Binding')).map(selectorOf)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    const listed = admission(await render({ set: ['operator.watchNamespaces={team-a,team-b}'] }));
+    for (const b of listed.filter((o) => o.kind.endsWith('Binding')))
+      expect(selectorOf(b)).toEqual({
+        matchExpressions: [
+          { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] },
+        ],
+      });
+    expect(admission(await render({ set: ['referencePolicy.enabled=false'] }))).toEqual([]);
+  });
+
   it('gateway.enabled=false renders no gateway object', async () => {
     // No gateway here to admit to the SGLang pods: their NetworkPolicies are off (or name one).
     const objs = await render({

@@ -95,10 +95,11 @@ async function createPolicy(ns: string): Promise<void> {
 const prompt = (seed: number, n = 400): number[] =>
   Array.from({ length: n }, (_, i) => 100 + ((seed * 7919 + i) % 30000));
 
-async function generate(app: FastifyInstance, seed: number) {
+async function generate(app: FastifyInstance, seed: number, headers: Record<string, string> = {}) {
   const res = await app.inject({
     method: 'POST',
     url: '/generate',
+    headers,
     payload: { model: MODEL, input_ids: prompt(seed), sampling_params: { max_new_tokens: 1 } },
   });
   return {
@@ -201,7 +202,7 @@ describe('gateway discovery from Kubernetes status', () => {
     await eventually(() => expect(watcher.table.lookup(MODEL)?.salt).toBe(POLICY_SALT));
   });
 
-  it('one served name in two namespaces: the older Deployment keeps it, the other is refused with a reason', async () => {
+  it('one served name in two namespaces: each keeps its claim, the younger is reported, an open client names the namespace', async () => {
     const older = await createTestNamespace(kubeconfig, 'gw-disc');
     const sims = await startSims(2);
     await createDeployment(older);
@@ -226,19 +227,26 @@ describe('gateway discovery from Kubernetes status', () => {
 
     const { watcher, app } = await startGateway([newer, older]);
     await eventually(() => expect(watcher.table.ready).toBe(true));
-    expect(watcher.table.lookup(MODEL)?.deployment).toBe(`${older}/llama-8b`);
+    await eventually(() => expect(watcher.table.candidates(MODEL)).toHaveLength(2));
     expect(watcher.issues).toContainEqual({
-      code: 'DuplicateModel',
+      code: 'SharedModelName',
       path: `Deployment ${newer}/llama-8b`,
       model: MODEL,
-      servedBy: `${older}/llama-8b`,
+      firstClaimedBy: `${older}/llama-8b`,
+      message: expect.stringContaining(`namespace ${older} served`),
     });
-    expect((await generate(app, 1)).endpoint).toBe(`${older}/llama-8b-0`);
+    // An open gateway knows no caller: it never picks a namespace for the client.
+    const unnamed = await generate(app, 1);
+    expect(unnamed.status).toBe(409);
+    expect(unnamed.body).toMatchObject({ error: { code: 'GW_MODEL_AMBIGUOUS' } });
+    const ns = (n: string) => ({ 'x-cacheroute-namespace': n });
+    expect((await generate(app, 2, ns(newer))).endpoint).toBe(`${newer}/llama-8b-0`);
+    expect((await generate(app, 3, ns(older))).endpoint).toBe(`${older}/llama-8b-0`);
 
-    // The older one goes away: the name passes to the newer one.
+    // The older one goes away: the newer serves the name alone, no header needed.
     await kubectlOk(['delete', 'deployments.cacheroute.dev', 'llama-8b', '-n', older], { kubeconfig });
-    await eventually(() => expect(watcher.table.lookup(MODEL)?.deployment).toBe(`${newer}/llama-8b`));
-    expect((await generate(app, 2)).endpoint).toBe(`${newer}/llama-8b-0`);
+    await eventually(() => expect(watcher.table.candidates(MODEL)).toHaveLength(1));
+    expect((await generate(app, 4)).endpoint).toBe(`${newer}/llama-8b-0`);
   });
 
   it('a weighted split moves traffic 0 -> 10 -> 100% to a new identity under load and loses no request', async () => {

@@ -327,30 +327,30 @@ describe('buildRoutingTable: the governing CachePolicy', () => {
   });
 });
 
-describe('buildRoutingTable: one Deployment per served name', () => {
+describe('buildRoutingTable: one Deployment per served name and namespace', () => {
   it.each([
     [
-      'in two namespaces: the older keeps the name',
-      [dep({ ns: 'team-b', created: T1 }), dep({ ns: 'team-a', created: T0 })],
-      'team-a/llama',
-      ['team-b/llama'],
+      'two in one namespace: the older keeps the name',
+      [dep({ name: 'b', created: T1 }), dep({ name: 'a', created: T0 })],
+      'team-a/a',
+      ['team-a/b'],
     ],
     [
-      'created in the same second: namespace/name decides',
-      [dep({ ns: 'team-b' }), dep({ ns: 'team-a' })],
-      'team-a/llama',
-      ['team-b/llama'],
+      'created in the same second: the name decides',
+      [dep({ name: 'b' }), dep({ name: 'a' })],
+      'team-a/a',
+      ['team-a/b'],
     ],
     [
-      'even when the older one is not routable (a name never moves between tenants on health)',
-      [dep({ ns: 'team-b', created: T1 }), dep({ ns: 'team-a', created: T0, routable: false })],
-      'team-a/llama',
-      ['team-b/llama'],
+      'even when the older one is not routable (a name never moves on health)',
+      [dep({ name: 'b', created: T1 }), dep({ name: 'a', created: T0, routable: false })],
+      'team-a/a',
+      ['team-a/b'],
     ],
     [
       'a deleted owner hands the name over',
-      [dep({ ns: 'team-b', created: T1 }), dep({ ns: 'team-a', created: T0, deleting: true })],
-      'team-b/llama',
+      [dep({ name: 'b', created: T1 }), dep({ name: 'a', created: T0, deleting: true })],
+      'team-a/b',
       [],
     ],
   ])('%s', (_name, deployments, servedBy, refused) => {
@@ -361,23 +361,54 @@ describe('buildRoutingTable: one Deployment per served name', () => {
     );
   });
 
+  it('another namespace serving the name takes nothing away: each keeps its claim, the younger is reported', () => {
+    const { routes, issues } = buildRoutingTable({
+      deployments: [
+        dep({ ns: 'team-x', name: 'llama', created: T1 }),
+        dep({ ns: 'team-y', name: 'squat', created: T0 }),
+        dep({ ns: 'team-z', name: 'late', created: T1 }),
+      ],
+      policies: [],
+    });
+    expect(routes.map((r) => [r.deployment, r.sharedWith])).toEqual([
+      ['team-y/squat', ['team-x', 'team-z']],
+      ['team-x/llama', ['team-y', 'team-z']],
+      ['team-z/late', ['team-x', 'team-y']],
+    ]);
+    expect(issues.filter((i) => i.code === 'DuplicateModel')).toEqual([]);
+    expect(issues.filter((i) => i.code === 'SharedModelName')).toEqual(
+      ['team-x/llama', 'team-z/late'].map((d) => ({
+        code: 'SharedModelName',
+        path: `Deployment ${d}`,
+        model: 'llama-8b',
+        firstClaimedBy: 'team-y/squat',
+        message: expect.stringContaining('namespace team-y served'),
+      })),
+    );
+  });
+
+  it('a name served in one namespace is not marked shared', () => {
+    const { routes } = buildRoutingTable({ deployments: [dep()], policies: [] });
+    expect(routes[0]?.sharedWith).toBeUndefined();
+  });
+
   it('a weighted split: the Deployments of one namespace that all set a weight share the name', () => {
     const { routes, issues } = buildRoutingTable({
       deployments: [
         dep({ name: 'r1', created: T0, weight: 90 }),
         dep({ name: 'r2', created: T1, weight: 10 }),
         dep({ name: 'r3', created: T1 }), // no weight: refused as before
-        dep({ ns: 'team-b', name: 'r4', created: T1, weight: 50 }), // another namespace: refused
+        dep({ ns: 'team-b', name: 'r4', created: T1, weight: 50 }), // another namespace: its own claim
       ],
       policies: [],
     });
     expect(routes.map((r) => [r.deployment, r.weight])).toEqual([
       ['team-a/r1', 90],
       ['team-a/r2', 10],
+      ['team-b/r4', 50],
     ]);
     expect(issues.filter((i) => i.code === 'DuplicateModel').map((i) => i.path)).toEqual([
       'Deployment team-a/r3',
-      'Deployment team-b/r4',
     ]);
     // The oldest without a weight keeps the name alone, as before.
     const legacy = buildRoutingTable({

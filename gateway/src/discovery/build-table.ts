@@ -20,12 +20,17 @@
 //    Without one: zod defaults for routing/admission/reuse and a salt derived
 //    from the Kubernetes namespace (DEFAULT_CACHE_NAMESPACE_PREFIX), which no
 //    CachePolicy can produce since cacheNamespace is a DNS label.
-// 5. One served name, one Deployment: the oldest (creationTimestamp, then
-//    namespace/name) keeps the name, the others are refused. Never chosen by
-//    health: a model name must not move between tenants' namespaces because
-//    one of them is momentarily unready. Except a weighted split (ADR 0008):
-//    when the oldest sets spec.traffic.weight, the Deployments of its
-//    namespace that serve the name and set a weight share it by weight.
+// 5. A served name belongs to its namespace (issue 30): in each namespace the
+//    oldest Deployment serving it (creationTimestamp, then name) keeps the
+//    name, the others of that namespace are refused. Never chosen by health:
+//    a name must not move because one Deployment is momentarily unready.
+//    Except a weighted split (ADR 0008): when the oldest sets
+//    spec.traffic.weight, the Deployments of its namespace that serve the
+//    name and set a weight share it by weight. Another namespace serving the
+//    same name takes nothing away: each claim stays in the table, a tenant
+//    reaches only its own namespace's (routing/lookup.ts), an open gateway
+//    asks the client to name the namespace, and every claim but the oldest
+//    is reported (SharedModelName) and carries the others on its route.
 // 6. Warm-up (warmup-gate.ts): where the governing CachePolicy declares
 //    spec.warmup, a prefilling endpoint not yet warmed is held from user
 //    traffic for at most routeAfterSeconds, and a Deployment none of whose
@@ -50,6 +55,7 @@ import { computeDeploymentSalt, findAcceptingPolicy } from '#api/cache-binding.t
 import { computeWarmupVerdicts } from './warmup-gate.ts';
 import {
   EndpointRole,
+  namespaceOf,
   type ModelRoute,
   type RouteEndpoint,
   type RouteEndpointEvents,
@@ -62,6 +68,7 @@ export { DEFAULT_CACHE_NAMESPACE_PREFIX } from '#api/cache-binding.ts';
 export const DiscoveryIssueCode = {
   InvalidObject: 'InvalidObject',
   DuplicateModel: 'DuplicateModel',
+  SharedModelName: 'SharedModelName',
   NotRoutable: 'NotRoutable',
 } as const;
 
@@ -78,6 +85,15 @@ export type DiscoveryIssue =
       readonly model: string;
       /** namespace/name of the Deployment that keeps the name. */
       readonly servedBy: string;
+    }
+  | {
+      readonly code: typeof DiscoveryIssueCode.SharedModelName;
+      /** The younger claim (the oldest is not reported: it was there first). */
+      readonly path: string;
+      readonly model: string;
+      /** namespace/name of the oldest Deployment in another namespace that serves the name. */
+      readonly firstClaimedBy: string;
+      readonly message: string;
     }
   | {
       readonly code: typeof DiscoveryIssueCode.NotRoutable;
@@ -241,38 +257,74 @@ function keepPairable(endpoints: readonly StatusEndpoint[]): StatusEndpoint[] {
 }
 
 /**
- * One Deployment per served name: the oldest keeps it (see rule 5 above), and shares it with
- * the Deployments of its namespace that serve the same name when all of them set a weight.
+ * One claim per served name and namespace: the oldest Deployment of the namespace keeps it
+ * (see rule 5 above), and shares it with the Deployments of its namespace that serve the same
+ * name when all of them set a weight. Claims of other namespaces stay, marked as shared.
  */
 function planModelNames(candidates: readonly Candidate[], issues: DiscoveryIssue[]): ModelRoute[] {
   const byModel = new Map<string, Candidate[]>();
   for (const c of candidates) byModel.set(c.route.model, [...(byModel.get(c.route.model) ?? []), c]);
   const routes: ModelRoute[] = [];
   for (const [model, group] of byModel) {
-    const [winner, ...others] = [...group].sort(
-      (a, b) =>
-        compareStrings(a.created, b.created) || compareStrings(a.route.deployment, b.route.deployment),
-    );
-    if (!winner) continue;
-    const split = winner.route.weight !== undefined ? others.filter((c) => sharesSplit(winner, c)) : [];
-    routes.push(winner.route, ...split.map((c) => c.route));
-    const losers = others.filter((c) => !split.includes(c));
-    for (const l of losers) {
-      issues.push({
-        code: DiscoveryIssueCode.DuplicateModel,
-        path: `Deployment ${l.route.deployment}`,
-        model,
-        servedBy: winner.route.deployment,
-      });
+    const byNamespace = new Map<string, Candidate[]>();
+    for (const c of [...group].sort(compareAge)) {
+      const ns = namespaceOf(c.route);
+      byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), c]);
+    }
+    const claims = [...byNamespace.values()].flatMap((g) => claimName(model, g, issues));
+    const first = claims[0];
+    for (const claim of claims) {
+      const sharedWith = claims
+        .filter((c) => c !== claim)
+        .map((c) => c.namespace)
+        .sort(compareStrings);
+      if (first && claim !== first) issues.push(reportSharedName(model, claim.head, first.head));
+      routes.push(...claim.routes.map((r) => (sharedWith.length > 0 ? { ...r, sharedWith } : r)));
     }
   }
   return routes.sort((a, b) => compareStrings(a.model, b.model));
 }
 
-/** A weighted split stays inside one namespace: a name never moves between tenants' namespaces. */
-function sharesSplit(winner: Candidate, c: Candidate): boolean {
-  const ns = (r: ModelRoute): string => r.deployment.slice(0, r.deployment.indexOf('/'));
-  return c.route.weight !== undefined && ns(c.route) === ns(winner.route);
+interface Claim {
+  readonly namespace: string;
+  /** The oldest Deployment of the namespace serving the name. */
+  readonly head: ModelRoute;
+  /** head, with the Deployments of its weighted split. */
+  readonly routes: readonly ModelRoute[];
+}
+
+/** The claim of one namespace (candidates oldest first): the oldest, with its weighted split. */
+function claimName(model: string, group: readonly Candidate[], issues: DiscoveryIssue[]): Claim[] {
+  const [winner, ...others] = group;
+  if (!winner) return [];
+  const split = winner.route.weight !== undefined ? others.filter((c) => c.route.weight !== undefined) : [];
+  for (const l of others.filter((c) => !split.includes(c))) {
+    issues.push({
+      code: DiscoveryIssueCode.DuplicateModel,
+      path: `Deployment ${l.route.deployment}`,
+      model,
+      servedBy: winner.route.deployment,
+    });
+  }
+  const routes = [winner.route, ...split.map((c) => c.route)];
+  return [{ namespace: namespaceOf(winner.route), head: winner.route, routes }];
+}
+
+function reportSharedName(model: string, younger: ModelRoute, first: ModelRoute): DiscoveryIssue {
+  return {
+    code: DiscoveryIssueCode.SharedModelName,
+    path: `Deployment ${younger.deployment}`,
+    model,
+    firstClaimedBy: first.deployment,
+    message:
+      `namespace ${namespaceOf(first)} served '${model}' first: each namespace's tenants reach only ` +
+      `their own Deployment and an open gateway needs the x-cacheroute-namespace header; ` +
+      `give spec.model.servedName a name of its own to end the ambiguity`,
+  };
+}
+
+function compareAge(a: Candidate, b: Candidate): number {
+  return compareStrings(a.created, b.created) || compareStrings(a.route.deployment, b.route.deployment);
 }
 
 function compareStrings(a: string, b: string): number {

@@ -123,19 +123,21 @@ export class DiscoveryWatcher {
   }
 
   #logChanges(previous: readonly ModelRoute[], next: readonly ModelRoute[]): void {
-    const before = new Map(previous.map((r) => [r.model, r]));
+    // By Deployment: a served name may have several routes (a split, or one per namespace).
+    const before = new Map(previous.map((r) => [r.deployment, r]));
     for (const r of next) {
-      if (before.get(r.model) === r) continue;
-      this.#log.info(before.has(r.model) ? 'route updated' : 'route added', {
+      if (before.get(r.deployment) === r) continue;
+      this.#log.info(before.has(r.deployment) ? 'route updated' : 'route added', {
         model: r.model,
         deployment: r.deployment,
         policy: r.routing.policy,
         endpoints: r.endpoints.map((e) => e.id),
       });
     }
-    const kept = new Set(next.map((r) => r.model));
+    const kept = new Set(next.map((r) => r.deployment));
     for (const r of previous)
-      if (!kept.has(r.model)) this.#log.info('route removed', { model: r.model, deployment: r.deployment });
+      if (!kept.has(r.deployment))
+        this.#log.info('route removed', { model: r.model, deployment: r.deployment });
   }
 
   /** Each issue is logged when it appears and when it clears, not on every rebuild. */

@@ -78,6 +78,11 @@ export interface ModelRoute {
    * (spec.traffic.weight, ADR 0008); absent: it serves the name alone.
    */
   readonly weight?: number;
+  /**
+   * Other namespaces whose Deployments serve the same name (each namespace keeps its own claim:
+   * tenants reach their own, an open gateway needs x-cacheroute-namespace); absent: none.
+   */
+  readonly sharedWith?: readonly string[];
   readonly routing: RoutingConfig;
   readonly admission: AdmissionSettings;
   readonly reuse: ReuseSettings;
@@ -126,6 +131,11 @@ export class StaticRoutingTable implements RoutingTable {
   list(): readonly ModelRoute[] {
     return this.#routes;
   }
+}
+
+/** The Kubernetes namespace of a route's Deployment. */
+export function namespaceOf(route: Pick<ModelRoute, 'deployment'>): string {
+  return route.deployment.slice(0, route.deployment.indexOf('/'));
 }
 
 /** Held from user traffic until its warm-up completes (or its wait is over). */

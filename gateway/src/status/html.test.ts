@@ -38,6 +38,7 @@ const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => (
       fingerprint: 'fp1',
       policy: 'cache-aware',
       trafficShare: null,
+      sharedWith: [],
       admission: { limit: 8, maxConcurrency: 8, inFlight: 1, queued: 0, maxQueue: 16, draining: false },
       routing: { promptTokens: 200, matchedTokens: 100, predictedTokenHitRate: 0.5 },
       reuse: { enabled: false, ttlSeconds: 300, fromStore: 0, sharedInFlight: 0, fresh: 0 },

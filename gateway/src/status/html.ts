@@ -127,6 +127,11 @@ function renderDeployment(d: DeploymentStatus): string {
     ['routable endpoints', `${d.routableEndpoints}/${d.endpoints.length}`],
   ];
   if (d.trafficShare !== null) facts.push(['traffic share', formatRate(d.trafficShare)]);
+  if (d.sharedWith.length > 0)
+    facts.push([
+      'name also served in',
+      `<span class="warn">${escapeHtml(d.sharedWith.join(', '))}</span> <span class="mute">(open clients must send x-cacheroute-namespace)</span>`,
+    ]);
   if (d.lastError) facts.push(['last gateway error', `<span class="bad">${renderError(d.lastError)}</span>`]);
   return `<section data-deployment="${escapeHtml(d.deployment)}">
 <h2>${escapeHtml(d.model)} <span class="mute">${escapeHtml(d.deployment)}</span></h2>

@@ -181,4 +181,21 @@ describe('buildStatusView', () => {
     });
     expect(v.deployments.map((d) => d.model)).toEqual(['a', 'z']);
   });
+
+  it('a name served in two namespaces: each shows the other, and a split shares only within its namespace', () => {
+    const v = buildStatusView({
+      ...empty,
+      routes: [
+        route({ deployment: 'team-a/r1', weight: 90, sharedWith: ['team-b'] }),
+        route({ deployment: 'team-a/r2', weight: 10, sharedWith: ['team-b'] }),
+        route({ deployment: 'team-b/m', weight: 50, sharedWith: ['team-a'] }),
+      ],
+    });
+    expect(v.deployments.map((d) => [d.deployment, d.trafficShare, d.sharedWith])).toEqual([
+      ['team-a/r1', 0.9, ['team-b']],
+      ['team-a/r2', 0.1, ['team-b']],
+      ['team-b/m', 1, ['team-a']],
+    ]);
+    expect(buildStatusView({ ...empty, routes: [route()] }).deployments[0]?.sharedWith).toEqual([]);
+  });
 });

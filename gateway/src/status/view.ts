@@ -11,6 +11,7 @@ import {
   WarmupGate,
   computeRoutableEndpoints,
   isHeldForWarmup,
+  namespaceOf,
   type ModelRoute,
   type RouteEndpoint,
 } from '../routing/table.ts';
@@ -89,6 +90,8 @@ export const DeploymentStatus = z.object({
   policy: z.string(),
   /** Its share of the served name in a weighted split (0..1); null when it serves the name alone. */
   trafficShare: z.number().nullable(),
+  /** Other namespaces whose Deployments serve the same name (each keeps its own claim); empty: none. */
+  sharedWith: z.array(z.string()),
   admission: z.object({
     limit: Count,
     maxConcurrency: Count,
@@ -178,7 +181,9 @@ export interface StatusSnapshot {
 /** The route's weight over its served name's total (ADR 0008); null outside a split. */
 function computeTrafficShare(route: ModelRoute, routes: readonly ModelRoute[]): number | null {
   if (route.weight === undefined) return null;
-  const total = routes.filter((r) => r.model === route.model).reduce((n, r) => n + (r.weight ?? 0), 0);
+  const total = routes
+    .filter((r) => r.model === route.model && namespaceOf(r) === namespaceOf(route))
+    .reduce((n, r) => n + (r.weight ?? 0), 0);
   return total > 0 ? route.weight / total : 0;
 }
 
@@ -216,6 +221,7 @@ function buildDeploymentStatus(route: ModelRoute, s: StatusSnapshot): Deployment
     fingerprint: route.fingerprint,
     policy: route.routing.policy,
     trafficShare: computeTrafficShare(route, s.routes),
+    sharedWith: [...(route.sharedWith ?? [])],
     admission: buildAdmissionStatus(route, s.admission.get(route.deployment)),
     routing: {
       promptTokens: round(tokens.prompt),

@@ -65,6 +65,9 @@ function planConditionEvents(previous: DeploymentStatus | undefined, next: Deplo
     if (c.type === 'Progressing' && c.status === 'False')
       return [{ type: 'Warning', reason: c.reason, message: c.message }];
     if (c.type === 'ModelReady') return planModelEvents(c);
+    // Another namespace served the name first (served-name.ts): said once, when it starts.
+    if (c.type === 'ServedNameShared' && c.status === 'True')
+      return [{ type: 'Warning', reason: c.reason, message: c.message }];
     // A cache fault is announced once, and its end once (Unknown is only "not measured yet").
     if (c.type === 'CacheHealthy' && c.status === 'False')
       return [{ type: 'Warning', reason: c.reason, message: c.message }];

@@ -49,6 +49,7 @@ import { WakeWatcher } from './wake/watcher.ts';
 import { computePodTrouble, computeStatus } from './status.ts';
 import { DEFAULT_MODEL_CACHE_NODE_ROOT, type ModelCacheConfig } from './model-cache/objects.ts';
 import { checkHostPath, HOST_PATH_NOT_ALLOWED } from './model-cache/host-path-roots.ts';
+import { findEarlierClaimElsewhere, mapSameServedName } from './served-name.ts';
 import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
 import { checkOwnership, memoizeReads } from './ownership.ts';
@@ -499,6 +500,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         cache: cacheHealth ? chooseCacheVerdict(cacheHealth.assessmentOf(key), root.status) : undefined,
         model,
         blocked,
+        sharedName: findEarlierClaimElsewhere(root, roots.list()),
       },
       ctx.now(),
     );
@@ -529,6 +531,11 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     ],
     watches: [
       ...modelDelivery.watches,
+      // A claim of a served name coming or going changes ServedNameShared on the other namespaces'.
+      {
+        resource: Resources.sglangDeployments,
+        map: (d) => mapSameServedName(d, roots.list()),
+      },
       {
         resource: Resources.pods,
         labelSelector: POD_SELECTOR,

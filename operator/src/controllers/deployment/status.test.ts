@@ -361,3 +361,24 @@ describe('computeStatus: cache health', () => {
     expect(after.cache).toBeUndefined();
   });
 });
+
+describe('computeStatus: a served name claimed first in another namespace', () => {
+  const dense = root('deployment-dense.yaml');
+  const serving = [endpoint('a', 'standalone')];
+  const shared = {
+    reason: 'ServedFirstElsewhere' as const,
+    message: "served name 'x' was served first in team-y",
+  };
+
+  it('sets ServedNameShared while it is, and removes it when it is no longer', () => {
+    const before = computeStatus(observe(dense, serving, { sharedName: shared }), NOW);
+    expect(cond(before, 'ServedNameShared')).toMatchObject({
+      status: 'True',
+      reason: 'ServedFirstElsewhere',
+      message: shared.message,
+    });
+    const after = computeStatus(observe({ ...dense, status: before }, serving), NOW);
+    expect(cond(after, 'ServedNameShared')).toBeUndefined();
+    expect(cond(computeStatus(observe(dense, serving), NOW), 'ServedNameShared')).toBeUndefined();
+  });
+});

@@ -6,6 +6,7 @@ import { computeImageDigest } from './fingerprint.ts';
 import { LABEL_DEPLOYMENT } from './labels.ts';
 import type { RoleEngine } from './roles.ts';
 import type { ModelDeliveryPlan } from './model-cache/plan.ts';
+import { SERVED_NAME_SHARED, type SharedNameVerdict } from './served-name.ts';
 
 export const ConditionType = {
   Ready: 'Ready',
@@ -14,6 +15,8 @@ export const ConditionType = {
   Degraded: 'Degraded',
   CacheHealthy: 'CacheHealthy',
   ModelReady: 'ModelReady',
+  /** Set only while a Deployment of another namespace served the same name first (served-name.ts). */
+  ServedNameShared: SERVED_NAME_SHARED,
 } as const;
 
 export const Reason = {
@@ -92,6 +95,8 @@ export interface StatusObservation {
   model?: Pick<ModelDeliveryPlan, 'ready' | 'status' | 'condition'> | undefined;
   /** What keeps the workloads from being applied at all (e.g. multi-node without LeaderWorkerSet). */
   blocked?: { reason: string; message: string } | undefined;
+  /** Another namespace served this Deployment's model name first (served-name.ts). */
+  sharedName?: SharedNameVerdict | undefined;
 }
 
 function countBy(endpoints: readonly Endpoint[], pred: (e: Endpoint) => boolean): number {
@@ -147,19 +152,31 @@ const modelStatus = (model: StatusObservation['model'], previous: DeploymentStat
   const m = model?.status ?? previous;
   return m ? { model: m } : {};
 };
-const cacheConditions = (cache: CacheHealthAssessment | undefined) => (cache ? [cache.condition] : []);
+/** The conditions set only when there is something to say: a cache verdict, a shared served name. */
+const occasionalConditions = (obs: StatusObservation) => [
+  ...(obs.cache ? [{ type: ConditionType.CacheHealthy, ...obs.cache.condition }] : []),
+  ...(obs.sharedName
+    ? [{ type: ConditionType.ServedNameShared, status: 'True' as const, ...obs.sharedName }]
+    : []),
+];
 const cacheStatus = (cache: CacheHealthAssessment | undefined) =>
   cache?.cache ? { cache: cache.cache } : {};
 
-/** The conditions set; CacheHealthy removed when caches are not measured (no stale verdict stays). */
+/**
+ * The conditions set; CacheHealthy removed when caches are not measured (no stale verdict stays),
+ * ServedNameShared when the name is no longer served first elsewhere.
+ */
 function settleConditions(
   previous: DeploymentStatus['conditions'],
   next: readonly ConditionInput[],
   measuringCaches: boolean,
   now: Date,
 ): Condition[] {
-  const set = setConditions(previous, next, now).conditions;
-  return measuringCaches ? set : removeCondition(set, ConditionType.CacheHealthy).conditions;
+  let set = setConditions(previous, next, now).conditions;
+  if (!measuringCaches) set = removeCondition(set, ConditionType.CacheHealthy).conditions;
+  if (!next.some((c) => c.type === ConditionType.ServedNameShared))
+    set = removeCondition(set, ConditionType.ServedNameShared).conditions;
+  return set;
 }
 
 /** Ready: replicas serving and verified, and never before the model files are (model-cache/). */
@@ -268,7 +285,7 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
 
   const model = obs.model?.condition;
   if (model) cond(ConditionType.ModelReady, model.status, model.reason, model.message);
-  for (const c of cacheConditions(obs.cache)) cond(ConditionType.CacheHealthy, c.status, c.reason, c.message);
+  for (const c of occasionalConditions(obs)) cond(c.type, c.status, c.reason, c.message);
   const conditions = settleConditions(previous.conditions, next, obs.cache !== undefined, now);
 
   const acceptedFingerprint = obs.identityConflict ? obs.identityConflict.accepted : obs.fingerprint;

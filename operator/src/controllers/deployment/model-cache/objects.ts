@@ -43,6 +43,8 @@ export interface ModelCacheConfig {
   readonly progressPeriodMs?: number | undefined;
   /** Where node caches (download.cache Node) live on each node (default DEFAULT_MODEL_CACHE_NODE_ROOT). */
   readonly nodeRoot?: string | undefined;
+  /** Hosts a fetched source's endpoint may reach over plain http:// (--insecure-endpoint-hosts). */
+  readonly insecureEndpointHosts?: readonly string[] | undefined;
 }
 
 export const DEFAULT_MODEL_CACHE_NODE_ROOT = '/var/lib/cacheroute/models';

@@ -101,6 +101,34 @@ const observe = (o: Partial<ModelDeliveryObservation> = {}): ModelDeliveryObserv
 });
 
 describe('planModelDelivery', () => {
+  it('refuses an http:// endpoint whose host the operator does not list: nothing is made, the condition says what to change', () => {
+    const spec = downloadSpec((s) => ({
+      ...s,
+      model: {
+        ...s.model,
+        source: { download: { endpoint: 'http://mirror.example', tokenSecretRef: { name: 'hf', key: 't' } } },
+      },
+    }));
+    const refused = planModelDelivery(observe({ spec }));
+    expect(refused).toMatchObject({
+      ready: false,
+      actions: [],
+      status: { phase: 'Failed', reason: 'InsecureEndpoint' },
+      condition: { status: 'False', reason: 'InsecureEndpoint' },
+    });
+    expect(refused.condition.message).toContain('--insecure-endpoint-hosts');
+    // Node caches fetch in an init container: refused before any pod is made, too.
+    const onNode = downloadSpec((s) => ({
+      ...s,
+      model: { ...s.model, source: { download: { endpoint: 'http://mirror.example', cache: 'Node' } } },
+    }));
+    expect(planModelDelivery(observe({ spec: onNode })).condition.reason).toBe('InsecureEndpoint');
+    const listed = { ...CONFIG, insecureEndpointHosts: ['mirror.example'] };
+    expect(planModelDelivery(observe({ spec, config: listed })).actions.map((a) => a.kind)).toEqual([
+      'createCache',
+    ]);
+  });
+
   it('verifies a hostPath source in each pod, or mounts it as it is and says why', () => {
     const hostPath = (verify?: boolean) =>
       downloadSpec((s) => ({

@@ -39,6 +39,7 @@ import {
   type FetchResult,
   type NodeCheck,
 } from './result.ts';
+import { refuseInsecureEndpoint } from './endpoint-transport.ts';
 import { checksOnNode } from './pod-model.ts';
 
 export const ModelReason = {
@@ -51,6 +52,8 @@ export const ModelReason = {
   FetchFailed: 'FetchFailed',
   SourceUnreadable: 'SourceUnreadable',
   FetcherNotConfigured: 'FetcherNotConfigured',
+  /** An http:// endpoint whose host the operator does not list (endpoint-transport.ts). */
+  InsecureEndpoint: 'InsecureEndpoint',
 } as const;
 export type ModelReason = (typeof ModelReason)[keyof typeof ModelReason];
 
@@ -465,6 +468,9 @@ function planOnNode(obs: ModelDeliveryObservation): ModelDeliveryPlan {
 export function planModelDelivery(obs: ModelDeliveryObservation): ModelDeliveryPlan {
   const { spec } = obs;
   const source = spec.model.source;
+  // Before anything that would hand a fetcher (a Job, or a pod's init container) the token.
+  const insecure = refuseInsecureEndpoint(spec, obs.config?.insecureEndpointHosts ?? []);
+  if (insecure) return planFailure({ phase: 'Pending' }, ModelReason.InsecureEndpoint, insecure);
   if (checksOnNode(spec, obs.config)) return planOnNode(obs);
   if (source.pvc) return planStaged(obs);
   if (!fetchedSourceOf(spec)) {
