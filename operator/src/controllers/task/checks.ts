@@ -6,7 +6,7 @@
 // slow (the Task author owns both the pattern and the cap).
 import type { TaskSpec } from '#api/task.ts';
 import { checkSchemaSupported, validateJson } from './json-schema.ts';
-import { err, ok, type Result } from './types.ts';
+import { err, ok, type Result } from './attempt/types.ts';
 
 export type OutputCheck = NonNullable<TaskSpec['checks']>[number];
 

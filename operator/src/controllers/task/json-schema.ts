@@ -6,8 +6,8 @@
 // (in code points), minimum, maximum. Annotations ($schema, $id, title,
 // description, default, examples) are ignored. Any other keyword makes the
 // schema unsupported: a check we cannot evaluate fails rather than passes.
-import { canonicalJson } from './fingerprint.ts';
-import { err, ok, type Result } from './types.ts';
+import { canonicalJson } from './attempt/fingerprint.ts';
+import { err, ok, type Result } from './attempt/types.ts';
 
 const ANNOTATIONS = new Set(['$schema', '$id', 'title', 'description', 'default', 'examples', '$comment']);
 const KEYWORDS = new Set([

@@ -10,9 +10,12 @@ import type { DeploymentResource } from '#api/resources.ts';
 import type { TaskSpec } from '#api/task.ts';
 import type { OpenRouterIdentity, ProviderIdentity, SglangIdentity, VerifiedRuntime } from './fingerprint.ts';
 import { TaskReason } from './reasons.ts';
-import { PAID_CALLS_OFF } from './providers/openrouter.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from '#sglang/bootstrap.ts';
 import { err, ok, type AttemptError, type Result } from './types.ts';
+
+/** Why an OpenRouter Task cannot run where the operator was not allowed paid calls. */
+export const PAID_CALLS_OFF =
+  "paid calls are off: the operator runs without --allow-paid-calls=true (the chart's operator.allowPaidCalls)";
 
 export interface PdPrefill {
   url: string;
