@@ -21,7 +21,7 @@ import {
   type EndpointEventsView,
   type GatewayObservation,
 } from './assess.ts';
-import { readGatewayTier, type ReplicaRead } from './gateway-report.ts';
+import { readGatewayTier, type ReplicaRead } from '../../../gateway-client/tier.ts';
 import { parseRuntimeCacheSample, type HostTier } from './runtime-sample.ts';
 import { CounterWindow } from './window.ts';
 

@@ -13,7 +13,7 @@ import { deepEqual } from '../../../manager/equal.ts';
 import type { Logger } from '#kube/logger.ts';
 import { formatKey, type ObjectKey } from '#kube/objects.ts';
 import { PeriodicPass } from '../../../manager/periodic.ts';
-import { readGatewayTier } from '../cache-health/gateway-report.ts';
+import { readGatewayTier } from '../../../gateway-client/tier.ts';
 import { planWake } from './plan.ts';
 
 export interface WakeWatcherOptions {
