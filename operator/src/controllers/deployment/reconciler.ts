@@ -20,13 +20,8 @@ import { computeDeclaredIdentity, SGLANG_PORT } from './args.ts';
 import { chooseCacheVerdict } from './cache-health/assess.ts';
 import { CacheHealthProber } from './cache-health/prober.ts';
 import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
-import {
-  buildVerifiedEndpoint,
-  EndpointReason,
-  planVerification,
-  REVERIFY_AFTER_MS,
-  type PodObject,
-} from './endpoints.ts';
+import { buildVerifiedEndpoint, EndpointReason, planVerification, REVERIFY_AFTER_MS } from './endpoints.ts';
+import { type PodObject } from './meta/pod-view.ts';
 import { planEvents } from './events.ts';
 import {
   buildDeploymentPart,
@@ -36,7 +31,7 @@ import {
   type LivePart,
   type PartPlan,
 } from './parts.ts';
-import { LABEL_DEPLOYMENT, LABEL_FINGERPRINT } from './labels.ts';
+import { LABEL_DEPLOYMENT, LABEL_FINGERPRINT } from './meta/labels.ts';
 import {
   buildRuntimeNetworkPolicy,
   buildRuntimeNetworkPolicyName,

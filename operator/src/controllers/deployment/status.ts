@@ -1,9 +1,9 @@
 import type { Condition, DeploymentResource, DeploymentStatus, Endpoint } from '#api';
 import { removeCondition, setConditions, type ConditionInput } from '../../manager/conditions.ts';
 import type { CacheHealthAssessment } from './cache-health/assess.ts';
-import type { PodObject } from './endpoints.ts';
+import type { PodObject } from './meta/pod-view.ts';
 import { computeImageDigest } from './fingerprint.ts';
-import { LABEL_DEPLOYMENT } from './labels.ts';
+import { LABEL_DEPLOYMENT } from './meta/labels.ts';
 import type { RoleEngine } from './roles.ts';
 import type { ModelDeliveryPlan } from './model-cache/plan.ts';
 
