@@ -7,7 +7,7 @@
 
 import { AdmissionRegistry, type Permit, type ReleaseInfo } from './admission/index.ts';
 import { admitRequest } from './admission/admit.ts';
-import { systemClock, type Clock, type Timer } from './clock.ts';
+import { monotonicClock, type Clock, type Timer } from '#kube/clock.ts';
 import type { RuntimeKeyDirectory } from './discovery/runtime-keys.ts';
 import { EndpointBook, type RuntimeLoad } from './endpoints/book.ts';
 import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
@@ -102,7 +102,7 @@ export class Gateway {
   constructor(opts: GatewayOptions) {
     this.#table = opts.table;
     this.#metrics = opts.metrics;
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? monotonicClock;
     this.#book = new EndpointBook({
       metrics: this.#metrics,
       clock: this.#clock,

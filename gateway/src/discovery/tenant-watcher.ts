@@ -9,7 +9,7 @@ import { API_KEYS_LABEL } from '#api';
 import type { ListerWatcher } from '#kube/informer.ts';
 import { noopLogger, type Logger } from '#kube/logger.ts';
 import { Resources } from '#kube/resources.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import { buildTenantDirectory } from '../tenancy/build-directory.ts';
 import { KeyDirectory, type TenantIssue } from '../tenancy/tenant.ts';
 import { InformerGroup } from './informer-group.ts';
