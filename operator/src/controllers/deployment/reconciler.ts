@@ -5,6 +5,7 @@ import {
   DeploymentPartResource,
   validateResource,
   type DeploymentResource,
+  type DeploymentStatus,
   type Endpoint,
 } from '#api';
 import { applyOwned, FIELD_MANAGER } from '../../manager/apply.ts';
@@ -40,7 +41,7 @@ import {
 import { buildRuntimeKeySecret, planRuntimeKeys } from './runtime-keys.ts';
 import { planWake, withWokenReplicas, type WakePlan } from './wake/plan.ts';
 import { WakeWatcher } from './wake/watcher.ts';
-import { computePodTrouble, computeStatus } from './status.ts';
+import { computePodTrouble, computeStatus, type StatusObservation } from './status.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
 import { buildModelDelivery } from './model-cache/shell.ts';
 import { readIdentity } from './verify.ts';
@@ -90,6 +91,17 @@ const POD_SELECTOR = LABEL_DEPLOYMENT;
 const KEY_GRACE_MS = 30_000;
 const CONTROLLER = 'deployment';
 const LWS_RECHECK_MS = 30_000;
+
+/** The spec renders another fingerprint under the deploymentId already accepted: refused. */
+function findIdentityConflict(
+  root: DeploymentResource,
+  fingerprint: string,
+): StatusObservation['identityConflict'] {
+  const accepted = root.status?.identity;
+  return accepted && accepted.deploymentId === root.spec.deploymentId && accepted.fingerprint !== fingerprint
+    ? { accepted: accepted.fingerprint, refused: fingerprint }
+    : undefined;
+}
 
 export function buildDeploymentController(opts: DeploymentControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
@@ -370,65 +382,79 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     });
   }
 
+  /** The Deployment as the API's schema reads it; an invalid one stops retrying (InvalidSpec). */
+  function parseDeployment(obj: DeploymentObject): DeploymentResource {
+    const parsed = validateResource(obj);
+    if (parsed.ok && parsed.value.kind === 'Deployment') return parsed.value;
+    const message = parsed.ok
+      ? 'not a Deployment'
+      : parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
+    manager.events.event(obj, 'Warning', 'InvalidSpec', message);
+    throw new TerminalError(message);
+  }
+
+  /** Multi-node parts need the LWS API; without it nothing is applied and status says why. */
+  async function findBlocked(
+    root: DeploymentResource,
+    desired: DesiredState,
+  ): Promise<StatusObservation['blocked']> {
+    if (desired.groupSets.length === 0 || (await lwsApi.available(root.metadata.namespace ?? '')))
+      return undefined;
+    return { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE };
+  }
+
+  /** The whole next status: the conditions and counts (status.ts), the wake plan's, the parts'. */
+  function computeNextStatus(
+    key: ObjectKey,
+    pass: Pick<StatusObservation, 'root' | 'endpoints' | 'identityConflict' | 'model' | 'blocked'>,
+    plans: { desired: DesiredState; wakePlan: WakePlan; partPlans: readonly PartPlan[] },
+    now: Date,
+  ): DeploymentStatus {
+    const { root, endpoints } = pass;
+    const podObjects = pods.list({
+      namespace: root.metadata.namespace ?? '',
+      labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' },
+    });
+    const next = computeStatus(
+      {
+        ...pass,
+        engines: plans.desired.engines,
+        fingerprint: plans.desired.fingerprint,
+        troubles: podObjects.map(computePodTrouble).filter((t) => t !== undefined),
+        // Replicas are groups: a group's workers are not counted (the scale subresource reads it).
+        podCount: podObjects.filter((p) => !p.metadata?.deletionTimestamp && !isGroupWorker(p)).length,
+        cache: cacheHealth ? chooseCacheVerdict(cacheHealth.assessmentOf(key), root.status) : undefined,
+      },
+      now,
+    );
+    if (plans.wakePlan.status) next.wake = plans.wakePlan.status;
+    const partsStatus = computePartsStatus(plans.partPlans, endpoints, root);
+    if (partsStatus) next.parts = partsStatus;
+    return next;
+  }
+
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = roots.get(key.namespace, key.name);
     // Owned objects go with it (owner references); a model cache it was the last user of, here.
     if (!obj) return void (await modelDelivery.collect(key.namespace));
     if (obj.metadata?.deletionTimestamp) return;
-    const parsed = validateResource(obj);
-    if (!parsed.ok || parsed.value.kind !== 'Deployment') {
-      const message = parsed.ok
-        ? 'not a Deployment'
-        : parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
-      manager.events.event(obj, 'Warning', 'InvalidSpec', message);
-      throw new TerminalError(message);
-    }
-    const wakePlan = followDemand(parsed.value, key, ctx.now().getTime());
+    const declared = parseDeployment(obj);
+    const wakePlan = followDemand(declared, key, ctx.now().getTime());
     // Each part runs its DeploymentPart's replicas (an autoscaler's), not the declared ones; a
     // Deployment awake from zero, what its wake plan says (not written to any spec).
-    const partPlans = planParts(parsed.value, (name) => livePart(key.namespace, name));
-    const root = withWokenReplicas(withPartReplicas(parsed.value, partPlans), wakePlan);
+    const partPlans = planParts(declared, (name) => livePart(key.namespace, name));
+    const root = withWokenReplicas(withPartReplicas(declared, partPlans), wakePlan);
     const desired = buildDesired(root, { modelCache: opts.modelCache });
-    const accepted = root.status?.identity;
-    const identityConflict =
-      accepted &&
-      accepted.deploymentId === root.spec.deploymentId &&
-      accepted.fingerprint !== desired.fingerprint
-        ? { accepted: accepted.fingerprint, refused: desired.fingerprint }
-        : undefined;
-    // Multi-node parts need the LWS API; without it nothing is applied and status says why.
-    const blocked =
-      desired.groupSets.length > 0 && !(await lwsApi.available(root.metadata.namespace ?? ''))
-        ? { reason: LEADER_WORKER_SET_MISSING, message: LEADER_WORKER_SET_MISSING_MESSAGE }
-        : undefined;
+    const identityConflict = findIdentityConflict(root, desired.fingerprint);
+    const blocked = await findBlocked(root, desired);
     // A changed identity under the same deploymentId is refused: nothing is applied.
     if (!identityConflict) await applyParts(obj, root, partPlans);
     const model = identityConflict || blocked ? undefined : await modelDelivery.deliver(root, ctx.now());
     if (model) await applyDesired(obj, root, desired, ctx, model.ready);
 
     const endpoints = await observeEndpoints(root, desired, ctx);
-    const ns = root.metadata.namespace ?? '';
-    const podObjects = pods.list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } });
-    const troubles = podObjects.map(computePodTrouble).filter((t) => t !== undefined);
-    const next = computeStatus(
-      {
-        root,
-        engines: desired.engines,
-        fingerprint: desired.fingerprint,
-        identityConflict,
-        endpoints,
-        troubles,
-        // Replicas are groups: a group's workers are not counted (the scale subresource reads it).
-        podCount: podObjects.filter((p) => !p.metadata?.deletionTimestamp && !isGroupWorker(p)).length,
-        cache: cacheHealth ? chooseCacheVerdict(cacheHealth.assessmentOf(key), root.status) : undefined,
-        model,
-        blocked,
-      },
-      ctx.now(),
-    );
-    if (wakePlan.status) next.wake = wakePlan.status;
-    const partsStatus = computePartsStatus(partPlans, endpoints, root);
-    if (partsStatus) next.parts = partsStatus;
+    const pass = { root, endpoints, identityConflict, model, blocked };
+    const next = computeNextStatus(key, pass, { desired, wakePlan, partPlans }, ctx.now());
     const { written } = await writeStatusIfChanged(client, Resources.sglangDeployments, obj, next);
     if (written)
       for (const e of planEvents(root.status, next)) manager.events.event(obj, e.type, e.reason, e.message);
