@@ -27,7 +27,7 @@ import { KvPublisherFollower } from './kv-index/follow.ts';
 import { KvIndexFleet } from './kv-index/fleet.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import type { EndpointView, Policy, RouteInput } from './policies/index.ts';
-import { PolicyRegistry } from './policies/registry.ts';
+import { PolicyRegistry } from './routing/policy-registry.ts';
 import {
   computeEffectiveSalt,
   computeExactTokens,
