@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { MODEL_DIR } from '../operator/src/controllers/deployment/args.ts';
+import { MODEL_DIR } from '../operator/src/controllers/deployment/model-cache/names.ts';
 import { buildDeploymentManifest } from '../test/support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../test/support/controlplane.ts';
 import { createChartIdentity } from '../test/support/helm.ts';

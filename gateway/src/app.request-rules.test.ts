@@ -9,7 +9,7 @@ import { startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';
 import { build } from './app.ts';
-import { ManualClock } from './clock.ts';
+import { ManualClock } from '../../test/support/manual-clock.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';
 import { buildTenantDirectory } from './tenancy/build-directory.ts';
 import { KeyDirectory } from './tenancy/tenant.ts';

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
-import { ManualClock } from './clock.ts';
+import { ManualClock } from '../../test/support/manual-clock.ts';
 import { StaticRoutingTable } from './routing/table.ts';
 import { eventually } from '../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from './app.ts';
-import { ManualClock } from './clock.ts';
+import { ManualClock } from '../../test/support/manual-clock.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';
 import { buildTenantDirectory } from './tenancy/build-directory.ts';
 import { KeyDirectory } from './tenancy/tenant.ts';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from './app.ts';
-import { ManualClock } from './clock.ts';
+import { ManualClock } from '../../test/support/manual-clock.ts';
 import type { CacheAwarePolicy } from './policies/cache-aware.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
 import {

@@ -10,7 +10,7 @@ import Fastify, {
 } from 'fastify';
 import { GATEWAY_CACHE_REPORT_PATH } from '#api';
 import { buildCacheReport } from './cache-report/build.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { monotonicClock, type Clock } from '#kube/clock.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
 import { registerKvIndexMetrics } from './kv-index/metrics.ts';
@@ -99,7 +99,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   registerJsonBodyParser(app);
   app.server.on('connect', answerConnect);
   const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock ?? monotonicClock;
   const load = opts.runtimeLoad
     ? { get: opts.runtimeLoad, start: () => undefined, close: () => undefined }
     : followRuntimeLoad(opts.table, clock, opts.scrapeIntervalMs);

@@ -8,7 +8,7 @@
 // connection pool.
 
 import { AdmissionRegistry, type ReleaseInfo } from './admission/index.ts';
-import { systemClock, type Clock, type Timer } from './clock.ts';
+import { monotonicClock, type Clock, type Timer } from '#kube/clock.ts';
 import type { RuntimeKeyDirectory } from './discovery/runtime-keys.ts';
 import { EndpointBook, type RuntimeLoad } from './endpoints/book.ts';
 import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
@@ -29,7 +29,7 @@ import { Picker } from './picker/pick.ts';
 import { toGatewayError } from './picker/verdict.ts';
 import { WakeHolds } from './picker/wake-hold.ts';
 import type { EndpointView, Policy } from './policies/index.ts';
-import { PolicyRegistry } from './policies/registry.ts';
+import { PolicyRegistry } from './routing/policy-registry.ts';
 import { MemoryResultStore, ResultReuser, type ResultStore } from './reuse/index.ts';
 import type { RouteEndpoint, RoutingTable } from './routing/table.ts';
 import { MemoryRateLimiter, type RateLimiter } from './tenancy/limiter.ts';
@@ -90,7 +90,7 @@ export class Gateway {
   constructor(opts: GatewayOptions) {
     this.#table = opts.table;
     this.#metrics = opts.metrics;
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? monotonicClock;
     this.#book = new EndpointBook({
       metrics: this.#metrics,
       clock: this.#clock,

@@ -1,24 +1,35 @@
-// Time as a dependency: production uses the system clock; unit tests run the same code
-// under vitest fake timers (the system clock reads the globals at call time, so the fakes
-// take effect) or with a hand-driven clock.
+// Time as a dependency, for every program: production passes a system clock; unit tests
+// run the same code under vitest fake timers (the system clocks read the globals at call
+// time, so the fakes take effect) or with a hand-driven clock (test/support/manual-clock.ts).
 
-export type TimerHandle = ReturnType<typeof setTimeout>;
-
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): TimerHandle;
-  clearTimeout(handle: TimerHandle): void;
+export interface Timer {
+  cancel(): void;
 }
 
+export interface Clock {
+  /** Milliseconds on this clock's own scale: compare only readings of one clock. */
+  now(): number;
+  /** Run `fn` once, `delayMs` from now, unless cancelled first. */
+  setTimer(delayMs: number, fn: () => void): Timer;
+}
+
+function unrefTimer(delayMs: number, fn: () => void): Timer {
+  const t = setTimeout(fn, delayMs);
+  // Timers never keep the process alive on their own: servers and watches do.
+  t.unref();
+  return { cancel: () => clearTimeout(t) };
+}
+
+/** Wall time: now() is milliseconds since the epoch, for timestamps others read (Dates, leases). */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    // Timers never keep the process alive on their own: servers and watches do.
-    t.unref();
-    return t;
-  },
-  clearTimeout: (t) => clearTimeout(t),
+  setTimer: unrefTimer,
+};
+
+/** Monotonic time: now() never steps back with the wall clock, for durations and windows. */
+export const monotonicClock: Clock = {
+  now: () => performance.now(),
+  setTimer: unrefTimer,
 };
 
 // Resolves after ms, or at once (without rejecting) when signal aborts.
@@ -26,13 +37,13 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const onAbort = (): void => {
-      clock.clearTimeout(timer);
+      timer.cancel();
       resolve();
     };
-    const timer = clock.setTimeout(() => {
+    const timer = clock.setTimer(ms, () => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
-    }, ms);
+    });
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

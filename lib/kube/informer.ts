@@ -10,7 +10,7 @@
 //   stream that closes early, back off exponentially (with jitter) and retry.
 // The JS client's ListWatch stops on errors other than 410; this loop never stops until
 // stop() is called.
-import type { Backoff, Clock, TimerHandle } from './clock.ts';
+import type { Backoff, Clock, Timer } from './clock.ts';
 import { createBackoff, sleep, systemClock } from './clock.ts';
 import { isGone } from './client.ts';
 import type { ListOptions, WatchOptions } from './client.ts';
@@ -68,7 +68,7 @@ export class Informer<T extends KubeObject = KubeObject> {
   private abort = new AbortController();
   private watchAbort: AbortController | undefined;
   private running: Promise<void> | undefined;
-  private resyncTimer: TimerHandle | undefined;
+  private resyncTimer: Timer | undefined;
   private synced = false;
   private rv = '';
   private stats = { lists: 0, watches: 0, relistsOnGone: 0, errors: 0 };
@@ -103,7 +103,7 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   async stop(): Promise<void> {
     this.abort.abort();
-    if (this.resyncTimer) this.clock.clearTimeout(this.resyncTimer);
+    if (this.resyncTimer) this.resyncTimer.cancel();
     this.resyncTimer = undefined;
     await this.running;
     this.running = undefined;
@@ -309,10 +309,10 @@ export class Informer<T extends KubeObject = KubeObject> {
     if (period <= 0 || this.abort.signal.aborted) return;
     // Jitter spreads resyncs of many informers (controller-runtime: up to +10%).
     const delay = Math.round(period * (1 + 0.1 * this.rng()));
-    this.resyncTimer = this.clock.setTimeout(() => {
+    this.resyncTimer = this.clock.setTimer(delay, () => {
       if (this.synced) for (const obj of this.store.values()) this.emit('onUpdate', obj, obj);
       this.scheduleResync();
-    }, delay);
+    });
   }
 
   private emit(kind: 'onAdd' | 'onDelete', obj: T): void;

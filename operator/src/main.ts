@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import { parsePodPeer } from './controllers/deployment/pod-peer.ts';
-import { formatDecimal } from './controllers/task/budget.ts';
+import { formatDecimal } from './controllers/task/attempt/budget.ts';
 import { parseDailyCap } from './controllers/task/daily-cap.ts';
 import { DEFAULT_OPENROUTER_BASE_URL } from './controllers/task/reconciler.ts';
 import type { MetricsApiOptions } from './metrics-api/start.ts';

@@ -1,7 +1,7 @@
 import { RUNTIME_API_KEY_LABEL, type DeploymentResource } from '#api';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
-import { LABEL_DEPLOYMENT } from './controllers/deployment/labels.ts';
+import { LABEL_DEPLOYMENT } from './controllers/deployment/meta/labels.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import type { ModelCacheConfig } from './controllers/deployment/model-cache/objects.ts';
 import { buildDeploymentController } from './controllers/deployment/reconciler.ts';

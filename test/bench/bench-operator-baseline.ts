@@ -10,8 +10,8 @@ import type { V1Deployment, V1Service, V1Secret } from '@kubernetes/client-node'
 import { validateResource, type DeploymentResource } from '#api';
 import { computeDeclaredIdentity, SGLANG_PORT } from '../../operator/src/controllers/deployment/args.ts';
 import { buildDesired, toKubeObject } from '../../operator/src/controllers/deployment/desired.ts';
-import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
-import { LABEL_DEPLOYMENT } from '../../operator/src/controllers/deployment/labels.ts';
+import type { PodObject } from '../../operator/src/controllers/deployment/meta/pod-view.ts';
+import { LABEL_DEPLOYMENT } from '../../operator/src/controllers/deployment/meta/labels.ts';
 import {
   buildLeaderSelector,
   type LeaderWorkerSet,

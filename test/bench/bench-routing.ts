@@ -628,6 +628,44 @@ function planRuns(
   );
 }
 
+/** The run's setup, as the report and its log line record it. */
+function describeSetup(run: {
+  records: number;
+  pool: number;
+  choice: ReturnType<typeof choosePool> | undefined;
+  stretch: number;
+  workload: ReturnType<typeof computeWorkload>;
+  expectedS: number;
+}) {
+  return {
+    trace: path.relative(REPO, path.resolve(values.trace ?? '')),
+    n: run.records,
+    skip: SKIP,
+    workers: WORKERS,
+    max_total_tokens: run.pool,
+    max_total_tokens_chosen: run.choice ? 'auto: max of share(fleet pool) - share(one pool)' : 'given',
+    page_size: PAGE_SIZE,
+    profile: PROFILE,
+    gateway_replicas: replicaList,
+    replicated_routers: replicated,
+    gateway_routing: 'KV events from every simulator + the simulator tokenizer (exact index)',
+    router_args: ctx.routerArgs,
+    smg_default_args: smgDefaultArgs(SCALE),
+    prefill_tps: PREFILL_TPS,
+    time_scale: SCALE,
+    arrival_stretch: Number(run.stretch.toFixed(3)),
+    offered_prefill_load_no_cache: Number(
+      (run.workload.prompt_tps / run.stretch / (WORKERS * PREFILL_TPS)).toFixed(3),
+    ),
+    expected_replay_s: Number(run.expectedS.toFixed(1)),
+    latency_unit: 'wall-clock ms (x time_scale = model ms)',
+    gateway_admission: 'maxConcurrency 100000, maxQueue 1000000, adaptive off; reuse off',
+    cpus: os.cpus().length,
+    loadavg_start: os.loadavg().map((x) => Number(x.toFixed(2))),
+    log_dir: logDir,
+  };
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const parsed = parseTrace(readFileSync(values.trace ?? '', 'utf8'), N, SKIP);
@@ -644,33 +682,7 @@ async function main(): Promise<void> {
   const stretch = chooseStretch(workload.prompt_tps);
   const expectedS = (workload.span_s * stretch) / SCALE;
   const timeoutMs = computeRunTimeoutMs(expectedS);
-  const setup = {
-    trace: path.relative(REPO, path.resolve(values.trace ?? '')),
-    n: records.length,
-    skip: SKIP,
-    workers: WORKERS,
-    max_total_tokens: POOL,
-    max_total_tokens_chosen: choice ? 'auto: max of share(fleet pool) - share(one pool)' : 'given',
-    page_size: PAGE_SIZE,
-    profile: PROFILE,
-    gateway_replicas: replicaList,
-    replicated_routers: replicated,
-    gateway_routing: 'KV events from every simulator + the simulator tokenizer (exact index)',
-    router_args: ctx.routerArgs,
-    smg_default_args: smgDefaultArgs(SCALE),
-    prefill_tps: PREFILL_TPS,
-    time_scale: SCALE,
-    arrival_stretch: Number(stretch.toFixed(3)),
-    offered_prefill_load_no_cache: Number(
-      (workload.prompt_tps / stretch / (WORKERS * PREFILL_TPS)).toFixed(3),
-    ),
-    expected_replay_s: Number(expectedS.toFixed(1)),
-    latency_unit: 'wall-clock ms (x time_scale = model ms)',
-    gateway_admission: 'maxConcurrency 100000, maxQueue 1000000, adaptive off; reuse off',
-    cpus: os.cpus().length,
-    loadavg_start: os.loadavg().map((x) => Number(x.toFixed(2))),
-    log_dir: logDir,
-  };
+  const setup = describeSetup({ records: records.length, pool: POOL, choice, stretch, workload, expectedS });
   log(`setup ${JSON.stringify(setup)}`);
   log(`workload ${JSON.stringify(workload)}`);
   const texts = values['overhead-only'] ? [] : records.map(buildPromptText);

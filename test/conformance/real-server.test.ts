@@ -9,11 +9,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateResource } from '#api';
-import {
-  buildArgv,
-  computeDeclaredIdentity,
-  MODEL_DIR,
-} from '../../operator/src/controllers/deployment/args.ts';
+import { buildArgv, computeDeclaredIdentity } from '../../operator/src/controllers/deployment/args.ts';
+import { MODEL_DIR } from '../../operator/src/controllers/deployment/model-cache/names.ts';
 import { planRoles } from '../../operator/src/controllers/deployment/roles.ts';
 import {
   ModelInfo,

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentStatus, Endpoint } from '#api';
-import { MODEL_DIR } from '../../operator/src/controllers/deployment/args.ts';
+import { MODEL_DIR } from '../../operator/src/controllers/deployment/model-cache/names.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '#kube/logger.ts';
 import { combineCacheSalt } from '#sglang/salt.ts';

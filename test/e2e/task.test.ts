@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CachePolicyStatus, DeploymentStatus, TaskStatus } from '#api';
-import { parseDecimal } from '../../operator/src/controllers/task/budget.ts';
+import { parseDecimal } from '../../operator/src/controllers/task/attempt/budget.ts';
 import { computeLedgerKey, LEDGER_CONFIGMAP } from '../../operator/src/controllers/task/daily-cap.ts';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '#kube/logger.ts';

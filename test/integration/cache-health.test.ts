@@ -111,11 +111,11 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     const fleet = await startFleet([]);
     const clock = { now: 0 };
     const { prober, changed, assessment } = startProber(fleet, clock);
-    await prober.probe();
+    await prober.pass();
     expect(assessment()?.condition.reason).toBe(CacheHealthReason.Measuring);
     for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 4; c++) await send(fleet.gatewayUrl, c, turn);
     clock.now += 30_000;
-    await prober.probe();
+    await prober.pass();
     const a = assessment();
     expect(a?.condition).toMatchObject({ status: 'True', reason: CacheHealthReason.Healthy });
     // 16 requests, 4 conversations of 100, 200, 300, 400 tokens: each turn finds the one before cached.
@@ -125,7 +125,7 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     expect(a?.cache?.windowSeconds).toBe(300);
     expect(changed).toEqual([`${NS}/m`, `${NS}/m`]);
     // Nothing new: the same assessment queues nothing.
-    await prober.probe();
+    await prober.pass();
     expect(changed).toHaveLength(2);
   });
 
@@ -133,13 +133,13 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     const fleet = await startFleet([]);
     const clock = { now: 0 };
     const { prober, assessment } = startProber(fleet, clock);
-    await prober.probe();
+    await prober.pass();
     for (let c = 0; c < 6; c++) await send(fleet.gatewayUrl, c, 0);
     // The runtimes drop their caches behind the gateway's back (no KV events to tell it).
     for (const s of sims) expect((await fetch(`${s.url}/flush_cache`, { method: 'POST' })).status).toBe(200);
     for (let c = 0; c < 6; c++) await send(fleet.gatewayUrl, c, 1);
     clock.now += 30_000;
-    await prober.probe();
+    await prober.pass();
     const a = assessment();
     expect(a?.condition).toMatchObject({ status: 'False', reason: CacheHealthReason.PredictionGap });
     expect(a?.cache?.hitRate).toBe(0);
@@ -157,10 +157,10 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     ]);
     const clock = { now: 0 };
     const { prober, assessment } = startProber(fleet, clock);
-    await prober.probe();
+    await prober.pass();
     for (let c = 0; c < 3; c++) await send(fleet.gatewayUrl, c, 0);
     clock.now += 30_000;
-    await prober.probe();
+    await prober.pass();
     const usage = assessment()?.cache?.hostTierUsage;
     expect(usage).toBeGreaterThanOrEqual(0);
     expect(usage).toBeLessThanOrEqual(1);
@@ -170,14 +170,14 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     const fleet = await startFleet([], { deadEvents: `tcp://127.0.0.1:${await findFreePort()}` });
     const clock = { now: 0 };
     const { prober, assessment } = startProber(fleet, clock);
-    await prober.probe();
+    await prober.pass();
     for (let turn = 0; turn < 3; turn++) for (let c = 0; c < 4; c++) await send(fleet.gatewayUrl, c, turn);
     clock.now += 30_000;
-    await prober.probe();
+    await prober.pass();
     // Within the grace a new subscription may still be connecting: no verdict on events yet.
     expect(assessment()?.condition.reason).not.toBe(CacheHealthReason.EventsLagging);
     clock.now += EVENTS_GRACE_MS;
-    await prober.probe();
+    await prober.pass();
     expect(assessment()?.condition).toMatchObject({
       status: 'False',
       reason: CacheHealthReason.EventsLagging,
@@ -189,10 +189,10 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     const fleet = await startFleet([]);
     const clock = { now: 0 };
     const { prober, assessment } = startProber(fleet, clock, `http://127.0.0.1:${await findFreePort()}`);
-    await prober.probe();
+    await prober.pass();
     for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 3; c++) await send(fleet.gatewayUrl, c, turn);
     clock.now += 30_000;
-    await prober.probe();
+    await prober.pass();
     const a = assessment();
     expect(a?.condition).toMatchObject({ status: 'Unknown', reason: CacheHealthReason.GatewayUnreadable });
     expect(a?.condition.message).toMatch(
@@ -206,17 +206,17 @@ describe('cache health, measured from the runtimes and the gateway', () => {
     const fleet = await startFleet([]);
     const clock = { now: 0 };
     const { prober, assessment } = startProber(fleet, clock);
-    await prober.probe();
+    await prober.pass();
     // Cached traffic, then a window later only new, uncached conversations.
     for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 4; c++) await send(fleet.gatewayUrl, c, turn);
     clock.now += 30_000;
-    await prober.probe();
+    await prober.pass();
     expect(assessment()?.cache?.predictedHitRate).toBeGreaterThan(0.4);
     clock.now += 300_000;
-    await prober.probe();
+    await prober.pass();
     for (let c = 10; c < 16; c++) await send(fleet.gatewayUrl, c, 1);
     clock.now += 30_000;
-    await prober.probe();
+    await prober.pass();
     const a = assessment();
     expect(a?.cache?.hitRate).toBe(0);
     expect(a?.cache?.predictedHitRate).toBe(0);

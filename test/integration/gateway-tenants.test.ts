@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { KubeClient } from '#kube/client.ts';
 import { build } from '../../gateway/src/app.ts';
-import { ManualClock } from '../../gateway/src/clock.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 import { TenantWatcher } from '../../gateway/src/discovery/tenant-watcher.ts';
 import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
 import { MemoryRateLimiter } from '../../gateway/src/tenancy/limiter.ts';

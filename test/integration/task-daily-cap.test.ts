@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Budget } from '../../operator/src/controllers/task/budget.ts';
-import { parseDecimal } from '../../operator/src/controllers/task/budget.ts';
+import type { Budget } from '../../operator/src/controllers/task/attempt/budget.ts';
+import { parseDecimal } from '../../operator/src/controllers/task/attempt/budget.ts';
 import { DailyCapLedger } from '../../operator/src/controllers/task/daily-cap-store.ts';
 import { LEDGER_CONFIGMAP, parseDailyCap } from '../../operator/src/controllers/task/daily-cap.ts';
 import { KubeClient } from '#kube/client.ts';

@@ -4,10 +4,10 @@
 // they should.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskResource } from '#api/resources.ts';
-import { computeTaskTarget } from '../../operator/src/controllers/task/target.ts';
+import { computeTaskTarget } from '../../operator/src/controllers/task/attempt/target.ts';
 import { planTaskStep, type TaskObservations } from '../../operator/src/controllers/task/phase.ts';
 import { buildTask } from '../support/operator/task.ts';
-import type { TaskTarget } from '../../operator/src/controllers/task/target.ts';
+import type { TaskTarget } from '../../operator/src/controllers/task/attempt/target.ts';
 import { runGeneration, type ProviderDeps } from '../../operator/src/controllers/task/providers/index.ts';
 import { findFreePort, startSim, type RunningSim } from '../support/sim/testing.ts';
 import {

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '#kube/client.ts';
 import { Informer } from '#kube/informer.ts';
-import type { PodObject } from '../../operator/src/controllers/deployment/endpoints.ts';
+import type { PodObject } from '../../operator/src/controllers/deployment/meta/pod-view.ts';
 import { Resources } from '#kube/resources.ts';
 import { ScaledClock } from '../sim/clock.ts';
 import { parseSimArgs } from '../sim/config.ts';

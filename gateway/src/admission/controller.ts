@@ -27,7 +27,7 @@
 // - Each deployment has its own controller; nothing is shared, so a slow
 //   deployment fills only its own queue.
 
-import type { Clock, Timer } from '../clock.ts';
+import type { Clock, Timer } from '#kube/clock.ts';
 import { PriorityQueue } from './priority-queue.ts';
 
 export interface AdmissionConfig {

@@ -10,7 +10,7 @@ import { Informer, type ListerWatcher } from '#kube/informer.ts';
 import type { Logger } from '#kube/logger.ts';
 import type { KubeObject } from '#kube/objects.ts';
 import type { ResourceType } from '#kube/resources.ts';
-import { systemClock, type Clock, type Timer } from '../clock.ts';
+import { monotonicClock, type Clock, type Timer } from '#kube/clock.ts';
 
 export interface WatchedKind {
   readonly resource: ResourceType;
@@ -46,7 +46,7 @@ export class InformerGroup {
 
   constructor(opts: InformerGroupOptions) {
     this.#opts = opts;
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? monotonicClock;
     this.#coalesceMs = opts.coalesceMs ?? 100;
     const namespaces = opts.namespaces?.length ? [...new Set(opts.namespaces)] : [undefined];
     this.#informers = opts.kinds.map((kind) =>

@@ -2,77 +2,46 @@
 // labelled cacheroute.dev/api-keys (all namespaces, or one pair per listed
 // namespace) → buildTenantDirectory → one swap of the directory. As the
 // routing table's watcher: ready after the first full list, changes coalesced.
-// Only labelled Secrets are listed, so the gateway never holds other Secrets
-// in memory (RBAC cannot filter by label; the chart's comments say so).
 
 import { API_KEYS_LABEL } from '#api';
-import type { ListerWatcher } from '#kube/informer.ts';
-import { noopLogger, type Logger } from '#kube/logger.ts';
+import type { Logger } from '#kube/logger.ts';
+import type { KubeObject } from '#kube/objects.ts';
 import { Resources } from '#kube/resources.ts';
-import type { Clock } from '../clock.ts';
 import { buildTenantDirectory } from '../tenancy/build-directory.ts';
-import { KeyDirectory, type TenantIssue } from '../tenancy/tenant.ts';
-import { InformerGroup } from './informer-group.ts';
+import { KeyDirectory, type BuiltDirectory, type TenantIssue } from '../tenancy/tenant.ts';
+import type { WatchedKind } from './informer-group.ts';
+import { SnapshotWatcher, type SnapshotWatcherOptions } from './snapshot-watcher.ts';
 
-export interface TenantWatcherOptions {
-  readonly client: ListerWatcher;
-  readonly namespaces?: readonly string[];
-  readonly logger?: Logger;
-  readonly clock?: Clock;
-  readonly coalesceMs?: number;
-}
+export type TenantWatcherOptions = SnapshotWatcherOptions;
 
-export class TenantWatcher {
+export class TenantWatcher extends SnapshotWatcher<TenantIssue, BuiltDirectory> {
   /** The directory the gateway authenticates with; not ready until the first sync. */
   readonly directory = new KeyDirectory();
-  readonly #opts: TenantWatcherOptions;
-  #log: Logger;
-  #group: InformerGroup | undefined;
-  #issues = new Set<string>();
+  /** Never a key, only where it is. */
+  protected readonly issueMessage = 'tenant key refused';
+  protected override readonly clearedMessage = 'tenant issue cleared';
 
   constructor(opts: TenantWatcherOptions) {
-    this.#opts = opts;
-    this.#log = (opts.logger ?? noopLogger).child({ component: 'tenants' });
+    super(opts, 'tenants');
   }
 
-  /** `logger`: the app's, once it exists (the watcher is made before the app). */
-  start(logger?: Logger): void {
-    if (logger) this.#log = logger.child({ component: 'tenants' });
-    this.#group = new InformerGroup({
-      client: this.#opts.client,
-      namespaces: this.#opts.namespaces,
-      // Only labelled Secrets: the gateway never holds other Secrets in memory.
-      kinds: [
-        { resource: Resources.tenants },
-        { resource: Resources.secrets, labelSelector: `${API_KEYS_LABEL}=true` },
-      ],
-      logger: this.#log,
-      clock: this.#opts.clock,
-      coalesceMs: this.#opts.coalesceMs,
-      rebuild: ([tenants = [], secrets = []]) => {
-        const built = buildTenantDirectory({ tenants, secrets });
-        this.directory.replace(built);
-        this.#logIssues(built.issues);
-      },
-      onSynced: () => {
-        this.directory.ready = true;
-        this.#log.info('tenants synced', { tenants: this.directory.tenants().length });
-      },
-    });
-    this.#group.start();
+  protected kinds(): readonly WatchedKind[] {
+    return [
+      { resource: Resources.tenants },
+      { resource: Resources.secrets, labelSelector: `${API_KEYS_LABEL}=true` },
+    ];
   }
 
-  async stop(): Promise<void> {
-    await this.#group?.stop();
+  protected build([tenants = [], secrets = []]: readonly (readonly KubeObject[])[]): BuiltDirectory {
+    return buildTenantDirectory({ tenants, secrets });
   }
 
-  /** Logged when they appear and when they clear; never a key, only where it is. */
-  #logIssues(issues: readonly TenantIssue[]): void {
-    const next = new Set(issues.map((i) => JSON.stringify(i)));
-    for (const i of issues)
-      if (!this.#issues.has(JSON.stringify(i))) this.#log.warn('tenant key refused', { ...i });
-    for (const key of this.#issues)
-      if (!next.has(key)) this.#log.info('tenant issue cleared', JSON.parse(key) as Record<string, unknown>);
-    this.#issues = next;
+  protected swap(built: BuiltDirectory): void {
+    this.directory.replace(built);
+  }
+
+  protected synced(log: Logger): void {
+    this.directory.ready = true;
+    log.info('tenants synced', { tenants: this.directory.tenants().length });
   }
 }

@@ -7,7 +7,7 @@ import type { ListerWatcher } from '#kube/informer.ts';
 import type { KubeList, KubeObject, WatchEvent } from '#kube/objects.ts';
 import type { ResourceType } from '#kube/resources.ts';
 import { loadSample } from '../../../test/support/samples.ts';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { Gate, eventually } from '../../../test/support/gateway/fake-upstream.ts';
 import { computeRoutableEndpoints, type ModelRoute } from '../routing/table.ts';
 import { DiscoveryWatcher } from './watcher.ts';

@@ -13,7 +13,7 @@
 import type { ListerWatcher } from '#kube/informer.ts';
 import { noopLogger, type Logger } from '#kube/logger.ts';
 import { Resources } from '#kube/resources.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import { StaticRoutingTable, WarmupGate, type ModelRoute } from '../routing/table.ts';
 import { buildRoutingTable, reuseUnchangedRoutes, type DiscoveryIssue } from './build-table.ts';
 import { InformerGroup } from './informer-group.ts';

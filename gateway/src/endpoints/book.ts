@@ -3,7 +3,7 @@
 // (prefill-tracker.ts), its failed attempts, and the runtime's own load from
 // the /metrics scrape. Policies see it as one EndpointView per decision.
 
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { CachedPrefix, EndpointView, Policy, RouteOutcome } from '../policies/index.ts';
 import { generationOf } from './generation.ts';

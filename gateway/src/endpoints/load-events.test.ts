@@ -3,7 +3,7 @@
 import { Encoder } from '@msgpack/msgpack';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findFreePort, postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import { decodeLoadStat, RuntimeLoadEvents } from './load-events.ts';
 

@@ -11,7 +11,7 @@
 
 import { Decoder } from '@msgpack/msgpack';
 import { Subscriber } from 'zeromq';
-import { systemClock, type Clock } from '../clock.ts';
+import { monotonicClock, type Clock } from '#kube/clock.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import type { RuntimeLoad } from './book.ts';
 
@@ -63,7 +63,7 @@ export class RuntimeLoadEvents {
   readonly #subs = new Map<string, Subscription>();
 
   constructor(opts: { clock?: Clock; staleAfterMs?: number } = {}) {
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? monotonicClock;
     this.#staleAfterMs = opts.staleAfterMs ?? 3000;
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { parseRuntimeMetrics, RuntimeLoadPoller } from './runtime-load.ts';
 import { StaticRoutingTable } from '../routing/table.ts';
 

@@ -7,7 +7,7 @@
 
 import { request } from 'undici';
 import { readMetricSamples } from '#sglang/metrics-text.ts';
-import type { Clock, Timer } from '../clock.ts';
+import type { Clock, Timer } from '#kube/clock.ts';
 import type { RuntimeLoad } from './book.ts';
 import type { RoutingTable } from '../routing/table.ts';
 

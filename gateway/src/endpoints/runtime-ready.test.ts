@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { StaticRoutingTable } from '../routing/table.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../../test/support/gateway/routes.ts';
 import { RuntimeReadyPoller, type ProbeStatus } from './runtime-ready.ts';

@@ -11,7 +11,7 @@
 // key: SGLang leaves /ready open (utils/auth.py; test/sim/auth.ts).
 
 import { request } from 'undici';
-import type { Clock, Timer } from '../clock.ts';
+import type { Clock, Timer } from '#kube/clock.ts';
 import type { RouteEndpoint, RoutingTable } from '../routing/table.ts';
 import type { StandingEndpoints } from './standing.ts';
 

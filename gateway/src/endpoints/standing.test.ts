@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { StandingEndpoints } from './standing.ts';
 

@@ -13,7 +13,7 @@
 // When nothing stands, a draining runtime is the next best (it still serves),
 // then any (the table's word is all that is left), rather than no answer.
 
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { generationOf } from './generation.ts';
 

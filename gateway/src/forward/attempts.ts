@@ -2,7 +2,7 @@
 // a gone runtime taken out of picks, a 5xx answer drained, the client's error
 // named).
 
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import type { EndpointBook } from '../endpoints/book.ts';
 import type { StandingEndpoints } from '../endpoints/standing.ts';
 import { GatewayError } from '../errors.ts';

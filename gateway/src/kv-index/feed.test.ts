@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KvCacheEvent } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { createRng, pickInt } from '../../../test/support/gateway/rng.ts';
 import { KvBlockIndex } from './block-index.ts';
 import { KvEventFeed } from './feed.ts';

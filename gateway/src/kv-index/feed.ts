@@ -28,7 +28,7 @@
 // No I/O and no timers: time comes in through a Clock and a wall clock.
 
 import { hash } from 'node:crypto';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import { addApplyStats, buildApplyStats, type ApplyStats, type KvBlockIndex } from './block-index.ts';
 import { decodeEventBatch } from './decode.ts';
 

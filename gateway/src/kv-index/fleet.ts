@@ -17,7 +17,7 @@
 
 import type { StorageMedium } from '#sglang/kv-events.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { KvEventSubscriber, KvIndexState, type KvIndexStatus } from './subscriber.ts';
 

@@ -3,7 +3,7 @@
 // first request, and at once when a request's route is new or changed. Routes
 // are replaced whole on change, so the same objects mean the same endpoints.
 
-import type { Clock, Timer } from '../clock.ts';
+import type { Clock, Timer } from '#kube/clock.ts';
 import type { ModelRoute, RoutingTable } from '../routing/table.ts';
 import type { KvIndexFleet } from './fleet.ts';
 

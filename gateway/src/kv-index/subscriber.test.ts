@@ -5,7 +5,7 @@ import { decodeSeq } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
 import { findFreePort, postJson, startSim } from '../../../test/support/sim/testing.ts';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { KvEventSubscriber, type KvEventSubscriberOptions, type KvIndexStatus } from './subscriber.ts';
 import { CLEARED, stored } from '../../../test/support/gateway/sim-stream.ts';

@@ -32,7 +32,7 @@
 
 import { Dealer, Subscriber } from 'zeromq';
 import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '#sglang/kv-events.ts';
-import { systemClock, type Clock } from '../clock.ts';
+import { monotonicClock, type Clock } from '#kube/clock.ts';
 import { KvBlockIndex } from './block-index.ts';
 import { KvEventFeed, type FeedCounters } from './feed.ts';
 
@@ -107,7 +107,7 @@ export class KvEventSubscriber {
 
   private constructor(opts: KvEventSubscriberOptions) {
     this.#opts = opts;
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? monotonicClock;
     this.index = new KvBlockIndex(opts.maxBlocks === undefined ? {} : { maxBlocks: opts.maxBlocks });
     this.#wallNow = opts.wallNow ?? Date.now;
     this.#feed = new KvEventFeed(this.index, { clock: this.#clock });

@@ -19,13 +19,13 @@ import { computeBootstrapRoom } from '#sglang/bootstrap.ts';
 import { computeTenantSalt } from '#sglang/salt.ts';
 import type { AdmissionRegistry, Permit } from '../admission/index.ts';
 import { admitRequest } from '../admission/admit.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import { GatewayError } from '../errors.ts';
 import type { TierPosition } from '../fleet/tier-position.ts';
 import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RouteInput } from '../policies/index.ts';
-import type { PolicyRegistry } from '../policies/registry.ts';
+import type { PolicyRegistry } from '../routing/policy-registry.ts';
 import {
   computeEffectiveSalt,
   computeExactTokens,

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '#api';
 import { build } from '../app.ts';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { StaticRoutingTable, type ModelRoute } from '../routing/table.ts';
 import {
   eventually,

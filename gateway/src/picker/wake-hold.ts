@@ -6,7 +6,7 @@
 // `pollMs`; held requests are few and short-lived, so no subscription is kept.
 // A prefill/decode pair is routable once a prefill has a decode partner: one
 // part up is not enough (the operator wakes both together).
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import { GatewayError } from '../errors.ts';
 import { hasRoutablePair, isDisaggregated } from '../routing/pd.ts';
 import { computeRoutableEndpoints, type ModelRoute } from '../routing/table.ts';

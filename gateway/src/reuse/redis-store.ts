@@ -40,7 +40,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
-import { systemClock, type Clock, type Timer } from '../clock.ts';
+import { monotonicClock, type Clock, type Timer } from '#kube/clock.ts';
 import type { ResultStore, StoredResult } from './store.ts';
 
 export const DEFAULT_REDIS_PREFIX = 'cacheroute:reuse:';
@@ -208,7 +208,7 @@ export class RedisResultStore implements ResultStore {
     this.#claimTtlMs = opts.claimTtlMs ?? 10_000;
     this.#claimMaxMs = opts.claimMaxMs ?? 120_000;
     this.#waitTimeoutMs = opts.waitTimeoutMs ?? 30_000;
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? monotonicClock;
     this.#logger = opts.logger;
     const redisOptions: RedisOptions = { maxRetriesPerRequest: 1, connectionName: 'cacheroute-gateway' };
     this.#client = new Redis(opts.url, { ...redisOptions, commandTimeout: opts.commandTimeoutMs ?? 2_000 });

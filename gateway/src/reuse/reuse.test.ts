@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { canonicalJson, computeDeterminism, computeReuseKey, markReused } from './key.ts';
 import { ResultReuser, type Produced } from './reuse.ts';
 import { MemoryResultStore, type StoredResult } from './store.ts';

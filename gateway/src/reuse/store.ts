@@ -1,7 +1,7 @@
 // Where completed results live. In memory by default; the Redis store (later)
 // implements the same interface so several gateway replicas share results.
 
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 
 export interface StoredResult {
   readonly status: number;

@@ -4,7 +4,7 @@
 // replica counts into the same windows and enforces the whole limit.
 
 import type { TenantLimits } from '#api';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import {
   describeDecision,
   fitsLimits,

@@ -12,7 +12,7 @@
 // runtimes, and an outage of the shared store must not take the API down.
 
 import { Redis } from 'ioredis';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '#kube/clock.ts';
 import type { RateLimiter } from './limiter.ts';
 import {
   describeDecision,

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeClient } from '#kube/client.ts';
 import { isNotFound } from '#kube/client.ts';
-import type { Clock, TimerHandle } from '#kube/clock.ts';
+import type { Clock, Timer } from '#kube/clock.ts';
 import { systemClock } from '#kube/clock.ts';
 import type { Logger } from '#kube/logger.ts';
 import { noopLogger } from '#kube/logger.ts';
@@ -49,7 +49,7 @@ interface Entry {
   writtenCount: number;
   lastObserved: number;
   lastWritten: number;
-  timer: TimerHandle | undefined;
+  timer: Timer | undefined;
   chain: Promise<void>;
   body: KubeObject;
 }
@@ -117,10 +117,10 @@ export function createEventRecorder(opts: EventRecorderOptions): EventRecorder {
         cache.set(key, seen); // most recently used last
         if (seen.timer) return;
         const wait = Math.max(0, seen.lastWritten + interval - now);
-        seen.timer = clock.setTimeout(() => writeSeries(seen), wait);
+        seen.timer = clock.setTimer(wait, () => writeSeries(seen));
         return;
       }
-      if (seen?.timer) clock.clearTimeout(seen.timer);
+      if (seen?.timer) seen.timer.cancel();
       const name = `${meta.name ?? 'object'}.${randomBytes(8).toString('hex')}`;
       const body: KubeObject = {
         apiVersion: 'events.k8s.io/v1',
@@ -159,7 +159,7 @@ export function createEventRecorder(opts: EventRecorderOptions): EventRecorder {
       // Send batched series updates now, then wait for every write in flight.
       for (const entry of cache.values()) {
         if (entry.timer) {
-          clock.clearTimeout(entry.timer);
+          entry.timer.cancel();
           writeSeries(entry);
         }
       }

@@ -20,7 +20,7 @@ import { NamespacedInformers } from './cache.ts';
 import type { ResourceCache } from './cache.ts';
 import type { KubeClient } from '#kube/client.ts';
 import { isConflict } from '#kube/client.ts';
-import type { Clock } from '#kube/clock.ts';
+import type { Clock, Timer } from '#kube/clock.ts';
 import { systemClock } from '#kube/clock.ts';
 import type { EventRecorder } from './events.ts';
 import { createEventRecorder } from './events.ts';
@@ -375,16 +375,16 @@ export class Manager {
     for (const c of this.controllers) c.queue.shutDown();
     const inFlight = Promise.all(this.controllers.map(async (c) => c.workers));
     const grace = this.opts.gracefulShutdownMs ?? 30_000;
-    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    let timer: Timer | undefined;
     const timedOut = new Promise<'timeout'>(
-      (resolve) => (timer = this.clock.setTimeout(() => resolve('timeout'), grace)),
+      (resolve) => (timer = this.clock.setTimer(grace, () => resolve('timeout'))),
     );
     if ((await Promise.race([inFlight, timedOut])) === 'timeout') {
       this.log.warn('grace period over: aborting in-flight reconciles', { graceMs: grace });
       this.reconcileAbort.abort();
       await inFlight;
     }
-    if (timer) this.clock.clearTimeout(timer);
+    if (timer) timer.cancel();
     this.reconcileAbort.abort();
     await this.events.flush();
     // Release only after in-flight reconciles ended: no two leaders write at once.

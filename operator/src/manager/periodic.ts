@@ -1,4 +1,4 @@
-// A pass run every period off the reconcile loop (cache health, wake): never
+// A pass run every period off the reconcile loop (cache health, wake, fetch progress): never
 // two at once (a slow pass, a hung peer, is not overlapped by the next), a
 // failure logged and the next pass run, nothing after the signal aborts.
 import type { Logger } from '#kube/logger.ts';
@@ -49,4 +49,49 @@ export class PeriodicPass {
       this.#busy = false;
     }
   }
+}
+
+export interface LeaderPassOptions {
+  /** What the pass is, for the log line of a failed one ("cache health pass"). */
+  readonly what: string;
+  readonly periodMs: number;
+  /** Only the leader measures: its reconciles are the only ones that write what it found. */
+  readonly isLeader: () => boolean;
+  readonly logger: Logger;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A worker that runs a pass every period while this operator leads (cache health, wake,
+ * fetch progress). A follower forgets what it measured: memory across passes is only a cache
+ * of the cluster, so a new leader measures again and the status written meanwhile stands.
+ */
+export abstract class LeaderPeriodicWorker {
+  readonly #isLeader: () => boolean;
+  readonly #periodic: PeriodicPass;
+
+  constructor(opts: LeaderPassOptions) {
+    this.#isLeader = opts.isLeader;
+    this.#periodic = new PeriodicPass({ ...opts, pass: () => this.pass() });
+  }
+
+  start(): void {
+    this.#periodic.start();
+  }
+
+  stop(): void {
+    this.#periodic.stop();
+  }
+
+  /** One pass (the timer's; tests call it directly): the work while leading, else forget. */
+  async pass(): Promise<void> {
+    if (!this.#isLeader()) return this.forget();
+    await this.lead();
+  }
+
+  /** The work of one pass, run only while this operator leads. */
+  protected abstract lead(): Promise<void>;
+
+  /** Drop what earlier passes measured: this operator does not lead (any more). */
+  protected abstract forget(): void;
 }

@@ -6,7 +6,7 @@
 //   by the rate limiter, forget() resets its failures (call it only on success);
 // - shutDown() stops intake, drain() waits for in-flight keys to be done.
 // Time comes from an injected Clock so unit tests run in fake time.
-import type { Clock, TimerHandle } from '#kube/clock.ts';
+import type { Clock, Timer } from '#kube/clock.ts';
 import { systemClock } from '#kube/clock.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import { createDefaultControllerRateLimiter } from './rate-limiter.ts';
@@ -44,7 +44,7 @@ export class WorkQueue<K = string> {
   private readonly dirty = new Set<K>();
   private readonly processing = new Map<K, number>(); // key → start time
   private readonly addedAt = new Map<K, number>();
-  private readonly waiting = new Map<K, { readyAt: number; timer: TimerHandle }>();
+  private readonly waiting = new Map<K, { readyAt: number; timer: Timer }>();
   private readonly getters: ((key: K | undefined) => void)[] = [];
   private drainers: (() => void)[] = [];
   private shuttingDown = false;
@@ -71,11 +71,11 @@ export class WorkQueue<K = string> {
     const readyAt = this.clock.now() + delayMs;
     const pending = this.waiting.get(key);
     if (pending && pending.readyAt <= readyAt) return;
-    if (pending) this.clock.clearTimeout(pending.timer);
-    const timer = this.clock.setTimeout(() => {
+    if (pending) pending.timer.cancel();
+    const timer = this.clock.setTimer(delayMs, () => {
       this.waiting.delete(key);
       this.add(key);
-    }, delayMs);
+    });
     this.waiting.set(key, { readyAt, timer });
   }
 
@@ -137,7 +137,7 @@ export class WorkQueue<K = string> {
   shutDown(): void {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
-    for (const { timer } of this.waiting.values()) this.clock.clearTimeout(timer);
+    for (const { timer } of this.waiting.values()) timer.cancel();
     this.waiting.clear();
     this.queue = [];
     this.head = 0;

@@ -3,7 +3,7 @@
 // time, and keeps each replica's refusal counters for a while so that a rate
 // can be taken over the reads of the last minute.
 import type { GatewayCacheReport } from '#api';
-import { readGatewayTier } from '../controllers/deployment/cache-health/gateway-report.ts';
+import { readGatewayTier } from '../gateway-client/tier.ts';
 
 export type TierSample =
   | {

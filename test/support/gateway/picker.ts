@@ -2,7 +2,7 @@
 // standing endpoints, policies, admission, reuse store, a KV index fleet that
 // follows nothing), for tests that call it directly, with no HTTP.
 import { AdmissionRegistry } from '../../../gateway/src/admission/index.ts';
-import { ManualClock } from '../../../gateway/src/clock.ts';
+import { ManualClock } from '../manual-clock.ts';
 import { EndpointBook } from '../../../gateway/src/endpoints/book.ts';
 import { StandingEndpoints } from '../../../gateway/src/endpoints/standing.ts';
 import { buildSoloPeers } from '../../../gateway/src/fleet/peers.ts';
@@ -12,7 +12,7 @@ import { buildMetrics } from '../../../gateway/src/metrics.ts';
 import { Picker } from '../../../gateway/src/picker/pick.ts';
 import type { DecisionLog, PickRequest, PickResult, PickScope } from '../../../gateway/src/picker/types.ts';
 import { WakeHolds } from '../../../gateway/src/picker/wake-hold.ts';
-import { PolicyRegistry } from '../../../gateway/src/policies/registry.ts';
+import { PolicyRegistry } from '../../../gateway/src/routing/policy-registry.ts';
 import { MemoryResultStore, ResultReuser } from '../../../gateway/src/reuse/index.ts';
 import { StaticRoutingTable, type ModelRoute } from '../../../gateway/src/routing/table.ts';
 import { MemoryRateLimiter } from '../../../gateway/src/tenancy/limiter.ts';

@@ -1,7 +1,7 @@
 // Test builders for Task objects (used by the unit tests beside this file).
 import { API_VERSION, TaskResource } from '#api/resources.ts';
 import type { TaskStatus } from '#api/task.ts';
-import type { OpenRouterIdentity } from '../../../operator/src/controllers/task/fingerprint.ts';
+import type { OpenRouterIdentity } from '../../../operator/src/controllers/task/attempt/fingerprint.ts';
 
 /** The identity of examples/task-openrouter.yaml's target. */
 export const OPENROUTER_IDENTITY: OpenRouterIdentity = {

@@ -1,10 +1,9 @@
 import type { DeploymentSpec } from '#api';
 import { renderSglangArgs, type SglangArgsInput } from '#sglang/flags.ts';
 import type { RuntimeIdentity } from '../../sglang-client/identity.ts';
+import { MODEL_DIR } from './model-cache/names.ts';
 import type { RoleEngine } from './roles.ts';
 
-/** Where model files are mounted in every SGLang container, whatever their source. */
-export const MODEL_DIR = '/models';
 export const SGLANG_PORT = 30000;
 
 /**

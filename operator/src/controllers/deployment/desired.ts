@@ -3,7 +3,6 @@ import type {
   V1Deployment,
   V1Secret,
   V1EnvVar,
-  V1OwnerReference,
   V1PodSpec,
   V1PodTemplateSpec,
   V1Service,
@@ -14,7 +13,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { DeploymentResource, DeploymentSpec } from '#api';
 import type { KubeObject } from '#kube/objects.ts';
-import { API_VERSION, buildRuntimeKeySecretName } from '#api';
+import { buildRuntimeKeySecretName } from '#api';
 import { renderSglangArgs } from '#sglang/flags.ts';
 import { buildArgv, computeEventPorts, SGLANG_PORT } from './args.ts';
 import { computeFingerprint } from './fingerprint.ts';
@@ -25,7 +24,8 @@ import {
   buildSelectorLabels,
   buildWorkloadName,
   RUNTIME_API_KEY_ENV,
-} from './labels.ts';
+} from './meta/labels.ts';
+import { buildOwnedMetadata } from './meta/owned.ts';
 import { planRoles, type RoleEngine } from './roles.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
 import { buildPodModel } from './model-cache/pod-model.ts';
@@ -67,17 +67,6 @@ export interface DesiredState {
   services: V1Service[];
 }
 
-export function buildOwnerReference(root: DeploymentResource): V1OwnerReference {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'Deployment',
-    name: root.metadata.name ?? '',
-    uid: root.metadata.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
-
 /** What of the operator's own settings shapes the objects it renders. */
 export interface RenderOptions {
   /** The model cache settings (a fetch image): node caches and hostPath checks add an init container. */
@@ -95,20 +84,6 @@ export function buildDesired(root: DeploymentResource, opts: RenderOptions = {})
     workloads: multiNode ? [] : engines.map((e) => buildWorkload(root, e, fingerprint, opts)),
     groupSets: multiNode ? engines.map((e) => buildGroupSet(root, e, fingerprint, opts)) : [],
     services: engines.map((e) => buildService(root, e)),
-  };
-}
-
-/** The metadata of every object the operator makes for a Deployment: in its namespace, owned by it. */
-export function buildOwnedMetadata(
-  root: DeploymentResource,
-  name: string,
-  labels: Record<string, string>,
-): { name: string; namespace: string; labels: Record<string, string>; ownerReferences: V1OwnerReference[] } {
-  return {
-    name,
-    namespace: root.metadata.namespace ?? 'default',
-    labels,
-    ownerReferences: [buildOwnerReference(root)],
   };
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Endpoint } from '#api';
-import { buildVerifiedEndpoint, planVerification, REVERIFY_AFTER_MS, type PodView } from './endpoints.ts';
+import { buildVerifiedEndpoint, planVerification, REVERIFY_AFTER_MS } from './endpoints.ts';
+import { type PodView } from './meta/pod-view.ts';
 
 const NOW = Date.parse('2026-11-29T10:00:00Z');
 const pod: PodView = {

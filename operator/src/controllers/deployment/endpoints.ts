@@ -1,10 +1,7 @@
-import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeObject } from '#kube/objects.ts';
-import type { Endpoint, EndpointRole } from '#api';
-import { EndpointRole as EndpointRoleSchema } from '#api';
+import type { Endpoint } from '#api';
 import type { IdentityReadback } from './verify.ts';
 import { SGLANG_PORT } from './args.ts';
-import { LABEL_FINGERPRINT, LABEL_ROLE } from './labels.ts';
+import type { PodView } from './meta/pod-view.ts';
 
 /** How long a verification of a current-revision pod stands before it is read again. */
 export const REVERIFY_AFTER_MS = 10 * 60_000;
@@ -17,38 +14,6 @@ export const EndpointReason = {
   Verified: 'Verified',
   NotOwned: 'NotOwned',
 } as const;
-
-/** A pod as the Deployment controller sees it: the facts verification depends on. */
-export interface PodView {
-  name: string;
-  uid: string;
-  role: EndpointRole;
-  ip: string | undefined;
-  ready: boolean;
-  fingerprint: string;
-  restartCount: number;
-  terminating: boolean;
-}
-
-/** A pod as the API server sends it (timestamps are strings, not client-node's Dates). */
-export type PodObject = KubeObject & Pick<V1Pod, 'spec' | 'status'>;
-
-export function buildPodView(pod: PodObject): PodView | undefined {
-  const role = EndpointRoleSchema.safeParse(pod.metadata?.labels?.[LABEL_ROLE]);
-  if (!role.success || !pod.metadata?.name) return undefined;
-  const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-  const restartCount = (pod.status?.containerStatuses ?? []).reduce((n, c) => n + c.restartCount, 0);
-  return {
-    name: pod.metadata.name,
-    uid: pod.metadata.uid ?? '',
-    role: role.data,
-    ip: pod.status?.podIP,
-    ready: ready && pod.status?.phase === 'Running' && !pod.metadata.deletionTimestamp,
-    fingerprint: pod.metadata.labels?.[LABEL_FINGERPRINT] ?? '',
-    restartCount,
-    terminating: pod.metadata.deletionTimestamp !== undefined,
-  };
-}
 
 /** What to do about one pod this pass; `fetch` means read its server_info and model_info. */
 export type VerificationPlan =

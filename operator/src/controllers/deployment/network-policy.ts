@@ -13,8 +13,8 @@
 import type { V1NetworkPolicyPeer, V1NetworkPolicyPort, V1ObjectMeta } from '@kubernetes/client-node';
 import type { DeploymentResource } from '#api';
 import { computeEventPorts, SGLANG_PORT } from './args.ts';
-import { buildOwnedMetadata } from './desired.ts';
-import { LABEL_DEPLOYMENT, MANAGED_BY } from './labels.ts';
+import { buildOwnedMetadata } from './meta/owned.ts';
+import { LABEL_DEPLOYMENT, MANAGED_BY } from './meta/labels.ts';
 
 /** Pods of one namespace with these labels (all of its pods when there are none). */
 export interface PodPeer {

@@ -21,8 +21,8 @@ import {
   type Endpoint,
   type PartReplicas,
 } from '#api';
-import { buildOwnedMetadata } from './desired.ts';
-import { buildSelectorLabels, MANAGED_BY } from './labels.ts';
+import { buildOwnedMetadata } from './meta/owned.ts';
+import { buildSelectorLabels, MANAGED_BY } from './meta/labels.ts';
 
 /** What the operator knows of a live part: what it runs and the declared value it last carried. */
 export interface LivePart {

@@ -26,8 +26,8 @@ import {
   EndpointReason,
   planVerification,
   REVERIFY_AFTER_MS,
-  type PodObject,
 } from './endpoints.ts';
+import type { PodObject } from './meta/pod-view.ts';
 import { planEvents } from './events.ts';
 import {
   buildDeploymentPart,
@@ -37,7 +37,7 @@ import {
   type LivePart,
   type PartPlan,
 } from './parts.ts';
-import { LABEL_DEPLOYMENT, LABEL_FINGERPRINT } from './labels.ts';
+import { LABEL_DEPLOYMENT, LABEL_FINGERPRINT } from './meta/labels.ts';
 import {
   buildRuntimeNetworkPolicy,
   buildRuntimeNetworkPolicyName,

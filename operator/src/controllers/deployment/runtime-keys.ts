@@ -20,8 +20,8 @@
 // template names it by fingerprint, never by value.
 import type { V1Secret } from '@kubernetes/client-node';
 import { buildRuntimeKeySecretName, RUNTIME_API_KEY_LABEL, type DeploymentResource } from '#api';
-import { buildOwnedMetadata } from './desired.ts';
-import { LABEL_DEPLOYMENT, MANAGED_BY } from './labels.ts';
+import { buildOwnedMetadata } from './meta/owned.ts';
+import { LABEL_DEPLOYMENT, MANAGED_BY } from './meta/labels.ts';
 
 export interface RuntimeKeyInputs {
   /** The fingerprint the spec renders now. */

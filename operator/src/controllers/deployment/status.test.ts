@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import type { PodObject } from './endpoints.ts';
+import type { PodObject } from './meta/pod-view.ts';
 import { describe, expect, it } from 'vitest';
 import { validateResource, type DeploymentResource, type Endpoint } from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';

@@ -1,9 +1,9 @@
 import type { Condition, DeploymentResource, DeploymentStatus, Endpoint } from '#api';
 import { removeCondition, setConditions, type ConditionInput } from '../../manager/conditions.ts';
 import type { CacheHealthAssessment } from './cache-health/assess.ts';
-import type { PodObject } from './endpoints.ts';
+import type { PodObject } from './meta/pod-view.ts';
 import { computeImageDigest } from './fingerprint.ts';
-import { LABEL_DEPLOYMENT } from './labels.ts';
+import { LABEL_DEPLOYMENT } from './meta/labels.ts';
 import type { RoleEngine } from './roles.ts';
 import type { ModelDeliveryPlan } from './model-cache/plan.ts';
 import { SERVED_NAME_SHARED, type SharedNameVerdict } from './served-name.ts';
@@ -199,6 +199,70 @@ function computeReady(
     : { status: 'False', reason: Reason.WaitingForVerifiedReplicas, message };
 }
 
+type ConditionVerdict = { status: Condition['status']; reason: string; message: string };
+
+/** Progressing: refused or blocked or stuck on a pod (False), else rolling out or complete. */
+function computeProgressing(
+  obs: StatusObservation,
+  counts: { desired: number; updated: number; verified: number },
+): ConditionVerdict {
+  const { desired, updated, verified } = counts;
+  const trouble = obs.troubles[0];
+  if (obs.identityConflict)
+    return {
+      status: 'False',
+      reason: Reason.IdentityChangedWithoutNewId,
+      message: `the spec now renders fingerprint ${obs.identityConflict.refused} but deploymentId ${obs.root.spec.deploymentId} was accepted with ${obs.identityConflict.accepted}: change deploymentId to roll out a new identity; nothing was applied`,
+    };
+  if (obs.blocked) return { status: 'False', reason: obs.blocked.reason, message: obs.blocked.message };
+  if (trouble)
+    return { status: 'False', reason: trouble.reason, message: `pod ${trouble.pod}: ${trouble.message}` };
+  if (updated < desired || verified < desired || obs.podCount > desired)
+    return {
+      status: 'True',
+      reason: Reason.RollingOut,
+      message: `${updated} of ${desired} replicas on fingerprint ${obs.fingerprint}, ${verified} verified`,
+    };
+  return {
+    status: 'True',
+    reason: Reason.Complete,
+    message: `all ${desired} replicas on fingerprint ${obs.fingerprint}`,
+  };
+}
+
+/** IdentityVerified: False on a mismatch, True once every ready endpoint is verified. */
+function computeIdentityVerified(
+  mismatched: readonly Endpoint[],
+  ready: number,
+  verified: number,
+): ConditionVerdict {
+  if (mismatched.length > 0)
+    return {
+      status: 'False',
+      reason: Reason.IdentityMismatch,
+      message: mismatched.map((e) => `${e.pod}: ${e.message ?? ''}`).join('; '),
+    };
+  if (ready === 0)
+    return { status: 'Unknown', reason: Reason.Pending, message: 'no ready endpoint to verify yet' };
+  if (verified === ready)
+    return { status: 'True', reason: Reason.Verified, message: `${verified} ready endpoint(s) verified` };
+  return {
+    status: 'Unknown',
+    reason: Reason.Pending,
+    message: `${verified} of ${ready} ready endpoints verified`,
+  };
+}
+
+/** The faults that make the Deployment Degraded (an unschedulable pod only holds up Progressing). */
+function computeDegradedBy(obs: StatusObservation, mismatched: readonly Endpoint[]): string[] {
+  return [
+    ...(obs.identityConflict ? ['identity changed without a new deploymentId'] : []),
+    ...(obs.blocked ? [obs.blocked.message] : []),
+    ...mismatched.map((e) => `${e.pod} reports another identity`),
+    ...obs.troubles.filter((t) => t.reason !== Reason.Unschedulable).map((t) => `${t.pod}: ${t.reason}`),
+  ];
+}
+
 /** The whole status of a Deployment from what was observed: pure, `now` injected. */
 export function computeStatus(obs: StatusObservation, now: Date): DeploymentStatus {
   const { root, engines, endpoints } = obs;
@@ -226,60 +290,16 @@ export function computeStatus(obs: StatusObservation, now: Date): DeploymentStat
   const readiness = computeReady(desired, verified, enoughPerRole, obs.model);
   cond(ConditionType.Ready, readiness.status, readiness.reason, readiness.message);
 
-  const trouble = obs.troubles[0];
-  if (obs.identityConflict) {
-    cond(
-      ConditionType.Progressing,
-      'False',
-      Reason.IdentityChangedWithoutNewId,
-      `the spec now renders fingerprint ${obs.identityConflict.refused} but deploymentId ${root.spec.deploymentId} was accepted with ${obs.identityConflict.accepted}: change deploymentId to roll out a new identity; nothing was applied`,
-    );
-  } else if (obs.blocked) {
-    cond(ConditionType.Progressing, 'False', obs.blocked.reason, obs.blocked.message);
-  } else if (trouble) {
-    cond(ConditionType.Progressing, 'False', trouble.reason, `pod ${trouble.pod}: ${trouble.message}`);
-  } else if (updated < desired || verified < desired || obs.podCount > desired) {
-    cond(
-      ConditionType.Progressing,
-      'True',
-      Reason.RollingOut,
-      `${updated} of ${desired} replicas on fingerprint ${obs.fingerprint}, ${verified} verified`,
-    );
-  } else {
-    cond(
-      ConditionType.Progressing,
-      'True',
-      Reason.Complete,
-      `all ${desired} replicas on fingerprint ${obs.fingerprint}`,
-    );
-  }
-
-  if (mismatched.length > 0) {
-    cond(
-      ConditionType.IdentityVerified,
-      'False',
-      Reason.IdentityMismatch,
-      mismatched.map((e) => `${e.pod}: ${e.message ?? ''}`).join('; '),
-    );
-  } else if (ready === 0) {
-    cond(ConditionType.IdentityVerified, 'Unknown', Reason.Pending, 'no ready endpoint to verify yet');
-  } else if (verified === ready) {
-    cond(ConditionType.IdentityVerified, 'True', Reason.Verified, `${verified} ready endpoint(s) verified`);
-  } else {
-    cond(
-      ConditionType.IdentityVerified,
-      'Unknown',
-      Reason.Pending,
-      `${verified} of ${ready} ready endpoints verified`,
-    );
-  }
-
-  const degradedBy = [
-    ...(obs.identityConflict ? ['identity changed without a new deploymentId'] : []),
-    ...(obs.blocked ? [obs.blocked.message] : []),
-    ...mismatched.map((e) => `${e.pod} reports another identity`),
-    ...obs.troubles.filter((t) => t.reason !== Reason.Unschedulable).map((t) => `${t.pod}: ${t.reason}`),
-  ];
+  const progressing = computeProgressing(obs, { desired, updated, verified });
+  cond(ConditionType.Progressing, progressing.status, progressing.reason, progressing.message);
+  const identityVerified = computeIdentityVerified(mismatched, ready, verified);
+  cond(
+    ConditionType.IdentityVerified,
+    identityVerified.status,
+    identityVerified.reason,
+    identityVerified.message,
+  );
+  const degradedBy = computeDegradedBy(obs, mismatched);
   if (degradedBy.length > 0) cond(ConditionType.Degraded, 'True', 'Degraded', degradedBy.join('; '));
   else cond(ConditionType.Degraded, 'False', Reason.AsExpected, 'no fault observed');
 

@@ -9,8 +9,8 @@ import type { KubeObject, ObjectKey } from '#kube/objects.ts';
 import { TerminalError, type ReconcileResult } from '../../manager/reconcile.ts';
 import { Resources } from '#kube/resources.ts';
 import { writeStatusIfChanged } from '../../manager/status.ts';
-import type { PodObject } from '../deployment/endpoints.ts';
-import { LABEL_DEPLOYMENT, LABEL_ROLE } from '../deployment/labels.ts';
+import type { PodObject } from '../deployment/meta/pod-view.ts';
+import { LABEL_DEPLOYMENT, LABEL_ROLE } from '../deployment/meta/labels.ts';
 import { buildDeploymentPartName, PartRole } from '#api';
 import { computePartStatus } from './status.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DeploymentPartResource } from '#api';
-import type { PodObject } from '../deployment/endpoints.ts';
+import type { PodObject } from '../deployment/meta/pod-view.ts';
 import { computePartStatus, formatSelector } from './status.ts';
 
 const part: DeploymentPartResource = {

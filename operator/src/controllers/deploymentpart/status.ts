@@ -1,8 +1,8 @@
 // A DeploymentPart's status: the pods of its part, and the selector an HPA
 // needs to accept it as a scale target. Pure.
 import type { DeploymentPartResource, DeploymentPartStatus } from '#api';
-import { buildPodView, type PodObject } from '../deployment/endpoints.ts';
-import { buildSelectorLabels } from '../deployment/labels.ts';
+import { buildPodView, type PodObject } from '../deployment/meta/pod-view.ts';
+import { buildSelectorLabels } from '../deployment/meta/labels.ts';
 
 /** A label selector in the string form the scale subresource carries (`a=b,c=d`). */
 export function formatSelector(labels: Readonly<Record<string, string>>): string {

@@ -9,7 +9,7 @@
 import type { TaskSpec } from '#api/task.ts';
 import { checkSchemaSupported, validateJson } from './json-schema.ts';
 import { compileRe2Pattern } from './re2-pattern.ts';
-import { err, ok, type Result } from './types.ts';
+import { err, ok, type Result } from './attempt/types.ts';
 
 export type OutputCheck = NonNullable<TaskSpec['checks']>[number];
 

@@ -15,8 +15,8 @@ import {
   readSpent,
   type DailyCap,
 } from './daily-cap.ts';
-import type { Budget } from './budget.ts';
-import { ok, type AttemptError, type Result } from './types.ts';
+import type { Budget } from './attempt/budget.ts';
+import { ok, type AttemptError, type Result } from './attempt/types.ts';
 
 type LedgerObject = KubeObject & { data?: Record<string, string> };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDecimal, type Budget } from './budget.ts';
+import { parseDecimal, type Budget } from './attempt/budget.ts';
 import {
   addToLedger,
   computeLedgerKey,
@@ -9,10 +9,10 @@ import {
   planReservation,
   readSpent,
 } from './daily-cap.ts';
-import type { GenerateCall } from './phase.ts';
-import type { TaskTarget } from './target.ts';
+import type { GenerateCall } from './attempt/call.ts';
+import type { TaskTarget } from './attempt/target.ts';
 import { OPENROUTER_IDENTITY } from '../../../../test/support/operator/task.ts';
-import type { AttemptOutcome } from './types.ts';
+import type { AttemptOutcome } from './attempt/types.ts';
 
 const budget: Budget = {
   maxInputTokens: 4096,

@@ -16,10 +16,16 @@
 //
 // Pure: plain data in, plain data out. Money is bigint atto units (budget.ts).
 
-import { computeCost, computeCostEstimate, formatDecimal, parseDecimal, type Budget } from './budget.ts';
-import type { GenerateCall } from './phase.ts';
-import { TaskReason } from './reasons.ts';
-import { err, ok, type AttemptError, type AttemptOutcome, type Result } from './types.ts';
+import {
+  computeCost,
+  computeCostEstimate,
+  formatDecimal,
+  parseDecimal,
+  type Budget,
+} from './attempt/budget.ts';
+import type { GenerateCall } from './attempt/call.ts';
+import { TaskReason } from './attempt/reasons.ts';
+import { err, ok, type AttemptError, type AttemptOutcome, type Result } from './attempt/types.ts';
 
 export interface DailyCap {
   /** Atto units of `currency` a namespace may spend on paid calls per UTC day. */

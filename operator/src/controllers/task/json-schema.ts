@@ -6,25 +6,10 @@
 // (in code points), minimum, maximum. Annotations ($schema, $id, title,
 // description, default, examples) are ignored. Any other keyword makes the
 // schema unsupported: a check we cannot evaluate fails rather than passes.
-import { canonicalJson } from './fingerprint.ts';
-import { err, ok, type Result } from './types.ts';
+import { canonicalJson } from './attempt/fingerprint.ts';
+import { err, ok, type Result } from './attempt/types.ts';
 
 const ANNOTATIONS = new Set(['$schema', '$id', 'title', 'description', 'default', 'examples', '$comment']);
-const KEYWORDS = new Set([
-  'type',
-  'required',
-  'properties',
-  'additionalProperties',
-  'enum',
-  'const',
-  'items',
-  'minItems',
-  'maxItems',
-  'minLength',
-  'maxLength',
-  'minimum',
-  'maximum',
-]);
 const TYPES = new Set(['object', 'array', 'string', 'number', 'integer', 'boolean', 'null']);
 
 export interface SchemaIssue {
@@ -38,37 +23,60 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const COUNT_KEYWORDS = new Set(['minItems', 'maxItems', 'minLength', 'maxLength']);
+/** A supported keyword's check of its own value, in the schema at `path`. */
+type KeywordCheck = (v: unknown, k: string, path: string) => Result<void, SchemaIssue>;
 
-function checkKeyword(k: string, v: unknown, path: string): Result<void, SchemaIssue> {
-  const bad = (message: string) => err({ path: `${path}/${k}`, message });
-  if (!KEYWORDS.has(k)) return err({ path, message: `unsupported keyword ${k}` });
-  if (k === 'type') {
-    const list: unknown[] = Array.isArray(v) ? v : [v];
-    return list.every((t) => typeof t === 'string' && TYPES.has(t)) ? ok(undefined) : bad('unknown type');
-  }
-  if (k === 'required')
-    return Array.isArray(v) && v.every((x) => typeof x === 'string')
-      ? ok(undefined)
-      : bad('required must be a list of names');
-  if (k === 'enum') return Array.isArray(v) ? ok(undefined) : bad('enum must be a list');
-  if (COUNT_KEYWORDS.has(k))
-    return Number.isInteger(v) && (v as number) >= 0
-      ? ok(undefined)
-      : bad(`${k} must be a non-negative integer`);
-  if (k === 'minimum' || k === 'maximum')
-    return typeof v === 'number' ? ok(undefined) : bad(`${k} must be a number`);
-  if (k === 'additionalProperties')
-    return typeof v === 'boolean' ? ok(undefined) : bad('only a boolean additionalProperties is supported');
-  if (k === 'items') return checkSchemaSupported(v, `${path}/items`);
-  if (k === 'properties') {
-    if (!isObject(v)) return bad('properties must be an object');
-    for (const [name, sub] of Object.entries(v)) {
-      const r = checkSchemaSupported(sub, `${path}/properties/${name}`);
-      if (!r.ok) return r;
-    }
+/** A check of a keyword's value alone: `message(k)`, at `path/k`, unless `valid(v)`. */
+function valueCheck(valid: (v: unknown) => boolean, message: (k: string) => string): KeywordCheck {
+  return (v, k, path) => (valid(v) ? ok(undefined) : err({ path: `${path}/${k}`, message: message(k) }));
+}
+
+const isTypeList = (v: unknown): boolean =>
+  (Array.isArray(v) ? v : [v]).every((t) => typeof t === 'string' && TYPES.has(t));
+const isNameList = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'string');
+const isCount = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 0;
+const countCheck = valueCheck(isCount, (k) => `${k} must be a non-negative integer`);
+const boundCheck = valueCheck(
+  (v) => typeof v === 'number',
+  (k) => `${k} must be a number`,
+);
+
+const checkProperties: KeywordCheck = (v, k, path) => {
+  if (!isObject(v)) return err({ path: `${path}/${k}`, message: 'properties must be an object' });
+  for (const [name, sub] of Object.entries(v)) {
+    const r = checkSchemaSupported(sub, `${path}/properties/${name}`);
+    if (!r.ok) return r;
   }
   return ok(undefined);
+};
+
+/** The supported keywords: any other one makes the schema unsupported. */
+const KEYWORD_CHECKS: ReadonlyMap<string, KeywordCheck> = new Map<string, KeywordCheck>([
+  ['type', valueCheck(isTypeList, () => 'unknown type')],
+  ['required', valueCheck(isNameList, () => 'required must be a list of names')],
+  ['properties', checkProperties],
+  [
+    'additionalProperties',
+    valueCheck(
+      (v) => typeof v === 'boolean',
+      () => 'only a boolean additionalProperties is supported',
+    ),
+  ],
+  ['enum', valueCheck(Array.isArray, () => 'enum must be a list')],
+  ['const', () => ok(undefined)],
+  ['items', (v, _k, path) => checkSchemaSupported(v, `${path}/items`)],
+  ['minItems', countCheck],
+  ['maxItems', countCheck],
+  ['minLength', countCheck],
+  ['maxLength', countCheck],
+  ['minimum', boundCheck],
+  ['maximum', boundCheck],
+]);
+
+function checkKeyword(k: string, v: unknown, path: string): Result<void, SchemaIssue> {
+  const check = KEYWORD_CHECKS.get(k);
+  if (!check) return err({ path, message: `unsupported keyword ${k}` });
+  return check(v, k, path);
 }
 
 /** Rejects a schema with keywords outside the subset, or malformed ones. */

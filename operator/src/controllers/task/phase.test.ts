@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskResource } from '#api/resources.ts';
 import type { TaskStatus } from '#api/task.ts';
-import { FEEDBACK_PREFIX } from './prepare.ts';
+import { FEEDBACK_PREFIX } from './attempt/prepare.ts';
 import { planTaskStep, type TaskObservations, type TaskStep, TARGET_RECHECK_MS } from './phase.ts';
 import { computeResultSha256 } from './result.ts';
-import type { TaskTarget } from './target.ts';
+import type { TaskTarget } from './attempt/target.ts';
 import { buildTask } from '../../../../test/support/operator/task.ts';
-import type { AttemptOutcome } from './types.ts';
+import type { AttemptOutcome } from './attempt/types.ts';
 
 const now = new Date('2026-01-01T01:00:00Z');
 

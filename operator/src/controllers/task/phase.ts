@@ -19,12 +19,13 @@
 // differs from the last consumed one (status.attempts keeps them).
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { TaskResource } from '#api/resources.ts';
-import type { TaskPhase, TaskSpec, TaskStatus } from '#api/task.ts';
-import { computeMaxNewTokens, planBudgetAfter, planBudgetBefore } from './budget.ts';
+import type { TaskPhase, TaskStatus } from '#api/task.ts';
+import { computeMaxNewTokens, planBudgetAfter, planBudgetBefore } from './attempt/budget.ts';
 import { findInvalidCheck, runChecks } from './checks.ts';
-import { computeTaskFingerprint } from './fingerprint.ts';
-import { buildPreparedInput, type PreparedInput } from './prepare.ts';
-import { TaskReason, type FailureReason } from './reasons.ts';
+import { computeTaskFingerprint } from './attempt/fingerprint.ts';
+import type { GenerateCall } from './attempt/call.ts';
+import { buildPreparedInput } from './attempt/prepare.ts';
+import { TaskReason, type FailureReason } from './attempt/reasons.ts';
 import { buildResultStorage, computeResultText, type TaskResult } from './result.ts';
 import { planReuse } from './reuse.ts';
 import {
@@ -38,8 +39,8 @@ import {
   type TaskAttempt,
   type TaskEvent,
 } from './status.ts';
-import type { TaskTarget } from './target.ts';
-import type { AttemptError, AttemptOutcome, Result } from './types.ts';
+import type { TaskTarget } from './attempt/target.ts';
+import type { AttemptError, AttemptOutcome, Result } from './attempt/types.ts';
 
 export const WAIT_FOR_IN_FLIGHT_MS = 5_000;
 /**
@@ -63,18 +64,6 @@ export interface TaskObservations {
   resultText?: string | undefined;
   /** The provider outcome of the open attempt, after a `generate` action. */
   outcome?: AttemptOutcome | undefined;
-}
-
-export interface GenerateCall {
-  attempt: number;
-  target: TaskTarget;
-  prepared: PreparedInput;
-  maxNewTokens: number;
-  sampling: TaskSpec['sampling'];
-  budget: TaskSpec['budget'];
-  /** What earlier attempts cost, for the cost cap checked before sending. */
-  spent: bigint;
-  apiKeySecretRef?: { name: string; key: string };
 }
 
 export type TaskAction =

@@ -4,9 +4,9 @@
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { API_VERSION, type TaskResource } from '#api/resources.ts';
 import type { TaskStatus } from '#api/task.ts';
-import { computeSha256 } from './fingerprint.ts';
-import { TaskReason } from './reasons.ts';
-import { err, ok, type AttemptError, type Result } from './types.ts';
+import { computeSha256 } from './attempt/fingerprint.ts';
+import { TaskReason } from './attempt/reasons.ts';
+import { err, ok, type AttemptError, type Result } from './attempt/types.ts';
 
 export const INLINE_RESULT_MAX_BYTES = 16 * 1024;
 /** A ConfigMap holds at most 1 MiB in all; leave room for metadata. */

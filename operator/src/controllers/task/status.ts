@@ -2,11 +2,11 @@
 import type { Condition } from '#api/common.ts';
 import type { TaskPhase, TaskSpec, TaskStatus } from '#api/task.ts';
 import { setConditions, type ConditionInput } from '../../manager/conditions.ts';
-import { computeLedger } from './budget.ts';
-import type { ProviderIdentity } from './fingerprint.ts';
-import type { ProviderKind } from './prepare.ts';
-import { TaskConditionType, TaskReason } from './reasons.ts';
-import type { Usage } from './types.ts';
+import { computeLedger } from './attempt/budget.ts';
+import type { ProviderIdentity } from './attempt/fingerprint.ts';
+import type { ProviderKind } from './attempt/prepare.ts';
+import { TaskConditionType, TaskReason } from './attempt/reasons.ts';
+import type { Usage } from './attempt/types.ts';
 
 export type TaskAttempt = NonNullable<TaskStatus['attempts']>[number];
 export type TokenUsage = NonNullable<TaskStatus['usage']>;

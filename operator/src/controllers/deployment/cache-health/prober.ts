@@ -10,7 +10,7 @@ import type { DeploymentResource, GatewayCacheReport, GatewayEndpointEvents } fr
 import { findCondition } from '../../../manager/conditions.ts';
 import type { Logger } from '#kube/logger.ts';
 import { mapLimited } from '../../../manager/map-limited.ts';
-import { PeriodicPass } from '../../../manager/periodic.ts';
+import { LeaderPeriodicWorker } from '../../../manager/periodic.ts';
 import { formatKey, type ObjectKey } from '#kube/objects.ts';
 import { fetchMetricsText } from '../../../sglang-client/client.ts';
 import { buildEndpointUrl } from '#sglang/endpoint-url.ts';
@@ -21,7 +21,7 @@ import {
   type EndpointEventsView,
   type GatewayObservation,
 } from './assess.ts';
-import { readGatewayTier, type ReplicaRead } from './gateway-report.ts';
+import { readGatewayTier, type ReplicaRead } from '../../../gateway-client/tier.ts';
 import { parseRuntimeCacheSample, type HostTier } from './runtime-sample.ts';
 import { CounterWindow } from './window.ts';
 
@@ -73,7 +73,7 @@ export function worseEvents(a: GatewayEndpointEvents, b: GatewayEndpointEvents):
   return (b.lagMs ?? -1) > (a.lagMs ?? -1) ? b : a;
 }
 
-export class CacheHealthProber {
+export class CacheHealthProber extends LeaderPeriodicWorker {
   readonly #opts: CacheHealthProberOptions;
   readonly #windowMs: number;
   readonly #now: () => number;
@@ -81,27 +81,12 @@ export class CacheHealthProber {
   readonly #replicas = new Map<string, ReplicaState>();
   readonly #assessments = new Map<string, CacheHealthAssessment>();
   #tierError: string | undefined;
-  readonly #periodic: PeriodicPass;
 
   constructor(opts: CacheHealthProberOptions) {
+    super({ ...opts, what: 'cache health pass' });
     this.#opts = opts;
     this.#windowMs = opts.windowMs ?? DEFAULT_CACHE_HEALTH_WINDOW_MS;
     this.#now = opts.now ?? Date.now;
-    this.#periodic = new PeriodicPass({
-      what: 'cache health pass',
-      periodMs: opts.periodMs,
-      pass: () => this.probe(),
-      logger: opts.logger,
-      signal: opts.signal,
-    });
-  }
-
-  start(): void {
-    this.#periodic.start();
-  }
-
-  stop(): void {
-    this.#periodic.stop();
   }
 
   /** The last assessment of a Deployment; undefined before its first pass. */
@@ -109,14 +94,14 @@ export class CacheHealthProber {
     return this.#assessments.get(formatKey(key));
   }
 
-  /** One pass over every Deployment (the timer's; tests call it directly). */
-  async probe(): Promise<void> {
-    if (!this.#opts.isLeader()) {
-      this.#endpoints.clear();
-      this.#replicas.clear();
-      this.#assessments.clear();
-      return;
-    }
+  protected override forget(): void {
+    this.#endpoints.clear();
+    this.#replicas.clear();
+    this.#assessments.clear();
+  }
+
+  /** One pass over every Deployment. */
+  protected override async lead(): Promise<void> {
     const deployments = this.#opts.deployments();
     const signal = this.#opts.signal;
     const targets = deployments.flatMap((d) =>

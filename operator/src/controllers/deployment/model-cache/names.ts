@@ -3,8 +3,9 @@
 // Deployment that pins the same files finds the same cache without any lookup.
 import { createHash } from 'node:crypto';
 import type { DeploymentSpec, ModelDownload, ModelObjectStore } from '#api';
-import { MODEL_DIR } from '../args.ts';
 
+/** Where model files are mounted in every SGLang container, whatever their source. */
+export const MODEL_DIR = '/models';
 export const LABEL_MODEL_CACHE = 'cacheroute.dev/model-cache';
 /** The fetch Job's pods: what a test harness's node agent recognises them by, too. */
 export const FETCH_COMPONENT = 'model-fetch';

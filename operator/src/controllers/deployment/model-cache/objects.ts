@@ -16,7 +16,7 @@ import type {
   V1VolumeMount,
 } from '@kubernetes/client-node';
 import { OBJECT_STORE_CREDENTIAL_KEYS, type DeploymentSpec } from '#api';
-import { MANAGED_BY } from '../labels.ts';
+import { MANAGED_BY } from '../meta/labels.ts';
 import {
   ANNOTATION_MODEL_DIGEST,
   ANNOTATION_MODEL_SOURCE,
@@ -30,7 +30,7 @@ import {
   LABEL_MODEL_CACHE,
   LABEL_VERIFY_FOR,
 } from './names.ts';
-import { MODEL_DIR } from '../args.ts';
+import { MODEL_DIR } from './names.ts';
 
 export interface ModelCacheConfig {
   /** The image the fetch Job runs: the operator's own (it holds the fetcher). */

@@ -8,7 +8,7 @@
 // would otherwise wait for the claim to go, which waits for them.
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import type { KubeObject, ObjectKey } from '#kube/objects.ts';
-import { LABEL_DEPLOYMENT } from '../labels.ts';
+import { LABEL_DEPLOYMENT } from '../meta/labels.ts';
 import { buildCacheOwners } from './objects.ts';
 import { buildFetchJobName, LABEL_MODEL_CACHE, LABEL_VERIFY_FOR } from './names.ts';
 import type { PvcObject } from './plan.ts';

@@ -10,7 +10,7 @@
 // and plan.ts reads their verdicts.
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { DeploymentSpec } from '#api';
-import { MODEL_DIR } from '../args.ts';
+import { MODEL_DIR } from './names.ts';
 import {
   buildModelCacheName,
   computeModelCacheKey,

@@ -117,30 +117,30 @@ describe('FetchProgressReader', () => {
       signal: new AbortController().signal,
     });
     // Nothing reported yet (204): nothing shown, nobody queued.
-    await reader.read();
+    await reader.pass();
     expect(reader.progressOf('ns', 'model-fetch-k')).toBeUndefined();
     expect(changed).toEqual([]);
 
     current = at(100);
-    await reader.read();
+    await reader.pass();
     expect(reader.progressOf('ns', 'model-fetch-k')).toEqual(at(100));
     expect(changed).toEqual(['p']);
     // Within the same percent: the reading is kept, but no reconcile is queued for it.
     current = at(105);
-    await reader.read();
+    await reader.pass();
     expect(reader.progressOf('ns', 'model-fetch-k')?.bytesDone).toBe(105);
     expect(changed).toEqual(['p']);
     current = at(500);
-    await reader.read();
+    await reader.pass();
     expect(changed).toEqual(['p', 'p']);
 
     // Unreachable for a pass: the last reading stays while the pod runs.
     await server.close();
-    await reader.read();
+    await reader.pass();
     expect(reader.progressOf('ns', 'model-fetch-k')?.bytesDone).toBe(500);
     // The pod ended: its result is in its termination message, its progress is gone.
     pods = [fetchPod('p', { ip: '127.0.0.1', port: server.port, phase: 'Succeeded' })];
-    await reader.read();
+    await reader.pass();
     expect(reader.progressOf('ns', 'model-fetch-k')).toBeUndefined();
   });
 
@@ -155,7 +155,7 @@ describe('FetchProgressReader', () => {
       logger: noopLogger,
       signal: new AbortController().signal,
     });
-    await reader.read();
+    await reader.pass();
     expect(reader.progressOf('ns', 'model-fetch-k')).toBeUndefined();
   });
 });

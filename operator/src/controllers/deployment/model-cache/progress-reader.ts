@@ -7,7 +7,7 @@
 // still comes from the termination message only).
 import type { Logger } from '#kube/logger.ts';
 import { mapLimited } from '../../../manager/map-limited.ts';
-import { PeriodicPass } from '../../../manager/periodic.ts';
+import { LeaderPeriodicWorker } from '../../../manager/periodic.ts';
 import { FETCH_PROGRESS_PATH, FetchProgress } from '#api/model-fetch-progress.ts';
 import { getJson } from '../../../sglang-client/client.ts';
 import { buildEndpointUrl } from '#sglang/endpoint-url.ts';
@@ -86,24 +86,13 @@ export interface FetchProgressReaderOptions {
   readonly signal: AbortSignal;
 }
 
-export class FetchProgressReader {
+export class FetchProgressReader extends LeaderPeriodicWorker {
   readonly #opts: FetchProgressReaderOptions;
   readonly #progress = new Map<string, FetchProgress>();
-  readonly #periodic: PeriodicPass;
 
   constructor(opts: FetchProgressReaderOptions) {
+    super({ ...opts, what: 'fetch progress pass' });
     this.#opts = opts;
-    this.#periodic = new PeriodicPass({
-      what: 'fetch progress pass',
-      periodMs: opts.periodMs,
-      pass: () => this.read(),
-      logger: opts.logger,
-      signal: opts.signal,
-    });
-  }
-
-  start(): void {
-    this.#periodic.start();
   }
 
   /** The last progress read of a Job's running pod; undefined before the first or once none runs. */
@@ -116,9 +105,12 @@ export class FetchProgressReader {
     return this.#progress.get(podKey(namespace, pod));
   }
 
-  /** One pass over the running fetch pods (the timer's; tests call it directly). */
-  async read(): Promise<void> {
-    if (!this.#opts.isLeader()) return void this.#progress.clear();
+  protected override forget(): void {
+    this.#progress.clear();
+  }
+
+  /** One pass over the running fetch pods. */
+  protected override async lead(): Promise<void> {
     const targets = findProgressTargets(this.#opts.pods());
     const live = new Set(targets.map((t) => t.job));
     for (const job of this.#progress.keys()) if (!live.has(job)) this.#progress.delete(job);

@@ -24,7 +24,7 @@ import {
 import { computeCacheOwners, computeConcerned, planCacheOwners, type CacheUser } from './owners.ts';
 import { DEFAULT_FETCH_PROGRESS_PERIOD_MS, FetchProgressReader } from './progress-reader.ts';
 import { checksOnNode, computeNodeKey } from './pod-model.ts';
-import { LABEL_DEPLOYMENT } from '../labels.ts';
+import { LABEL_DEPLOYMENT } from '../meta/labels.ts';
 import {
   planModelDelivery,
   type FetchPodObject,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { PodObject } from '../endpoints.ts';
+import type { PodObject } from '../meta/pod-view.ts';
 import { buildEndpointViews, isGroupWorker } from './groups.ts';
 
 function pod(

@@ -1,7 +1,7 @@
 // How the Deployment controller sees the pods of LeaderWorkerSet groups: one endpoint per
 // group, the leader (the only rank that serves HTTP; a worker answers /health only, as
 // SGLang's non-zero-rank nodes do), Ready only while its whole group is. Pure.
-import { buildPodView, type PodObject, type PodView } from '../endpoints.ts';
+import { buildPodView, type PodObject, type PodView } from '../meta/pod-view.ts';
 import {
   LWS_GROUP_INDEX_LABEL,
   LWS_SET_NAME_LABEL,

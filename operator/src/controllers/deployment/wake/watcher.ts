@@ -12,8 +12,8 @@ import { declaresSleep, type DeploymentResource, type GatewayCacheReport } from 
 import { deepEqual } from '../../../manager/equal.ts';
 import type { Logger } from '#kube/logger.ts';
 import { formatKey, type ObjectKey } from '#kube/objects.ts';
-import { PeriodicPass } from '../../../manager/periodic.ts';
-import { readGatewayTier } from '../cache-health/gateway-report.ts';
+import { LeaderPeriodicWorker } from '../../../manager/periodic.ts';
+import { readGatewayTier } from '../../../gateway-client/tier.ts';
 import { planWake } from './plan.ts';
 
 export interface WakeWatcherOptions {
@@ -53,7 +53,7 @@ export function findWanted(
   return { wanted, seen: next };
 }
 
-export class WakeWatcher {
+export class WakeWatcher extends LeaderPeriodicWorker {
   readonly #opts: WakeWatcherOptions;
   readonly #now: () => number;
   readonly #demand = new Map<string, number>();
@@ -62,26 +62,11 @@ export class WakeWatcher {
   /** The plan last queued per Deployment: queued once, not every period, until status shows it. */
   readonly #queued = new Map<string, string>();
   #lastError: string | undefined;
-  readonly #periodic: PeriodicPass;
 
   constructor(opts: WakeWatcherOptions) {
+    super({ ...opts, what: 'wake pass' });
     this.#opts = opts;
     this.#now = opts.now ?? Date.now;
-    this.#periodic = new PeriodicPass({
-      what: 'wake pass',
-      periodMs: opts.periodMs,
-      pass: () => this.poll(),
-      logger: opts.logger,
-      signal: opts.signal,
-    });
-  }
-
-  start(): void {
-    this.#periodic.start();
-  }
-
-  stop(): void {
-    this.#periodic.stop();
   }
 
   /** When the tier last wanted the Deployment (ms), as this operator saw it. */
@@ -89,13 +74,13 @@ export class WakeWatcher {
     return this.#demand.get(formatKey(key));
   }
 
-  /** One read of the tier (the timer's; tests call it directly). */
-  async poll(): Promise<void> {
-    if (!this.#opts.isLeader()) {
-      this.#demand.clear();
-      this.#queued.clear();
-      return;
-    }
+  protected override forget(): void {
+    this.#demand.clear();
+    this.#queued.clear();
+  }
+
+  /** One read of the tier. */
+  protected override async lead(): Promise<void> {
     const watched = this.#opts.deployments().filter(sleeping);
     if (watched.length === 0) return;
     const tier = await readGatewayTier(this.#opts.gatewayAdminUrl, {

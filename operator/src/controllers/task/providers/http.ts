@@ -3,8 +3,8 @@
 // header value (the API key travels only in the Authorization header, and
 // every error text is scrubbed of the secrets given).
 import type { z } from 'zod';
-import { TaskReason } from '../reasons.ts';
-import { err, ok, type AttemptError, type Result } from '../types.ts';
+import { TaskReason } from '../attempt/reasons.ts';
+import { err, ok, type AttemptError, type Result } from '../attempt/types.ts';
 
 export interface PostOptions {
   timeoutMs: number;

@@ -1,7 +1,8 @@
 // Dispatch of a `generate` action to its provider (the reconciler's one call site).
-import type { GenerateCall } from '../phase.ts';
-import type { AttemptOutcome } from '../types.ts';
-import { generateWithOpenRouter, PAID_CALLS_OFF, type OpenRouterProviderOptions } from './openrouter.ts';
+import type { GenerateCall } from '../attempt/call.ts';
+import type { AttemptOutcome } from '../attempt/types.ts';
+import { PAID_CALLS_OFF } from '../attempt/target.ts';
+import { generateWithOpenRouter, type OpenRouterProviderOptions } from './openrouter.ts';
 import { providerError } from './http.ts';
 import { generateWithSglang, type SglangProviderOptions } from './sglang.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { GenerateCall } from '../phase.ts';
+import type { GenerateCall } from '../attempt/call.ts';
 import { scrub } from './http.ts';
 import { buildOpenRouterBody, normalizeProviderName } from './openrouter.ts';
 

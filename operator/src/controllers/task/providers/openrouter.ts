@@ -15,15 +15,11 @@
 // The base URL is the operator's flag (constructor option), never a Task field.
 // The API key goes only into the Authorization header and never into an error.
 import { z } from 'zod';
-import type { GenerateCall } from '../phase.ts';
-import { TaskReason } from '../reasons.ts';
-import { err, ok, type AttemptOutcome } from '../types.ts';
-import { computeOpenRouterUsage, toAttemptError } from '../usage.ts';
+import type { GenerateCall } from '../attempt/call.ts';
+import { TaskReason } from '../attempt/reasons.ts';
+import { err, ok, type AttemptOutcome } from '../attempt/types.ts';
+import { computeOpenRouterUsage, toAttemptError } from '../attempt/usage.ts';
 import { parseWith, postJson, providerError } from './http.ts';
-
-/** Why an OpenRouter Task cannot run where the operator was not allowed paid calls. */
-export const PAID_CALLS_OFF =
-  "paid calls are off: the operator runs without --allow-paid-calls=true (the chart's operator.allowPaidCalls)";
 
 export interface OpenRouterProviderOptions {
   /** The operator's --openrouter-base-url, e.g. https://openrouter.ai/api/v1. */

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type RunningSim } from '../../../../../test/support/sim/testing.ts';
-import { planTaskStep, type GenerateCall } from '../phase.ts';
-import type { TaskTarget } from '../target.ts';
+import type { GenerateCall } from '../attempt/call.ts';
+import { planTaskStep } from '../phase.ts';
+import type { TaskTarget } from '../attempt/target.ts';
 import { buildTask } from '../../../../../test/support/operator/task.ts';
 import type { TaskSpec } from '#api/task.ts';
 import { generateWithSglang } from './sglang.ts';

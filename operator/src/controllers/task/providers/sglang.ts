@@ -12,11 +12,11 @@
 //   4. read meta_info under the usage contract (usage.ts).
 // No retries: a failed call fails the attempt.
 import { z } from 'zod';
-import { planBudgetBefore } from '../budget.ts';
-import type { GenerateCall } from '../phase.ts';
-import type { PdPrefill } from '../target.ts';
-import { err, ok, type AttemptOutcome, type Result } from '../types.ts';
-import { computeSglangUsage, toAttemptError } from '../usage.ts';
+import { planBudgetBefore } from '../attempt/budget.ts';
+import type { GenerateCall } from '../attempt/call.ts';
+import type { PdPrefill } from '../attempt/target.ts';
+import { err, ok, type AttemptOutcome, type Result } from '../attempt/types.ts';
+import { computeSglangUsage, toAttemptError } from '../attempt/usage.ts';
 import { buildBootstrapFields, computeBootstrapRoom, toRandom32 } from '#sglang/bootstrap.ts';
 import { buildRuntimeAuthHeaders } from '#api/runtime-key.ts';
 import { parseWith, postJson, providerError, type PostOptions } from './http.ts';

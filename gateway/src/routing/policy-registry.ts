@@ -3,10 +3,10 @@
 // change, so the same route object means the same settings and endpoints:
 // the hot path compares identities and skips re-serializing the settings.
 
-import type { ModelRoute } from '../routing/table.ts';
+import type { ModelRoute } from './table.ts';
 import { canonicalJson } from '../reuse/index.ts';
-import { buildPolicy } from './factory.ts';
-import type { EndpointView, Policy } from './policy.ts';
+import { buildPolicy } from '../policies/factory.ts';
+import type { EndpointView, Policy } from '../policies/policy.ts';
 
 interface Entry {
   readonly key: string;

@@ -2,8 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GatewayCacheReport } from '#api';
-import { readGatewayTier } from './gateway-report.ts';
-import { worseEvents } from './prober.ts';
+import { readGatewayTier } from './tier.ts';
+import { worseEvents } from '../controllers/deployment/cache-health/prober.ts';
 
 describe('worseEvents', () => {
   it('prefers an unusable view, then the larger lag', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import type { ModelRoute } from '../routing/table.ts';
-import { PolicyRegistry } from './registry.ts';
+import type { ModelRoute } from './table.ts';
+import { PolicyRegistry } from './policy-registry.ts';
 
 const route = (policy: string, endpoints: string[]): ModelRoute => ({
   model: 'm',

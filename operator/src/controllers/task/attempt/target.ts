@@ -10,9 +10,12 @@ import type { DeploymentResource } from '#api/resources.ts';
 import type { TaskSpec } from '#api/task.ts';
 import type { OpenRouterIdentity, ProviderIdentity, SglangIdentity, VerifiedRuntime } from './fingerprint.ts';
 import { TaskReason } from './reasons.ts';
-import { PAID_CALLS_OFF } from './providers/openrouter.ts';
 import { DEFAULT_BOOTSTRAP_PORT } from '#sglang/bootstrap.ts';
 import { err, ok, type AttemptError, type Result } from './types.ts';
+
+/** Why an OpenRouter Task cannot run where the operator was not allowed paid calls. */
+export const PAID_CALLS_OFF =
+  "paid calls are off: the operator runs without --allow-paid-calls=true (the chart's operator.allowPaidCalls)";
 
 export interface PdPrefill {
   url: string;
@@ -54,11 +57,15 @@ function sameRuntime(a: VerifiedRuntime, b: VerifiedRuntime): boolean {
   );
 }
 
-export function computeSglangTarget(
+type DeploymentStatus = NonNullable<DeploymentResource['status']>;
+type DeploymentIdentity = NonNullable<DeploymentStatus['identity']>;
+type EndpointStatus = NonNullable<DeploymentStatus['endpoints']>[number];
+
+/** The Deployment's verified identity, while it exists, is current and says it is routable. */
+function checkRoutable(
   name: string,
-  obs: TargetObservations,
-): Result<Extract<TaskTarget, { provider: 'sglang' }>, AttemptError> {
-  const d = obs.deployment;
+  d: DeploymentResource | undefined,
+): Result<{ deployment: DeploymentResource; identity: DeploymentIdentity }, AttemptError> {
   if (!d) return notRoutable(`Deployment ${name} not found`, 'NotFound');
   if (d.metadata.deletionTimestamp) return notRoutable(`Deployment ${name} is being deleted`, 'Deleting');
   const status = d.status;
@@ -73,10 +80,14 @@ export function computeSglangTarget(
       `Deployment ${name} is not routable: ${status.routable?.reason ?? 'Unknown'}${status.routable?.message ? ` (${status.routable.message})` : ''}`,
       status.routable?.reason ?? 'Unknown',
     );
-  if (!obs.cacheSalt) return notRoutable(`no cache salt resolved for Deployment ${name}`, 'NoCacheSalt');
-  const eligible = (status.endpoints ?? []).filter(
-    (e) => e.ready && e.verified && e.fingerprint === identity.fingerprint && e.ip !== '',
-  );
+  return ok({ deployment: d, identity });
+}
+
+/** The one runtime every eligible endpoint reports. */
+function agreedRuntime(
+  name: string,
+  eligible: readonly EndpointStatus[],
+): Result<VerifiedRuntime, AttemptError> {
   const runtimes: VerifiedRuntime[] = eligible.map((e) => ({
     modelPath: e.reported?.modelPath ?? '',
     servedModelName: e.reported?.servedModelName ?? '',
@@ -92,9 +103,17 @@ export function computeSglangTarget(
       `Deployment ${name} endpoints report different runtime identities`,
       'IdentityMismatch',
     );
+  return ok(runtime);
+}
+
+/** Standalone endpoints, or prefill/decode pairs for a disaggregated Deployment. */
+function planSglangRoute(
+  name: string,
+  disaggregated: boolean,
+  eligible: readonly EndpointStatus[],
+): Result<SglangRoute, AttemptError> {
   const byRole = (role: string) => eligible.filter((e) => e.role === role);
-  let route: SglangRoute;
-  if (d.spec.disaggregation) {
+  if (disaggregated) {
     const prefill = byRole('prefill').map((e) => ({
       url: urlOf(e.ip, e.port),
       bootstrapHost: e.ip,
@@ -103,12 +122,28 @@ export function computeSglangTarget(
     const decode = byRole('decode').map((e) => urlOf(e.ip, e.port));
     if (prefill.length === 0 || decode.length === 0)
       return notRoutable(`Deployment ${name} has no verified prefill/decode pair`, 'NoEndpoint');
-    route = { kind: 'pd', prefill, decode };
-  } else {
-    const urls = byRole('standalone').map((e) => urlOf(e.ip, e.port));
-    if (urls.length === 0) return notRoutable(`Deployment ${name} has no verified endpoint`, 'NoEndpoint');
-    route = { kind: 'standalone', urls };
+    return ok({ kind: 'pd', prefill, decode });
   }
+  const urls = byRole('standalone').map((e) => urlOf(e.ip, e.port));
+  if (urls.length === 0) return notRoutable(`Deployment ${name} has no verified endpoint`, 'NoEndpoint');
+  return ok({ kind: 'standalone', urls });
+}
+
+export function computeSglangTarget(
+  name: string,
+  obs: TargetObservations,
+): Result<Extract<TaskTarget, { provider: 'sglang' }>, AttemptError> {
+  const routable = checkRoutable(name, obs.deployment);
+  if (!routable.ok) return routable;
+  const { deployment: d, identity } = routable.value;
+  if (!obs.cacheSalt) return notRoutable(`no cache salt resolved for Deployment ${name}`, 'NoCacheSalt');
+  const eligible = (d.status?.endpoints ?? []).filter(
+    (e) => e.ready && e.verified && e.fingerprint === identity.fingerprint && e.ip !== '',
+  );
+  const runtime = agreedRuntime(name, eligible);
+  if (!runtime.ok) return runtime;
+  const route = planSglangRoute(name, Boolean(d.spec.disaggregation), eligible);
+  if (!route.ok) return route;
   return ok({
     provider: 'sglang',
     identity: {
@@ -116,9 +151,9 @@ export function computeSglangTarget(
       deploymentId: identity.deploymentId,
       identityFingerprint: identity.fingerprint,
       cacheSalt: obs.cacheSalt,
-      runtime,
+      runtime: runtime.value,
     },
-    route,
+    route: route.value,
   });
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, computeTaskFingerprint, type FingerprintInput } from './fingerprint.ts';
-import { OPENROUTER_IDENTITY } from '../../../../test/support/operator/task.ts';
+import { OPENROUTER_IDENTITY } from '../../../../../test/support/operator/task.ts';
 
 const sglang: FingerprintInput = {
   prepared: { kind: 'text', rendering: 'cacheroute-plain-v1', text: 'hello' },

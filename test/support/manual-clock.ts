@@ -1,23 +1,6 @@
-// Time for the gateway's cores: injected, so tests move it by hand.
-
-export interface Timer {
-  cancel(): void;
-}
-
-export interface Clock {
-  /** Monotonic milliseconds. */
-  now(): number;
-  setTimer(delayMs: number, fn: () => void): Timer;
-}
-
-export const systemClock: Clock = {
-  now: () => performance.now(),
-  setTimer(delayMs, fn) {
-    const t = setTimeout(fn, delayMs);
-    t.unref();
-    return { cancel: () => clearTimeout(t) };
-  },
-};
+// A clock tests advance by hand (the Clock of lib/kube/clock.ts): no sleeps, timers fire in
+// order of their due time during advance().
+import type { Clock, Timer } from '#kube/clock.ts';
 
 /** A clock tests advance by hand; due timers fire in order during `advance`. */
 export class ManualClock implements Clock {

@@ -1,10 +1,11 @@
-// Reads the gateway tier's cache reports: every replica the admin URL's host
-// resolves to (a headless Service resolves to all of them), each on its own
+// The operator's client of the gateway tier's admin API (the cache-health prober, the wake
+// watcher and the metrics API read it). Reads the tier's cache reports: every replica the
+// admin URL's host resolves to (a headless Service resolves to all of them), each on its own
 // address, so that the prober can window each replica's counters apart.
 import { Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport } from '#api';
-import { getJson } from '../../../sglang-client/client.ts';
+import { getJson } from '../sglang-client/client.ts';
 
 export type ReplicaRead = { address: string } & (
   { ok: true; report: GatewayCacheReport } | { ok: false; error: string }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { API_VERSION, type DeploymentResource } from '#api/resources.ts';
 import { computeTaskTarget } from './target.ts';
-import { buildTask } from '../../../../test/support/operator/task.ts';
+import { buildTask } from '../../../../../test/support/operator/task.ts';
 
 const reported = {
   modelPath: 'm',

@@ -144,6 +144,51 @@ export interface OpenRouterUsageContext {
   cacheWriteUsage: 'required' | 'not_applicable';
 }
 
+type OpenRouterUsageFields = z.infer<typeof OpenRouterUsage>;
+
+/** The cache-write tokens: required where the provider bills them, else absent or 0. */
+function openRouterCacheWrite(
+  writeRaw: number | null | undefined,
+  ctx: OpenRouterUsageContext,
+): Result<number, UsageIssue> {
+  const path = 'usage.prompt_tokens_details.cache_write_tokens';
+  if (ctx.cacheWriteUsage === 'required') return required(writeRaw, path);
+  if (writeRaw !== undefined && writeRaw !== null && writeRaw !== 0)
+    return issue(
+      UsageIssueCode.CacheWriteUnexpected,
+      path,
+      `${writeRaw} cache-write tokens reported, but cacheWriteUsage is not_applicable`,
+    );
+  return ok(0);
+}
+
+/** The counters must add up: cache within the prompt, total the sum, reasoning within completion. */
+function checkOpenRouterCounters(
+  u: OpenRouterUsageFields,
+  counts: { prompt: number; completion: number; read: number; write: number },
+): Result<void, UsageIssue> {
+  const { prompt, completion, read, write } = counts;
+  const contradictory = (path: string, message: string) =>
+    issue(UsageIssueCode.CountersContradictory, path, message);
+  if (read + write > prompt)
+    return contradictory(
+      'usage.prompt_tokens_details',
+      `cache read ${read} + write ${write} exceed ${prompt} prompt tokens`,
+    );
+  if (u.total_tokens !== undefined && u.total_tokens !== null && u.total_tokens !== prompt + completion)
+    return contradictory(
+      'usage.total_tokens',
+      `${u.total_tokens} is not prompt ${prompt} + completion ${completion}`,
+    );
+  const reasoning = u.completion_tokens_details?.reasoning_tokens;
+  if (reasoning !== undefined && reasoning !== null && reasoning > completion)
+    return contradictory(
+      'usage.completion_tokens_details.reasoning_tokens',
+      `${reasoning} reasoning tokens exceed ${completion} completion tokens (reasoning is part of completion)`,
+    );
+  return ok(undefined);
+}
+
 export function computeOpenRouterUsage(raw: unknown, ctx: OpenRouterUsageContext): Result<Usage, UsageIssue> {
   const parsed = parse(OpenRouterUsage, raw, 'usage');
   if (!parsed.ok) return parsed;
@@ -152,52 +197,24 @@ export function computeOpenRouterUsage(raw: unknown, ctx: OpenRouterUsageContext
   if (!prompt.ok) return prompt;
   const completion = required(u.completion_tokens, 'usage.completion_tokens');
   if (!completion.ok) return completion;
-  const details = u.prompt_tokens_details;
-  const read = required(details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens');
+  const read = required(u.prompt_tokens_details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens');
   if (!read.ok) return read;
-  const writeRaw = details?.cache_write_tokens;
-  let write: number;
-  if (ctx.cacheWriteUsage === 'required') {
-    const w = required(writeRaw, 'usage.prompt_tokens_details.cache_write_tokens');
-    if (!w.ok) return w;
-    write = w.value;
-  } else {
-    if (writeRaw !== undefined && writeRaw !== null && writeRaw !== 0)
-      return issue(
-        UsageIssueCode.CacheWriteUnexpected,
-        'usage.prompt_tokens_details.cache_write_tokens',
-        `${writeRaw} cache-write tokens reported, but cacheWriteUsage is not_applicable`,
-      );
-    write = 0;
-  }
-  const contradictory = (path: string, message: string) =>
-    issue(UsageIssueCode.CountersContradictory, path, message);
-  if (read.value + write > prompt.value)
-    return contradictory(
-      'usage.prompt_tokens_details',
-      `cache read ${read.value} + write ${write} exceed ${prompt.value} prompt tokens`,
-    );
-  if (
-    u.total_tokens !== undefined &&
-    u.total_tokens !== null &&
-    u.total_tokens !== prompt.value + completion.value
-  )
-    return contradictory(
-      'usage.total_tokens',
-      `${u.total_tokens} is not prompt ${prompt.value} + completion ${completion.value}`,
-    );
-  const reasoning = u.completion_tokens_details?.reasoning_tokens;
-  if (reasoning !== undefined && reasoning !== null && reasoning > completion.value)
-    return contradictory(
-      'usage.completion_tokens_details.reasoning_tokens',
-      `${reasoning} reasoning tokens exceed ${completion.value} completion tokens (reasoning is part of completion)`,
-    );
+  const write = openRouterCacheWrite(u.prompt_tokens_details?.cache_write_tokens, ctx);
+  if (!write.ok) return write;
+  const counters = checkOpenRouterCounters(u, {
+    prompt: prompt.value,
+    completion: completion.value,
+    read: read.value,
+    write: write.value,
+  });
+  if (!counters.ok) return counters;
   const usage: Usage = {
     promptTokens: prompt.value,
     completionTokens: completion.value,
     cachedTokens: read.value,
-    cacheWriteTokens: write,
+    cacheWriteTokens: write.value,
   };
+  const reasoning = u.completion_tokens_details?.reasoning_tokens;
   if (reasoning !== undefined && reasoning !== null) usage.reasoningTokens = reasoning;
   return ok(usage);
 }
