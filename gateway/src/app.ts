@@ -11,6 +11,7 @@ import Fastify, {
 import { GATEWAY_CACHE_REPORT_PATH } from '#api';
 import { buildCacheReport } from './cache-report/build.ts';
 import { systemClock, type Clock } from './clock.ts';
+import type { DiscoveryIssue } from './discovery/build-table.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
 import { registerKvIndexMetrics } from './kv-index/metrics.ts';
@@ -79,6 +80,8 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly tenants?: TenantDirectory;
   /** Spans for each generation request (tracing/request-trace.ts); none when absent (tracing off). */
   readonly tracer?: RequestTracer | undefined;
+  /** What discovery left out of the table and why, shown on /status (discovery/source.ts). */
+  readonly discoveryIssues?: () => readonly DiscoveryIssue[];
 }
 
 const GENERATION_ROUTES: readonly [string, RouteKind][] = [
@@ -171,6 +174,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     generationPaths: GENERATION_ROUTES.map(([path]) => path),
     tenants,
     routesOn: admin,
+    discoveryIssues: opts.discoveryIssues,
   });
   admin.get('/healthz', () => ({ status: 'ok' }));
   admin.get('/readyz', (_req, reply) => {

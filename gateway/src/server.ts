@@ -122,6 +122,7 @@ async function main(): Promise<void> {
   const tracing = await startTracingOrExit();
   const app = build({
     table,
+    discoveryIssues: () => source.issues(),
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
     ...buildTierOptions(peers, tenants, runtimeKeys),
     logger: { level: values['log-level'] },

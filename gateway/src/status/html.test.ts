@@ -31,6 +31,7 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
 const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => ({
   generatedAt: '2026-01-02T03:04:05.000Z',
   auth: { mode: 'keys', tenants: [], issues: [] },
+  discoveryIssues: [],
   deployments: [
     {
       model,

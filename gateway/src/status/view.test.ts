@@ -41,6 +41,7 @@ const empty: StatusSnapshot = {
   routingTokens: new Map(),
   reuse: new Map(),
   deploymentErrors: new Map(),
+  discoveryIssues: [],
 };
 
 describe('buildStatusView', () => {
