@@ -11,6 +11,9 @@
 // Every routed runtime's /ready is asked every --runtime-ready-interval-ms
 // (default 1000, 0: never): one that answers 503 (SGLang after SIGTERM) leaves
 // every pick until it answers 200 (endpoints/runtime-ready.ts).
+// A client has --request-timeout-seconds (default 60) to send its request and a
+// connection closes after --connection-timeout-seconds (default 600) with no
+// traffic either way (request/client-timeouts.ts).
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
@@ -32,6 +35,7 @@ import { z } from 'zod';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build, type BuildOptions } from './app.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
+import { parseClientTimeoutFlags } from './request/client-timeouts.ts';
 import type { ModelRoute } from './routing/table.ts';
 import { loadTenantFile } from './tenancy/static-file.ts';
 import type { KeyDirectory, TenantDirectory } from './tenancy/tenant.ts';
@@ -94,6 +98,8 @@ async function main(): Promise<void> {
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
       'drain-timeout-seconds': { type: 'string', default: '25' },
       'runtime-ready-interval-ms': { type: 'string', default: '1000' },
+      'request-timeout-seconds': { type: 'string' },
+      'connection-timeout-seconds': { type: 'string' },
       tokenizers: { type: 'string' },
       'admin-port': { type: 'string' },
       'admin-host': { type: 'string' },
@@ -105,6 +111,8 @@ async function main(): Promise<void> {
   if (!flags.ok) exitWithUsage(flags.error);
   const timing = parseTimingFlags(values);
   if (!timing.ok) exitWithUsage(timing.error);
+  const clientTimeouts = parseClientTimeoutFlags(values);
+  if (!clientTimeouts.ok) exitWithUsage(clientTimeouts.error);
   const adminPort =
     values['admin-port'] === undefined ? undefined : AdminPort.safeParse(values['admin-port']);
   if (adminPort && !adminPort.success)
@@ -123,6 +131,7 @@ async function main(): Promise<void> {
   const app = build({
     table,
     discoveryIssues: () => source.issues(),
+    clientTimeouts: clientTimeouts.value,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
     ...buildTierOptions(peers, tenants, runtimeKeys),
     logger: { level: values['log-level'] },
