@@ -4,7 +4,10 @@
 // each runtime's /server_info advertised (as the operator copies it,
 // lib/api/publishers.ts). One lies: its dp_size is 2^32, where its spec
 // declares one data-parallel rank. The gateway leaves that endpoint out, says
-// why on /status, and keeps routing the other Deployment.
+// why on /status, and keeps routing the other Deployment. Another floods: each
+// of its KV event batches stores thousands of blocks it never cached; the
+// gateway's block budget evicts the flooder's own oldest blocks, counts them
+// in a metric, and the honest runtime's index stays whole.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -31,9 +34,14 @@ afterEach(async () => {
   [sims, app, watcher] = [[], undefined, undefined];
 });
 
-/** A simulator serving `model` with KV events on; `hostile` flags are the simulator's lies. */
+/** A simulator serving `model` with KV events on (and a replay); `hostile` flags are the simulator's lies. */
 async function startRuntime(model: string, hostile: readonly string[]): Promise<RunningSim> {
-  const config = { publisher: 'zmq', endpoint: `tcp://*:${await findFreePort()}`, topic: 'kv' };
+  const config = {
+    publisher: 'zmq',
+    endpoint: `tcp://*:${await findFreePort()}`,
+    replay_endpoint: `tcp://*:${await findFreePort()}`,
+    topic: 'kv',
+  };
   const sim = await startSim([
     '--model-path',
     model,
@@ -73,34 +81,50 @@ async function describeDeployment(name: string, sim: RunningSim): Promise<KubeOb
   return doc;
 }
 
+/** Discovery over the Deployments of `runtimes` (name → simulator), and the gateway it feeds. */
+async function startGateway(
+  runtimes: Record<string, RunningSim>,
+  kvIndexMaxBlocks?: number,
+): Promise<{ app: FastifyInstance; watcher: DiscoveryWatcher }> {
+  const api = new MemoryApi();
+  for (const [name, sim] of Object.entries(runtimes))
+    api.put('deployments', await describeDeployment(name, sim));
+  api.gate.open();
+  const w = new DiscoveryWatcher({ client: api, coalesceMs: 0 });
+  const a = build({
+    table: w.table,
+    discoveryIssues: () => w.issues,
+    ...(kvIndexMaxBlocks ? { kvIndexMaxBlocks } : {}),
+  });
+  [app, watcher] = [a, w];
+  w.start();
+  await eventually(() => w.table.ready);
+  return { app: a, watcher: w };
+}
+
+/** Polls (20 ms apart, 10 s at most) until `cond` holds: events cross ZMQ sockets between processes' threads. */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 20));
+  expect(cond()).toBe(true);
+}
+
+const generate = (model: string, text: string) => ({
+  method: 'POST' as const,
+  url: '/generate',
+  payload: { model, text, sampling_params: { max_new_tokens: 1 } },
+});
+
 describe('a hostile runtime', () => {
   it('is left out with its reason on /status while the other Deployment keeps routing', async () => {
     const honest = await startRuntime('honest', []);
     const liar = await startRuntime('liar', ['--sim-report-dp-size', String(LIE)]);
-    const api = new MemoryApi();
-    api.put('deployments', await describeDeployment('honest', honest));
-    api.put('deployments', await describeDeployment('liar', liar));
-    api.gate.open();
-    watcher = new DiscoveryWatcher({ client: api, coalesceMs: 0 });
-    const w = watcher;
-    app = build({ table: w.table, discoveryIssues: () => w.issues });
-    w.start();
-    await eventually(() => w.table.ready);
+    const { app: a } = await startGateway({ honest, liar });
 
-    const served = await app.inject({
-      method: 'POST',
-      url: '/generate',
-      payload: { model: 'honest', text: 'hello', sampling_params: { max_new_tokens: 2 } },
-    });
-    expect(served.statusCode).toBe(200);
-    const refused = await app.inject({
-      method: 'POST',
-      url: '/generate',
-      payload: { model: 'liar', text: 'hello', sampling_params: { max_new_tokens: 2 } },
-    });
+    expect((await a.inject(generate('honest', 'hello'))).statusCode).toBe(200);
+    const refused = await a.inject(generate('liar', 'hello'));
     expect(refused.json<{ error: { code: string } }>().error.code).toBe('GW_NO_ENDPOINT');
 
-    const status = (await app.inject({ url: '/status.json' })).json<StatusView>();
+    const status = (await a.inject({ url: '/status.json' })).json<StatusView>();
     expect(status.discoveryIssues).toEqual([
       {
         code: 'RuntimeOutOfBounds',
@@ -114,4 +138,31 @@ describe('a hostile runtime', () => {
       ['liar', 0],
     ]);
   });
+
+  it('that floods KV events evicts its own blocks within the budget, and the honest index stays whole', async () => {
+    const honest = await startRuntime('honest', []);
+    const flood = await startRuntime('flood', ['--sim-flood-blocks', '3000']);
+    const { app: a } = await startGateway({ honest, flood }, 2048);
+    const fleet = a.gateway.kvIndex;
+    const rankOf = (id: string) => fleet.status().find((s) => s.endpoint === id)?.ranks[0];
+    const blocksOf = (id: string): number => rankOf(id)?.blocks ?? 0;
+    await until(() => fleet.usability('team/honest-0').usable && fleet.usability('team/flood-0').usable);
+
+    // 40 pages of 16 tokens in the honest runtime's cache, and in the gateway's index of it.
+    expect((await a.inject(generate('honest', 'a b c d '.repeat(80)))).statusCode).toBe(200);
+    await until(() => blocksOf('team/honest-0') > 0);
+    const honestBlocks = blocksOf('team/honest-0');
+    // Each request the flooder serves stores pages: its batch carries 3,000 blocks more.
+    for (let i = 0; i < 3; i++)
+      expect((await a.inject(generate('flood', `flood ${i} `.repeat(40)))).statusCode).toBe(200);
+    await until(() => (rankOf('team/flood-0')?.counters.applied ?? 0) >= 4);
+
+    expect(fleet.budget.total).toBeLessThanOrEqual(2048);
+    expect(blocksOf('team/honest-0')).toBe(honestBlocks);
+    expect(blocksOf('team/flood-0')).toBe(2048 - honestBlocks);
+    expect(fleet.budget.evicted).toBeGreaterThan(3 * 3000);
+    const metrics = (await a.inject({ url: '/metrics' })).body;
+    expect(metrics).toMatch(/^cacheroute_gateway_kv_index_evicted_blocks_total [1-9]\d*$/m);
+    expect((await a.inject(generate('honest', 'a b c d '.repeat(80)))).statusCode).toBe(200);
+  }, 30_000);
 });

@@ -14,6 +14,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { DiscoveryIssue } from './discovery/build-table.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
+import { KvIndexFleet } from './kv-index/fleet.ts';
 import { registerKvIndexMetrics } from './kv-index/metrics.ts';
 import { buildSoloPeers } from './fleet/peers.ts';
 import { TierPosition } from './fleet/tier-position.ts';
@@ -85,6 +86,8 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly tenants?: TenantDirectory;
   /** Spans for each generation request (tracing/request-trace.ts); none when absent (tracing off). */
   readonly tracer?: RequestTracer | undefined;
+  /** Blocks every KV index of this gateway holds together (kv-index/block-budget.ts); a default when absent. */
+  readonly kvIndexMaxBlocks?: number;
   /** How long a client may take to send a request, and a connection may idle (request/client-timeouts.ts). */
   readonly clientTimeouts?: ClientTimeouts;
   /** What discovery left out of the table and why, shown on /status (discovery/source.ts). */
@@ -123,8 +126,10 @@ export function build(opts: BuildOptions): FastifyInstance {
   const store = opts.store ?? redisStore;
   const tenants = opts.tenants ?? OPEN_DIRECTORY;
   const limiter = openLimiter(opts, tenants, clock, app.log);
+  const kvIndex = openKvIndex(opts, clock);
   const gateway = new Gateway({
     ...opts,
+    kvIndex: kvIndex.fleet,
     // What the gateway sends a runtime is held to what it takes from a client.
     upstream: { maxBodyBytes: bodyLimit, ...opts.upstream },
     clock,
@@ -147,6 +152,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   app.addHook('onClose', async () => {
     load.close();
     await gateway.close();
+    if (kvIndex.owned) await kvIndex.fleet.close();
     await redisStore?.close();
   });
 
@@ -327,6 +333,13 @@ function followRuntimeLoad(
       events.close();
     },
   };
+}
+
+/** The KV indexes given, or made here with this app's block budget (then closed after the gateway). */
+function openKvIndex(opts: BuildOptions, clock: Clock): { fleet: KvIndexFleet; owned: boolean } {
+  if (opts.kvIndex) return { fleet: opts.kvIndex, owned: false };
+  const budget = opts.kvIndexMaxBlocks ? { maxBlocks: opts.kvIndexMaxBlocks } : {};
+  return { fleet: new KvIndexFleet({ clock, ...budget }), owned: true };
 }
 
 /**

@@ -13,7 +13,9 @@
 // every pick until it answers 200 (endpoints/runtime-ready.ts).
 // A client has --request-timeout-seconds (default 60) to send its request and a
 // connection closes after --connection-timeout-seconds (default 600) with no
-// traffic either way (request/client-timeouts.ts).
+// traffic either way (request/client-timeouts.ts). Every runtime's KV index
+// together holds at most --kv-index-max-blocks blocks (default 4,194,304, about
+// 400 MB); past it the largest index gives up its oldest (kv-index/block-budget.ts).
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
@@ -35,6 +37,7 @@ import { z } from 'zod';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build, type BuildOptions } from './app.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
+import { DEFAULT_GATEWAY_MAX_BLOCKS } from './kv-index/block-budget.ts';
 import { parseClientTimeoutFlags } from './request/client-timeouts.ts';
 import type { ModelRoute } from './routing/table.ts';
 import { loadTenantFile } from './tenancy/static-file.ts';
@@ -100,6 +103,7 @@ async function main(): Promise<void> {
       'runtime-ready-interval-ms': { type: 'string', default: '1000' },
       'request-timeout-seconds': { type: 'string' },
       'connection-timeout-seconds': { type: 'string' },
+      'kv-index-max-blocks': { type: 'string' },
       tokenizers: { type: 'string' },
       'admin-port': { type: 'string' },
       'admin-host': { type: 'string' },
@@ -113,6 +117,8 @@ async function main(): Promise<void> {
   if (!timing.ok) exitWithUsage(timing.error);
   const clientTimeouts = parseClientTimeoutFlags(values);
   if (!clientTimeouts.ok) exitWithUsage(clientTimeouts.error);
+  const kvIndexMaxBlocks = parseKvIndexMaxBlocks(values['kv-index-max-blocks']);
+  if (!kvIndexMaxBlocks.ok) exitWithUsage(kvIndexMaxBlocks.error);
   const adminPort =
     values['admin-port'] === undefined ? undefined : AdminPort.safeParse(values['admin-port']);
   if (adminPort && !adminPort.success)
@@ -132,6 +138,7 @@ async function main(): Promise<void> {
     table,
     discoveryIssues: () => source.issues(),
     clientTimeouts: clientTimeouts.value,
+    kvIndexMaxBlocks: kvIndexMaxBlocks.value,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
     ...buildTierOptions(peers, tenants, runtimeKeys),
     logger: { level: values['log-level'] },
@@ -234,6 +241,19 @@ async function loadTokenizers(dir: string): Promise<LoadedTokenizers> {
   return loadTokenizerDirectory(dir).catch((err: unknown) =>
     exitWithUsage(`--tokenizers: cannot read ${dir}: ${err instanceof Error ? err.message : String(err)}`),
   );
+}
+
+const MaxBlocks = z.coerce
+  .number({ error: 'give a number of blocks' })
+  .int('give a whole number of blocks')
+  .min(1024, 'give 1024 blocks or more');
+
+/** --kv-index-max-blocks: every KV index together (kv-index/block-budget.ts); default 4,194,304. */
+export function parseKvIndexMaxBlocks(raw: string | undefined): Parsed<number> {
+  const r = MaxBlocks.safeParse(raw ?? String(DEFAULT_GATEWAY_MAX_BLOCKS));
+  return r.success
+    ? { ok: true, value: r.data }
+    : { ok: false, error: `--kv-index-max-blocks: ${r.error.issues[0]?.message ?? 'invalid'}` };
 }
 
 const AdminPort = z.coerce
