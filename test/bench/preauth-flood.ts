@@ -6,7 +6,11 @@
 // the N that follow. Bounded: it sends warm-up + N requests, stops the
 // gateway it started, and exits.
 //
-//   node test/bench/preauth-flood.ts [--requests 100000] [--warmup 1000] [--concurrency 32] [--auth keys|open]
+//   node test/bench/preauth-flood.ts [--requests 100000] [--rounds 1] [--warmup 1000] [--concurrency 32] [--auth keys|open]
+//
+// --rounds N sends N rounds of --requests, sampling after each: RSS that
+// levels off is the heap's working size, RSS that climbs round after round
+// is memory kept per request.
 //
 // keys (the default): what anyone who reaches the API port can send. open:
 // every caller is let in, so known routes parse the body and answer 404
@@ -23,6 +27,7 @@ import { createRng } from '../support/gateway/rng.ts';
 const Flags = z.object({
   requests: z.coerce.number().int().min(1).max(10_000_000),
   warmup: z.coerce.number().int().min(0).max(1_000_000),
+  rounds: z.coerce.number().int().min(1).max(100),
   concurrency: z.coerce.number().int().min(1).max(1024),
   auth: z.enum(['keys', 'open']),
 });
@@ -31,17 +36,27 @@ const PATHS = ['/v1/chat/completions', '/v1/completions', '/generate'];
 
 interface Sample {
   readonly rssMB: number;
+  /** V8's heap in use (the process metrics), as the last GC left it plus what was allocated since. */
+  readonly heapUsedMB: number;
   readonly metricsBytes: number;
   readonly metricsSeries: number;
+  /** Series of the gateway's own metrics, without Node.js's (a GC kind seen for the first time adds a histogram). */
+  readonly gatewaySeries: number;
 }
+
+const PROCESS_SERIES = /^cacheroute_gateway_(nodejs|process)_/;
 
 async function sample(pid: number, adminUrl: string): Promise<Sample> {
   const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
   const rssKb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  const heap = /^cacheroute_gateway_nodejs_heap_size_used_bytes (\S+)$/m.exec(metrics)?.[1];
+  const series = metrics.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
   return {
     rssMB: Math.round(Number(rssKb) / 1024),
+    heapUsedMB: Math.round(Number(heap) / 2 ** 20),
     metricsBytes: Buffer.byteLength(metrics),
-    metricsSeries: metrics.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length,
+    metricsSeries: series.length,
+    gatewaySeries: series.filter((l) => !PROCESS_SERIES.test(l)).length,
   };
 }
 
@@ -84,6 +99,7 @@ async function main(): Promise<void> {
     options: {
       requests: { type: 'string', default: '100000' },
       warmup: { type: 'string', default: '1000' },
+      rounds: { type: 'string', default: '1' },
       concurrency: { type: 'string', default: '32' },
       auth: { type: 'string', default: 'keys' },
     },
@@ -105,9 +121,14 @@ async function main(): Promise<void> {
     await flood(gw.url, flags.warmup, flags.concurrency, 1);
     const before = await sample(pid, gw.adminUrl);
     const started = Date.now();
-    const statuses = await flood(gw.url, flags.requests, flags.concurrency, 20261205);
+    const statuses: Record<string, number> = {};
+    const after: Sample[] = [];
+    for (let r = 0; r < flags.rounds; r++) {
+      const round = await flood(gw.url, flags.requests, flags.concurrency, 20261205 + r);
+      for (const [k, n] of Object.entries(round)) statuses[k] = (statuses[k] ?? 0) + n;
+      after.push(await sample(pid, gw.adminUrl));
+    }
     const seconds = (Date.now() - started) / 1000;
-    const after = await sample(pid, gw.adminUrl);
     const report = { bench: 'preauth-flood', ...flags, seconds, statuses, start, before, after };
     process.stdout.write(`${JSON.stringify(report)}\n`);
   } finally {

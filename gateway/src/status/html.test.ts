@@ -118,6 +118,17 @@ describe('renderStatusPage', () => {
     expect(keys).toContain('<li class="bad">ns/t: NoKeys: &lt;none&gt;</li>');
   });
 
+  it('lists what discovery left out of the table, escaped', () => {
+    expect(renderStatusMain(view())).not.toContain('discovery-issues');
+    const html = renderStatusMain({
+      ...view(),
+      discoveryIssues: [
+        { code: 'RuntimeOutOfBounds', path: 'Deployment ns/x', model: 'x', message: 'reports <lies>' },
+      ],
+    });
+    expect(html).toContain('<li class="bad">Deployment ns/x: RuntimeOutOfBounds: reports &lt;lies&gt;</li>');
+  });
+
   it('shows a dash, not 0%, when nothing was measured', () => {
     const html = renderStatusMain(view(endpoint({ cacheHitRate: null, runtimeQueue: null })));
     expect(html).toMatch(/data-field="cache-hit-rate"><span class="mute">—/);

@@ -149,6 +149,22 @@ describe('buildStatusView', () => {
     expect(v.deployments[0]?.endpoints[0]?.isCurrent).toBe(false);
   });
 
+  it('lists what discovery left out, each with a message', () => {
+    const v = buildStatusView({
+      ...empty,
+      discoveryIssues: [
+        { code: 'DuplicateModel', path: 'Deployment b/m', model: 'm', servedBy: 'a/m' },
+        { code: 'NotRoutable', path: 'Deployment a/n', model: 'n', reason: 'NoStatus', message: 'not yet' },
+        { code: 'InvalidObject', path: 'CachePolicy a/p', message: 'spec: invalid' },
+      ],
+    });
+    expect(v.discoveryIssues).toEqual([
+      { code: 'DuplicateModel', path: 'Deployment b/m', model: 'm', message: 'the name is served by a/m' },
+      { code: 'NotRoutable', path: 'Deployment a/n', model: 'n', message: 'NoStatus: not yet' },
+      { code: 'InvalidObject', path: 'CachePolicy a/p', model: null, message: 'spec: invalid' },
+    ]);
+  });
+
   it('shows who may call: the open mode, or each tenant with its limits and what was left out', () => {
     expect(buildStatusView(empty).auth).toEqual({ mode: 'open', tenants: [], issues: [] });
     const dir = new KeyDirectory();
