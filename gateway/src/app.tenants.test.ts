@@ -151,6 +151,21 @@ describe('API keys', () => {
     expect((await app.inject({ ...chat(), headers: as(KEY_A) })).statusCode).toBe(200);
   });
 
+  it('a refused tenant is refused again before its next body is parsed, until its Retry-After', async () => {
+    for (let i = 0; i < 4; i++) await app.inject({ ...chat(), headers: as(KEY_A) });
+    const unparsable = {
+      method: 'POST' as const,
+      url: '/v1/chat/completions',
+      headers: { ...as(KEY_A), 'content-type': 'application/json' },
+      payload: '{"model": "m", "not json',
+    };
+    const early = await app.inject(unparsable);
+    expect(early.statusCode).toBe(429);
+    expect(early.headers['x-ratelimit-limited']).toBe('requests');
+    clock.advance(Number(early.headers['retry-after']) * 1000);
+    expect((await app.inject(unparsable)).statusCode).toBe(400);
+  });
+
   it('says on /status who may call; the open-mode metric is 0', async () => {
     const status = (await app.inject({ url: '/status.json' })).json<{
       auth: { mode: string; tenants: unknown[] };

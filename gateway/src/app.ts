@@ -11,21 +11,28 @@ import Fastify, {
 import { GATEWAY_CACHE_REPORT_PATH } from '#api';
 import { buildCacheReport } from './cache-report/build.ts';
 import { monotonicClock, type Clock } from '#kube/clock.ts';
+import type { DiscoveryIssue } from './discovery/build-table.ts';
 import { buildErrorBody, GatewayError } from './errors.ts';
 import { Gateway, type GatewayOptions } from './gateway.ts';
+import { KvIndexFleet } from './kv-index/fleet.ts';
 import { registerKvIndexMetrics } from './kv-index/metrics.ts';
+import { buildSoloPeers } from './fleet/peers.ts';
+import { TierPosition } from './fleet/tier-position.ts';
 import { Drain } from './lifecycle/drain.ts';
 import { buildMetrics, type GatewayMetrics } from './metrics.ts';
 import type { CacheReport } from './policies/index.ts';
 import { answerClientError, answerConnect, answerFrameworkError } from './request/client-error.ts';
+import { DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts } from './request/client-timeouts.ts';
+import { registerEarlyNotFound } from './request/early-not-found.ts';
 import { registerJsonBodyParser } from './request/json-body.ts';
 import type { RouteKind } from './request/shape.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { RuntimeLoadEvents } from './endpoints/load-events.ts';
 import { RuntimeLoadPoller } from './endpoints/runtime-load.ts';
 import type { RuntimeLoad } from './endpoints/book.ts';
-import { authenticate } from './tenancy/authenticate.ts';
-import type { RateLimiter } from './tenancy/limiter.ts';
+import { MemoryRateLimiter, type RateLimiter } from './tenancy/limiter.ts';
+import { RefusalMemoLimiter } from './tenancy/refusal-memo.ts';
+import { buildAuthenticateHook } from './tenancy/request-hooks.ts';
 import { RedisRateLimiter } from './tenancy/redis-limiter.ts';
 import { OPEN_DIRECTORY, type Tenant, type TenantDirectory } from './tenancy/tenant.ts';
 import { buildNodeSink } from './upstream/sink.ts';
@@ -79,6 +86,12 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly tenants?: TenantDirectory;
   /** Spans for each generation request (tracing/request-trace.ts); none when absent (tracing off). */
   readonly tracer?: RequestTracer | undefined;
+  /** Blocks every KV index of this gateway holds together (kv-index/block-budget.ts); a default when absent. */
+  readonly kvIndexMaxBlocks?: number;
+  /** How long a client may take to send a request, and a connection may idle (request/client-timeouts.ts). */
+  readonly clientTimeouts?: ClientTimeouts;
+  /** What discovery left out of the table and why, shown on /status (discovery/source.ts). */
+  readonly discoveryIssues?: () => readonly DiscoveryIssue[];
 }
 
 const GENERATION_ROUTES: readonly [string, RouteKind][] = [
@@ -89,13 +102,17 @@ const GENERATION_ROUTES: readonly [string, RouteKind][] = [
 
 export function build(opts: BuildOptions): FastifyInstance {
   const bodyLimit = opts.bodyLimitBytes ?? 64 * 1024 * 1024;
+  const timeouts = opts.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS;
   const app = Fastify({
     logger: opts.logger ?? false,
     bodyLimit,
     genReqId: () => randomUUID(),
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
+    requestTimeout: timeouts.requestTimeoutMs,
+    connectionTimeout: timeouts.connectionTimeoutMs,
   });
+  registerEarlyNotFound(app);
   registerJsonBodyParser(app);
   app.server.on('connect', answerConnect);
   const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
@@ -108,16 +125,18 @@ export function build(opts: BuildOptions): FastifyInstance {
     opts.redis && !opts.store ? new RedisResultStore({ logger: app.log, clock, ...opts.redis }) : undefined;
   const store = opts.store ?? redisStore;
   const tenants = opts.tenants ?? OPEN_DIRECTORY;
-  const limiter = opts.limiter ?? openSharedLimiter(tenants, opts.redis, clock, app.log);
+  const limiter = openLimiter(opts, tenants, clock, app.log);
+  const kvIndex = openKvIndex(opts, clock);
   const gateway = new Gateway({
     ...opts,
+    kvIndex: kvIndex.fleet,
     // What the gateway sends a runtime is held to what it takes from a client.
     upstream: { maxBodyBytes: bodyLimit, ...opts.upstream },
     clock,
     metrics,
     runtimeLoad,
     ...(store ? { store } : {}),
-    ...(limiter ? { limiter } : {}),
+    limiter,
   });
   reportAuthMode(tenants, metrics, app.log);
   registerKvIndexMetrics(metrics.registry, gateway.kvIndex);
@@ -133,6 +152,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   app.addHook('onClose', async () => {
     load.close();
     await gateway.close();
+    if (kvIndex.owned) await kvIndex.fleet.close();
     await redisStore?.close();
   });
 
@@ -156,10 +176,13 @@ export function build(opts: BuildOptions): FastifyInstance {
         disableRequestLogging: true,
         clientErrorHandler: answerClientError,
         frameworkErrors: answerFrameworkError,
+        requestTimeout: timeouts.requestTimeoutMs,
+        connectionTimeout: timeouts.connectionTimeoutMs,
       })
     : app;
   app.decorate('admin', admin);
   if (admin !== app) {
+    registerEarlyNotFound(admin);
     admin.server.on('connect', answerConnect);
     app.addHook('onClose', async () => admin.close());
   }
@@ -171,6 +194,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     generationPaths: GENERATION_ROUTES.map(([path]) => path),
     tenants,
     routesOn: admin,
+    discoveryIssues: opts.discoveryIssues,
   });
   admin.get('/healthz', () => ({ status: 'ok' }));
   admin.get('/readyz', (_req, reply) => {
@@ -197,6 +221,8 @@ export function build(opts: BuildOptions): FastifyInstance {
   );
   // Every API route needs a tenant's key in keys mode; the admin routes are on their own port.
   const apiRoute = tenants.mode === 'keys' ? { onRequest: buildAuthenticateHook(tenants) } : {};
+  const generationRoute =
+    tenants.mode === 'keys' ? { onRequest: buildAuthenticateHook(tenants, { memo: limiter, metrics }) } : {};
   app.get('/v1/models', apiRoute, (req) => ({
     object: 'list',
     // A name served by a weighted split is one model.
@@ -211,7 +237,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   }));
 
   for (const [path, kind] of GENERATION_ROUTES) {
-    app.post(path, apiRoute, async (req: FastifyRequest, reply: FastifyReply) => {
+    app.post(path, generationRoute, async (req: FastifyRequest, reply: FastifyReply) => {
       req.generationPath = path;
       const trace = opts.tracer?.start(path, req.headers);
       const abort = new AbortController();
@@ -259,9 +285,8 @@ export function build(opts: BuildOptions): FastifyInstance {
   });
 
   app.addHook('onResponse', (req, reply, done) => {
-    const body = req.body as { model?: unknown } | undefined;
     metrics.requests.inc({
-      model: typeof body?.model === 'string' ? body.model : '',
+      model: labelServedModel(opts.table, req.body),
       route: req.generationPath ?? req.routeOptions.url ?? 'unknown',
       code: String(reply.statusCode),
     });
@@ -270,6 +295,15 @@ export function build(opts: BuildOptions): FastifyInstance {
     done();
   });
   return app;
+}
+
+/**
+ * The request's model as a metric label when the table serves it, else '': a label from what
+ * a client sent, unchecked, would grow a series for every name anyone makes up.
+ */
+function labelServedModel(table: BuildOptions['table'], body: unknown): string {
+  const model = (body as { model?: unknown } | null | undefined)?.model;
+  return typeof model === 'string' && table.candidates(model).length > 0 ? model : '';
 }
 
 /**
@@ -301,16 +335,31 @@ function followRuntimeLoad(
   };
 }
 
-/** With Redis, every replica counts tenants' limits into the same windows; without, the gateway counts its share. */
-function openSharedLimiter(
+/** The KV indexes given, or made here with this app's block budget (then closed after the gateway). */
+function openKvIndex(opts: BuildOptions, clock: Clock): { fleet: KvIndexFleet; owned: boolean } {
+  if (opts.kvIndex) return { fleet: opts.kvIndex, owned: false };
+  const budget = opts.kvIndexMaxBlocks ? { maxBlocks: opts.kvIndexMaxBlocks } : {};
+  return { fleet: new KvIndexFleet({ clock, ...budget }), owned: true };
+}
+
+/**
+ * The limiter that counts tenants' requests: the one given; with Redis, every replica counts
+ * into the same windows; else this replica counts its share in memory. Behind the memo that
+ * refuses a refused tenant again before its next body is parsed.
+ */
+function openLimiter(
+  opts: BuildOptions,
   tenants: TenantDirectory,
-  redis: RedisStoreOptions | undefined,
   clock: Clock,
   log: FastifyBaseLogger,
-): RateLimiter | undefined {
-  return redis && tenants.mode === 'keys'
-    ? new RedisRateLimiter({ url: redis.url, clock, logger: log })
-    : undefined;
+): RefusalMemoLimiter {
+  const tier = new TierPosition(opts.peers ?? buildSoloPeers());
+  const counting: RateLimiter =
+    opts.limiter ??
+    (opts.redis && tenants.mode === 'keys'
+      ? new RedisRateLimiter({ url: opts.redis.url, clock, logger: log })
+      : new MemoryRateLimiter(clock, (total) => tier.shareOf(total)));
+  return new RefusalMemoLimiter(counting, clock);
 }
 
 /** Open mode is loud: a metric, and a warning at start. */
@@ -321,20 +370,6 @@ function reportAuthMode(tenants: TenantDirectory, metrics: GatewayMetrics, log: 
       'API keys are not checked (--auth open): anyone who reaches the API port may call every model; ' +
         'declare Tenants and run with --auth keys',
     );
-}
-
-/** Keys mode: every API route's first step sets the request's tenant, or answers 401. */
-function buildAuthenticateHook(
-  tenants: TenantDirectory,
-): (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void {
-  return (req, _reply, done) => {
-    try {
-      req.tenant = authenticate(tenants, req.headers, req.raw.rawHeaders);
-      done();
-    } catch (err) {
-      done(err as Error);
-    }
-  };
 }
 
 function toGatewayError(err: unknown, bodyLimit: number): GatewayError {

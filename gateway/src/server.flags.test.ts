@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAuthFlags, parseTimingFlags } from './server.ts';
+import { parseAuthFlags, parseKvIndexMaxBlocks, parseTimingFlags } from './server.ts';
 
 describe('parseAuthFlags', () => {
   it('keys by default; with discovery tenants come from the cluster', () => {
@@ -43,5 +43,16 @@ describe('parseTimingFlags', () => {
     ],
   ])('says which flag to change: %o', (values, error) => {
     expect(parseTimingFlags(values)).toEqual({ ok: false, error });
+  });
+});
+
+describe('parseKvIndexMaxBlocks', () => {
+  it('defaults to 4,194,304 blocks, and says what to give', () => {
+    expect(parseKvIndexMaxBlocks(undefined)).toEqual({ ok: true, value: 4_194_304 });
+    expect(parseKvIndexMaxBlocks('100000')).toEqual({ ok: true, value: 100_000 });
+    expect(parseKvIndexMaxBlocks('10')).toEqual({
+      ok: false,
+      error: '--kv-index-max-blocks: give 1024 blocks or more',
+    });
   });
 });

@@ -11,6 +11,11 @@
 // Every routed runtime's /ready is asked every --runtime-ready-interval-ms
 // (default 1000, 0: never): one that answers 503 (SGLang after SIGTERM) leaves
 // every pick until it answers 200 (endpoints/runtime-ready.ts).
+// A client has --request-timeout-seconds (default 60) to send its request and a
+// connection closes after --connection-timeout-seconds (default 600) with no
+// traffic either way (request/client-timeouts.ts). Every runtime's KV index
+// together holds at most --kv-index-max-blocks blocks (default 4,194,304, about
+// 400 MB); past it the largest index gives up its oldest (kv-index/block-budget.ts).
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
@@ -32,6 +37,8 @@ import { z } from 'zod';
 import { Admission, RequestRules, ResultReuse, RoutingSettings } from '#api';
 import { build, type BuildOptions } from './app.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
+import { DEFAULT_GATEWAY_MAX_BLOCKS } from './kv-index/block-budget.ts';
+import { parseClientTimeoutFlags } from './request/client-timeouts.ts';
 import type { ModelRoute } from './routing/table.ts';
 import { loadTenantFile } from './tenancy/static-file.ts';
 import type { KeyDirectory, TenantDirectory } from './tenancy/tenant.ts';
@@ -95,6 +102,9 @@ async function main(): Promise<void> {
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
       'drain-timeout-seconds': { type: 'string', default: '25' },
       'runtime-ready-interval-ms': { type: 'string', default: '1000' },
+      'request-timeout-seconds': { type: 'string' },
+      'connection-timeout-seconds': { type: 'string' },
+      'kv-index-max-blocks': { type: 'string' },
       tokenizers: { type: 'string' },
       'admin-port': { type: 'string' },
       'admin-host': { type: 'string' },
@@ -106,6 +116,10 @@ async function main(): Promise<void> {
   if (!flags.ok) exitWithUsage(flags.error);
   const timing = parseTimingFlags(values);
   if (!timing.ok) exitWithUsage(timing.error);
+  const clientTimeouts = parseClientTimeoutFlags(values);
+  if (!clientTimeouts.ok) exitWithUsage(clientTimeouts.error);
+  const kvIndexMaxBlocks = parseKvIndexMaxBlocks(values['kv-index-max-blocks']);
+  if (!kvIndexMaxBlocks.ok) exitWithUsage(kvIndexMaxBlocks.error);
   const adminPort =
     values['admin-port'] === undefined ? undefined : AdminPort.safeParse(values['admin-port']);
   if (adminPort && !adminPort.success)
@@ -123,6 +137,9 @@ async function main(): Promise<void> {
   const tracing = await startTracingOrExit();
   const app = build({
     table,
+    discoveryIssues: () => source.issues(),
+    clientTimeouts: clientTimeouts.value,
+    kvIndexMaxBlocks: kvIndexMaxBlocks.value,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
     ...buildTierOptions(peers, tenants, runtimeKeys),
     logger: { level: values['log-level'] },
@@ -225,6 +242,19 @@ async function loadTokenizers(dir: string): Promise<LoadedTokenizers> {
   return loadTokenizerDirectory(dir).catch((err: unknown) =>
     exitWithUsage(`--tokenizers: cannot read ${dir}: ${err instanceof Error ? err.message : String(err)}`),
   );
+}
+
+const MaxBlocks = z.coerce
+  .number({ error: 'give a number of blocks' })
+  .int('give a whole number of blocks')
+  .min(1024, 'give 1024 blocks or more');
+
+/** --kv-index-max-blocks: every KV index together (kv-index/block-budget.ts); default 4,194,304. */
+export function parseKvIndexMaxBlocks(raw: string | undefined): Parsed<number> {
+  const r = MaxBlocks.safeParse(raw ?? String(DEFAULT_GATEWAY_MAX_BLOCKS));
+  return r.success
+    ? { ok: true, value: r.data }
+    : { ok: false, error: `--kv-index-max-blocks: ${r.error.issues[0]?.message ?? 'invalid'}` };
 }
 
 const AdminPort = z.coerce

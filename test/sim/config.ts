@@ -43,6 +43,13 @@ export interface SimOptions {
   readonly defaultMaxTotalTokens: number;
   readonly defaultMaxRunningRequests: number;
   readonly contextLength: number;
+  /**
+   * A hostile runtime: /server_info's kv_events.dp_size says this instead of --dp-size
+   * (0: the truth). The gateway must hold it to the Deployment's spec.
+   */
+  readonly reportDpSize: number;
+  /** A hostile runtime: every KV event batch also stores this many blocks it never cached. */
+  readonly floodBlocks: number;
 }
 
 export interface SimConfig {
@@ -77,6 +84,8 @@ const SIM_FLAGS: Readonly<Record<string, SimFlag>> = {
   '--sim-default-max-total-tokens': { key: 'defaultMaxTotalTokens', type: 'int' },
   '--sim-default-max-running-requests': { key: 'defaultMaxRunningRequests', type: 'int' },
   '--sim-context-length': { key: 'contextLength', type: 'int' },
+  '--sim-report-dp-size': { key: 'reportDpSize', type: 'int' },
+  '--sim-flood-blocks': { key: 'floodBlocks', type: 'int' },
 };
 
 export const SIM_DEFAULTS: SimOptions = {
@@ -99,6 +108,8 @@ export const SIM_DEFAULTS: SimOptions = {
   defaultMaxTotalTokens: 413_000,
   defaultMaxRunningRequests: 256,
   contextLength: 131_072,
+  reportDpSize: 0,
+  floodBlocks: 0,
 };
 
 export function listSimFlags(): string[] {

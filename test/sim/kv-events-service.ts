@@ -20,7 +20,8 @@ import type { Engine, EngineStepKind } from './engine.ts';
 import { encodeEventBatch, type LoadStat } from './kv-event-codec.ts';
 import { ZmqEventPublisher } from './kv-event-publisher.ts';
 import { KvEventRecorder } from './kv-event-recorder.ts';
-import { StorageMedium } from '#sglang/kv-events.ts';
+import { randomBytes } from 'node:crypto';
+import { StorageMedium, type KvCacheEvent } from '#sglang/kv-events.ts';
 import {
   describeKvEvents,
   parseKvEventsConfig,
@@ -66,6 +67,7 @@ export class KvEventsService {
   #heartbeat: NodeJS.Timeout | null = null;
   #decodeSteps = 0;
   #idleRepublish: NodeJS.Immediate | null = null;
+  readonly #floodBlocks: number;
 
   /** The service for a launch, or null without --kv-events-config; throws where SGLang refuses to start. */
   static build(config: SimConfig, engine: Engine, deps: KvEventsServiceDeps = {}): KvEventsService | null {
@@ -90,11 +92,15 @@ export class KvEventsService {
     const ec = engine.config;
     const dpSize = config.sglang.dp_size;
     const loadEndpoint = config.sglang.load_publish_endpoint;
-    this.descriptor = describeKvEvents(cfg, {
+    const described = describeKvEvents(cfg, {
       pageSize: ec.pageSize,
       dpSize,
       loadPublishEndpoint: loadEndpoint,
     });
+    // --sim-report-dp-size: a hostile runtime lies about its ranks; its sockets stay rank 0's.
+    const lie = config.sim.reportDpSize;
+    this.descriptor = described && lie > 0 ? { ...described, dp_size: lie } : described;
+    this.#floodBlocks = config.sim.floodBlocks;
     const { range, reason } = resolveLoadRange(cfg.publisher === 'null' ? null : cfg, dpSize, loadEndpoint);
     if (reason !== null) throw new Error(reason);
     this.#loadEndpoint = range ? `tcp://${formatHost(range.host)}:${range.base + ATTN_DP_RANK}` : null;
@@ -175,6 +181,8 @@ export class KvEventsService {
     const recorder = this.#recorder;
     if (!recorder || !this.#publisher) return;
     const events = recorder.take();
+    if (events.length > 0 && this.#floodBlocks > 0)
+      events.push(buildFloodEvent(this.#floodBlocks, this.#engine.config.pageSize));
     if (events.length > 0)
       this.#publisher.publish(encodeEventBatch(this.#wallNow() / 1000, events, ATTN_DP_RANK));
     // Write-through copies started in this step are acknowledged by the next scheduler pass: the
@@ -214,6 +222,21 @@ export class KvEventsService {
       totalPrefillBusyUs: Math.floor(c.prefillBusyMs * 1000),
     };
   }
+}
+
+/** --sim-flood-blocks: `blocks` random hashes stored under no parent, pages it never cached. */
+function buildFloodEvent(blocks: number, blockSize: number): KvCacheEvent {
+  const hashes = randomBytes(blocks * 8);
+  return {
+    type: 'BlockStored',
+    blockHashes: Array.from({ length: blocks }, (_, i) => hashes.readBigInt64BE(i * 8)),
+    parentBlockHash: null,
+    tokenIds: [],
+    blockSize,
+    loraId: null,
+    medium: StorageMedium.gpu,
+    cacheSalt: null,
+  };
 }
 
 /** A recorder of `tree`'s KV events: device tier as "GPU", host tier as "CPU_PINNED", salts from the namespaces. */

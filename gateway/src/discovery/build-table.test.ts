@@ -33,6 +33,8 @@ interface DepOptions {
   deleting?: boolean;
   /** spec.traffic.weight */
   weight?: number;
+  /** spec.parallelism.data */
+  dataParallel?: number;
 }
 
 function dep(o: DepOptions = {}): Json {
@@ -49,6 +51,7 @@ function dep(o: DepOptions = {}): Json {
   };
   if (o.served) doc.spec.model['servedName'] = o.served;
   if (o.weight !== undefined) (doc.spec as Json)['traffic'] = { weight: o.weight };
+  if (o.dataParallel !== undefined) (doc.spec as Json)['parallelism'] = { data: o.dataParallel };
   doc['status'] = {
     identity: { deploymentId: 'llama-3-1-8b-instruct-r1', fingerprint: 'fp1' },
     endpoints: o.endpoints ?? [ep('p0')],
@@ -104,6 +107,23 @@ const DEFAULT_SALT = (ns: string) =>
   computeCacheSalt(`${DEFAULT_CACHE_NAMESPACE_PREFIX}${ns}`, 'llama-3-1-8b-instruct-r1');
 
 describe('buildRoutingTable: endpoints fail closed', () => {
+  it('leaves out an endpoint that reports more ranks than its spec declares, and says why', () => {
+    const events = { port: 5557, ranks: 2 ** 32, topic: 'kv', blockSize: 16 };
+    const { routes, issues } = buildRoutingTable({
+      deployments: [dep({ endpoints: [ep('a', { events }), ep('b')] })],
+      policies: [],
+    });
+    expect(routes[0]?.endpoints.map((e) => e.id)).toEqual(['team-a/b']);
+    expect(issues).toEqual([
+      {
+        code: 'RuntimeOutOfBounds',
+        path: 'Deployment team-a/llama',
+        model: 'llama-8b',
+        message: `endpoint team-a/a reports ${2 ** 32} data-parallel ranks; its spec declares 1 (parallelism.data): left out of routing`,
+      },
+    ]);
+  });
+
   it.each([
     ['ready and verified', ep('a'), ['team-a/a']],
     ['not ready', ep('a', { ready: false }), []],
@@ -151,6 +171,7 @@ describe('buildRoutingTable: endpoints fail closed', () => {
     const { routes } = buildRoutingTable({
       deployments: [
         dep({
+          dataParallel: 2,
           endpoints: [ep('a', { events }), ep('b', { ip: 'fd00::5', events: { ...events, ranks: 1 } })],
         }),
       ],

@@ -38,6 +38,10 @@
 //    marked (RouteEndpoint.warmup), so /status shows them and their KV events
 //    are indexed before their first request; `wakeAt` says when a hold ends by
 //    time alone, so the watcher rebuilds then.
+// 7. What a runtime reported is held to its Deployment's spec (event-bounds.ts):
+//    an endpoint whose events are out of bounds is left out (an issue says
+//    why), and a Deployment whose route cannot be built at all is left out
+//    alone: one Deployment's status never stops the others' routing.
 
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -52,6 +56,7 @@ import {
   WakeSettings,
 } from '#api';
 import { computeDeploymentSalt, findAcceptingPolicy } from '#api/cache-binding.ts';
+import { checkEndpointEvents } from './event-bounds.ts';
 import { computeWarmupVerdicts } from './warmup-gate.ts';
 import {
   EndpointRole,
@@ -70,6 +75,10 @@ export const DiscoveryIssueCode = {
   DuplicateModel: 'DuplicateModel',
   SharedModelName: 'SharedModelName',
   NotRoutable: 'NotRoutable',
+  /** An endpoint reported more than its Deployment declared (event-bounds.ts): left out. */
+  RuntimeOutOfBounds: 'RuntimeOutOfBounds',
+  /** Building the Deployment's route failed: the Deployment is left out, the others stay. */
+  RouteBuildFailed: 'RouteBuildFailed',
 } as const;
 
 export type DiscoveryIssue =
@@ -101,7 +110,22 @@ export type DiscoveryIssue =
       readonly model: string;
       readonly reason: string;
       readonly message: string;
+    }
+  | {
+      readonly code:
+        typeof DiscoveryIssueCode.RuntimeOutOfBounds | typeof DiscoveryIssueCode.RouteBuildFailed;
+      readonly path: string;
+      readonly model: string;
+      readonly message: string;
     };
+
+/** What building one Deployment's route reports besides the route. */
+interface BuildContext {
+  /** Wall clock, epoch ms, for warm-up holds. */
+  readonly now: number | undefined;
+  readonly onWake: (at: number) => void;
+  readonly onIssue: (issue: DiscoveryIssue) => void;
+}
 
 export interface DiscoveryInput {
   /** Deployment objects as the informer holds them (unvalidated). */
@@ -130,9 +154,15 @@ export function buildRoutingTable(input: DiscoveryInput): DiscoveredTable {
   const policies = parseAll(input.policies, 'CachePolicy', issues) as CachePolicyResource[];
   const candidates: Candidate[] = [];
   const wakes: number[] = [];
+  const ctx: BuildContext = {
+    now: input.now,
+    onWake: (at) => wakes.push(at),
+    onIssue: (i) => issues.push(i),
+  };
   for (const d of deployments) {
     if (d.metadata.deletionTimestamp) continue;
-    const route = buildModelRoute(d, findAcceptingPolicy(d, policies), input.now, (at) => wakes.push(at));
+    const route = tryBuildModelRoute(d, findAcceptingPolicy(d, policies), ctx);
+    if (!route) continue;
     const routable = d.status?.routable;
     if (routable?.value !== true) {
       issues.push({
@@ -149,12 +179,30 @@ export function buildRoutingTable(input: DiscoveryInput): DiscoveredTable {
   return wakes.length > 0 ? { routes, issues, wakeAt: Math.min(...wakes) } : { routes, issues };
 }
 
-/** What the gateway needs of one Deployment, with its governing policy's settings. */
-export function buildModelRoute(
+/** buildModelRoute, or undefined with an issue when it throws: the other Deployments still route. */
+function tryBuildModelRoute(
   d: DeploymentResource,
   policy: CachePolicyResource | undefined,
-  now?: number,
-  onWake?: (at: number) => void,
+  ctx: BuildContext,
+): ModelRoute | undefined {
+  try {
+    return buildModelRoute(d, policy, ctx);
+  } catch (err) {
+    ctx.onIssue({
+      code: DiscoveryIssueCode.RouteBuildFailed,
+      path: `Deployment ${d.metadata.namespace ?? ''}/${d.metadata.name ?? ''}`,
+      model: d.spec.model.servedName,
+      message: `its route could not be built: ${err instanceof Error ? err.message : String(err)}`,
+    });
+    return undefined;
+  }
+}
+
+/** What the gateway needs of one Deployment, with its governing policy's settings. */
+function buildModelRoute(
+  d: DeploymentResource,
+  policy: CachePolicyResource | undefined,
+  ctx: BuildContext,
 ): ModelRoute {
   const namespace = d.metadata.namespace ?? '';
   const routable = d.status?.routable?.value === true;
@@ -165,7 +213,7 @@ export function buildModelRoute(
     salt: computeDeploymentSalt(d, policy),
     ...(d.spec.traffic ? { weight: d.spec.traffic.weight } : {}),
     ...buildPolicySettings(policy),
-    endpoints: routable ? buildRouteEndpoints(d, policy, now, onWake) : [],
+    endpoints: routable ? buildRouteEndpoints(d, policy, ctx) : [],
     ...(declaresSleep(d.spec)
       ? { wake: { holdMs: (d.spec.wake ?? WakeSettings.parse({})).holdSeconds * 1000 } }
       : {}),
@@ -194,9 +242,8 @@ function buildPolicySettings(
 
 export function buildRouteEndpoints(
   d: DeploymentResource,
-  policy?: CachePolicyResource,
-  now?: number,
-  onWake?: (at: number) => void,
+  policy: CachePolicyResource | undefined,
+  ctx: BuildContext,
 ): RouteEndpoint[] {
   const namespace = d.metadata.namespace ?? '';
   const disaggregation = d.spec.disaggregation;
@@ -204,11 +251,12 @@ export function buildRouteEndpoints(
     ? [EndpointRole.prefill, EndpointRole.decode]
     : [EndpointRole.standalone];
   const serving = (d.status?.endpoints ?? []).filter(
-    (e) => e.ready && e.verified && e.ip !== '' && roles.includes(e.role),
+    (e) => e.ready && e.verified && e.ip !== '' && roles.includes(e.role) && isWithinSpec(d, e, ctx),
   );
   const kept = disaggregation ? keepPairable(serving) : serving;
+  const now = ctx.now;
   const warmup = computeWarmupVerdicts(d, policy, kept, now ?? Number.NEGATIVE_INFINITY);
-  if (warmup.wakeAt !== undefined && now !== undefined) onWake?.(warmup.wakeAt);
+  if (warmup.wakeAt !== undefined && now !== undefined) ctx.onWake(warmup.wakeAt);
   return kept.map((e) => {
     const gate = warmup.byPod.get(e.pod);
     return {
@@ -245,6 +293,20 @@ export function buildEventAddresses(ip: string, ev: EndpointEvents): RouteEndpoi
 }
 
 type StatusEndpoint = NonNullable<NonNullable<DeploymentResource['status']>['endpoints']>[number];
+
+/** The endpoint reported nothing its spec does not allow; else an issue says what, and it is left out. */
+function isWithinSpec(d: DeploymentResource, e: StatusEndpoint, ctx: BuildContext): boolean {
+  const reason = e.events && checkEndpointEvents(e.events, d.spec.parallelism.data);
+  if (reason === undefined) return true;
+  const namespace = d.metadata.namespace ?? '';
+  ctx.onIssue({
+    code: DiscoveryIssueCode.RuntimeOutOfBounds,
+    path: `Deployment ${namespace}/${d.metadata.name ?? ''}`,
+    model: d.spec.model.servedName,
+    message: `endpoint ${namespace}/${e.pod} ${reason}: left out of routing`,
+  });
+  return false;
+}
 
 function keepPairable(endpoints: readonly StatusEndpoint[]): StatusEndpoint[] {
   const fingerprintsOf = (role: string): Set<string | undefined> =>

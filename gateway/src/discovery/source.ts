@@ -18,6 +18,7 @@ import type { RuntimeKeyDirectory } from './runtime-keys.ts';
 import { RuntimeKeyWatcher } from './runtime-key-watcher.ts';
 import { TenantWatcher } from './tenant-watcher.ts';
 import { DiscoveryWatcher } from './watcher.ts';
+import type { DiscoveryIssue } from './build-table.ts';
 
 export const RouteSourceFlags = z
   .object({
@@ -100,6 +101,8 @@ export interface Discovery {
   readonly runtimeKeys?: RuntimeKeyDirectory;
   /** The gateway tier, when a peer Service was named; `synced` gates readiness. */
   readonly peers?: PeerSet & { synced(): boolean };
+  /** What discovery leaves out of the table right now, and why (for /status); none with --routes. */
+  issues(): readonly DiscoveryIssue[];
   /** Starts the informers (discovery); logs through the app's logger. */
   start(log: FastifyBaseLogger): void;
   close(): Promise<void>;
@@ -113,7 +116,7 @@ export async function openRouteSource(
 ): Promise<Discovery> {
   if (source.kind === 'discovery') return openDiscovery(source, opts);
   const table = new StaticRoutingTable(loadStatic(source.routes));
-  return { table, start: () => undefined, close: () => Promise.resolve() };
+  return { table, issues: () => [], start: () => undefined, close: () => Promise.resolve() };
 }
 
 export async function openDiscovery(
@@ -145,6 +148,7 @@ export async function openDiscovery(
     ...(peers ? { peers } : {}),
     ...(tenantWatcher ? { tenants: tenantWatcher.directory } : {}),
     runtimeKeys: runtimeKeyWatcher.keys,
+    issues: () => watcher?.issues ?? [],
     start(log) {
       const logger = adaptFastifyLogger(log);
       watcher = new DiscoveryWatcher({ client, table, namespaces: source.namespaces, logger });

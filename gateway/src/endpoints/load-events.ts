@@ -57,6 +57,8 @@ interface Subscription {
   readonly ranks: Rank[];
 }
 
+const MAX_LOAD_MESSAGE_BYTES = 64 * 1024;
+
 export class RuntimeLoadEvents {
   readonly #clock: Clock;
   readonly #staleAfterMs: number;
@@ -109,7 +111,8 @@ export class RuntimeLoadEvents {
   }
 
   #open(address: string, topic: string): Rank {
-    const socket = new Subscriber({ linger: 0 });
+    // A LoadStat is a few hundred bytes; libzmq drops a publisher that sends more than this.
+    const socket = new Subscriber({ linger: 0, maxMessageSize: MAX_LOAD_MESSAGE_BYTES });
     socket.connect(address);
     socket.subscribe(topic);
     const rank: Rank = { socket, stat: undefined, at: 0 };

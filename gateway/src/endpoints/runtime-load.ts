@@ -8,6 +8,7 @@
 import { request } from 'undici';
 import { readMetricSamples } from '#sglang/metrics-text.ts';
 import type { Clock, Timer } from '#kube/clock.ts';
+import { readCappedText } from './capped-text.ts';
 import type { RuntimeLoad } from './book.ts';
 import type { RoutingTable } from '../routing/table.ts';
 
@@ -34,14 +35,17 @@ export function parseRuntimeMetrics(text: string): RuntimeLoad | undefined {
 
 export type FetchText = (url: string) => Promise<string>;
 
-export const fetchMetricsText: FetchText = async (url) => {
+/** SGLang's /metrics is tens of KiB a rank; past this the scrape fails (the load is unknown). */
+export const MAX_METRICS_BYTES = 8 * 1024 * 1024;
+
+export async function fetchMetricsText(url: string, maxBytes = MAX_METRICS_BYTES): Promise<string> {
   const res = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 });
   if (res.statusCode !== 200) {
     await res.body.dump();
     throw new Error(`status ${res.statusCode}`);
   }
-  return res.body.text();
-};
+  return readCappedText(res.body, maxBytes, url);
+}
 
 export class RuntimeLoadPoller {
   readonly #table: RoutingTable;

@@ -31,8 +31,12 @@
 // are dropped and counted, so the index under-reports, the safe direction
 // for routing.
 //
+// A gateway-wide budget (block-budget.ts) bounds all the indexes together:
+// past it, a new block evicts the oldest of the largest index.
+//
 // Pure: plain data in, plain data out.
 
+import type { BudgetedIndex, KvBlockBudget } from './block-budget.ts';
 import { STORAGE_MEDIA, type KvCacheEvent, type StorageMedium } from '#sglang/kv-events.ts';
 
 export const DEFAULT_MAX_BLOCKS = 1 << 20;
@@ -96,14 +100,19 @@ export function addApplyStats(total: ApplyStats, more: ApplyStats): void {
 
 export interface KvBlockIndexOptions {
   readonly maxBlocks?: number;
+  /** The gateway's budget over every index; none: this index's maxBlocks alone. */
+  readonly budget?: KvBlockBudget;
 }
 
-export class KvBlockIndex {
+export class KvBlockIndex implements BudgetedIndex {
   readonly #blocks = new Map<bigint, MutableEntry>();
   readonly #maxBlocks: number;
+  readonly #budget: KvBlockBudget | undefined;
 
   constructor(opts: KvBlockIndexOptions = {}) {
     this.#maxBlocks = opts.maxBlocks ?? DEFAULT_MAX_BLOCKS;
+    this.#budget = opts.budget;
+    this.#budget?.join(this);
   }
 
   /** Blocks held on at least one tier. */
@@ -123,7 +132,7 @@ export class KvBlockIndex {
           this.#remove(e.blockHashes, bitOf(e.medium), stats);
           break;
         case 'AllBlocksCleared':
-          this.#blocks.clear();
+          this.clear();
           stats.cleared = true;
           break;
       }
@@ -132,7 +141,23 @@ export class KvBlockIndex {
   }
 
   clear(): void {
+    this.#budget?.count(-this.#blocks.size);
     this.#blocks.clear();
+  }
+
+  /** The index is no longer used: its blocks leave the gateway's budget. */
+  release(): void {
+    this.#budget?.leave(this);
+    this.#blocks.clear();
+  }
+
+  evictOldest(): boolean {
+    for (const h of this.#blocks.keys()) {
+      this.#blocks.delete(h);
+      this.#budget?.count(-1);
+      return true;
+    }
+    return false;
   }
 
   get(hash: bigint): BlockEntry | undefined {
@@ -174,7 +199,9 @@ export class KvBlockIndex {
       } else if (this.#blocks.size >= this.#maxBlocks) {
         stats.droppedStores++;
       } else {
+        this.#budget?.makeRoom();
         this.#blocks.set(h, { parent: prior, media: bit });
+        this.#budget?.count(1);
         stats.stored++;
       }
       // Within a stored chain each block's parent is the block before it (the same bigint, shared).
@@ -191,7 +218,10 @@ export class KvBlockIndex {
       }
       entry.media &= ~bit;
       stats.removed++;
-      if (entry.media === 0) this.#blocks.delete(h);
+      if (entry.media === 0) {
+        this.#blocks.delete(h);
+        this.#budget?.count(-1);
+      }
     }
   }
 }

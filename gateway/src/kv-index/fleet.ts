@@ -18,6 +18,7 @@
 import type { StorageMedium } from '#sglang/kv-events.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import type { Clock } from '#kube/clock.ts';
+import { DEFAULT_GATEWAY_MAX_BLOCKS, KvBlockBudget } from './block-budget.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { KvEventSubscriber, KvIndexState, type KvIndexStatus } from './subscriber.ts';
 
@@ -55,6 +56,8 @@ export interface KvIndexFleetOptions {
   readonly maxLagMs?: number;
   readonly staleAfterMs?: number;
   readonly replayTimeoutMs?: number;
+  /** Blocks all the indexes hold together (block-budget.ts); past it the largest gives up its oldest. */
+  readonly maxBlocks?: number;
   /** Opens one rank's subscription (tests substitute nothing here; it is the real socket). */
   readonly open?: (opts: Parameters<typeof KvEventSubscriber.start>[0]) => KvEventSubscriber;
 }
@@ -68,6 +71,8 @@ interface Subscription {
 const DEFAULT_MAX_LAG_MS = 5_000;
 
 export class KvIndexFleet {
+  /** Every index's blocks together, bounded (for the metrics). */
+  readonly budget: KvBlockBudget;
   readonly #opts: KvIndexFleetOptions;
   readonly #open: NonNullable<KvIndexFleetOptions['open']>;
   readonly #subs = new Map<string, Subscription>();
@@ -75,6 +80,7 @@ export class KvIndexFleet {
 
   constructor(opts: KvIndexFleetOptions = {}) {
     this.#opts = opts;
+    this.budget = new KvBlockBudget(opts.maxBlocks ?? DEFAULT_GATEWAY_MAX_BLOCKS);
     this.#open = opts.open ?? ((o) => KvEventSubscriber.start(o));
   }
 
@@ -93,6 +99,7 @@ export class KvIndexFleet {
           endpoint,
           replayEndpoint: ev.replay?.[r] ?? null,
           topic: ev.topic,
+          budget: this.budget,
           ...(this.#opts.clock ? { clock: this.#opts.clock } : {}),
           ...(this.#opts.staleAfterMs !== undefined ? { staleAfterMs: this.#opts.staleAfterMs } : {}),
           ...(this.#opts.replayTimeoutMs !== undefined

@@ -1,7 +1,7 @@
 // The KV index's health as Prometheus gauges, read from the fleet at scrape
 // time (nothing to keep in step on the request path).
 
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { KvIndexFleet } from './fleet.ts';
 
 export function registerKvIndexMetrics(registry: Registry, fleet: KvIndexFleet): void {
@@ -46,6 +46,18 @@ export function registerKvIndexMetrics(registry: Registry, fleet: KvIndexFleet):
           { endpoint: s.endpoint },
           s.ranks.reduce((n, r) => n + r.blocks, 0),
         );
+    },
+  });
+  new Counter({
+    name: 'cacheroute_gateway_kv_index_evicted_blocks_total',
+    help:
+      "Blocks evicted from the KV index to keep every endpoint's blocks together within the gateway's " +
+      'budget (--kv-index-max-blocks): the oldest of the largest index go first. Rising: a runtime floods ' +
+      'events, or the fleet caches more than the budget holds (matches are then shorter, never wrong).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(fleet.budget.evicted);
     },
   });
 }

@@ -33,6 +33,7 @@
 import { Dealer, Subscriber } from 'zeromq';
 import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '#sglang/kv-events.ts';
 import { monotonicClock, type Clock } from '#kube/clock.ts';
+import type { KvBlockBudget } from './block-budget.ts';
 import { KvBlockIndex } from './block-index.ts';
 import { KvEventFeed, type FeedCounters } from './feed.ts';
 
@@ -74,8 +75,17 @@ export interface KvEventSubscriberOptions {
   readonly staleAfterMs?: number;
   readonly replayTimeoutMs?: number;
   readonly maxBlocks?: number;
+  /** The gateway's budget over every index (block-budget.ts). */
+  readonly budget?: KvBlockBudget;
+  /** Largest ZMQ message taken (maxMessageSize); a larger one drops the connection. */
+  readonly maxMessageBytes?: number;
 }
 
+/**
+ * A batch is one scheduler step's events: well under a MiB for a 16k-token prefill at page
+ * size 1. A publisher that sends more is not SGLang's; libzmq drops its connection.
+ */
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_STALE_AFTER_MS = 10_000;
 export const DEFAULT_REPLAY_TIMEOUT_MS = 5_000;
 /** Replay rounds in one catch-up: a restart found while verifying needs a second one, from seq 0. */
@@ -108,12 +118,19 @@ export class KvEventSubscriber {
   private constructor(opts: KvEventSubscriberOptions) {
     this.#opts = opts;
     this.#clock = opts.clock ?? monotonicClock;
-    this.index = new KvBlockIndex(opts.maxBlocks === undefined ? {} : { maxBlocks: opts.maxBlocks });
+    this.index = new KvBlockIndex({
+      ...(opts.maxBlocks === undefined ? {} : { maxBlocks: opts.maxBlocks }),
+      ...(opts.budget ? { budget: opts.budget } : {}),
+    });
     this.#wallNow = opts.wallNow ?? Date.now;
     this.#feed = new KvEventFeed(this.index, { clock: this.#clock });
     this.#topic = Buffer.from(opts.topic, 'utf8');
     // The SUB's queue holds live batches while a replay is read; past it libzmq drops them (a gap).
-    this.#sub = new Subscriber({ linger: 0, receiveHighWaterMark: 100_000 });
+    this.#sub = new Subscriber({
+      linger: 0,
+      receiveHighWaterMark: 100_000,
+      maxMessageSize: opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    });
   }
 
   /** Connects (asynchronously: status() is 'down' until the publisher answers) and starts applying. */
@@ -127,6 +144,7 @@ export class KvEventSubscriber {
         return s;
       } catch (e) {
         s.#sub.close();
+        s.index.release();
         if ((e as { code?: unknown }).code !== 'EINTR' || attempt >= START_ATTEMPTS) throw e;
       }
     }
@@ -181,6 +199,7 @@ export class KvEventSubscriber {
     this.#dealer = null;
     await this.#loop;
     await this.#work;
+    this.index.release();
   }
 
   #stateAndReason(incomplete: string): [KvIndexState, string] {
@@ -284,7 +303,12 @@ export class KvEventSubscriber {
   #replaySocket(): Dealer {
     if (this.#dealer) return this.#dealer;
     const timeout = this.#opts.replayTimeoutMs ?? DEFAULT_REPLAY_TIMEOUT_MS;
-    const dealer = new Dealer({ linger: 0, receiveTimeout: timeout, sendTimeout: timeout });
+    const dealer = new Dealer({
+      linger: 0,
+      receiveTimeout: timeout,
+      sendTimeout: timeout,
+      maxMessageSize: this.#opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    });
     dealer.connect(this.#opts.replayEndpoint ?? '');
     this.#dealer = dealer;
     return dealer;

@@ -31,6 +31,7 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
 const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => ({
   generatedAt: '2026-01-02T03:04:05.000Z',
   auth: { mode: 'keys', tenants: [], issues: [] },
+  discoveryIssues: [],
   deployments: [
     {
       model,
@@ -116,6 +117,17 @@ describe('renderStatusPage', () => {
     });
     expect(keys).not.toContain('not checked');
     expect(keys).toContain('<li class="bad">ns/t: NoKeys: &lt;none&gt;</li>');
+  });
+
+  it('lists what discovery left out of the table, escaped', () => {
+    expect(renderStatusMain(view())).not.toContain('discovery-issues');
+    const html = renderStatusMain({
+      ...view(),
+      discoveryIssues: [
+        { code: 'RuntimeOutOfBounds', path: 'Deployment ns/x', model: 'x', message: 'reports <lies>' },
+      ],
+    });
+    expect(html).toContain('<li class="bad">Deployment ns/x: RuntimeOutOfBounds: reports &lt;lies&gt;</li>');
   });
 
   it('shows a dash, not 0%, when nothing was measured', () => {

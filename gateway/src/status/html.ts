@@ -95,7 +95,15 @@ export function renderStatusMain(view: StatusView): string {
     view.deployments.length === 0
       ? '<p class="mute">No models are routed yet.</p>'
       : view.deployments.map(renderDeployment).join('\n');
-  return `<p class="mute">as of <time data-field="generated-at">${escapeHtml(view.generatedAt)}</time></p>\n${renderAuth(view.auth)}\n${body}`;
+  return `<p class="mute">as of <time data-field="generated-at">${escapeHtml(view.generatedAt)}</time></p>\n${renderAuth(view.auth)}\n${renderDiscoveryIssues(view.discoveryIssues)}${body}`;
+}
+
+function renderDiscoveryIssues(issues: StatusView['discoveryIssues']): string {
+  if (issues.length === 0) return '';
+  const items = issues.map(
+    (i) => `<li class="bad">${escapeHtml(i.path)}: ${escapeHtml(i.code)}: ${escapeHtml(i.message)}</li>`,
+  );
+  return `<p data-field="discovery-issues">Left out of the routing table:</p><ul>${items.join('')}</ul>\n`;
 }
 
 function renderAuth(a: AuthStatus): string {

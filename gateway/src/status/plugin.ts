@@ -18,6 +18,7 @@ import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import type { TenantDirectory } from '../tenancy/tenant.ts';
+import type { DiscoveryIssue } from '../discovery/build-table.ts';
 import { ENDPOINT_HEADER } from '../forward/served.ts';
 import { REUSED_HEADER } from '../picker/reused.ts';
 import { ActivityRecorder, type ErrorRecord } from './activity.ts';
@@ -41,6 +42,8 @@ export interface StatusPluginOptions {
   readonly routesOn?: FastifyInstance;
   /** Who may call (shown: open mode loudly, tenants and their issues). */
   readonly tenants: TenantDirectory;
+  /** What discovery left out of the table, and why. */
+  readonly discoveryIssues?: (() => readonly DiscoveryIssue[]) | undefined;
 }
 
 const MESSAGE_LIMIT = 300;
@@ -101,6 +104,7 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
           activity,
           runtimeLoad: opts.runtimeLoad,
           tenants: opts.tenants,
+          discoveryIssues: opts.discoveryIssues,
         },
         wallClock(),
       ),

@@ -12,6 +12,7 @@ import type { ActivityRecorder, EndpointActivity, ErrorRecord } from './activity
 import type { DecisionCounts, StatusSnapshot } from './view.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
 import { computeSlowestLagMs } from '../kv-index/fleet.ts';
+import type { DiscoveryIssue } from '../discovery/build-table.ts';
 
 export interface SnapshotSources {
   readonly table: RoutingTable;
@@ -20,6 +21,8 @@ export interface SnapshotSources {
   readonly activity: ActivityRecorder;
   readonly runtimeLoad?: ((endpointId: string) => RuntimeLoad | undefined) | undefined;
   readonly tenants: TenantDirectory;
+  /** What discovery left out of the table, and why; none with a static table. */
+  readonly discoveryIssues?: (() => readonly DiscoveryIssue[]) | undefined;
 }
 
 export async function collectStatusSnapshot(src: SnapshotSources, now: number): Promise<StatusSnapshot> {
@@ -96,6 +99,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     reuse,
     deploymentErrors,
     tenants: src.tenants,
+    discoveryIssues: src.discoveryIssues?.() ?? [],
   };
 }
 

@@ -41,6 +41,7 @@ const empty: StatusSnapshot = {
   routingTokens: new Map(),
   reuse: new Map(),
   deploymentErrors: new Map(),
+  discoveryIssues: [],
 };
 
 describe('buildStatusView', () => {
@@ -146,6 +147,22 @@ describe('buildStatusView', () => {
       routes: [route({ endpoints: [ep('old', { fingerprint: 'fp0' })] })],
     });
     expect(v.deployments[0]?.endpoints[0]?.isCurrent).toBe(false);
+  });
+
+  it('lists what discovery left out, each with a message', () => {
+    const v = buildStatusView({
+      ...empty,
+      discoveryIssues: [
+        { code: 'DuplicateModel', path: 'Deployment b/m', model: 'm', servedBy: 'a/m' },
+        { code: 'NotRoutable', path: 'Deployment a/n', model: 'n', reason: 'NoStatus', message: 'not yet' },
+        { code: 'InvalidObject', path: 'CachePolicy a/p', message: 'spec: invalid' },
+      ],
+    });
+    expect(v.discoveryIssues).toEqual([
+      { code: 'DuplicateModel', path: 'Deployment b/m', model: 'm', message: 'the name is served by a/m' },
+      { code: 'NotRoutable', path: 'Deployment a/n', model: 'n', message: 'NoStatus: not yet' },
+      { code: 'InvalidObject', path: 'CachePolicy a/p', model: null, message: 'spec: invalid' },
+    ]);
   });
 
   it('shows who may call: the open mode, or each tenant with its limits and what was left out', () => {

@@ -16,6 +16,7 @@ import {
   type RouteEndpoint,
 } from '../routing/table.ts';
 import type { UpstreamFailureReason } from '../metrics.ts';
+import type { DiscoveryIssue } from '../discovery/build-table.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';
 
 const Count = z.number().int().nonnegative();
@@ -135,9 +136,20 @@ export const AuthStatus = z.object({
   issues: z.array(z.object({ tenant: z.string(), code: z.string(), message: z.string() })),
 });
 
+/** A Deployment, policy or endpoint discovery left out of the routing table, and why. */
+export const DiscoveryIssueView = z.object({
+  code: z.string(),
+  /** `Kind namespace/name` of the object. */
+  path: z.string(),
+  model: z.string().nullable(),
+  message: z.string(),
+});
+
 export const StatusView = z.object({
   generatedAt: z.string(),
   auth: AuthStatus,
+  /** What discovery left out of the table (empty with a static --routes table). */
+  discoveryIssues: z.array(DiscoveryIssueView),
   deployments: z.array(DeploymentStatus),
 });
 
@@ -146,6 +158,7 @@ export type EndpointStatus = z.infer<typeof EndpointStatus>;
 export type DeploymentStatus = z.infer<typeof DeploymentStatus>;
 export type StatusView = z.infer<typeof StatusView>;
 export type AuthStatus = z.infer<typeof AuthStatus>;
+export type DiscoveryIssueView = z.infer<typeof DiscoveryIssueView>;
 
 export interface DecisionCounts {
   readonly routed: number;
@@ -176,6 +189,7 @@ export interface StatusSnapshot {
   /** By deployment. */
   readonly deploymentErrors: ReadonlyMap<string, ErrorRecord>;
   readonly tenants: TenantDirectory;
+  readonly discoveryIssues: readonly DiscoveryIssue[];
 }
 
 /** The route's weight over its served name's total (ADR 0008); null outside a split. */
@@ -201,10 +215,23 @@ export function buildStatusView(s: StatusSnapshot): StatusView {
       })),
       issues: s.tenants.issues().map((i) => ({ ...i })),
     },
+    discoveryIssues: s.discoveryIssues.map(buildDiscoveryIssueView),
     deployments: [...s.routes]
       .sort((a, b) => compare(a.model, b.model))
       .map((route) => buildDeploymentStatus(route, s)),
   };
+}
+
+function buildDiscoveryIssueView(i: DiscoveryIssue): DiscoveryIssueView {
+  const model = 'model' in i ? i.model : null;
+  switch (i.code) {
+    case 'DuplicateModel':
+      return { code: i.code, path: i.path, model, message: `the name is served by ${i.servedBy}` };
+    case 'NotRoutable':
+      return { code: i.code, path: i.path, model, message: `${i.reason}: ${i.message}` };
+    default:
+      return { code: i.code, path: i.path, model, message: i.message };
+  }
 }
 
 function buildDeploymentStatus(route: ModelRoute, s: StatusSnapshot): DeploymentStatus {

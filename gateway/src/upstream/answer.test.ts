@@ -2,7 +2,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AnswerInterruptedError, sendBuffered, sendStreamed, type SendOptions } from './answer.ts';
+import {
+  AnswerInterruptedError,
+  AnswerTooLargeError,
+  sendBuffered,
+  sendStreamed,
+  type SendOptions,
+} from './answer.ts';
 
 const CHUNK = 64 * 1024;
 const CHUNKS = 200; // 12.5 MiB: more than loopback socket buffers hold
@@ -113,5 +119,21 @@ describe('sendBuffered', () => {
     await expect(
       sendBuffered(opts, base, '/v1/chat/completions', {}, new AbortController().signal),
     ).rejects.toBeInstanceOf(AnswerInterruptedError);
+  });
+
+  it('an answer past maxAnswerBytes is cut, and says so', async () => {
+    const capped = { ...opts, maxAnswerBytes: 1024 * 1024 };
+    const err = await sendBuffered(
+      capped,
+      base,
+      '/v1/chat/completions',
+      {},
+      new AbortController().signal,
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(AnswerInterruptedError);
+    expect((err as Error).cause).toBeInstanceOf(AnswerTooLargeError);
   });
 });

@@ -17,6 +17,11 @@ export interface SendOptions {
   readonly bodyTimeoutMs: number;
   /** A body larger once encoded is not sent (413): the runtime would refuse it, or choke. */
   readonly maxBodyBytes?: number;
+  /**
+   * A buffered answer larger than this is cut (AnswerInterruptedError): the runtime image is
+   * the namespace user's, and one answer of gigabytes would hold the gateway's heap.
+   */
+  readonly maxAnswerBytes?: number;
   /** The Authorization header the runtime at a base URL takes (its --api-key), if any (runtime-auth.ts). */
   readonly authorizationFor?: (baseUrl: string) => string | undefined;
   /** More request headers: a traced attempt's traceparent (tracing/request-trace.ts). */
@@ -27,6 +32,13 @@ export interface SendOptions {
 export class AnswerInterruptedError extends Error {
   constructor(cause: unknown) {
     super('the upstream answer was interrupted', { cause });
+  }
+}
+
+/** A buffered answer grew past SendOptions.maxAnswerBytes: cut, as the cause of AnswerInterruptedError. */
+export class AnswerTooLargeError extends Error {
+  constructor(limitBytes: number) {
+    super(`the upstream answer is larger than ${limitBytes} bytes`);
   }
 }
 
@@ -119,6 +131,8 @@ export function sendBuffered(
     let headers: IncomingHttpHeaders = {};
     let started = false;
     const chunks: Buffer[] = [];
+    let bytes = 0;
+    const maxBytes = opts.maxAnswerBytes ?? Infinity;
     opts.agent.dispatch(request, {
       onRequestStart(c) {
         link.attach(c);
@@ -128,7 +142,13 @@ export function sendBuffered(
         statusCode = status;
         headers = h;
       },
-      onResponseData(_c, chunk) {
+      onResponseData(c, chunk) {
+        bytes += chunk.length;
+        if (bytes > maxBytes) {
+          chunks.length = 0;
+          c.abort(new AnswerTooLargeError(maxBytes));
+          return;
+        }
         chunks.push(chunk);
       },
       onResponseEnd() {

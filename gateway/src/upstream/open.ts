@@ -19,6 +19,8 @@ export interface UpstreamOptions {
   readonly maxAttempts?: number;
   /** Largest body sent to a runtime: re-encoding can grow one (invalid UTF-8 threefold, `1e20` fivefold). */
   readonly maxBodyBytes?: number;
+  /** Largest buffered (non-streamed) answer taken from a runtime; a larger one is cut (502). */
+  readonly maxAnswerBytes?: number;
 }
 
 export interface Upstream {
@@ -40,6 +42,7 @@ export function openUpstream(
     keepAliveTimeoutMs: SGLANG_KEEP_ALIVE_TIMEOUT_MS - 1_000,
     maxAttempts: 2,
     maxBodyBytes: 64 * 1024 * 1024,
+    maxAnswerBytes: 64 * 1024 * 1024,
     ...options,
   };
   const agent = new Agent({
@@ -52,6 +55,7 @@ export function openUpstream(
     headersTimeoutMs: settings.headersTimeoutMs,
     bodyTimeoutMs: settings.bodyTimeoutMs,
     maxBodyBytes: settings.maxBodyBytes,
+    maxAnswerBytes: settings.maxAnswerBytes,
     ...(auth ? { authorizationFor: (baseUrl: string) => auth.headerFor(baseUrl) } : {}),
   };
   return { settings, send, close: () => agent.close() };

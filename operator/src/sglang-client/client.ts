@@ -12,6 +12,30 @@ export interface ClientOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
+// A runtime image is the namespace user's: an answer past these caps is an error, not a heap.
+/** /server_info and /model_info are tens of KiB. */
+export const MAX_INFO_BYTES = 4 * 1024 * 1024;
+/** /metrics is tens of KiB a data-parallel rank. */
+export const MAX_METRICS_BYTES = 8 * 1024 * 1024;
+
+/** The body as text, or an error once it passes `maxBytes` (the rest is not read). */
+async function readCappedText(res: Response, url: string, maxBytes: number): Promise<FetchResult<string>> {
+  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = res.body?.getReader();
+  if (!reader) return { ok: true, value: '' };
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > maxBytes) {
+      await reader.cancel();
+      return { ok: false, error: `GET ${url}: the answer is larger than ${maxBytes} bytes` };
+    }
+    chunks.push(value);
+  }
+  return { ok: true, value: Buffer.concat(chunks).toString('utf8') };
+}
 
 async function get(url: string, opts: ClientOptions): Promise<FetchResult<Response>> {
   const signals = [AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)];
@@ -43,10 +67,16 @@ export async function getJson<S extends z.ZodType>(
 ): Promise<FetchResult<z.infer<S>> & { status?: number }> {
   const sent = await get(url, opts);
   if (!sent.ok) return sent;
-  const res = sent.value;
+  let text: FetchResult<string>;
+  try {
+    text = await readCappedText(sent.value, url, MAX_INFO_BYTES);
+  } catch (err) {
+    return { ok: false, error: `GET ${url}: ${(err as Error).message}` };
+  }
+  if (!text.ok) return text;
   let body: unknown;
   try {
-    body = await res.json();
+    body = JSON.parse(text.value);
   } catch {
     return { ok: false, error: `GET ${url}: response is not JSON` };
   }
@@ -86,7 +116,7 @@ export async function fetchMetricsText(baseUrl: string, opts: ClientOptions): Pr
   const sent = await get(`${baseUrl}/metrics`, opts);
   if (!sent.ok) return sent;
   try {
-    return { ok: true, value: await sent.value.text() };
+    return await readCappedText(sent.value, `${baseUrl}/metrics`, MAX_METRICS_BYTES);
   } catch (err) {
     return { ok: false, error: `GET ${baseUrl}/metrics: ${(err as Error).message}` };
   }
