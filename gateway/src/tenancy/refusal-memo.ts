@@ -2,8 +2,8 @@
 // it was given, before its next request's body is read, parsed or tokenized:
 // a tenant over its limit cannot make the gateway parse 64 MiB bodies for
 // nothing. Wraps the limiter that counts (memory or Redis): it remembers each
-// tenant's last refusal and forgets it at the first admission. A tenant the
-// memo refuses is not counted, as the limiter does not count a refusal; the
+// tenant's last refusal of every request (a limit with nothing left) and
+// forgets it at the first admission. A tenant the memo refuses is not counted, as the limiter does not count a refusal; the
 // memo may refuse up to the second Retry-After rounds to, never longer.
 // One entry per tenant that was refused: bounded by the tenants declared.
 
@@ -27,7 +27,9 @@ export class RefusalMemoLimiter implements RateLimiter {
   async admit(tenant: Tenant, cost: RateCost): Promise<LimitDecision> {
     const decision = await this.#inner.admit(tenant, cost);
     if (decision.allowed) this.#refused.delete(tenant.id);
-    else
+    // A batch refused for its size may leave room for a smaller request: only a limit with
+    // nothing left refuses every request, and only that is remembered.
+    else if ((decision[decision.limited]?.remaining ?? 0) < 1)
       this.#refused.set(tenant.id, {
         until: this.#clock.now() + decision.retryAfterSeconds * 1000,
         decision,
