@@ -1,5 +1,5 @@
 // The Helm chart without installing it: `helm lint`; `helm template` golden files,
-// one per values set in testdata/chart (UPDATE_GOLDEN=1 rewrites them); every
+// one per values set in testdata/ (UPDATE_GOLDEN=1 rewrites them); every
 // rendered object accepted by the real API server (--dry-run=server); the values
 // reaching the objects; values.schema.json and the templates refusing bad values
 // with messages that say what to change; and the gateway's RBAC being exactly what
@@ -11,20 +11,20 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse, parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
-import { EndpointSlicePeers } from '../../gateway/src/discovery/peer-slices.ts';
-import { RuntimeKeyWatcher } from '../../gateway/src/discovery/runtime-key-watcher.ts';
-import { TenantWatcher } from '../../gateway/src/discovery/tenant-watcher.ts';
-import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
-import { renderManifest } from '../../operator/src/controllers/deployment/render.ts';
+import { EndpointSlicePeers } from '../../../gateway/src/discovery/peer-slices.ts';
+import { RuntimeKeyWatcher } from '../../../gateway/src/discovery/runtime-key-watcher.ts';
+import { TenantWatcher } from '../../../gateway/src/discovery/tenant-watcher.ts';
+import { DiscoveryWatcher } from '../../../gateway/src/discovery/watcher.ts';
+import { renderManifest } from '../../../operator/src/controllers/deployment/render.ts';
 import { KubeClient, type RequestInfo } from '#kube/client.ts';
-import { createUserKubeconfig } from '../support/controlplane.ts';
-import { CHART_DIR, helm, KUBE_VERSION, type RenderedObject } from '../support/helm.ts';
-import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { loadSample, REPO_ROOT } from '../support/samples.ts';
+import { createUserKubeconfig } from '../../support/controlplane.ts';
+import { CHART_DIR, helm, KUBE_VERSION, type RenderedObject } from '../../support/helm.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { loadSample, REPO_ROOT } from '../../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
 const controlPlane = inject('controlPlane');
-const TESTDATA = join(REPO_ROOT, 'test', 'integration', 'testdata', 'chart');
+const TESTDATA = join(REPO_ROOT, 'test', 'integration', 'chart', 'testdata');
 const RELEASE = 'cacheroute';
 const NAMESPACE = 'cacheroute-system';
 // The APIs a values set needs beyond the built-in ones (helm template cannot ask a cluster).

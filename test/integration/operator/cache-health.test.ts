@@ -6,18 +6,18 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { build } from '../../gateway/src/app.ts';
-import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
-import { buildTestEndpoint, buildTestRoute } from '../support/gateway/routes.ts';
+import { build } from '../../../gateway/src/app.ts';
+import { StaticRoutingTable } from '../../../gateway/src/routing/table.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../support/gateway/routes.ts';
 import { validateResource, type DeploymentResource, type Endpoint } from '#api';
 import {
   CacheHealthReason,
   EVENTS_GRACE_MS,
-} from '../../operator/src/controllers/deployment/cache-health/assess.ts';
-import { CacheHealthProber } from '../../operator/src/controllers/deployment/cache-health/prober.ts';
+} from '../../../operator/src/controllers/deployment/cache-health/assess.ts';
+import { CacheHealthProber } from '../../../operator/src/controllers/deployment/cache-health/prober.ts';
 import { createLogger } from '#kube/logger.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
-import { buildDeploymentManifest } from '../support/builders.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
+import { buildDeploymentManifest } from '../../support/builders.ts';
 
 const NS = 'ns';
 let sims: RunningSim[] = [];

@@ -6,12 +6,12 @@
 // made by hand here (no kubelet): the operator only reads their labels.
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { join } from 'node:path';
-import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import type { RuntimeIngress } from '../../operator/src/controllers/deployment/network-policy.ts';
+import { startOperator, type Operator } from '../../../operator/src/operator.ts';
+import type { RuntimeIngress } from '../../../operator/src/controllers/deployment/network-policy.ts';
 import { createLogger } from '#kube/logger.ts';
-import { buildDeploymentManifest } from '../support/builders.ts';
-import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { REPO_ROOT } from '../support/samples.ts';
+import { buildDeploymentManifest } from '../../support/builders.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { REPO_ROOT } from '../../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
 const INGRESS: RuntimeIngress = {

@@ -7,17 +7,17 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
-import { applyOwned } from '../../operator/src/manager/apply.ts';
-import { setControllerReference } from '../../operator/src/manager/apply-plan.ts';
+import { applyOwned } from '../../../operator/src/manager/apply.ts';
+import { setControllerReference } from '../../../operator/src/manager/apply-plan.ts';
 import { KubeClient } from '#kube/client.ts';
-import { Manager } from '../../operator/src/manager/manager.ts';
+import { Manager } from '../../../operator/src/manager/manager.ts';
 import type { KubeObject, ObjectKey } from '#kube/objects.ts';
-import { TerminalError } from '../../operator/src/manager/reconcile.ts';
-import type { Reconciler } from '../../operator/src/manager/reconcile.ts';
-import { createRequestCounter } from '../../operator/src/manager/request-counter.ts';
-import type { RequestCounter } from '../../operator/src/manager/request-counter.ts';
+import { TerminalError } from '../../../operator/src/manager/reconcile.ts';
+import type { Reconciler } from '../../../operator/src/manager/reconcile.ts';
+import { createRequestCounter } from '../../../operator/src/manager/request-counter.ts';
+import type { RequestCounter } from '../../../operator/src/manager/request-counter.ts';
 import { Resources } from '#kube/resources.ts';
-import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
 

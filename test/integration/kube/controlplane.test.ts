@@ -1,6 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
-import { createUserKubeconfig } from '../support/controlplane.ts';
-import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { createUserKubeconfig } from '../../support/controlplane.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 
 describe('integration control plane', () => {
   const kubeconfig = inject('kubeconfig');

@@ -4,17 +4,17 @@
 // they should.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskResource } from '#api/resources.ts';
-import { computeTaskTarget } from '../../operator/src/controllers/task/target.ts';
-import { planTaskStep, type TaskObservations } from '../../operator/src/controllers/task/phase.ts';
-import { buildTask } from '../support/operator/task.ts';
-import type { TaskTarget } from '../../operator/src/controllers/task/target.ts';
-import { runGeneration, type ProviderDeps } from '../../operator/src/controllers/task/providers/index.ts';
-import { findFreePort, startSim, type RunningSim } from '../support/sim/testing.ts';
+import { computeTaskTarget } from '../../../operator/src/controllers/task/target.ts';
+import { planTaskStep, type TaskObservations } from '../../../operator/src/controllers/task/phase.ts';
+import { buildTask } from '../../support/operator/task.ts';
+import type { TaskTarget } from '../../../operator/src/controllers/task/target.ts';
+import { runGeneration, type ProviderDeps } from '../../../operator/src/controllers/task/providers/index.ts';
+import { findFreePort, startSim, type RunningSim } from '../../support/sim/testing.ts';
 import {
   FIXTURE_API_KEY,
   startOpenRouterFixture,
   type OpenRouterFixture,
-} from '../fixtures/openrouter/server.ts';
+} from '../../fixtures/openrouter/server.ts';
 
 const now = new Date('2026-01-01T01:00:00Z');
 

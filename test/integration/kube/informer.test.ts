@@ -12,7 +12,7 @@ import { KubeClient } from '#kube/client.ts';
 import { Informer } from '#kube/informer.ts';
 import type { KubeObject } from '#kube/objects.ts';
 import { Resources } from '#kube/resources.ts';
-import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
+import { createTestNamespace, eventually, kubectlOk } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
 const cleanups: (() => Promise<void>)[] = [];

@@ -8,17 +8,17 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { build } from '../../gateway/src/app.ts';
+import { build } from '../../../gateway/src/app.ts';
 import {
   DEFAULT_REDIS_PREFIX,
   RedisResultStore,
   type RedisStoreOptions,
-} from '../../gateway/src/reuse/redis-store.ts';
-import type { StoredResult } from '../../gateway/src/reuse/store.ts';
-import { StaticRoutingTable, type ModelRoute } from '../../gateway/src/routing/table.ts';
-import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
-import { eventually } from '../support/kubectl.ts';
-import { startRedis, type RunningRedis } from '../support/redis.ts';
+} from '../../../gateway/src/reuse/redis-store.ts';
+import type { StoredResult } from '../../../gateway/src/reuse/store.ts';
+import { StaticRoutingTable, type ModelRoute } from '../../../gateway/src/routing/table.ts';
+import { postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
+import { eventually } from '../../support/kubectl.ts';
+import { startRedis, type RunningRedis } from '../../support/redis.ts';
 
 let redis: RunningRedis;
 let raw: Redis;

@@ -8,12 +8,12 @@
 // HPA controller's built-in role may use the parts' /scale.
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { join } from 'node:path';
-import { startOperator } from '../../operator/src/operator.ts';
+import { startOperator } from '../../../operator/src/operator.ts';
 import { createLogger } from '#kube/logger.ts';
 import type { ManagedFieldsEntry } from '#kube/objects.ts';
-import { buildDeploymentManifest } from '../support/builders.ts';
-import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { REPO_ROOT } from '../support/samples.ts';
+import { buildDeploymentManifest } from '../../support/builders.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { REPO_ROOT } from '../../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
 

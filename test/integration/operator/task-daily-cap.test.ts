@@ -5,13 +5,13 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Budget } from '../../operator/src/controllers/task/budget.ts';
-import { parseDecimal } from '../../operator/src/controllers/task/budget.ts';
-import { DailyCapLedger } from '../../operator/src/controllers/task/daily-cap-store.ts';
-import { LEDGER_CONFIGMAP, parseDailyCap } from '../../operator/src/controllers/task/daily-cap.ts';
+import type { Budget } from '../../../operator/src/controllers/task/budget.ts';
+import { parseDecimal } from '../../../operator/src/controllers/task/budget.ts';
+import { DailyCapLedger } from '../../../operator/src/controllers/task/daily-cap-store.ts';
+import { LEDGER_CONFIGMAP, parseDailyCap } from '../../../operator/src/controllers/task/daily-cap.ts';
 import { KubeClient } from '#kube/client.ts';
 import { Resources } from '#kube/resources.ts';
-import { createTestNamespace } from '../support/kubectl.ts';
+import { createTestNamespace } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
 let clients: KubeClient[] = [];

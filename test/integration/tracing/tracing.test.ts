@@ -18,18 +18,18 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { KubeClient } from '#kube/client.ts';
-import { Manager } from '../../operator/src/manager/manager.ts';
-import { TerminalError, type Reconciler } from '../../operator/src/manager/reconcile.ts';
+import { Manager } from '../../../operator/src/manager/manager.ts';
+import { TerminalError, type Reconciler } from '../../../operator/src/manager/reconcile.ts';
 import { Resources } from '#kube/resources.ts';
 import { startTracing } from '#kube/tracing.ts';
 import { parseTracingConfig } from '#kube/tracing-config.ts';
-import { build } from '../../gateway/src/app.ts';
-import { StaticRoutingTable, type ModelRoute } from '../../gateway/src/routing/table.ts';
-import { GATEWAY_SERVER, spawnGateway, writeRoutesFile } from '../support/gateway/gateway-process.ts';
-import { startGatewayTracing, type GatewayTracing } from '../../gateway/src/tracing/start.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
-import { startOtlpReceiver, type ReceivedSpan, type RunningOtlpReceiver } from '../support/otlp-receiver.ts';
-import { createTestNamespace, eventually, kubectlOk } from '../support/kubectl.ts';
+import { build } from '../../../gateway/src/app.ts';
+import { StaticRoutingTable, type ModelRoute } from '../../../gateway/src/routing/table.ts';
+import { GATEWAY_SERVER, spawnGateway, writeRoutesFile } from '../../support/gateway/gateway-process.ts';
+import { startGatewayTracing, type GatewayTracing } from '../../../gateway/src/tracing/start.ts';
+import { findFreePort, postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
+import { startOtlpReceiver, type ReceivedSpan, type RunningOtlpReceiver } from '../../support/otlp-receiver.ts';
+import { createTestNamespace, eventually, kubectlOk } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
 

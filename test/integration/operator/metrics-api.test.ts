@@ -12,27 +12,27 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { build } from '../../gateway/src/app.ts';
-import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
-import { buildTestEndpoint, buildTestRoute } from '../support/gateway/routes.ts';
+import { build } from '../../../gateway/src/app.ts';
+import { StaticRoutingTable } from '../../../gateway/src/routing/table.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../support/gateway/routes.ts';
 import { Admission, validateResource, type DeploymentResource } from '#api';
-import { startMetricsApi, type MetricsApi } from '../../operator/src/metrics-api/start.ts';
+import { startMetricsApi, type MetricsApi } from '../../../operator/src/metrics-api/start.ts';
 import { KubeClient } from '#kube/client.ts';
 import { loadClusterCredentials } from '#kube/cluster-credentials.ts';
 import { createLogger } from '#kube/logger.ts';
-import { ScaledClock } from '../sim/clock.ts';
-import { parseSimArgs } from '../sim/config.ts';
-import { SimServer, silentLogger } from '../sim/server.ts';
-import { findFreePort } from '../support/sim/testing.ts';
-import { buildDeploymentManifest } from '../support/builders.ts';
-import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { ScaledClock } from '../../sim/clock.ts';
+import { parseSimArgs } from '../../sim/config.ts';
+import { SimServer, silentLogger } from '../../sim/server.ts';
+import { findFreePort } from '../../support/sim/testing.ts';
+import { buildDeploymentManifest } from '../../support/builders.ts';
+import { eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 import {
   issueMetricsApiCert,
   METRICS_API_SERVICE,
   registerMetricsApi,
   unregisterMetricsApi,
-} from '../support/metrics-api.ts';
-import { pkiPaths } from '../support/pki.ts';
+} from '../../support/metrics-api.ts';
+import { pkiPaths } from '../../support/pki.ts';
 
 const cp = inject('controlPlane');
 const kubeconfig = cp.kubeconfig;

@@ -6,10 +6,10 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
-import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
-import { createTestNamespace, eventually, kubectlOk, patchCacherouteStatus } from '../support/kubectl.ts';
-import { loadSample, REPO_ROOT } from '../support/samples.ts';
+import { postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
+import { startInProcessGateway, type InProcessGateway } from '../../support/gateway.ts';
+import { createTestNamespace, eventually, kubectlOk, patchCacherouteStatus } from '../../support/kubectl.ts';
+import { loadSample, REPO_ROOT } from '../../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
 const CRD_DIR = join(REPO_ROOT, 'crds');

@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { KubeClient } from '#kube/client.ts';
-import { LeaderElector } from '../../operator/src/manager/leader.ts';
-import type { Lease } from '../../operator/src/manager/leader.ts';
+import { LeaderElector } from '../../../operator/src/manager/leader.ts';
+import type { Lease } from '../../../operator/src/manager/leader.ts';
 import { Resources } from '#kube/resources.ts';
-import { createTestNamespace, eventually } from '../support/kubectl.ts';
+import { createTestNamespace, eventually } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
 let client: KubeClient;

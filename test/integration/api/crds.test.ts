@@ -4,11 +4,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { renderManifest } from '../../operator/src/controllers/deployment/render.ts';
+import { renderManifest } from '../../../operator/src/controllers/deployment/render.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildInvalid, INVALID_CASES, UPDATE_CASES } from '../support/invalid-manifests.ts';
-import { kubectl, kubectlOk } from '../support/kubectl.ts';
-import { EXAMPLES_DIR, loadSample, loadSamples, REPO_ROOT } from '../support/samples.ts';
+import { buildInvalid, INVALID_CASES, UPDATE_CASES } from '../../support/invalid-manifests.ts';
+import { kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { EXAMPLES_DIR, loadSample, loadSamples, REPO_ROOT } from '../../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
 const CRD_DIR = join(REPO_ROOT, 'crds');

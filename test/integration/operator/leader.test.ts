@@ -10,13 +10,13 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
-import { startOperator } from '../../operator/src/operator.ts';
-import type { Operator } from '../../operator/src/operator.ts';
-import type { Lease } from '../../operator/src/manager/leader.ts';
+import { startOperator } from '../../../operator/src/operator.ts';
+import type { Operator } from '../../../operator/src/operator.ts';
+import type { Lease } from '../../../operator/src/manager/leader.ts';
 import { createLogger } from '#kube/logger.ts';
-import { buildDeploymentManifest } from '../support/builders.ts';
-import { createTestNamespace, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { REPO_ROOT } from '../support/samples.ts';
+import { buildDeploymentManifest } from '../../support/builders.ts';
+import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { REPO_ROOT } from '../../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
 const LEASE = 'cacheroute-operator';

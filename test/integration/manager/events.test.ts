@@ -4,11 +4,11 @@ import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KubeClient } from '#kube/client.ts';
-import { createEventRecorder } from '../../operator/src/manager/events.ts';
+import { createEventRecorder } from '../../../operator/src/manager/events.ts';
 import type { KubeObject } from '#kube/objects.ts';
-import { createRequestCounter } from '../../operator/src/manager/request-counter.ts';
+import { createRequestCounter } from '../../../operator/src/manager/request-counter.ts';
 import { Resources } from '#kube/resources.ts';
-import { createTestNamespace, kubectlOk } from '../support/kubectl.ts';
+import { createTestNamespace, kubectlOk } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
 const counter = createRequestCounter();

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { KubeClient } from '#kube/client.ts';
 import { InClusterCredentials } from '#kube/cluster-credentials.ts';
 import { Resources } from '#kube/resources.ts';
-import { createTestNamespace, kubectlOk } from '../support/kubectl.ts';
+import { createTestNamespace, kubectlOk } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
 const cleanups: (() => Promise<void> | void)[] = [];
