@@ -186,6 +186,18 @@ describe('gateway process on SIGTERM', { timeout: 30_000 }, () => {
     expect(err).toContain('--drain-timeout-seconds: give a number of seconds');
   });
 
+  it('refuses a port out of range with a message naming the flag', async () => {
+    const proc = spawn(process.execPath, [SERVER, '--routes', '/nonexistent.json', '--port', '70000'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child = proc;
+    let err = '';
+    proc.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+    const [code] = (await once(proc, 'exit')) as [number | null];
+    expect(code).toBe(2);
+    expect(err).toContain('--port: give a port from 0 to 65535');
+  });
+
   it('checks API keys by default: --routes needs --tenants, then a request without a key gets 401', async () => {
     const refused = spawn(process.execPath, [SERVER, '--routes', '/nonexistent.json'], {
       stdio: ['ignore', 'ignore', 'pipe'],

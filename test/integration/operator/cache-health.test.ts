@@ -16,7 +16,7 @@ import {
 } from '../../../operator/src/controllers/deployment/cache-health/assess.ts';
 import { CacheHealthProber } from '../../../operator/src/controllers/deployment/cache-health/prober.ts';
 import { createLogger } from '#kube/logger.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
+import { postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
 import { buildDeploymentManifest } from '../../support/builders.ts';
 
 const NS = 'ns';
@@ -167,7 +167,8 @@ describe('cache health, measured from the runtimes and the gateway', () => {
   });
 
   it('reports EventsLagging when the gateway cannot use an endpoint’s KV events past the grace', async () => {
-    const fleet = await startFleet([], { deadEvents: `tcp://127.0.0.1:${await findFreePort()}` });
+    // Port 1: below the ephemeral range, so no port-0 bind takes it; nothing listens there.
+    const fleet = await startFleet([], { deadEvents: 'tcp://127.0.0.1:1' });
     const clock = { now: 0 };
     const { prober, assessment } = startProber(fleet, clock);
     await prober.probe();
@@ -188,7 +189,7 @@ describe('cache health, measured from the runtimes and the gateway', () => {
   it("is Unknown when the gateway cannot be read, with the runtimes' figures and what to fix", async () => {
     const fleet = await startFleet([]);
     const clock = { now: 0 };
-    const { prober, assessment } = startProber(fleet, clock, `http://127.0.0.1:${await findFreePort()}`);
+    const { prober, assessment } = startProber(fleet, clock, 'http://127.0.0.1:1'); // nothing listens
     await prober.probe();
     for (let turn = 0; turn < 4; turn++) for (let c = 0; c < 3; c++) await send(fleet.gatewayUrl, c, turn);
     clock.now += 30_000;

@@ -23,7 +23,6 @@ import { createLogger } from '#kube/logger.ts';
 import { ScaledClock } from '../../sim/clock.ts';
 import { parseSimArgs } from '../../sim/config.ts';
 import { SimServer, silentLogger } from '../../sim/server.ts';
-import { findFreePort } from '../../support/sim/testing.ts';
 import { buildDeploymentManifest } from '../../support/builders.ts';
 import { eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 import {
@@ -105,7 +104,7 @@ beforeAll(async () => {
   client = await KubeClient.fromKubeConfig(await loadClusterCredentials(kubeconfig), {
     userAgent: 'metrics-api-test',
   });
-  port = await findFreePort();
+  // Port 0: the kernel picks; the port is read back once it serves, then registered.
   api = startMetricsApi(
     {
       client,
@@ -115,7 +114,7 @@ beforeAll(async () => {
     },
     {
       host: hostIP,
-      port,
+      port: 0,
       certFile: serving.cert,
       keyFile: serving.key,
       gatewayAdminUrl: `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`,
@@ -125,6 +124,7 @@ beforeAll(async () => {
     },
   );
   await eventually(() => expect(api.server()).toBeDefined());
+  port = api.server()?.address().port ?? 0;
 
   await registerMetricsApi(kubeconfig, cp.dir, { hostIP, port });
 }, 120_000);

@@ -9,7 +9,7 @@ import { planTaskStep, type TaskObservations } from '../../../operator/src/contr
 import { buildTask } from '../../support/operator/task.ts';
 import type { TaskTarget } from '../../../operator/src/controllers/task/target.ts';
 import { runGeneration, type ProviderDeps } from '../../../operator/src/controllers/task/providers/index.ts';
-import { findFreePort, startSim, type RunningSim } from '../../support/sim/testing.ts';
+import { bootstrapPortOf, startSim, type RunningSim } from '../../support/sim/testing.ts';
 import {
   FIXTURE_API_KEY,
   startOpenRouterFixture,
@@ -228,9 +228,9 @@ describe('SGLang provider against the simulator', () => {
   });
 
   it('runs a disaggregated target through the prefill/decode pair and reads the decode usage', async () => {
-    const bsPort = await findFreePort();
     const args = ['--model-path', 'm', '--enable-cache-report', '--disaggregation-mode'];
-    const prefill = await startSim([...args, 'prefill', '--disaggregation-bootstrap-port', String(bsPort)]);
+    const prefill = await startSim([...args, 'prefill', '--disaggregation-bootstrap-port', '0']);
+    const bsPort = bootstrapPortOf(prefill);
     const decode = await startSim([...args, 'decode', '--sim-pd-timeout-ms', '5000']);
     try {
       const t: SglangTarget = {

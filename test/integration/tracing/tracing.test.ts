@@ -27,8 +27,12 @@ import { build } from '../../../gateway/src/app.ts';
 import { StaticRoutingTable, type ModelRoute } from '../../../gateway/src/routing/table.ts';
 import { GATEWAY_SERVER, spawnGateway, writeRoutesFile } from '../../support/gateway/gateway-process.ts';
 import { startGatewayTracing, type GatewayTracing } from '../../../gateway/src/tracing/start.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
-import { startOtlpReceiver, type ReceivedSpan, type RunningOtlpReceiver } from '../../support/otlp-receiver.ts';
+import { postJson, startSim, type RunningSim } from '../../support/sim/testing.ts';
+import {
+  startOtlpReceiver,
+  type ReceivedSpan,
+  type RunningOtlpReceiver,
+} from '../../support/otlp-receiver.ts';
 import { createTestNamespace, eventually, kubectlOk } from '../../support/kubectl.ts';
 
 const kubeconfig = inject('kubeconfig');
@@ -212,7 +216,8 @@ describe('gateway tracing (real OTLP receiver)', () => {
 
   it('a retried attempt: one upstream span per attempt, the failed one marked as an error', async () => {
     // round-robin picks the dead endpoint first; the retry goes to the live one.
-    const dead = `http://127.0.0.1:${await findFreePort()}`;
+    // Port 1: below the ephemeral range, so no port-0 bind takes it; nothing listens there.
+    const dead = 'http://127.0.0.1:1';
     const gw = await serve(buildRoute([dead, relay.url], { routing: { policy: 'round-robin' } }));
     const client = clientContext();
     const res = await postJson(
