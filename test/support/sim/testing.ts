@@ -130,17 +130,3 @@ export async function postSse(
     .map((e) => e.slice(6));
   return { status: res.status, events, headers: res.headers };
 }
-
-/** A free TCP port (for a bootstrap port that must be known before launch). */
-export async function findFreePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
