@@ -58,6 +58,14 @@ describe('--disaggregation-bootstrap-port 0', () => {
     expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(404);
   });
 
+  it("is startSim's default for a prefill: two prefills without the flag start side by side, off SGLang's 8998", async () => {
+    for (let i = 0; i < 2; i++)
+      running.push(await startSim(['--model-path', 'm', '--disaggregation-mode', 'prefill']));
+    const ports = running.map(bootstrapPortOf);
+    expect(new Set(ports).size).toBe(2);
+    expect(ports).not.toContain(8998);
+  });
+
   it('says the bound ports on its start-up line (CLI)', async () => {
     const sim = await spawnSim([
       '--model-path',

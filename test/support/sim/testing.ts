@@ -1,12 +1,12 @@
 // Test helpers: start a simulator in-process on virtual time. Every port it
 // binds is bound on 0 and read back, never guessed free first: the HTTP port and
 // the event sockets always (--port 0, --sim-ephemeral-event-ports: configured
-// event ports are placeholders), the bootstrap port when the test passes
-// --disaggregation-bootstrap-port 0; read them from `url`, `events` and
-// `bootstrapPort`.
+// event ports are placeholders), a prefill's bootstrap port unless the test
+// gives one (SGLang's default, 8998, would be shared by every prefill); read
+// them from `url`, `events` and `bootstrapPort`.
 
 import { InstantClock } from '../../sim/clock.ts';
-import { parseSimArgs } from '../../sim/config.ts';
+import { parseSimArgs, type SimConfig } from '../../sim/config.ts';
 import { SimServer, silentLogger } from '../../sim/server.ts';
 
 /** The simulator's event sockets, as a client on this host reaches them (tcp://127.0.0.1:PORT). */
@@ -30,11 +30,10 @@ export interface RunningSim {
 }
 
 export async function startSim(argv: readonly string[]): Promise<RunningSim> {
-  const parsed = parseSimArgs(['--port', '0', '--sim-ephemeral-event-ports', ...argv]);
-  if (!parsed.ok) throw new Error(parsed.error);
+  const config = parseOnPortZero(argv);
   const crashes = { count: 0 };
   const clock = new InstantClock();
-  const server = new SimServer(parsed.value, {
+  const server = new SimServer(config, {
     clock,
     logger: silentLogger,
     crash: () => void crashes.count++,
@@ -61,6 +60,15 @@ export async function startSim(argv: readonly string[]): Promise<RunningSim> {
     untilWaiting,
     close: () => server.close(),
   };
+}
+
+function parseOnPortZero(argv: readonly string[]): SimConfig {
+  const parsed = parseSimArgs(['--port', '0', '--sim-ephemeral-event-ports', ...argv]);
+  if (!parsed.ok) throw new Error(parsed.error);
+  const cfg = parsed.value;
+  if (cfg.sglang.disaggregation_mode !== 'prefill' || cfg.explicit.has('disaggregation_bootstrap_port'))
+    return cfg;
+  return parseOnPortZero(['--disaggregation-bootstrap-port', '0', ...argv]);
 }
 
 /** A prefill simulator's bootstrap port (started with --disaggregation-bootstrap-port 0); throws for any other. */
