@@ -1,7 +1,6 @@
 // The fetch Job's command as a process: its arguments, its JSON lines and exit codes, and a
 // token that reaches the hub and no output.
 import { execFile } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,15 +24,6 @@ let digestArgs: string[] = [];
 const hubs: FakeHub[] = [];
 let n = 0;
 const freshDest = (): string => join(root, `dest-${n++}`);
-
-/** A port nothing listens on now (the kernel's pick, given back). */
-async function findFreePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 beforeAll(async () => {
   mkdirSync(model);
@@ -226,8 +216,8 @@ describe('model-fetch', () => {
     ['an unknown flag', ['--revison', REVISION], /Unknown option '--revison'/],
     [
       'a progress port out of range',
-      ['--progress-port', '0'],
-      /--progress-port takes a port from 1 to 65535/,
+      ['--progress-port', '65536'],
+      /--progress-port takes a port from 0 to 65535/,
     ],
     [
       'an unexpanded pod IP for the progress host',
@@ -269,11 +259,21 @@ describe('model-fetch', () => {
   it('serves its last progress line on GET /progress while it fetches, and no longer once it ended', async () => {
     const hub = await startHub();
     hub.inject({ server: 'cdn', stallAfter: 1024 * 1024 });
-    const port = await findFreePort();
-    const url = `http://127.0.0.1:${port}/progress`;
+    // Port 0: the fetcher says on stderr which port the kernel gave it.
+    let stderr = '';
+    let said: (port: number) => void = () => undefined;
+    const bound = new Promise<number>((resolve) => (said = resolve));
     const running = run(
-      args(hub, freshDest(), '--progress-port', String(port), '--progress-host', '127.0.0.1'),
+      args(hub, freshDest(), '--progress-port', '0', '--progress-host', '127.0.0.1'),
+      {},
+      (chunk) => {
+        stderr += chunk;
+        const port = /progress on 127\.0\.0\.1 port (\d+)\n/.exec(stderr)?.[1];
+        if (port !== undefined) said(Number(port));
+      },
     );
+    const port = await Promise.race([bound, running.then((r) => Promise.reject(new Error(r.stderr)))]);
+    const url = `http://127.0.0.1:${port}/progress`;
     // The weights are held after their first MiB: the fetcher says so while it waits.
     let seen: Record<string, unknown> | undefined;
     for (let i = 0; i < 200 && !(seen?.['phase'] === 'weights' && Number(seen['bytesDone']) > 0); i++) {

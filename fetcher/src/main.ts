@@ -46,6 +46,7 @@ const USAGE = `usage: model-fetch --repo <org/name> --revision <commit id> --dig
   --marker-dir <dir>         with --verify-only: keep a record of the verified files there, and trust it
                              next time for the same, unchanged files
   --progress-port <port>     serve the last progress line on GET /progress while fetching
+                             (0: a port the kernel picks, said on stderr)
   --progress-host <address>  the address it listens on (default: every address; the Job: its pod IP)
 `;
 
@@ -291,8 +292,8 @@ function readProgressListen(port: string | undefined, host: string | undefined):
     return undefined;
   }
   const n = Number(port);
-  if (!/^\d+$/.test(port) || n < 1 || n > 65535)
-    throw new UsageError(`--progress-port takes a port from 1 to 65535, not ${JSON.stringify(port)}`);
+  if (!/^\d+$/.test(port) || n > 65535)
+    throw new UsageError(`--progress-port takes a port from 0 to 65535, not ${JSON.stringify(port)}`);
   // An unexpanded $(POD_IP): the pod's env has no such variable.
   if (host !== undefined && (host === '' || host.includes('$(')))
     throw new UsageError(
@@ -308,7 +309,10 @@ async function startProgressServer(
 ): Promise<ProgressServer | undefined> {
   if (!listen) return undefined;
   try {
-    return await serveFetchProgress({ ...listen, current });
+    const served = await serveFetchProgress({ ...listen, current });
+    // The port bound (the kernel's pick for port 0), for whoever started the fetcher.
+    process.stderr.write(`model-fetch: progress on ${listen.host} port ${served.port}\n`);
+    return served;
   } catch (e) {
     throw new UsageError(
       `cannot serve progress on ${listen.host} port ${listen.port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { findFreePort, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import { bootstrapPortOf, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build, type BuildOptions } from './app.ts';
 import { MAX_BATCH } from './request/shape.ts';
 import type { RouteEndpoint } from './routing/table.ts';
@@ -162,15 +162,14 @@ describe('a request at fault is the client’s 4xx, sent to no runtime', () => {
 
 describe('prefill/decode: a refusal by the prefill is the client’s answer', () => {
   it('a request the runtimes refuse is their 400, where it was 502 with the decode marked down', async () => {
-    const bsPort = await findFreePort();
     const pd = ['--model-path', 'm', '--disaggregation-mode'];
     sims = [
-      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', String(bsPort)]),
+      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', '0']),
       await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '5000']),
     ];
     const [prefill, decode] = sims as [RunningSim, RunningSim];
     const gw = await startGateway([
-      { ...endpoint('p0', prefill.url), role: 'prefill', bootstrapPort: bsPort },
+      { ...endpoint('p0', prefill.url), role: 'prefill', bootstrapPort: bootstrapPortOf(prefill) },
       { ...endpoint('d0', decode.url), role: 'decode' },
     ]);
     // Refused by both; the prefill answers first and used to abort the decode, which was then

@@ -17,7 +17,7 @@ import type { FastifyInstance } from 'fastify';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { findFreePort, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import { bootstrapPortOf, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import { StaticRoutingTable, type ModelRoute } from './routing/table.ts';
 import { buildTenantDirectory } from './tenancy/build-directory.ts';
@@ -123,13 +123,13 @@ beforeAll(async () => {
       ready: true,
     })),
   };
-  const bootstrapPort = await findFreePort();
   const pd = ['--model-path', 'pd', '--disaggregation-mode'];
   pair = [
-    await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', String(bootstrapPort)]),
+    await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', '0']),
     await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '5000']),
   ];
   const [prefill, decode] = pair as [RunningSim, RunningSim];
+  const bootstrapPort = bootstrapPortOf(prefill);
   const verified = { fingerprint: 'fp', verified: true, ready: true } as const;
   const pdRoute: ModelRoute = {
     ...route,

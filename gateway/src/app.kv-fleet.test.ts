@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import { eventEndpoint, postJson, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
 import { createRng, shuffle } from '../../test/support/gateway/rng.ts';
@@ -34,11 +34,11 @@ afterEach(async () => {
 async function startFleet(events: boolean): Promise<RouteEndpoint[]> {
   const endpoints: RouteEndpoint[] = [];
   for (let i = 0; i < 3; i++) {
-    const [pub, replay] = [await findFreePort(), await findFreePort()];
+    // Placeholder ports: startSim binds the event sockets on ports the kernel picks.
     const config = {
       publisher: 'zmq',
-      endpoint: `tcp://*:${pub}`,
-      replay_endpoint: `tcp://*:${replay}`,
+      endpoint: 'tcp://*:5557',
+      replay_endpoint: 'tcp://*:5558',
       topic: 'kv',
     };
     const sim = await startSim([
@@ -62,8 +62,8 @@ async function startFleet(events: boolean): Promise<RouteEndpoint[]> {
       ...(events
         ? {
             events: {
-              kv: [`tcp://127.0.0.1:${pub}`],
-              replay: [`tcp://127.0.0.1:${replay}`],
+              kv: [eventEndpoint(sim, 'kv')],
+              replay: [eventEndpoint(sim, 'replay')],
               topic: 'kv',
               blockSize: PAGE,
             },

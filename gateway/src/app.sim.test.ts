@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, GATEWAY_CACHE_REPORT_PATH, GatewayCacheReport, ResultReuse, RoutingSettings } from '#api';
 import {
-  findFreePort,
+  bootstrapPortOf,
   postJson,
   postSse,
   startSim,
@@ -199,14 +199,14 @@ describe('gateway ↔ simulator', () => {
     }));
 
   it('prefill/decode: pairs same-fingerprint endpoints, stamps bootstrap, returns the decode answer', async () => {
-    const bsPort = await findFreePort();
     const pd = ['--model-path', 'm', '--enable-cache-report', '--disaggregation-mode'];
     sims = [
-      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', String(bsPort)]),
+      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', '0']),
       await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '5000']),
       await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '50']), // old revision: must never pair
     ];
     const [prefill, decode, oldDecode] = sims as [RunningSim, RunningSim, RunningSim];
+    const bsPort = bootstrapPortOf(prefill);
     const route: ModelRoute = {
       model: 'm',
       deployment: 'ns/m',
@@ -256,13 +256,13 @@ describe('gateway ↔ simulator', () => {
   // endpoint never learned a rate and a prefill part's predicted backlog (the signal its
   // autoscaler reads, cacheroute_prefill_backlog_seconds) was unknown whenever it had work.
   it('prefill/decode: the prefill endpoint learns its prefill rate from its answers', async () => {
-    const bsPort = await findFreePort();
     const pd = ['--model-path', 'm', '--enable-cache-report', '--disaggregation-mode'];
     sims = [
-      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', String(bsPort)]),
+      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', '0']),
       await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '5000']),
     ];
     const [prefill, decode] = sims as [RunningSim, RunningSim];
+    const bsPort = bootstrapPortOf(prefill);
     const route: ModelRoute = {
       model: 'm',
       deployment: 'ns/m',

@@ -9,28 +9,19 @@
 // gateway are real processes here; the routing table is a --routes file that
 // never changes.
 
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findFreePort } from '../../test/support/sim/testing.ts';
+import { spawnSim, type SimProcess } from '../../test/support/sim/process.ts';
 import { SIGTERM_WATCHDOG_PERIOD_MS } from '../../test/sim/sigterm.ts';
 import { spawnGateway } from '../../test/support/gateway/gateway-process.ts';
 
-const SIM_MAIN = fileURLToPath(new URL('../../test/sim/main.ts', import.meta.url));
 const READY_POLL_MS = 1000;
 /** What the kubelet waits after SIGTERM before SIGKILL (the pod's grace, shortened for the test). */
 const GRACE_MS = 15_000;
 const CLIENTS = 6;
-
-interface SimProcess {
-  readonly url: string;
-  readonly proc: ChildProcess;
-  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
-}
 
 const children: ChildProcess[] = [];
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-runtime-drain-'));
@@ -41,28 +32,11 @@ afterAll(() => {
 });
 
 async function startSimProcess(): Promise<SimProcess> {
-  const port = await findFreePort();
-  const url = `http://127.0.0.1:${port}`;
   // 20 ms decode steps: an answer of 8 tokens is in flight about 170 ms, so six clients keep
   // every runtime busy at any moment.
-  const args = [
-    '--model-path',
-    'm',
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--sim-decode-base-ms',
-    '20',
-  ];
-  const proc = spawn(process.execPath, [SIM_MAIN, ...args], { stdio: ['ignore', 'ignore', 'ignore'] });
-  children.push(proc);
-  const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  for (let i = 0; i < 400; i++) {
-    if ((await fetch(`${url}/ready`).catch(() => undefined))?.status === 200) break;
-    await sleep(25);
-  }
-  return { url, proc, exited };
+  const sim = await spawnSim(['--model-path', 'm', '--sim-decode-base-ms', '20']);
+  children.push(sim.proc);
+  return sim;
 }
 
 function writeRoutes(sims: readonly SimProcess[]): string {

@@ -11,12 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  eventually,
-  Gate,
-  startFakeUpstream,
-  type FakeUpstream,
-} from '../../test/support/gateway/fake-upstream.ts';
+import { Gate, startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
 import {
   GATEWAY_SERVER as SERVER,
   spawnGateway,
@@ -97,10 +92,10 @@ describe('gateway process on SIGTERM', { timeout: 30_000 }, () => {
     expect(statusOf(await post(url, agent))).toBe(200); // a warm keep-alive connection
     upstream.streamGate = new Gate();
     const stream = post(url, new http.Agent(), true);
-    await eventually(() => upstream.streamGate.waiting === 1);
+    await upstream.streamGate.untilWaiting(1);
     upstream.headGate = new Gate();
     const held = post(url, new http.Agent());
-    await eventually(() => upstream.headGate.waiting === 1);
+    await upstream.headGate.untilWaiting(1);
 
     proc.kill('SIGTERM');
     const readyz = await readinessAfterSigterm(url);
@@ -160,7 +155,7 @@ describe('gateway process on SIGTERM', { timeout: 30_000 }, () => {
     const { url, proc, exited } = await startGateway(upstream, ['--drain-timeout-seconds', '1']);
     upstream.streamGate = new Gate();
     const stream = post(url, new http.Agent(), true);
-    await eventually(() => upstream.streamGate.waiting === 1);
+    await upstream.streamGate.untilWaiting(1);
 
     proc.kill('SIGTERM');
     const [code, signal] = await exited;
@@ -184,6 +179,18 @@ describe('gateway process on SIGTERM', { timeout: 30_000 }, () => {
     const [code] = (await once(proc, 'exit')) as [number | null];
     expect(code).toBe(2);
     expect(err).toContain('--drain-timeout-seconds: give a number of seconds');
+  });
+
+  it('refuses a port out of range with a message naming the flag', async () => {
+    const proc = spawn(process.execPath, [SERVER, '--routes', '/nonexistent.json', '--port', '70000'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child = proc;
+    let err = '';
+    proc.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+    const [code] = (await once(proc, 'exit')) as [number | null];
+    expect(code).toBe(2);
+    expect(err).toContain('--port: give a port from 0 to 65535');
   });
 
   it('checks API keys by default: --routes needs --tenants, then a request without a key gets 401', async () => {

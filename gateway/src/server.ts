@@ -8,6 +8,9 @@
 // `--admin-port P` serves /status, /status.json, /metrics, /healthz and /readyz on a
 // listener of their own (host: --admin-host, default --host), and the API port
 // then serves only the API; without it, all share the API port.
+// Port 0 (either flag) takes a port the kernel picks; the `listening` log line
+// (info, written at any --log-level but silent) says which, so whoever started
+// the process reads it there.
 // Every routed runtime's /ready is asked every --runtime-ready-interval-ms
 // (default 1000, 0: never): one that answers 503 (SGLang after SIGTERM) leaves
 // every pick until it answers 200 (endpoints/runtime-ready.ts).
@@ -120,10 +123,7 @@ async function main(): Promise<void> {
   if (!clientTimeouts.ok) exitWithUsage(clientTimeouts.error);
   const kvIndexMaxBlocks = parseKvIndexMaxBlocks(values['kv-index-max-blocks']);
   if (!kvIndexMaxBlocks.ok) exitWithUsage(kvIndexMaxBlocks.error);
-  const adminPort =
-    values['admin-port'] === undefined ? undefined : AdminPort.safeParse(values['admin-port']);
-  if (adminPort && !adminPort.success)
-    exitWithUsage(`--admin-port: ${adminPort.error.issues[0]?.message ?? 'invalid'}`);
+  const ports = parseListenPorts(values.port, values['admin-port']);
   const auth = parseAuthFlags(values, flags.value.kind);
   if (!auth.ok) exitWithUsage(auth.error);
   const source = await openRouteSource(flags.value, loadRoutes, {
@@ -146,7 +146,7 @@ async function main(): Promise<void> {
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
     readyPollIntervalMs: timing.value.readyPollIntervalMs,
-    separateAdmin: adminPort !== undefined,
+    separateAdmin: ports.admin !== undefined,
     tracer: tracing.tracer,
     ...(values['redis-url']
       ? { redis: { url: values['redis-url'], maxEntries: Number(values['redis-max-entries']) } }
@@ -167,9 +167,41 @@ async function main(): Promise<void> {
     void drainAndClose(app, signal, timing.value.drainTimeoutMs).then(() => process.exit(0));
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
-  await app.listen({ port: Number(values.port), host: values.host });
-  if (adminPort?.success)
-    await app.admin.listen({ port: adminPort.data, host: values['admin-host'] ?? values.host });
+  await listen(app, ports, values.host, values['admin-host'] ?? values.host);
+}
+
+/** --port and --admin-port (absent: no listener of its own), or exit 2 naming the flag. */
+function parseListenPorts(
+  port: string,
+  adminPort: string | undefined,
+): { readonly api: number; readonly admin: number | undefined } {
+  const api = ListenPort.safeParse(port);
+  if (!api.success) exitWithUsage(`--port: ${api.error.issues[0]?.message ?? 'invalid'}`);
+  if (adminPort === undefined) return { api: api.data, admin: undefined };
+  const admin = ListenPort.safeParse(adminPort);
+  if (!admin.success) exitWithUsage(`--admin-port: ${admin.error.issues[0]?.message ?? 'invalid'}`);
+  return { api: api.data, admin: admin.data };
+}
+
+async function listen(
+  app: FastifyInstance,
+  ports: { readonly api: number; readonly admin: number | undefined },
+  host: string,
+  adminHost: string,
+): Promise<void> {
+  await app.listen({ port: ports.api, host });
+  if (ports.admin !== undefined) await app.admin.listen({ port: ports.admin, host: adminHost });
+  // The ports bound, the kernel's picks for port 0: a line the launcher reads, so above --log-level too.
+  const startup = app.log.level === 'silent' ? app.log : app.log.child({}, { level: 'info' });
+  startup.info(
+    { port: boundPort(app), ...(ports.admin !== undefined ? { adminPort: boundPort(app.admin) } : {}) },
+    'listening',
+  );
+}
+
+function boundPort(app: FastifyInstance): number | null {
+  const address = app.server.address();
+  return address !== null && typeof address === 'object' ? address.port : null;
 }
 
 /** Off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set (docs/operations.md#tracing). */
@@ -257,11 +289,11 @@ export function parseKvIndexMaxBlocks(raw: string | undefined): Parsed<number> {
     : { ok: false, error: `--kv-index-max-blocks: ${r.error.issues[0]?.message ?? 'invalid'}` };
 }
 
-const AdminPort = z.coerce
+const ListenPort = z.coerce
   .number({ error: 'give a port number' })
   .int('give a port number')
-  .min(1, 'give a port from 1 to 65535')
-  .max(65535, 'give a port from 1 to 65535');
+  .min(0, 'give a port from 0 to 65535 (0: one the kernel picks)')
+  .max(65535, 'give a port from 0 to 65535 (0: one the kernel picks)');
 
 const DrainTimeout = z.coerce
   .number({ error: 'give a number of seconds' })

@@ -1,5 +1,5 @@
 // The informer's protocol decisions with a scripted list/watch source: the real API
-// server is exercised in test/integration/runtime-informer.test.ts; here we drive the
+// server is exercised in test/integration/kube/informer.test.ts; here we drive the
 // cases a real server rarely shows on demand (410 Gone, bookmarks, ERROR events).
 import { describe, expect, it } from 'vitest';
 import { createBackoff } from './clock.ts';

@@ -7,7 +7,17 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fetchOk, findFreePort, startProcess, stopProcess, waitUntil, type Proc } from './bench-procs.ts';
+import { listensOn, withFreshPorts } from '../support/fresh-ports.ts';
+import {
+  fetchOk,
+  loopbackEndpoint,
+  portIn,
+  startProcess,
+  startupLine,
+  stopProcess,
+  waitUntil,
+  type Proc,
+} from './bench-procs.ts';
 import { postStream } from './replay-client.ts';
 
 export const MODEL = 'sim/llama-8b';
@@ -61,22 +71,19 @@ export async function startSim(
   extra: readonly string[],
   eventsPageSize?: number,
 ): Promise<Sim> {
-  const port = await findFreePort();
-  let events: SimEvents | undefined;
   const eventArgs: string[] = [];
   if (eventsPageSize !== undefined) {
-    const [pub, rep] = [await findFreePort(), await findFreePort()];
+    // Placeholder ports: --sim-ephemeral-event-ports binds on ports the kernel picks, said at start-up.
     const config = {
       ...(process.env['BENCH_KV_BUFFER_STEPS']
         ? { buffer_steps: Number(process.env['BENCH_KV_BUFFER_STEPS']) }
         : {}),
       publisher: 'zmq',
-      endpoint: `tcp://*:${pub}`,
-      replay_endpoint: `tcp://*:${rep}`,
+      endpoint: 'tcp://*:5557',
+      replay_endpoint: 'tcp://*:5558',
       topic: EVENTS_TOPIC,
     };
-    eventArgs.push('--kv-events-config', JSON.stringify(config));
-    events = { kv: `tcp://127.0.0.1:${pub}`, replay: `tcp://127.0.0.1:${rep}`, blockSize: eventsPageSize };
+    eventArgs.push('--kv-events-config', JSON.stringify(config), '--sim-ephemeral-event-ports');
   }
   const args = [
     path.join(ctx.repo, 'test/sim/main.ts'),
@@ -85,7 +92,7 @@ export async function startSim(
     '--host',
     '127.0.0.1',
     '--port',
-    String(port),
+    '0',
     '--enable-cache-report',
     '--enable-metrics',
     '--sim-worker-id',
@@ -94,7 +101,17 @@ export async function startSim(
     ...extra,
   ];
   const proc = startProcess(id, process.execPath, args, path.join(ctx.logDir, `${id}.log`));
-  const url = `http://127.0.0.1:${port}`;
+  const started = await startupLine(proc, 'The server is fired up and ready to roll!');
+  const url = `http://127.0.0.1:${portIn(started, 'port')}`;
+  let events: SimEvents | undefined;
+  if (eventsPageSize !== undefined) {
+    const bound = (started['kvEvents'] ?? {}) as { kv?: unknown; replay?: unknown };
+    events = {
+      kv: loopbackEndpoint(bound.kv),
+      replay: loopbackEndpoint(bound.replay),
+      blockSize: eventsPageSize,
+    };
+  }
   await waitUntil(
     `simulator ${id}`,
     async () => (await fetchOk(`${url}/health`)).status === 200,
@@ -265,7 +282,6 @@ async function spawnGateway(
   routes: string,
   logName: string,
 ): Promise<{ url: string; proc: Proc }> {
-  const port = await findFreePort();
   const proc = startProcess(
     `gateway-${name}`,
     process.execPath,
@@ -279,12 +295,13 @@ async function spawnGateway(
       '--host',
       '127.0.0.1',
       '--port',
-      String(port),
+      '0',
       '--log-level',
       'warn',
     ],
     path.join(ctx.logDir, `${logName}.log`),
   );
+  const port = portIn(await startupLine(proc, 'listening'), 'port');
   return { url: `http://127.0.0.1:${port}`, proc };
 }
 
@@ -293,7 +310,6 @@ export async function startNodeFloorProxy(
   ctx: FleetContext,
   upstream: string,
 ): Promise<{ url: string; proc: Proc }> {
-  const port = await findFreePort();
   const proc = startProcess(
     'node-floor',
     process.execPath,
@@ -303,11 +319,11 @@ export async function startNodeFloorProxy(
       '--upstream',
       upstream,
       '--port',
-      String(port),
+      '0',
     ],
     path.join(ctx.logDir, 'node-floor.log'),
   );
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${portIn(await startupLine(proc, 'listening'), 'port')}`;
   // Any answer will do: the proxy is up (what the simulator says to a GET it forwards as a POST does not matter).
   await waitUntil(
     'node-floor proxy',
@@ -333,7 +349,36 @@ async function spawnPythonRouter(
     throw new SkipError(`pip install ${pkg} failed: ${lines.slice(-2).join(' | ').slice(0, 300)}`);
   }
   if (!existsSync(cmd)) throw new SkipError(`${cmd} missing after install`);
-  const [port, prom] = [await findFreePort(), await findFreePort()];
+  // The routers take no port 0 they would say back: ports free now, again if one was lost (fresh-ports.ts).
+  return withFreshPorts(
+    2,
+    async ([port = 0, prom = 0]) => {
+      const started = startPythonRouterOn(ctx, name, endpoints, logName, cmd, pre, port, prom);
+      try {
+        await waitServing(name, started.url, started.proc);
+        const pid = started.proc.child.pid ?? 0;
+        if (!listensOn(pid, port))
+          throw new Error(`${name}: address already in use: another process answers on port ${port}`);
+      } catch (err) {
+        await stopProcess(started.proc);
+        throw err;
+      }
+      return started;
+    },
+    { what: name },
+  );
+}
+
+function startPythonRouterOn(
+  ctx: FleetContext,
+  name: string,
+  endpoints: readonly Sim[],
+  logName: string,
+  cmd: string,
+  pre: readonly string[],
+  port: number,
+  prom: number,
+): { url: string; proc: Proc } {
   const proc = startProcess(
     name,
     cmd,

@@ -55,3 +55,8 @@ const stop = (): void =>
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
 await app.listen({ port: Number(values.port), host: values.host ?? '127.0.0.1' });
+// The port bound (the kernel's pick for --port 0), for the bench that started it, at any log level.
+const address = app.server.address();
+app.log
+  .child({}, { level: 'info' })
+  .info({ port: typeof address === 'object' && address ? address.port : null }, 'listening');

@@ -3,7 +3,8 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import net from 'node:net';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 
 export interface Proc {
   readonly name: string;
@@ -11,7 +12,12 @@ export interface Proc {
   /** Last lines of stderr/stdout, for error messages. */
   tail(): string;
   exited(): boolean;
+  /** The first of its first JSON log lines whose msg is `msg` (a start-up line), if it printed one. */
+  said(msg: string): Record<string, unknown> | undefined;
 }
+
+/** How many of a process's first JSON lines are kept for said(): start-up lines come early. */
+const KEPT_JSON_LINES = 100;
 
 const live = new Set<Proc>();
 
@@ -33,7 +39,27 @@ export function startProcess(
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  const proc: Proc = { name, child, tail: () => ring.trim(), exited: () => exited };
+  const json: Record<string, unknown>[] = [];
+  const keepJson = (stream: Readable | null): void => {
+    if (!stream) return;
+    createInterface({ input: stream }).on('line', (line) => {
+      if (json.length >= KEPT_JSON_LINES || !line.startsWith('{')) return;
+      try {
+        json.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // not a JSON log line
+      }
+    });
+  };
+  keepJson(child.stdout);
+  keepJson(child.stderr);
+  const proc: Proc = {
+    name,
+    child,
+    tail: () => ring.trim(),
+    exited: () => exited,
+    said: (msg) => json.find((l) => l['msg'] === msg),
+  };
   child.on('exit', () => {
     exited = true;
     live.delete(proc);
@@ -102,18 +128,40 @@ export function installCleanup(): void {
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A port the kernel says is free on 127.0.0.1 right now. */
-export function findFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
+/**
+ * The start-up line of a process started on port 0 (a JSON line whose msg is `msg`, with the
+ * ports it bound), once it printed it.
+ */
+export async function startupLine(
+  proc: Proc,
+  msg: string,
+  timeoutMs = 30_000,
+): Promise<Record<string, unknown>> {
+  await waitUntil(
+    `${proc.name}: its '${msg}' line`,
+    () => Promise.resolve(proc.said(msg) !== undefined),
+    timeoutMs,
+    proc,
+    20,
+  );
+  const line = proc.said(msg);
+  if (!line) throw new Error(`${proc.name}: no '${msg}' line`);
+  return line;
+}
+
+/** A port number from a start-up line's field. */
+export function portIn(line: Record<string, unknown>, field: string): number {
+  const port = line[field];
+  if (typeof port !== 'number' || !Number.isInteger(port) || port <= 0)
+    throw new Error(`no port in the start-up line's ${field}: ${JSON.stringify(line)}`);
+  return port;
+}
+
+/** A tcp://HOST:PORT address libzmq reported, as reached on loopback. */
+export function loopbackEndpoint(bound: unknown): string {
+  const port = typeof bound === 'string' ? /:(\d+)$/.exec(bound)?.[1] : undefined;
+  if (port === undefined) throw new Error(`not a bound tcp:// address: ${JSON.stringify(bound)}`);
+  return `tcp://127.0.0.1:${port}`;
 }
 
 /**

@@ -50,4 +50,10 @@ const server = http.createServer((req, res) => {
 const stop = (): void => void server.close(() => process.exit(0));
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
-server.listen(Number(values.port), values.host);
+server.listen(Number(values.port), values.host, () => {
+  // The port bound (the kernel's pick for --port 0), for the bench that started it.
+  const address = server.address();
+  console.log(
+    JSON.stringify({ msg: 'listening', port: typeof address === 'object' && address ? address.port : null }),
+  );
+});

@@ -5,7 +5,8 @@
 // streams agree wherever the model's own output does not enter: every batch
 // but the stores of generated tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
+import { withFreshPorts } from '../support/fresh-ports.ts';
+import { eventEndpoint, portOf, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import {
   drainReplay,
@@ -31,22 +32,41 @@ interface Sent {
   readonly ns: { cache_salt?: string; extra_key?: string };
 }
 
-async function kvArgs(
-  extra: readonly string[] = [],
-): Promise<{ args: string[]; kvPort: number; replayPort: number }> {
-  const kvPort = await findFreePort();
-  const replayPort = await findFreePort();
+/** SGLang's flags for KV events on `kvPort` and `replayPort`. */
+function kvArgs(kvPort: number, replayPort: number, extra: readonly string[] = []): string[] {
   const config = {
     publisher: 'zmq',
     endpoint: `tcp://*:${kvPort}`,
     replay_endpoint: `tcp://*:${replayPort}`,
     topic: 'kv',
   };
-  return {
-    args: ['--page-size', String(PAGE), ...extra, '--kv-events-config', JSON.stringify(config)],
-    kvPort,
-    replayPort,
-  };
+  return ['--page-size', String(PAGE), ...extra, '--kv-events-config', JSON.stringify(config)];
+}
+
+/**
+ * The real server publishing KV events. SGLang says nothing of event ports bound on 0: ports
+ * free now, again if one was lost (fresh-ports.ts).
+ */
+function startRealWithEvents(
+  extra: readonly string[] = [],
+): Promise<{ real: RealSglang; kvPort: number; replayPort: number }> {
+  return withFreshPorts(
+    2,
+    async ([kvPort = 0, replayPort = 0]) => ({
+      real: await startRealSglang({ args: [...kvArgs(kvPort, replayPort, extra), '--skip-server-warmup'] }),
+      kvPort,
+      replayPort,
+    }),
+    { what: 'sglang (KV events)' },
+  );
+}
+
+/** The simulator publishing KV events: placeholder ports, bound on ones the kernel picks (startSim), read back. */
+async function startSimWithEvents(
+  extra: readonly string[] = [],
+): Promise<{ sim: RunningSim; kvPort: number; replayPort: number }> {
+  const sim = await startSim(['--model-path', 'm', ...kvArgs(5557, 5558, extra)]);
+  return { sim, kvPort: portOf(eventEndpoint(sim, 'kv')), replayPort: portOf(eventEndpoint(sim, 'replay')) };
 }
 
 /** A repeat, a salted and an extra-keyed request, then a flush. */
@@ -96,11 +116,11 @@ describe('KV events: the simulator next to the real SGLang server', () => {
   let simServer: Server;
 
   beforeAll(async () => {
-    const r = await kvArgs();
-    real = await startRealSglang({ args: [...r.args, '--skip-server-warmup'] });
+    const r = await startRealWithEvents();
+    real = r.real;
     realServer = { url: real.url, kvPort: r.kvPort, replayPort: r.replayPort };
-    const s = await kvArgs();
-    sim = await startSim(['--model-path', 'm', ...s.args]);
+    const s = await startSimWithEvents();
+    sim = s.sim;
     simServer = { url: sim.url, kvPort: s.kvPort, replayPort: s.replayPort };
   });
 
@@ -174,8 +194,8 @@ describe('KV events with eviction and the HiCache host tier: the simulator and t
   }
 
   it('publish the same events: write-through copies a pass later, GPU removals, load-backs', async () => {
-    const r = await kvArgs(flags);
-    const realServer = await startRealSglang({ args: [...r.args, '--skip-server-warmup'] });
+    const r = await startRealWithEvents(flags);
+    const realServer = r.real;
     let realDetails: unknown[];
     let realStream: DecodedMessage[];
     try {
@@ -184,8 +204,8 @@ describe('KV events with eviction and the HiCache host tier: the simulator and t
     } finally {
       await realServer.stop();
     }
-    const s = await kvArgs(flags);
-    const simServer = await startSim(['--model-path', 'm', ...s.args]);
+    const s = await startSimWithEvents(flags);
+    const simServer = s.sim;
     let simDetails: unknown[];
     let simStream: DecodedMessage[];
     try {
@@ -217,16 +237,24 @@ describe('KV events with eviction and the HiCache host tier: the simulator and t
 
 describe('Load events: the simulator and the real server', () => {
   it('report the same idle LoadStat after the same request, on the advertised load port', async () => {
-    const idleStat = async (start: (args: string[]) => Promise<{ url: string; stop(): Promise<void> }>) => {
-      const { args, kvPort } = await kvArgs(['--max-total-tokens', '8192', '--max-running-requests', '16']);
-      const server = await start([...args, '--load-publish-endpoint', 'auto']);
+    const flags = [
+      '--max-total-tokens',
+      '8192',
+      '--max-running-requests',
+      '16',
+      '--load-publish-endpoint',
+      'auto',
+    ];
+    type Started = { url: string; kvPort: number; stop(): Promise<void> };
+    const idleStat = async (start: (extra: string[]) => Promise<Started>, packed: boolean) => {
+      const server = await start(flags);
       try {
         const info = (await fetch(`${server.url}/server_info`).then((r) => r.json())) as {
           kv_events: { load_endpoint_port_base: number };
         };
         const loadPort = info.kv_events.load_endpoint_port_base;
-        // auto packs the load range after the KV and replay ranges.
-        expect(loadPort).toBeGreaterThan(kvPort);
+        // auto packs the load range after the KV and replay ranges (the simulator's ports are the kernel's picks).
+        if (packed) expect(loadPort).toBeGreaterThan(server.kvPort);
         const sub = subscribeEvents({
           endpoint: `tcp://127.0.0.1:${loadPort}`,
           kind: 'load',
@@ -247,11 +275,14 @@ describe('Load events: the simulator and the real server', () => {
         await server.stop();
       }
     };
-    const real = await idleStat((args) => startRealSglang({ args: [...args, '--skip-server-warmup'] }));
-    const sim = await idleStat(async (args) => {
-      const s = await startSim(['--model-path', 'm', ...args]);
-      return { url: s.url, stop: () => s.close() };
-    });
+    const real = await idleStat(async (extra) => {
+      const r = await startRealWithEvents(extra);
+      return { url: r.real.url, kvPort: r.kvPort, stop: () => r.real.stop() };
+    }, true);
+    const sim = await idleStat(async (extra) => {
+      const s = await startSimWithEvents(extra);
+      return { url: s.sim.url, kvPort: s.kvPort, stop: () => s.sim.close() };
+    }, false);
     expect(sim).toEqual(real);
     expect(real).toMatchObject({ num_running_reqs: 0, num_tokens: 0, total_prefill_uncached_tokens: 40n });
   });

@@ -4,7 +4,7 @@
 // cache, driven through the same cache operations the scheduler performs for
 // the same requests, says which events (block hashes included) it publishes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
+import { eventEndpoint, portOf, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import {
   subscribeEvents,
   treeEvents,
@@ -60,15 +60,13 @@ describe('KV events: the simulator publishes what SGLang 0.5.23 publishes', () =
   let loadBase: number;
 
   beforeAll(async () => {
-    kvPort = await findFreePort();
-    replayPort = await findFreePort();
+    // Placeholder ports, checked as SGLang checks them: startSim binds on ports the kernel picks.
     const config = {
       publisher: 'zmq',
-      endpoint: `tcp://*:${kvPort}`,
-      replay_endpoint: `tcp://*:${replayPort}`,
+      endpoint: 'tcp://*:5557',
+      replay_endpoint: 'tcp://*:5558',
       topic: 'kv',
     };
-    loadBase = await findFreePort();
     sim = await startSim([
       '--model-path',
       'm',
@@ -79,8 +77,11 @@ describe('KV events: the simulator publishes what SGLang 0.5.23 publishes', () =
       '--kv-events-config',
       JSON.stringify(config),
       '--load-publish-endpoint',
-      `tcp://*:${loadBase}`,
+      'tcp://*:5600',
     ]);
+    kvPort = portOf(eventEndpoint(sim, 'kv'));
+    replayPort = portOf(eventEndpoint(sim, 'replay'));
+    loadBase = portOf(eventEndpoint(sim, 'load'));
   });
 
   afterAll(async () => {

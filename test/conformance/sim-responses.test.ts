@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest } from '../../operator/src/sglang-client/generate.ts';
 import { recordConformance } from '../support/conformance-report.ts';
 import { validateBodies, type ValidateRequest } from '../support/sglang-kit.ts';
-import { findFreePort, postJson, postSse, startSim, type RunningSim } from '../support/sim/testing.ts';
+import { postJson, postSse, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 type Json = Record<string, unknown>;
 
@@ -30,7 +30,6 @@ beforeAll(async () => {
     '--max-total-tokens',
     '4096',
   ]);
-  const bootstrapPort = await findFreePort();
   prefill = await startSim([
     '--model-path',
     '/models',
@@ -38,7 +37,7 @@ beforeAll(async () => {
     '--disaggregation-mode',
     'prefill',
     '--disaggregation-bootstrap-port',
-    String(bootstrapPort),
+    '0',
   ]);
   decode = await startSim([
     '--model-path',

@@ -7,7 +7,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type ChatMessage, type Tokenizer } from '../../gateway/src/tokenize/index.ts';
-import { findFreePort, postJson } from '../support/sim/testing.ts';
+import { withFreshPorts } from '../support/fresh-ports.ts';
+import { postJson } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { drainReplay, type DecodedMessage } from '../support/sglang-kit-events.ts';
 import { runKit } from '../support/sglang-kit.ts';
@@ -61,24 +62,30 @@ describe('the gateway tokenizer next to the real SGLang server (tiny Llama)', ()
     const loaded = await loadTokenizer(modelDir);
     if (!loaded.ok) throw new Error(loaded.error.message);
     tok = loaded.value;
-    kvPort = await findFreePort();
-    replayPort = await findFreePort();
-    const kv = {
-      publisher: 'zmq',
-      endpoint: `tcp://*:${kvPort}`,
-      replay_endpoint: `tcp://*:${replayPort}`,
-      topic: 'kv',
-    };
-    server = await startRealSglang({
-      args: [
-        '--served-model-name',
-        'tiny',
-        '--page-size',
-        String(PAGE),
-        '--kv-events-config',
-        JSON.stringify(kv),
-      ],
-    });
+    // SGLang says nothing of event ports bound on 0: ports free now, again if one was lost (fresh-ports.ts).
+    server = await withFreshPorts(
+      2,
+      ([kv = 0, replay = 0]) => {
+        [kvPort, replayPort] = [kv, replay];
+        const config = {
+          publisher: 'zmq',
+          endpoint: `tcp://*:${kv}`,
+          replay_endpoint: `tcp://*:${replay}`,
+          topic: 'kv',
+        };
+        return startRealSglang({
+          args: [
+            '--served-model-name',
+            'tiny',
+            '--page-size',
+            String(PAGE),
+            '--kv-events-config',
+            JSON.stringify(config),
+          ],
+        });
+      },
+      { what: 'sglang (KV events)' },
+    );
   });
 
   afterAll(async () => {

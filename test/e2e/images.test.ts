@@ -30,7 +30,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { DeploymentStatus } from '#api';
-import { findFreePort } from '../support/sim/testing.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import {
   SecurityContext,
@@ -49,6 +48,8 @@ import { REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const RELEASE = 'cacheroute';
+/** The operator's line once its probe and metrics server listens (manager.ts), with its port. */
+const OPERATOR_LISTENING = 'serving probes and metrics';
 const RELEASE_NS = 'cacheroute-system';
 const NS = 'e2e-images';
 
@@ -105,20 +106,56 @@ function unpackedBytes(pid: number): number {
   return Number(execFileSync('du', ['-sxb', `/proc/${pid}/root/`], { encoding: 'utf8' }).split('\t')[0]);
 }
 
+/**
+ * The ports a container's program said it bound (listening on port 0), from the JSON line of
+ * its log whose msg is `msg`; undefined until it said so.
+ */
+function boundPorts(container: RunningContainer, msg: string): Record<string, number> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(container.logPath, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    if (!line.includes(msg)) continue;
+    try {
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      if (parsed['msg'] !== msg) continue;
+      return Object.fromEntries(
+        Object.entries(parsed).filter((e): e is [string, number] => typeof e[1] === 'number'),
+      );
+    } catch {
+      // not a log record
+    }
+  }
+  return undefined;
+}
+
+/** The program in `container` listens on port 0: its ports once it says them (a `msg` line), read back. */
+function portsSaidIn(msg: string): (container: RunningContainer) => Record<string, number> | undefined {
+  return (container) => boundPorts(container, msg);
+}
+
 async function runUntilAnswering(
   name: ImageName,
   spec: Omit<ContainerSpec, 'image'>,
-  url: string,
+  /** The URL to ask, from the ports the program said it bound; undefined until it said them. */
+  urlOf: (ports: Record<string, number>) => string,
+  portsOf: (container: RunningContainer) => Record<string, number> | undefined,
   label: string = name,
-): Promise<RunningContainer> {
+): Promise<{ container: RunningContainer; ports: Record<string, number> }> {
   const started = performance.now();
   const container = await containerd.run({ ...spec, image: refs.get(name) ?? '' });
   const deadline = Date.now() + 60_000;
+  let ports: Record<string, number> | undefined;
   for (;;) {
     const status = await container.status();
+    ports ??= portsOf(container);
+    const url = ports === undefined ? 'its start-up line' : urlOf(ports);
     if (status !== 'RUNNING')
       throw new Error(`${name} is ${status} before it answered ${url}:\n${container.logTail()}`);
-    if ((await httpStatus(url)) === 200) break;
+    if (ports !== undefined && (await httpStatus(url)) === 200) break;
     if (Date.now() > deadline)
       throw new Error(`${name} did not answer ${url} in 60 s:\n${container.logTail()}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -128,7 +165,7 @@ async function runUntilAnswering(
     startMs: Math.round(performance.now() - started),
     unpackedBytes: unpackedBytes(container.pid),
   };
-  return container;
+  return { container, ports: ports ?? {} };
 }
 
 beforeAll(async () => {
@@ -157,10 +194,8 @@ describe('images', () => {
   let sim: RunningContainer;
 
   it('the simulator image answers /server_info as uid 1000 on a read-only root filesystem', async () => {
-    const port = await findFreePort();
-    simUrl = `http://127.0.0.1:${port}`;
     const securityContext = await chartSecurityContext('gateway');
-    sim = await runUntilAnswering(
+    const started = await runUntilAnswering(
       'simulator',
       {
         name: 'simulator',
@@ -173,12 +208,16 @@ describe('images', () => {
           '--host',
           '127.0.0.1',
           '--port',
-          String(port),
+          '0',
         ],
         securityContext,
       },
-      `${simUrl}/server_info`,
+      (p) => `http://127.0.0.1:${p['port']}/server_info`,
+      portsSaidIn('The server is fired up and ready to roll!'),
     );
+    sim = started.container;
+    const port = started.ports['port'];
+    simUrl = `http://127.0.0.1:${port}`;
     const info = (await (await fetch(`${simUrl}/server_info`)).json()) as Record<string, unknown>;
     expect(info).toMatchObject({ model_path: 'm', port });
     expect(uidsOf(sim.pid)).toEqual(Array(4).fill(securityContext.runAsUser));
@@ -193,8 +232,6 @@ describe('images', () => {
   });
 
   it('the gateway image serves /healthz and routes a completion to the simulator image', async () => {
-    const port = await findFreePort();
-    const url = `http://127.0.0.1:${port}`;
     const routes = [
       {
         model: 'm',
@@ -205,7 +242,7 @@ describe('images', () => {
       },
     ];
     const securityContext = await chartSecurityContext('gateway');
-    const gateway = await runUntilAnswering(
+    const started = await runUntilAnswering(
       'gateway',
       {
         name: 'gateway',
@@ -220,7 +257,7 @@ describe('images', () => {
           '--host',
           '127.0.0.1',
           '--port',
-          String(port),
+          '0',
         ],
         securityContext,
         mounts: [
@@ -230,8 +267,11 @@ describe('images', () => {
           },
         ],
       },
-      `${url}/healthz`,
+      (p) => `http://127.0.0.1:${p['port']}/healthz`,
+      portsSaidIn('listening'),
     );
+    const gateway = started.container;
+    const url = `http://127.0.0.1:${started.ports['port']}`;
     expect(uidsOf(gateway.pid)).toEqual(Array(4).fill(securityContext.runAsUser));
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
     const res = await fetch(`${url}/v1/completions`, {
@@ -283,12 +323,13 @@ describe('images', () => {
       return (JSON.parse(out) as { spec?: { holderIdentity?: string } }).spec?.holderIdentity;
     };
     // The chart's arguments for the metrics listener and the Lease (templates/operator-deployment.yaml).
-    const operatorCommand = (port: number, extra: readonly string[] = []): string[] => [
+    // Port 0: the operator says the port it bound on its 'serving probes and metrics' line.
+    const operatorCommand = (extra: readonly string[] = []): string[] => [
       '/usr/local/bin/node',
       'operator/src/main.ts',
       ...extra,
       '--metrics-host=127.0.0.1',
-      `--metrics-port=${port}`,
+      '--metrics-port=0',
       '--leader-elect=true',
       `--lease-namespace=${RELEASE_NS}`,
       '--lease-name=cacheroute-operator',
@@ -333,18 +374,20 @@ describe('images', () => {
       const kubeconfig = join(mountDir, 'operator.kubeconfig');
       copyFileSync(identity, kubeconfig);
       chmodSync(kubeconfig, 0o444);
-      const port = await findFreePort();
       const securityContext = await chartSecurityContext('operator');
-      const operator = await runUntilAnswering(
+      const started = await runUntilAnswering(
         'operator',
         {
           name: 'operator',
-          command: operatorCommand(port, ['--kubeconfig=/etc/cacheroute/kubeconfig']),
+          command: operatorCommand(['--kubeconfig=/etc/cacheroute/kubeconfig']),
           securityContext,
           mounts: [{ source: kubeconfig, destination: '/etc/cacheroute/kubeconfig' }],
         },
-        `http://127.0.0.1:${port}/readyz`,
+        (p) => `http://127.0.0.1:${p['port']}/readyz`,
+        portsSaidIn(OPERATOR_LISTENING),
       );
+      const operator = started.container;
+      const port = started.ports['port'];
       first = operator;
       expect(uidsOf(operator.pid)).toEqual(Array(4).fill(securityContext.runAsUser));
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
@@ -379,17 +422,17 @@ describe('images', () => {
 
       // The kubeconfig operator goes; this one takes over its Lease and its work.
       await first?.stop();
-      const port = await findFreePort();
-      const operator = await runUntilAnswering(
+      const { container: operator } = await runUntilAnswering(
         'operator',
         {
           name: 'operator-in-cluster',
-          command: operatorCommand(port),
+          command: operatorCommand(),
           securityContext: await chartSecurityContext('operator'),
           env: inClusterEnv(),
           mounts: [{ source: saDir, destination: '/var/run/secrets/kubernetes.io/serviceaccount' }],
         },
-        `http://127.0.0.1:${port}/readyz`,
+        (p) => `http://127.0.0.1:${p['port']}/readyz`,
+        portsSaidIn(OPERATOR_LISTENING),
         'operator (in-cluster)',
       );
       await kubectlOk(['-n', NS, 'patch', 'sgd', 'dense', '--type=merge', '-p', '{"spec":{"replicas":2}}'], {
@@ -413,9 +456,8 @@ describe('images', () => {
       // The chart's gateway RBAC and ServiceAccount.
       await createChartIdentity(cp, { release: RELEASE, namespace: RELEASE_NS, component: 'gateway' });
       const saDir = serviceAccountDir('gateway', await chartToken('gateway'));
-      const [port, adminPort] = [await findFreePort(), await findFreePort()];
       const securityContext = await chartSecurityContext('gateway');
-      const gateway = await runUntilAnswering(
+      const started = await runUntilAnswering(
         'gateway',
         {
           name: 'gateway-in-cluster',
@@ -426,17 +468,20 @@ describe('images', () => {
             '--max-semi-space-size=32',
             'gateway/src/server.ts',
             '--host=127.0.0.1',
-            `--port=${port}`,
-            `--admin-port=${adminPort}`,
+            '--port=0',
+            '--admin-port=0',
             '--auth=open',
           ],
           securityContext,
           env: { ...inClusterEnv(), POD_NAME: 'gateway-in-cluster', POD_NAMESPACE: RELEASE_NS },
           mounts: [{ source: saDir, destination: '/var/run/secrets/kubernetes.io/serviceaccount' }],
         },
-        `http://127.0.0.1:${adminPort}/readyz`,
+        (p) => `http://127.0.0.1:${p['adminPort']}/readyz`,
+        portsSaidIn('listening'),
         'gateway (in-cluster)',
       );
+      const gateway = started.container;
+      const port = started.ports['port'];
       const res = await eventually(
         async () => {
           const r = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseSimArgs } from './config.ts';
-import { findFreePort, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
+import { bootstrapPortOf, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 type Json = Record<string, unknown>;
 const meta = (r: { json: unknown }): Json => (r.json as { meta_info: Json }).meta_info;
@@ -134,15 +134,15 @@ describe('faults', () => {
 
 describe('prefill/decode disaggregation', () => {
   it('decode completes once the prefill of the same room finished; refuses requests without bootstrap', async () => {
-    const bsPort = await findFreePort();
     const prefill = await startSim([
       '--model-path',
       'm',
       '--disaggregation-mode',
       'prefill',
       '--disaggregation-bootstrap-port',
-      String(bsPort),
+      '0',
     ]);
+    const bsPort = bootstrapPortOf(prefill);
     const decode = await startSim([
       '--model-path',
       'm',
@@ -174,15 +174,15 @@ describe('prefill/decode disaggregation', () => {
   });
 
   it('decode aborts when no prefill arrives within the timeout', async () => {
-    const bsPort = await findFreePort();
     const prefill = await startSim([
       '--model-path',
       'm',
       '--disaggregation-mode',
       'prefill',
       '--disaggregation-bootstrap-port',
-      String(bsPort),
+      '0',
     ]);
+    const bsPort = bootstrapPortOf(prefill);
     const decode = await startSim([
       '--model-path',
       'm',

@@ -40,6 +40,11 @@ export interface SimOptions {
    * of many pods share one network namespace, where a real pod has its own.
    */
   readonly bindHost: string | null;
+  /**
+   * Bind the KV, replay and load event sockets on ports the kernel picks (each endpoint's
+   * port taken as 0) and advertise the bound ones: tests read ports back, never guess free ones.
+   */
+  readonly ephemeralEventPorts: boolean;
   readonly defaultMaxTotalTokens: number;
   readonly defaultMaxRunningRequests: number;
   readonly contextLength: number;
@@ -81,6 +86,7 @@ const SIM_FLAGS: Readonly<Record<string, SimFlag>> = {
   '--sim-pd-timeout-ms': { key: 'pdTimeoutMs', type: 'number' },
   '--sim-worker-id': { key: 'workerId', type: 'string' },
   '--sim-bind-host': { key: 'bindHost', type: 'string' },
+  '--sim-ephemeral-event-ports': { key: 'ephemeralEventPorts', type: 'bool' },
   '--sim-default-max-total-tokens': { key: 'defaultMaxTotalTokens', type: 'int' },
   '--sim-default-max-running-requests': { key: 'defaultMaxRunningRequests', type: 'int' },
   '--sim-context-length': { key: 'contextLength', type: 'int' },
@@ -105,6 +111,7 @@ export const SIM_DEFAULTS: SimOptions = {
   pdTimeoutMs: 30_000,
   workerId: null,
   bindHost: null,
+  ephemeralEventPorts: false,
   defaultMaxTotalTokens: 413_000,
   defaultMaxRunningRequests: 256,
   contextLength: 131_072,

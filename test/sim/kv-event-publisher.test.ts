@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Dealer, Subscriber } from 'zeromq';
 import { ZmqEventPublisher } from './kv-event-publisher.ts';
 import { encodeSeq } from '#sglang/kv-events.ts';
-import { findFreePort } from '../support/sim/testing.ts';
+import { portOf } from '../support/sim/testing.ts';
 
 // Real libzmq on both ends: a SUB as routers subscribe, a DEALER on the replay ROUTER.
 const open: { close(): void }[] = [];
@@ -11,20 +11,19 @@ afterEach(() => {
 });
 
 async function startPublisher(bufferSteps = 10) {
-  const [pubPort, replayPort] = [await findFreePort(), await findFreePort()];
   const pub = await ZmqEventPublisher.open({
-    endpoint: `tcp://127.0.0.1:${pubPort}`,
+    endpoint: 'tcp://127.0.0.1:0',
     bind: true,
-    replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
+    replayEndpoint: 'tcp://127.0.0.1:0',
     bufferSteps,
     hwm: 100,
     topic: 'kv',
   });
   open.push(pub);
   const replay = new Dealer({ linger: 0, receiveTimeout: 5000 });
-  replay.connect(`tcp://127.0.0.1:${replayPort}`);
+  replay.connect(pub.boundReplayEndpoint ?? '');
   open.push(replay);
-  return { pub, pubPort, replay };
+  return { pub, pubPort: portOf(pub.boundEndpoint ?? ''), replay };
 }
 
 async function askReplay(replay: Dealer, from: number): Promise<string[][]> {

@@ -60,6 +60,16 @@ export class ZmqEventPublisher {
     return p;
   }
 
+  /** The PUB socket's bound address (its port when bound on port 0); null when it connects. */
+  get boundEndpoint(): string | null {
+    return this.#opts.bind ? this.#pub.lastEndpoint : null;
+  }
+
+  /** The replay ROUTER's bound address; null without a replay endpoint. */
+  get boundReplayEndpoint(): string | null {
+    return this.#replay?.lastEndpoint ?? null;
+  }
+
   /** Sequence number the next published batch gets. */
   get nextSeq(): number {
     return this.#nextSeq;

@@ -51,9 +51,17 @@ function intFlag(config: SimConfig, dest: string, fallback: number): number {
   return typeof v === 'number' && Number.isInteger(v) ? v : fallback;
 }
 
+/** The event sockets' bound addresses (tcp://host:port as libzmq reports them); null when not bound. */
+export interface BoundEventEndpoints {
+  readonly kv: string | null;
+  readonly replay: string | null;
+  readonly load: string | null;
+}
+
 export class KvEventsService {
-  readonly descriptor: KvEventsDescriptor | null;
+  readonly #configured: KvEventsDescriptor | null;
   readonly #bindHost: string | null;
+  readonly #ephemeralPorts: boolean;
   readonly #cfg: KvEventsConfig;
   readonly #engine: Engine;
   readonly #recorder: KvEventRecorder<TreeNode> | null;
@@ -86,6 +94,7 @@ export class KvEventsService {
   private constructor(config: SimConfig, cfg: KvEventsConfig, engine: Engine, deps: KvEventsServiceDeps) {
     this.#cfg = cfg;
     this.#bindHost = config.sim.bindHost;
+    this.#ephemeralPorts = config.sim.ephemeralEventPorts;
     this.#engine = engine;
     this.#wallNow = deps.wallNow ?? Date.now;
     this.#monotonicNow = deps.monotonicNow ?? (() => performance.now());
@@ -99,7 +108,7 @@ export class KvEventsService {
     });
     // --sim-report-dp-size: a hostile runtime lies about its ranks; its sockets stay rank 0's.
     const lie = config.sim.reportDpSize;
-    this.descriptor = described && lie > 0 ? { ...described, dp_size: lie } : described;
+    this.#configured = described && lie > 0 ? { ...described, dp_size: lie } : described;
     this.#floodBlocks = config.sim.floodBlocks;
     const { range, reason } = resolveLoadRange(cfg.publisher === 'null' ? null : cfg, dpSize, loadEndpoint);
     if (reason !== null) throw new Error(reason);
@@ -123,22 +132,50 @@ export class KvEventsService {
   async open(): Promise<void> {
     if (this.#cfg.publisher === 'zmq') {
       const endpoint = this.#cfg.endpoint;
+      const bind = shouldBind(this.#cfg, endpoint);
       this.#publisher = await ZmqEventPublisher.open({
-        endpoint: this.#onBindHost(endpoint),
-        bind: shouldBind(this.#cfg, endpoint),
+        // A connecting PUB goes where it is told: only a bound socket's port is the kernel's pick.
+        endpoint: bind ? this.#bindAddress(endpoint) : this.#onBindHost(endpoint),
+        bind,
         replayEndpoint:
-          this.#cfg.replay_endpoint === null ? null : this.#onBindHost(this.#cfg.replay_endpoint),
+          this.#cfg.replay_endpoint === null ? null : this.#bindAddress(this.#cfg.replay_endpoint),
         bufferSteps: this.#cfg.buffer_steps,
         hwm: this.#cfg.hwm,
         topic: this.#cfg.topic,
       });
     }
     if (this.#loadEndpoint !== null) {
-      this.#loadPublisher = await LoadPublisher.open(this.#onBindHost(this.#loadEndpoint));
+      this.#loadPublisher = await LoadPublisher.open(this.#bindAddress(this.#loadEndpoint));
       this.#heartbeat = setInterval(() => this.#publishLoad(true), LOAD_PUBLISH_HEARTBEAT_MS);
       this.#heartbeat.unref();
     }
     this.#onStep('idle');
+  }
+
+  /**
+   * /server_info's kv_events: as configured, or, with --sim-ephemeral-event-ports, the
+   * ports bound (rank 0's, so each is its range's base).
+   */
+  get descriptor(): KvEventsDescriptor | null {
+    const d = this.#configured;
+    if (d === null || !this.#ephemeralPorts) return d;
+    const { kv, replay, load } = this.bound;
+    return {
+      ...d,
+      ...(kv === null ? {} : { endpoint_port_base: portOf(kv) }),
+      ...(load === null || d.load_endpoint_port_base === undefined
+        ? {}
+        : { load_endpoint_port_base: portOf(load) }),
+      ...(replay === null || d.replay_endpoint_port_base === undefined
+        ? {}
+        : { replay_endpoint_port_base: portOf(replay) }),
+    };
+  }
+
+  /** Where a socket binds: on --sim-bind-host, and on port 0 with --sim-ephemeral-event-ports. */
+  #bindAddress(endpoint: string): string {
+    const address = this.#onBindHost(endpoint);
+    return this.#ephemeralPorts ? address.replace(/^(tcp:\/\/.+):\d+$/, '$1:0') : address;
   }
 
   /** A wildcard-host endpoint on --sim-bind-host, when set (the advertised endpoints stay wildcards). */
@@ -148,6 +185,15 @@ export class KvEventsService {
       /^tcp:\/\/(\*|0\.0\.0\.0|\[::\])(?=:\d+$)/,
       `tcp://${formatHost(this.#bindHost)}`,
     );
+  }
+
+  /** Where the sockets are bound, as libzmq reports them (with --sim-ephemeral-event-ports, the kernel's picks). */
+  get bound(): BoundEventEndpoints {
+    return {
+      kv: this.#publisher?.boundEndpoint ?? null,
+      replay: this.#publisher?.boundReplayEndpoint ?? null,
+      load: this.#loadPublisher?.boundEndpoint ?? null,
+    };
   }
 
   /** KV event batches sent so far (the next batch's sequence number). */
@@ -256,6 +302,13 @@ export function recordTreeEvents(tree: RadixTree, pageSize: number): KvEventReco
 
 function toMedium(tier: 'device' | 'host'): StorageMedium {
   return tier === 'device' ? StorageMedium.gpu : StorageMedium.cpuPinned;
+}
+
+/** The port of a tcp://host:port address libzmq reported. */
+function portOf(endpoint: string): number {
+  const port = /:(\d+)$/.exec(endpoint)?.[1];
+  if (port === undefined) throw new Error(`libzmq reported an address without a port: ${endpoint}`);
+  return Number(port);
 }
 
 function formatHost(host: string): string {

@@ -62,6 +62,11 @@ export class LoadPublisher {
     return p;
   }
 
+  /** The bound address (its port when bound on port 0). */
+  get boundEndpoint(): string | null {
+    return this.#pub.lastEndpoint;
+  }
+
   /** Send one stat after the previous one (PUB sheds at the high water mark; a lost reading is superseded). */
   publish(stat: LoadStat): void {
     if (this.#closed) return;

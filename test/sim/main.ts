@@ -31,9 +31,12 @@ async function main(argv: string[]): Promise<void> {
     toWallMs: (ms) => clock.toWallMs(ms),
   });
   const port = await server.listen();
+  // The bound ports, so a launcher that passed port 0 (any free port) reads them here.
   logger.info('The server is fired up and ready to roll!', {
     worker: server.workerId,
     port,
+    bootstrapPort: server.bootstrapPort,
+    kvEvents: server.kvEvents?.bound ?? null,
     model: server.serving.servedModelName,
     mode: cfg.sglang.disaggregation_mode,
     timeScale: cfg.sim.timeScale,

@@ -148,6 +148,12 @@ export class SimServer {
     return actual;
   }
 
+  /** The prefill bootstrap server's bound port (the kernel's pick for --disaggregation-bootstrap-port 0); null when none. */
+  get bootstrapPort(): number | null {
+    const addr = this.#bootstrapServer?.address();
+    return addr && typeof addr === 'object' ? addr.port : null;
+  }
+
   /** SIGTERM (main.ts): resolves once SGLang's watchdog would exit the process. */
   terminate(): Promise<void> {
     return this.sigterm.terminate();

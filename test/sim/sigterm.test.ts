@@ -2,14 +2,13 @@
 // generation still served, the process gone at the first 5 s watchdog wake
 // that finds no request left.
 
-import { spawn } from 'node:child_process';
-import { EventEmitter, once } from 'node:events';
-import { fileURLToPath } from 'node:url';
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from './clock.ts';
 import { silentLogger } from './server.ts';
 import { SIGTERM_WATCHDOG_PERIOD_MS, SigtermWatchdog } from './sigterm.ts';
-import { findFreePort, postJson, postSse, startSim } from '../support/sim/testing.ts';
+import { spawnSim } from '../support/sim/process.ts';
+import { postJson, postSse, startSim } from '../support/sim/testing.ts';
 
 describe('SigtermWatchdog', () => {
   const settle = (p: Promise<void>): { done: boolean } => {
@@ -125,19 +124,13 @@ describe('the simulator after SIGTERM', () => {
     'the process finishes a stream in flight, then exits 0 on its own (CLI)',
     { timeout: 20_000 },
     async () => {
-      const port = await findFreePort();
-      const url = `http://127.0.0.1:${port}`;
-      const main = fileURLToPath(new URL('./main.ts', import.meta.url));
       // Model time 20x wall time: the 5 s watchdog wakes every 250 ms wall, a 100 ms decode step takes 5 ms.
-      const args = [
-        ...['--model-path', 'm', '--port', String(port), '--host', '127.0.0.1'],
+      const { url, proc, exited } = await spawnSim([
+        ...['--model-path', 'm'],
         ...['--sim-time-scale', '20', '--sim-decode-base-ms', '100'],
-      ];
-      const proc = spawn(process.execPath, [main, ...args], { stdio: 'ignore' });
-      const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      ]);
       try {
-        for (let i = 0; i < 200 && (await fetch(`${url}/ready`).catch(() => undefined))?.status !== 200; i++)
-          await new Promise((r) => setTimeout(r, 50));
+        expect((await fetch(`${url}/ready`)).status).toBe(200);
         // 12 s of model time (600 ms wall): more than two watchdog periods.
         const stream = postSse(`${url}/generate`, {
           text: 'a',

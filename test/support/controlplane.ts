@@ -32,7 +32,7 @@ import { startLwsController, type LwsController } from './lws.ts';
 import { createPki, issueClientCert, pkiPaths } from './pki.ts';
 import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
 import type { ManagedProcess } from './processes.ts';
-import { findFreePort } from './sim/testing.ts';
+import { listensOn, withFreshPorts } from './fresh-ports.ts';
 import { writeKwokStages } from './kwok-stages.ts';
 
 export {
@@ -82,7 +82,21 @@ export interface ControlPlane extends ControlPlaneInfo {
   stop(): Promise<void>;
 }
 
-export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+/**
+ * etcd's and the API server's ports are in each other's flags and in the kubeconfig before
+ * either starts, and --secure-port 0 turns serving off: ports free now (fresh-ports.ts), and
+ * the whole plane again on fresh ones if a component lost its port to another process.
+ */
+export function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  return withFreshPorts(
+    5,
+    ([etcdClient = 0, etcdPeer = 0, apiserver = 0, controllerManager = 0, scheduler = 0]) =>
+      startControlPlaneOn({ etcdClient, etcdPeer, apiserver, controllerManager, scheduler }, opts),
+    { what: 'the control plane' },
+  );
+}
+
+async function startControlPlaneOn(ports: Ports, opts: ControlPlaneOptions): Promise<ControlPlane> {
   const started = performance.now();
   const full = opts.full ?? false;
   const log = opts.log ?? ((msg: string) => void process.stderr.write(`[controlplane] ${msg}\n`));
@@ -119,7 +133,6 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
 
   try {
-    const ports = await pickPorts();
     const pki = await createPki(join(dir, 'pki'), {
       ips: ['127.0.0.1', ...(hostIP === undefined ? [] : [hostIP]), '10.0.0.1'],
       dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
@@ -148,7 +161,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await waitFor(
       etcd,
       deadline,
-      async () => (await httpStatus(`http://127.0.0.1:${ports.etcdClient}/health`)) === 200,
+      async () =>
+        (await httpStatus(`http://127.0.0.1:${ports.etcdClient}/health`)) === 200 &&
+        listensOn(etcd.pid, ports.etcdClient),
     );
     const apiserver = startProcess('kube-apiserver', buildApiserverArgs(config));
     await waitFor(
@@ -164,8 +179,19 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       const scheduler = startProcess('kube-scheduler', buildSchedulerArgs(config));
       startProcess('kwok', buildKwokArgs(config));
       await Promise.all([
-        waitFor(cm, deadline, async () => (await httpStatus(healthz(ports.controllerManager))) === 200),
-        waitFor(scheduler, deadline, async () => (await httpStatus(healthz(ports.scheduler))) === 200),
+        waitFor(
+          cm,
+          deadline,
+          async () =>
+            (await httpStatus(healthz(ports.controllerManager))) === 200 &&
+            listensOn(cm.pid, ports.controllerManager),
+        ),
+        waitFor(
+          scheduler,
+          deadline,
+          async () =>
+            (await httpStatus(healthz(ports.scheduler))) === 200 && listensOn(scheduler.pid, ports.scheduler),
+        ),
       ]);
       const names = Array.from({ length: opts.gpuNodes ?? 0 }, (_, i) => `gpu-node-${i}`);
       for (const name of names) await apiJson(admin, 'POST', '/api/v1/nodes', buildGpuNode(name));
@@ -192,9 +218,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     };
   } catch (err) {
     const tails = logTails(processes, lws);
-    log(`control plane failed to start: ${String(err)}\n${tails.join('\n')}`);
     await stop();
-    throw err;
+    // The logs' tails go with the error: a port lost to another process shows there.
+    throw new Error(`control plane failed to start: ${String(err)}\n${tails.join('\n')}`, { cause: err });
   }
 }
 
@@ -250,15 +276,6 @@ async function waitFor(
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out waiting for ${name}`, { cause: last });
-}
-
-// The kernel's picks of free ports. Another process could take one before our child
-// binds it; inside the private namespace nobody else is there.
-async function pickPorts(): Promise<Ports> {
-  const ports = new Set<number>();
-  while (ports.size < 5) ports.add(await findFreePort());
-  const [etcdClient = 0, etcdPeer = 0, apiserver = 0, controllerManager = 0, scheduler = 0] = [...ports];
-  return { etcdClient, etcdPeer, apiserver, controllerManager, scheduler };
 }
 
 function healthz(port: number): string {

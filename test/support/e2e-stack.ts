@@ -10,7 +10,6 @@ import { startControlPlane, type ControlPlane } from './controlplane.ts';
 import { startInProcessGateway, type InProcessGateway } from './gateway.ts';
 import { expect } from 'vitest';
 import type { MetricsApiOptions } from '../../operator/src/metrics-api/start.ts';
-import { findFreePort } from './sim/testing.ts';
 import { eventually, kubectlOk } from './kubectl.ts';
 import { issueMetricsApiCert, registerMetricsApi } from './metrics-api.ts';
 import { REPO_ROOT } from './samples.ts';
@@ -36,7 +35,8 @@ async function prepareMetricsApi(
   const cert = await issueMetricsApiCert(cp.dir, cp.hostIP);
   return {
     host: cp.hostIP,
-    port: await findFreePort(),
+    // The kernel picks; registered below once it serves, with the port read back.
+    port: 0,
     certFile: cert.cert,
     keyFile: cert.key,
     gatewayAdminUrl: gatewayUrl,
@@ -98,7 +98,8 @@ export async function startE2eStack(
   });
   if (metricsApi) {
     await eventually(() => expect(operator.metricsApi?.server()).toBeDefined());
-    await registerMetricsApi(cp.kubeconfig, cp.dir, { hostIP: cp.hostIP, port: metricsApi.port });
+    const port = operator.metricsApi?.server()?.address().port ?? 0;
+    await registerMetricsApi(cp.kubeconfig, cp.dir, { hostIP: cp.hostIP, port });
   }
   const k = (args: string[], input?: string): Promise<string> =>
     kubectlOk(['-n', namespace, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });

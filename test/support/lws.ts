@@ -9,7 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { connect } from 'node:tls';
 import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
-import { findFreePort } from './sim/testing.ts';
+import { listensOn, withFreshPorts } from './fresh-ports.ts';
 import { eventually, kubectlOk } from './kubectl.ts';
 import { issueServingCert, pkiPaths } from './pki.ts';
 import { httpStatus, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
@@ -134,35 +134,49 @@ export async function startLwsController(cp: {
   mkdirSync(certDir, { recursive: true, mode: 0o700 });
   copyFileSync(cert.cert, join(certDir, 'tls.crt'));
   copyFileSync(cert.key, join(certDir, 'tls.key'));
-  const [webhookPort, probePort] = [await findFreePort(), await findFreePort()];
   const configPath = join(cp.dir, 'lws-config.yaml');
-  writeFileSync(configPath, buildLwsConfig({ hostIP: cp.hostIP, webhookPort, probePort, certDir }));
   const logPath = join(cp.dir, `${LWS_BINARY}.log`);
-  const proc = spawnManaged(
-    LWS_BINARY,
-    join(cp.binDir, LWS_BINARY),
-    [
-      '--kubeconfig',
-      cp.kubeconfig,
-      '--config',
-      configPath,
-      '--leader-elect=false',
-      '--metrics-bind-address=0',
-    ],
-    { logPath },
+  // Its webhook port is in the webhook configuration, so known before it starts (fresh-ports.ts).
+  const { proc, webhookPort } = await withFreshPorts(
+    2,
+    async ([webhookPort = 0, probePort = 0]) => {
+      writeFileSync(configPath, buildLwsConfig({ hostIP: cp.hostIP, webhookPort, probePort, certDir }));
+      const proc = spawnManaged(
+        LWS_BINARY,
+        join(cp.binDir, LWS_BINARY),
+        [
+          '--kubeconfig',
+          cp.kubeconfig,
+          '--config',
+          configPath,
+          '--leader-elect=false',
+          '--metrics-bind-address=0',
+        ],
+        { logPath },
+      );
+      try {
+        await waitUntilAnswering(
+          proc,
+          async () =>
+            (await httpStatus(`http://127.0.0.1:${probePort}/readyz`)) === 200 &&
+            listensOn(proc.pid, probePort),
+          { what: '/readyz', timeoutMs: 60_000, intervalMs: 200 },
+        );
+        await waitUntilAnswering(
+          proc,
+          async () => (await acceptsTls(cp.hostIP, webhookPort)) && listensOn(proc.pid, webhookPort),
+          { what: 'TLS on its webhook port', timeoutMs: 60_000, intervalMs: 200 },
+        );
+      } catch (err) {
+        await stopManaged(proc);
+        throw err;
+      }
+      return { proc, webhookPort };
+    },
+    { what: LWS_BINARY },
   );
   const stop = (): Promise<void> => stopManaged(proc);
   try {
-    await waitUntilAnswering(
-      proc,
-      async () => (await httpStatus(`http://127.0.0.1:${probePort}/readyz`)) === 200,
-      { what: '/readyz', timeoutMs: 60_000, intervalMs: 200 },
-    );
-    await waitUntilAnswering(proc, () => acceptsTls(cp.hostIP, webhookPort), {
-      what: 'TLS on its webhook port',
-      timeoutMs: 60_000,
-      intervalMs: 200,
-    });
     const caBundle = readFileSync(pkiPaths(pkiDir).servingCa.cert).toString('base64');
     await kubectlOk(['apply', '-f', '-'], {
       kubeconfig: cp.kubeconfig,

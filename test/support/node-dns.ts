@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { writeKubeconfig, apiRequest, type Credentials } from './kube-api.ts';
 import { issueClientCert, pkiPaths } from './pki.ts';
 import { spawnManaged, waitUntilAnswering, type ManagedProcess } from './processes.ts';
-import { findFreePort } from './sim/testing.ts';
+import { withFreshPorts } from './fresh-ports.ts';
 
 export const CLUSTER_DOMAIN = 'cluster.local';
 const COREDNS_USER = 'system:coredns';
@@ -83,20 +83,27 @@ export async function startNodeDns(opts: {
     if (res.status !== 201 && res.status !== 409)
       throw new Error(`POST ${collection}: ${res.status} ${res.body}`);
   }
-  const readyPort = await findFreePort();
-  const corefile = join(opts.dir, 'Corefile');
-  writeFileSync(corefile, buildCorefile({ address: opts.address, kubeconfig, readyPort }));
-  const proc = spawnManaged('coredns', join(opts.binDir, 'coredns'), ['-conf', corefile], {
-    logPath: join(opts.logs, 'coredns.log'),
-  });
-  await waitUntilAnswering(
-    proc,
-    async () =>
-      (await fetch(`http://127.0.0.1:${readyPort}/ready`).then(
-        (r) => r.status,
-        () => 0,
-      )) === 200,
-    { what: '/ready', timeoutMs: 60_000, intervalMs: 250 },
+  // The ready plugin's port: CoreDNS does not say what port 0 bound (fresh-ports.ts).
+  return withFreshPorts(
+    1,
+    async ([readyPort = 0]) => {
+      const corefile = join(opts.dir, 'Corefile');
+      writeFileSync(corefile, buildCorefile({ address: opts.address, kubeconfig, readyPort }));
+      const proc = spawnManaged('coredns', join(opts.binDir, 'coredns'), ['-conf', corefile], {
+        logPath: join(opts.logs, 'coredns.log'),
+      });
+      // The ready plugin answers 200 "OK": another server on the port would not.
+      await waitUntilAnswering(
+        proc,
+        async () =>
+          await fetch(`http://127.0.0.1:${readyPort}/ready`).then(
+            async (r) => r.status === 200 && (await r.text()).trim() === 'OK',
+            () => false,
+          ),
+        { what: '/ready', timeoutMs: 60_000, intervalMs: 250 },
+      );
+      return proc;
+    },
+    { what: 'coredns' },
   );
-  return proc;
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { apiRequest, writeKubeconfig, type Credentials } from './kube-api.ts';
 import { issueClientCert, pkiPaths } from './pki.ts';
 import { httpStatus, spawnManaged, waitUntilAnswering, type ManagedProcess } from './processes.ts';
-import { findFreePort } from './sim/testing.ts';
+import { listensOn, withFreshPorts } from './fresh-ports.ts';
 
 const KUBE_ROUTER_USER = 'system:kube-router';
 
@@ -87,21 +87,29 @@ export async function startNetworkPolicyAgent(opts: {
     if (res.status !== 201 && res.status !== 409)
       throw new Error(`POST ${collection}: ${res.status} ${res.body}`);
   }
-  const healthPort = await findFreePort();
-  const args = buildKubeRouterArgs({
-    kubeconfig,
-    name: opts.name,
-    serviceCidr: opts.serviceCidr,
-    healthPort,
-  });
-  writeFileSync(join(opts.dir, 'kube-router.args'), `${args.join('\n')}\n`);
-  const proc = spawnManaged('kube-router', join(opts.binDir, 'kube-router'), args, {
-    logPath: join(opts.logs, 'kube-router.log'),
-  });
-  await waitUntilAnswering(
-    proc,
-    async () => (await httpStatus(`http://127.0.0.1:${healthPort}/healthz`)) === 200,
-    { what: '/healthz', timeoutMs: 60_000, intervalMs: 250 },
+  // The health port: kube-router does not say what port 0 bound (fresh-ports.ts).
+  return withFreshPorts(
+    1,
+    async ([healthPort = 0]) => {
+      const args = buildKubeRouterArgs({
+        kubeconfig,
+        name: opts.name,
+        serviceCidr: opts.serviceCidr,
+        healthPort,
+      });
+      writeFileSync(join(opts.dir, 'kube-router.args'), `${args.join('\n')}\n`);
+      const proc = spawnManaged('kube-router', join(opts.binDir, 'kube-router'), args, {
+        logPath: join(opts.logs, 'kube-router.log'),
+      });
+      await waitUntilAnswering(
+        proc,
+        async () =>
+          (await httpStatus(`http://127.0.0.1:${healthPort}/healthz`)) === 200 &&
+          listensOn(proc.pid, healthPort),
+        { what: '/healthz', timeoutMs: 60_000, intervalMs: 250 },
+      );
+      return proc;
+    },
+    { what: 'kube-router' },
   );
-  return proc;
 }

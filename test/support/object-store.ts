@@ -1,5 +1,5 @@
 // A real S3 server for a test: versitygw (Apache-2.0) with its posix backend in a temp dir, on
-// loopback, on a free port, with one access key; it checks SigV4 signatures, so a wrong key is
+// loopback, on a free port (fresh-ports.ts: it does not say what port 0 bound), with one access key; it checks SigV4 signatures, so a wrong key is
 // really refused. Built into the control-plane bin directory by hack/build-controlplane.sh.
 // Stopped (and its dir removed) by stop(), and on every other exit path by processes.ts.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { join, relative } from 'node:path';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { findBinDir } from './binaries.ts';
 import { httpStatus, registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
-import { findFreePort } from './sim/testing.ts';
+import { withFreshPorts } from './fresh-ports.ts';
 
 export interface RunningObjectStore {
   readonly endpoint: string;
@@ -22,14 +22,21 @@ export interface RunningObjectStore {
   stop(): Promise<void>;
 }
 
-export async function startObjectStore(opts: { startTimeoutMs?: number } = {}): Promise<RunningObjectStore> {
+export function startObjectStore(opts: { startTimeoutMs?: number } = {}): Promise<RunningObjectStore> {
   const bin = join(findBinDir(['versitygw']), 'versitygw');
+  return withFreshPorts(1, ([port = 0]) => startObjectStoreOn(bin, port, opts), { what: 'versitygw' });
+}
+
+async function startObjectStoreOn(
+  bin: string,
+  port: number,
+  opts: { startTimeoutMs?: number },
+): Promise<RunningObjectStore> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-s3-'));
   const root = join(dir, 'root');
   mkdirSync(root);
   const removeDir = (): void => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   const unregister = registerCleanup(removeDir);
-  const port = await findFreePort();
   const accessKeyId = 'AKIACACHEROUTETEST';
   const secretAccessKey = `test-secret-${port}`;
   const proc = spawnManaged(
@@ -54,8 +61,8 @@ export async function startObjectStore(opts: { startTimeoutMs?: number } = {}): 
     credentials: { accessKeyId, secretAccessKey },
   });
   try {
-    // Unsigned: any answer (403) says the server is up.
-    await waitUntilAnswering(proc, async () => (await httpStatus(`${endpoint}/`)) !== undefined, {
+    // Unsigned: S3's 403 says the server is up (another server on the port would not refuse so).
+    await waitUntilAnswering(proc, async () => (await httpStatus(`${endpoint}/`)) === 403, {
       what: 'GET /',
       timeoutMs: opts.startTimeoutMs ?? 15_000,
       intervalMs: 50,

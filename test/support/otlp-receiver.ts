@@ -1,6 +1,6 @@
 // A real OTLP receiver for a test: hack/otlp-receiver, a minimal OpenTelemetry Collector
 // (the collector's own OTLP/HTTP receiver, spans appended as OTLP JSON lines to a file),
-// on loopback, a free port, a temp dir; stopped by stop() and on every other exit path
+// on loopback, a free port (fresh-ports.ts: the collector does not say what port 0 bound), a temp dir; stopped by stop() and on every other exit path
 // by processes.ts. `make otlp-receiver` builds it once into the cache.
 
 import { createHash } from 'node:crypto';
@@ -9,7 +9,7 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { findFreePort } from './sim/testing.ts';
+import { withFreshPorts } from './fresh-ports.ts';
 import { httpStatus, registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
 
 const SOURCE_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../hack/otlp-receiver');
@@ -84,14 +84,19 @@ export function findOtlpReceiver(env: NodeJS.ProcessEnv = process.env): string {
   return bin;
 }
 
-export async function startOtlpReceiver(
-  opts: { startTimeoutMs?: number } = {},
-): Promise<RunningOtlpReceiver> {
+export function startOtlpReceiver(opts: { startTimeoutMs?: number } = {}): Promise<RunningOtlpReceiver> {
   const bin = findOtlpReceiver();
+  return withFreshPorts(1, ([port = 0]) => startOtlpReceiverOn(bin, port, opts), { what: 'otlp-receiver' });
+}
+
+async function startOtlpReceiverOn(
+  bin: string,
+  port: number,
+  opts: { startTimeoutMs?: number },
+): Promise<RunningOtlpReceiver> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-otlp-'));
   const removeDir = (): void => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   const unregister = registerCleanup(removeDir);
-  const port = await findFreePort();
   const out = join(dir, 'spans.jsonl');
   const config = join(dir, 'config.yaml');
   writeFileSync(config, buildConfig(port, out));
@@ -106,9 +111,10 @@ export async function startOtlpReceiver(
     })());
   const url = `http://127.0.0.1:${port}`;
   try {
-    // An empty POST is refused (400/415) once the receiver listens: that is all we ask.
+    // An empty POST is refused (400/415) once the receiver listens: that is all we ask (another
+    // server on the port would not know /v1/traces).
     const listening = async (): Promise<boolean> =>
-      (await httpStatus(`${url}/v1/traces`, { method: 'POST' })) !== undefined;
+      [400, 415].includes((await httpStatus(`${url}/v1/traces`, { method: 'POST' })) ?? 0);
     await waitUntilAnswering(proc, listening, {
       what: 'on /v1/traces',
       timeoutMs: opts.startTimeoutMs ?? 30_000,

@@ -58,7 +58,7 @@ import {
 } from './processes.ts';
 import { CLUSTER_DOMAIN, startNodeDns } from './node-dns.ts';
 import { startNetworkPolicyAgent } from './node-netpol.ts';
-import { findFreePort } from './sim/testing.ts';
+import { listensOn, withFreshPorts } from './fresh-ports.ts';
 
 export const REAL_NODE_BINARIES = ['kubelet', 'kube-proxy'] as const;
 /** The real node's pods' addresses: outside the KWOK pod CIDR hack/in-netns.sh routes to lo. */
@@ -430,43 +430,58 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
       log(`CoreDNS serving ${CLUSTER_DOMAIN} on ${cp.hostIP}:53`);
     }
 
-    const [port, healthzPort] = [await findFreePort(), await findFreePort()];
     const kubeletConfig = join(dir, 'kubelet-config.yaml');
-    writeFileSync(
-      kubeletConfig,
-      stringify(
-        buildKubeletConfig({
-          dir,
-          containerdSocket: sock,
-          cgroupRoot,
-          hostIP: cp.hostIP,
-          port,
-          healthzPort,
-          clientCaFile: ca.clientCa.cert,
-          tlsCertFile: serving.cert,
-          tlsKeyFile: serving.key,
-          ...(opts.dns ? { clusterDNS: [cp.hostIP] } : {}),
-        }),
-      ),
-    );
-    const kubelet = spawnManaged(
-      'kubelet',
-      join(binDir, 'kubelet'),
-      buildKubeletArgs({
-        dir,
-        name,
-        hostIP: cp.hostIP,
-        kubeconfig: kubeletKubeconfig,
-        config: kubeletConfig,
-      }),
-      { logPath: join(logs, 'kubelet.log') },
+    // The kubelet's ports are in its config file: ports free now, again if one was lost (fresh-ports.ts).
+    const kubelet = await withFreshPorts(
+      2,
+      async ([port = 0, healthzPort = 0]) => {
+        writeFileSync(
+          kubeletConfig,
+          stringify(
+            buildKubeletConfig({
+              dir,
+              containerdSocket: sock,
+              cgroupRoot,
+              hostIP: cp.hostIP,
+              port,
+              healthzPort,
+              clientCaFile: ca.clientCa.cert,
+              tlsCertFile: serving.cert,
+              tlsKeyFile: serving.key,
+              ...(opts.dns ? { clusterDNS: [cp.hostIP] } : {}),
+            }),
+          ),
+        );
+        const kubelet = spawnManaged(
+          'kubelet',
+          join(binDir, 'kubelet'),
+          buildKubeletArgs({
+            dir,
+            name,
+            hostIP: cp.hostIP,
+            kubeconfig: kubeletKubeconfig,
+            config: kubeletConfig,
+          }),
+          { logPath: join(logs, 'kubelet.log') },
+        );
+        try {
+          await waitUntilAnswering(
+            kubelet,
+            async () =>
+              (await isNodeReady(admin, name)) &&
+              listensOn(kubelet.pid, port) &&
+              listensOn(kubelet.pid, healthzPort),
+            { what: `Node ${name} Ready`, timeoutMs: opts.readyTimeoutMs ?? 120_000, intervalMs: 250 },
+          );
+        } catch (err) {
+          await stopManaged(kubelet);
+          throw err;
+        }
+        return kubelet;
+      },
+      { what: 'kubelet' },
     );
     processes.push(kubelet);
-    await waitUntilAnswering(kubelet, () => isNodeReady(admin, name), {
-      what: `Node ${name} Ready`,
-      timeoutMs: opts.readyTimeoutMs ?? 120_000,
-      intervalMs: 250,
-    });
     const readyMs = Math.round(performance.now() - started);
     log(`Node ${name} Ready in ${readyMs} ms`);
 
@@ -479,39 +494,51 @@ export async function startRealNode(opts: RealNodeOptions): Promise<RealNode> {
         { server: cp.server, caFile: ca.servingCa.cert, certFile: proxyPair.cert, keyFile: proxyPair.key },
         'system:kube-proxy',
       );
-      const [proxyHealthz, proxyMetrics] = [await findFreePort(), await findFreePort()];
       const proxyConfig = join(dir, 'kube-proxy-config.yaml');
-      writeFileSync(
-        proxyConfig,
-        stringify(
-          buildKubeProxyConfig({
-            kubeconfig: proxyKubeconfig,
-            name,
-            hostIP: cp.hostIP,
-            podCidr: REAL_NODE_POD_CIDR,
-            healthzPort: proxyHealthz,
-            metricsPort: proxyMetrics,
-          }),
-        ),
-      );
-      kubeProxy = spawnManaged(
-        'kube-proxy',
-        join(binDir, 'kube-proxy'),
-        [`--config=${proxyConfig}`, '--v=1'],
-        {
-          logPath: join(logs, 'kube-proxy.log'),
+      // Its ports are in its config file: ports free now, again if one was lost (fresh-ports.ts).
+      kubeProxy = await withFreshPorts(
+        2,
+        async ([proxyHealthz = 0, proxyMetrics = 0]) => {
+          writeFileSync(
+            proxyConfig,
+            stringify(
+              buildKubeProxyConfig({
+                kubeconfig: proxyKubeconfig,
+                name,
+                hostIP: cp.hostIP,
+                podCidr: REAL_NODE_POD_CIDR,
+                healthzPort: proxyHealthz,
+                metricsPort: proxyMetrics,
+              }),
+            ),
+          );
+          const proc = spawnManaged(
+            'kube-proxy',
+            join(binDir, 'kube-proxy'),
+            [`--config=${proxyConfig}`, '--v=1'],
+            {
+              logPath: join(logs, 'kube-proxy.log'),
+            },
+          );
+          try {
+            await waitUntilAnswering(
+              proc,
+              async () =>
+                (await fetch(`http://127.0.0.1:${proxyHealthz}/healthz`).then(
+                  (r) => r.status,
+                  () => 0,
+                )) === 200 && listensOn(proc.pid, proxyHealthz),
+              { what: '/healthz', timeoutMs: 60_000, intervalMs: 250 },
+            );
+          } catch (err) {
+            await stopManaged(proc);
+            throw err;
+          }
+          return proc;
         },
+        { what: 'kube-proxy' },
       );
       processes.push(kubeProxy);
-      await waitUntilAnswering(
-        kubeProxy,
-        async () =>
-          (await fetch(`http://127.0.0.1:${proxyHealthz}/healthz`).then(
-            (r) => r.status,
-            () => 0,
-          )) === 200,
-        { what: '/healthz', timeoutMs: 60_000, intervalMs: 250 },
-      );
       log(`kube-proxy (iptables) healthy`);
     }
     if (opts.networkPolicy) {

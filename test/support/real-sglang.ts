@@ -16,7 +16,7 @@ import {
   waitUntilAnswering,
 } from './processes.ts';
 import { ensureSglangKit } from './sglang-kit.ts';
-import { findFreePort } from './sim/testing.ts';
+import { listensOn, withFreshPorts } from './fresh-ports.ts';
 
 const KIT = resolve(import.meta.dirname, '../../hack/sglang/kit.sh');
 export const MAX_REAL_SERVERS = 2;
@@ -52,7 +52,13 @@ export interface RealSglangOptions {
  * `--model-path` in `args`, the declared path is `<dir>/models` (serve links it
  * to the tiny model, so /model_info reports it).
  */
-export async function startRealSglang(opts: RealSglangOptions): Promise<RealSglang> {
+export function startRealSglang(opts: RealSglangOptions): Promise<RealSglang> {
+  if (opts.port !== undefined) return startRealSglangOn(opts.port, opts);
+  // SGLang checks its port is free before it starts: a port free now, again if it was lost (fresh-ports.ts).
+  return withFreshPorts(1, ([port = 0]) => startRealSglangOn(port, opts), { what: 'sglang' });
+}
+
+async function startRealSglangOn(port: number, opts: RealSglangOptions): Promise<RealSglang> {
   if (running >= MAX_REAL_SERVERS) {
     throw new Error(`at most ${MAX_REAL_SERVERS} real SGLang servers at once on this machine`);
   }
@@ -61,7 +67,6 @@ export async function startRealSglang(opts: RealSglangOptions): Promise<RealSgla
   const removeDir = (): void => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   const unregister = registerCleanup(removeDir);
   const host = opts.host ?? '127.0.0.1';
-  const port = opts.port ?? (await findFreePort());
   const hasModel = opts.args.some((a) => /^--model(-path)?(=|$)/.test(a));
   const args = [
     ...(hasModel ? [] : ['--model-path', join(dir, 'models')]),
@@ -92,7 +97,9 @@ export async function startRealSglang(opts: RealSglangOptions): Promise<RealSgla
       removeDir();
     })());
   try {
-    await waitUntilAnswering(proc, async () => (await httpStatus(`${url}/health`)) === 200, {
+    // Its /health, and the port is held by one of its processes (the server is a child of the kit's bash).
+    const ours = (): boolean => [proc.pid, ...listDescendants(proc.pid)].some((pid) => listensOn(pid, port));
+    await waitUntilAnswering(proc, async () => (await httpStatus(`${url}/health`)) === 200 && ours(), {
       what: '/health',
       timeoutMs: opts.startTimeoutMs ?? 240_000,
       intervalMs: 250,

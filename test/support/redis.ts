@@ -1,5 +1,5 @@
-// A real redis-server for a test: on loopback, on a free port, in a temp dir,
-// nothing persisted; stopped (and its dir removed) by stop(), and on every
+// A real redis-server for a test: on loopback, on a free port (fresh-ports.ts:
+// its port 0 turns TCP off), in a temp dir, nothing persisted; stopped (and its dir removed) by stop(), and on every
 // other exit path by processes.ts. `bash hack/install-test-deps.sh` installs it.
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerCleanup, spawnManaged, stopManaged, waitUntilAnswering } from './processes.ts';
-import { findFreePort } from './sim/testing.ts';
+import { withFreshPorts } from './fresh-ports.ts';
 
 export interface RunningRedis {
   readonly url: string;
@@ -16,13 +16,16 @@ export interface RunningRedis {
   stop(): Promise<void>;
 }
 
-export async function startRedis(
-  opts: { startTimeoutMs?: number; args?: readonly string[] } = {},
-): Promise<RunningRedis> {
+type RedisOptions = { startTimeoutMs?: number; args?: readonly string[] };
+
+export function startRedis(opts: RedisOptions = {}): Promise<RunningRedis> {
+  return withFreshPorts(1, ([port = 0]) => startRedisOn(port, opts), { what: 'redis-server' });
+}
+
+async function startRedisOn(port: number, opts: RedisOptions): Promise<RunningRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-redis-'));
   const removeDir = (): void => rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
   const unregister = registerCleanup(removeDir);
-  const port = await findFreePort();
   const logPath = join(dir, 'redis.log');
   const proc = spawnManaged(
     'redis-server',

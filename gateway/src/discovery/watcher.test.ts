@@ -1,6 +1,6 @@
 // The watcher's own behaviour (readiness, coalescing, atomic swap) over an
 // in-memory list/watch source; the real API server is in
-// test/integration/gateway-discovery.test.ts.
+// test/integration/gateway/discovery.test.ts.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '#kube/objects.ts';

@@ -2,7 +2,7 @@
 // on both ends), as SGLang 0.5.23 publishes it with --load-publish-endpoint.
 import { Encoder } from '@msgpack/msgpack';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
+import { postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
 import { ManualClock } from '../../../test/support/manual-clock.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import { decodeLoadStat, RuntimeLoadEvents } from './load-events.ts';
@@ -32,8 +32,8 @@ describe('decodeLoadStat', () => {
 
 describe('RuntimeLoadEvents on the simulator', () => {
   it('gives the runtime its pushed queue and KV usage, and nothing once it falls silent', async () => {
-    const kv = await findFreePort();
-    const config = { publisher: 'zmq', endpoint: `tcp://*:${kv}`, topic: 'kv' };
+    // The configured port is a placeholder: startSim binds the event sockets on ports the kernel picks.
+    const config = { publisher: 'zmq', endpoint: 'tcp://*:5557', topic: 'kv' };
     sim = await startSim([
       '--model-path',
       'm',
@@ -55,7 +55,7 @@ describe('RuntimeLoadEvents on the simulator', () => {
         {
           id: 'sim0',
           events: {
-            kv: [`tcp://127.0.0.1:${kv}`],
+            kv: [sim.events.kv],
             topic: 'kv',
             blockSize: 1,
             load: [`tcp://127.0.0.1:${info.kv_events.load_endpoint_port_base}`],

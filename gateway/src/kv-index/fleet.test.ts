@@ -1,26 +1,37 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { Publisher } from 'zeromq';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
-import { findFreePort } from '../../../test/support/sim/testing.ts';
+import { reachableOnLoopback } from '../../../test/support/sim/testing.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { KvIndexFleet } from './fleet.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { CLEARED, stored } from '../../../test/support/gateway/sim-stream.ts';
 import { KvEventSubscriber } from './subscriber.ts';
 
-// Real subscribers on addresses where nothing publishes: the fleet's bookkeeping, not the feed.
+// Real subscribers on publishers that publish nothing: the fleet's bookkeeping, not the feed.
 let fleet: KvIndexFleet | undefined;
 let publisher: ZmqEventPublisher | undefined;
+const silent: Publisher[] = [];
 afterEach(async () => {
   await fleet?.close();
   fleet = undefined;
   await publisher?.closed();
   publisher = undefined;
+  for (const p of silent.splice(0)) p.close();
 });
+
+/** A PUB socket that never publishes, bound on a port the kernel picks; its address. */
+async function silentPublisher(): Promise<string> {
+  const p = new Publisher({ linger: 0 });
+  silent.push(p);
+  await p.bind('tcp://127.0.0.1:0');
+  return reachableOnLoopback(p.lastEndpoint) ?? '';
+}
 
 async function endpoint(id: string, generation: string, ranks = 1): Promise<RouteEndpoint> {
   const kv: string[] = [];
-  for (let r = 0; r < ranks; r++) kv.push(`tcp://127.0.0.1:${await findFreePort()}`);
+  for (let r = 0; r < ranks; r++) kv.push(await silentPublisher());
   return {
     id,
     url: 'http://127.0.0.1:1',
@@ -81,11 +92,10 @@ describe('KvIndexFleet', () => {
   });
 
   it("takes an index that started after the publisher's replay rolled over as partial: usable, a floor, and says why", async () => {
-    const [pubPort, replayPort] = [await findFreePort(), await findFreePort()];
     const pub = await ZmqEventPublisher.open({
-      endpoint: `tcp://127.0.0.1:${pubPort}`,
+      endpoint: 'tcp://127.0.0.1:0',
       bind: true,
-      replayEndpoint: `tcp://127.0.0.1:${replayPort}`,
+      replayEndpoint: 'tcp://127.0.0.1:0',
       bufferSteps: 1,
       hwm: 1000,
       topic: 'kv',
@@ -103,8 +113,8 @@ describe('KvIndexFleet', () => {
     const a: RouteEndpoint = {
       ...(await endpoint('a', 'g')),
       events: {
-        kv: [`tcp://127.0.0.1:${pubPort}`],
-        replay: [`tcp://127.0.0.1:${replayPort}`],
+        kv: [pub.boundEndpoint ?? ''],
+        replay: [pub.boundReplayEndpoint ?? ''],
         topic: 'kv',
         blockSize: 16,
       },

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Publisher, Subscriber } from 'zeromq';
+import { Publisher, Router, Subscriber } from 'zeromq';
 import type { KvCacheEvent } from '#sglang/kv-events.ts';
 import { decodeSeq } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
-import { findFreePort, postJson, startSim } from '../../../test/support/sim/testing.ts';
+import { eventEndpoint, portOf, postJson, startSim } from '../../../test/support/sim/testing.ts';
 import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { KvEventSubscriber, type KvEventSubscriberOptions, type KvIndexStatus } from './subscriber.ts';
@@ -31,16 +31,19 @@ interface Ports {
   readonly replay: number;
 }
 
-async function freePorts(): Promise<Ports> {
-  return { pub: await findFreePort(), replay: await findFreePort() };
-}
-
-async function openPublisher(ports: Ports, opts: { track?: boolean } = {}): Promise<ZmqEventPublisher> {
+/**
+ * A publisher bound on ports the kernel picks, or, for a restart, on its predecessor's `ports`;
+ * `ports` read back from libzmq.
+ */
+async function openPublisher(
+  at: Ports | null = null,
+  opts: { track?: boolean } = {},
+): Promise<{ pub: ZmqEventPublisher; ports: Ports }> {
   const open = () =>
     ZmqEventPublisher.open({
-      endpoint: `tcp://127.0.0.1:${ports.pub}`,
+      endpoint: `tcp://127.0.0.1:${at?.pub ?? 0}`,
       bind: true,
-      replayEndpoint: `tcp://127.0.0.1:${ports.replay}`,
+      replayEndpoint: `tcp://127.0.0.1:${at?.replay ?? 0}`,
       bufferSteps: 10_000,
       hwm: 100_000,
       topic: 'kv',
@@ -49,13 +52,22 @@ async function openPublisher(ports: Ports, opts: { track?: boolean } = {}): Prom
   let pub: ZmqEventPublisher | undefined;
   for (let attempt = 0; !pub; attempt++) {
     pub = await open().catch(async (e: unknown) => {
-      if (attempt >= 50) throw e;
+      if (at === null || attempt >= 50) throw e;
       await new Promise((r) => setTimeout(r, 20));
       return undefined;
     });
   }
   if (opts.track !== false) cleanups.push(() => pub.closed());
-  return pub;
+  const ports = { pub: portOf(pub.boundEndpoint ?? ''), replay: portOf(pub.boundReplayEndpoint ?? '') };
+  return { pub, ports };
+}
+
+/** A replay endpoint that never answers: a ROUTER bound on a port the kernel picks that reads nothing. */
+async function silentReplayPort(): Promise<number> {
+  const router = new Router({ linger: 0 });
+  await router.bind('tcp://127.0.0.1:0');
+  cleanups.push(() => router.close());
+  return portOf(router.lastEndpoint ?? '');
 }
 
 let ts = 1_700_000_000;
@@ -103,12 +115,12 @@ async function untilLiveDelivery(pub: ZmqEventPublisher, s: KvEventSubscriber): 
 
 /** A SUB → PUB relay in front of the publisher that drops the batches it is told to. */
 async function startRelay(upstream: number): Promise<{ port: number; drop: Set<number> }> {
-  const port = await findFreePort();
   const up = new Subscriber({ linger: 0 });
   up.connect(`tcp://127.0.0.1:${upstream}`);
   up.subscribe('');
   const down = new Publisher({ linger: 0 });
-  await down.bind(`tcp://127.0.0.1:${port}`);
+  await down.bind('tcp://127.0.0.1:0');
+  const port = portOf(down.lastEndpoint ?? '');
   const drop = new Set<number>();
   const loop = (async () => {
     try {
@@ -130,8 +142,7 @@ async function startRelay(upstream: number): Promise<{ port: number; drop: Set<n
 
 describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   it('catches up from the replay on start, then applies live batches; lag from the batch timestamp; stale only when a batch is due', async () => {
-    const ports = await freePorts();
-    const pub = await openPublisher(ports);
+    const { pub, ports } = await openPublisher();
     await publish(pub, [CLEARED, stored([1n, 2n])]); // before anyone subscribed
     const clock = new ManualClock();
     const s = subscribe(ports, { clock, wallNow: () => (ts - 1) * 1000 + 30, staleAfterMs: 1000 });
@@ -161,8 +172,7 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   });
 
   it('recovers a batch lost on the way through the replay endpoint (a gap in the live sequence)', async () => {
-    const ports = await freePorts();
-    const pub = await openPublisher(ports);
+    const { pub, ports } = await openPublisher();
     const relay = await startRelay(ports.pub);
     await publish(pub, [CLEARED]);
     // The relay subscribes asynchronously too: publish until it forwards.
@@ -179,8 +189,7 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   });
 
   it('drops the index when the publisher restarts (seq back to 0), and says down while it is away', async () => {
-    const ports = await freePorts();
-    const old = await openPublisher(ports, { track: false });
+    const { pub: old, ports } = await openPublisher(null, { track: false });
     await publish(old, [CLEARED, stored([1n, 2n, 3n])]);
     const s = subscribe(ports);
     await untilLiveDelivery(old, s);
@@ -189,7 +198,7 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
     await old.closed();
     await until('down', () => s.status().state === 'down');
     // The new runtime's first batch, without the AllBlocksCleared SGLang would send: the drop is ours.
-    const fresh = await openPublisher(ports);
+    const { pub: fresh } = await openPublisher(ports);
     await publish(fresh, [stored([9n])]);
     await until('the new publisher', caughtUpTo(s, 0));
     expect(s.index.matchPrefix([1n]).pages).toBe(0);
@@ -198,14 +207,13 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   });
 
   it('drops the index when the restarted publisher has counted past our seq before we reconnect', async () => {
-    const ports = await freePorts();
-    const old = await openPublisher(ports, { track: false });
+    const { pub: old, ports } = await openPublisher(null, { track: false });
     await publish(old, [CLEARED, stored([1n])]);
     await publish(old, [stored([2n], 1n)]);
     const s = subscribe(ports);
     await until('caught up', caughtUpTo(s, 1));
     await old.closed();
-    const fresh = await openPublisher(ports);
+    const { pub: fresh } = await openPublisher(ports);
     for (let i = 0; i < 5; i++) await publish(fresh, i === 0 ? [CLEARED] : [stored([BigInt(20 + i)])]);
     await until('the new publisher', caughtUpTo(s, 4));
     expect(s.index.size).toBe(4);
@@ -214,12 +222,11 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   });
 
   it('measures lag when a batch is read, not after the catch-up it waited for', async () => {
-    const ports = await freePorts();
-    const pub = await openPublisher(ports);
+    const { pub, ports } = await openPublisher();
     let wall = 1_800_000_000_000;
     // The replay never answers: the catch-up on connect holds the work queue for replayTimeoutMs.
     const s = subscribe(
-      { pub: ports.pub, replay: await findFreePort() },
+      { pub: ports.pub, replay: await silentReplayPort() },
       { replayTimeoutMs: 1500, wallNow: () => wall },
     );
     await until('catching up', () => s.status().state === 'catching-up');
@@ -233,10 +240,9 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   });
 
   it('starts over, incomplete, when the replay endpoint does not answer', async () => {
-    const ports = await freePorts();
-    const pub = await openPublisher(ports);
+    const { pub, ports } = await openPublisher();
     await publish(pub, [CLEARED, stored([1n])]); // only the replay has this one
-    const s = subscribe({ pub: ports.pub, replay: await findFreePort() }, { replayTimeoutMs: 100 });
+    const s = subscribe({ pub: ports.pub, replay: await silentReplayPort() }, { replayTimeoutMs: 100 });
     await untilLiveDelivery(pub, s);
     expect(s.status()).toMatchObject({ state: 'live', complete: false });
     expect(s.status().reason).toMatch(/the replay endpoint did not answer/);
@@ -244,8 +250,7 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   });
 
   it('without a replay endpoint, starts from the first live batch, incomplete unless it is seq 0', async () => {
-    const ports = await freePorts();
-    const pub = await openPublisher(ports);
+    const { pub, ports } = await openPublisher();
     await publish(pub, [CLEARED, stored([1n])]); // before anyone subscribed: lost
     const s = subscribe(ports, { replayEndpoint: null });
     await untilLiveDelivery(pub, s);
@@ -255,8 +260,7 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
   });
 
   it('close() closes both sockets, ends its loops and is idempotent', async () => {
-    const ports = await freePorts();
-    const pub = await openPublisher(ports);
+    const { pub, ports } = await openPublisher();
     await publish(pub, [CLEARED]);
     const before = process.getActiveResourcesInfo().length;
     const s = KvEventSubscriber.start({
@@ -277,11 +281,11 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
 
 describe('KvEventSubscriber on the simulator server (--kv-events-config)', () => {
   it("indexes a request's prompt pages under the request's salt, and empties on /flush_cache", async () => {
-    const ports = await freePorts();
+    // Placeholder ports: startSim binds the event sockets on ports the kernel picks.
     const config = {
       publisher: 'zmq',
-      endpoint: `tcp://*:${ports.pub}`,
-      replay_endpoint: `tcp://*:${ports.replay}`,
+      endpoint: 'tcp://*:5557',
+      replay_endpoint: 'tcp://*:5558',
       topic: 'kv',
     };
     const sim = await startSim([
@@ -293,7 +297,10 @@ describe('KvEventSubscriber on the simulator server (--kv-events-config)', () =>
       JSON.stringify(config),
     ]);
     cleanups.push(() => sim.close());
-    const s = subscribe(ports);
+    const s = subscribe({
+      pub: portOf(eventEndpoint(sim, 'kv')),
+      replay: portOf(eventEndpoint(sim, 'replay')),
+    });
     await until('caught up', () => s.status().state === 'live' && s.status().complete);
 
     const prompt = Array.from({ length: 100 }, (_, i) => 200 + i);

@@ -11,7 +11,7 @@ import {
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
+import { bootstrapPortOf, postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
 import { build } from '../app.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import { StaticRoutingTable } from '../routing/table.ts';
@@ -91,15 +91,14 @@ const serverOf = (spans: ReadableSpan[]): ReadableSpan => {
 
 describe('request spans', () => {
   it('prefill/decode: one route span naming both, an upstream span per side, all under the server span', async () => {
-    const bsPort = await findFreePort();
     const pd = ['--model-path', 'm', '--disaggregation-mode'];
     sims = [
-      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', String(bsPort)]),
+      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', '0']),
       await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '5000']),
     ];
     const gw = await serve(
       buildRoute([
-        ep('p0', sims[0]!.url, { role: 'prefill', bootstrapPort: bsPort }),
+        ep('p0', sims[0]!.url, { role: 'prefill', bootstrapPort: bootstrapPortOf(sims[0]!) }),
         ep('d0', sims[1]!.url, { role: 'decode' }),
       ]),
     );

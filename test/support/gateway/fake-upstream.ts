@@ -8,9 +8,23 @@ import type { AddressInfo } from 'node:net';
 export class Gate {
   #open = false;
   #waiters: (() => void)[] = [];
+  #watchers: { readonly n: number; readonly wake: () => void }[] = [];
 
   wait(): Promise<void> {
-    return this.#open ? Promise.resolve() : new Promise((r) => this.#waiters.push(r));
+    if (this.#open) return Promise.resolve();
+    const held = new Promise<void>((r) => this.#waiters.push(r));
+    for (const w of this.#watchers.filter((x) => this.#waiters.length >= x.n)) w.wake();
+    this.#watchers = this.#watchers.filter((x) => this.#waiters.length < x.n);
+    return held;
+  }
+
+  /**
+   * Resolves once `n` requests are held here: for a request that crosses a process (the gateway
+   * as its own process), where counting event-loop turns would be a timeout in disguise.
+   */
+  untilWaiting(n: number): Promise<void> {
+    if (this.#waiters.length >= n) return Promise.resolve();
+    return new Promise((wake) => this.#watchers.push({ n, wake }));
   }
 
   open(): void {

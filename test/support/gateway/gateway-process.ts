@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findFreePort } from '../sim/testing.ts';
+import { z } from 'zod';
+import { waitForJsonLine } from '../json-lines.ts';
 
 const SERVER = fileURLToPath(new URL('../../../gateway/src/server.ts', import.meta.url));
 
@@ -31,28 +32,42 @@ export function writeRoutesFile(upstreamUrl: string): { readonly path: string; r
   return { path: file, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Starts server.ts on a free port with `--routes`, `--auth open` (and `--admin-port`, with `admin`); resolves once /readyz says ready. */
+/** The gateway's `listening` line (server.ts): the ports it bound. */
+const ListeningLine = z.object({
+  msg: z.literal('listening'),
+  port: z.number().int().positive(),
+  adminPort: z.number().int().positive().optional(),
+});
+
+/**
+ * Starts server.ts on port 0 with `--routes`, `--auth open` (and `--admin-port 0`, with `admin`),
+ * reads the ports it bound from its `listening` line, and resolves once /readyz says ready.
+ */
 export async function spawnGateway(
   routes: string,
   extra: readonly string[] = [],
   opts: { admin?: boolean; env?: NodeJS.ProcessEnv } = {},
 ): Promise<GatewayProcess> {
-  const port = await findFreePort();
-  const url = `http://127.0.0.1:${port}`;
   // Open unless `extra` says otherwise (a later --auth wins).
-  const args = ['--routes', routes, '--auth', 'open', '--host', '127.0.0.1', '--port', String(port)];
+  const args = ['--routes', routes, '--auth', 'open', '--host', '127.0.0.1', '--port', '0'];
+  // The `listening` line is written at any level; the rest of stdout is read here and dropped.
   args.push('--log-level', 'warn');
-  let adminUrl = url;
-  if (opts.admin) {
-    const adminPort = await findFreePort();
-    adminUrl = `http://127.0.0.1:${adminPort}`;
-    args.push('--admin-port', String(adminPort));
-  }
+  if (opts.admin) args.push('--admin-port', '0');
   const proc = spawn(process.execPath, [SERVER, ...args, ...extra], {
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...opts.env },
   });
   const exited = once(proc, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  if (!proc.stdout) throw new Error('the gateway process has no stdout pipe');
+  const line = await waitForJsonLine(proc, proc.stdout, (l) => ListeningLine.safeParse(l).success, {
+    what: 'the gateway',
+  }).catch((e: unknown) => {
+    proc.kill('SIGKILL');
+    throw e;
+  });
+  const listening = ListeningLine.parse(line);
+  const url = `http://127.0.0.1:${listening.port}`;
+  const adminUrl = listening.adminPort === undefined ? url : `http://127.0.0.1:${listening.adminPort}`;
   for (let i = 0; i < 400; i++) {
     const ready = await fetch(`${adminUrl}/readyz`).then(
       (r) => r.status === 200,

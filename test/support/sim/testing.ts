@@ -1,11 +1,26 @@
-// Test helpers: start a simulator in-process on a free port, on virtual time.
+// Test helpers: start a simulator in-process on virtual time. Every port it
+// binds is bound on 0 and read back, never guessed free first: the HTTP port and
+// the event sockets always (--port 0, --sim-ephemeral-event-ports: configured
+// event ports are placeholders), a prefill's bootstrap port unless the test
+// gives one (SGLang's default, 8998, would be shared by every prefill); read
+// them from `url`, `events` and `bootstrapPort`.
 
 import { InstantClock } from '../../sim/clock.ts';
-import { parseSimArgs } from '../../sim/config.ts';
+import { parseSimArgs, type SimConfig } from '../../sim/config.ts';
 import { SimServer, silentLogger } from '../../sim/server.ts';
+
+/** The simulator's event sockets, as a client on this host reaches them (tcp://127.0.0.1:PORT). */
+export interface SimEventEndpoints {
+  readonly kv: string | null;
+  readonly replay: string | null;
+  readonly load: string | null;
+}
 
 export interface RunningSim {
   readonly url: string;
+  /** The prefill bootstrap server's bound port; null unless --disaggregation-mode prefill. */
+  readonly bootstrapPort: number | null;
+  readonly events: SimEventEndpoints;
   readonly server: SimServer;
   readonly crashes: { count: number };
   readonly clock: InstantClock;
@@ -15,11 +30,10 @@ export interface RunningSim {
 }
 
 export async function startSim(argv: readonly string[]): Promise<RunningSim> {
-  const parsed = parseSimArgs(['--port', '0', ...argv]);
-  if (!parsed.ok) throw new Error(parsed.error);
+  const config = parseOnPortZero(argv);
   const crashes = { count: 0 };
   const clock = new InstantClock();
-  const server = new SimServer(parsed.value, {
+  const server = new SimServer(config, {
     clock,
     logger: silentLogger,
     crash: () => void crashes.count++,
@@ -31,14 +45,60 @@ export async function startSim(argv: readonly string[]): Promise<RunningSim> {
       await new Promise((r) => setImmediate(r));
     }
   };
+  const bound = server.kvEvents?.bound;
   return {
     url: `http://127.0.0.1:${port}`,
+    bootstrapPort: server.bootstrapPort,
+    events: {
+      kv: reachableOnLoopback(bound?.kv ?? null),
+      replay: reachableOnLoopback(bound?.replay ?? null),
+      load: reachableOnLoopback(bound?.load ?? null),
+    },
     server,
     crashes,
     clock,
     untilWaiting,
     close: () => server.close(),
   };
+}
+
+function parseOnPortZero(argv: readonly string[]): SimConfig {
+  const parsed = parseSimArgs(['--port', '0', '--sim-ephemeral-event-ports', ...argv]);
+  if (!parsed.ok) throw new Error(parsed.error);
+  const cfg = parsed.value;
+  if (cfg.sglang.disaggregation_mode !== 'prefill' || cfg.explicit.has('disaggregation_bootstrap_port'))
+    return cfg;
+  return parseOnPortZero(['--disaggregation-bootstrap-port', '0', ...argv]);
+}
+
+/** A prefill simulator's bootstrap port (started with --disaggregation-bootstrap-port 0); throws for any other. */
+export function bootstrapPortOf(sim: RunningSim): number {
+  if (sim.bootstrapPort === null)
+    throw new Error('the simulator runs no bootstrap server: start it with --disaggregation-mode prefill');
+  return sim.bootstrapPort;
+}
+
+/** Where a client reaches one of the simulator's event sockets; throws when it bound none. */
+export function eventEndpoint(sim: RunningSim, socket: keyof SimEventEndpoints): string {
+  const endpoint = sim.events[socket];
+  if (endpoint === null)
+    throw new Error(`the simulator bound no ${socket} event socket: check --kv-events-config`);
+  return endpoint;
+}
+
+/** A libzmq bound address (tcp://0.0.0.0:P, tcp://[::]:P, tcp://127.0.0.1:P) as tcp://127.0.0.1:P. */
+export function reachableOnLoopback(bound: string | null): string | null {
+  if (bound === null) return null;
+  const port = /:(\d+)$/.exec(bound)?.[1];
+  if (port === undefined) throw new Error(`not a tcp:// address with a port: ${bound}`);
+  return `tcp://127.0.0.1:${port}`;
+}
+
+/** The port of a tcp://host:port address. */
+export function portOf(endpoint: string): number {
+  const port = /:(\d+)$/.exec(endpoint)?.[1];
+  if (port === undefined) throw new Error(`not an address with a port: ${endpoint}`);
+  return Number(port);
 }
 
 export async function postJson(
@@ -77,18 +137,4 @@ export async function postSse(
     .filter((e) => e.startsWith('data: '))
     .map((e) => e.slice(6));
   return { status: res.status, events, headers: res.headers };
-}
-
-/** A free TCP port (for a bootstrap port that must be known before launch). */
-export async function findFreePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }

@@ -2,7 +2,12 @@
 // 0.5.23 by the conformance suite); the real server's effect is in
 // test/conformance/warmup-real.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort, postJson, startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
+import {
+  bootstrapPortOf,
+  postJson,
+  startSim,
+  type RunningSim,
+} from '../../../../test/support/sim/testing.ts';
 import type { WarmupTarget } from './warmup.ts';
 import { sendWarmupDocuments } from './warmup-send.ts';
 
@@ -76,7 +81,6 @@ describe('sendWarmupDocuments on a prefill/decode pair', () => {
   // The bug this guards: a disaggregated prefill refuses a request without a bootstrap
   // room, so a chat warm-up must go to the prefill and its decode partner at once.
   it('warms the prefill through its decode partner with the bootstrap fields', async () => {
-    const bsPort = await findFreePort();
     const prefill = await startSim([
       '--model-path',
       'm',
@@ -84,8 +88,9 @@ describe('sendWarmupDocuments on a prefill/decode pair', () => {
       '--disaggregation-mode',
       'prefill',
       '--disaggregation-bootstrap-port',
-      String(bsPort),
+      '0',
     ]);
+    const bsPort = bootstrapPortOf(prefill);
     const decode = await startSim([
       '--model-path',
       'm',
