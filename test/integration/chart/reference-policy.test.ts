@@ -227,7 +227,9 @@ describe('a reference is honoured only when the applying user could use what it 
       });
     });
     const gina = await createUser('gina', [CACHEROUTE_WRITER]);
-    // Wait for gina's rights and the policy: a changed reference is refused.
+    // Wait for gina's rights and the policy: a changed reference is refused. Each try names
+    // another Secret: a try that landed before the policy took effect would make the next
+    // one an unchanged reference, which is allowed.
     const patch = (spec: Json) =>
       kubectl(
         ['patch', '-n', ns, 'deployments.cacheroute.dev', 'kept', '--type=merge', '-p', JSON.stringify(spec)],
@@ -235,12 +237,14 @@ describe('a reference is honoured only when the applying user could use what it 
           kubeconfig: gina,
         },
       );
+    let tries = 0;
     await eventually(async () => {
+      const name = `x${++tries}`;
       const res = await patch({
-        spec: { model: { source: { download: { tokenSecretRef: { name: 'x', key: 't' } } } } },
+        spec: { model: { source: { download: { tokenSecretRef: { name, key: 't' } } } } },
       });
       expect(res.code).not.toBe(0);
-      expect(res.stderr).toContain('names Secret x');
+      expect(res.stderr).toContain(`names Secret ${name}`);
     });
     const relabel = await patch({ metadata: { labels: { team: 'a' } } });
     expect(relabel.stderr).toBe('');
