@@ -24,7 +24,7 @@ import { forwardStandalone } from './forward/standalone.ts';
 import type { Answer, Deliver, Forwarding, RequestContext } from './forward/types.ts';
 import { KvPublisherFollower } from './kv-index/follow.ts';
 import { KvIndexFleet } from './kv-index/fleet.ts';
-import type { GatewayMetrics } from './metrics.ts';
+import type { GatewayMetrics } from './metrics/index.ts';
 import { Picker } from './picker/pick.ts';
 import { toGatewayError } from './picker/verdict.ts';
 import { WakeHolds } from './picker/wake-hold.ts';

@@ -14,7 +14,7 @@
 import { Registry } from 'prom-client';
 import { KvIndexFleet } from '../../gateway/src/kv-index/fleet.ts';
 import { registerKvIndexMetrics } from '../../gateway/src/kv-index/metrics.ts';
-import { buildMetrics } from '../../gateway/src/metrics.ts';
+import { buildMetrics } from '../../gateway/src/metrics/index.ts';
 import { registerDeploymentMetrics } from '../../operator/src/controllers/deployment/metrics.ts';
 import { registerTaskMetrics } from '../../operator/src/controllers/task/metrics.ts';
 import { createRuntimeMetrics } from '../../operator/src/manager/metrics.ts';

@@ -3,7 +3,7 @@
 // counted and turned into the client's error (rejection.ts).
 
 import type { TierPosition } from '../fleet/tier-position.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import type { PickTrace } from '../tracing/pick-trace.ts';
 import type { AdmissionRegistry, Permit } from './controller.ts';

@@ -1,7 +1,7 @@
 // An admission refusal as the client sees it: the gateway error, its status
 // and Retry-After, naming the deployment and the bound it hit.
 
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import type { Rejection } from './controller.ts';
 
 export function toGatewayError(

@@ -4,7 +4,7 @@
 // the /metrics scrape. Policies see it as one EndpointView per decision.
 
 import type { Clock } from '#kube/clock.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import type { CachedPrefix, EndpointView, Policy, RouteOutcome } from '../policies/index.ts';
 import { generationOf } from './generation.ts';
 import { PrefillTracker } from './prefill-tracker.ts';

@@ -5,9 +5,9 @@
 import type { Clock } from '#kube/clock.ts';
 import type { EndpointBook } from '../endpoints/book.ts';
 import type { StandingEndpoints } from '../endpoints/standing.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import type { KvIndexFleet } from '../kv-index/fleet.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { RequestEncodingError, type SendOptions } from '../upstream/answer.ts';
 import type { Exchange } from '../upstream/exchange.ts';

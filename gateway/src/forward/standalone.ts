@@ -3,7 +3,7 @@
 // chooses next (lease.repick, up to maxAttempts), an answer that had begun is
 // not (the runtime already did the work).
 
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
 import { AnswerInterruptedError } from '../upstream/answer.ts';
 import { isFailedAnswer } from '../upstream/relay.ts';

@@ -4,7 +4,7 @@
 
 import type { FastifyBaseLogger } from 'fastify';
 import type { ReleaseInfo } from '../admission/index.ts';
-import type { GatewayError } from '../errors.ts';
+import type { GatewayError } from '../errors/index.ts';
 import type { Decision, PickLease } from '../picker/types.ts';
 import type { CacheReport } from '../policies/index.ts';
 import type { RouteKind } from '../request/shape.ts';

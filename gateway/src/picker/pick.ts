@@ -20,10 +20,10 @@ import { computeTenantSalt } from '#sglang/salt.ts';
 import type { AdmissionRegistry, Permit } from '../admission/index.ts';
 import { admitRequest } from '../admission/admit.ts';
 import type { Clock } from '#kube/clock.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import type { TierPosition } from '../fleet/tier-position.ts';
 import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import type { RouteInput } from '../policies/index.ts';
 import type { PolicyRegistry } from '../routing/policy-registry.ts';
 import {

@@ -1,6 +1,6 @@
 // The per-request routing decision record: a log line, metrics and a span.
 
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import { CacheAwarePolicy, type CachedPrefix, type Policy, type RouteInput } from '../policies/index.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import type { PickTrace } from '../tracing/pick-trace.ts';

@@ -7,7 +7,7 @@
 
 import type { BootstrapFields } from '#sglang/bootstrap.ts';
 import type { ReleaseInfo } from '../admission/index.ts';
-import type { ErrorBody, ErrorParams, GatewayErrorCode } from '../errors.ts';
+import type { ErrorBody, ErrorParams, GatewayErrorCode } from '../errors/index.ts';
 import type { Policy, RouteInput } from '../policies/index.ts';
 import type { RouteKind } from '../request/shape.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';

@@ -3,7 +3,7 @@
 // the front end a plain Refusal, and the proxy throws it again for fastify's
 // error handler, so the client's answer is the one it always was.
 
-import { buildErrorBody, GatewayError } from '../errors.ts';
+import { buildErrorBody, GatewayError } from '../errors/index.ts';
 import type { Refusal } from './types.ts';
 
 /** `shed` when the client may retry later (a Retry-After), `refuse` otherwise. */

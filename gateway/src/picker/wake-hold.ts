@@ -7,7 +7,7 @@
 // A prefill/decode pair is routable once a prefill has a decode partner: one
 // part up is not enough (the operator wakes both together).
 import type { Clock } from '#kube/clock.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import { hasRoutablePair, isDisaggregated } from '../routing/pd.ts';
 import { computeRoutableEndpoints, type ModelRoute } from '../routing/table.ts';
 

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { buildErrorBody, GatewayError } from '../errors.ts';
+import { buildErrorBody, GatewayError } from '../errors/index.ts';
 
 /** fastify's frameworkErrors: a URL whose %-escapes do not decode, refused before routing. */
 export function answerFrameworkError(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {

@@ -5,7 +5,7 @@
 // unread rest of the body is discarded by Node as it arrives.
 
 import type { FastifyInstance } from 'fastify';
-import { buildErrorBody, GatewayError } from '../errors.ts';
+import { buildErrorBody, GatewayError } from '../errors/index.ts';
 
 export function registerEarlyNotFound(app: FastifyInstance): void {
   app.addHook('onRequest', (req, reply, done) => {

@@ -6,7 +6,7 @@
 // that allocates nothing, and refused before JSON.parse when it is out of bounds.
 
 import type { FastifyInstance } from 'fastify';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 
 export interface JsonShapeLimits {
   /** Containers open at once. Real requests (tool schemas included) nest tens deep; Python's json takes about 1,000. */

@@ -15,7 +15,7 @@
 //   are the batch's sum (SGLang's usage counts each prompt once, whatever n).
 
 import { PRIVILEGED_REQUEST_FIELDS, RequestRules, type PrivilegedRequestField } from '#api';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import { computeTextTokens } from '../radix/index.ts';
 import { findMediaReference } from './media.ts';
 import type { ParsedBody } from './shape.ts';

@@ -7,7 +7,7 @@
 // caller, refuses to guess: the client names the namespace
 // (x-cacheroute-namespace), so no namespace receives another's prompts.
 
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import type { ParsedBody } from '../request/shape.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
 import { chooseWeighted } from './split.ts';

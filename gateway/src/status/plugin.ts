@@ -15,7 +15,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { Gateway } from '../gateway.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import type { TenantDirectory } from '../tenancy/tenant.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';

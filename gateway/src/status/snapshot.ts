@@ -6,7 +6,7 @@
 import type { TenantDirectory } from '../tenancy/tenant.ts';
 import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { Gateway } from '../gateway.ts';
-import type { GatewayMetrics, UpstreamFailureReason } from '../metrics.ts';
+import type { GatewayMetrics, UpstreamFailureReason } from '../metrics/index.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import type { ActivityRecorder, EndpointActivity, ErrorRecord } from './activity.ts';
 import type { DecisionCounts, StatusSnapshot } from './view.ts';

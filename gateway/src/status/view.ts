@@ -15,7 +15,7 @@ import {
   type ModelRoute,
   type RouteEndpoint,
 } from '../routing/table.ts';
-import type { UpstreamFailureReason } from '../metrics.ts';
+import type { UpstreamFailureReason } from '../metrics/index.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';
 

@@ -2,7 +2,7 @@
 // route does in keys mode, before the body is read for routing.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import { readPresentedKey } from './credentials.ts';
 import { hashApiKey, type Tenant, type TenantDirectory } from './tenant.ts';
 

@@ -3,8 +3,8 @@
 // alone is more requests than the tenant may send in a minute (a batch, or
 // `n`) could never fit: 400, split it.
 
-import { GatewayError } from '../errors.ts';
-import type { GatewayMetrics } from '../metrics.ts';
+import { GatewayError } from '../errors/index.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import { applyLimitHeaders, toRateLimitError } from './limit-response.ts';
 import type { RateLimiter } from './limiter.ts';
 import type { RateCost } from './rate-window.ts';

@@ -1,7 +1,7 @@
 // A rate decision as the client sees it: OpenAI's x-ratelimit-* headers on
 // every answer to a limited tenant, and the 429 that names the limit.
 
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 import type { LimitDecision, LimitState } from './rate-window.ts';
 import type { Tenant } from './tenant.ts';
 

@@ -4,7 +4,7 @@
 // before its body is parsed or tokenized (refusal-memo.ts).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GatewayMetrics } from '../metrics.ts';
+import type { GatewayMetrics } from '../metrics/index.ts';
 import { authenticate } from './authenticate.ts';
 import { applyLimitHeaders, toRateLimitError } from './limit-response.ts';
 import type { RefusalMemoLimiter } from './refusal-memo.ts';

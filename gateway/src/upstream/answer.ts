@@ -9,7 +9,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Agent, Dispatcher } from 'undici';
-import { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors/index.ts';
 
 export interface SendOptions {
   readonly agent: Agent;

@@ -1,8 +1,8 @@
 // Talking to one runtime endpoint: send, read whole, pipe a stream through,
 // map failures to our error codes (never the runtime's own text).
 
-import { buildErrorBody, GatewayError } from '../errors.ts';
-import type { UpstreamFailureReason } from '../metrics.ts';
+import { buildErrorBody, GatewayError } from '../errors/index.ts';
+import type { UpstreamFailureReason } from '../metrics/index.ts';
 import type { CacheReport } from '../policies/index.ts';
 import { extractCacheReport, SseReportSniffer } from './report.ts';
 import type { ResponseSink } from './sink.ts';

@@ -8,7 +8,7 @@ import { StandingEndpoints } from '../../../gateway/src/endpoints/standing.ts';
 import { buildSoloPeers } from '../../../gateway/src/fleet/peers.ts';
 import { TierPosition } from '../../../gateway/src/fleet/tier-position.ts';
 import { KvIndexFleet } from '../../../gateway/src/kv-index/fleet.ts';
-import { buildMetrics } from '../../../gateway/src/metrics.ts';
+import { buildMetrics } from '../../../gateway/src/metrics/index.ts';
 import { Picker } from '../../../gateway/src/picker/pick.ts';
 import type { DecisionLog, PickRequest, PickResult, PickScope } from '../../../gateway/src/picker/types.ts';
 import { WakeHolds } from '../../../gateway/src/picker/wake-hold.ts';

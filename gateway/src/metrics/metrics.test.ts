@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildMetrics, classifyEndpoint } from './metrics.ts';
-import { StaticRoutingTable, WarmupGate, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
+import { buildMetrics, classifyEndpoint } from './index.ts';
+import { StaticRoutingTable, WarmupGate, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
 
 const endpoint = (over: Partial<RouteEndpoint>): RouteEndpoint => ({
   id: 'ns/pod',

@@ -6,9 +6,9 @@ import {
   GatewayError,
   GatewayErrors,
   type GatewayErrorCode,
-} from './errors.ts';
+} from './index.ts';
 
-const doc = readFileSync(new URL('../ERRORS.md', import.meta.url), 'utf8');
+const doc = readFileSync(new URL('../../ERRORS.md', import.meta.url), 'utf8');
 const documented = new Map(
   [...doc.matchAll(/^### (GW_\w+)\n+Status (\d{3})/gm)].map((m) => [m[1] as string, Number(m[2])]),
 );

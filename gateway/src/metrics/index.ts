@@ -1,8 +1,8 @@
 // The gateway's Prometheus metrics, on a registry per app (tests build many).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { PredictionCounters } from './cache-report/prediction-counters.ts';
-import { WarmupGate, type RouteEndpoint, type RoutingTable } from './routing/table.ts';
+import { PredictionCounters } from '../cache-report/prediction-counters.ts';
+import { WarmupGate, type RouteEndpoint, type RoutingTable } from '../routing/table.ts';
 
 /** Why an upstream attempt failed (a label value). */
 export type UpstreamFailureReason = 'connect' | 'timeout' | 'status' | 'interrupted';
