@@ -12,7 +12,7 @@ import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts
 import type { RuntimeLoad } from '../endpoints/book.ts';
 import type { EndpointView } from '../policies/policy.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
-import type { PredictionCounters } from './prediction-counters.ts';
+import type { PredictionCounters } from '../metrics/prediction-counters.ts';
 
 export interface CacheReportSources {
   readonly routes: readonly ModelRoute[];

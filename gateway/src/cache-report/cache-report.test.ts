@@ -1,5 +1,5 @@
-// The cache report: the prediction window's arithmetic, and GET /cache-report.json through the
-// app against a fake upstream (a cache-aware route predicts the repeated prefix it routed).
+// GET /cache-report.json through the app against a fake upstream (a cache-aware route predicts
+// the repeated prefix it routed).
 
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -14,20 +14,6 @@ import {
   type FakeUpstream,
 } from '../../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../../test/support/gateway/routes.ts';
-import { PredictionCounters } from './prediction-counters.ts';
-
-describe('PredictionCounters', () => {
-  it('adds up per Deployment, forgets the ones no longer routed, and names its start', () => {
-    const c = new PredictionCounters();
-    c.record('ns/a', 100, 60);
-    c.record('ns/a', 100, 0);
-    c.record('ns/b', 50, 50);
-    expect(c.totalsOf('ns/a')).toEqual({ decisions: 2, promptTokens: 200, predictedTokens: 60 });
-    c.retain(new Set(['ns/a']));
-    expect(c.totalsOf('ns/b')).toEqual({ decisions: 0, promptTokens: 0, predictedTokens: 0 });
-    expect(c.instance).not.toBe(new PredictionCounters().instance);
-  });
-});
 
 describe('GET /cache-report.json', () => {
   let up: FakeUpstream;

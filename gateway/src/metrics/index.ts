@@ -1,7 +1,7 @@
 // The gateway's Prometheus metrics, on a registry per app (tests build many).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { PredictionCounters } from '../cache-report/prediction-counters.ts';
+import { PredictionCounters } from './prediction-counters.ts';
 import { WarmupGate, type RouteEndpoint, type RoutingTable } from '../routing/table.ts';
 
 /** Why an upstream attempt failed (a label value). */
