@@ -27,6 +27,7 @@ import { registerEarlyNotFound } from './request/early-not-found.ts';
 import { registerJsonBodyParser } from './request/json-body.ts';
 import type { RouteKind } from './request/shape.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
+import { listEndpointStates } from './routing/endpoint-state.ts';
 import { RuntimeLoadEvents } from './endpoints/load-events.ts';
 import { RuntimeLoadPoller } from './endpoints/runtime-load.ts';
 import type { RuntimeLoad } from './endpoints/book.ts';
@@ -115,7 +116,10 @@ export function build(opts: BuildOptions): FastifyInstance {
   registerEarlyNotFound(app);
   registerJsonBodyParser(app);
   app.server.on('connect', answerConnect);
-  const metrics = buildMetrics({ defaultMetrics: opts.defaultMetrics ?? false, table: opts.table });
+  const metrics = buildMetrics({
+    defaultMetrics: opts.defaultMetrics ?? false,
+    endpointStates: () => listEndpointStates(opts.table),
+  });
   const clock = opts.clock ?? monotonicClock;
   const load = opts.runtimeLoad
     ? { get: opts.runtimeLoad, start: () => undefined, close: () => undefined }

@@ -1,8 +1,8 @@
-// The gateway's Prometheus metrics, on a registry per app (tests build many).
+// The gateway's Prometheus metrics, on a registry per app (tests build many). Imports nothing
+// of the gateway: every folder records here, so what a metric reads is passed in.
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PredictionCounters } from './prediction-counters.ts';
-import { WarmupGate, type RouteEndpoint, type RoutingTable } from '../routing/table.ts';
 
 /** Why an upstream attempt failed (a label value). */
 export type UpstreamFailureReason = 'connect' | 'timeout' | 'status' | 'interrupted';
@@ -27,19 +27,22 @@ export interface GatewayMetrics {
   readonly predictions: PredictionCounters;
 }
 
-/**
- * routable: ready and verified, and not held for its warm-up; warming: held from user traffic
- * until its CachePolicy's warm-up is done (or routeAfterSeconds pass); the others never
- * receive generation.
- */
-export function classifyEndpoint(e: RouteEndpoint): 'routable' | 'warming' | 'not_ready' | 'unverified' {
-  if (!e.verified) return 'unverified';
-  if (!e.ready) return 'not_ready';
-  return e.warmup?.state === WarmupGate.warming ? 'warming' : 'routable';
+/** One endpoint as cacheroute_gateway_endpoints labels it (routing/endpoint-state.ts lists them). */
+export interface EndpointStateLabels {
+  readonly model: string;
+  readonly role: string;
+  readonly state: string;
 }
 
-export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTable } = {}): GatewayMetrics {
-  const table = opts.table;
+export interface MetricsOptions {
+  /** Node.js process metrics too (the server; tests leave them out). */
+  readonly defaultMetrics?: boolean;
+  /** The endpoints cacheroute_gateway_endpoints counts, read at each scrape; none without it. */
+  readonly endpointStates?: () => Iterable<EndpointStateLabels>;
+}
+
+export function buildMetrics(opts: MetricsOptions = {}): GatewayMetrics {
+  const endpointStates = opts.endpointStates;
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'cacheroute_gateway_' });
   const registers = [registry];
@@ -118,10 +121,9 @@ export function buildMetrics(opts: { defaultMetrics?: boolean; table?: RoutingTa
       registers,
       // Read from the routing table at scrape time: nothing to keep in step on the request path.
       collect() {
-        if (!table) return;
+        if (!endpointStates) return;
         this.reset();
-        for (const r of table.list())
-          for (const e of r.endpoints) this.inc({ model: r.model, role: e.role, state: classifyEndpoint(e) });
+        for (const labels of endpointStates()) this.inc(labels);
       },
     }),
     tenantRequests: new Counter({

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildMetrics, classifyEndpoint } from './index.ts';
+import { listEndpointStates } from '../routing/endpoint-state.ts';
+import { buildMetrics } from './index.ts';
 import { StaticRoutingTable, WarmupGate, type ModelRoute, type RouteEndpoint } from '../routing/table.ts';
 
 const endpoint = (over: Partial<RouteEndpoint>): RouteEndpoint => ({
@@ -12,23 +13,8 @@ const endpoint = (over: Partial<RouteEndpoint>): RouteEndpoint => ({
   ...over,
 });
 
-describe('classifyEndpoint', () => {
-  it('counts an endpoint held for its warm-up as warming, not routable', () => {
-    expect(classifyEndpoint(endpoint({ warmup: { state: WarmupGate.warming, message: 'm' } }))).toBe(
-      'warming',
-    );
-    expect(classifyEndpoint(endpoint({ warmup: { state: WarmupGate.warmed, message: 'm' } }))).toBe(
-      'routable',
-    );
-    expect(classifyEndpoint(endpoint({ warmup: { state: WarmupGate.timedOut, message: 'm' } }))).toBe(
-      'routable',
-    );
-    expect(classifyEndpoint(endpoint({}))).toBe('routable');
-    expect(classifyEndpoint(endpoint({ ready: false }))).toBe('not_ready');
-    expect(classifyEndpoint(endpoint({ verified: false }))).toBe('unverified');
-  });
-
-  it('shows in cacheroute_gateway_endpoints', async () => {
+describe('cacheroute_gateway_endpoints', () => {
+  it('shows an endpoint held for its warm-up as warming', async () => {
     const route = {
       model: 'm',
       deployment: 'ns/d',
@@ -37,9 +23,27 @@ describe('classifyEndpoint', () => {
         endpoint({ id: 'ns/b' }),
       ],
     } as unknown as ModelRoute;
-    const metrics = buildMetrics({ table: new StaticRoutingTable([route]) });
+    const metrics = buildMetrics({
+      endpointStates: () => listEndpointStates(new StaticRoutingTable([route])),
+    });
     const text = await metrics.registry.metrics();
     expect(text).toContain('cacheroute_gateway_endpoints{model="m",role="standalone",state="warming"} 1');
     expect(text).toContain('cacheroute_gateway_endpoints{model="m",role="standalone",state="routable"} 1');
+  });
+
+  it('counts what endpointStates lists afresh at each scrape', async () => {
+    let states = [
+      { model: 'm', role: 'standalone', state: 'warming' },
+      { model: 'm', role: 'standalone', state: 'routable' },
+      { model: 'm', role: 'standalone', state: 'routable' },
+    ];
+    const metrics = buildMetrics({ endpointStates: () => states });
+    expect(await metrics.registry.metrics()).toContain(
+      'cacheroute_gateway_endpoints{model="m",role="standalone",state="routable"} 2',
+    );
+    states = [{ model: 'm', role: 'standalone', state: 'routable' }];
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('cacheroute_gateway_endpoints{model="m",role="standalone",state="routable"} 1');
+    expect(text).not.toContain('state="warming"');
   });
 });

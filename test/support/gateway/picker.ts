@@ -12,6 +12,7 @@ import { buildMetrics } from '../../../gateway/src/metrics/index.ts';
 import { Picker } from '../../../gateway/src/picker/pick.ts';
 import type { DecisionLog, PickRequest, PickResult, PickScope } from '../../../gateway/src/picker/types.ts';
 import { WakeHolds } from '../../../gateway/src/picker/wake-hold.ts';
+import { listEndpointStates } from '../../../gateway/src/routing/endpoint-state.ts';
 import { PolicyRegistry } from '../../../gateway/src/routing/policy-registry.ts';
 import { MemoryResultStore, ResultReuser } from '../../../gateway/src/reuse/index.ts';
 import { StaticRoutingTable, type ModelRoute } from '../../../gateway/src/routing/table.ts';
@@ -34,7 +35,7 @@ export function buildTestPicker(
 ): TestPicker {
   const clock = new ManualClock();
   const table = new StaticRoutingTable(routes);
-  const metrics = buildMetrics({ table });
+  const metrics = buildMetrics({ endpointStates: () => listEndpointStates(table) });
   const book = new EndpointBook({ metrics, clock, runtimeLoad: () => undefined });
   const standing = new StandingEndpoints(clock);
   const kvIndex = new KvIndexFleet({ clock });
