@@ -14,7 +14,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RuntimeLoad } from '../endpoints/book.ts';
-import type { Gateway } from '../gateway.ts';
 import type { GatewayMetrics } from '../metrics/index.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import type { TenantDirectory } from '../tenancy/tenant.ts';
@@ -23,12 +22,12 @@ import { ENDPOINT_HEADER } from '../forward/served.ts';
 import { REUSED_HEADER } from '../picker/reused.ts';
 import { ActivityRecorder, type ErrorRecord } from './activity.ts';
 import { renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
-import { collectStatusSnapshot } from './snapshot.ts';
+import { collectStatusSnapshot, type StatusGateway } from './snapshot.ts';
 import { buildStatusView, type StatusView } from './view.ts';
 
 export interface StatusPluginOptions {
   readonly table: RoutingTable;
-  readonly gateway: Gateway;
+  readonly gateway: StatusGateway;
   readonly metrics: GatewayMetrics;
   readonly runtimeLoad?: ((endpointId: string) => RuntimeLoad | undefined) | undefined;
   /** Route paths whose answers are recorded. */

@@ -5,18 +5,31 @@
 
 import type { TenantDirectory } from '../tenancy/tenant.ts';
 import type { RuntimeLoad } from '../endpoints/book.ts';
-import type { Gateway } from '../gateway.ts';
+import type { DownMark } from '../endpoints/standing.ts';
 import type { GatewayMetrics, UpstreamFailureReason } from '../metrics/index.ts';
 import type { RoutingTable } from '../routing/table.ts';
 import type { ActivityRecorder, EndpointActivity, ErrorRecord } from './activity.ts';
 import type { DecisionCounts, StatusSnapshot } from './view.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
-import { computeSlowestLagMs } from '../kv-index/fleet.ts';
+import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
+
+/**
+ * What /status reads of the running gateway (gateway.ts's Gateway), as a structural type:
+ * status/ is mounted by the root's composition (app.ts) and does not import it back.
+ */
+export interface StatusGateway {
+  inFlightOf(endpointId: string): number;
+  readonly admission: {
+    entries(): readonly (readonly [deployment: string, { snapshot(): AdmissionSnapshot }])[];
+  };
+  readonly standing: { list(): readonly Pick<DownMark, 'id' | 'reason'>[] };
+  readonly kvIndex: { status(): readonly EndpointKvStatus[] };
+}
 
 export interface SnapshotSources {
   readonly table: RoutingTable;
-  readonly gateway: Gateway;
+  readonly gateway: StatusGateway;
   readonly metrics: GatewayMetrics;
   readonly activity: ActivityRecorder;
   readonly runtimeLoad?: ((endpointId: string) => RuntimeLoad | undefined) | undefined;
