@@ -21,19 +21,6 @@ const SUBPATH_IMPORTS: readonly (readonly [prefix: string, folder: string])[] = 
   ['#kube/', 'lib/kube/'],
 ];
 
-/**
- * Files of a program's root folder that its subfolders still import, making a cycle with the
- * root's composition (app.ts, server.ts), with why they are still there. Imports of them are
- * left out of the graph; the last test fails once one is no longer imported from below, so
- * the entry goes with the cycle.
- */
-const PENDING: Readonly<Record<string, string>> = {
-  'gateway/src/errors.ts':
-    'GatewayError: 13 subfolder files; moves with the picker/proxy split (issue 29 step 3)',
-  'gateway/src/metrics.ts': 'GatewayMetrics: 10 subfolder files; moves with the picker/proxy split',
-  'gateway/src/gateway.ts': 'the Gateway type, read by status/; moves with the picker/proxy split',
-};
-
 /** One folder-to-folder edge, with a file import that makes it (for the failure message). */
 interface Edge {
   readonly to: string;
@@ -73,11 +60,7 @@ function resolveSpecifier(file: string, specifier: string): string | undefined {
 }
 
 /** Folder -> the other folders its files import. */
-function folderGraph(
-  files: readonly string[],
-  read: (file: string) => string,
-  skip: (target: string) => boolean = () => false,
-): Map<string, Edge[]> {
+function folderGraph(files: readonly string[], read: (file: string) => string): Map<string, Edge[]> {
   const graph = new Map<string, Edge[]>();
   for (const file of files) {
     const from = dirname(file);
@@ -85,7 +68,7 @@ function folderGraph(
     graph.set(from, edges);
     for (const specifier of staticSpecifiers(read(file))) {
       const target = resolveSpecifier(file, specifier);
-      if (target === undefined || skip(target)) continue;
+      if (target === undefined) continue;
       const to = dirname(target);
       if (to !== from && !edges.some((e) => e.to === to)) edges.push({ to, via: `${file} -> ${target}` });
     }
@@ -186,16 +169,7 @@ describe('folder cycles', () => {
   const read = (f: string) => readFileSync(join(ROOT, f), 'utf8');
 
   it('no two folders of the libraries and programs import each other', () => {
-    const cycles = folderCycles(folderGraph(files, read, (target) => target in PENDING));
+    const cycles = folderCycles(folderGraph(files, read));
     expect(cycles, `folder cycles:\n${cycles.join('\n')}`).toEqual([]);
-  });
-
-  it.each(Object.keys(PENDING))('%s, left out above, is still imported from a subfolder', (pending) => {
-    const importers = files.filter(
-      (f) =>
-        dirname(f).startsWith(`${dirname(pending)}/`) &&
-        staticSpecifiers(read(f)).some((s) => resolveSpecifier(f, s) === pending),
-    );
-    expect(importers.length, `nothing below imports ${pending}: drop it from PENDING`).toBeGreaterThan(0);
   });
 });
