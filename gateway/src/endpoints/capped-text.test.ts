@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BodyTooLargeError } from './capped-text.ts';
+import { BodyTooLargeError } from '#sglang/capped-text.ts';
 import { fetchMetricsText } from './runtime-load.ts';
 
 let server: http.Server;

@@ -8,7 +8,7 @@
 import { request } from 'undici';
 import { readMetricSamples } from '#sglang/metrics-text.ts';
 import type { Clock, Timer } from '#kube/clock.ts';
-import { readCappedText } from './capped-text.ts';
+import { readCappedText } from '#sglang/capped-text.ts';
 import type { RuntimeLoad } from './book.ts';
 import type { RoutingTable } from '../routing/table.ts';
 

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { ModelInfo, ServerInfo } from './identity.ts';
 import { buildRuntimeAuthHeaders } from '#api/runtime-key.ts';
+import { BodyTooLargeError, readCappedText as readCappedBody } from '#sglang/capped-text.ts';
 
 export type FetchResult<T> = { ok: true; value: T } | { ok: false; error: string; status?: number };
 
@@ -20,21 +21,13 @@ export const MAX_METRICS_BYTES = 8 * 1024 * 1024;
 
 /** The body as text, or an error once it passes `maxBytes` (the rest is not read). */
 async function readCappedText(res: Response, url: string, maxBytes: number): Promise<FetchResult<string>> {
-  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = res.body?.getReader();
-  if (!reader) return { ok: true, value: '' };
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    bytes += value.byteLength;
-    if (bytes > maxBytes) {
-      await reader.cancel();
-      return { ok: false, error: `GET ${url}: the answer is larger than ${maxBytes} bytes` };
-    }
-    chunks.push(value);
+  if (!res.body) return { ok: true, value: '' };
+  try {
+    return { ok: true, value: await readCappedBody(res.body, maxBytes, url) };
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) return { ok: false, error: `GET ${err.message}` };
+    throw err;
   }
-  return { ok: true, value: Buffer.concat(chunks).toString('utf8') };
 }
 
 async function get(url: string, opts: ClientOptions): Promise<FetchResult<Response>> {
