@@ -6,10 +6,9 @@
 // operator's server-side apply never owns the field. Editing the Deployment's
 // declared replicas of a part carries the new value to that part only. The
 // HPA controller's built-in role may use the parts' /scale.
-import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { join } from 'node:path';
-import { startOperator } from '../../../operator/src/operator.ts';
-import { createLogger } from '#kube/logger.ts';
+import { startTestOperator } from '../../support/operator/start.ts';
 import type { ManagedFieldsEntry } from '#kube/objects.ts';
 import { buildDeploymentManifest } from '../../support/builders.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
@@ -36,14 +35,7 @@ interface PartView {
 describe('DeploymentPart: each part of a disaggregated Deployment scales apart', () => {
   it('seeds each part, keeps what kubectl scale wrote, and carries a changed declared value', async () => {
     const ns = await createTestNamespace(kubeconfig, 'parts');
-    const op = await startOperator({
-      kubeconfig,
-      namespaces: [ns],
-      logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
-      leaderElection: false,
-      http: false,
-    });
-    onTestFinished(() => op.stop());
+    await startTestOperator(kubeconfig, [ns]);
     const k = (args: string[], input?: string) =>
       kubectlOk(['-n', ns, ...args], { kubeconfig, ...(input ? { input } : {}) });
     const part = async (name: string) =>

@@ -9,9 +9,8 @@
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
-import { createLogger } from '#kube/logger.ts';
 import { SGLANG_PORT } from '../../../operator/src/controllers/deployment/args.ts';
-import { startOperator } from '../../../operator/src/operator.ts';
+import { startTestOperator } from '../../support/operator/start.ts';
 import { buildDeploymentManifest } from '../../support/builders.ts';
 import { createTestNamespace, eventually, kubectlOk, listEvents } from '../../support/kubectl.ts';
 import { REPO_ROOT } from '../../support/samples.ts';
@@ -94,14 +93,7 @@ interface EndpointView {
 describe('runtime pods by ownership', () => {
   it('the key goes to a pod of its own ReplicaSet, never to an impostor with the labels', async () => {
     const ns = await createTestNamespace(kubeconfig, 'owner');
-    const op = await startOperator({
-      kubeconfig,
-      namespaces: [ns],
-      logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
-      leaderElection: false,
-      http: false,
-    });
-    onTestFinished(() => op.stop());
+    await startTestOperator(kubeconfig, [ns]);
     const owned = await startRecorder(OWNED_IP);
     const impostor = await startRecorder(IMPOSTOR_IP);
     const forged = await startRecorder(FORGED_IP);

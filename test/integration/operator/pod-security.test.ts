@@ -10,10 +10,9 @@
 //   - a hostPath source outside the operator's --host-path-roots gets no workload at all: the
 //     Deployment says Progressing=False HostPathNotAllowed, naming the flag, with an event.
 import type { V1Job, V1PodTemplateSpec } from '@kubernetes/client-node';
-import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { join } from 'node:path';
 import { validateResource, type DeploymentResource } from '#api';
-import { createLogger } from '#kube/logger.ts';
 import { buildDesired } from '../../../operator/src/controllers/deployment/desired.ts';
 import {
   computeModelCacheKey,
@@ -25,7 +24,7 @@ import {
   buildVerifyJob,
   type ModelCacheConfig,
 } from '../../../operator/src/controllers/deployment/model-cache/objects.ts';
-import { startOperator } from '../../../operator/src/operator.ts';
+import { startTestOperator } from '../../support/operator/start.ts';
 import { buildDeploymentManifest } from '../../support/builders.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk, listEvents } from '../../support/kubectl.ts';
 import { loadSamples, REPO_ROOT, type Manifest } from '../../support/samples.ts';
@@ -173,14 +172,7 @@ describe('Pod Security baseline', () => {
 describe('hostPath sources and --host-path-roots', () => {
   it('a hostPath outside the roots gets no workload, and the Deployment says which flag', async () => {
     const ns = await createTestNamespace(kubeconfig, 'hproot');
-    const op = await startOperator({
-      kubeconfig,
-      namespaces: [ns],
-      logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
-      leaderElection: false,
-      http: false,
-    });
-    onTestFinished(() => op.stop());
+    await startTestOperator(kubeconfig, [ns]);
     const apply = (name: string, path: string) => {
       const m = buildDeploymentManifest({ name, replicas: 1 });
       (m.spec['model'] as { source: unknown }).source = { hostPath: { path, verify: false } };

@@ -2,10 +2,9 @@
 // against the real API server: the younger of two Deployments in different namespaces
 // that serve one name gets ServedNameShared (and a Warning Event) naming where it was
 // served first; the older gets nothing; the condition goes when the older one does.
-import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { join } from 'node:path';
-import { startOperator } from '../../../operator/src/operator.ts';
-import { createLogger } from '#kube/logger.ts';
+import { startTestOperator } from '../../support/operator/start.ts';
 import { buildDeploymentManifest } from '../../support/builders.ts';
 import { createTestNamespace, eventually, kubectlOk } from '../../support/kubectl.ts';
 import { REPO_ROOT } from '../../support/samples.ts';
@@ -59,14 +58,7 @@ describe('ServedNameShared', () => {
   it('on the younger of two namespaces serving one name, with an Event; gone with the older one', async () => {
     const older = await createTestNamespace(kubeconfig, 'name-a');
     const newer = await createTestNamespace(kubeconfig, 'name-b');
-    const op = await startOperator({
-      kubeconfig,
-      namespaces: [older, newer],
-      logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
-      leaderElection: false,
-      http: false,
-    });
-    onTestFinished(() => op.stop());
+    await startTestOperator(kubeconfig, [older, newer]);
 
     const createdOlder = await createDeployment(older);
     // creationTimestamp has a resolution of one second: make the second one visibly newer.
