@@ -26,6 +26,7 @@ import { DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts } from './request/client-t
 import { registerEarlyNotFound } from './request/early-not-found.ts';
 import { registerJsonBodyParser } from './request/json-body.ts';
 import type { RouteKind } from './request/shape.ts';
+import { registerReuseStoreMetrics } from './reuse/metrics.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { listEndpointStates } from './routing/endpoint-state.ts';
 import { RuntimeLoadEvents } from './endpoints/load-events.ts';
@@ -144,6 +145,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   });
   reportAuthMode(tenants, metrics, app.log);
   registerKvIndexMetrics(metrics.registry, gateway.kvIndex);
+  if (store instanceof RedisResultStore) registerReuseStoreMetrics(metrics.registry, store);
   const drain = new Drain();
   app.decorate('gateway', gateway);
   app.decorate('drain', drain);

@@ -27,6 +27,9 @@
 // from discovery, or with --routes from `--tenants tenants.json`
 // (tenancy/static-file.ts). `--auth open` checks nothing, and says so at start,
 // on /status and in cacheroute_gateway_auth_open.
+// `--redis-url-file F` (or $CACHEROUTE_REDIS_URL; `--redis-url` only for a URL
+// without a password) shares reuse results across replicas, signed with the key
+// in `--reuse-hmac-key-file` (required with Redis; reuse/redis-flags.ts).
 // The routing table comes from Deployment and CachePolicy status (discovery/,
 // default kubeconfig: $KUBECONFIG, ~/.kube/config, then in-cluster), or with
 // `--routes routes.json` from a JSON file: an array of ModelRoute objects
@@ -42,6 +45,7 @@ import { build, type BuildOptions } from './app.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
 import { DEFAULT_GATEWAY_MAX_BLOCKS } from './kv-index/block-budget.ts';
 import { parseClientTimeoutFlags } from './request/client-timeouts.ts';
+import { parseRedisFlags } from './reuse/redis-flags.ts';
 import type { ModelRoute } from './routing/table.ts';
 import { loadTenantFile } from './tenancy/static-file.ts';
 import type { KeyDirectory, TenantDirectory } from './tenancy/tenant.ts';
@@ -97,9 +101,12 @@ async function main(): Promise<void> {
       port: { type: 'string', default: '8080' },
       host: { type: 'string', default: '0.0.0.0' },
       'log-level': { type: 'string', default: 'info' },
-      // Share exact-reuse results (and in-flight de-duplication) across replicas.
+      // Share exact-reuse results (and in-flight de-duplication) across replicas (reuse/redis-flags.ts).
       'redis-url': { type: 'string' },
+      'redis-url-file': { type: 'string' },
       'redis-max-entries': { type: 'string', default: '10000' },
+      'reuse-hmac-key-file': { type: 'string' },
+      'reuse-hmac-previous-key-file': { type: 'string' },
       'peers-service': { type: 'string' },
       'pod-name': { type: 'string', default: process.env['POD_NAME'] },
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
@@ -124,6 +131,8 @@ async function main(): Promise<void> {
   const kvIndexMaxBlocks = parseKvIndexMaxBlocks(values['kv-index-max-blocks']);
   if (!kvIndexMaxBlocks.ok) exitWithUsage(kvIndexMaxBlocks.error);
   const ports = parseListenPorts(values.port, values['admin-port']);
+  const redis = parseRedisFlags(values, process.env, (path) => readFileSync(path));
+  if (!redis.ok) exitWithUsage(redis.error);
   const auth = parseAuthFlags(values, flags.value.kind);
   if (!auth.ok) exitWithUsage(auth.error);
   const source = await openRouteSource(flags.value, loadRoutes, {
@@ -148,9 +157,7 @@ async function main(): Promise<void> {
     readyPollIntervalMs: timing.value.readyPollIntervalMs,
     separateAdmin: ports.admin !== undefined,
     tracer: tracing.tracer,
-    ...(values['redis-url']
-      ? { redis: { url: values['redis-url'], maxEntries: Number(values['redis-max-entries']) } }
-      : {}),
+    ...(redis.value ? { redis: redis.value } : {}),
   });
   app.addHook('onClose', () => source.close());
   tracing.exportUntilClose(app);

@@ -143,11 +143,19 @@ describe('helm install, upgrade, rollback, uninstall', () => {
   });
 
   it('upgrades with new values: replicas, Redis, log level, gateway RBAC narrowed to Roles', async () => {
+    // The key that signs reuse entries, which the chart requires with Redis.
+    await kubectlOk(
+      ['-n', NS, 'create', 'secret', 'generic', 'reuse-hmac', `--from-literal=hmac-key=${'k'.repeat(64)}`],
+      { kubeconfig },
+    );
     const values = valuesFile('upgrade', {
       operator: { logLevel: 'debug' },
       gateway: {
         replicas: 2,
-        redis: { url: `redis://redis.${NS}.svc:6379/0` },
+        redis: {
+          url: `redis://redis.${NS}.svc:6379/0`,
+          reuseHmac: { existingSecret: { name: 'reuse-hmac' } },
+        },
         watchNamespaces: [NS],
       },
     });
@@ -155,7 +163,11 @@ describe('helm install, upgrade, rollback, uninstall', () => {
     const gateway = await deployment(`${RELEASE}-gateway`);
     expect(gateway.spec.replicas).toBe(2);
     expect(gateway.spec.template.spec.containers[0]?.args).toEqual(
-      expect.arrayContaining([`--redis-url=redis://redis.${NS}.svc:6379/0`, `--namespace=${NS}`]),
+      expect.arrayContaining([
+        `--redis-url=redis://redis.${NS}.svc:6379/0`,
+        '--reuse-hmac-key-file=/var/run/secrets/cacheroute/reuse-hmac/key',
+        `--namespace=${NS}`,
+      ]),
     );
     await eventually(
       async () => expect((await deployment(`${RELEASE}-gateway`)).status.readyReplicas).toBe(2),

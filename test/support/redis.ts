@@ -16,7 +16,12 @@ export interface RunningRedis {
   stop(): Promise<void>;
 }
 
-type RedisOptions = { startTimeoutMs?: number; args?: readonly string[] };
+type RedisOptions = {
+  startTimeoutMs?: number;
+  args?: readonly string[];
+  /** `requirepass`: clients AUTH with it (the url carries it). */
+  password?: string;
+};
 
 export function startRedis(opts: RedisOptions = {}): Promise<RunningRedis> {
   return withFreshPorts(1, ([port = 0]) => startRedisOn(port, opts), { what: 'redis-server' });
@@ -45,6 +50,7 @@ async function startRedisOn(port: number, opts: RedisOptions): Promise<RunningRe
       'no',
       '--protected-mode',
       'yes',
+      ...(opts.password !== undefined ? ['--requirepass', opts.password] : []),
       ...(opts.args ?? []),
     ],
     { logPath, cwd: dir },
@@ -66,10 +72,11 @@ async function startRedisOn(port: number, opts: RedisOptions): Promise<RunningRe
     await stop();
     throw err;
   }
-  return { url: `redis://127.0.0.1:${port}`, port, dir, stop };
+  const auth = opts.password !== undefined ? `:${encodeURIComponent(opts.password)}@` : '';
+  return { url: `redis://${auth}127.0.0.1:${port}`, port, dir, stop };
 }
 
-/** One RESP PING over a fresh connection. */
+/** One RESP PING over a fresh connection; NOAUTH (a password is required) is an answer too. */
 function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect({ port, host: '127.0.0.1' });
@@ -83,7 +90,7 @@ function ping(port: number): Promise<boolean> {
     s.on('connect', () => s.write('PING\r\n'));
     s.on('data', (d) => {
       buf += d.toString();
-      if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG') || buf.startsWith('-NOAUTH'));
     });
   });
 }

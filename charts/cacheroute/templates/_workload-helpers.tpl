@@ -72,6 +72,13 @@ namespace={{ .namespace }}{{ range $k, $v := .labels }},{{ $k }}={{ $v }}{{ end 
 {{- if and .Values.gateway.redis.url .Values.gateway.redis.existingSecret.name }}
 {{- fail "gateway.redis.url and gateway.redis.existingSecret.name are both set: give the URL one way (a URL with a password belongs in the Secret)" }}
 {{- end }}
+{{- $redis := .Values.gateway.redis }}
+{{- if or (regexMatch "^rediss?://[^/@?]*:[^/@?]*@" $redis.url) (contains "password=" $redis.url) }}
+{{- fail "gateway.redis.url carries a password, which would sit in the pod spec and the gateway's command line: put the URL in a Secret and name it in gateway.redis.existingSecret.name (and .key)" }}
+{{- end }}
+{{- if and (or $redis.url $redis.existingSecret.name) (not $redis.reuseHmac.existingSecret.name) }}
+{{- fail "gateway.redis needs gateway.redis.reuseHmac.existingSecret.name: a Secret whose key (gateway.redis.reuseHmac.existingSecret.key, default hmac-key) holds 32 or more random bytes that sign reuse entries, so a writer to Redis cannot plant answers; e.g. kubectl create secret generic cacheroute-reuse-hmac --from-literal=hmac-key=$(openssl rand -hex 32)" }}
+{{- end }}
 {{- end }}
 
 {{/*

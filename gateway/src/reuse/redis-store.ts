@@ -32,6 +32,13 @@
 // is renewed until claimMaxMs (or this replica's next get() of the key), and
 // other replicas wait for it up to waitTimeoutMs before generating themselves.
 //
+// Entries are signed (signed-entry.ts): one read that is not ours for its key
+// — unsigned, signed with another key, moved from another key, past its
+// signed expiry, or larger than any entry we write (checked in the script,
+// before it crosses the network) — is refused: counted in stats.refused
+// (cacheroute_gateway_reuse_store_refused_total), logged at most once a
+// minute, and treated as a miss, whose result then overwrites it.
+//
 // Every Redis failure degrades to "miss, no claim": the request is generated,
 // never failed, because of the store. Multi-key scripts touch keys they compute
 // from the prefix: this targets a single Redis (or a primary with replicas),
@@ -41,6 +48,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 import { monotonicClock, type Clock, type Timer } from '#kube/clock.ts';
+import { ENVELOPE_MAX_BYTES, EntrySigner, type HmacKeys, type RefusalReason } from './signed-entry.ts';
 import type { ResultStore, StoredResult } from './store.ts';
 
 export const DEFAULT_REDIS_PREFIX = 'cacheroute:reuse:';
@@ -48,6 +56,8 @@ export const DEFAULT_REDIS_PREFIX = 'cacheroute:reuse:';
 export interface RedisStoreOptions {
   /** redis://[user:pass@]host:port[/db] */
   readonly url: string;
+  /** Sign every entry written and verify every entry read (--reuse-hmac-key-file). */
+  readonly hmacKeys: HmacKeys;
   readonly prefix?: string;
   /** Results kept across all replicas; the least recently used go first. Default 10 000. */
   readonly maxEntries?: number;
@@ -62,8 +72,16 @@ export interface RedisStoreOptions {
   /** Per command; a slower Redis counts as a failure (a miss). Default 2 s. */
   readonly commandTimeoutMs?: number;
   readonly clock?: Clock;
+  /** Wall-clock ms, for the signed expiry replicas compare (default Date.now). */
+  readonly wallClock?: () => number;
   readonly logger?: { warn(obj: object, msg: string): void };
 }
+
+/** Why an entry read was not served: signed-entry.ts's reasons, or larger than any we write. */
+export type StoreRefusalReason = RefusalReason | 'oversized';
+
+/** How often refused entries are logged (a count since the last line), at most. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
 
 export interface RedisStoreStats {
   hits: number;
@@ -77,15 +95,23 @@ export interface RedisStoreStats {
   takeovers: number;
   waitTimeouts: number;
   errors: number;
+  /** Entries read and not served: not signed by our keys for their key, expired, or too large. */
+  refused: Record<StoreRefusalReason, number>;
 }
 
-const StoredResultJson = z.object({ status: z.number().int(), contentType: z.string(), body: z.string() });
+// What the gateway itself writes: an HTTP status and a media type of sensible length.
+const StoredResultJson = z.object({
+  status: z.number().int().min(100).max(599),
+  contentType: z.string().max(256),
+  body: z.string(),
+});
 
-// KEYS: value, lru, claim. ARGV: member, token, claimTtlMs.
-// → {1, json} hit · {2} claimed for the caller · {3, pttl} claimed elsewhere
+// KEYS: value, lru, claim. ARGV: member, token, claimTtlMs, max value bytes.
+// → {1, json} hit · {2} claimed for the caller · {3, pttl} claimed elsewhere · {4, bytes} too large to be ours
 const ACQUIRE = `
 local v = redis.call('GET', KEYS[1])
 if v then
+  if string.len(v) > tonumber(ARGV[4]) then return {4, string.len(v)} end
   redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[2] .. ':tick'), ARGV[1])
   return {1, v}
 end
@@ -125,6 +151,14 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 `;
+
+// The script's answer, checked all the same: its values come from what Redis holds.
+const AcquireAnswer = z.union([
+  z.tuple([z.literal(1), z.string()]),
+  z.tuple([z.literal(2)]),
+  z.tuple([z.literal(3), z.number().int()]),
+  z.tuple([z.literal(4), z.number().int()]),
+]);
 
 type Script = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -176,6 +210,7 @@ export class RedisResultStore implements ResultStore {
     takeovers: 0,
     waitTimeouts: 0,
     errors: 0,
+    refused: { malformed: 0, signature: 0, expired: 0, oversized: 0 },
   };
   readonly #client: Redis;
   readonly #subscriber: Redis;
@@ -188,6 +223,8 @@ export class RedisResultStore implements ResultStore {
   readonly #claimMaxMs: number;
   readonly #waitTimeoutMs: number;
   readonly #clock: Clock;
+  readonly #wallClock: () => number;
+  readonly #signer: EntrySigner;
   readonly #logger: RedisStoreOptions['logger'];
   readonly #claims = new Map<string, Claim>();
   readonly #wakes = new Map<string, Set<Wake>>();
@@ -197,6 +234,8 @@ export class RedisResultStore implements ResultStore {
   readonly #release: Script;
   #subscribed: Promise<boolean> | undefined;
   #closed = false;
+  #lastRefusalLogAt = -Infinity;
+  #refusedSinceLog = 0;
 
   constructor(opts: RedisStoreOptions) {
     this.#prefix = opts.prefix ?? DEFAULT_REDIS_PREFIX;
@@ -209,6 +248,8 @@ export class RedisResultStore implements ResultStore {
     this.#claimMaxMs = opts.claimMaxMs ?? 120_000;
     this.#waitTimeoutMs = opts.waitTimeoutMs ?? 30_000;
     this.#clock = opts.clock ?? monotonicClock;
+    this.#wallClock = opts.wallClock ?? Date.now;
+    this.#signer = new EntrySigner(opts.hmacKeys);
     this.#logger = opts.logger;
     const redisOptions: RedisOptions = { maxRetriesPerRequest: 1, connectionName: 'cacheroute-gateway' };
     this.#client = new Redis(opts.url, { ...redisOptions, commandTimeout: opts.commandTimeoutMs ?? 2_000 });
@@ -259,15 +300,19 @@ export class RedisResultStore implements ResultStore {
       this.#listen(key, wake);
       for (;;) {
         const token = randomUUID();
-        const answer = (await this.#acquire(
-          keys.value,
-          this.#lru,
-          keys.claim,
-          key,
-          token,
-          this.#claimTtlMs,
-        )) as [1, string] | [2] | [3, number];
-        if (answer[0] === 1) return this.#hit(answer[1], waited);
+        const answer = AcquireAnswer.parse(
+          await this.#acquire(
+            keys.value,
+            this.#lru,
+            keys.claim,
+            key,
+            token,
+            this.#claimTtlMs,
+            this.#maxValueBytes + ENVELOPE_MAX_BYTES,
+          ),
+        );
+        if (answer[0] === 1) return this.#hit(keys.value, answer[1], waited);
+        if (answer[0] === 4) return this.#refuse('oversized', keys.value);
         if (answer[0] === 2) {
           this.#hold(key, keys, token);
           if (waited) this.stats.takeovers++;
@@ -296,6 +341,7 @@ export class RedisResultStore implements ResultStore {
     const claim = this.#drop(key);
     const keys = this.#keysOf(key);
     const json = JSON.stringify(value);
+    const px = Math.max(1, Math.round(ttlMs));
     try {
       if (Buffer.byteLength(json) > this.#maxValueBytes) {
         if (claim) await this.#release(keys.claim, claim.token, this.#channel, key);
@@ -305,8 +351,8 @@ export class RedisResultStore implements ResultStore {
         keys.value,
         this.#lru,
         keys.claim,
-        json,
-        Math.max(1, Math.round(ttlMs)),
+        this.#signer.seal(keys.value, json, this.#wallClock() + px),
+        px,
         key,
         this.#maxEntries,
         claim?.token ?? '',
@@ -362,23 +408,38 @@ export class RedisResultStore implements ResultStore {
     return undefined;
   }
 
-  #hit(json: string, waited: boolean): StoredResult | undefined {
-    const value = this.#parse(json);
-    if (!value) return this.#miss();
+  #hit(redisKey: string, stored: string, waited: boolean): StoredResult | undefined {
+    const opened = this.#signer.open(redisKey, stored, this.#wallClock());
+    if (!opened.ok) return this.#refuse(opened.reason, redisKey);
+    const value = parseStoredResult(opened.json);
+    // Signed by us yet not what we write: a bug, or a key that leaked. Refused all the same.
+    if (!value) return this.#refuse('malformed', redisKey);
     this.stats.hits++;
     if (waited) this.stats.shared++;
     return value;
   }
 
-  #parse(json: string): StoredResult | undefined {
-    try {
-      const r = StoredResultJson.safeParse(JSON.parse(json));
-      if (r.success) return r.data;
-    } catch {
-      // fall through: not ours or corrupt; a miss regenerates and overwrites it
+  /** Not ours for this key: never served; a miss, whose result overwrites it. */
+  #refuse(reason: StoreRefusalReason, redisKey: string): undefined {
+    this.stats.refused[reason]++;
+    this.#refusedSinceLog++;
+    const now = this.#clock.now();
+    if (now - this.#lastRefusalLogAt >= REFUSAL_LOG_INTERVAL_MS) {
+      this.#logger?.warn(
+        {
+          refused: this.#refusedSinceLog,
+          lastReason: reason,
+          lastKey: redisKey,
+          total: { ...this.stats.refused },
+        },
+        'redis result store: refused entries not signed by this tier for their key (treated as misses): ' +
+          'something other than the gateways writes to Redis, or the replicas hold different ' +
+          '--reuse-hmac-key-file keys',
+      );
+      this.#lastRefusalLogAt = now;
+      this.#refusedSinceLog = 0;
     }
-    this.stats.errors++;
-    return undefined;
+    return this.#miss();
   }
 
   #ensureSubscribed(): Promise<boolean> {
@@ -444,6 +505,15 @@ export class RedisResultStore implements ResultStore {
   #failed(err: unknown, op: string): void {
     this.stats.errors++;
     this.#logger?.warn({ err, op }, 'redis result store: command failed; treating as a miss');
+  }
+}
+
+function parseStoredResult(json: string): StoredResult | undefined {
+  try {
+    const r = StoredResultJson.safeParse(JSON.parse(json));
+    return r.success ? r.data : undefined;
+  } catch {
+    return undefined;
   }
 }
 

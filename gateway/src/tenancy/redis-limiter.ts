@@ -8,10 +8,12 @@
 // is still read).
 //
 // A Redis failure lets the request in (counted nowhere) and is logged at most
-// once a minute: the limiter protects fair share, admission still protects the
+// once a minute (as is an answer of the wrong shape: the counts are what Redis
+// holds, and anyone who may write to it may write them): the limiter protects fair share, admission still protects the
 // runtimes, and an outage of the shared store must not take the API down.
 
 import { Redis } from 'ioredis';
+import { z } from 'zod';
 import type { Clock } from '#kube/clock.ts';
 import type { RateLimiter } from './limiter.ts';
 import {
@@ -51,6 +53,15 @@ if tonumber(ARGV[4]) > 0 then
 end
 return {0, rc, rp, tc, tp}
 `;
+
+// Integers from the script: Lua numbers become Redis integers on the way out.
+const AdmitAnswer = z.tuple([
+  z.number().int().min(0).max(2),
+  z.number().int(),
+  z.number().int(),
+  z.number().int(),
+  z.number().int(),
+]);
 
 const REFUSED_BY: readonly (LimitName | undefined)[] = [undefined, 'requests', 'tokens'];
 
@@ -98,19 +109,21 @@ export class RedisRateLimiter implements RateLimiter {
     const w = windowIndexAt(now);
     const fraction = windowFractionAt(now);
     try {
-      const out = (await this.#admit(
-        this.#key(tenant, 'r', w),
-        this.#key(tenant, 'r', w - 1),
-        this.#key(tenant, 't', w),
-        this.#key(tenant, 't', w - 1),
-        fraction,
-        limits.requestsPerMinute ?? -1,
-        limits.tokensPerMinute ?? -1,
-        Math.max(0, Math.round(cost.tokens)),
-        2 * WINDOW_MS,
-        Math.max(1, Math.round(cost.requests)),
-      )) as number[];
-      const [refusedBy = 0, rc = 0, rp = 0, tc = 0, tp = 0] = out;
+      const out = AdmitAnswer.parse(
+        await this.#admit(
+          this.#key(tenant, 'r', w),
+          this.#key(tenant, 'r', w - 1),
+          this.#key(tenant, 't', w),
+          this.#key(tenant, 't', w - 1),
+          fraction,
+          limits.requestsPerMinute ?? -1,
+          limits.tokensPerMinute ?? -1,
+          Math.max(0, Math.round(cost.tokens)),
+          2 * WINDOW_MS,
+          Math.max(1, Math.round(cost.requests)),
+        ),
+      );
+      const [refusedBy, rc, rp, tc, tp] = out;
       return describeDecision(
         { requests: { current: rc, previous: rp }, tokens: { current: tc, previous: tp } },
         limits,

@@ -284,15 +284,66 @@ describe('values reach the objects', () => {
     expect(container(objs, 'gateway').image).toBe(`ghcr.io/cacheroute/gateway@${digest}`);
   });
 
-  it('the Redis URL from a Secret stays in the Secret', async () => {
-    const objs = await render({ set: ['gateway.redis.existingSecret.name=redis-url'] });
-    const c = container(objs, 'gateway');
-    expect(c.args).toContain('--redis-url=$(CACHEROUTE_REDIS_URL)');
-    expect(c.env).toContainEqual({
-      name: 'CACHEROUTE_REDIS_URL',
-      valueFrom: { secretKeyRef: { name: 'redis-url', key: 'url' } },
+  it('the Redis URL from a Secret stays in the Secret: mounted and read from a file, never in argv', async () => {
+    const objs = await render({
+      set: [
+        'gateway.redis.existingSecret.name=redis-url',
+        'gateway.redis.reuseHmac.existingSecret.name=reuse-hmac',
+      ],
     });
-    expect(JSON.stringify(c)).not.toContain('redis://');
+    const c = container(objs, 'gateway') as Container & { volumeMounts: unknown[] };
+    const redisArgs = c.args.filter((a) => a.startsWith('--redis') || a.startsWith('--reuse'));
+    expect(redisArgs).toEqual([
+      '--redis-url-file=/var/run/secrets/cacheroute/redis/url',
+      '--redis-max-entries=10000',
+      '--reuse-hmac-key-file=/var/run/secrets/cacheroute/reuse-hmac/key',
+    ]);
+    // Nothing the kubelet would expand into the command line, and no URL anywhere in the container.
+    expect(c.args.join(' ')).not.toMatch(/\$\(|redis:\/\//);
+    expect(JSON.stringify(c.env ?? [])).not.toContain('REDIS_URL');
+    expect(c.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'redis-url', mountPath: '/var/run/secrets/cacheroute/redis', readOnly: true },
+        { name: 'reuse-hmac', mountPath: '/var/run/secrets/cacheroute/reuse-hmac', readOnly: true },
+      ]),
+    );
+    const spec = podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)) as PodSpec & { volumes: unknown[] };
+    expect(spec.volumes).toEqual(
+      expect.arrayContaining([
+        { name: 'redis-url', secret: { secretName: 'redis-url', items: [{ key: 'url', path: 'url' }] } },
+        {
+          name: 'reuse-hmac',
+          secret: { secretName: 'reuse-hmac', items: [{ key: 'hmac-key', path: 'key' }] },
+        },
+      ]),
+    );
+  });
+
+  it('gateway.redis.reuseHmac.existingSecret.previousKey: the previous key is mounted and accepted too', async () => {
+    const objs = await render({
+      set: [
+        'gateway.redis.url=redis://redis:6379',
+        'gateway.redis.reuseHmac.existingSecret.name=reuse-hmac',
+        'gateway.redis.reuseHmac.existingSecret.previousKey=old-hmac-key',
+      ],
+    });
+    expect(container(objs, 'gateway').args).toEqual(
+      expect.arrayContaining([
+        '--redis-url=redis://redis:6379',
+        '--reuse-hmac-previous-key-file=/var/run/secrets/cacheroute/reuse-hmac/previous-key',
+      ]),
+    );
+    const spec = podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)) as PodSpec & { volumes: unknown[] };
+    expect(spec.volumes).toContainEqual({
+      name: 'reuse-hmac',
+      secret: {
+        secretName: 'reuse-hmac',
+        items: [
+          { key: 'hmac-key', path: 'key' },
+          { key: 'old-hmac-key', path: 'previous-key' },
+        ],
+      },
+    });
   });
 
   it('gateway.tokenizers.volume: mounted read-only at /tokenizers and passed as --tokenizers', async () => {
@@ -698,6 +749,14 @@ describe('bad values are refused with a message that says what to change', () =>
     [
       'gateway.redis.url=redis://r:6379,gateway.redis.existingSecret.name=s',
       'gateway.redis.url and gateway.redis.existingSecret.name are both set',
+    ],
+    [
+      'gateway.redis.url=redis://:s3cret@r:6379,gateway.redis.reuseHmac.existingSecret.name=h',
+      'gateway.redis.url carries a password',
+    ],
+    [
+      'gateway.redis.existingSecret.name=redis-url',
+      'gateway.redis needs gateway.redis.reuseHmac.existingSecret.name',
     ],
     [
       'gateway.serviceAccount.create=false',

@@ -36,9 +36,10 @@ beforeEach(async () => {
 });
 
 const result = (body: string): StoredResult => ({ status: 200, contentType: 'application/json', body });
+const hmacKeys = { current: Buffer.from('test-hmac-key-'.repeat(4)) };
 
 function newStore(opts: Partial<RedisStoreOptions> = {}): RedisResultStore {
-  const store = new RedisResultStore({ url: redis.url, ...opts });
+  const store = new RedisResultStore({ url: redis.url, hmacKeys, ...opts });
   onTestFinished(() => store.close());
   return store;
 }
@@ -150,7 +151,7 @@ describe('two gateway replicas with one Redis', () => {
         .split('\n')
         .filter(Boolean).length;
     const before = await clients();
-    const app = build({ table: new StaticRoutingTable([route]), redis: { url: redis.url } });
+    const app = build({ table: new StaticRoutingTable([route]), redis: { url: redis.url, hmacKeys } });
     apps = [app];
     for (const expected of [undefined, 'store']) {
       const r = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: chat });
@@ -164,7 +165,7 @@ describe('two gateway replicas with one Redis', () => {
   });
 
   it('a Redis that is down degrades to generating, never to an error', async () => {
-    const down = new RedisResultStore({ url: 'redis://127.0.0.1:1', commandTimeoutMs: 500 });
+    const down = new RedisResultStore({ url: 'redis://127.0.0.1:1', hmacKeys, commandTimeoutMs: 500 });
     onTestFinished(() => down.close());
     const [gw] = (await setup({}, [down])) as [string];
     for (let i = 0; i < 2; i++) {
@@ -194,7 +195,7 @@ describe('RedisResultStore', () => {
     expect((await raw.keys(`${DEFAULT_REDIS_PREFIX}x*`)).length).toBe(3);
   });
 
-  it('stores values as JSON under the prefix with a PX TTL, and a miss claims the key', async () => {
+  it('stores values as signed JSON under the prefix with a PX TTL, and a miss claims the key', async () => {
     const store = newStore();
     expect(await store.get('k')).toBeUndefined();
     expect(store.claimCount).toBe(1);
@@ -202,7 +203,9 @@ describe('RedisResultStore', () => {
     await store.set('k', result('{"a":1}'), 5_000);
     expect(store.claimCount).toBe(0);
     expect(await raw.exists(`${DEFAULT_REDIS_PREFIX}k:lock`)).toBe(0);
-    expect(JSON.parse((await raw.get(`${DEFAULT_REDIS_PREFIX}k`)) ?? '')).toEqual(result('{"a":1}'));
+    const stored = (await raw.get(`${DEFAULT_REDIS_PREFIX}k`)) ?? '';
+    expect(stored).toMatch(/^cr1\.\d+\.[\w-]{43}\./);
+    expect(JSON.parse(stored.slice(stored.indexOf('{')))).toEqual(result('{"a":1}'));
     const ttl = await raw.pttl(`${DEFAULT_REDIS_PREFIX}k`);
     expect(ttl).toBeGreaterThan(4_000);
     expect(ttl).toBeLessThanOrEqual(5_000);
