@@ -150,6 +150,10 @@ run-gateway: deps ## Run the gateway against the current kubeconfig (discovery f
 bench-operator: deps controlplane ## Operator benchmark: 200 Deployments on 30 KWOK GPU nodes to Ready, beside the bound measured in the same run; ends with one JSON line (ARGS='--deployments 200 --nodes 30 --nodes-per-replica 2 --sync-period-s 90 --timeout-s 1500')
 	bash hack/in-netns.sh $(NODE) test/bench/bench-operator.ts $(ARGS)
 
+.PHONY: bench-rollout
+bench-rollout: deps controlplane ## Rollouts under load on make run's system: four clients (chat, half streamed) through an identity rollout at 2 and 1 replicas and a scale 3 -> 1, counting 5xx, unanswered requests and cut streams; ends with one JSON line (ARGS='--rounds=5')
+	bash hack/in-netns.sh $(NODE) test/bench/bench-rollout.ts $(ARGS)
+
 .PHONY: docs
 docs: deps ## Regenerate docs/api.md from the zod schemas in lib/api
 	$(NODE) hack/generate-api-docs.ts

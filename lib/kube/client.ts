@@ -280,7 +280,12 @@ export class KubeClient {
     rt: ResourceType,
     namespace: string | undefined,
     name: string,
-    opts: { propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'; uid?: string } = {},
+    opts: {
+      propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+      uid?: string;
+      /** 0: at once (a kubelet's last word on a pod whose containers stopped). */
+      gracePeriodSeconds?: number;
+    } = {},
   ): Promise<boolean> {
     try {
       await this.json<unknown>({
@@ -291,6 +296,7 @@ export class KubeClient {
           apiVersion: 'v1',
           ...(opts.propagationPolicy ? { propagationPolicy: opts.propagationPolicy } : {}),
           ...(opts.uid ? { preconditions: { uid: opts.uid } } : {}),
+          ...(opts.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: opts.gracePeriodSeconds } : {}),
         },
         info: info('delete', rt, namespace),
       });

@@ -1,8 +1,8 @@
 // Runtime churn under load loses nothing: four clients keep sending chat
 // requests through the gateway while a Deployment scales 3 → 1 and then rolls
 // to a new identity (deploymentId and image). A pod being removed leaves
-// status at once and keeps serving through its preStop sleep (the sim-kubelet
-// runs it as a kubelet does), so the gateway stops sending to it before it
+// status at once and keeps serving through its preStop sleep, then drains on SIGTERM (the
+// sim-kubelet terminates pods as a kubelet does, by default), so the gateway stops sending to it before it
 // stops; a refused connection would still take it out of every pick and the
 // retry go to a runtime still standing. Real control plane, KWOK GPU node,
 // a simulator on every pod IP.
@@ -18,8 +18,8 @@ const simsOf = (name: string): string[] =>
   [...stack.kubelet.sims.keys()].filter((p) => p.startsWith(`${name}-`));
 
 beforeAll(async () => {
-  // Pods are removed here, none is replaced on a freed IP: the kubelet's preStop runs as on a node.
-  stack = await startE2eStack('e2e-churn', { kubelet: { preStop: true } });
+  // The kubelet's preStop and SIGTERM run as on a node: its default.
+  stack = await startE2eStack('e2e-churn');
 });
 
 afterAll(async () => {

@@ -2,6 +2,9 @@
 // model fetch Job (label app.kubernetes.io/component=model-fetch) are left out of the
 // pod-complete stage, which would otherwise mark every Running Job pod Succeeded at once. Those
 // pods are run for real by the fetch runner (fetch-runner.ts), which reports how they ended.
+// And a pod with readiness gates is not made Ready by the pod-ready stage, nor its gates True:
+// whoever owns a gate sets it (the operator, cacheroute.dev/verified), and the sim-kubelet
+// makes the pod Ready once all are True, as a kubelet does (kubelet-readiness.ts).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FETCH_COMPONENT } from '../../operator/src/controllers/deployment/model-cache/names.ts';
@@ -32,9 +35,42 @@ export function buildStagesWithoutRunnerPods(stages: string): string {
   return docs.join('---');
 }
 
+const READY_TRUE = `      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Ready
+`;
+const GATES_TRUE = `      {{ range .spec.readinessGates }}
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: {{ .conditionType | Quote }}
+      {{ end }}
+`;
+
+/** The stages text with the pod-ready stage leaving a gated pod not Ready and its gates unset. */
+export function buildStagesWithReadinessGates(stages: string): string {
+  const docs = stages.split(/^---$/m);
+  const at = docs.findIndex((d) => /^\s*name: pod-ready$/m.test(d));
+  const doc = docs[at];
+  if (at < 0 || doc === undefined || !doc.includes(READY_TRUE) || !doc.includes(GATES_TRUE))
+    throw new Error("KWOK's pod-ready stage is not the one this harness knows: update kwok-stages.ts");
+  docs[at] = doc
+    .replace(
+      READY_TRUE,
+      READY_TRUE.replace(
+        'status: "True"',
+        'status: {{ if .spec.readinessGates }}"False"{{ else }}"True"{{ end }}',
+      ),
+    )
+    .replace(GATES_TRUE, '');
+  return docs.join('---');
+}
+
 /** Writes the changed stages into `dir` and returns the file. */
 export function writeKwokStages(source: string, dir: string): string {
   const path = join(dir, 'kwok-stages.yaml');
-  writeFileSync(path, buildStagesWithoutRunnerPods(readFileSync(source, 'utf8')));
+  writeFileSync(
+    path,
+    buildStagesWithReadinessGates(buildStagesWithoutRunnerPods(readFileSync(source, 'utf8'))),
+  );
   return path;
 }

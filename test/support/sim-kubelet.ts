@@ -2,8 +2,14 @@
 // Running pod on a fake node it serves an SGLang simulator on the pod's IP,
 // launched with the pod's own rendered SGLang arguments (so whatever the
 // operator renders is what the "runtime" reports), and stops it when the pod
-// goes (after the container's preStop sleep, with `preStop`, as a kubelet runs it: a pod being
-// deleted keeps serving that long, then its runtime stops).
+// goes as a kubelet does (kubelet-termination.ts): the container's preStop sleep, SIGTERM (the
+// runtime drains and exits once idle), SIGKILL at the end of the grace period.
+// A pod IP is never handed on while a runtime still serves on it: a pod this kubelet runs a
+// runtime for carries its finalizer until the runtime exited, and KWOK recycles a pod's IP only
+// once the pod object is gone (a real node has a network namespace per pod, and the pod
+// object too stays, Terminating, until its kubelet saw its containers stop).
+// A pod with readiness gates is Ready once its containers are and every gate is True
+// (kubelet-readiness.ts): the operator's cacheroute.dev/verified gate holds a rollout.
 // Simulators run in this process: a fleet of hundreds costs no forks.
 // Chosen pods get the real SGLang instead (`realSglang`), a process each.
 // As a kubelet, it resolves the container's env (values, and Secret keys it
@@ -32,6 +38,11 @@ import { expandArgs } from './container-args.ts';
 import { buildHostPathDir, resolveContainerEnv } from './container-process.ts';
 import { KUBELET_BACKOFF, startInitContainers, type InitBackoff, type InitRun } from './init-containers.ts';
 import { startRealSglang, type RealSglang } from './real-sglang.ts';
+import { buildReadyPatch, computeGatedReady } from './kubelet-readiness.ts';
+import { planTermination, runTermination, type TerminatingRuntime } from './kubelet-termination.ts';
+
+/** Held on a pod while its runtime runs here: its IP is not KWOK's to hand on until it is gone. */
+export const RUNTIME_FINALIZER = 'cacheroute.dev/sim-kubelet-runtime';
 
 export interface SimKubeletOptions {
   kubeconfig: string;
@@ -45,9 +56,8 @@ export interface SimKubeletOptions {
   realSglang?: (pod: PodObject) => readonly string[] | undefined;
   log?: (msg: string) => void;
   /**
-   * Run a deleted pod's preStop sleep before stopping its runtime, as a kubelet does. Off by
-   * default: KWOK hands a deleted pod's IP to the next pod at once, and a runtime still serving
-   * on it would answer for the new pod (a real node gives each pod its own namespace).
+   * Terminate a deleted pod's runtime as a kubelet does: preStop sleep, SIGTERM, SIGKILL after
+   * the grace period (default). false: stop it at once, as KWOK alone would.
    */
   preStop?: boolean;
   /**
@@ -137,22 +147,97 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
 
   const reals = new Map<string, RunningPodReal>();
 
-  // Pods being deleted, serving out their preStop sleep.
-  const terminating = new Map<string, NodeJS.Timeout>();
+  // Pods being deleted, their runtimes terminating; aborted when the kubelet stops (SIGKILL at once).
+  const terminating = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  // The grace a deletion first carried, by pod uid: KWOK's grace-0 delete that follows does not shorten it.
+  const firstGrace = new Map<string, number>();
 
-  /** What a kubelet does for a deleted pod: run the preStop sleep, then stop the runtime. */
-  function stopAfterPreStop(pod: PodObject): void {
+  /** What a kubelet does for a deleted pod: preStop, SIGTERM, SIGKILL after the grace; then the pod may go. */
+  function terminate(pod: PodObject): void {
     const name = pod.metadata?.name ?? '';
-    if (terminating.has(name) || !(sims.has(name) || reals.has(name))) return;
-    const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
-    const sleepMs = opts.preStop ? (container?.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000 : 0;
-    if (sleepMs <= 0) return enqueue(() => stopSim(name));
-    const timer = setTimeout(() => {
-      terminating.delete(name);
-      enqueue(() => stopSim(name));
-    }, sleepMs);
-    terminating.set(name, timer);
-    log(`pod ${name} is terminating: its runtime serves ${sleepMs} ms more (preStop)`);
+    const uid = pod.metadata?.uid ?? '';
+    const grace = pod.metadata?.deletionGracePeriodSeconds;
+    if (grace !== undefined && grace > 0 && !firstGrace.has(uid)) firstGrace.set(uid, grace);
+    if (terminating.has(name)) return;
+    if (!(sims.has(name) || reals.has(name))) return void releasePod(pod);
+    const plan =
+      opts.preStop === false
+        ? { preStopMs: 0, graceMs: 0 }
+        : planTermination(pod, SGLANG_CONTAINER, firstGrace.get(uid));
+    const abort = new AbortController();
+    log(`pod ${name} is terminating: preStop ${plan.preStopMs} ms, grace ${plan.graceMs} ms`);
+    const runtime: TerminatingRuntime = {
+      sigterm: async () => {
+        const sim = sims.get(name);
+        if (sim) await sim.server.terminate();
+        // The real server: SIGTERM, and its own SIGKILL after 10 s (real-sglang.ts).
+        else await reals.get(name)?.sglang.stop();
+      },
+      sigkill: () => new Promise<void>((resolve) => enqueue(() => stopSim(name).finally(resolve))),
+    };
+    const done = runTermination(plan, runtime, abort.signal)
+      .then((outcome) =>
+        log(`runtime of ${name} ${outcome === 'exited' ? 'exited' : 'killed at the grace end'}`),
+      )
+      .then(() => releasePod(pod))
+      .catch((err: unknown) => log(`sim-kubelet: terminating ${name}: ${(err as Error).message}`))
+      .finally(() => {
+        terminating.delete(name);
+        firstGrace.delete(uid);
+      });
+    terminating.set(name, { abort, done });
+  }
+
+  /** The runtime is gone: drop the finalizer, and delete the pod for good as a kubelet does. */
+  async function releasePod(pod: PodObject): Promise<void> {
+    if (!pod.metadata?.finalizers?.includes(RUNTIME_FINALIZER)) return;
+    const namespace = pod.metadata.namespace ?? '';
+    const name = pod.metadata.name ?? '';
+    const uid = pod.metadata.uid ?? '';
+    const live = await client.get<PodObject>(Resources.pods, namespace, name);
+    if (!live || live.metadata?.uid !== uid) return;
+    if (live.metadata.finalizers?.includes(RUNTIME_FINALIZER))
+      await client.patch(
+        Resources.pods,
+        namespace,
+        name,
+        { metadata: { '$deleteFromPrimitiveList/finalizers': [RUNTIME_FINALIZER] } },
+        'strategic',
+      );
+    if (live.metadata.deletionTimestamp)
+      await client.delete(Resources.pods, namespace, name, { uid, gracePeriodSeconds: 0 });
+  }
+
+  /** Before a runtime starts on a pod's IP: the pod holds it until the runtime is gone. False: the pod is going. */
+  async function holdPod(pod: PodObject): Promise<boolean> {
+    if (pod.metadata?.finalizers?.includes(RUNTIME_FINALIZER)) return true;
+    try {
+      await client.patch(
+        Resources.pods,
+        pod.metadata?.namespace ?? '',
+        pod.metadata?.name ?? '',
+        { metadata: { uid: pod.metadata?.uid, finalizers: [RUNTIME_FINALIZER] } },
+        'strategic',
+      );
+      return true;
+    } catch (err) {
+      log(`runtime for ${pod.metadata?.name ?? ''} not started: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  /** A gated pod's Ready, as the kubelet's status manager keeps it. */
+  async function syncReady(pod: PodObject): Promise<void> {
+    const want = computeGatedReady(pod);
+    const patch = want && buildReadyPatch(pod, want, new Date());
+    if (!patch) return;
+    await client
+      .patch(Resources.pods, pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', patch, 'strategic', {
+        subresource: 'status',
+      })
+      .catch((err: unknown) =>
+        log(`sim-kubelet: Ready of ${pod.metadata?.name ?? ''}: ${(err as Error).message}`),
+      );
   }
 
   async function stopSim(name: string): Promise<void> {
@@ -211,6 +296,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
 
   async function reconcile(pod: PodObject): Promise<void> {
     if (pod.metadata?.deletionTimestamp) return forgetPod(pod);
+    if (pod.spec?.containers.some((c) => c.name === SGLANG_CONTAINER)) await syncReady(pod);
     const name = pod.metadata?.name ?? '';
     const running = pod.status?.phase === 'Running';
     const current = sims.get(name) ?? reals.get(name);
@@ -226,7 +312,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   const initRuns = new Map<string, { uid: string; run: InitRun }>();
   const initialized = new Map<string, string>();
 
-  /** A deleted pod: its init containers stop, its runtime after the preStop sleep. */
+  /** A deleted pod: its init containers stop, its runtime terminates as on a node. */
   function forgetPod(pod: PodObject): void {
     const name = pod.metadata?.name ?? '';
     initialized.delete(name);
@@ -235,7 +321,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
       initRuns.delete(name);
       void init.run.cancel();
     }
-    stopAfterPreStop(pod);
+    terminate(pod);
   }
 
   /**
@@ -289,6 +375,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
       log(`runtime for ${pod.metadata?.name ?? ''} not started: canStart refused it`);
       return;
     }
+    if (!(await holdPod(pod))) return;
     const real = opts.realSglang?.(pod);
     await (real ? startReal(pod, real, env) : startSim(pod, argv));
   }
@@ -310,10 +397,19 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
       stopped = true;
       await informer.stop();
       await Promise.all([...initRuns.values()].map((i) => i.run.cancel()));
-      for (const timer of terminating.values()) clearTimeout(timer);
-      terminating.clear();
+      const terminations = [...terminating.values()];
+      for (const t of terminations) t.abort.abort();
+      await Promise.all(terminations.map((t) => t.done));
       await chain;
+      const held = [...sims.values(), ...reals.values()].map((r) => r.pod);
       await Promise.all([...sims.keys(), ...reals.keys()].map((n) => stopSim(n)));
+      // Pods still holding the finalizer are let go: nothing runs on their IPs any more.
+      await Promise.all(
+        held.map((name) => {
+          const pod = informer.list().find((p) => p.metadata?.name === name);
+          return pod ? releasePod(pod).catch(() => undefined) : Promise.resolve();
+        }),
+      );
       await client.close();
       rmSync(scratchRoot, { recursive: true, force: true });
       if (opts.nodeRoot === undefined) rmSync(nodeRoot, { recursive: true, force: true });

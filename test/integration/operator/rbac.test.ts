@@ -129,6 +129,8 @@ const OPERATOR_RULES: readonly TableRule[] = [
   { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
   // Pods of our deployments and of the fetch Jobs: the informers select by label, RBAC cannot.
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+  // The cacheroute.dev/verified readiness gate: the pod condition, a strategic merge PATCH of pods/status.
+  { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
   // Tasks' generation Leases, in the Task's namespace.
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   // Event recorder: new Events are created, repeats patch the series.
@@ -179,6 +181,7 @@ const APPLY = ['get', 'list', 'watch', 'create', 'patch'];
 interface DirectRequest {
   rt: ResourceType;
   verbs: string[];
+  subresource?: string;
   resourceNames?: string[];
   paidCallsOnly?: true;
 }
@@ -199,6 +202,8 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     // A pod's owner chain (ownership.ts), read before the runtime API key is sent to it.
     { rt: Resources.replicaSets, verbs: ['get'] },
     { rt: Resources.statefulSets, verbs: ['get'] },
+    // The verified readiness gate (readiness-gate/): the pod condition, by a PATCH of pods/status.
+    { rt: Resources.pods, verbs: ['patch'], subresource: 'status' },
   ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],
@@ -263,7 +268,10 @@ function deriveRules(
     for (const w of d.watches ?? []) need(w.resource, grant(w.resource, LIST_WATCH));
     for (const r of DIRECT_REQUESTS[d.name] ?? []) {
       if (r.paidCallsOnly && !o.paidCalls) continue;
-      need(r.rt, { ...grant(r.rt, r.verbs), ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}) });
+      need(r.rt, {
+        ...grant(r.rt, r.verbs, r.subresource),
+        ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+      });
     }
   }
   return {

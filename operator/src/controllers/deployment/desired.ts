@@ -27,6 +27,7 @@ import {
 } from './meta/labels.ts';
 import { buildOwnedMetadata } from './meta/owned.ts';
 import { planRoles, type RoleEngine } from './roles.ts';
+import { VERIFIED_READINESS_GATES } from './readiness-gate/verified.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
 import { buildPodModel } from './model-cache/pod-model.ts';
 import {
@@ -190,6 +191,8 @@ function buildPodSpec(
     volumes,
     enableServiceLinks: false,
     terminationGracePeriodSeconds: 60,
+    // Ready only once the operator verified the runtime: a rollout keeps old pods until then.
+    readinessGates: VERIFIED_READINESS_GATES.map((g) => ({ ...g })),
     ...(scheduling?.nodeSelector ? { nodeSelector: scheduling.nodeSelector } : {}),
     ...(scheduling?.tolerations ? { tolerations: scheduling.tolerations.map(buildToleration) } : {}),
     ...(scheduling?.affinity ? { affinity: scheduling.affinity } : {}),

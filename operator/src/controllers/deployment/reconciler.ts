@@ -8,7 +8,7 @@ import {
   type Endpoint,
 } from '#api';
 import { applyOwned, FIELD_MANAGER } from '../../manager/apply.ts';
-import type { KubeClient } from '#kube/client.ts';
+import { isNotFound, type KubeClient } from '#kube/client.ts';
 import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
 import { controllerOf, formatKey, type KubeObject, type ObjectKey } from '#kube/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
@@ -60,6 +60,7 @@ import {
 } from './multi-node/availability.ts';
 import { buildEndpointViews, isGroupWorker } from './multi-node/groups.ts';
 import { registerDeploymentMetrics } from './metrics.ts';
+import { buildConditionPatch, planVerifiedConditions } from './readiness-gate/verified.ts';
 
 export interface DeploymentControllerOptions {
   manager: Manager;
@@ -373,6 +374,33 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     return [...owned, ...unowned];
   }
 
+  /**
+   * Each gated pod's verified condition (readiness-gate/), from this pass's endpoints: the kubelet
+   * makes the pod Ready once it is True. A pod gone meanwhile is skipped; another failure fails
+   * the pass, retried with backoff (no pod event would bring the pass again).
+   */
+  async function markVerified(
+    namespace: string,
+    owned: readonly PodObject[],
+    endpoints: readonly Endpoint[],
+    now: Date,
+  ): Promise<void> {
+    const byName = new Map(owned.map((p) => [p.metadata?.name ?? '', p]));
+    await Promise.all(
+      planVerifiedConditions(owned, endpoints).map(async ({ pod, condition }) => {
+        const patch = buildConditionPatch(byName.get(pod), condition, now);
+        try {
+          await client.patch(Resources.pods, namespace, pod, patch, 'strategic', {
+            subresource: 'status',
+            fieldManager: FIELD_MANAGER,
+          });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }),
+    );
+  }
+
   /** What a part's cache entry says about its replicas (parts.ts). */
   function livePart(namespace: string, name: string): LivePart | undefined {
     const parsed = DeploymentPartResource.safeParse(parts.get(namespace, name));
@@ -510,6 +538,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     const { written } = await writeStatusIfChanged(client, Resources.sglangDeployments, obj, next);
     if (written)
       for (const e of planEvents(root.status, next)) manager.events.event(obj, e.type, e.reason, e.message);
+    await markVerified(ns, podObjects, endpoints, ctx.now());
 
     // Pods that come, go or turn Ready queue this Deployment through the pod watch; only a Ready
     // pod whose runtime has not answered yet must be asked again without one.

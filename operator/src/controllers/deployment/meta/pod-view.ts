@@ -23,7 +23,7 @@ export type PodObject = KubeObject & Pick<V1Pod, 'spec' | 'status'>;
 export function buildPodView(pod: PodObject): PodView | undefined {
   const role = EndpointRoleSchema.safeParse(pod.metadata?.labels?.[LABEL_ROLE]);
   if (!role.success || !pod.metadata?.name) return undefined;
-  const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  const ready = isContainersReady(pod);
   const restartCount = (pod.status?.containerStatuses ?? []).reduce((n, c) => n + c.restartCount, 0);
   return {
     name: pod.metadata.name,
@@ -35,4 +35,17 @@ export function buildPodView(pod: PodObject): PodView | undefined {
     restartCount,
     terminating: pod.metadata.deletionTimestamp !== undefined,
   };
+}
+
+/**
+ * Whether the pod's containers are ready (their readiness probes pass): ContainersReady, not Ready,
+ * which also waits for the pod's readiness gates, the operator's verified gate among them
+ * (readiness-gate/), set only after this view led to a verification. A pod without the
+ * condition (a stand-in kubelet's) is read by its Ready.
+ */
+export function isContainersReady(pod: PodObject): boolean {
+  const conditions = pod.status?.conditions ?? [];
+  const containers = conditions.find((c) => c.type === 'ContainersReady');
+  if (containers) return containers.status === 'True';
+  return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
 }

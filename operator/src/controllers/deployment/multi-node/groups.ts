@@ -15,7 +15,8 @@ export function isGroupWorker(pod: PodObject): boolean {
   return index !== undefined && index !== '0';
 }
 
-function groupOf(pod: PodObject): string {
+/** The set and group index a pod of a group belongs to: the same for its leader and its workers. */
+export function groupOf(pod: PodObject): string {
   const labels = pod.metadata?.labels ?? {};
   return `${labels[LWS_SET_NAME_LABEL] ?? ''}/${labels[LWS_GROUP_INDEX_LABEL] ?? ''}`;
 }
