@@ -33,6 +33,14 @@ crds: deps ## Regenerate crds/*.yaml from the zod schemas in lib/api
 crds-check: deps ## Fail when the committed CRDs differ from the zod source
 	$(NODE) hack/generate-crds.ts --check
 
+.PHONY: gie-crds
+gie-crds: ## Copy the pinned Gateway API Inference Extension CRDs (GIE_VERSION, default v1.6.2) from its Go module into charts/cacheroute/gie-crds
+	bash hack/gie-crds.sh
+
+.PHONY: gie-crds-check
+gie-crds-check: ## Fail when charts/cacheroute/gie-crds differs from the pinned GIE module's config/crd/bases
+	bash hack/gie-crds.sh --check
+
 .PHONY: lint
 lint: deps ## ESLint and Prettier checks
 	$(NPM_BIN)/eslint --max-warnings 0 .
