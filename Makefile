@@ -33,6 +33,14 @@ crds: deps ## Regenerate crds/*.yaml from the zod schemas in lib/api
 crds-check: deps ## Fail when the committed CRDs differ from the zod source
 	$(NODE) hack/generate-crds.ts --check
 
+.PHONY: gie-crds
+gie-crds: ## Copy the pinned Gateway API Inference Extension CRDs (GIE_VERSION, default v1.6.2) from its Go module into charts/cacheroute/gie-crds
+	bash hack/gie-crds.sh
+
+.PHONY: gie-crds-check
+gie-crds-check: ## Fail when charts/cacheroute/gie-crds differs from the pinned GIE module's config/crd/bases
+	bash hack/gie-crds.sh --check
+
 .PHONY: lint
 lint: deps ## ESLint and Prettier checks
 	$(NPM_BIN)/eslint --max-warnings 0 .
@@ -92,7 +100,7 @@ test-e2e: deps controlplane test-deps sglang-kit images ## End-to-end suites (fu
 test-fast: deps build lint test-unit ## The inner loop, in minutes: type check (tsc -b), lint, unit tests; make test stays the contract
 
 .PHONY: test
-test: deps controlplane build lint crds-check docs-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
+test: deps controlplane build lint crds-check gie-crds-check docs-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
 
 .PHONY: run
 run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) $(if $(REAL_NODE),real-node images) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; MONITORING=1 adds a real Prometheus scraping it all; REAL_NODE=1 runs the operator and gateway as the chart's pods on a real kubelet; Ctrl-C stops it

@@ -276,35 +276,73 @@ export const RequestRules = z
   .meta({ description: 'What one request may ask of the runtime.' });
 export type RequestRules = z.output<typeof RequestRules>;
 
-export const CachePolicySpec = z.object({
-  targetRefs: z
-    .array(TargetRef)
-    .min(1, 'targetRefs must name at least one Deployment')
-    .max(16)
-    .meta({ description: 'Deployments this policy attaches to.' }),
-  cacheNamespace: DnsLabel.meta({
+/** What a GIE gateway does with a request when the endpoint picker does not answer (InferencePool v1). */
+export const PickerFailureMode = z.enum(['FailClose', 'FailOpen']);
+export type PickerFailureMode = z.infer<typeof PickerFailureMode>;
+
+export const InferencePoolSettings = z
+  .object({
+    failureMode: PickerFailureMode.default('FailClose').meta({
+      description:
+        "The InferencePool's endpointPickerRef.failureMode, for a Gateway API Inference Extension gateway: " +
+        'FailClose (the default): a request the picker cannot place gets an error; FailOpen: the gateway ' +
+        'picks a pool pod itself, so the request passes without the picker (no tenant key check, no ' +
+        'cache_salt, no admission, any pod of the pool, verified or not). FailOpen needs ' +
+        'tenancy.sharePrefixes: true.',
+    }),
+  })
+  .meta({
     description:
-      'Hashed with each target deploymentId into the SGLang cache_salt. It separates cache keys; it grants no access.',
+      "The InferencePool the operator keeps for each target when it runs with the chart's picker " +
+      '(gateway.mode picker or both) and the cluster serves inference.networking.k8s.io/v1.',
+  });
+
+export const CachePolicySpec = withRules(
+  z.object({
+    targetRefs: z
+      .array(TargetRef)
+      .min(1, 'targetRefs must name at least one Deployment')
+      .max(16)
+      .meta({ description: 'Deployments this policy attaches to.' }),
+    cacheNamespace: DnsLabel.meta({
+      description:
+        'Hashed with each target deploymentId into the SGLang cache_salt. It separates cache keys; it grants no access.',
+    }),
+    routing: RoutingSettings.prefault({}),
+    resultReuse: ResultReuse.prefault({}),
+    admission: Admission.prefault({}),
+    warmup: Warmup.optional(),
+    requests: RequestRules.prefault({}),
+    tenancy: z
+      .object({
+        sharePrefixes: z
+          .boolean()
+          .default(false)
+          .meta({
+            description:
+              "false: each Tenant's requests carry a salt of their own, so tenants never share cached prefixes or " +
+              'reused results (nor warm-up documents); true: all tenants share them, as requests without a tenant do.',
+          }),
+      })
+      .prefault({})
+      .meta({ description: 'What tenants of the gateway share on these Deployments.' }),
+    inferencePool: InferencePoolSettings.prefault({}),
   }),
-  routing: RoutingSettings.prefault({}),
-  resultReuse: ResultReuse.prefault({}),
-  admission: Admission.prefault({}),
-  warmup: Warmup.optional(),
-  requests: RequestRules.prefault({}),
-  tenancy: z
-    .object({
-      sharePrefixes: z
-        .boolean()
-        .default(false)
-        .meta({
-          description:
-            "false: each Tenant's requests carry a salt of their own, so tenants never share cached prefixes or " +
-            'reused results (nor warm-up documents); true: all tenants share them, as requests without a tenant do.',
-        }),
-    })
-    .prefault({})
-    .meta({ description: 'What tenants of the gateway share on these Deployments.' }),
-});
+  [
+    {
+      // A request the gateway lets past a picker outage carries no tenant's cache_salt: tenants
+      // whose prefixes this policy keeps apart would share them.
+      cel:
+        "!has(self.inferencePool) || !has(self.inferencePool.failureMode) || self.inferencePool.failureMode != 'FailOpen' || " +
+        '(has(self.tenancy) && has(self.tenancy.sharePrefixes) && self.tenancy.sharePrefixes)',
+      message:
+        "inferencePool.failureMode FailOpen sends requests past the picker without their tenant's cache_salt: " +
+        'set tenancy.sharePrefixes: true, or use FailClose',
+      fieldPath: '.inferencePool.failureMode',
+      check: (s) => s.inferencePool.failureMode !== 'FailOpen' || s.tenancy.sharePrefixes,
+    },
+  ],
+);
 export type CachePolicySpec = z.infer<typeof CachePolicySpec>;
 
 export const WarmupState = z.enum(['Pending', 'Warming', 'Warmed', 'Failed']);

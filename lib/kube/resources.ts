@@ -53,6 +53,14 @@ export const Resources = {
     kind: 'LeaderWorkerSet',
     namespaced: true,
   },
+  // Gateway API Inference Extension (v1.6.2): a Deployment's pool for GIE gateways (controllers/inferencepool).
+  inferencePools: {
+    group: 'inference.networking.k8s.io',
+    version: 'v1',
+    resource: 'inferencepools',
+    kind: 'InferencePool',
+    namespaced: true,
+  },
   events: { group: 'events.k8s.io', version: 'v1', resource: 'events', kind: 'Event', namespaced: true },
   endpointSlices: {
     group: 'discovery.k8s.io',

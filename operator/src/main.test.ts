@@ -5,6 +5,7 @@ import {
   modelCacheOf,
   paidCallsBaseUrl,
   parseFlags,
+  pickerOf,
   runtimeIngressOf,
 } from './main.ts';
 
@@ -22,6 +23,35 @@ describe('operator flags', () => {
     ]);
     expect(roots(['--host-path-roots='])).toEqual([]);
     expect(roots(['--host-path-roots', 'models'])).toContain('--host-path-roots: absolute paths');
+  });
+
+  it('keeps InferencePools only when told the picker Service, its namespace required', () => {
+    const picker = (argv: string[]) => {
+      const f = parseFlags(argv);
+      return f.ok ? pickerOf(f.value) : f.error;
+    };
+    expect(picker([])).toBeUndefined();
+    expect(
+      picker([
+        '--inference-pool-picker-service',
+        'cr-picker',
+        '--inference-pool-picker-namespace',
+        'cacheroute',
+      ]),
+    ).toEqual({ name: 'cr-picker', namespace: 'cacheroute', port: 9002 });
+    expect(
+      picker([
+        '--inference-pool-picker-service=cr-picker',
+        '--inference-pool-picker-namespace=cacheroute',
+        '--inference-pool-picker-port=9102',
+      ]),
+    ).toMatchObject({ port: 9102 });
+    expect(picker(['--inference-pool-picker-service', 'cr-picker'])).toContain(
+      "--inference-pool-picker-namespace: required with --inference-pool-picker-service: the picker Service's namespace",
+    );
+    expect(picker(['--inference-pool-picker-service', 'Picker_1'])).toContain(
+      '--inference-pool-picker-service: a Service name',
+    );
   });
 
   it('makes no paid call unless --allow-paid-calls=true', () => {

@@ -16,6 +16,7 @@ import { createLogger } from '#kube/logger.ts';
 import { NamespaceListFlag } from '#kube/namespace-flags.ts';
 import { startTracing } from '#kube/tracing.ts';
 import { parseTracingConfig } from '#kube/tracing-config.ts';
+import type { PickerService } from './controllers/inferencepool/desired.ts';
 
 // A NetworkPolicy peer, `namespace=NS[,LABEL=VALUE...]` (pod-peer.ts).
 const PodPeerFlag = z.string().transform((text, ctx) => {
@@ -56,6 +57,14 @@ const Flags = z
         ctx.addIssue({ code: 'custom', message: cap.error });
         return z.NEVER;
       }),
+    // The chart's endpoint picker (gateway.mode picker or both): an InferencePool per Deployment
+    // names this Service (controllers/inferencepool); unset: no InferencePools.
+    'inference-pool-picker-service': z
+      .string()
+      .regex(/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a Service name')
+      .optional(),
+    'inference-pool-picker-namespace': z.string().min(1).optional(),
+    'inference-pool-picker-port': z.coerce.number().int().min(1).max(65535).default(9002),
     // A NetworkPolicy per Deployment admitting only its own pods and these peers to its SGLang pods.
     'runtime-network-policy': z.enum(['true', 'false']).default('false'),
     // The gateway's pods (HTTP and event ports), the operator's (HTTP), and Prometheus (HTTP, /metrics).
@@ -140,6 +149,15 @@ const Flags = z
                 ? 'required with --metrics-api-port: the metrics are the gateway tier’s'
                 : 'required with --metrics-api-port: the API server reaches the metrics API over HTTPS',
           });
+    if (
+      f['inference-pool-picker-service'] !== undefined &&
+      f['inference-pool-picker-namespace'] === undefined
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['inference-pool-picker-namespace'],
+        message: "required with --inference-pool-picker-service: the picker Service's namespace",
+      });
     const on = f['runtime-network-policy'] === 'true';
     for (const flag of INGRESS_FLAGS) {
       if (!on && f[flag] !== undefined)
@@ -173,7 +191,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
   [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]
   [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]
    [--insecure-endpoint-hosts HOST[,HOST...]]...]
-  [--host-path-roots DIR[,DIR...] (default: the --model-cache-node-root)]`;
+  [--host-path-roots DIR[,DIR...] (default: the --model-cache-node-root)]
+  [--inference-pool-picker-service NAME --inference-pool-picker-namespace NS [--inference-pool-picker-port 9002]]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -212,6 +231,16 @@ export function runtimeIngressOf(flags: OperatorFlags): RuntimeIngress | undefin
 /** Where OpenRouter Tasks go: nowhere unless paid calls were allowed. */
 export function paidCallsBaseUrl(flags: OperatorFlags): string | undefined {
   return flags['allow-paid-calls'] === 'true' ? flags['openrouter-base-url'] : undefined;
+}
+
+/** The picker Service the InferencePools name; undefined without --inference-pool-picker-service. */
+export function pickerOf(flags: OperatorFlags): PickerService | undefined {
+  const [name, namespace] = [
+    flags['inference-pool-picker-service'],
+    flags['inference-pool-picker-namespace'],
+  ];
+  if (!name || !namespace) return undefined;
+  return { name, namespace, port: flags['inference-pool-picker-port'] };
 }
 
 /** Download sources' cache and fetch Job; undefined without --model-fetch-image (they are not fetched). */
@@ -279,6 +308,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     metricsApi: metricsApiOf(flags),
     modelCache: modelCacheOf(flags),
     hostPathRoots: hostPathRootsOf(flags),
+    picker: pickerOf(flags),
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -293,6 +323,9 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     modelFetch: flags['model-fetch-image'] ?? 'off (download sources are not fetched)',
     hostPathRoots: hostPathRootsOf(flags).join(',') || 'none',
     tracing: config ? config.url : 'off',
+    inferencePools: flags['inference-pool-picker-service']
+      ? `picker ${flags['inference-pool-picker-namespace'] ?? ''}/${flags['inference-pool-picker-service']}:${flags['inference-pool-picker-port']}`
+      : 'off',
     cacheHealth:
       flags['cache-health-period-seconds'] === 0
         ? 'off'

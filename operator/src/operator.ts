@@ -1,6 +1,8 @@
 import { RUNTIME_API_KEY_LABEL, type DeploymentResource } from '#api';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
+import type { PickerService } from './controllers/inferencepool/desired.ts';
+import { buildInferencePoolController } from './controllers/inferencepool/reconciler.ts';
 import { LABEL_DEPLOYMENT } from './controllers/deployment/meta/labels.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import type { ModelCacheConfig } from './controllers/deployment/model-cache/objects.ts';
@@ -59,6 +61,13 @@ export interface OperatorOptions {
    * unset: the node model cache root only.
    */
   hostPathRoots?: readonly string[] | undefined;
+  /**
+   * The chart's endpoint picker Service (--inference-pool-picker-*): with it, an InferencePool per
+   * Deployment for GIE gateways (controllers/inferencepool); unset: none.
+   */
+  picker?: PickerService | undefined;
+  /** How soon a Deployment is looked at again while InferencePools are not served (default 60 s). */
+  inferencePoolRecheckMs?: number;
 }
 
 /** Deployments wake on demand where the operator reads the gateway tier (--gateway-admin-url). */
@@ -113,6 +122,16 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
   manager.addController(buildDeploymentPartController({ manager, client }));
   manager.addController(buildCachePolicyController({ manager, client }));
   manager.addController(buildTenantController({ manager, client }));
+  if (opts.picker)
+    manager.addController(
+      buildInferencePoolController({
+        manager,
+        client,
+        picker: opts.picker,
+        ...(opts.inferencePoolRecheckMs ? { recheckMissingMs: opts.inferencePoolRecheckMs } : {}),
+        concurrency: opts.concurrency ?? 4,
+      }),
+    );
   manager.addController(
     buildTaskController({
       manager,

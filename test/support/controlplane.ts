@@ -28,6 +28,7 @@ import {
 import type { ComponentConfig, Ports } from './components.ts';
 import { apiJson, apiRequest, writeKubeconfig } from './kube-api.ts';
 import type { Credentials } from './kube-api.ts';
+import { installGieCrds } from './gie.ts';
 import { startLwsController, type LwsController } from './lws.ts';
 import { createPki, issueClientCert, pkiPaths } from './pki.ts';
 import { readLogTail, registerCleanup, spawnManaged, stopManaged } from './processes.ts';
@@ -53,6 +54,8 @@ export interface ControlPlaneOptions {
   controllers?: readonly string[];
   // Also the LeaderWorkerSet controller, its CRD and webhooks (full only; lws.ts).
   leaderWorkerSet?: boolean;
+  // Also the Gateway API Inference Extension's CRDs (InferencePool; gie.ts), plain or full.
+  inferencePool?: boolean;
   // The ServiceAccount admission plugin, for pods a real kubelet runs (real-node.ts).
   serviceAccountAdmission?: boolean;
   log?: (msg: string) => void;
@@ -203,6 +206,7 @@ async function startControlPlaneOn(ports: Ports, opts: ControlPlaneOptions): Pro
       if (opts.leaderWorkerSet)
         lws = await startLwsController({ binDir, dir, kubeconfig, hostIP: hostIP ?? '' });
     }
+    if (opts.inferencePool) await installGieCrds(kubeconfig);
 
     return {
       kubeconfig,

@@ -62,12 +62,15 @@ export async function startE2eStack(
     gpuNodes?: number;
     /** The real LeaderWorkerSet controller too (multi-node Deployments; lws.ts). */
     leaderWorkerSet?: boolean;
+    /** The Gateway API Inference Extension's CRDs too (InferencePools; gie.ts). */
+    inferencePool?: boolean;
   } = {},
 ): Promise<E2eStack> {
   const cp = await startControlPlane({
     full: true,
     gpuNodes: opts.gpuNodes ?? 1,
     leaderWorkerSet: opts.leaderWorkerSet ?? false,
+    inferencePool: opts.inferencePool ?? false,
     ...(opts.controllers ? { controllers: opts.controllers } : {}),
   });
   const crds = join(REPO_ROOT, 'crds');

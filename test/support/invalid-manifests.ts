@@ -434,6 +434,20 @@ export const INVALID_CASES: InvalidCase[] = [
     structural: true,
   },
   {
+    name: 'picker fail-open with tenants kept apart',
+    sample: POLICY,
+    mutate: (m) => (m.spec.inferencePool = { failureMode: 'FailOpen' }),
+    expect:
+      "inferencePool.failureMode FailOpen sends requests past the picker without their tenant's cache_salt",
+  },
+  {
+    name: 'picker failure mode unknown',
+    sample: POLICY,
+    mutate: (m) => (m.spec.inferencePool = { failureMode: 'Open' }),
+    expect: 'spec.inferencePool.failureMode: Unsupported value: "Open"',
+    structural: true,
+  },
+  {
     name: 'targetRef of another kind',
     sample: POLICY,
     mutate: (m) => (m.spec.targetRefs = [{ kind: 'Service', name: 'x' }]),

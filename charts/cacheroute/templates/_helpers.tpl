@@ -47,3 +47,12 @@ app.kubernetes.io/component: operator
 {{- required "operator.serviceAccount.name is required when operator.serviceAccount.create is false" .Values.operator.serviceAccount.name }}
 {{- end }}
 {{- end }}
+
+{{- /*
+Whether the gateway serves as a Gateway API Inference Extension endpoint picker (gateway.mode
+picker or both): the picker Service, its flags, and the operator's InferencePools.
+*/}}
+{{- define "cacheroute.picker.enabled" -}}
+{{- if and .Values.gateway.enabled (has .Values.gateway.mode (list "picker" "both")) }}true{{- end }}
+{{- end }}
+

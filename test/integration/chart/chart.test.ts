@@ -278,6 +278,78 @@ describe('values reach the objects', () => {
     expect(np).toContain('"port":"admin"');
   });
 
+  it('gateway.mode: standalone by default, no picker; picker or both: its Service, flags, ports and the operator pools', async () => {
+    const standalone = await render({});
+    expect(standalone.filter((o) => o.metadata.name === `${RELEASE}-picker`)).toEqual([]);
+    expect(container(standalone, 'gateway').args.filter((a) => /^--(mode|picker)/.test(a))).toEqual([]);
+    expect(container(standalone, 'operator').args.filter((a) => a.startsWith('--inference-pool'))).toEqual(
+      [],
+    );
+    expect(standalone.filter((o) => o.kind === 'CustomResourceDefinition')).toEqual([]);
+    for (const mode of ['picker', 'both']) {
+      const objs = await render({ set: [`gateway.mode=${mode}`, 'gateway.picker.port=9102'] });
+      const gw = container(objs, 'gateway') as Container & {
+        ports: { name: string; containerPort: number }[];
+      };
+      expect(gw.args.filter((a) => /^--(mode|picker)/.test(a))).toEqual([
+        `--mode=${mode}`,
+        '--picker-port=9102',
+        '--picker-health-port=9003',
+      ]);
+      expect(gw.ports.map((p) => [p.name, p.containerPort])).toEqual([
+        ['http', 8080],
+        ['admin', 9090],
+        ['grpc', 9102],
+        ['grpc-health', 9003],
+      ]);
+      const svc = find(objs, 'Service', `${RELEASE}-picker`) as unknown as {
+        spec: {
+          selector: Record<string, string>;
+          ports: { name: string; port: number; targetPort: string }[];
+        };
+      };
+      expect(svc.spec.selector).toEqual(
+        (find(objs, 'Service', `${RELEASE}-gateway`) as unknown as typeof svc).spec.selector,
+      );
+      expect(svc.spec.ports.map((p) => [p.name, p.port, p.targetPort])).toEqual([
+        ['grpc', 9102, 'grpc'],
+        ['grpc-health', 9003, 'grpc-health'],
+      ]);
+      expect(container(objs, 'operator').args.filter((a) => a.startsWith('--inference-pool'))).toEqual([
+        `--inference-pool-picker-service=${RELEASE}-picker`,
+        `--inference-pool-picker-namespace=${NAMESPACE}`,
+        '--inference-pool-picker-port=9102',
+      ]);
+    }
+    // No gateway, no picker: nothing names one.
+    const off = await render({
+      set: ['gateway.enabled=false', 'gateway.mode=picker', 'operator.runtimeNetworkPolicy.enabled=false'],
+    });
+    expect(off.filter((o) => o.metadata.name === `${RELEASE}-picker`)).toEqual([]);
+    expect(container(off, 'operator').args.filter((a) => a.startsWith('--inference-pool'))).toEqual([]);
+  });
+
+  it("inferencePool.installCRDs: GIE v1.6.2's CRDs as pinned, kept on uninstall", async () => {
+    const objs = await render({ set: ['inferencePool.installCRDs=true'] });
+    const crds = objs.filter((o) => o.kind === 'CustomResourceDefinition');
+    const dir = join(CHART_DIR, 'gie-crds');
+    const pinned = readdirSync(dir)
+      .sort()
+      .map((f) => parse(readFileSync(join(dir, f), 'utf8')) as RenderedObject);
+    expect(crds.map((c) => c.metadata.name).sort()).toEqual([
+      'inferencepoolimports.inference.networking.x-k8s.io',
+      'inferencepools.inference.networking.k8s.io',
+    ]);
+    type Crd = RenderedObject & { metadata: { annotations?: Record<string, string> } };
+    for (const want of pinned) {
+      const got = crds.find((c) => c.metadata.name === want.metadata.name) as Crd | undefined;
+      const { ['helm.sh/resource-policy']: keep, ...annotations } = got?.metadata.annotations ?? {};
+      expect(keep).toBe('keep');
+      expect(annotations['inference.networking.k8s.io/bundle-version']).toBe('v1.6.2');
+      expect({ ...got, metadata: { ...got?.metadata, annotations } }).toEqual(want);
+    }
+  });
+
   it('a digest pins the image and wins over the tag', async () => {
     const digest = `sha256:${'ab'.repeat(32)}`;
     const objs = await render({ set: [`gateway.image.digest=${digest}`, 'gateway.image.tag=ignored'] });

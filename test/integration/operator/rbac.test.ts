@@ -49,8 +49,9 @@ interface Rule {
 
 // ---- The table ---------------------------------------------------------------------
 // The operator's rules: a ClusterRole when it watches every namespace, a Role in each
-// watched namespace otherwise. `paidCallsOnly`: rendered only with paid calls allowed.
-type TableRule = Rule & { paidCallsOnly?: true };
+// watched namespace otherwise. `paidCallsOnly`: rendered only with paid calls allowed;
+// `pickerOnly`: only with gateway.mode picker or both (the operator's --inference-pool-picker-*).
+type TableRule = Rule & { paidCallsOnly?: true; pickerOnly?: true };
 const OPERATOR_RULES: readonly TableRule[] = [
   // Primary kinds: informers; a Task is re-read after a status conflict.
   {
@@ -111,6 +112,14 @@ const OPERATOR_RULES: readonly TableRule[] = [
     resources: ['leaderworkersets'],
     verbs: ['get', 'list', 'create', 'patch'],
   },
+  // Each Deployment's InferencePool (picker mode), owned but not cached (the GIE CRD may be
+  // missing): a list tells the API is there, applies read each pool with a get.
+  {
+    apiGroups: ['inference.networking.k8s.io'],
+    resources: ['inferencepools'],
+    verbs: ['get', 'list', 'create', 'patch'],
+    pickerOnly: true,
+  },
   // The daily-cap ledger of paid calls, by name: replaced with its resourceVersion.
   {
     apiGroups: [''],
@@ -137,13 +146,15 @@ const OPERATOR_RULES: readonly TableRule[] = [
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 
-const operatorRules = (o: { paidCalls: boolean }): Rule[] =>
-  OPERATOR_RULES.filter((r) => o.paidCalls || !r.paidCallsOnly).map((r) => ({
-    apiGroups: r.apiGroups,
-    resources: r.resources,
-    verbs: r.verbs,
-    ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
-  }));
+const operatorRules = (o: { paidCalls: boolean; picker?: boolean }): Rule[] =>
+  OPERATOR_RULES.filter((r) => (o.paidCalls || !r.paidCallsOnly) && (o.picker === true || !r.pickerOnly)).map(
+    (r) => ({
+      apiGroups: r.apiGroups,
+      resources: r.resources,
+      verbs: r.verbs,
+      ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+    }),
+  );
 
 // Role in the release namespace: the leader Lease (leader.ts reads, creates, replaces).
 const leaderRules = (leaseName: string): Rule[] => [
@@ -205,6 +216,8 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     // The verified readiness gate (readiness-gate/): the pod condition, by a PATCH of pods/status.
     { rt: Resources.pods, verbs: ['patch'], subresource: 'status' },
   ],
+  // InferencePools (picker mode): applyOwned with a GET for the live pool, a list for the API.
+  inferencepool: [{ rt: Resources.inferencePools, verbs: ['get', 'list', 'create', 'patch'] }],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],
   // A DeploymentPart's status reads only informer caches (the pods of its part).
@@ -281,11 +294,19 @@ function deriveRules(
 }
 
 // The definitions startOperator really registers, without starting anything.
-async function registeredDefinitions(kubeconfig: string): Promise<ControllerDefinition[]> {
+async function registeredDefinitions(kubeconfig: string, picker = false): Promise<ControllerDefinition[]> {
   const added = vi.spyOn(Manager.prototype, 'addController');
   const start = vi.spyOn(Manager.prototype, 'start').mockResolvedValue();
   try {
-    const op = await startOperator({ kubeconfig, logger: noopLogger, leaderElection: false, http: false });
+    const op = await startOperator({
+      kubeconfig,
+      logger: noopLogger,
+      leaderElection: false,
+      http: false,
+      ...(picker
+        ? { picker: { namespace: 'cacheroute-system', name: 'cr-cacheroute-picker', port: 9002 } }
+        : {}),
+    });
     await op.stop();
     return added.mock.calls.map(([def]) => def);
   } finally {
@@ -373,6 +394,22 @@ describe('chart RBAC equals what the code uses', () => {
     expect(expand(rulesOf(paid, 'ClusterRole', 'cr-cacheroute-operator'))).toEqual(
       expand(operatorRules({ paidCalls: true })),
     );
+    for (const mode of ['picker', 'both']) {
+      const picker = await helmTemplate({
+        release: 'cr',
+        namespace: 'cacheroute-system',
+        values: { 'gateway.mode': mode },
+      });
+      expect(expand(rulesOf(picker, 'ClusterRole', 'cr-cacheroute-operator'))).toEqual(
+        expand(operatorRules({ paidCalls: false, picker: true })),
+      );
+      expect(operatorArgs(picker).filter((a) => a.startsWith('--inference-pool-picker'))).toEqual([
+        '--inference-pool-picker-service=cr-cacheroute-picker',
+        '--inference-pool-picker-namespace=cacheroute-system',
+        '--inference-pool-picker-port=9002',
+      ]);
+    }
+    expect(operatorArgs(objects).filter((a) => a.startsWith('--inference-pool-picker'))).toEqual([]);
     // No Role but the leader's, and no --namespace: the operator watches everything.
     expect(ofKind(objects, 'Role').map((o) => o.metadata.name)).toEqual([
       'cr-cacheroute-operator-leader-election',
@@ -463,20 +500,30 @@ describe('chart RBAC equals what the code uses', () => {
   );
 
   it('the table is derived from the controllers startOperator registers and the runtime', async () => {
-    const defs = await registeredDefinitions(kubeconfig);
-    // A controller without an entry here has not had its direct reads reviewed.
-    expect(defs.map((d) => d.name).sort()).toEqual(Object.keys(DIRECT_REQUESTS).sort());
-    for (const paidCalls of [false, true]) {
-      const derived = deriveRules(defs, { paidCalls });
-      // Nothing cluster-scoped: a namespaced install needs no ClusterRole at all.
-      expect(derived.clusterScoped).toEqual([]);
-      expect(expand(derived.namespaced)).toEqual(expand(operatorRules({ paidCalls })));
+    for (const picker of [false, true]) {
+      const defs = await registeredDefinitions(kubeconfig, picker);
+      // A controller without an entry here has not had its direct reads reviewed.
+      expect(defs.map((d) => d.name).sort()).toEqual(
+        Object.keys(DIRECT_REQUESTS)
+          .filter((name) => picker || name !== 'inferencepool')
+          .sort(),
+      );
+      for (const paidCalls of [false, true]) {
+        const derived = deriveRules(defs, { paidCalls });
+        // Nothing cluster-scoped: a namespaced install needs no ClusterRole at all.
+        expect(derived.clusterScoped).toEqual([]);
+        expect(expand(derived.namespaced)).toEqual(expand(operatorRules({ paidCalls, picker })));
+      }
     }
   });
 
   it('the resource types the operator source names are exactly the table', () => {
     expect(referencedResources()).toEqual(
-      resourcesOf([...operatorRules({ paidCalls: true }), ...leaderRules('x'), ...metricsApiRules]),
+      resourcesOf([
+        ...operatorRules({ paidCalls: true, picker: true }),
+        ...leaderRules('x'),
+        ...metricsApiRules,
+      ]),
     );
   });
 });
