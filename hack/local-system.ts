@@ -102,7 +102,7 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
     full: true,
     gpuNodes: opts.gpuNodes,
     leaderWorkerSet: true,
-    // InferencePools, as a cluster with a GIE gateway serves them (ADR 0024).
+    // InferencePools, as a cluster with a GIE gateway serves them (ADR 0026).
     inferencePool: true,
     log,
     // A real kubelet's pods get ServiceAccount tokens, and the CA beside them.

@@ -1,7 +1,7 @@
 // A Deployment's InferencePool (Gateway API Inference Extension v1): what a GIE gateway (Istio,
 // agentgateway, NGINX Gateway Fabric, Envoy AI Gateway) routes an HTTPRoute to, asking the pool's
 // endpoint picker (cacheroute's, the chart's picker Service) which pod serves each request. One
-// per Deployment (ADR 0024): a pool's selector is matchLabels only, and the one label set that
+// per Deployment (ADR 0026): a pool's selector is matchLabels only, and the one label set that
 // picks out exactly one Deployment's serving SGLang pods is its own.
 import type { PickerFailureMode } from '#api';
 import type { DeploymentResource } from '#api';

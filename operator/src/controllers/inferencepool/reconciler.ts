@@ -1,4 +1,4 @@
-// The InferencePool controller: one pool per Deployment (ADR 0024), kept while the operator runs
+// The InferencePool controller: one pool per Deployment (ADR 0026), kept while the operator runs
 // with the chart's endpoint picker (--inference-pool-picker-service) and the cluster serves
 // inference.networking.k8s.io/v1. The pool is owned by its Deployment (the garbage collector
 // deletes it with it) and re-applied on every change of the Deployment or of the CachePolicy
