@@ -1,5 +1,6 @@
 // The operator process: `node operator/src/main.ts [flags]` (`make run-operator`).
 import { z } from 'zod';
+import { parseSecretLocation } from '#api/gateway-keys.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import { parsePodPeer } from './controllers/deployment/pod-peer.ts';
 import { formatDecimal } from './controllers/task/attempt/budget.ts';
@@ -102,6 +103,17 @@ const Flags = z
         ),
       )
       .optional(),
+    // The one Secret the operator keeps for the gateway, namespace/name (ADR 0024): the Tenants'
+    // key digests and the runtimes' keys, which the gateway reads by name; unset: not kept.
+    'gateway-keys-secret': z
+      .string()
+      .transform((text, ctx) => {
+        const where = parseSecretLocation(text);
+        if (where.ok) return where.value;
+        ctx.addIssue({ code: 'custom', message: where.error });
+        return z.NEVER;
+      })
+      .optional(),
     // Hosts a fetched source's endpoint may reach over plain http:// (endpoint-transport.ts); by
     // default none: a token or store keys never cross the network in clear.
     'insecure-endpoint-hosts': z
@@ -173,7 +185,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
   [--metrics-api-port 6443 --metrics-api-tls-cert-file FILE --metrics-api-tls-key-file FILE [--metrics-api-host 0.0.0.0]]
   [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]
    [--insecure-endpoint-hosts HOST[,HOST...]]...]
-  [--host-path-roots DIR[,DIR...] (default: the --model-cache-node-root)]`;
+  [--host-path-roots DIR[,DIR...] (default: the --model-cache-node-root)]
+  [--gateway-keys-secret NAMESPACE/NAME]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -279,6 +292,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     metricsApi: metricsApiOf(flags),
     modelCache: modelCacheOf(flags),
     hostPathRoots: hostPathRootsOf(flags),
+    gatewayKeysSecret: flags['gateway-keys-secret'],
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -292,6 +306,9 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     runtimeNetworkPolicy: flags['runtime-network-policy'] === 'true' ? 'on' : 'off',
     modelFetch: flags['model-fetch-image'] ?? 'off (download sources are not fetched)',
     hostPathRoots: hostPathRootsOf(flags).join(',') || 'none',
+    gatewayKeysSecret: flags['gateway-keys-secret']
+      ? `${flags['gateway-keys-secret'].namespace}/${flags['gateway-keys-secret'].name}`
+      : 'not kept',
     tracing: config ? config.url : 'off',
     cacheHealth:
       flags['cache-health-period-seconds'] === 0

@@ -1,6 +1,8 @@
 import { RUNTIME_API_KEY_LABEL, type DeploymentResource } from '#api';
+import type { SecretLocation } from '#api/gateway-keys.ts';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
+import { buildGatewayKeysController, gatewayKeysKey } from './controllers/gateway-keys/reconciler.ts';
 import { LABEL_DEPLOYMENT } from './controllers/deployment/meta/labels.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import type { ModelCacheConfig } from './controllers/deployment/model-cache/objects.ts';
@@ -59,6 +61,12 @@ export interface OperatorOptions {
    * unset: the node model cache root only.
    */
   hostPathRoots?: readonly string[] | undefined;
+  /**
+   * The Secret the operator keeps for the gateway (--gateway-keys-secret namespace/name):
+   * Tenants' key digests and the runtimes' keys, read by the gateway by name (ADR 0024);
+   * unset: not kept.
+   */
+  gatewayKeysSecret?: SecretLocation | undefined;
 }
 
 /** Deployments wake on demand where the operator reads the gateway tier (--gateway-admin-url). */
@@ -113,6 +121,12 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
   manager.addController(buildDeploymentPartController({ manager, client }));
   manager.addController(buildCachePolicyController({ manager, client }));
   manager.addController(buildTenantController({ manager, client }));
+  if (opts.gatewayKeysSecret) {
+    const secret = opts.gatewayKeysSecret;
+    manager.addController(buildGatewayKeysController({ manager, client, secret }));
+    // Once at start, whatever the caches hold: Tenants removed while no operator ran go too.
+    manager.enqueue('gateway-keys', gatewayKeysKey(secret));
+  }
   manager.addController(
     buildTaskController({
       manager,

@@ -47,3 +47,11 @@ app.kubernetes.io/component: operator
 {{- required "operator.serviceAccount.name is required when operator.serviceAccount.create is false" .Values.operator.serviceAccount.name }}
 {{- end }}
 {{- end }}
+
+{{/*
+The one Secret the operator keeps for the gateway (ADR 0024): the Tenants' key digests and the
+runtimes' API keys, in the release namespace. The gateway reads it by name and no other Secret.
+*/}}
+{{- define "cacheroute.gatewayKeysSecret" -}}
+{{- printf "%s-gateway-keys" (include "cacheroute.fullname" .) -}}
+{{- end }}
