@@ -182,6 +182,8 @@ async function startProcesses(cp: ControlPlane, dir: string): Promise<Components
     `--metrics-port=${LOCAL_PORTS.operatorMetrics}`,
     // The CacheHealthy condition compares the runtimes with the gateway's predictions, as the chart wires it.
     `--gateway-admin-url=http://127.0.0.1:${LOCAL_PORTS.admin}`,
+    // The one Secret the gateway reads keys from, as the chart names it (ADR 0024).
+    `--gateway-keys-secret=${SYSTEM_NS}/cacheroute-gateway-keys`,
   ]);
   const gateway = startProcess(dir, 'gateway', [
     '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)
@@ -191,6 +193,7 @@ async function startProcesses(cp: ControlPlane, dir: string): Promise<Components
     `--port=${LOCAL_PORTS.gateway}`,
     // As the chart runs it: status, metrics and probes on their own port, the API port only the API.
     `--admin-port=${LOCAL_PORTS.admin}`,
+    `--keys-secret=${SYSTEM_NS}/cacheroute-gateway-keys`,
   ]);
   return {
     gateway: { host: '127.0.0.1', port: LOCAL_PORTS.gateway },

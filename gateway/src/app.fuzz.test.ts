@@ -16,6 +16,7 @@ import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { digestApiKey } from '#api/gateway-keys.ts';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { bootstrapPortOf, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
@@ -192,15 +193,12 @@ function buildFuzzTenants(): KeyDirectory {
     metadata: { namespace: 'ns', name },
     spec: { apiKeys: { secretRef: { name: `${name}-keys` } }, models },
   });
-  const secret = (name: string, key: string) => ({
-    metadata: { namespace: 'ns', name: `${name}-keys` },
-    data: { k: Buffer.from(key).toString('base64') },
-  });
+  const secret = (name: string, key: string) => ({ [`ns/${name}-keys`]: { k: digestApiKey(key) } });
   const dir = new KeyDirectory();
   dir.replace(
     buildTenantDirectory({
       tenants: [tenant('all', ['m', 'pd']), tenant('m-only', ['m'])],
-      secrets: [secret('all', KEY_ALL), secret('m-only', KEY_M_ONLY)],
+      keyDigests: { ...secret('all', KEY_ALL), ...secret('m-only', KEY_M_ONLY) },
     }),
   );
   dir.ready = true;

@@ -4,6 +4,7 @@
 // `n` are capped, and a tenant's limits count what the runtime serves.
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { digestApiKey } from '#api/gateway-keys.ts';
 import { PRIVILEGED_REQUEST_FIELDS, RequestRules, type PrivilegedRequestField } from '#api';
 import { startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
@@ -54,9 +55,7 @@ function serve(requests: object = {}, opts: { limits?: object; url?: string } = 
           spec: { apiKeys: { secretRef: { name: 'a-keys' } }, models: ['m'], limits: opts.limits },
         },
       ],
-      secrets: [
-        { metadata: { namespace: 'ns', name: 'a-keys' }, data: { k: Buffer.from(KEY).toString('base64') } },
-      ],
+      keyDigests: { 'ns/a-keys': { k: digestApiKey(KEY) } },
     }),
   );
   tenants.ready = true;

@@ -2,6 +2,7 @@
 // which cache namespace; and the open mode, loudly reported.
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { digestApiKey, type ApiKeyDigests } from '#api/gateway-keys.ts';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from './app.ts';
 import { ManualClock } from '../../test/support/manual-clock.ts';
@@ -42,11 +43,8 @@ function tenantObject(name: string, models: string[], spec: object = {}): object
   };
 }
 
-function keySecret(name: string, key: string): object {
-  return {
-    metadata: { namespace: 'ns', name: `${name}-keys` },
-    data: { k: Buffer.from(key).toString('base64') },
-  };
+function keySecret(name: string, key: string): ApiKeyDigests {
+  return { [`ns/${name}-keys`]: { k: digestApiKey(key) } };
 }
 
 function directory(): KeyDirectory {
@@ -57,7 +55,7 @@ function directory(): KeyDirectory {
         tenantObject('a', ['m', 'shared'], { limits: { requestsPerMinute: 3 } }),
         tenantObject('b', ['m', 'shared']),
       ],
-      secrets: [keySecret('a', KEY_A), keySecret('b', KEY_B)],
+      keyDigests: { ...keySecret('a', KEY_A), ...keySecret('b', KEY_B) },
     }),
   );
   dir.ready = true;

@@ -23,8 +23,10 @@
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.
 // `--auth keys` (the default) needs a tenant's API key on every API request
-// (`Authorization: Bearer <key>`): Tenants and their labelled key Secrets come
-// from discovery, or with --routes from `--tenants tenants.json`
+// (`Authorization: Bearer <key>`): Tenants come from discovery and the digests
+// of their keys from `--keys-secret` (NAME in --pod-namespace, or NAMESPACE/NAME:
+// the one Secret the operator keeps for the gateway, with the runtimes' keys;
+// ADR 0024), or with --routes from `--tenants tenants.json`
 // (tenancy/static-file.ts). `--auth open` checks nothing, and says so at start,
 // on /status and in cacheroute_gateway_auth_open.
 // `--redis-url-file F` (or $CACHEROUTE_REDIS_URL; `--redis-url` only for a URL
@@ -110,6 +112,7 @@ async function main(): Promise<void> {
       'peers-service': { type: 'string' },
       'pod-name': { type: 'string', default: process.env['POD_NAME'] },
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
+      'keys-secret': { type: 'string' },
       'drain-timeout-seconds': { type: 'string', default: '25' },
       'runtime-ready-interval-ms': { type: 'string', default: '1000' },
       'request-timeout-seconds': { type: 'string' },

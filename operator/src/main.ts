@@ -1,5 +1,6 @@
 // The operator process: `node operator/src/main.ts [flags]` (`make run-operator`).
 import { z } from 'zod';
+import { parseSecretLocation } from '#api/gateway-keys.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import { parsePodPeer } from './controllers/deployment/pod-peer.ts';
 import { formatDecimal } from './controllers/task/attempt/budget.ts';
@@ -111,6 +112,17 @@ const Flags = z
         ),
       )
       .optional(),
+    // The one Secret the operator keeps for the gateway, namespace/name (ADR 0024): the Tenants'
+    // key digests and the runtimes' keys, which the gateway reads by name; unset: not kept.
+    'gateway-keys-secret': z
+      .string()
+      .transform((text, ctx) => {
+        const where = parseSecretLocation(text);
+        if (where.ok) return where.value;
+        ctx.addIssue({ code: 'custom', message: where.error });
+        return z.NEVER;
+      })
+      .optional(),
     // Hosts a fetched source's endpoint may reach over plain http:// (endpoint-transport.ts); by
     // default none: a token or store keys never cross the network in clear.
     'insecure-endpoint-hosts': z
@@ -192,7 +204,8 @@ const USAGE = `usage: operator [--kubeconfig PATH] [--namespace NS[,NS...]]... [
   [--model-fetch-image IMAGE [--model-cache-storage-class CLASS] [--model-cache-size 200Gi] [--model-cache-node-root DIR]
    [--insecure-endpoint-hosts HOST[,HOST...]]...]
   [--host-path-roots DIR[,DIR...] (default: the --model-cache-node-root)]
-  [--inference-pool-picker-service NAME --inference-pool-picker-namespace NS [--inference-pool-picker-port 9002]]`;
+  [--inference-pool-picker-service NAME --inference-pool-picker-namespace NS [--inference-pool-picker-port 9002]]
+  [--gateway-keys-secret NAMESPACE/NAME]`;
 
 export function parseFlags(
   argv: readonly string[],
@@ -309,6 +322,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     modelCache: modelCacheOf(flags),
     hostPathRoots: hostPathRootsOf(flags),
     picker: pickerOf(flags),
+    gatewayKeysSecret: flags['gateway-keys-secret'],
   });
   op.manager.handleSignals();
   const address = op.manager.address();
@@ -322,6 +336,9 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     runtimeNetworkPolicy: flags['runtime-network-policy'] === 'true' ? 'on' : 'off',
     modelFetch: flags['model-fetch-image'] ?? 'off (download sources are not fetched)',
     hostPathRoots: hostPathRootsOf(flags).join(',') || 'none',
+    gatewayKeysSecret: flags['gateway-keys-secret']
+      ? `${flags['gateway-keys-secret'].namespace}/${flags['gateway-keys-secret'].name}`
+      : 'not kept',
     tracing: config ? config.url : 'off',
     inferencePools: flags['inference-pool-picker-service']
       ? `picker ${flags['inference-pool-picker-namespace'] ?? ''}/${flags['inference-pool-picker-service']}:${flags['inference-pool-picker-port']}`

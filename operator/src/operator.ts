@@ -1,8 +1,10 @@
 import { RUNTIME_API_KEY_LABEL, type DeploymentResource } from '#api';
+import type { SecretLocation } from '#api/gateway-keys.ts';
 import { buildCachePolicyController } from './controllers/cachepolicy/reconciler.ts';
 import { buildTenantController } from './controllers/tenant/reconciler.ts';
 import type { PickerService } from './controllers/inferencepool/desired.ts';
 import { buildInferencePoolController } from './controllers/inferencepool/reconciler.ts';
+import { buildGatewayKeysController, gatewayKeysKey } from './controllers/gateway-keys/reconciler.ts';
 import { LABEL_DEPLOYMENT } from './controllers/deployment/meta/labels.ts';
 import type { RuntimeIngress } from './controllers/deployment/network-policy.ts';
 import type { ModelCacheConfig } from './controllers/deployment/model-cache/objects.ts';
@@ -68,6 +70,11 @@ export interface OperatorOptions {
   picker?: PickerService | undefined;
   /** How soon a Deployment is looked at again while InferencePools are not served (default 60 s). */
   inferencePoolRecheckMs?: number;
+   * The Secret the operator keeps for the gateway (--gateway-keys-secret namespace/name):
+   * Tenants' key digests and the runtimes' keys, read by the gateway by name (ADR 0024);
+   * unset: not kept.
+   */
+  gatewayKeysSecret?: SecretLocation | undefined;
 }
 
 /** Deployments wake on demand where the operator reads the gateway tier (--gateway-admin-url). */
@@ -132,6 +139,12 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
         concurrency: opts.concurrency ?? 4,
       }),
     );
+  if (opts.gatewayKeysSecret) {
+    const secret = opts.gatewayKeysSecret;
+    manager.addController(buildGatewayKeysController({ manager, client, secret }));
+    // Once at start, whatever the caches hold: Tenants removed while no operator ran go too.
+    manager.enqueue('gateway-keys', gatewayKeysKey(secret));
+  }
   manager.addController(
     buildTaskController({
       manager,

@@ -105,7 +105,7 @@ export async function measureControlPlaneBaseline(opts: BaselineOptions): Promis
       const readback = await readIdentity(
         buildEndpointUrl(pod.status?.podIP ?? '', SGLANG_PORT),
         computeDeclaredIdentity(p.root.spec, engine),
-        { timeoutMs: 5_000, apiKey: p.key },
+        { timeoutMs: 5_000, dataParallel: p.root.spec.parallelism.data, apiKey: p.key },
       );
       if (readback.ok && readback.mismatches === '') answered.add(pod.metadata?.name ?? '');
     });

@@ -10,7 +10,7 @@ import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '#kube/logger.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
+import { startInProcessGateway, testKeysSecret, type InProcessGateway } from '../support/gateway.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
@@ -69,6 +69,7 @@ beforeAll(async () => {
     leaderElection: false,
     http: false,
     cacheHealth: { periodMs: 1_000, gatewayAdminUrl: gateway.url },
+    gatewayKeysSecret: testKeysSecret(NS),
   });
 });
 

@@ -14,7 +14,7 @@ import { createLogger } from '#kube/logger.ts';
 import { combineCacheSalt } from '#sglang/salt.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
+import { startInProcessGateway, testKeysSecret, type InProcessGateway } from '../support/gateway.ts';
 import { eventually, kubectlOk, listEvents } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { removeKitModelLink } from '../support/real-sglang.ts';
@@ -102,6 +102,7 @@ beforeAll(async () => {
     logger: createLogger({ level: 'warn', fields: { component: 'operator' } }),
     leaderElection: false,
     http: false,
+    gatewayKeysSecret: testKeysSecret(NS),
   });
   // The gateway holds the served model's own tokenizer (the tiny model's files), as --tokenizers gives it.
   const modelDir = (await runKit(['make-model'])).trim().split('\n').at(-1) ?? '';

@@ -7,7 +7,7 @@ import type { DeploymentStatus } from '#api';
 import { startOperator, type Operator, type OperatorOptions } from '../../operator/src/operator.ts';
 import { createLogger } from '#kube/logger.ts';
 import { startControlPlane, type ControlPlane } from './controlplane.ts';
-import { startInProcessGateway, type InProcessGateway } from './gateway.ts';
+import { startInProcessGateway, testKeysSecret, type InProcessGateway } from './gateway.ts';
 import { expect } from 'vitest';
 import type { MetricsApiOptions } from '../../operator/src/metrics-api/start.ts';
 import { eventually, kubectlOk } from './kubectl.ts';
@@ -95,6 +95,7 @@ export async function startE2eStack(
     ...(opts.operator?.modelCache ? { modelCache: opts.operator.modelCache } : {}),
     leaderElection: false,
     http: false,
+    gatewayKeysSecret: testKeysSecret(namespace),
     ...(metricsApi ? { metricsApi } : {}),
     // Sleeping Deployments (wakeOnDemand) wake within a second of a held request.
     wakePeriodMs: 500,

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
+import type { SecretLocation } from '#api/gateway-keys.ts';
 import { KubeClient } from '#kube/client.ts';
 import { build } from '../../gateway/src/app.ts';
 import { RuntimeKeyWatcher } from '../../gateway/src/discovery/runtime-key-watcher.ts';
@@ -17,17 +18,31 @@ export interface InProcessGateway {
   stop(): Promise<void>;
 }
 
+/**
+ * The Secret the operator keeps for the gateway (ADR 0024), where tests put it: in the test's
+ * namespace. An operator that serves this gateway runs with `gatewayKeysSecret` set to it.
+ */
+export function testKeysSecret(namespace: string): SecretLocation {
+  return { namespace, name: 'cacheroute-gateway-keys' };
+}
+
 export async function startInProcessGateway(
   kubeconfig: string,
   namespaces: readonly string[],
-  opts: { tokenizers?: ReadonlyMap<string, Tokenizer>; listen?: boolean } = {},
+  opts: {
+    tokenizers?: ReadonlyMap<string, Tokenizer>;
+    listen?: boolean;
+    /** Default: testKeysSecret of the first namespace. */
+    keysSecret?: SecretLocation;
+  } = {},
 ): Promise<InProcessGateway> {
   const kc = new KubeConfig();
   kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
   const client = await KubeClient.fromKubeConfig(kc);
   const watcher = new DiscoveryWatcher({ client, namespaces: [...namespaces], coalesceMs: 20 });
   // The runtimes' API keys, as server.ts wires them: the runtimes refuse requests without one.
-  const runtimeKeys = new RuntimeKeyWatcher({ client, namespaces: [...namespaces] });
+  const keysSecret = opts.keysSecret ?? testKeysSecret(namespaces[0] ?? 'default');
+  const runtimeKeys = new RuntimeKeyWatcher({ client, keysSecret });
   const app = build({
     table: watcher.table,
     runtimeKeys: runtimeKeys.keys,

@@ -56,3 +56,10 @@ picker or both): the picker Service, its flags, and the operator's InferencePool
 {{- if and .Values.gateway.enabled (has .Values.gateway.mode (list "picker" "both")) }}true{{- end }}
 {{- end }}
 
+{{/*
+The one Secret the operator keeps for the gateway (ADR 0024): the Tenants' key digests and the
+runtimes' API keys, in the release namespace. The gateway reads it by name and no other Secret.
+*/}}
+{{- define "cacheroute.gatewayKeysSecret" -}}
+{{- printf "%s-gateway-keys" (include "cacheroute.fullname" .) -}}
+{{- end }}

@@ -38,7 +38,7 @@
 //    marked (RouteEndpoint.warmup), so /status shows them and their KV events
 //    are indexed before their first request; `wakeAt` says when a hold ends by
 //    time alone, so the watcher rebuilds then.
-// 7. What a runtime reported is held to its Deployment's spec (event-bounds.ts):
+// 7. What a runtime reported is held to its Deployment's spec (lib/api/event-bounds.ts):
 //    an endpoint whose events are out of bounds is left out (an issue says
 //    why), and a Deployment whose route cannot be built at all is left out
 //    alone: one Deployment's status never stops the others' routing.
@@ -56,7 +56,7 @@ import {
   WakeSettings,
 } from '#api';
 import { computeDeploymentSalt, findAcceptingPolicy } from '#api/cache-binding.ts';
-import { checkEndpointEvents } from './event-bounds.ts';
+import { checkEndpointEvents } from '#api/event-bounds.ts';
 import { computeWarmupVerdicts } from './warmup-gate.ts';
 import {
   EndpointRole,
@@ -75,7 +75,7 @@ export const DiscoveryIssueCode = {
   DuplicateModel: 'DuplicateModel',
   SharedModelName: 'SharedModelName',
   NotRoutable: 'NotRoutable',
-  /** An endpoint reported more than its Deployment declared (event-bounds.ts): left out. */
+  /** An endpoint reported more than its Deployment declared (lib/api/event-bounds.ts): left out. */
   RuntimeOutOfBounds: 'RuntimeOutOfBounds',
   /** Building the Deployment's route failed: the Deployment is left out, the others stay. */
   RouteBuildFailed: 'RouteBuildFailed',

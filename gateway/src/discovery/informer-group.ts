@@ -16,6 +16,10 @@ export interface WatchedKind {
   readonly resource: ResourceType;
   /** Only these objects are listed and held (e.g. labelled Secrets). */
   readonly labelSelector?: string;
+  /** Only these (`metadata.name=X`: one object, which RBAC can grant by resourceNames). */
+  readonly fieldSelector?: string;
+  /** This namespace only, whatever the group's (the gateway's own keys Secret). */
+  readonly namespace?: string;
 }
 
 export interface InformerGroupOptions {
@@ -50,13 +54,14 @@ export class InformerGroup {
     this.#coalesceMs = opts.coalesceMs ?? 100;
     const namespaces = opts.namespaces?.length ? [...new Set(opts.namespaces)] : [undefined];
     this.#informers = opts.kinds.map((kind) =>
-      namespaces.map(
+      (kind.namespace !== undefined ? [kind.namespace] : namespaces).map(
         (namespace) =>
           new Informer({
             client: opts.client,
             resource: kind.resource,
             namespace,
             labelSelector: kind.labelSelector,
+            fieldSelector: kind.fieldSelector,
             logger: opts.logger,
           }),
       ),

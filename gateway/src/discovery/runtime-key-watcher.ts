@@ -1,12 +1,12 @@
-// The runtimes' API keys from Kubernetes: informers on Secrets labelled
-// cacheroute.dev/runtime-api-key=true (all namespaces, or one per listed
-// namespace) → buildRuntimeKeys → one swap. Ready after the first full list.
-// A change is applied at once: keys change only on identity changes, rarely.
+// The runtimes' API keys from Kubernetes: an informer on the one Secret the
+// operator keeps for the gateway (its namespace, its name: ADR 0024) →
+// buildRuntimeKeys → one swap. Ready after the first full list. A change is
+// applied at once: keys change only on identity changes, rarely.
 
-import { RUNTIME_API_KEY_LABEL } from '#api';
+import type { SecretLocation } from '#api/gateway-keys.ts';
 import type { Logger } from '#kube/logger.ts';
 import type { KubeObject } from '#kube/objects.ts';
-import { Resources } from '#kube/resources.ts';
+import { readKeptKeys, watchKeptSecret } from './gateway-keys-secret.ts';
 import type { WatchedKind } from './informer-group.ts';
 import {
   buildRuntimeKeys,
@@ -16,20 +16,25 @@ import {
 } from './runtime-keys.ts';
 import { SnapshotWatcher, type SnapshotWatcherOptions } from './snapshot-watcher.ts';
 
-export type RuntimeKeyWatcherOptions = Pick<SnapshotWatcherOptions, 'client' | 'namespaces' | 'logger'>;
+export interface RuntimeKeyWatcherOptions extends Pick<SnapshotWatcherOptions, 'client' | 'logger'> {
+  /** The Secret the operator keeps for the gateway (--keys-secret). */
+  readonly keysSecret: SecretLocation;
+}
 
 export class RuntimeKeyWatcher extends SnapshotWatcher<RuntimeKeyIssue, BuiltRuntimeKeys> {
   /** The keys the gateway sends; not ready until the first sync. */
   readonly keys = new RuntimeKeys();
   /** A Secret's name, never a key. */
-  protected readonly issueMessage = 'runtime key Secret ignored';
+  protected readonly issueMessage = 'runtime keys not read';
+  readonly #keysSecret: SecretLocation;
 
   constructor(opts: RuntimeKeyWatcherOptions) {
     super(opts, 'runtime-keys');
+    this.#keysSecret = opts.keysSecret;
   }
 
   protected kinds(): readonly WatchedKind[] {
-    return [{ resource: Resources.secrets, labelSelector: `${RUNTIME_API_KEY_LABEL}=true` }];
+    return [watchKeptSecret(this.#keysSecret)];
   }
 
   /** Applied at once: keys change only with identities, rarely, and a new pod needs its key. */
@@ -37,8 +42,9 @@ export class RuntimeKeyWatcher extends SnapshotWatcher<RuntimeKeyIssue, BuiltRun
     return 0;
   }
 
-  protected build([secrets = []]: readonly (readonly KubeObject[])[]): BuiltRuntimeKeys {
-    return buildRuntimeKeys(secrets);
+  protected build([kept = []]: readonly (readonly KubeObject[])[]): BuiltRuntimeKeys {
+    const keys = readKeptKeys(kept, this.#keysSecret);
+    return buildRuntimeKeys(keys.runtimeKeys, keys.problem, this.#keysSecret);
   }
 
   protected swap(built: BuiltRuntimeKeys): void {

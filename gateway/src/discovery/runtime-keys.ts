@@ -1,28 +1,14 @@
-// The SGLang runtimes' API keys, as the operator keeps them: one Secret per
-// cacheroute Deployment, labelled cacheroute.dev/runtime-api-key=true, one
-// entry per identity fingerprint (lib/api/runtime-api-key.ts). Pure:
-// Secrets in, a directory (deployment, fingerprint) → key out, with the
-// Secrets left out and why. A Secret counts only under the name the operator
-// gives its Deployment's: a labelled Secret of another name (anyone who may
-// create Secrets there can label one) never decides what a runtime is sent.
-// Keys stay here: issues name Secrets, never a value.
+// The SGLang runtimes' API keys, as the operator passes them to the gateway:
+// the runtime-keys.json document of the Secret it keeps for the gateway
+// (lib/api/gateway-keys.ts), Deployment → fingerprint → key. The operator
+// takes a Deployment's keys only from the Secret of the name it gives that
+// Deployment (operator/src/controllers/gateway-keys/build.ts). Keys stay
+// here: issues name Secrets, never a value.
 
-import { z } from 'zod';
-import { buildRuntimeKeySecretName, DEPLOYMENT_LABEL } from '#api';
-import { readRuntimeKeys } from '#api/runtime-key.ts';
-
-const RuntimeKeySecret = z.looseObject({
-  metadata: z.looseObject({
-    name: z.string(),
-    namespace: z.string(),
-    labels: z.record(z.string(), z.string()).optional(),
-    deletionTimestamp: z.string().optional(),
-  }),
-  data: z.record(z.string(), z.string()).optional(),
-});
+import type { RuntimeKeyTable, SecretLocation } from '#api/gateway-keys.ts';
 
 export interface RuntimeKeyIssue {
-  /** namespace/name of the Secret left out. */
+  /** namespace/name of the Secret that gave no keys. */
   readonly secret: string;
   readonly reason: string;
 }
@@ -33,29 +19,17 @@ export interface BuiltRuntimeKeys {
   readonly issues: readonly RuntimeKeyIssue[];
 }
 
-export function buildRuntimeKeys(secrets: readonly unknown[]): BuiltRuntimeKeys {
+/** `problem`: why the kept Secret gave nothing (readKeptKeys), reported as an issue. */
+export function buildRuntimeKeys(
+  table: RuntimeKeyTable,
+  problem?: string,
+  where?: SecretLocation,
+): BuiltRuntimeKeys {
   const keys = new Map<string, ReadonlyMap<string, string>>();
-  const issues: RuntimeKeyIssue[] = [];
-  for (const raw of secrets) {
-    const parsed = RuntimeKeySecret.safeParse(raw);
-    if (!parsed.success) continue; // not an object the API server would send: nothing to name
-    const { metadata } = parsed.data;
-    const where = `${metadata.namespace}/${metadata.name}`;
-    const deployment = metadata.labels?.[DEPLOYMENT_LABEL];
-    if (!deployment) {
-      issues.push({ secret: where, reason: `no ${DEPLOYMENT_LABEL} label` });
-      continue;
-    }
-    if (metadata.name !== buildRuntimeKeySecretName(deployment)) {
-      issues.push({
-        secret: where,
-        reason: `not the key Secret of Deployment ${deployment} (${buildRuntimeKeySecretName(deployment)})`,
-      });
-      continue;
-    }
-    keys.set(`${metadata.namespace}/${deployment}`, new Map(Object.entries(readRuntimeKeys(parsed.data))));
-  }
-  return { keys, issues };
+  for (const [deployment, byFingerprint] of Object.entries(table))
+    keys.set(deployment, new Map(Object.entries(byFingerprint).filter(([, key]) => key !== '')));
+  const secret = where ? `${where.namespace}/${where.name}` : '';
+  return { keys, issues: problem === undefined ? [] : [{ secret, reason: problem }] };
 }
 
 /** What the upstream side asks: the key of one runtime, if its Deployment has one. */

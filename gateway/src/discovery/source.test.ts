@@ -2,24 +2,26 @@ import { describe, expect, it } from 'vitest';
 import { parseRouteSourceFlags } from './source.ts';
 
 describe('parseRouteSourceFlags', () => {
+  const KEYS = { namespace: 'ops', name: 'gateway-keys' };
   it.each([
     [
-      'nothing: discovery from the default kubeconfig, all namespaces',
-      {},
-      { kind: 'discovery', namespaces: [] },
+      '--keys-secret NAMESPACE/NAME: discovery from the default kubeconfig, all namespaces',
+      { 'keys-secret': 'ops/gateway-keys' },
+      { kind: 'discovery', namespaces: [], keysSecret: KEYS },
     ],
     ['--routes: a static table', { routes: 'r.json' }, { kind: 'static', routes: 'r.json' }],
     [
       '--kubeconfig and repeated or comma-separated --namespace',
-      { kubeconfig: '/k', namespace: ['a,b', ' c '] },
-      { kind: 'discovery', kubeconfig: '/k', namespaces: ['a', 'b', 'c'] },
+      { kubeconfig: '/k', namespace: ['a,b', ' c '], 'keys-secret': 'ops/gateway-keys' },
+      { kind: 'discovery', kubeconfig: '/k', namespaces: ['a', 'b', 'c'], keysSecret: KEYS },
     ],
     [
-      '--peers-service with the pod name and namespace: the tier from EndpointSlices',
-      { 'peers-service': 'gw', 'pod-name': 'gw-0', 'pod-namespace': 'ops' },
+      '--peers-service with the pod name and namespace; --keys-secret NAME in the pod namespace',
+      { 'peers-service': 'gw', 'pod-name': 'gw-0', 'pod-namespace': 'ops', 'keys-secret': 'gateway-keys' },
       {
         kind: 'discovery',
         namespaces: [],
+        keysSecret: KEYS,
         peers: { service: 'gw', namespace: 'ops', self: 'gw-0' },
       },
     ],
@@ -46,8 +48,23 @@ describe('parseRouteSourceFlags', () => {
       '--peers-service: --peers-service reads EndpointSlices from Kubernetes',
     ],
     [
+      'discovery without --keys-secret',
+      {},
+      "--keys-secret: required with discovery: the Secret the operator keeps for the gateway (the operator's --gateway-keys-secret)",
+    ],
+    [
+      'a bare --keys-secret name without a pod namespace',
+      { 'keys-secret': 'k' },
+      '--keys-secret: "k": give namespace/name',
+    ],
+    [
+      '--keys-secret with --routes',
+      { routes: 'r.json', 'keys-secret': 'a/b' },
+      'it needs discovery, not --routes',
+    ],
+    [
       '--peers-service without the pod name',
-      { 'peers-service': 'gw', 'pod-namespace': 'n' },
+      { 'peers-service': 'gw', 'pod-namespace': 'n', 'keys-secret': 'k' },
       '--peers-service: --peers-service needs --pod-name and --pod-namespace',
     ],
   ])('refuses %s with a message naming the flag', (_name, flags, words) => {

@@ -6,6 +6,7 @@
 
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
+import { parseSecretLocation, type SecretLocation } from '#api/gateway-keys.ts';
 import { KubeClient } from '#kube/client.ts';
 import { loadClusterCredentials } from '#kube/cluster-credentials.ts';
 import { NamespaceListFlag, NamespaceName } from '#kube/namespace-flags.ts';
@@ -29,6 +30,9 @@ export const RouteSourceFlags = z
     'peers-service': z.string().min(1, "give the gateway Service's name").optional(),
     'pod-name': z.string().min(1).optional(),
     'pod-namespace': NamespaceName.optional(),
+    // The Secret the operator keeps for the gateway (ADR 0024): NAME in the pod's namespace, or
+    // NAMESPACE/NAME. Tenants' key digests and the runtimes' keys come from it alone.
+    'keys-secret': z.string().min(1, 'give the Secret the operator keeps for the gateway').optional(),
   })
   .refine((f) => !(f.routes && (f.kubeconfig || f.namespace.length > 0)), {
     message:
@@ -38,6 +42,15 @@ export const RouteSourceFlags = z
   .refine((f) => !(f.routes && f['peers-service']), {
     message: '--peers-service reads EndpointSlices from Kubernetes: it needs discovery, not --routes',
     path: ['peers-service'],
+  })
+  .refine((f) => !(f.routes && f['keys-secret']), {
+    message: '--keys-secret reads keys from Kubernetes: it needs discovery, not --routes',
+    path: ['keys-secret'],
+  })
+  .refine((f) => f.routes || f['keys-secret'], {
+    message:
+      "required with discovery: the Secret the operator keeps for the gateway (the operator's --gateway-keys-secret), NAME in --pod-namespace or NAMESPACE/NAME",
+    path: ['keys-secret'],
   })
   .refine((f) => !f['peers-service'] || (f['pod-name'] && f['pod-namespace']), {
     message:
@@ -59,6 +72,8 @@ export type RouteSource =
       readonly kubeconfig?: string;
       readonly namespaces: readonly string[];
       readonly peers?: PeerSource;
+      /** The Secret the operator keeps for the gateway: Tenants' key digests, runtimes' keys. */
+      readonly keysSecret: SecretLocation;
     };
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -72,11 +87,14 @@ export function parseRouteSourceFlags(values: Readonly<Record<string, unknown>>)
   const service = f['peers-service'];
   const self = f['pod-name'];
   const namespace = f['pod-namespace'];
+  const keysSecret = parseSecretLocation(f['keys-secret'] ?? '', namespace);
+  if (!keysSecret.ok) return { ok: false, error: `--keys-secret: ${keysSecret.error}` };
   return {
     ok: true,
     value: {
       kind: 'discovery',
       namespaces: f.namespace,
+      keysSecret: keysSecret.value,
       ...(f.kubeconfig ? { kubeconfig: f.kubeconfig } : {}),
       ...(service && self && namespace ? { peers: { service, namespace, self } } : {}),
     },
@@ -131,10 +149,10 @@ export async function openDiscovery(
   let watcher: DiscoveryWatcher | undefined;
   // Made now (the app needs its directory at build), started with the rest.
   const tenantWatcher = opts.tenants
-    ? new TenantWatcher({ client, namespaces: source.namespaces })
+    ? new TenantWatcher({ client, namespaces: source.namespaces, keysSecret: source.keysSecret })
     : undefined;
   // Whatever --auth says: the runtimes take their own key (SGLang's --api-key) from every caller.
-  const runtimeKeyWatcher = new RuntimeKeyWatcher({ client, namespaces: source.namespaces });
+  const runtimeKeyWatcher = new RuntimeKeyWatcher({ client, keysSecret: source.keysSecret });
   // Made at start(), when the app's logger exists; until then this replica knows no peers.
   let slices: EndpointSlicePeers | undefined;
   const peerSource = source.peers;

@@ -1,18 +1,24 @@
-// Tenants from Kubernetes: informers on Tenant objects and on Secrets
-// labelled cacheroute.dev/api-keys (all namespaces, or one pair per listed
-// namespace) → buildTenantDirectory → one swap of the directory. As the
-// routing table's watcher: ready after the first full list, changes coalesced.
+// Tenants from Kubernetes: informers on Tenant objects (all namespaces, or one
+// per listed namespace) and on the one Secret the operator keeps for the
+// gateway (its namespace, its name: ADR 0024) → buildTenantDirectory → one swap
+// of the directory. The gateway sees the digests of the Tenants' keys, never a
+// key and never another Secret. As the routing table's watcher: ready after the
+// first full list, changes coalesced.
 
-import { API_KEYS_LABEL } from '#api';
+import type { SecretLocation } from '#api/gateway-keys.ts';
 import type { Logger } from '#kube/logger.ts';
 import type { KubeObject } from '#kube/objects.ts';
 import { Resources } from '#kube/resources.ts';
 import { buildTenantDirectory } from '../tenancy/build-directory.ts';
 import { KeyDirectory, type BuiltDirectory, type TenantIssue } from '../tenancy/tenant.ts';
+import { readKeptKeys, watchKeptSecret } from './gateway-keys-secret.ts';
 import type { WatchedKind } from './informer-group.ts';
 import { SnapshotWatcher, type SnapshotWatcherOptions } from './snapshot-watcher.ts';
 
-export type TenantWatcherOptions = SnapshotWatcherOptions;
+export interface TenantWatcherOptions extends SnapshotWatcherOptions {
+  /** The Secret the operator keeps for the gateway (--keys-secret). */
+  readonly keysSecret: SecretLocation;
+}
 
 export class TenantWatcher extends SnapshotWatcher<TenantIssue, BuiltDirectory> {
   /** The directory the gateway authenticates with; not ready until the first sync. */
@@ -20,20 +26,24 @@ export class TenantWatcher extends SnapshotWatcher<TenantIssue, BuiltDirectory> 
   /** Never a key, only where it is. */
   protected readonly issueMessage = 'tenant key refused';
   protected override readonly clearedMessage = 'tenant issue cleared';
+  readonly #keysSecret: SecretLocation;
 
   constructor(opts: TenantWatcherOptions) {
     super(opts, 'tenants');
+    this.#keysSecret = opts.keysSecret;
   }
 
   protected kinds(): readonly WatchedKind[] {
-    return [
-      { resource: Resources.tenants },
-      { resource: Resources.secrets, labelSelector: `${API_KEYS_LABEL}=true` },
-    ];
+    return [{ resource: Resources.tenants }, watchKeptSecret(this.#keysSecret)];
   }
 
-  protected build([tenants = [], secrets = []]: readonly (readonly KubeObject[])[]): BuiltDirectory {
-    return buildTenantDirectory({ tenants, secrets });
+  protected build([tenants = [], kept = []]: readonly (readonly KubeObject[])[]): BuiltDirectory {
+    const keys = readKeptKeys(kept, this.#keysSecret);
+    return buildTenantDirectory({
+      tenants,
+      keyDigests: keys.apiKeyDigests,
+      keysSecretProblem: keys.problem,
+    });
   }
 
   protected swap(built: BuiltDirectory): void {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildTenantDirectory } from './build-directory.ts';
 import { hashApiKey } from './tenant.ts';
+import { digestApiKey, type ApiKeyDigests } from '#api/gateway-keys.ts';
 
 const KEY = 'x'.repeat(32);
 
@@ -10,16 +11,16 @@ const tenant = (name: string, spec: object = {}, namespace = 'ns'): object => ({
   metadata: { namespace, name },
   spec: { apiKeys: { secretRef: { name: `${name}-keys` } }, models: ['m'], ...spec },
 });
-const secret = (name: string, data: Record<string, string>, namespace = 'ns'): object => ({
-  metadata: { namespace, name },
-  data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+/** A key Secret as the gateway's keys Secret reflects it: each entry's digest. */
+const secret = (name: string, data: Record<string, string>, namespace = 'ns'): ApiKeyDigests => ({
+  [`${namespace}/${name}`]: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, digestApiKey(v)])),
 });
 
 describe('buildTenantDirectory', () => {
   it("maps each key's hash to its tenant, with models as namespace/name", () => {
     const built = buildTenantDirectory({
       tenants: [tenant('a', { limits: { requestsPerMinute: 5 }, priority: 7 })],
-      secrets: [secret('a-keys', { old: KEY, new: `${KEY}2\n` })],
+      keyDigests: secret('a-keys', { old: KEY, new: `${KEY}2\n` }),
     });
     expect(built.issues).toEqual([]);
     const t = built.byHash.get(hashApiKey(KEY));
@@ -33,7 +34,7 @@ describe('buildTenantDirectory', () => {
   it('a Secret in another namespace, or not seen (unlabelled), leaves the tenant keyless with a reason', () => {
     const built = buildTenantDirectory({
       tenants: [tenant('a')],
-      secrets: [secret('a-keys', { k: KEY }, 'other')],
+      keyDigests: secret('a-keys', { k: KEY }, 'other'),
     });
     expect(built.byHash.size).toBe(0);
     expect(built.tenants.map((t) => t.id)).toEqual(['ns/a']);
@@ -49,7 +50,7 @@ describe('buildTenantDirectory', () => {
   it('refuses a short key and an empty Secret, naming what to change', () => {
     const built = buildTenantDirectory({
       tenants: [tenant('a'), tenant('b')],
-      secrets: [secret('a-keys', { short: 'hunter2', good: KEY }), secret('b-keys', {})],
+      keyDigests: { ...secret('a-keys', { short: 'hunter2', good: KEY }), ...secret('b-keys', {}) },
     });
     expect(built.byHash.size).toBe(1);
     expect(built.issues.map((i) => [i.tenant, i.code])).toEqual([
@@ -63,7 +64,7 @@ describe('buildTenantDirectory', () => {
   it('a key in two tenants belongs to neither', () => {
     const built = buildTenantDirectory({
       tenants: [tenant('a'), tenant('b')],
-      secrets: [secret('a-keys', { k: KEY }), secret('b-keys', { k: KEY, own: `${KEY}b` })],
+      keyDigests: { ...secret('a-keys', { k: KEY }), ...secret('b-keys', { k: KEY, own: `${KEY}b` }) },
     });
     expect(built.byHash.has(hashApiKey(KEY))).toBe(false);
     expect(built.byHash.get(hashApiKey(`${KEY}b`))?.id).toBe('ns/b');
@@ -76,7 +77,7 @@ describe('buildTenantDirectory', () => {
   it('leaves out a Tenant the API server would refuse', () => {
     const built = buildTenantDirectory({
       tenants: [tenant('a', { models: [] }), tenant('b', { priority: 1000 })],
-      secrets: [secret('a-keys', { k: KEY }), secret('b-keys', { k: `${KEY}b` })],
+      keyDigests: { ...secret('a-keys', { k: KEY }), ...secret('b-keys', { k: `${KEY}b` }) },
     });
     expect(built.tenants).toEqual([]);
     expect(built.byHash.size).toBe(0);

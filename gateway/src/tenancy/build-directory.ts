@@ -1,40 +1,33 @@
 // The tenant directory from Kubernetes state, as plain data: Tenant objects
-// and the labelled key Secrets of the watched namespaces in, key hash → tenant
-// out, with the reason for every tenant or key left out. No I/O.
+// and the digests of their keys (the gateway's keys Secret, which the operator
+// keeps: lib/api/gateway-keys.ts) in, key hash → tenant out, with the reason
+// for every tenant or key left out. No I/O.
 //
 // Rules:
 // - A Tenant is validated with the API's schema; an invalid one is left out.
-// - Its Secret is `spec.apiKeys.secretRef` in the Tenant's namespace, and the
-//   watch sees only Secrets labelled API_KEYS_LABEL: an unlabelled Secret is
-//   reported as not found, with the label to add.
-// - Every value of the Secret's data is a key; one shorter than
+// - Its Secret is `spec.apiKeys.secretRef` in the Tenant's namespace; the
+//   operator reflects only Secrets labelled API_KEYS_LABEL: an unlabelled
+//   Secret is reported as not found, with the label to add.
+// - Every entry of the Secret's data is a key; one shorter than
 //   MIN_API_KEY_LENGTH is refused (a guessable bearer secret).
 // - A key found in two tenants' Secrets belongs to neither: the gateway cannot
 //   tell who is calling, and guessing would bill or isolate the wrong tenant.
 
-import { z } from 'zod';
 import { API_KEYS_LABEL, MIN_API_KEY_LENGTH, validateResource } from '#api';
-import { hashApiKey, type BuiltDirectory, type Tenant, type TenantIssue } from './tenant.ts';
+import type { ApiKeyDigests } from '#api/gateway-keys.ts';
+import type { BuiltDirectory, Tenant, TenantIssue } from './tenant.ts';
 
 export interface DirectoryInput {
   /** Tenant objects as the informer holds them (unvalidated). */
   readonly tenants: readonly unknown[];
-  /** Secrets labelled API_KEYS_LABEL (unvalidated). */
-  readonly secrets: readonly unknown[];
+  /** namespace/name of each key Secret → entry → the key's digest (from the kept Secret). */
+  readonly keyDigests: ApiKeyDigests;
+  /** Why the kept Secret gave nothing, added to each missing Secret's reason; undefined when read. */
+  readonly keysSecretProblem?: string | undefined;
 }
-
-const KeySecret = z.object({
-  metadata: z.object({ namespace: z.string(), name: z.string() }),
-  data: z.record(z.string(), z.string()).optional(),
-});
 
 export function buildTenantDirectory(input: DirectoryInput): BuiltDirectory {
   const issues: TenantIssue[] = [];
-  const secrets = new Map<string, Readonly<Record<string, string>>>();
-  for (const obj of input.secrets) {
-    const s = KeySecret.safeParse(obj);
-    if (s.success) secrets.set(`${s.data.metadata.namespace}/${s.data.metadata.name}`, s.data.data ?? {});
-  }
   const owners = new Map<string, Tenant[]>();
   const tenants: Tenant[] = [];
   for (const obj of input.tenants) {
@@ -50,27 +43,28 @@ export function buildTenantDirectory(input: DirectoryInput): BuiltDirectory {
     };
     tenants.push(tenant);
     const secretName = t.spec.apiKeys.secretRef.name;
-    const data = secrets.get(`${namespace}/${secretName}`);
+    const data = Object.hasOwn(input.keyDigests, `${namespace}/${secretName}`)
+      ? input.keyDigests[`${namespace}/${secretName}`]
+      : undefined;
     if (!data) {
       issues.push({
         tenant: tenant.id,
         code: 'SecretNotFound',
-        message: `Secret ${namespace}/${secretName} not found, or not labelled ${API_KEYS_LABEL}: "true" (the gateway reads only labelled Secrets)`,
+        message: `Secret ${namespace}/${secretName} not found, or not labelled ${API_KEYS_LABEL}: "true" (the operator passes the gateway only labelled Secrets a Tenant names)${input.keysSecretProblem ? `; ${input.keysSecretProblem}` : ''}`,
       });
       continue;
     }
     let keys = 0;
-    for (const [name, b64] of Object.entries(data)) {
-      const key = Buffer.from(b64, 'base64').toString('utf8').trim();
-      if (key.length < MIN_API_KEY_LENGTH) {
+    for (const [name, digest] of Object.entries(data)) {
+      if (digest.length < MIN_API_KEY_LENGTH) {
         issues.push({
           tenant: tenant.id,
           code: 'KeyTooShort',
-          message: `key ${JSON.stringify(name)} in Secret ${namespace}/${secretName} has ${key.length} characters; use at least ${MIN_API_KEY_LENGTH} (e.g. openssl rand -hex 24)`,
+          message: `key ${JSON.stringify(name)} in Secret ${namespace}/${secretName} has ${digest.length} characters; use at least ${MIN_API_KEY_LENGTH} (e.g. openssl rand -hex 24)`,
         });
         continue;
       }
-      const hash = hashApiKey(key);
+      const hash = digest.sha256;
       const list = owners.get(hash) ?? [];
       if (!list.includes(tenant)) list.push(tenant);
       owners.set(hash, list);

@@ -5,7 +5,8 @@
 
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { API_KEYS_LABEL, API_VERSION } from '#api';
+import { API_VERSION } from '#api';
+import { digestApiKey } from '#api/gateway-keys.ts';
 import { buildTenantDirectory } from './build-directory.ts';
 import { KeyDirectory } from './tenant.ts';
 
@@ -35,10 +36,12 @@ export function loadTenantFile(path: string): KeyDirectory {
         ...(e.priority !== undefined ? { priority: e.priority } : {}),
       },
     })),
-    secrets: entries.map((e) => ({
-      metadata: { namespace: e.namespace, name: secretName(e.name), labels: { [API_KEYS_LABEL]: 'true' } },
-      data: Object.fromEntries(e.keys.map((k, i) => [`key-${i}`, Buffer.from(k).toString('base64')])),
-    })),
+    keyDigests: Object.fromEntries(
+      entries.map((e) => [
+        `${e.namespace}/${secretName(e.name)}`,
+        Object.fromEntries(e.keys.map((k, i) => [`key-${i}`, digestApiKey(k)])),
+      ]),
+    ),
   });
   const invalid = entries.length - built.tenants.length;
   if (invalid > 0)

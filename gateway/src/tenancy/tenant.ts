@@ -3,7 +3,6 @@
 // presented key is hashed once and looked up: no comparison that leaks timing
 // about a stored key.
 
-import { createHash } from 'node:crypto';
 import type { TenantLimits } from '#api';
 
 export interface Tenant {
@@ -36,9 +35,8 @@ export interface TenantDirectory {
   readonly ready: boolean;
 }
 
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
-}
+/** sha256 in hex: the digest the operator writes for each key (lib/api/gateway-keys.ts). */
+export { hashApiKey } from '#api/gateway-keys.ts';
 
 /** The directory of an open gateway: nobody is checked. */
 export const OPEN_DIRECTORY: TenantDirectory = {

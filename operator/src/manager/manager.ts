@@ -51,6 +51,9 @@ export interface Watch {
 export interface ControllerDefinition {
   name: string;
   primary: ResourceType;
+  // The key a primary object's change queues; default its own. A controller of one object
+  // made from many (the gateway's keys Secret from every Tenant) maps them all to that one.
+  primaryKey?: (obj: KubeObject) => ObjectKey;
   owns?: readonly ResourceType[];
   watches?: readonly Watch[];
   reconciler: Reconciler;
@@ -201,10 +204,11 @@ export class Manager {
       if (this.watches(k.namespace)) queue.add(formatKey(k));
       else this.log.debug('not queued: namespace not watched', { controller: def.name, key: formatKey(k) });
     };
+    const primaryKey = def.primaryKey ?? keyOf;
     this.informer(def.primary).addEventHandler({
-      onAdd: (o) => enqueue(keyOf(o)),
-      onUpdate: (_old, o) => enqueue(keyOf(o)),
-      onDelete: (o) => enqueue(keyOf(o)),
+      onAdd: (o) => enqueue(primaryKey(o)),
+      onUpdate: (_old, o) => enqueue(primaryKey(o)),
+      onDelete: (o) => enqueue(primaryKey(o)),
     });
     const toOwner = (o: KubeObject): void => {
       const ref = controllerOf(o);

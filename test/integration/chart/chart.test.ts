@@ -217,7 +217,11 @@ describe('values reach the objects', () => {
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
     ]);
     expect(objs.filter((o) => o.apiVersion.startsWith('monitoring.coreos.com'))).toEqual([]);
-    expect(objs.filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+    // On by default (issue 30): the gateway's and the operator's.
+    expect(objs.filter((o) => o.kind === 'NetworkPolicy').map((o) => o.metadata.name)).toEqual([
+      `${RELEASE}-operator`,
+      `${RELEASE}-gateway`,
+    ]);
   });
 
   it('tracing.otlpEndpoint gives both containers the OTEL_* environment; without it neither has any', async () => {
@@ -455,23 +459,97 @@ describe('values reach the objects', () => {
     expect(objs.filter((o) => o.metadata.name === `${RELEASE}-gateway-peers`)).toEqual([]);
   });
 
-  it('gateway.auth.mode: keys by default; open passes --auth=open; Secrets are listed either way (the runtimes take their own keys)', async () => {
-    const secretRules = (objs: Awaited<ReturnType<typeof render>>) =>
-      (find(objs, 'ClusterRole', `${RELEASE}-gateway`).rules as { resources: string[] }[]).filter((r) =>
-        r.resources.includes('secrets'),
-      );
-    const keys = await render({});
-    expect(container(keys, 'gateway').args).toContain('--auth=keys');
-    expect(secretRules(keys)).toEqual([
-      { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
-    ]);
-    // Open mode checks no Tenant key, but every SGLang runtime refuses a request without its
-    // own API key: the gateway still lists and watches (labelled) Secrets to send them.
+  it('the gateway reads no Secret but the one the operator keeps for it, by name, in either auth mode', async () => {
+    type Rule = { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] };
+    const rules = (objs: RenderedObject[], kind: string, name: string, namespace?: string) =>
+      (
+        objs.find(
+          (o) =>
+            o.kind === kind &&
+            o.metadata.name === name &&
+            (namespace === undefined || o.metadata.namespace === namespace),
+        ) as unknown as { rules: Rule[] } | undefined
+      )?.rules ?? [];
+    const kept = `${RELEASE}-gateway-keys`;
+    for (const set of [
+      [],
+      ['gateway.auth.mode=open'],
+      ['gateway.watchNamespaces={team-a}', 'operator.watchNamespaces={team-a}'],
+    ]) {
+      const objs = await render({ set });
+      // Neither the ClusterRole nor a Role of a watched namespace names Secrets.
+      for (const r of [
+        ...rules(objs, 'ClusterRole', `${RELEASE}-gateway`),
+        ...rules(objs, 'Role', `${RELEASE}-gateway`, 'team-a'),
+      ])
+        expect(r.resources, set.join(' ')).not.toContain('secrets');
+      // One Role in the release namespace: that Secret, by name, list and watch (an informer).
+      expect(rules(objs, 'Role', `${RELEASE}-gateway-keys`, NAMESPACE)).toEqual([
+        { apiGroups: [''], resources: ['secrets'], resourceNames: [kept], verbs: ['list', 'watch'] },
+      ]);
+      expect(container(objs, 'gateway').args).toContain(`--keys-secret=${NAMESPACE}/${kept}`);
+      expect(container(objs, 'operator').args).toContain(`--gateway-keys-secret=${NAMESPACE}/${kept}`);
+      // The operator writes it by name, in the release namespace only; the chart makes it (empty),
+      // so that it goes with the release and the operator needs no create there.
+      expect(rules(objs, 'Role', `${RELEASE}-operator-gateway-keys`, NAMESPACE)).toEqual([
+        { apiGroups: [''], resources: ['secrets'], resourceNames: [kept], verbs: ['patch'] },
+      ]);
+      const secret = find(objs, 'Secret', kept) as unknown as {
+        data?: unknown;
+        metadata: { namespace: string };
+      };
+      expect(secret.metadata.namespace).toBe(NAMESPACE);
+      expect(secret.data).toBeUndefined();
+    }
     const open = await render({ set: ['gateway.auth.mode=open'] });
     expect(container(open, 'gateway').args).toContain('--auth=open');
-    expect(secretRules(open)).toEqual([
-      { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
+    expect(container(await render({}), 'gateway').args).toContain('--auth=keys');
+  });
+
+  it('NetworkPolicies on by default: admin and metrics ports from the operator and monitoring only, the API port as gatewayFrom says', async () => {
+    type Ingress = { ports: { port: string }[]; from?: unknown[] };
+    const ingress = (objs: RenderedObject[], name: string): Ingress[] =>
+      (find(objs, 'NetworkPolicy', name) as unknown as { spec: { ingress: Ingress[] } }).spec.ingress;
+    const fromOf = (list: Ingress[], port: string) =>
+      list.find((i) => i.ports.some((p) => p.port === port))?.from;
+    const operatorPods = {
+      podSelector: {
+        matchLabels: {
+          'app.kubernetes.io/name': 'cacheroute',
+          'app.kubernetes.io/instance': RELEASE,
+          'app.kubernetes.io/component': 'operator',
+        },
+      },
+    };
+    const prometheus = {
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+    };
+    const objs = await render({});
+    const gateway = ingress(objs, `${RELEASE}-gateway`);
+    expect(fromOf(gateway, 'http')).toBeUndefined(); // the API port: every source, as before
+    expect(fromOf(gateway, 'admin')).toEqual([operatorPods, prometheus]);
+    expect(fromOf(ingress(objs, `${RELEASE}-operator`), 'metrics')).toEqual([operatorPods, prometheus]);
+
+    // Another monitoring stack, and more peers for the admin ports.
+    const other = await render({
+      set: [
+        'networkPolicy.monitoring.namespace=observability',
+        'networkPolicy.monitoring.podLabels.app=vmagent',
+        'networkPolicy.metricsFrom[0].ipBlock.cidr=10.0.0.0/8',
+      ],
+    });
+    expect(fromOf(ingress(other, `${RELEASE}-gateway`), 'admin')).toEqual([
+      operatorPods,
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus', app: 'vmagent' } },
+      },
+      { ipBlock: { cidr: '10.0.0.0/8' } },
     ]);
+    expect(
+      (await render({ set: ['networkPolicy.enabled=false'] })).filter((o) => o.kind === 'NetworkPolicy'),
+    ).toEqual([]);
   });
 
   it("operator.runtimeNetworkPolicy: on by default, admitting this release's gateway and operator, and Prometheus with monitoring on", async () => {
@@ -511,9 +589,11 @@ describe('values reach the objects', () => {
     expect(gatewayRbac.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}`).sort()).toEqual([
       'Role/a',
       'Role/b',
+      `Role/${NAMESPACE}`, // the keys Secret, by name
       `Role/${NAMESPACE}`, // the peers' EndpointSlices
       'RoleBinding/a',
       'RoleBinding/b',
+      `RoleBinding/${NAMESPACE}`,
       `RoleBinding/${NAMESPACE}`,
     ]);
   });
@@ -542,9 +622,11 @@ describe('values reach the objects', () => {
     expect(operatorRbac.map((o) => `${o.kind}/${o.metadata.namespace ?? ''}`).sort()).toEqual([
       'Role/a',
       'Role/b',
+      `Role/${NAMESPACE}`, // the gateway's keys Secret, by name
       `Role/${NAMESPACE}`, // the leader-election Lease
       'RoleBinding/a',
       'RoleBinding/b',
+      `RoleBinding/${NAMESPACE}`,
       `RoleBinding/${NAMESPACE}`,
     ]);
     // Every namespace (the default): no --namespace, a ClusterRole.
@@ -862,7 +944,9 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     const objs = (await render({ release, namespace: ns, set })).filter(
       (o) =>
         o.metadata.labels?.['app.kubernetes.io/component'] === 'gateway' &&
-        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind),
+        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Secret'].includes(
+          o.kind,
+        ),
     );
     const input = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objs });
     await kubectlOk(['apply', '-f', '-'], { kubeconfig, input });
@@ -881,9 +965,12 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     client.observe((info) => void requests.push(info));
     const watcher = new DiscoveryWatcher({ client, namespaces, coalesceMs: 20 });
     watcher.start();
-    const tenants = new TenantWatcher({ client, namespaces, coalesceMs: 20 });
+    // The Secret the operator keeps for the gateway (rendered empty by the chart, in the release
+    // namespace): the only Secret the gateway reads.
+    const keysSecret = { namespace: ns, name: `${release}-cacheroute-gateway-keys` };
+    const tenants = new TenantWatcher({ client, namespaces, keysSecret, coalesceMs: 20 });
     tenants.start();
-    const runtimeKeys = new RuntimeKeyWatcher({ client, namespaces });
+    const runtimeKeys = new RuntimeKeyWatcher({ client, keysSecret });
     runtimeKeys.start();
     // --peers-service, as the chart passes it: the gateway's own Service in the release namespace.
     const peers = new EndpointSlicePeers({
@@ -913,15 +1000,14 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     return { stop };
   }
 
-  // What the gateway's informers list and watch (discovery/watcher.ts): routing, the Tenants
-  // with their API-key Secrets and the runtimes' key Secrets (selected by label: RBAC
-  // cannot, so all Secrets).
+  // What the gateway's informers list and watch (discovery/watcher.ts): routing and the Tenants;
+  // their keys' digests and the runtimes' keys come from one Secret, by name (below).
   const GATEWAY_KINDS = [
     'deployments.cacheroute.dev',
     'cachepolicies.cacheroute.dev',
     'tenants.cacheroute.dev',
-    'secrets',
   ];
+  const SECRET_VERBS = ['list secrets', 'watch secrets'];
 
   const canI = async (ns: string, sa: string, args: string[]): Promise<string> =>
     (
@@ -939,18 +1025,25 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     // Everything discovery asked for is in the ClusterRole, and it listed both kinds.
     // (A watch is reported when its stream ends; one cut short before it was sent is not.)
     const asked = [...new Set(requests.map((r) => `${r.verb} ${r.resource}`))];
-    const granted = ['list', 'watch'].flatMap((verb) =>
-      [...GATEWAY_KINDS, 'endpointslices.discovery.k8s.io'].map((kind) => `${verb} ${kind}`),
-    );
+    const granted = [
+      ...['list', 'watch'].flatMap((verb) =>
+        [...GATEWAY_KINDS, 'endpointslices.discovery.k8s.io'].map((kind) => `${verb} ${kind}`),
+      ),
+      ...SECRET_VERBS,
+    ];
     expect(granted).toEqual(expect.arrayContaining(asked));
     expect(asked).toEqual(
       expect.arrayContaining([
         'list deployments.cacheroute.dev',
         'list cachepolicies.cacheroute.dev',
         'list endpointslices.discovery.k8s.io',
+        'list secrets',
       ]),
     );
     const sa = 'gw1-cacheroute-gateway';
+    const kept = 'gw1-cacheroute-gateway-keys';
+    for (const verb of ['list', 'watch'])
+      expect(await canI(ns, sa, [verb, `secrets/${kept}`, '-n', ns]), `${verb} secrets/${kept}`).toBe('yes');
     for (const kind of GATEWAY_KINDS)
       for (const verb of ['list', 'watch'])
         expect(await canI(ns, sa, [verb, kind, '-A']), `${verb} ${kind} -A`).toBe('yes');
@@ -961,6 +1054,10 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
       ['list', 'tasks.cacheroute.dev', '-A'],
       ['list', 'pods', '-A'],
       ['get', 'secrets', '-n', ns],
+      ['list', 'secrets', '-n', ns],
+      ['list', 'secrets', '-A'],
+      ['watch', 'secrets', '-A'],
+      ['list', 'secrets/other', '-n', ns],
       ['list', 'endpointslices.discovery.k8s.io', '-n', 'default'],
       ['get', 'services', '-n', ns],
     ])
@@ -978,6 +1075,8 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
       expect(await canI(ns, sa, ['list', kind, '-A']), `list ${kind} -A`).toBe('no');
     }
     expect(await canI(ns, sa, ['get', 'secrets', '-n', ns])).toBe('no');
+    expect(await canI(ns, sa, ['list', 'secrets', '-n', ns])).toBe('no');
+    expect(await canI(ns, sa, ['list', 'secrets/gw2-cacheroute-gateway-keys', '-n', ns])).toBe('yes');
   });
 });
 

@@ -8,6 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
+import type { SecretLocation } from '#api/gateway-keys.ts';
 import { KubeClient } from '#kube/client.ts';
 import { build } from '../../../gateway/src/app.ts';
 import { ManualClock } from '../../support/manual-clock.ts';
@@ -17,11 +18,14 @@ import { MemoryRateLimiter } from '../../../gateway/src/tenancy/limiter.ts';
 import { WINDOW_MS } from '../../../gateway/src/tenancy/rate-window.ts';
 import { RedisRateLimiter } from '../../../gateway/src/tenancy/redis-limiter.ts';
 import type { Tenant } from '../../../gateway/src/tenancy/tenant.ts';
+import { createUserKubeconfig } from '../../support/controlplane.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { startTestOperator } from '../../support/operator/start.ts';
 import { startRedis, type RunningRedis } from '../../support/redis.ts';
 import { REPO_ROOT } from '../../support/samples.ts';
 
 const kubeconfig = inject('kubeconfig');
+const controlPlane = inject('controlPlane');
 const CRD_DIR = join(REPO_ROOT, 'crds');
 const KEY_1 = 'first-key-'.padEnd(40, '1');
 const KEY_2 = 'second-key-'.padEnd(40, '2');
@@ -49,11 +53,67 @@ async function apply(ns: string, doc: unknown): Promise<void> {
   await kubectlOk(['apply', '-n', ns, '-f', '-'], { kubeconfig, input: JSON.stringify(doc) });
 }
 
-async function startGateway(ns: string): Promise<FastifyInstance> {
+/**
+ * The gateway as the chart grants it, with an operator keeping its keys Secret: the Secret is
+ * in a namespace of its own (the gateway's, which the operator does not watch), and the
+ * gateway's identity may list and watch Tenants and read that one Secret by name, nothing else.
+ */
+async function startGateway(ns: string): Promise<{ app: FastifyInstance; keysSecret: SecretLocation }> {
+  const gatewayNs = await createTestNamespace(kubeconfig, 'gw-keys');
+  const keysSecret = { namespace: gatewayNs, name: 'gateway-keys' };
+  await startTestOperator(kubeconfig, [ns], { gatewayKeysSecret: keysSecret });
+  const user = `gateway-${gatewayNs}`;
+  const grants = [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: user },
+      rules: [{ apiGroups: ['cacheroute.dev'], resources: ['tenants'], verbs: ['list', 'watch'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: user },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'gateway-keys', namespace: gatewayNs },
+      rules: [
+        {
+          apiGroups: [''],
+          resources: ['secrets'],
+          resourceNames: ['gateway-keys'],
+          verbs: ['list', 'watch'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'gateway-keys', namespace: gatewayNs },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'gateway-keys' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+  ];
+  await kubectlOk(['apply', '-f', '-'], {
+    kubeconfig,
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: grants }),
+  });
+  const canI = async (args: string[]): Promise<boolean> =>
+    (await kubectl(['auth', 'can-i', ...args, `--as=${user}`], { kubeconfig })).code === 0;
+  await eventually(async () =>
+    expect(await canI(['list', 'secrets/gateway-keys', '-n', gatewayNs])).toBe(true),
+  );
+  expect(await canI(['list', 'secrets', '-n', ns])).toBe(false);
+  expect(await canI(['get', 'secrets/team-a-keys', '-n', ns])).toBe(false);
+  expect(await canI(['list', 'secrets', '-n', gatewayNs])).toBe(false);
   const kc = new KubeConfig();
-  kc.loadFromString(readFileSync(kubeconfig, 'utf8'));
+  kc.loadFromString(readFileSync(await createUserKubeconfig(controlPlane, { user }), 'utf8'));
   const client = await KubeClient.fromKubeConfig(kc);
-  const watcher = new TenantWatcher({ client, namespaces: [ns], coalesceMs: 20 });
+  const watcher = new TenantWatcher({ client, namespaces: [ns], keysSecret, coalesceMs: 20 });
   const table = new StaticRoutingTable([
     {
       model: 'llama-8b',
@@ -73,8 +133,18 @@ async function startGateway(ns: string): Promise<FastifyInstance> {
     await watcher.stop();
     await client.close();
   });
-  await eventually(() => expect(watcher.directory.ready).toBe(true));
-  return app;
+  await eventually(() => expect(watcher.directory.ready).toBe(true), { timeoutMs: 30_000 });
+  return { app, keysSecret };
+}
+
+/** The kept Secret's data, decoded: what anyone who may read it learns. */
+async function readKept(where: SecretLocation): Promise<string> {
+  const secret = JSON.parse(
+    await kubectlOk(['get', 'secret', where.name, '-n', where.namespace, '-o', 'json'], { kubeconfig }),
+  ) as { data?: Record<string, string> };
+  return Object.values(secret.data ?? {})
+    .map((v) => Buffer.from(v, 'base64').toString('utf8'))
+    .join('\n');
 }
 
 const modelsWith = async (app: FastifyInstance, key: string): Promise<number> =>
@@ -109,9 +179,13 @@ describe('Tenants through the API server', () => {
     const ns = await createTestNamespace(kubeconfig, 'tenant-keys');
     await apply(ns, tenant());
     await apply(ns, keySecret({ k1: KEY_1 }));
-    const app = await startGateway(ns);
-    expect(await modelsWith(app, KEY_1)).toBe(200);
+    const { app, keysSecret } = await startGateway(ns);
+    await eventually(async () => expect(await modelsWith(app, KEY_1)).toBe(200));
     expect(await modelsWith(app, KEY_2)).toBe(401);
+    // The gateway's Secret holds digests: no key, in clear or base64.
+    const kept = await readKept(keysSecret);
+    expect(kept).toContain(`${ns}/team-a-keys`);
+    for (const leak of [KEY_1, Buffer.from(KEY_1).toString('base64')]) expect(kept).not.toContain(leak);
 
     // Rotation: add the new key, then drop the old one.
     await apply(ns, keySecret({ k1: KEY_1, k2: KEY_2 }));
@@ -155,6 +229,24 @@ describe('Tenants through the API server', () => {
     await eventually(async () => expect(await modelsWith(app, KEY_2)).toBe(200));
     await kubectlOk(['delete', 'tenant', 'team-a', '-n', ns], { kubeconfig });
     await eventually(async () => expect(await modelsWith(app, KEY_2)).toBe(401));
+    // No Tenant names the Secret any more: it leaves the gateway's Secret.
+    await eventually(async () => expect(await readKept(keysSecret)).not.toContain('team-a-keys'));
+  });
+
+  it("a Secret's deletion reaches the gateway; a Secret no Tenant names never leaves its namespace", async () => {
+    const ns = await createTestNamespace(kubeconfig, 'tenant-del');
+    await apply(ns, tenant());
+    await apply(ns, keySecret({ k1: KEY_1 }));
+    await apply(ns, {
+      ...keySecret({ k: KEY_2 }),
+      metadata: { name: 'unnamed', labels: { 'cacheroute.dev/api-keys': 'true' } },
+    });
+    const { app, keysSecret } = await startGateway(ns);
+    await eventually(async () => expect(await modelsWith(app, KEY_1)).toBe(200));
+    expect(await modelsWith(app, KEY_2)).toBe(401);
+    expect(await readKept(keysSecret)).not.toContain(`${ns}/unnamed`);
+    await kubectlOk(['delete', 'secret', 'team-a-keys', '-n', ns], { kubeconfig });
+    await eventually(async () => expect(await modelsWith(app, KEY_1)).toBe(401));
   });
 });
 

@@ -24,6 +24,7 @@ import {
   buildVerifyJob,
   type ModelCacheConfig,
 } from '../../../operator/src/controllers/deployment/model-cache/objects.ts';
+import { startControlPlane } from '../../support/controlplane.ts';
 import { startTestOperator } from '../../support/operator/start.ts';
 import { buildDeploymentManifest } from '../../support/builders.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk, listEvents } from '../../support/kubectl.ts';
@@ -105,17 +106,20 @@ function podsOf(root: DeploymentResource): PodToAdmit[] {
   return pods;
 }
 
-/** What Pod Security says of one pod: undefined when admitted, else its list of violations. */
-async function admit(ns: string, pod: PodToAdmit): Promise<string | undefined> {
-  const manifest = {
+function podManifest(ns: string, pod: PodToAdmit): object {
+  return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'admission-check', namespace: ns, labels: pod.template.metadata?.labels ?? {} },
     spec: pod.template.spec,
   };
+}
+
+/** What Pod Security says of one pod: undefined when admitted, else its list of violations. */
+async function admit(ns: string, pod: PodToAdmit): Promise<string | undefined> {
   const r = await kubectl(['create', '--dry-run=server', '-n', ns, '-f', '-'], {
     kubeconfig,
-    input: JSON.stringify(manifest),
+    input: JSON.stringify(podManifest(ns, pod)),
   });
   if (r.code === 0) return undefined;
   const violation = /violates PodSecurity "baseline:latest": (.*)$/m.exec(r.stderr);
@@ -152,6 +156,34 @@ describe('Pod Security baseline', () => {
         ]),
       ),
     );
+  });
+
+  it('mounts no ServiceAccount token into any pod: SGLang and the fetcher never call the API', async () => {
+    // The suite's plane runs without the ServiceAccount admission plugin (what adds the token
+    // volume); one with it, for this test only. Nothing enforced: only what admission adds.
+    const plane = await startControlPlane({ serviceAccountAdmission: true });
+    try {
+      const opts = { kubeconfig: plane.kubeconfig };
+      const ns = 'sa-token';
+      await kubectlOk(['create', 'namespace', ns], opts);
+      await kubectlOk(['create', 'serviceaccount', 'default', '-n', ns], opts);
+      const mounted: Record<string, string[]> = {};
+      for (const { file, doc } of loadSamples().filter((s) => s.doc.kind === 'Deployment'))
+        for (const pod of podsOf(parseSample(doc, ns))) {
+          const r = await kubectlOk(['create', '--dry-run=server', '-o', 'json', '-n', ns, '-f', '-'], {
+            ...opts,
+            input: JSON.stringify(podManifest(ns, pod)),
+          });
+          const created = JSON.parse(r) as { spec?: { volumes?: { name: string }[] } };
+          mounted[`${file}: ${pod.what}`] = (created.spec?.volumes ?? [])
+            .map((v) => v.name)
+            .filter((n) => n.startsWith('kube-api-access'));
+        }
+      expect(Object.keys(mounted).length).toBeGreaterThan(5);
+      expect(mounted).toEqual(Object.fromEntries(Object.keys(mounted).map((k) => [k, []])));
+    } finally {
+      await plane.stop();
+    }
   });
 
   it('a node cache mounts only the operator’s own node directory, which baseline forbids', async () => {

@@ -167,6 +167,12 @@ const leaderRules = (leaseName: string): Rule[] => [
   },
 ];
 
+// Role in the release namespace: the gateway's keys Secret (controllers/gateway-keys), written by
+// server-side apply (a PATCH) by name; the chart makes it, so no create.
+const gatewayKeysRules = (secretName: string): Rule[] => [
+  { apiGroups: [''], resources: ['secrets'], resourceNames: [secretName], verbs: ['patch'] },
+];
+
 // The external metrics API (operator.metricsApi): delegated authorization. The chart grants it
 // through the built-in roles every aggregated API server binds (templates/operator-metrics-api.yaml):
 // system:auth-delegator (SubjectAccessReviews) and, in kube-system,
@@ -220,6 +226,9 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
   inferencepool: [{ rt: Resources.inferencePools, verbs: ['get', 'list', 'create', 'patch'] }],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],
+  // The gateway's keys Secret: informer caches in, one server-side apply out, by name in the
+  // gateway's namespace (gatewayKeysRules, its own Role; not part of this table).
+  'gateway-keys': [],
   // A DeploymentPart's status reads only informer caches (the pods of its part).
   deploymentpart: [],
   // Warm-up documents.
@@ -306,6 +315,7 @@ async function registeredDefinitions(kubeconfig: string, picker = false): Promis
       ...(picker
         ? { picker: { namespace: 'cacheroute-system', name: 'cr-cacheroute-picker', port: 9002 } }
         : {}),
+      gatewayKeysSecret: { namespace: 'cacheroute-system', name: 'gateway-keys' },
     });
     await op.stop();
     return added.mock.calls.map(([def]) => def);
@@ -410,10 +420,18 @@ describe('chart RBAC equals what the code uses', () => {
       ]);
     }
     expect(operatorArgs(objects).filter((a) => a.startsWith('--inference-pool-picker'))).toEqual([]);
-    // No Role but the leader's, and no --namespace: the operator watches everything.
+    // No Role but the leader's and the gateway keys Secret's, and no --namespace: the operator
+    // watches everything.
     expect(ofKind(objects, 'Role').map((o) => o.metadata.name)).toEqual([
       'cr-cacheroute-operator-leader-election',
+      'cr-cacheroute-operator-gateway-keys',
     ]);
+    expect(
+      expand(rulesOf(objects, 'Role', 'cr-cacheroute-operator-gateway-keys', 'cacheroute-system')),
+    ).toEqual(expand(gatewayKeysRules('cr-cacheroute-gateway-keys')));
+    expect(operatorArgs(objects)).toContain(
+      '--gateway-keys-secret=cacheroute-system/cr-cacheroute-gateway-keys',
+    );
     expect(operatorArgs(objects).filter((a) => a.startsWith('--namespace'))).toEqual([]);
     expect(
       expand(rulesOf(objects, 'Role', 'cr-cacheroute-operator-leader-election', 'cacheroute-system')),
@@ -478,12 +496,14 @@ describe('chart RBAC equals what the code uses', () => {
           .map((o) => `${o.metadata.namespace}/${o.metadata.name}`)
           .sort(),
       ).toEqual([
+        'cacheroute-system/cr-cacheroute-operator-gateway-keys',
         'cacheroute-system/cr-cacheroute-operator-leader-election',
         'team-a/cr-cacheroute-operator',
         'team-b/cr-cacheroute-operator',
       ]);
       const bindings = ofKind(objects, 'RoleBinding');
       expect(bindings.map((b) => b.metadata.namespace).sort()).toEqual([
+        'cacheroute-system',
         'cacheroute-system',
         'team-a',
         'team-b',
@@ -588,7 +608,7 @@ async function chartIdentity(
   ns: string,
   values: Record<string, string>,
   kinds: readonly string[],
-): Promise<{ who: Identity; userKubeconfig: string }> {
+): Promise<{ who: Identity; userKubeconfig: string; release: string }> {
   const crds = join(REPO_ROOT, 'crds');
   await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig });
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], { kubeconfig });
@@ -605,7 +625,7 @@ async function chartIdentity(
     user: `system:serviceaccount:${ns}:${sa}`,
     groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`],
   };
-  return { who, userKubeconfig: await createUserKubeconfig(controlPlane, who) };
+  return { who, userKubeconfig: await createUserKubeconfig(controlPlane, who), release };
 }
 
 const applyIn = (ns: string, manifest: unknown): Promise<string> =>
@@ -628,6 +648,8 @@ describe('the operator as the chart ServiceAccount', () => {
       'ClusterRole',
       'ClusterRoleBinding',
       'Role',
+      'Role',
+      'RoleBinding',
       'RoleBinding',
       'ServiceAccount',
     ]);
@@ -869,11 +891,15 @@ describe('the operator as the chart ServiceAccount', () => {
     const ns = await createTestNamespace(kubeconfig, 'rbacn');
     const work = await createTestNamespace(kubeconfig, 'op-ns-work');
     const outside = await createTestNamespace(kubeconfig, 'op-ns-out');
-    const { userKubeconfig } = await chartIdentity(
+    const { userKubeconfig, release } = await chartIdentity(
       ns,
       { 'operator.watchNamespaces': `{${work}}`, 'operator.paidCalls.allowed': 'true' },
-      ['Role', 'Role', 'RoleBinding', 'RoleBinding', 'ServiceAccount'],
+      ['Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'ServiceAccount'],
     );
+    // The gateway's keys Secret, as the chart makes it (empty) in the release namespace, which
+    // the operator does not watch: it may patch that one Secret there and nothing else.
+    const kept = `${release}-cacheroute-gateway-keys`;
+    await kubectlOk(['create', 'secret', 'generic', kept, '-n', ns], { kubeconfig });
 
     // Rights in the watched namespace (Secrets included) and none elsewhere.
     const canI = async (...args: string[]): Promise<boolean> =>
@@ -882,6 +908,9 @@ describe('the operator as the chart ServiceAccount', () => {
     expect(await canI('get', 'secrets', '-n', work)).toBe(true);
     expect(await canI('update', `configmaps/${LEDGER_CONFIGMAP}`, '-n', work)).toBe(true);
     expect(await canI('list', 'secrets', '-n', work)).toBe(true);
+    expect(await canI('patch', `secrets/${kept}`, '-n', ns)).toBe(true);
+    expect(await canI('patch', 'secrets/other', '-n', ns)).toBe(false);
+    expect(await canI('create', 'secrets', '-n', ns)).toBe(false);
     for (const elsewhere of [outside, ns, 'default']) {
       expect(await canI('get', 'secrets', '-n', elsewhere), `get secrets -n ${elsewhere}`).toBe(false);
       expect(await canI('list', 'pods', '-n', elsewhere), `list pods -n ${elsewhere}`).toBe(false);
@@ -917,6 +946,7 @@ describe('the operator as the chart ServiceAccount', () => {
       http: false,
       openrouterBaseUrl: fx.baseUrl,
       dailyCap: cap.value,
+      gatewayKeysSecret: { namespace: ns, name: kept },
     });
     let stopped = false;
     onTestFinished(async () => {
@@ -949,6 +979,12 @@ describe('the operator as the chart ServiceAccount', () => {
       work,
     ]);
     expect(Object.keys(ledger.data ?? {})).not.toEqual([]);
+    // The gateway's keys Secret carries the watched namespace's runtime keys.
+    await eventually(async () => {
+      const k = await getJson<{ data?: Record<string, string> }>(['get', 'secret', kept, '-n', ns]);
+      const runtime = Buffer.from(k.data?.['runtime-keys.json'] ?? '', 'base64').toString('utf8');
+      expect(Object.keys(JSON.parse(runtime || '{}') as object)).toEqual([`${work}/llama-8b`]);
+    });
     await op.manager.events.flush();
     expect(op.manager.isLeader()).toBe(true);
 
@@ -974,10 +1010,14 @@ describe('the operator as the chart ServiceAccount', () => {
     ])
       expect(seen[used], used).toBeGreaterThan(0);
     // Every request named a namespace: the watched one, or the release namespace for the
-    // leader Lease. Nothing cluster-wide, nothing outside, and nothing refused.
+    // leader Lease and the gateway's keys Secret (applied). Nothing cluster-wide, nothing
+    // outside, and nothing refused.
     expect(
       requests.filter(
-        (r) => r.namespace !== work && !(r.namespace === ns && r.resource.startsWith('leases')),
+        (r) =>
+          r.namespace !== work &&
+          !(r.namespace === ns && r.resource.startsWith('leases')) &&
+          !(r.namespace === ns && r.resource === 'secrets' && r.verb === 'apply'),
       ),
     ).toEqual([]);
     expect(requests.filter((r) => r.code === 401 || r.code === 403)).toEqual([]);

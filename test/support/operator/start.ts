@@ -2,13 +2,15 @@
 // leader election, no HTTP listeners, logging errors only; stopped when the test ends.
 import { onTestFinished } from 'vitest';
 import { createLogger } from '#kube/logger.ts';
-import { startOperator, type Operator } from '../../../operator/src/operator.ts';
+import { startOperator, type Operator, type OperatorOptions } from '../../../operator/src/operator.ts';
 
 export async function startTestOperator(
   kubeconfig: string,
   namespaces: readonly string[],
+  opts: Pick<OperatorOptions, 'gatewayKeysSecret'> = {},
 ): Promise<Operator> {
   const op = await startOperator({
+    ...opts,
     kubeconfig,
     namespaces: [...namespaces],
     logger: createLogger({ level: 'error', fields: { component: 'operator' } }),

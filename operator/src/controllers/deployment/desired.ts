@@ -189,6 +189,10 @@ function buildPodSpec(
   return {
     containers: [buildSglangContainer(spec, engine, mounts, apiKey, rankArgs)],
     volumes,
+    // SGLang never calls the API: a token in a pod running the user's image is a credential
+    // for whoever controls that image (issue 30). Multi-node groups find their leader through
+    // the LeaderWorkerSet's environment, not the API.
+    automountServiceAccountToken: false,
     enableServiceLinks: false,
     terminationGracePeriodSeconds: 60,
     // Ready only once the operator verified the runtime: a rollout keeps old pods until then.

@@ -365,6 +365,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         const declared = computeDeclaredIdentity(root.spec, engine);
         const readback = await readIdentity(buildEndpointUrl(pod.ip ?? '', SGLANG_PORT), declared, {
           timeoutMs: verifyTimeoutMs,
+          dataParallel: root.spec.parallelism.data,
           signal: ctx.signal,
           apiKey: runtimeKey(ns, root.metadata.name ?? '', pod.fingerprint),
         });

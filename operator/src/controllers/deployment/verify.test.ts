@@ -27,19 +27,19 @@ describe('readIdentity against a runtime started with --api-key', () => {
   afterAll(() => sim.close());
 
   it('verifies with the key, and the key is nowhere in what it returns', async () => {
-    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000, apiKey: KEY });
+    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000, dataParallel: 1, apiKey: KEY });
     expect(r).toMatchObject({ ok: true, mismatches: '' });
     expect(JSON.stringify(r)).not.toContain(KEY);
   });
 
   it('is refused without the key (SGLang answers 401), and says so without a key in the message', async () => {
-    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000 });
+    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000, dataParallel: 1 });
     expect(r).toEqual({ ok: false, error: `GET ${sim.url}/server_info: HTTP 401` });
   });
 
   it('is refused with another key', async () => {
     const other = 'b'.repeat(64);
-    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000, apiKey: other });
+    const r = await readIdentity(sim.url, DECLARED, { timeoutMs: 5000, dataParallel: 1, apiKey: other });
     expect(r.ok).toBe(false);
     expect(JSON.stringify(r)).not.toContain(other);
   });
@@ -70,7 +70,7 @@ describe('readIdentity against a runtime that reports another key than its Secre
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it('is a mismatch that names neither key', async () => {
-    const r = await readIdentity(url, DECLARED, { timeoutMs: 5000, apiKey: KEY });
+    const r = await readIdentity(url, DECLARED, { timeoutMs: 5000, dataParallel: 1, apiKey: KEY });
     expect(r).toMatchObject({
       ok: true,
       mismatches: 'apiKey: the runtime runs with another API key than its Secret holds for its fingerprint',
@@ -98,5 +98,53 @@ describe('checkReportedApiKey', () => {
     ],
   ])('a runtime reporting %s', (_what, reported, expected, want) => {
     expect(checkReportedApiKey(reported, expected)).toBe(want);
+  });
+});
+
+describe('readIdentity against a runtime that lies about its data-parallel ranks', () => {
+  // The runtime's image is the namespace user's: what it says of its event publishers goes to
+  // status and from there to every gateway replica, so it is held to the Deployment's spec.
+  let server: Server;
+  let url = '';
+  let reportedRanks = 0;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const body =
+        req.url === '/server_info'
+          ? {
+              model_path: '/models',
+              served_model_name: 'llama',
+              version: SGLANG_VERSION,
+              kv_events: {
+                publisher: 'zmq',
+                endpoint_port_base: 5557,
+                topic: 'kv',
+                block_size: 16,
+                dp_size: reportedRanks,
+              },
+            }
+          : { model_path: '/models' };
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('ranks beyond parallelism.data: a mismatch, and no events copied', async () => {
+    reportedRanks = 2 ** 32;
+    const r = await readIdentity(url, DECLARED, { timeoutMs: 5000, dataParallel: 2 });
+    expect(r).toEqual({
+      ok: true,
+      reported: expect.anything() as unknown,
+      mismatches: 'events: reports 4294967296 data-parallel ranks; its spec declares 2 (parallelism.data)',
+    });
+  });
+
+  it('ranks within parallelism.data: verified, its events copied', async () => {
+    reportedRanks = 2;
+    const r = await readIdentity(url, DECLARED, { timeoutMs: 5000, dataParallel: 2 });
+    expect(r).toMatchObject({ ok: true, mismatches: '', events: { port: 5557, ranks: 2, blockSize: 16 } });
   });
 });

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { EndpointEvents } from '#api';
 import { fetchModelInfo, fetchServerInfo } from '../../sglang-client/client.ts';
+import { checkEndpointEvents } from '#api/event-bounds.ts';
 import { toEndpointEvents } from '#api/publishers.ts';
 import {
   compareIdentity,
@@ -31,22 +32,30 @@ export function checkReportedApiKey(
   return 'apiKey: the runtime runs with another API key than its Secret holds for its fingerprint';
 }
 
-/** Reads what the runtime at `baseUrl` says it is and compares it with what was declared. */
+/**
+ * Reads what the runtime at `baseUrl` says it is and compares it with what was declared. Its
+ * event publishers are held to the spec's `dataParallel` ranks (lib/api/event-bounds.ts, the
+ * gateway's bounds too): status copies them to every gateway replica, so a runtime reporting
+ * more is a mismatch and none of its numbers are copied.
+ */
 export async function readIdentity(
   baseUrl: string,
   declared: RuntimeIdentity,
-  opts: { timeoutMs: number; signal?: AbortSignal; apiKey?: string | undefined },
+  opts: { timeoutMs: number; dataParallel: number; signal?: AbortSignal; apiKey?: string | undefined },
 ): Promise<IdentityReadback> {
   const [server, model] = await Promise.all([fetchServerInfo(baseUrl, opts), fetchModelInfo(baseUrl, opts)]);
   if (!server.ok) return { ok: false, error: server.error };
   if (!model.ok) return { ok: false, error: model.error };
   const reported = computeRuntimeIdentity(server.value, model.value);
+  const advertised = server.value.kv_events ? toEndpointEvents(server.value.kv_events) : undefined;
+  const outOfBounds = advertised ? checkEndpointEvents(advertised, opts.dataParallel) : undefined;
   const mismatches = [
     formatMismatches(compareIdentity(declared, reported)),
     checkReportedApiKey(server.value.api_key, opts.apiKey),
+    outOfBounds === undefined ? undefined : `events: ${outOfBounds}`,
   ]
     .filter((m) => m !== undefined && m !== '')
     .join('; ');
-  const events = server.value.kv_events ? toEndpointEvents(server.value.kv_events) : undefined;
+  const events = outOfBounds === undefined ? advertised : undefined;
   return { ok: true, reported, mismatches, ...(events ? { events } : {}) };
 }

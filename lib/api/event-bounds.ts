@@ -5,7 +5,7 @@
 // the Deployment's spec allows (a dp_size of 2^32 made the rebuild build an
 // address a rank and throw, on every gateway replica). Pure.
 
-import type { EndpointEvents } from '#api';
+import type { EndpointEvents } from './index.ts';
 
 const MAX_PORT = 65_535;
 /** SGLang's page sizes are tens of tokens; a block of more than this is not a page. */
