@@ -182,7 +182,7 @@ async function startProcesses(cp: ControlPlane, dir: string): Promise<Components
     `--metrics-port=${LOCAL_PORTS.operatorMetrics}`,
     // The CacheHealthy condition compares the runtimes with the gateway's predictions, as the chart wires it.
     `--gateway-admin-url=http://127.0.0.1:${LOCAL_PORTS.admin}`,
-    // The one Secret the gateway reads keys from, as the chart names it (ADR 0024).
+    // The one Secret the gateway reads keys from, as the chart names it (ADR 0027).
     `--gateway-keys-secret=${SYSTEM_NS}/cacheroute-gateway-keys`,
   ]);
   const gateway = startProcess(dir, 'gateway', [

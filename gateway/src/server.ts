@@ -26,7 +26,7 @@
 // (`Authorization: Bearer <key>`): Tenants come from discovery and the digests
 // of their keys from `--keys-secret` (NAME in --pod-namespace, or NAMESPACE/NAME:
 // the one Secret the operator keeps for the gateway, with the runtimes' keys;
-// ADR 0024), or with --routes from `--tenants tenants.json`
+// ADR 0027), or with --routes from `--tenants tenants.json`
 // (tenancy/static-file.ts). `--auth open` checks nothing, and says so at start,
 // on /status and in cacheroute_gateway_auth_open.
 // `--redis-url-file F` (or $CACHEROUTE_REDIS_URL; `--redis-url` only for a URL

@@ -1,4 +1,4 @@
-// The one Secret the operator keeps for the gateway (ADR 0024): in the
+// The one Secret the operator keeps for the gateway (ADR 0027): in the
 // gateway's own namespace, read by name, so the gateway needs no grant on the
 // Secrets of the namespaces it serves. Two JSON documents:
 //   - api-key-digests.json: for each Tenant key Secret a Tenant names

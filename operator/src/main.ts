@@ -112,7 +112,7 @@ const Flags = z
         ),
       )
       .optional(),
-    // The one Secret the operator keeps for the gateway, namespace/name (ADR 0024): the Tenants'
+    // The one Secret the operator keeps for the gateway, namespace/name (ADR 0027): the Tenants'
     // key digests and the runtimes' keys, which the gateway reads by name; unset: not kept.
     'gateway-keys-secret': z
       .string()

@@ -70,8 +70,9 @@ export interface OperatorOptions {
   picker?: PickerService | undefined;
   /** How soon a Deployment is looked at again while InferencePools are not served (default 60 s). */
   inferencePoolRecheckMs?: number;
+  /**
    * The Secret the operator keeps for the gateway (--gateway-keys-secret namespace/name):
-   * Tenants' key digests and the runtimes' keys, read by the gateway by name (ADR 0024);
+   * Tenants' key digests and the runtimes' keys, read by the gateway by name (ADR 0027);
    * unset: not kept.
    */
   gatewayKeysSecret?: SecretLocation | undefined;

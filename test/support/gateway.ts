@@ -19,7 +19,7 @@ export interface InProcessGateway {
 }
 
 /**
- * The Secret the operator keeps for the gateway (ADR 0024), where tests put it: in the test's
+ * The Secret the operator keeps for the gateway (ADR 0027), where tests put it: in the test's
  * namespace. An operator that serves this gateway runs with `gatewayKeysSecret` set to it.
  */
 export function testKeysSecret(namespace: string): SecretLocation {

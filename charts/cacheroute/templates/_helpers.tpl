@@ -57,7 +57,7 @@ picker or both): the picker Service, its flags, and the operator's InferencePool
 {{- end }}
 
 {{/*
-The one Secret the operator keeps for the gateway (ADR 0024): the Tenants' key digests and the
+The one Secret the operator keeps for the gateway (ADR 0027): the Tenants' key digests and the
 runtimes' API keys, in the release namespace. The gateway reads it by name and no other Secret.
 */}}
 {{- define "cacheroute.gatewayKeysSecret" -}}

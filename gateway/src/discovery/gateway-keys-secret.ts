@@ -1,5 +1,5 @@
 // The Secret the operator keeps for the gateway (lib/api/gateway-keys.ts,
-// ADR 0024), as the gateway reads it: one object, watched by name in one
+// ADR 0027), as the gateway reads it: one object, watched by name in one
 // namespace (RBAC resourceNames), so the gateway holds no grant on the
 // Secrets of the namespaces it serves. Pure: the informer's objects in, the
 // two documents out, or why they could not be read (never a key).

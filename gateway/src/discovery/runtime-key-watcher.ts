@@ -1,5 +1,5 @@
 // The runtimes' API keys from Kubernetes: an informer on the one Secret the
-// operator keeps for the gateway (its namespace, its name: ADR 0024) →
+// operator keeps for the gateway (its namespace, its name: ADR 0027) →
 // buildRuntimeKeys → one swap. Ready after the first full list. A change is
 // applied at once: keys change only on identity changes, rarely.
 

@@ -30,7 +30,7 @@ export const RouteSourceFlags = z
     'peers-service': z.string().min(1, "give the gateway Service's name").optional(),
     'pod-name': z.string().min(1).optional(),
     'pod-namespace': NamespaceName.optional(),
-    // The Secret the operator keeps for the gateway (ADR 0024): NAME in the pod's namespace, or
+    // The Secret the operator keeps for the gateway (ADR 0027): NAME in the pod's namespace, or
     // NAMESPACE/NAME. Tenants' key digests and the runtimes' keys come from it alone.
     'keys-secret': z.string().min(1, 'give the Secret the operator keeps for the gateway').optional(),
   })

@@ -1,6 +1,6 @@
 // Tenants from Kubernetes: informers on Tenant objects (all namespaces, or one
 // per listed namespace) and on the one Secret the operator keeps for the
-// gateway (its namespace, its name: ADR 0024) → buildTenantDirectory → one swap
+// gateway (its namespace, its name: ADR 0027) → buildTenantDirectory → one swap
 // of the directory. The gateway sees the digests of the Tenants' keys, never a
 // key and never another Secret. As the routing table's watcher: ready after the
 // first full list, changes coalesced.

@@ -1,5 +1,5 @@
 // What the gateway needs from the Secrets of the namespaces it serves, as the
-// one Secret the operator keeps for it (lib/api/gateway-keys.ts, ADR 0024).
+// one Secret the operator keeps for it (lib/api/gateway-keys.ts, ADR 0027).
 // Pure: Tenants and two sets of Secrets in, the kept Secret's data out.
 //
 // Rules:

@@ -1,4 +1,4 @@
-// The gateway's keys Secret (--gateway-keys-secret, ADR 0024): one object in
+// The gateway's keys Secret (--gateway-keys-secret, ADR 0027): one object in
 // the gateway's namespace, rebuilt whole from the operator's caches whenever a
 // Tenant, a Tenant's key Secret or a runtime key Secret changes, and written
 // by server-side apply when its contents differ from what this process last
