@@ -4,7 +4,8 @@
 // body with bootstrap_host/port/room to both parts). Compared as the dense
 // differential compares (differential-compare.ts): status codes, content types,
 // key sets, JSON types; text, ids and timings aside. Also the bootstrap fields'
-// errors: a request with no room, and a decode whose bootstrap server fails.
+// errors: a request with no room (or host and port without one), and a decode
+// whose bootstrap server fails.
 
 import { createServer, type Server } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -82,6 +83,15 @@ async function runPdScript(side: Side, deadPort: number): Promise<Map<string, Ob
   ] as const) {
     keep(`roomless_generate_${role}`, await postJson(`${url}/generate`, generate));
     keep(`roomless_chat_${role}`, await postJson(`${url}/v1/chat/completions`, chat));
+    // Host and port without a room: what a client that lost the room field sends.
+    keep(
+      `partial_bootstrap_${role}`,
+      await postJson(`${url}/generate`, {
+        ...generate,
+        bootstrap_host: '127.0.0.1',
+        bootstrap_port: side.bootstrapPort,
+      }),
+    );
     const info = await fetch(`${url}/server_info`);
     out.set(`server_info_${role}`, {
       name: `server_info_${role}`,
