@@ -12,9 +12,9 @@ const total = sumConformance(dir);
 const line = Object.fromEntries(CONFORMANCE_KEYS.map((k) => [k, total[k] ?? null]));
 process.stdout.write(JSON.stringify(line) + '\n');
 const missing = CONFORMANCE_KEYS.filter((k) => total[k] === undefined);
-const failing = (['disagreements', 'catalogue_drift', 'differential_mismatches'] as const).filter(
-  (k) => (total[k] ?? 0) > 0,
-);
+const failing = (
+  ['disagreements', 'catalogue_drift', 'differential_mismatches', 'pd_differential_mismatches'] as const
+).filter((k) => (total[k] ?? 0) > 0);
 if (missing.length > 0) process.stderr.write(`conformance: no suite reported ${missing.join(', ')}\n`);
 if (failing.length > 0) process.stderr.write(`conformance: non-zero ${failing.join(', ')}\n`);
 process.exit(missing.length > 0 || failing.length > 0 ? 1 : 0);

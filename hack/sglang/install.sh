@@ -20,6 +20,7 @@ VERSION="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["sglang
 DIR="$CACHE/sglang-$VERSION"
 VENV="$DIR/venv"
 LOCK="$HERE/requirements.lock"
+MOONCAKE_LOCK="$HERE/requirements-mooncake.lock"
 
 log() { printf '[sglang-kit] %s\n' "$*" >&2; }
 pip_in() { "$1/bin/python" -m pip --disable-pip-version-check "${@:2}"; }
@@ -46,6 +47,36 @@ lock() {
   log "wrote $LOCK ($(grep -c '==' "$LOCK") packages)"
 }
 
+# Mooncake's engine.so, store.so and mooncake_master link libibverbs.so.1 even
+# for the TCP transport; Debian's libibverbs1 provides it (200 kB).
+ensure_libibverbs() {
+  ldconfig -p 2>/dev/null | grep -q 'libibverbs\.so\.1 ' && return
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 ||
+      { log "Mooncake needs libibverbs.so.1: install Debian's libibverbs1 (apt-get install libibverbs1) as root"; exit 1; }
+    sudo=(sudo)
+  fi
+  log "installing libibverbs1 (Mooncake's libraries link it)"
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends libibverbs1 >/dev/null
+}
+
+# Mooncake is a second step with its own stamp: a venv built from
+# requirements.lock gains it (or a new pin of it) without being rebuilt.
+install_mooncake() {
+  local stamp want
+  stamp="$VENV/.cacheroute-mooncake-stamp"
+  want="$(sha256sum "$MOONCAKE_LOCK" | cut -d' ' -f1)"
+  ensure_libibverbs
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && return
+  log "installing Mooncake into $VENV"
+  pip_in "$VENV" install --quiet --no-deps --require-hashes -r "$MOONCAKE_LOCK"
+  "$VENV/bin/python" -c 'import mooncake.engine, mooncake.store' ||
+    { log "Mooncake installed but does not import"; exit 1; }
+  echo "$want" > "$stamp"
+}
+
 install() {
   check_python
   grep -q "^sglang==$VERSION\$" "$LOCK" ||
@@ -54,6 +85,7 @@ install() {
   stamp="$VENV/.cacheroute-stamp"
   want="$VERSION $(sha256sum "$LOCK" | cut -d' ' -f1)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    install_mooncake
     echo "$VENV"
     return
   fi
@@ -63,6 +95,7 @@ install() {
   "$PY" -m venv "$VENV"
   pip_in "$VENV" install --quiet --no-deps -r "$LOCK"
   echo "$want" > "$stamp"
+  install_mooncake
   log "installed"
   echo "$VENV"
 }

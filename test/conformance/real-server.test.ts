@@ -95,7 +95,11 @@ describe('kit serve: a pod of the dense sample on the real server', () => {
 describe('kit serve refuses what a CPU cannot run, before loading anything', () => {
   it.each([
     [['--enable-hisparse'], /HiSparse needs a sparse-attention model/],
-    [['--disaggregation-mode', 'prefill'], /prefill\/decode needs a KV transfer engine/],
+    // Prefill/decode runs (Mooncake over TCP, test/e2e/real-sglang-pd.test.ts); NIXL is not installed.
+    [
+      ['--disaggregation-mode', 'prefill', '--disaggregation-transfer-backend', 'nixl'],
+      /NIXL is not installed here/,
+    ],
   ])('%j', async (extra, message) => {
     await expect(runKit(['serve', '--model-path', '/nonexistent/model', ...extra])).rejects.toThrow(message);
   });

@@ -173,6 +173,43 @@ describe('prefill/decode disaggregation', () => {
     }
   });
 
+  // Real SGLang (test/conformance/differential-pd.test.ts): the decode has no radix cache of its own,
+  // and its answer reports the prefill's cached tokens, which arrive with the KV.
+  it("a repeat through the pair: the decode reports the prefill's cached tokens as its own", async () => {
+    const prefill = await startSim([
+      '--model-path',
+      'm',
+      '--disaggregation-mode',
+      'prefill',
+      '--disaggregation-bootstrap-port',
+      '0',
+    ]);
+    const bsPort = bootstrapPortOf(prefill);
+    const decode = await startSim(['--model-path', 'm', '--disaggregation-mode', 'decode']);
+    try {
+      const through = async (room: number) => {
+        const req = {
+          text: ' ba be'.repeat(40),
+          sampling_params: { max_new_tokens: 2 },
+          bootstrap_host: '127.0.0.1',
+          bootstrap_port: bsPort,
+          bootstrap_room: room,
+        };
+        const [p, d] = await Promise.all([gen(prefill, req), gen(decode, req)]);
+        return { prefill: meta(p), decode: meta(d) };
+      };
+      const first = await through(1);
+      expect(first.decode['cached_tokens']).toBe(0);
+      const again = await through(2);
+      expect(again.prefill['cached_tokens']).toBeGreaterThan(0);
+      expect(again.decode['cached_tokens']).toBe(again.prefill['cached_tokens']);
+      expect(again.decode['cached_tokens_details']).toEqual(again.prefill['cached_tokens_details']);
+    } finally {
+      await prefill.close();
+      await decode.close();
+    }
+  });
+
   it('decode aborts when no prefill arrives within the timeout', async () => {
     const prefill = await startSim([
       '--model-path',

@@ -10,8 +10,9 @@
 //   storage_staging_wait, forward_entry_time, prefill_finished_time, queue_time.
 // - On the finished answer: weight_versions and e2e_latency; with metrics also
 //   request_received_ts, first_token_latency, api_server_dispatch_finish_ts,
-//   request_finished_ts, decode_throughput, response_sent_to_client_ts. A
-//   stream's first chunk carries response_sent_to_client_ts too.
+//   request_finished_ts, decode_throughput.
+// - On the finished answer and a stream's first chunk, metrics or not:
+//   response_sent_to_client_ts.
 
 import type { FinishReason } from './generation.ts';
 
@@ -71,7 +72,13 @@ export function buildMetaInfo(m: MetaInfoInput): Record<string, unknown> {
   meta['cached_tokens_details'] = cached > 0 ? { device: m.cachedDevice, host: m.cachedHost } : null;
   meta['dp_rank'] = m.dpRank;
   if (final) meta['e2e_latency'] = t.finishedAt - t.receivedAt;
-  if (!m.enableMetrics) return meta;
+  // Set by the tokenizer manager on the finished answer (and a stream's first chunk), metrics
+  // or not (managers/tokenizer_manager.py _wait_one_response).
+  const sent = final || m.stage === 'first';
+  if (!m.enableMetrics) {
+    if (sent) meta['response_sent_to_client_ts'] = t.finishedAt;
+    return meta;
+  }
   if (final) {
     meta['request_received_ts'] = t.receivedAt;
     if (t.firstTokenAt > t.receivedAt) meta['first_token_latency'] = t.firstTokenAt - t.receivedAt;
@@ -82,6 +89,6 @@ export function buildMetaInfo(m: MetaInfoInput): Record<string, unknown> {
       meta['decode_throughput'] = (m.completionTokens - 1) / decodeSeconds;
     }
   }
-  if (final || m.stage === 'first') meta['response_sent_to_client_ts'] = t.finishedAt;
+  if (sent) meta['response_sent_to_client_ts'] = t.finishedAt;
   return meta;
 }

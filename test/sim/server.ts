@@ -353,6 +353,8 @@ export class SimServer {
     const plan = planOutput(input.promptIds, input.seed, input.maxNewTokens, input.rules);
     if ((input.delayMs ?? 0) > 0) await this.#delay(input.delayMs ?? 0);
     let transferFailed = false;
+    // SGLang's decode reports the prefill's cached tokens (they arrive with the KV).
+    let prefillCached: CachedSplit | undefined;
     const b = input.bootstrap;
     const refused = this.#refuseRoomless(input);
     if (refused)
@@ -364,12 +366,13 @@ export class SimServer {
       };
     if (mode === 'decode' && b && b.host !== FAKE_BOOTSTRAP_HOST) {
       this.metrics.pd.decodeTransfer++;
-      transferFailed = !(await waitForPrefill(
+      prefillCached = await waitForPrefill(
         b.host,
         b.port,
         String(b.room),
         this.#deps.toWallMs(sim.pdTimeoutMs),
-      ));
+      );
+      transferFailed = prefillCached === undefined;
       this.metrics.pd.decodeTransfer--;
       if (transferFailed) this.metrics.pd.bootstrapFailed++;
     }
@@ -388,7 +391,8 @@ export class SimServer {
           skipCacheInsert: b?.host === FAKE_BOOTSTRAP_HOST,
         },
         {
-          onTokens: (n, _now, cached) => onProgress(Math.min(n, wanted), plan, n >= wanted, cached),
+          onTokens: (n, _now, cached) =>
+            onProgress(Math.min(n, wanted), plan, n >= wanted, prefillCached ?? cached),
           onFinish: resolve,
         },
       );
@@ -406,6 +410,11 @@ export class SimServer {
     const before = engineResult.arrivedAt - startedAt;
     const result: RequestResult = {
       ...engineResult,
+      ...(prefillCached && {
+        cachedTokens: prefillCached.device + prefillCached.host,
+        cachedDevice: prefillCached.device,
+        cachedHost: prefillCached.host,
+      }),
       arrivedAt: startedAt,
       queueMs: engineResult.queueMs + before,
       ttftMs: engineResult.ttftMs + before,
@@ -413,7 +422,10 @@ export class SimServer {
     };
     if (mode === 'prefill') {
       this.metrics.pd.prefillInflight--;
-      if (b) this.#rooms.complete(String(b.room), performance.now());
+      if (b) {
+        const cached = { device: result.cachedDevice, host: result.cachedHost };
+        this.#rooms.complete(String(b.room), performance.now(), cached);
+      }
     }
     this.metrics.record(result, input.stream === true);
     const completionTokens = Math.min(result.completionTokens, wanted);

@@ -61,8 +61,18 @@ UNSUPPORTED = {
     "enable_hisparse": "HiSparse needs a sparse-attention model (DeepSeek V3.2/V4, MiniMax M3) on a GPU",
 }
 UNSUPPORTED_VALUES = {
-    ("disaggregation_mode", "prefill"): "prefill/decode needs a KV transfer engine (mooncake, nixl) and RDMA",
-    ("disaggregation_mode", "decode"): "prefill/decode needs a KV transfer engine (mooncake, nixl) and RDMA",
+    ("disaggregation_transfer_backend", "nixl"): "NIXL is not installed here; PD on CPU runs Mooncake over TCP",
+    ("disaggregation_transfer_backend", "mori"): "MoRI needs AMD GPUs; PD on CPU runs Mooncake over TCP",
+    ("disaggregation_transfer_backend", "ascend"): "Ascend needs NPUs; PD on CPU runs Mooncake over TCP",
+}
+# Prefill/decode: Mooncake's transfer engine (the kit installs its non-CUDA
+# build) moves the KV over TCP, as SGLang's own `mooncake_tcp` backend asks
+# (MC_FORCE_TCP=1, no RDMA device). The decode server keeps a host pool for
+# retracted requests (--disaggregation-decode-retraction-backup host_pool, its
+# default): the host copy HiCache uses, so the same shim and flags.
+PD_ADAPTATIONS = {
+    "disaggregation_transfer_backend": "mooncake_tcp",
+    "disaggregation_ib_device": None,
 }
 ENV = {
     # SGLang's CPU engine (CPU kernels from the stand-in sgl_kernel).
@@ -70,6 +80,12 @@ ENV = {
     # Nothing is downloaded: the model is local.
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
+}
+# A prefill server sends a request's cached prefix before its forward runs,
+# behind a CUDA event on the forward stream (disaggregation/prefill.py
+# maybe_send_cached_prefix_chunk); on CPU the whole KV goes in the last send.
+PD_ENV = {
+    "SGLANG_DISAGG_PREFILL_EARLY_SEND_CACHED_PREFIX": "false",
 }
 
 
@@ -153,6 +169,17 @@ def refuse(ns):
     return None
 
 
+def is_disaggregated(ns):
+    return ns.disaggregation_mode in ("prefill", "decode")
+
+
+def needs_host_pool(ns):
+    """HiCache's host tier, or a decode server's retraction backup (SGLang's hicache_hook)."""
+    return ns.enable_hierarchical_cache or (
+        ns.disaggregation_mode == "decode" and ns.disaggregation_decode_retraction_backup in (None, "host_pool")
+    )
+
+
 def adapt(argv, parser, model):
     """The argv SGLang gets: the pod's, with CPU_ADAPTATIONS applied and the model linked."""
     ns = parser.parse_args(argv)  # exits 2 with argparse's message, as SGLang would
@@ -161,7 +188,9 @@ def adapt(argv, parser, model):
         raise SystemExit(f"kit serve: cannot run on CPU: {why}")
     actions = actions_by_dest(parser)
     forced = dict(CPU_ADAPTATIONS)
-    if ns.enable_hierarchical_cache:
+    if is_disaggregated(ns):
+        forced.update(PD_ADAPTATIONS)
+    if needs_host_pool(ns):
         forced.update(HICACHE_ADAPTATIONS)
     mtt = ns.max_total_tokens
     forced["max_total_tokens"] = str(mtt if mtt is not None and mtt <= MAX_TOTAL_TOKENS_CAP else DEFAULT_MAX_TOTAL_TOKENS)
@@ -186,7 +215,16 @@ def main(args):
     model = make_model.ensure(make_model.cache_dir())
     parser = build_parser()
     argv = adapt(args, parser, model)
-    if "--enable-hierarchical-cache" in argv:
+    ns = parser.parse_args(argv)
+    if is_disaggregated(ns):
+        os.environ.update(PD_ENV)
+        # The transfer engine registers under this machine's address, which SGLang
+        # finds on a network interface (utils/network.py get_local_ip_auto). A test's
+        # pod IP is an address on loopback (no interface of its own): the server's
+        # --host is that address. An address already given (SGLANG_HOST_IP) is kept.
+        if ns.host not in ("0.0.0.0", "::", "localhost") and not os.environ.get("SGLANG_HOST_IP"):
+            os.environ["SGLANG_HOST_IP"] = ns.host
+    if needs_host_pool(ns) or is_disaggregated(ns):
         # Spawned children inherit the environment: the shim loads in each.
         os.environ["PYTHONPATH"] = CPU_SHIM + os.pathsep + os.environ.get("PYTHONPATH", "")
         runpy.run_path(os.path.join(CPU_SHIM, "sitecustomize.py"))  # this process too

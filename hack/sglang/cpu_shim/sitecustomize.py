@@ -1,9 +1,10 @@
-"""HiCache on CPU: what the real server needs to keep a host tier without CUDA.
+"""HiCache and prefill/decode on CPU: what the real server needs without CUDA.
 
-`kit serve` puts this directory on PYTHONPATH (only with
---enable-hierarchical-cache), so every SGLang process, the scheduler spawned
-by multiprocessing included, imports it at startup. Two things stand in the
-way on a machine without an NVIDIA driver (see hack/sglang/README.md):
+`kit serve` puts this directory on PYTHONPATH (with
+--enable-hierarchical-cache or --disaggregation-mode), so every SGLang process,
+the scheduler spawned by multiprocessing included, imports it at startup.
+Three things stand in the way on a machine without an NVIDIA driver (see
+hack/sglang/README.md):
 
 1. The host pool registers its memory with cudaHostRegister ("pinning") so
    GPU copies can use DMA. There is no GPU; the pool is ordinary memory.
@@ -11,9 +12,13 @@ way on a machine without an NVIDIA driver (see hack/sglang/README.md):
    imported only on CUDA/ROCm/XPU: on CPU, `transfer_kv_direct` is an unbound
    name. With --hicache-io-backend direct --hicache-mem-layout layer_first
    it is the only one the MHA host pool calls; it is written here in torch.
+   A PD decode server keeps such a host pool too (its retraction backup).
+3. The prefill's Mooncake KV sender stages the page indices in pinned memory
+   behind a CUDA event; on CPU it takes SGLang's plain host-array path.
 
 Nothing else is changed: the radix tree, the eviction to host, the load back,
-the metrics and the cache report are SGLang's own.
+the KV transfer (Mooncake's TCP transport), the metrics and the cache report
+are SGLang's own.
 """
 
 import importlib.abc
@@ -23,6 +28,7 @@ import sys
 _TARGETS = {
     "sglang.srt.mem_cache.pool_host.common": "_patch_common",
     "sglang.srt.mem_cache.pool_host.mha": "_patch_mha",
+    "sglang.srt.disaggregation.mooncake.conn": "_patch_mooncake_conn",
 }
 
 
@@ -46,6 +52,13 @@ def _patch_common(module):
 def _patch_mha(module):
     if not hasattr(module, "transfer_kv_direct"):
         module.transfer_kv_direct = transfer_kv_direct
+
+
+def _patch_mooncake_conn(module):
+    # The prefill's Mooncake sender copies the page indices to pinned host memory
+    # behind a torch.cuda.Event; on CPU they are host memory already, and SGLang's
+    # other path (kv_to_page_indices: the same indices as a numpy array) is taken.
+    module.MooncakeKVSender.supports_host_tensor_indices = False
 
 
 class _PatchAfterImport(importlib.abc.MetaPathFinder):

@@ -1,0 +1,216 @@
+// real-sglang PD: a prefill/decode Deployment on the REAL SGLang 0.5.23 pair, not
+// the simulator. The sim-kubelet starts the pods' own rendered arguments through
+// `kit serve` (CPU, the tiny Llama): SGLang's bootstrap server on the prefill,
+// Mooncake's transfer engine over TCP (`mooncake_tcp`, no RDMA) between them.
+// The operator verifies both parts from what they report; the gateway pairs them
+// (bootstrap host/port/room to both, the decode's answer to the client); the
+// operator's warm-up goes through the pair. Two real servers: this machine's most
+// (test/support/real-sglang.ts), so this file has its own control plane.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CachePolicyStatus, DeploymentStatus, Endpoint } from '#api';
+import { MODEL_DIR } from '../../operator/src/controllers/deployment/model-cache/names.ts';
+import { startOperator, type Operator } from '../../operator/src/operator.ts';
+import { createLogger } from '#kube/logger.ts';
+import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
+import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
+import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
+import { eventually, kubectlOk } from '../support/kubectl.ts';
+import { REPO_ROOT } from '../support/samples.ts';
+import { removeKitModelLink } from '../support/real-sglang.ts';
+import { postJson } from '../support/sim/testing.ts';
+import { buildRuntimeAuthHeader, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+
+const NS = 'e2e-real-sglang-pd';
+const NAME = 'tiny-pd';
+const SERVED = 'tiny-pd-chat';
+// The tiny model's tokenizer was trained on this sentence: about ten tokens a copy.
+const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
+// What the CachePolicy warms: a system message of about 300 tokens.
+const HANDBOOK = `The handbook. ${SENTENCE.repeat(30)}`;
+
+let cp: ControlPlane;
+let kubelet: SimKubelet;
+let operator: Operator;
+let gateway: InProcessGateway;
+let linkedModelDir = false;
+
+const k = (args: string[], input?: string) =>
+  kubectlOk(['-n', NS, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
+const status = async (): Promise<DeploymentStatus> =>
+  (JSON.parse(await k(['get', 'sgd', NAME, '-o', 'json'])) as { status?: DeploymentStatus }).status ?? {};
+
+/** The dense sample as one prefill and one decode part, over Mooncake's TCP transport. */
+function pdDeployment() {
+  const m = buildDeploymentManifest({ name: NAME, gpus: 1 });
+  delete m.spec['replicas'];
+  delete m.spec['profile'];
+  m.spec['deploymentId'] = `${NAME}-r1`;
+  m.spec['model'] = { ...(m.spec['model'] as object), servedName: SERVED };
+  m.spec['disaggregation'] = {
+    transferBackend: 'mooncake_tcp',
+    prefill: { replicas: 1 },
+    decode: { replicas: 1 },
+  };
+  return m;
+}
+
+type Usage = { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+
+async function chat(messages: { role: string; content: string }[]): Promise<Usage> {
+  const r = await gateway.app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    payload: { model: SERVED, messages, max_tokens: 4, temperature: 0 },
+  });
+  expect(r.statusCode, r.body).toBe(200);
+  return r.json<{ usage: Usage }>().usage;
+}
+
+beforeAll(async () => {
+  linkedModelDir = !existsSync(MODEL_DIR);
+  cp = await startControlPlane({ full: true, gpuNodes: 1 });
+  const crds = join(REPO_ROOT, 'crds');
+  await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig: cp.kubeconfig });
+  await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], {
+    kubeconfig: cp.kubeconfig,
+  });
+  await kubectlOk(['create', 'namespace', NS], { kubeconfig: cp.kubeconfig });
+  kubelet = await startSimKubelet({
+    kubeconfig: cp.kubeconfig,
+    realSglang: (pod) => (pod.metadata?.labels?.['cacheroute.dev/deployment'] === NAME ? [] : undefined),
+    log: (line) => console.info(`[sim-kubelet] ${line}`),
+  });
+  operator = await startOperator({
+    kubeconfig: cp.kubeconfig,
+    logger: createLogger({ level: 'warn', fields: { component: 'operator' } }),
+    leaderElection: false,
+    http: false,
+  });
+  gateway = await startInProcessGateway(cp.kubeconfig, [NS]);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await operator?.stop();
+  await kubelet?.stop();
+  await cp?.stop();
+  // `kit serve` links the declared model path to the tiny model when nothing is there.
+  if (linkedModelDir) removeKitModelLink(MODEL_DIR);
+});
+
+describe('real-sglang PD', () => {
+  // Two real servers start one after the other: 40-90 s each on this machine, more under load.
+  it(
+    'the operator verifies a real prefill and a real decode server, and pairs them',
+    { timeout: 600_000 },
+    async () => {
+      await k(['apply', '-f', '-'], JSON.stringify(pdDeployment()));
+      // Result reuse off: every request here must reach the pair and report its own cache.
+      await k(
+        ['apply', '-f', '-'],
+        JSON.stringify(buildCachePolicyManifest('team-a', [NAME], { resultReuse: { enabled: false } })),
+      );
+      const s = await eventually(
+        async () => {
+          const s = await status();
+          expect(s.endpoints?.filter((e) => e.verified)).toHaveLength(2);
+          return s;
+        },
+        { timeoutMs: 420_000, intervalMs: 1_000 },
+      );
+      expect(s.routable).toMatchObject({ value: true, reason: 'PrefillDecodePaired' });
+      const byRole = (role: string): Endpoint | undefined => s.endpoints?.find((e) => e.role === role);
+      expect(byRole('prefill')).toMatchObject({
+        bootstrapPort: 8998,
+        reported: {
+          modelPath: MODEL_DIR,
+          servedModelName: SERVED,
+          disaggregationMode: 'prefill',
+          radixCache: true,
+        },
+      });
+      // SGLang turns a decode server's radix cache off unless asked.
+      expect(byRole('decode')).toMatchObject({
+        reported: {
+          modelPath: MODEL_DIR,
+          servedModelName: SERVED,
+          disaggregationMode: 'decode',
+          radixCache: false,
+        },
+      });
+      // Both are the real server, started from their pods' arguments.
+      await eventually(() => expect(kubelet.reals.size).toBe(2), { timeoutMs: 60_000 });
+    },
+  );
+
+  it('a chat is answered through the real pair, and a repeat reports the prefill cache', async () => {
+    const prompt = [{ role: 'user', content: `A pair chapter. ${SENTENCE.repeat(40)}` }];
+    const first = await eventually(() => chat(prompt), { timeoutMs: 60_000, intervalMs: 1_000 });
+    expect(first.prompt_tokens).toBeGreaterThan(300);
+    // The decode has no radix cache: the cached tokens in its answer are the prefill's, whose
+    // KV came over Mooncake's TCP transport. Page size 16: whole pages of the prompt.
+    const again = await chat(prompt);
+    expect(again.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(first.prompt_tokens - 16);
+    expect(again.prompt_tokens_details.cached_tokens).toBeLessThan(first.prompt_tokens);
+  });
+
+  it('the decode refuses a request with no bootstrap room, as the prefill does', async () => {
+    const s = await status();
+    for (const role of ['prefill', 'decode']) {
+      const e = s.endpoints?.find((x) => x.role === role);
+      const real = kubelet.reals.get(e?.pod ?? '');
+      const r = await fetch(`http://${e?.ip ?? ''}:${e?.port ?? 0}/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...buildRuntimeAuthHeader(real?.argv ?? []) },
+        body: JSON.stringify({ text: 'no room', sampling_params: { max_new_tokens: 1 } }),
+      });
+      expect(r.status, role).toBe(400);
+      expect(await r.text()).toContain('without bootstrap room id');
+    }
+  });
+
+  it('warm-up goes through the pair: the first chat with the document reports it cached', async () => {
+    await k(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'shared-knowledge' },
+        data: { 'handbook.md': HANDBOOK },
+      }),
+    );
+    const policy = buildCachePolicyManifest('team-a', [NAME], {
+      resultReuse: { enabled: false },
+      warmup: { documents: [{ name: 'shared-knowledge', key: 'handbook.md' }] },
+    });
+    await k(['apply', '-f', '-'], JSON.stringify(policy));
+    const prefill = (await status()).endpoints?.find((e) => e.role === 'prefill');
+    await eventually(
+      async () => {
+        const p = JSON.parse(await k(['get', 'cachepolicies.cacheroute.dev', 'team-a', '-o', 'json'])) as {
+          status?: CachePolicyStatus;
+        };
+        expect(p.status?.targets?.[0]?.warmup).toEqual([
+          expect.objectContaining({ pod: prefill?.pod, state: 'Warmed' }),
+        ]);
+      },
+      { timeoutMs: 120_000, intervalMs: 1_000 },
+    );
+    // What the warm-up prefilled, as the real prefill counts it (its own template and tokenizer).
+    const real = kubelet.reals.get(prefill?.pod ?? '');
+    const rendered = await postJson(
+      `http://${prefill?.ip ?? ''}:${prefill?.port ?? 0}/tokenize`,
+      { messages: [{ role: 'system', content: HANDBOOK }] },
+      buildRuntimeAuthHeader(real?.argv ?? []),
+    );
+    const count = (rendered.json as { count: number }).count;
+    const usage = await chat([
+      { role: 'system', content: HANDBOOK },
+      { role: 'user', content: 'Which part holds my prefix?' },
+    ]);
+    // The whole system message but the warm-up's generation cue, in whole pages of 16.
+    expect(usage.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(count - 16);
+  });
+});
