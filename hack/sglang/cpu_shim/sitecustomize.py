@@ -12,6 +12,11 @@ way on a machine without an NVIDIA driver (see hack/sglang/README.md):
    name. With --hicache-io-backend direct --hicache-mem-layout layer_first
    it is the only one the MHA host pool calls; it is written here in torch.
 
+3. The host pool remembers `pin_memory=True` and asks torch for pinned
+   staging pages with it when HiCache's L3 storage tier loads a page
+   (`get_dummy_flat_data_page`): torch pins through CUDA. On CPU the pool is
+   created with `pin_memory=False`.
+
 Nothing else is changed: the radix tree, the eviction to host, the load back,
 the metrics and the cache report are SGLang's own.
 """
@@ -21,6 +26,7 @@ import importlib.util
 import sys
 
 _TARGETS = {
+    "sglang.srt.mem_cache.pool_host.base": "_patch_base",
     "sglang.srt.mem_cache.pool_host.common": "_patch_common",
     "sglang.srt.mem_cache.pool_host.mha": "_patch_mha",
 }
@@ -37,6 +43,18 @@ def transfer_kv_direct(src_layers, dst_layers, src_indices, dst_indices, page_si
 def _alloc_unpinned(dims, dtype, device, pin_memory, allocator, registration_granularity_bytes=None):
     # SGLang's allocator, without the cudaHostRegister call that follows it on CUDA.
     return allocator.allocate(dims, dtype=dtype, device=device)
+
+
+def _patch_base(module):
+    cls = module.HostKVCache
+    original_init = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        # Nothing to pin on a machine without a GPU; every later torch call sees False.
+        kwargs["pin_memory"] = False
+        original_init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
 
 
 def _patch_common(module):
