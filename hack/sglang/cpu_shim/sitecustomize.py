@@ -11,6 +11,9 @@ way on a machine without an NVIDIA driver (see hack/sglang/README.md):
    imported only on CUDA/ROCm/XPU: on CPU, `transfer_kv_direct` is an unbound
    name. With --hicache-io-backend direct --hicache-mem-layout layer_first
    it is the only one the MHA host pool calls; it is written here in torch.
+   The mooncake storage backend makes SGLang switch the host pool to
+   page_first_direct: its two copies (`transfer_kv_all_layer_direct_lf_pf`,
+   `transfer_kv_per_layer_direct_pf_lf`) are written here too.
 
 3. The host pool remembers `pin_memory=True` and asks torch for pinned
    staging pages with it when HiCache's L3 storage tier loads a page
@@ -40,6 +43,28 @@ def transfer_kv_direct(src_layers, dst_layers, src_indices, dst_indices, page_si
         dst[dst_indices.to(dst.device)] = src[src_indices.to(src.device)].to(dst.dtype)
 
 
+def transfer_kv_all_layer_direct_lf_pf(src_ptrs, dst_ptrs, src_indices, dst_indices, page_size):
+    """Device (layer first: K layers then V layers, rows of token slots) to a host pool in
+    page_first_direct layout ([page, layer, slot in page, head, dim] for K and for V), which
+    SGLang switches to for the mooncake storage backend. Host token h is page h // page_size,
+    slot h % page_size."""
+    layers = len(src_ptrs) // 2
+    for kv, dst in enumerate(dst_ptrs):
+        pages = (dst_indices // page_size).to(dst.device)
+        slots = (dst_indices % page_size).to(dst.device)
+        for layer in range(layers):
+            src = src_ptrs[kv * layers + layer]
+            dst[pages, layer, slots] = src[src_indices.to(src.device)].to(dst.dtype)
+
+
+def transfer_kv_per_layer_direct_pf_lf(src_ptrs, dst_ptrs, src_indices, dst_indices, layer_id, page_size):
+    """One layer back from a page_first_direct host pool ([K, V]) to the device's K and V rows."""
+    for src, dst in zip(src_ptrs, dst_ptrs, strict=True):
+        pages = (src_indices // page_size).to(src.device)
+        slots = (src_indices % page_size).to(src.device)
+        dst[dst_indices.to(dst.device)] = src[pages, layer_id, slots].to(dst.dtype)
+
+
 def _alloc_unpinned(dims, dtype, device, pin_memory, allocator, registration_granularity_bytes=None):
     # SGLang's allocator, without the cudaHostRegister call that follows it on CUDA.
     return allocator.allocate(dims, dtype=dtype, device=device)
@@ -62,8 +87,9 @@ def _patch_common(module):
 
 
 def _patch_mha(module):
-    if not hasattr(module, "transfer_kv_direct"):
-        module.transfer_kv_direct = transfer_kv_direct
+    for fn in (transfer_kv_direct, transfer_kv_all_layer_direct_lf_pf, transfer_kv_per_layer_direct_pf_lf):
+        if not hasattr(module, fn.__name__):
+            setattr(module, fn.__name__, fn)
 
 
 class _PatchAfterImport(importlib.abc.MetaPathFinder):
