@@ -2,11 +2,18 @@
 // replica of a role mounts, so a prefix one replica wrote through is loaded by the others and
 // survives their restarts. Pure builders: what to claim, and what each pod mounts.
 import type { V1EnvVar, V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
-import type { DeploymentResource, EndpointRole } from '#api';
+import type { DeploymentResource, EndpointRole, HiCacheSpec, Profile } from '#api';
+import type { z } from 'zod';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from '../meta/labels.ts';
 import { buildWorkloadName } from '../meta/labels.ts';
 import { buildOwnedMetadata } from '../meta/owned.ts';
-import type { RoleEngine } from '../roles.ts';
+
+/** What of an engine (roles.ts RoleEngine) its L3 tier depends on. */
+export interface L3Engine {
+  readonly role: EndpointRole;
+  readonly profile: Profile;
+  readonly hicache: z.infer<typeof HiCacheSpec> | undefined;
+}
 
 /** Marks the claims the operator makes for L3 (its informer selects them). */
 export const LABEL_L3 = 'cacheroute.dev/hicache-l3';
@@ -45,7 +52,7 @@ export function buildL3Directory(fingerprint: string): string {
 /** The L3 tiers a Deployment's engines declare: those with profile hicache and storage backend file. */
 export function planL3(
   root: DeploymentResource,
-  engines: readonly RoleEngine[],
+  engines: readonly L3Engine[],
   fingerprint: string,
 ): L3Plan[] {
   const name = root.metadata.name ?? '';

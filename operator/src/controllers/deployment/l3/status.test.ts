@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { validateResource, type DeploymentResource } from '#api';
 import { buildDeploymentManifest } from '../../../../../test/support/builders.ts';
-import { planRoles } from '../roles.ts';
 import { planL3 } from './plan.ts';
 import { computeL3Status } from './status.ts';
 
@@ -16,7 +15,7 @@ function plan(volume: Record<string, unknown> | undefined) {
   const r = validateResource(m);
   if (!r.ok || r.value.kind !== 'Deployment') throw new Error(JSON.stringify(r));
   const root: DeploymentResource = r.value;
-  const [p] = planL3(root, planRoles(root.spec), 'f00d');
+  const [p] = planL3(root, [{ role: 'standalone', profile: 'hicache', hicache: root.spec.hicache }], 'f00d');
   if (!p) throw new Error('no plan');
   return p;
 }
@@ -40,7 +39,12 @@ describe('planL3', () => {
     });
     const r = validateResource(m);
     if (!r.ok || r.value.kind !== 'Deployment') throw new Error('invalid');
-    expect(planL3(r.value, planRoles(r.value.spec), 'f00d')).toEqual([]);
+    const engine = {
+      role: 'standalone' as const,
+      profile: 'hicache' as const,
+      hicache: r.value.spec.hicache,
+    };
+    expect(planL3(r.value, [engine], 'f00d')).toEqual([]);
   });
 });
 
