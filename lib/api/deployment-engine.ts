@@ -3,7 +3,7 @@
 // event streams. Each renders to SGLang launch flags; their choice lists come
 // from the pinned flag table through runtime-args.ts.
 import { z } from 'zod';
-import { Quantity } from './common.ts';
+import { ObjectName, Quantity } from './common.ts';
 import { SGLANG_CHOICES, SGLANG_VERSION } from './runtime-args.ts';
 import { withRules, type Rule } from './rules.ts';
 
@@ -16,6 +16,37 @@ export type Profile = z.infer<typeof Profile>;
 export const RadixCache = z.enum(['enabled', 'disabled']).meta({
   description: "Prefix (radix) cache. Unset: SGLang's default for the role (on, except on decode).",
 });
+
+/**
+ * The shared volume of HiCache's `file` backend: a claim the user names, or one the operator
+ * makes (ReadWriteMany, owned by the Deployment). Every replica mounts it; SGLang's keys are
+ * page hashes salted with the request's cache_salt, so tenants stay apart in one directory.
+ */
+export const L3Volume = withRules(
+  z
+    .object({
+      claimName: ObjectName.optional().meta({
+        description:
+          'An existing ReadWriteMany PersistentVolumeClaim in this namespace (you need create on pods here, or the verb use on it).',
+      }),
+      size: Quantity.optional().meta({ description: 'Storage the operator claims (default 100Gi).' }),
+      storageClassName: z
+        .string()
+        .min(1)
+        .max(253)
+        .optional()
+        .meta({ description: "The class of the claim the operator makes; unset: the cluster's default." }),
+    })
+    .meta({ description: 'The L3 volume of the file backend.' }),
+  [
+    {
+      cel: '!has(self.claimName) || (!has(self.size) && !has(self.storageClassName))',
+      message:
+        'hicache.storage.volume: claimName names a claim you made, size and storageClassName shape the one the operator makes: keep one or the other',
+      check: (v) => v.claimName === undefined || (v.size === undefined && v.storageClassName === undefined),
+    },
+  ],
+);
 
 export const HiCacheSpec = withRules(
   z
@@ -64,6 +95,10 @@ export const HiCacheSpec = withRules(
             .max(16384)
             .optional()
             .meta({ description: 'JSON passed as --hicache-storage-backend-extra-config.' }),
+          volume: L3Volume.optional().meta({
+            description:
+              'backend file: the ReadWriteMany volume every replica reads and writes (ADR 0029). Unset: the operator makes a claim of the default size in the cluster default class.',
+          }),
         })
         .optional()
         .meta({ description: 'Optional L3 storage tier.' }),
@@ -74,6 +109,21 @@ export const HiCacheSpec = withRules(
       cel: '!(has(self.ratio) && has(self.sizeGB))',
       message: 'set hicache.ratio or hicache.sizeGB, not both (SGLang lets sizeGB override ratio silently)',
       check: (s) => !(s.ratio !== undefined && s.sizeGB !== undefined),
+    },
+    {
+      cel: "!has(self.storage) || !has(self.storage.volume) || self.storage.backend == 'file'",
+      message:
+        'hicache.storage.volume is the shared directory of the file backend: remove it, or set storage.backend file',
+      fieldPath: '.storage.volume',
+      check: (s) => s.storage?.volume === undefined || s.storage.backend === 'file',
+    },
+    {
+      cel: "!has(self.storage) || self.storage.backend != 'file' || !has(self.storage.extraConfig) || !self.storage.extraConfig.contains('file_storage_path')",
+      message:
+        'hicache.storage.extraConfig: the operator mounts the file backend directory on the shared volume; remove file_storage_path and name a claim in storage.volume.claimName instead',
+      fieldPath: '.storage.extraConfig',
+      check: (s) =>
+        s.storage?.backend !== 'file' || !(s.storage.extraConfig ?? '').includes('file_storage_path'),
     },
     {
       cel: "!has(self.hostMemoryMode) || self.hostMemoryMode != 'buffer_only' || has(self.storage)",

@@ -123,6 +123,29 @@ export const ModelDeliveryStatus = z.object({
 });
 export type ModelDeliveryStatus = z.infer<typeof ModelDeliveryStatus>;
 
+/** A HiCache L3 tier the operator provisioned for one role's replicas (controllers/deployment/l3). */
+export const L3TierStatus = z.object({
+  role: EndpointRole,
+  backend: z.string().meta({ description: 'The storage backend (--hicache-storage-backend).' }),
+  claim: z.string().optional().meta({ description: 'backend file: the shared PersistentVolumeClaim.' }),
+  managed: z
+    .boolean()
+    .optional()
+    .meta({ description: 'The operator made the claim (it goes with the Deployment).' }),
+  directory: z.string().optional().meta({
+    description:
+      'The directory of the claim the replicas share: one per identity fingerprint, so KV computed by other weights or arguments is never read.',
+  }),
+  reachable: z
+    .boolean()
+    .meta({ description: 'Every replica can mount and share it (file: Bound, ReadWriteMany).' }),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  capacity: z.string().optional().meta({ description: "The claim's capacity, as its status says." }),
+  accessModes: z.array(z.string()).optional(),
+});
+export type L3TierStatus = z.infer<typeof L3TierStatus>;
+
 export const DeploymentStatus = z.object({
   observedGeneration: z.number().int().optional(),
   conditions: Conditions.optional(),
@@ -154,6 +177,10 @@ export const DeploymentStatus = z.object({
   }),
   cache: CacheHealthStatus.optional().meta({
     description: "The cache's health over the last window (the CacheHealthy condition says what it means).",
+  }),
+  l3: z.array(L3TierStatus).optional().meta({
+    description:
+      "HiCache's shared L3 tier of each role that declares one: what backs it and whether it is reachable.",
   }),
   wake: z
     .object({

@@ -51,6 +51,30 @@ async function resolveClaim(
   return path;
 }
 
+/**
+ * The container's mounts of PersistentVolumeClaims as [mountPath, local directory] pairs, longest
+ * first (a subPath made as a kubelet makes it); undefined while a claim is unbound. Other volumes
+ * are left out: for a runner that maps only what is shared between pods (HiCache's L3 volume).
+ */
+export async function resolveClaimMounts(
+  client: KubeClient,
+  pod: ContainerPod,
+  container: V1Container | undefined,
+): Promise<[string, string][] | undefined> {
+  const namespace = pod.metadata?.namespace ?? '';
+  const map: [string, string][] = [];
+  for (const m of container?.volumeMounts ?? []) {
+    const claim = pod.spec?.volumes?.find((v) => v.name === m.name)?.persistentVolumeClaim?.claimName;
+    if (claim === undefined) continue;
+    const dir = await resolveClaim(client, namespace, claim);
+    if (dir === undefined) return undefined;
+    const local = m.subPath ? join(dir, m.subPath) : dir;
+    mkdirSync(local, { recursive: true });
+    map.push([m.mountPath, local]);
+  }
+  return map.sort((a, b) => b[0].length - a[0].length);
+}
+
 /** A Secret volume as a directory of its items, mode 0400; undefined while the Secret or a key is missing. */
 async function resolveSecret(
   client: KubeClient,

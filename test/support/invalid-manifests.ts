@@ -307,6 +307,29 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'hicache.hostMemoryMode buffer_only keeps no cache in host memory',
   },
   {
+    name: 'an L3 volume without the file backend',
+    sample: HICACHE,
+    mutate: (m) => (m.spec.hicache = { ratio: 2, storage: { backend: 'mooncake', volume: { size: '1Gi' } } }),
+    expect: 'hicache.storage.volume is the shared directory of the file backend',
+  },
+  {
+    name: 'a file backend directory of its own in extraConfig',
+    sample: HICACHE,
+    mutate: (m) =>
+      (m.spec.hicache = {
+        ratio: 2,
+        storage: { backend: 'file', extraConfig: '{"file_storage_path":"/tmp/kv"}' },
+      }),
+    expect: 'the operator mounts the file backend directory on the shared volume',
+  },
+  {
+    name: 'an L3 claim named and shaped at once',
+    sample: HICACHE,
+    mutate: (m) =>
+      (m.spec.hicache = { ratio: 2, storage: { backend: 'file', volume: { claimName: 'kv', size: '1Gi' } } }),
+    expect: 'size and storageClassName shape the one the operator makes',
+  },
+  {
     name: 'HiCache buffer_only on the decode part',
     sample: PD,
     mutate: (m) =>

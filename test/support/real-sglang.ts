@@ -45,6 +45,8 @@ export interface RealSglangOptions {
   readonly host?: string;
   readonly port?: number;
   readonly startTimeoutMs?: number;
+  /** The pod's environment (a kubelet's resolved env, container paths mapped to local ones). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -81,7 +83,7 @@ async function startRealSglangOn(port: number, opts: RealSglangOptions): Promise
   running++;
   const proc = spawnManaged('sglang', 'bash', [KIT, 'serve', ...args], {
     logPath,
-    env: { ...process.env, SGLANG_KIT_VENV: venv },
+    env: { ...process.env, ...opts.env, SGLANG_KIT_VENV: venv },
   });
   const url = `http://${host}:${port}`;
   let stopped: Promise<void> | undefined;

@@ -35,7 +35,12 @@ import { ScaledClock } from '../sim/clock.ts';
 import { parseSimArgs } from '../sim/config.ts';
 import { SimServer, silentLogger } from '../sim/server.ts';
 import { expandArgs } from './container-args.ts';
-import { buildHostPathDir, resolveContainerEnv } from './container-process.ts';
+import {
+  buildHostPathDir,
+  mapContainerPath,
+  resolveClaimMounts,
+  resolveContainerEnv,
+} from './container-process.ts';
 import { KUBELET_BACKOFF, startInitContainers, type InitBackoff, type InitRun } from './init-containers.ts';
 import { startRealSglang, type RealSglang } from './real-sglang.ts';
 import { buildReadyPatch, computeGatedReady } from './kubelet-readiness.ts';
@@ -259,6 +264,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     pod: PodObject,
     extra: readonly string[],
     env: ReadonlyMap<string, string>,
+    claims: readonly [string, string][],
   ): Promise<void> {
     const name = pod.metadata?.name ?? '';
     const ip = pod.status?.podIP ?? '';
@@ -269,7 +275,14 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
       log(`real SGLang for ${name} refused its arguments: ${parsed.error}`);
       return;
     }
-    const sglang = await startRealSglang({ args: argv, host: ip, port: parsed.value.sglang.port });
+    // The pod's env, a path under a claim's mount (HiCache's L3 directory) mapped to its local directory.
+    const podEnv = Object.fromEntries([...env].map(([k, v]) => [k, mapContainerPath(v, claims)]));
+    const sglang = await startRealSglang({
+      args: argv,
+      host: ip,
+      port: parsed.value.sglang.port,
+      env: podEnv,
+    });
     reals.set(name, { pod: name, ip, argv, sglang });
     log(`real SGLang for ${name} on ${ip}:${parsed.value.sglang.port} (${Math.round(sglang.startupMs)} ms)`);
   }
@@ -362,7 +375,9 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     const namespace = pod.metadata?.namespace ?? '';
     const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
     const env = await resolveContainerEnv(client, pod, container, log);
-    if (!env) {
+    // A real server's shared claims (HiCache's L3 volume) are local directories; unbound: retried.
+    const claims = opts.realSglang?.(pod) ? await resolveClaimMounts(client, pod, container) : [];
+    if (!env || !claims) {
       setTimeout(() => {
         const latest = informer.get(namespace, pod.metadata?.name ?? '');
         if (latest && !stopped) enqueue(() => reconcile(latest));
@@ -377,7 +392,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     }
     if (!(await holdPod(pod))) return;
     const real = opts.realSglang?.(pod);
-    await (real ? startReal(pod, real, env) : startSim(pod, argv));
+    await (real ? startReal(pod, real, env, claims) : startSim(pod, argv));
   }
 
   let stopped = false;

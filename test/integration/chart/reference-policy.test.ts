@@ -186,6 +186,31 @@ describe('a reference is honoured only when the applying user could use what it 
     await expectAllowed(erin, doc);
   });
 
+  it('hicache.storage.volume.claimName (the L3 volume): refused without create on pods or use on the claim', async () => {
+    await createPolicedNamespace();
+    const base = deploymentWith('l3', {
+      hostPath: { path: '/var/lib/cacheroute/models/x', verify: false },
+    }) as Json & {
+      spec: Json;
+    };
+    const doc = {
+      ...base,
+      spec: {
+        ...base.spec,
+        hicache: { ratio: 2, storage: { backend: 'file', volume: { claimName: 'team-kv' } } },
+      },
+    };
+    const gina = await createUser('gina', [CACHEROUTE_WRITER]);
+    await expectRefused(
+      gina,
+      doc,
+      'spec.hicache.storage.volume.claimName names PersistentVolumeClaim team-kv',
+      'use on persistentvolumeclaims/team-kv',
+    );
+    await grant(userOf(gina), [mayUse('persistentvolumeclaims', 'team-kv')]);
+    await expectAllowed(gina, doc);
+  });
+
   it("a Task's OpenRouter key and input ConfigMap, a Tenant's key Secret, a CachePolicy's warm-up documents", async () => {
     await createPolicedNamespace();
     const frank = await createUser('frank', [CACHEROUTE_WRITER]);

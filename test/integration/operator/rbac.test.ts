@@ -129,11 +129,12 @@ const OPERATOR_RULES: readonly TableRule[] = [
     paidCallsOnly: true,
   },
   // Model caches (a claim per namespace and digests: created, patched for owners and the
-  // verified record, deleted unused) and their fetch Jobs (created, read, deleted first).
+  // verified record, deleted unused) and their fetch Jobs (created, read, deleted first);
+  // HiCache L3 claims (applied, deleted unused; one a user names is read for status).
   {
     apiGroups: [''],
     resources: ['persistentvolumeclaims'],
-    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
   },
   { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
   // Pods of our deployments and of the fetch Jobs: the informers select by label, RBAC cannot.
@@ -213,6 +214,8 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     // Job created, patched (verified record) and deleted when stale. Their informers come from
     // the controller's watches.
     { rt: Resources.persistentVolumeClaims, verbs: ['create', 'patch', 'delete'] },
+    // l3/: a HiCache L3 claim a user names (hicache.storage.volume.claimName) is read for status.
+    { rt: Resources.persistentVolumeClaims, verbs: ['get'] },
     { rt: Resources.jobs, verbs: ['create', 'patch', 'delete'] },
     // LeaderWorkerSets (multi-node/): applyOwned with a GET for the live set, a list for the API.
     { rt: Resources.leaderWorkerSets, verbs: ['get', 'list', 'create', 'patch'] },

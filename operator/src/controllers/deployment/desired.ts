@@ -30,6 +30,7 @@ import { planRoles, type RoleEngine } from './roles.ts';
 import { VERIFIED_READINESS_GATES } from './readiness-gate/verified.ts';
 import type { ModelCacheConfig } from './model-cache/objects.ts';
 import { buildPodModel } from './model-cache/pod-model.ts';
+import { buildL3PodParts, planL3 } from './l3/plan.ts';
 import {
   buildLeaderSelector,
   buildLeaderWorkerSet,
@@ -162,9 +163,12 @@ export function buildPodTemplate(
   const labels = { ...buildEngineLabels(root, engine, fingerprint), ...model.labels };
   const apiKey = { name: buildRuntimeKeySecretName(name), key: fingerprint };
   const shm = buildShmVolume(engine);
+  // HiCache's shared L3 directory (l3/plan.ts): the same claim in every replica of the role.
+  const l3 = buildL3PodParts(planL3(root, [engine], fingerprint)[0]);
   const spec = buildPodSpec(root.spec, engine, apiKey, rankArgs, {
-    volumes: [shm.volume, ...model.volumes],
-    mounts: [shm.mount, ...model.mounts],
+    volumes: [shm.volume, ...model.volumes, ...l3.volumes],
+    mounts: [shm.mount, ...model.mounts, ...l3.mounts],
+    env: l3.env,
   });
   return {
     metadata: { labels, annotations: { [ANNOTATION_FINGERPRINT]: fingerprint } },
@@ -183,11 +187,11 @@ function buildPodSpec(
   engine: RoleEngine,
   apiKey: ApiKeyRef,
   rankArgs: readonly string[],
-  { volumes, mounts }: { volumes: V1Volume[]; mounts: V1VolumeMount[] },
+  { volumes, mounts, env }: { volumes: V1Volume[]; mounts: V1VolumeMount[]; env: V1EnvVar[] },
 ): V1PodSpec {
   const scheduling = spec.scheduling;
   return {
-    containers: [buildSglangContainer(spec, engine, mounts, apiKey, rankArgs)],
+    containers: [buildSglangContainer(spec, engine, { mounts, env }, apiKey, rankArgs)],
     volumes,
     // SGLang never calls the API: a token in a pod running the user's image is a credential
     // for whoever controls that image (issue 30). Multi-node groups find their leader through
@@ -214,7 +218,7 @@ function buildToleration(
 function buildSglangContainer(
   spec: DeploymentSpec,
   engine: RoleEngine,
-  mounts: V1VolumeMount[],
+  { mounts, env }: { mounts: V1VolumeMount[]; env: V1EnvVar[] },
   apiKey: ApiKeyRef,
   rankArgs: readonly string[],
 ): V1Container {
@@ -255,6 +259,8 @@ function buildSglangContainer(
     ports,
     env: [
       ...(spec.runtime.env ?? []).map((e): V1EnvVar => ({ name: e.name, value: e.value })),
+      // After the user's: what the operator mounted wins (a kubelet keeps the last of a name).
+      ...env,
       { name: RUNTIME_API_KEY_ENV, valueFrom: { secretKeyRef: { name: apiKey.name, key: apiKey.key } } },
     ],
     resources: { limits, ...(Object.keys(requests).length > 0 ? { requests } : {}) },

@@ -5,6 +5,7 @@ import {
   DeploymentPartResource,
   validateResource,
   type DeploymentResource,
+  type DeploymentStatus,
   type Endpoint,
 } from '#api';
 import { applyOwned, FIELD_MANAGER } from '../../manager/apply.ts';
@@ -61,6 +62,8 @@ import {
 import { buildEndpointViews, isGroupWorker } from './multi-node/groups.ts';
 import { registerDeploymentMetrics } from './metrics.ts';
 import { buildConditionPatch, planVerifiedConditions } from './readiness-gate/verified.ts';
+import { LABEL_L3, planL3, type L3Plan } from './l3/plan.ts';
+import { computeL3Status, type LiveClaim } from './l3/status.ts';
 
 export interface DeploymentControllerOptions {
   manager: Manager;
@@ -106,6 +109,7 @@ interface PodsByOwner {
   unowned: ReadonlyMap<string, string>;
 }
 type SecretObject = KubeObject & { data?: Record<string, string> };
+type ClaimObject = KubeObject & LiveClaim;
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
 const KEY_GRACE_MS = 30_000;
@@ -123,6 +127,8 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const secrets = manager.informer<SecretObject>(Resources.secrets);
   const networkPolicies = manager.informer(Resources.networkPolicies);
   const parts = manager.informer(Resources.deploymentParts);
+  // Only the L3 claims the operator made are cached (l3/plan.ts); a claim a user names is read.
+  const l3Claims = manager.informer<ClaimObject>(Resources.persistentVolumeClaims, LABEL_L3);
   const runtimeKey = buildRuntimeKeyLookup(secrets);
   const modelDelivery = buildModelDelivery({
     manager,
@@ -433,6 +439,63 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     );
   }
 
+  /**
+   * HiCache's L3 claims (l3/plan.ts): the ones the operator makes applied, the ones it made and
+   * no role asks for any more deleted (Kubernetes keeps a claim a pod still mounts until it goes).
+   */
+  async function applyL3Claims(
+    obj: DeploymentObject,
+    root: DeploymentResource,
+    plans: readonly L3Plan[],
+    applying: boolean,
+  ): Promise<void> {
+    // Nothing is applied while the identity is refused or the model source is blocked.
+    if (!applying) return;
+    const ns = root.metadata.namespace ?? '';
+    const uid = obj.metadata?.uid ?? '';
+    const wanted = new Set(plans.map((p) => p.claimName));
+    const results = await Promise.all(
+      plans.flatMap((p) =>
+        p.claim
+          ? [
+              applyOwned(client, Resources.persistentVolumeClaims, p.claim as unknown as KubeObject, {
+                live: l3Claims.get(ns, p.claimName) ?? null,
+                ownerUid: uid,
+              }),
+            ]
+          : [],
+      ),
+    );
+    const refused = results.find((r) => !r.ok);
+    if (refused && !refused.ok) refuseAdoption(obj, refused.error.message);
+    const stale = l3Claims
+      .list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: root.metadata.name ?? '' } })
+      .filter((c) => controllerOf(c)?.uid === uid && !wanted.has(c.metadata?.name ?? ''));
+    await Promise.all(
+      stale.map((c) =>
+        client.delete(Resources.persistentVolumeClaims, ns, c.metadata?.name ?? '', {
+          uid: c.metadata?.uid ?? '',
+        }),
+      ),
+    );
+  }
+
+  /** What status says of each L3 tier: the claims the operator made from its cache, a named one read. */
+  async function reportL3(next: DeploymentStatus, root: DeploymentResource, plans: readonly L3Plan[]) {
+    if (plans.length === 0) return;
+    const ns = root.metadata.namespace ?? '';
+    next.l3 = await Promise.all(
+      plans.map(async (p) =>
+        computeL3Status(
+          p,
+          p.managed
+            ? l3Claims.get(ns, p.claimName)
+            : await client.get<ClaimObject>(Resources.persistentVolumeClaims, ns, p.claimName),
+        ),
+      ),
+    );
+  }
+
   /** The soonest this Deployment needs another pass without an event to bring it. */
   function computeRequeueMs(key: ObjectKey, awaitingRuntime: boolean, wakePlan: WakePlan): number {
     return Math.min(
@@ -506,6 +569,8 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (!identityConflict) await applyParts(obj, root, partPlans);
     const model = identityConflict || blocked ? undefined : await modelDelivery.deliver(root, ctx.now());
     if (model) await applyDesired(obj, root, desired, ctx, model.ready);
+    const l3Plans = planL3(root, desired.engines, desired.fingerprint);
+    await applyL3Claims(obj, root, l3Plans, model !== undefined);
 
     const ns = root.metadata.namespace ?? '';
     const byOwner = await sortByOwnership(
@@ -534,6 +599,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       ctx.now(),
     );
     if (wakePlan.status) next.wake = wakePlan.status;
+    await reportL3(next, root, l3Plans);
     const partsStatus = computePartsStatus(partPlans, endpoints, root);
     if (partsStatus) next.parts = partsStatus;
     const { written } = await writeStatusIfChanged(client, Resources.sglangDeployments, obj, next);
@@ -561,6 +627,15 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     ],
     watches: [
       ...modelDelivery.watches,
+      // An L3 claim binding (or going) changes status.l3.
+      {
+        resource: Resources.persistentVolumeClaims,
+        labelSelector: LABEL_L3,
+        map: (c) => {
+          const name = c.metadata?.labels?.[LABEL_DEPLOYMENT];
+          return name ? [{ namespace: c.metadata?.namespace ?? '', name }] : [];
+        },
+      },
       // A claim of a served name coming or going changes ServedNameShared on the other namespaces'.
       {
         resource: Resources.sglangDeployments,

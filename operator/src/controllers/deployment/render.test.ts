@@ -22,6 +22,24 @@ describe('renderManifest', () => {
     expect(r.objects.some((o) => o.kind === 'NetworkPolicy')).toBe(false);
   });
 
+  it("shows the L3 claim of HiCache's file backend, and the pods mounting it", () => {
+    const doc = loadSample('deployment-hicache.yaml');
+    doc.spec['hicache'] = { ratio: 2, storage: { backend: 'file', volume: { size: '2Ti' } } };
+    const r = renderManifest(doc);
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    const claims = r.objects.filter((o) => o.kind === 'PersistentVolumeClaim') as unknown as {
+      metadata: { name: string };
+      spec: unknown;
+    }[];
+    expect(claims.map((c) => [c.metadata.name, c.spec])).toEqual([
+      ['qwen-32b-sglang-l3', { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '2Ti' } } }],
+    ]);
+    const workload = r.objects.find((o) => o.kind === 'Deployment') as unknown as {
+      spec: { template: { spec: { volumes: { name: string }[] } } };
+    };
+    expect(workload.spec.template.spec.volumes.map((v) => v.name)).toContain('hicache-l3');
+  });
+
   it('renders nothing for a hostPath source outside the operator’s --host-path-roots', () => {
     const doc = loadSample('deployment-pd-hisparse.yaml');
     const model = doc.spec['model'] as { source: { hostPath: { path: string } } };

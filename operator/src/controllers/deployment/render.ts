@@ -1,6 +1,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { validateResource, type ValidationIssue } from '#api';
 import { buildDesired } from './desired.ts';
+import { planL3 } from './l3/plan.ts';
 import { checkHostPath } from './model-cache/host-path-roots.ts';
 import { DEFAULT_MODEL_CACHE_NODE_ROOT } from './model-cache/objects.ts';
 import { buildRuntimeNetworkPolicy, type RuntimeIngress } from './network-policy.ts';
@@ -24,7 +25,7 @@ export type RenderResult =
 /**
  * What the operator would apply for one manifest, without a cluster: the workloads and
  * Services, each part's DeploymentPart as the operator makes it (seeded with the declared replicas), the runtime API key Secret (the key itself a placeholder) and, with the
- * operator's ingress peers, the runtime NetworkPolicy. A placeholder uid stands in for the
+ * operator's ingress peers, the runtime NetworkPolicy; HiCache's L3 claims the operator makes. A placeholder uid stands in for the
  * one the API server assigns.
  */
 export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderResult {
@@ -70,6 +71,9 @@ export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderRe
       ...desired.services,
       ...parts,
       keySecret,
+      ...planL3(withIdentity, desired.engines, desired.fingerprint).flatMap((p) =>
+        p.claim ? [p.claim] : [],
+      ),
       ...(opts.runtimeIngress ? [buildRuntimeNetworkPolicy(withIdentity, opts.runtimeIngress)] : []),
     ] as KubernetesObject[],
   };
