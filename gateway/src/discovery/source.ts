@@ -4,6 +4,7 @@
 // to narrow the watch). server.ts parses flags with `parseRouteSourceFlags`
 // and opens discovery with `openDiscovery`.
 
+import type { Parsed } from '#kube/parsed.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { parseSecretLocation, type SecretLocation } from '#api/gateway-keys.ts';
@@ -76,7 +77,7 @@ export type RouteSource =
       readonly keysSecret: SecretLocation;
     };
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+export type { Parsed };
 
 /** Flags → where routes come from; an error names the flag and what to change. */
 export function parseRouteSourceFlags(values: Readonly<Record<string, unknown>>): Parsed<RouteSource> {

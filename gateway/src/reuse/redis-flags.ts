@@ -12,7 +12,7 @@
 // --reuse-hmac-previous-key-file is accepted for reading during a rotation.
 
 import { z } from 'zod';
-import type { Parsed } from '../discovery/source.ts';
+import type { Parsed } from '#kube/parsed.ts';
 import { MIN_HMAC_KEY_BYTES, type HmacKeys } from './signed-entry.ts';
 
 /** The environment variable the URL may come from instead of a flag. */
