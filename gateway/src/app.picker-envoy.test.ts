@@ -17,6 +17,7 @@ import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/ro
 import { ManualClock } from '../../test/support/manual-clock.ts';
 import { bootstrapPortOf, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build, type BuildOptions } from './app.ts';
+import { RuntimeKeys } from './discovery/runtime-keys.ts';
 import type { PickerServer } from './epp/server.ts';
 import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
 import { StaticRoutingTable } from './routing/table.ts';
@@ -113,6 +114,7 @@ async function servedCount(sim: RunningSim): Promise<number> {
 }
 
 const KEY_A = 'a'.repeat(40);
+const RUNTIME_KEY = 'f'.repeat(64);
 
 function tenantDirectory(): KeyDirectory {
   const dir = new KeyDirectory();
@@ -341,6 +343,20 @@ describe('the endpoint picker behind a real Envoy, a recording runtime behind it
     expect(got?.['messages']).toEqual([{ role: 'user', content: 'salted?' }]);
     expect(got?.['cache_salt']).toEqual(expect.stringMatching(/.+/));
     expect(got?.['cache_salt']).not.toBe('s');
+    // The tenant's key is the picker's to check, never the runtime's to see.
+    expect(up.received[0]?.authorization).toBeUndefined();
+  });
+
+  it("sends the runtime its own API key in place of the tenant's", async () => {
+    const sim = await startSim(['--model-path', 'm', '--api-key', RUNTIME_KEY]);
+    const keys = new RuntimeKeys();
+    keys.replace({ keys: new Map([['ns/m', new Map([['fp1', RUNTIME_KEY]])]]), issues: [] });
+    keys.ready = true;
+    const { envoy } = await setupOver([sim.url], { tenants: tenantDirectory(), app: { runtimeKeys: keys } }, [
+      sim,
+    ]);
+    const r = await chat(envoy, 'with the runtime key', { authorization: `Bearer ${KEY_A}` });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
   });
 
   // Envoy closes the ext_proc stream after the last message it sends: the response headers,

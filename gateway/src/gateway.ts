@@ -211,6 +211,14 @@ export class Gateway {
       .finally(() => guard.release());
   }
 
+  /**
+   * The Authorization header a request to `endpoint` carries (its runtime's API key), or
+   * undefined when none is known: what the proxy sends, for a front end whose data plane sends.
+   */
+  authorizationFor(endpoint: RouteEndpoint): string | undefined {
+    return this.#upstream.send.authorizationFor?.(endpoint.url);
+  }
+
   async serve(ctx: RequestContext): Promise<Served> {
     const { id, kind, path, body, headers, tenant, signal, log, trace } = ctx;
     const picked = await this.picker.pick({ id, kind, path, body, headers, tenant }, { signal, log, trace });

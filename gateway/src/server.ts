@@ -223,6 +223,7 @@ export async function startEndpointPicker(
       fallbacks: PICKER_FALLBACKS,
       draining: () => app.drain.draining,
       sendPrefill: (prefill, path, body) => gateway.sendPrefill(prefill, path, body),
+      authorizationFor: (endpoint) => gateway.authorizationFor(endpoint),
     },
     {
       host,

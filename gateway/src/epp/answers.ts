@@ -28,6 +28,7 @@ function headerOption(key: string, value: string): object {
 export function buildPickHeaders(
   endpoints: readonly string[],
   headers: Readonly<Record<string, string>>,
+  remove: readonly string[] = [],
 ): ProcessingResponse {
   const [first] = endpoints;
   if (first === undefined) throw new Error('a pick names at least one endpoint');
@@ -36,7 +37,13 @@ export function buildPickHeaders(
     ...Object.entries(headers).map(([k, v]) => headerOption(k, v)),
   ];
   return {
-    request_headers: { response: { clear_route_cache: true, header_mutation: { set_headers: set } } },
+    request_headers: {
+      response: {
+        clear_route_cache: true,
+        // A header set is left out of the removals: each header has one fate.
+        header_mutation: { set_headers: set, remove_headers: remove.filter((h) => !(h in headers)) },
+      },
+    },
     // Maps travel as their entries: protos loaded from descriptors keep map fields as repeated entries.
     dynamic_metadata: {
       fields: [

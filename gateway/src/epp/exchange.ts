@@ -55,6 +55,8 @@ export interface PickerHost {
    * client's answer); this sends the prefill its copy (same body, same bootstrap room).
    */
   readonly sendPrefill: (prefill: RouteEndpoint, path: string, body: Decision['body']) => void;
+  /** The runtime's own API key as an Authorization header, or undefined (gateway.authorizationFor). */
+  readonly authorizationFor: (endpoint: RouteEndpoint) => string | undefined;
 }
 
 /** `ip:port` of an endpoint, as GIE names endpoints (the URL's host; port 80 when it has none). */
@@ -250,7 +252,14 @@ export class PickerExchange {
       clientHeaders: { ...picked.headers, [ENDPOINT_HEADER]: endpoint.id },
     };
     if (target.kind === 'pair') host.sendPrefill(target.prefill, this.#path, decision.body);
-    this.#send(buildPickHeaders(order.map(addressOf), {}));
+    // The client's Authorization is its tenant's key, for this picker only: never the runtime's to
+    // see. The runtime gets its own key, as the proxy sends it (none known: no header).
+    const runtimeAuth = host.authorizationFor(endpoint);
+    this.#send(
+      buildPickHeaders(order.map(addressOf), runtimeAuth ? { authorization: runtimeAuth } : {}, [
+        'authorization',
+      ]),
+    );
     for (const chunk of buildBodyChunks(Buffer.from(JSON.stringify(decision.body)), !trailersFollow))
       this.#send(chunk);
   }
