@@ -45,7 +45,8 @@ export interface PickerHost {
   readonly tenants: TenantDirectory;
   /** Refuses a tenant inside a rate-limit refusal before its body is read (the proxy's memo). */
   readonly memo?: RefusalMemoLimiter;
-  readonly log: DecisionLog;
+  /** Decisions at info (as the proxy's); a stream that failed at warn. */
+  readonly log: DecisionLog & { warn(obj: object, msg: string): void };
   readonly bodyLimitBytes: number;
   /** Endpoints named after the first in `envoy.lb`, for the data plane's retries. */
   readonly fallbacks: number;

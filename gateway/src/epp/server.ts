@@ -98,8 +98,8 @@ function serveStream(host: PickerHost, call: Stream): void {
       .then(async () => {
         const msg = ProcessingRequest.safeParse(raw);
         if (!msg.success) {
-          host.log.info(
-            { issue: msg.error.issues[0]?.message },
+          host.log.warn(
+            { issue: msg.error.issues[0]?.message, path: msg.error.issues[0]?.path.join('.') },
             'ext_proc: a message the picker cannot read',
           );
           failStream(call, 'unreadable ProcessingRequest');
@@ -108,7 +108,7 @@ function serveStream(host: PickerHost, call: Stream): void {
         await exchange.receive(msg.data);
       })
       .catch((err: unknown) => {
-        host.log.info({ err }, 'ext_proc: stream failed');
+        host.log.warn({ err }, 'ext_proc: stream failed');
         failStream(call, err instanceof Error ? err.message : String(err));
       });
   });
