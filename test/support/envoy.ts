@@ -193,7 +193,10 @@ const ListenerStatuses = z.object({
 });
 
 /** Starts Envoy with the bootstrap for `route`; resolves once its listener is bound. */
-export async function startEnvoy(route: EnvoyRoute): Promise<RunningEnvoy> {
+export async function startEnvoy(
+  route: EnvoyRoute,
+  opts: { readonly detached?: boolean } = {},
+): Promise<RunningEnvoy> {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-envoy-'));
   const config = join(dir, 'envoy.yaml');
   const adminPath = join(dir, 'admin-address');
@@ -213,7 +216,7 @@ export async function startEnvoy(route: EnvoyRoute): Promise<RunningEnvoy> {
       '-l',
       process.env['CACHEROUTE_ENVOY_LOG_LEVEL'] ?? 'warning',
     ],
-    { logPath: join(dir, 'envoy.log') },
+    { logPath: join(dir, 'envoy.log'), ...(opts.detached ? { detached: true } : {}) },
   );
   let adminUrl = '';
   let url = '';
