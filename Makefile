@@ -97,7 +97,7 @@ images: deps test-deps ## Build (or reuse from ~/.cache/cacheroute/images) the o
 	bash hack/images/build.sh
 
 .PHONY: test-e2e
-test-e2e: deps controlplane test-deps sglang-kit images ## End-to-end suites (full control plane, KWOK, simulators, the images under containerd); GREP=pattern selects tests
+test-e2e: deps controlplane test-deps sglang-kit images envoy ## End-to-end suites (full control plane, KWOK, simulators, the images under containerd); GREP=pattern selects tests
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test-fast
