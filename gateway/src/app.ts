@@ -25,8 +25,8 @@ import { answerClientError, answerConnect, answerFrameworkError } from './reques
 import { DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts } from './request/client-timeouts.ts';
 import { registerEarlyNotFound } from './request/early-not-found.ts';
 import { registerJsonBodyParser } from './request/json-body.ts';
-import type { RouteKind } from './request/shape.ts';
 import { registerReuseStoreMetrics } from './reuse/metrics.ts';
+import { GENERATION_ROUTES } from './request/routes.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { listEndpointStates } from './routing/endpoint-state.ts';
 import { RuntimeLoadEvents } from './endpoints/load-events.ts';
@@ -94,13 +94,12 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly clientTimeouts?: ClientTimeouts;
   /** What discovery left out of the table and why, shown on /status (discovery/source.ts). */
   readonly discoveryIssues?: () => readonly DiscoveryIssue[];
+  /**
+   * Serve the generation API (default true). False in `--mode picker`: Envoy carries the
+   * requests and asks the endpoint picker (epp/); this app then serves the admin routes only.
+   */
+  readonly generationApi?: boolean;
 }
-
-const GENERATION_ROUTES: readonly [string, RouteKind][] = [
-  ['/v1/chat/completions', 'chat'],
-  ['/v1/completions', 'completion'],
-  ['/generate', 'generate'],
-];
 
 export function build(opts: BuildOptions): FastifyInstance {
   const bodyLimit = opts.bodyLimitBytes ?? 64 * 1024 * 1024;
@@ -242,7 +241,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     ].map((id) => ({ id, object: 'model', created: 0, owned_by: 'cacheroute' })),
   }));
 
-  for (const [path, kind] of GENERATION_ROUTES) {
+  for (const [path, kind] of opts.generationApi === false ? [] : GENERATION_ROUTES) {
     app.post(path, generationRoute, async (req: FastifyRequest, reply: FastifyReply) => {
       req.generationPath = path;
       const trace = opts.tracer?.start(path, req.headers);

@@ -15,7 +15,7 @@ import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
 import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
 import { TierPosition } from './fleet/tier-position.ts';
-import type { ForwardDeps } from './forward/attempts.ts';
+import { markIfGone, type ForwardDeps } from './forward/attempts.ts';
 import { deliverBuffered, deliverStream } from './forward/deliver.ts';
 import { forwardPair } from './forward/pair.ts';
 import { serveReusable } from './forward/reusable.ts';
@@ -35,6 +35,7 @@ import type { RouteEndpoint, RoutingTable } from './routing/table.ts';
 import { MemoryRateLimiter, type RateLimiter } from './tenancy/limiter.ts';
 import type { Tokenizer } from './tokenize/tokenizer.ts';
 import { BUFFERED_EXCHANGE, STREAMING_EXCHANGE, type Exchange } from './upstream/exchange.ts';
+import { sendBuffered } from './upstream/answer.ts';
 import { openUpstream, type Upstream, type UpstreamOptions } from './upstream/open.ts';
 import { requestUsageEvent } from './upstream/strip-usage.ts';
 
@@ -84,7 +85,8 @@ export class Gateway {
   readonly #reuser: ResultReuser;
   readonly #maintenanceMs: number;
   readonly #limiter: RateLimiter;
-  readonly #picker: Picker;
+  /** The routing decision: this proxy's, and the ext_proc endpoint picker's (epp/) in picker or both mode. */
+  readonly picker: Picker;
   #timer: Timer | undefined;
 
   constructor(opts: GatewayOptions) {
@@ -125,7 +127,7 @@ export class Gateway {
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
     const tier = new TierPosition(opts.peers ?? buildSoloPeers());
     this.#limiter = opts.limiter ?? new MemoryRateLimiter(this.#clock, (total) => tier.shareOf(total));
-    this.#picker = new Picker({
+    this.picker = new Picker({
       table: this.#table,
       metrics: this.#metrics,
       clock: this.#clock,
@@ -174,6 +176,11 @@ export class Gateway {
     return this.#policies.policyOf(deployment);
   }
 
+  /** In flight, outcomes and load per endpoint: what an endpoint picker reports its requests to, as the proxy does. */
+  get book(): EndpointBook {
+    return this.#book;
+  }
+
   inFlightOf(endpointId: string): number {
     return this.#book.inFlightOf(endpointId);
   }
@@ -183,9 +190,38 @@ export class Gateway {
     return this.#book.view(endpoint);
   }
 
+  /**
+   * A prefill/decode pair behind an endpoint picker: Envoy carries the request to the decode,
+   * and the prefill gets its copy (same body, same bootstrap room) from here, as the proxy's
+   * own pairs do (forward/pair.ts); its answer only ends its in-flight count.
+   */
+  sendPrefill(prefill: RouteEndpoint, path: string, body: Record<string, unknown>): void {
+    const guard = this.#book.track(prefill.id);
+    this.kvIndex.expectEvents(prefill.id);
+    void sendBuffered(this.#upstream.send, prefill.url, path, body, new AbortController().signal)
+      .then(
+        (res) => {
+          if (res.statusCode >= 300) this.#book.countFailure(prefill, res);
+        },
+        (err: unknown) => {
+          this.#book.countFailure(prefill, err);
+          markIfGone(this.#deps, prefill, err);
+        },
+      )
+      .finally(() => guard.release());
+  }
+
+  /**
+   * The Authorization header a request to `endpoint` carries (its runtime's API key), or
+   * undefined when none is known: what the proxy sends, for a front end whose data plane sends.
+   */
+  authorizationFor(endpoint: RouteEndpoint): string | undefined {
+    return this.#upstream.send.authorizationFor?.(endpoint.url);
+  }
+
   async serve(ctx: RequestContext): Promise<Served> {
     const { id, kind, path, body, headers, tenant, signal, log, trace } = ctx;
-    const picked = await this.#picker.pick({ id, kind, path, body, headers, tenant }, { signal, log, trace });
+    const picked = await this.picker.pick({ id, kind, path, body, headers, tenant }, { signal, log, trace });
     for (const [name, value] of Object.entries(picked.headers)) ctx.setHeader?.(name, value);
     if (picked.kind === 'refused') throw toGatewayError(picked.verdict);
     if (picked.kind === 'reused') return fromReused(picked.answer);

@@ -32,6 +32,10 @@
 // `--redis-url-file F` (or $CACHEROUTE_REDIS_URL; `--redis-url` only for a URL
 // without a password) shares reuse results across replicas, signed with the key
 // in `--reuse-hmac-key-file` (required with Redis; reuse/redis-flags.ts).
+// `--mode picker` serves Envoy's ext_proc (GIE's endpoint picker protocol, epp/) on
+// --picker-port (9002) and gRPC health on --picker-health-port (9003), TLS with
+// --picker-tls-cert and --picker-tls-key; the API port then serves only the admin
+// routes. `--mode both`: the proxy too, over the same Picker. Default: standalone.
 // The routing table comes from Deployment and CachePolicy status (discovery/,
 // default kubeconfig: $KUBECONFIG, ~/.kube/config, then in-cluster), or with
 // `--routes routes.json` from a JSON file: an array of ModelRoute objects
@@ -43,14 +47,17 @@ import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { Admission, RequestRules, ResultReuse, RoutingSettings } from '#api';
+import { monotonicClock } from '#kube/clock.ts';
 import { build, type BuildOptions } from './app.ts';
+import { parsePickerFlags, type PickerFlags } from './epp/flags.ts';
+import { startPickerServer, type PickerServer } from './epp/server.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
 import { DEFAULT_GATEWAY_MAX_BLOCKS } from './kv-index/block-budget.ts';
 import { parseClientTimeoutFlags } from './request/client-timeouts.ts';
 import { parseRedisFlags } from './reuse/redis-flags.ts';
 import type { ModelRoute } from './routing/table.ts';
 import { loadTenantFile } from './tenancy/static-file.ts';
-import type { KeyDirectory, TenantDirectory } from './tenancy/tenant.ts';
+import { OPEN_DIRECTORY, type KeyDirectory, type TenantDirectory } from './tenancy/tenant.ts';
 import { loadTokenizerDirectory, type LoadedTokenizers } from './tokenize/registry.ts';
 import { startGatewayTracing } from './tracing/start.ts';
 import type { RequestTracer } from './tracing/types.ts';
@@ -123,8 +130,15 @@ async function main(): Promise<void> {
       'admin-host': { type: 'string' },
       auth: { type: 'string', default: 'keys' },
       tenants: { type: 'string' },
+      mode: { type: 'string', default: 'standalone' },
+      'picker-port': { type: 'string' },
+      'picker-health-port': { type: 'string' },
+      'picker-tls-cert': { type: 'string' },
+      'picker-tls-key': { type: 'string' },
     },
   });
+  const picker = parsePickerFlags(values);
+  if (!picker.ok) exitWithUsage(picker.error);
   const flags = parseRouteSourceFlags(values);
   if (!flags.ok) exitWithUsage(flags.error);
   const timing = parseTimingFlags(values);
@@ -161,6 +175,7 @@ async function main(): Promise<void> {
     separateAdmin: ports.admin !== undefined,
     tracer: tracing.tracer,
     ...(redis.value ? { redis: redis.value } : {}),
+    generationApi: picker.value.mode !== 'picker',
   });
   app.addHook('onClose', () => source.close());
   tracing.exportUntilClose(app);
@@ -173,12 +188,69 @@ async function main(): Promise<void> {
       );
   }
   source.start(app.log);
-  const shutdown = (signal: NodeJS.Signals): void =>
-    void drainAndClose(app, signal, timing.value.drainTimeoutMs).then(() => process.exit(0));
+  const epp =
+    picker.value.mode === 'standalone'
+      ? undefined
+      : await startEndpointPicker(
+          app,
+          picker.value,
+          values.host,
+          tenants ?? OPEN_DIRECTORY,
+          () => table.ready,
+        );
+  const shutdown = (signal: NodeJS.Signals): void => {
+    epp?.notServing();
+    void drainAndClose(app, signal, timing.value.drainTimeoutMs)
+      .then(() => epp?.close())
+      .then(() => process.exit(0));
+  };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
-  await listen(app, ports, values.host, values['admin-host'] ?? values.host);
+  await listen(app, ports, values.host, values['admin-host'] ?? values.host, epp);
 }
+
+/**
+ * The ext_proc endpoint picker (epp/) over the proxy's own Picker, endpoint book and KV
+ * indexes: one routing state, whichever front end a request comes through.
+ */
+export async function startEndpointPicker(
+  app: FastifyInstance,
+  flags: PickerFlags,
+  host: string,
+  tenants: TenantDirectory,
+  ready: () => boolean,
+): Promise<PickerServer> {
+  const gateway = app.gateway;
+  return startPickerServer(
+    {
+      picker: gateway.picker,
+      book: gateway.book,
+      kvIndex: gateway.kvIndex,
+      clock: monotonicClock,
+      tenants,
+      log: app.log.child({ frontEnd: 'ext_proc' }),
+      bodyLimitBytes: PICKER_BODY_LIMIT_BYTES,
+      fallbacks: PICKER_FALLBACKS,
+      draining: () => app.drain.draining,
+      sendPrefill: (prefill, path, body) => gateway.sendPrefill(prefill, path, body),
+      authorizationFor: (endpoint) => gateway.authorizationFor(endpoint),
+    },
+    {
+      host,
+      port: flags.port,
+      healthPort: flags.healthPort,
+      ...(flags.tls ? { tls: flags.tls } : {}),
+      ready: () => !app.drain.draining && ready(),
+    },
+  ).catch((err: unknown) =>
+    exitWithUsage(`--picker-port/--picker-health-port: ${err instanceof Error ? err.message : String(err)}`),
+  );
+}
+
+/** As the proxy's API takes (app.ts bodyLimit). */
+const PICKER_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
+/** Endpoints named after the pick in `envoy.lb`, for a data plane's retries. */
+const PICKER_FALLBACKS = 2;
 
 /** --port and --admin-port (absent: no listener of its own), or exit 2 naming the flag. */
 function parseListenPorts(
@@ -198,13 +270,18 @@ async function listen(
   ports: { readonly api: number; readonly admin: number | undefined },
   host: string,
   adminHost: string,
+  epp: PickerServer | undefined,
 ): Promise<void> {
   await app.listen({ port: ports.api, host });
   if (ports.admin !== undefined) await app.admin.listen({ port: ports.admin, host: adminHost });
   // The ports bound, the kernel's picks for port 0: a line the launcher reads, so above --log-level too.
   const startup = app.log.level === 'silent' ? app.log : app.log.child({}, { level: 'info' });
   startup.info(
-    { port: boundPort(app), ...(ports.admin !== undefined ? { adminPort: boundPort(app.admin) } : {}) },
+    {
+      port: boundPort(app),
+      ...(ports.admin !== undefined ? { adminPort: boundPort(app.admin) } : {}),
+      ...(epp ? { pickerPort: epp.port, pickerHealthPort: epp.healthPort } : {}),
+    },
     'listening',
   );
 }

@@ -281,7 +281,8 @@ async function spawnGateway(
   name: string,
   routes: string,
   logName: string,
-): Promise<{ url: string; proc: Proc }> {
+  extra: readonly string[] = [],
+): Promise<{ url: string; proc: Proc; pickerPort?: number }> {
   const proc = startProcess(
     `gateway-${name}`,
     process.execPath,
@@ -298,11 +299,36 @@ async function spawnGateway(
       '0',
       '--log-level',
       'warn',
+      ...extra,
     ],
     path.join(ctx.logDir, `${logName}.log`),
   );
-  const port = portIn(await startupLine(proc, 'listening'), 'port');
-  return { url: `http://127.0.0.1:${port}`, proc };
+  const line = await startupLine(proc, 'listening');
+  const port = portIn(line, 'port');
+  return {
+    url: `http://127.0.0.1:${port}`,
+    proc,
+    ...(extra.includes('--picker-port') ? { pickerPort: portIn(line, 'pickerPort') } : {}),
+  };
+}
+
+/**
+ * The cache-aware gateway on `endpoints` serving its endpoint picker too (bench-gateway.ts
+ * --picker-port), for Envoy to ask: the overhead phase's Envoy + picker row.
+ */
+export async function startPickerGateway(
+  ctx: FleetContext,
+  endpoints: readonly Sim[],
+  tag: string,
+): Promise<{ url: string; proc: Proc; pickerPort: number }> {
+  const routes = writeRoutes(ctx, `cache-aware-${tag}`, GATEWAY_ROUTING['cache-aware'] ?? {}, endpoints);
+  const started = await spawnGateway(ctx, 'cache-aware', routes, `gateway-cache-aware-${tag}`, [
+    '--picker-port',
+    '0',
+  ]);
+  await waitServing('cache-aware', started.url, started.proc);
+  if (started.pickerPort === undefined) throw new Error('the picker gateway named no picker port');
+  return { url: started.url, proc: started.proc, pickerPort: started.pickerPort };
 }
 
 /** node-floor-proxy.ts in front of `upstream`: the floor under any Node gateway, for the overhead phase. */

@@ -4,12 +4,16 @@
 // each replica of the tier is: R replicas are R of these.
 //
 //   node test/bench/bench-gateway.ts --routes routes.json --port P [--host 127.0.0.1]
-//        [--log-level warn] [--tokenizer-model sim/llama-8b]
+//        [--log-level warn] [--tokenizer-model sim/llama-8b] [--picker-port 0]
+//
+// --picker-port: the endpoint picker (ext_proc, gateway/src/epp) too, over the same Picker, as
+// server.ts --mode both serves it; its port is in the `listening` line (pickerPort).
 
 import { parseArgs } from 'node:util';
 import { build } from '../../gateway/src/app.ts';
 import { StaticRoutingTable } from '../../gateway/src/routing/table.ts';
-import { loadRoutes } from '../../gateway/src/server.ts';
+import { loadRoutes, startEndpointPicker } from '../../gateway/src/server.ts';
+import { OPEN_DIRECTORY } from '../../gateway/src/tenancy/tenant.ts';
 import type { Tokenizer } from '../../gateway/src/tokenize/index.ts';
 import { startGatewayTracing } from '../../gateway/src/tracing/start.ts';
 import { buildSimTokenizer } from './sim-tokenizer.ts';
@@ -21,6 +25,7 @@ const { values } = parseArgs({
     host: { type: 'string', default: '127.0.0.1' },
     'log-level': { type: 'string', default: 'warn' },
     'tokenizer-model': { type: 'string', multiple: true, default: [] },
+    'picker-port': { type: 'string' },
   },
 });
 if (values.routes === undefined) {
@@ -55,8 +60,22 @@ const stop = (): void =>
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);
 await app.listen({ port: Number(values.port), host: values.host ?? '127.0.0.1' });
+const picker =
+  values['picker-port'] === undefined
+    ? undefined
+    : await startEndpointPicker(
+        app,
+        { mode: 'both', port: Number(values['picker-port']), healthPort: 0 },
+        values.host ?? '127.0.0.1',
+        OPEN_DIRECTORY,
+        () => true,
+      );
 // The port bound (the kernel's pick for --port 0), for the bench that started it, at any log level.
 const address = app.server.address();
-app.log
-  .child({}, { level: 'info' })
-  .info({ port: typeof address === 'object' && address ? address.port : null }, 'listening');
+app.log.child({}, { level: 'info' }).info(
+  {
+    port: typeof address === 'object' && address ? address.port : null,
+    ...(picker ? { pickerPort: picker.port } : {}),
+  },
+  'listening',
+);

@@ -62,6 +62,7 @@ import {
   SkipError,
   smgDefaultArgs,
   startNodeFloorProxy,
+  startPickerGateway,
   startRouter,
   startSim,
   stopRouter,
@@ -94,6 +95,7 @@ import { computePooledBound } from './pooled-bound.ts';
 import { postStream } from './replay-client.ts';
 import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { BLOCK_TOKENS, buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
+import { startEnvoy, type RunningEnvoy } from '../support/envoy.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const ALL_ROUTERS: readonly string[] = [...GATEWAY_POLICIES, ...PY_ROUTERS];
@@ -437,6 +439,8 @@ async function runOverhead(
   const routers: Router[] = [];
   const notes: Record<string, string> = {};
   let floor: { url: string; proc: Proc } | undefined;
+  const envoys: RunningEnvoy[] = [];
+  const pickerProcs: Proc[] = [];
   try {
     const targets: OverheadTarget[] = [{ name: 'direct', url: zero.url }];
     const gw = await startRouter(ctx, 'cache-aware', [zero], 'overhead');
@@ -454,6 +458,29 @@ async function runOverhead(
     targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '', pgids: groupsOf(approx.procs) });
     floor = await startNodeFloorProxy(ctx, zero.url);
     targets.push({ name: 'node-floor', url: floor.url, pgids: groupsOf([floor.proc]) });
+    // Envoy alone on a static route (the picker path's floor), then Envoy asking the gateway's
+    // endpoint picker (ext_proc) over the same gateway state; CPU: Envoy's and the gateway's.
+    const envoyStatic = await startEnvoy({ kind: 'static', upstream: zero.url }, { detached: true });
+    envoys.push(envoyStatic);
+    targets.push({ name: 'envoy-static', url: envoyStatic.url, pgids: [envoyStatic.proc.pid] });
+    const picker = await startPickerGateway(ctx, [zero], 'overhead-picker');
+    pickerProcs.push(picker.proc);
+    await waitKvIndexUsable({
+      name: 'cache-aware',
+      urls: [picker.url],
+      procs: [picker.proc],
+      kvIndexed: true,
+    });
+    const envoyPicker = await startEnvoy(
+      { kind: 'picker', pickerPort: picker.pickerPort },
+      { detached: true },
+    );
+    envoys.push(envoyPicker);
+    targets.push({
+      name: 'envoy-picker',
+      url: envoyPicker.url,
+      pgids: [envoyPicker.proc.pid, ...groupsOf([picker.proc])],
+    });
     for (const name of PY_ROUTERS) {
       if (!wanted.includes(name) || skipped.has(name)) {
         notes[name] = 'skipped (not run in the replay)';
@@ -491,6 +518,8 @@ async function runOverhead(
   } finally {
     for (const r of routers) await stopRouter(r);
     if (floor) await stopProcess(floor.proc);
+    for (const e of envoys) await e.close();
+    for (const p of pickerProcs) await stopProcess(p);
     await stopProcess(zero.proc);
   }
 }

@@ -41,7 +41,13 @@ export function spawnManaged(
   name: string,
   command: string,
   args: readonly string[],
-  opts: { logPath: string; env?: NodeJS.ProcessEnv; cwd?: string },
+  opts: {
+    logPath: string;
+    env?: NodeJS.ProcessEnv;
+    cwd?: string;
+    /** A process group of its own (its pid the group's id): a bench then counts its CPU time alone. */
+    detached?: boolean;
+  },
 ): ManagedProcess {
   installExitHooks();
   const fd = openSync(opts.logPath, 'a');
@@ -55,6 +61,7 @@ export function spawnManaged(
       stdio: ['ignore', fd, fd],
       env: opts.env ?? process.env,
       ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
+      ...(opts.detached ? { detached: true } : {}),
     });
   } finally {
     closeSync(fd);

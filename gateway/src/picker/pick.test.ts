@@ -48,6 +48,15 @@ describe('Picker.pick', () => {
     expect(standaloneIds(await t.pickChat('Something else entirely. '.repeat(40))).endpoint).toBe('a');
   });
 
+  it('picks only within what `within` admits (a subset hint), fallbacks too; none admitted: refused 503', async () => {
+    t = buildTestPicker([buildTestRoute(threeEndpoints, { policy: 'least-load', reuse: false })]);
+    const notA = (e: { id: string }): boolean => e.id !== 'a';
+    const picked = standaloneIds(await t.pickChat('hi', { fallbacks: 2, within: notA }));
+    expect([picked.endpoint, ...picked.fallbacks].sort()).toEqual(['b', 'c']);
+    const none = await t.pickChat('hi', { within: () => false });
+    expect(none.kind === 'refused' && none.verdict).toMatchObject({ status: 503, code: 'GW_NO_ENDPOINT' });
+  });
+
   it('orders the fallbacks as the policy ranks the endpoints, as many as asked', async () => {
     t = buildTestPicker([buildTestRoute(threeEndpoints, { policy: 'least-load', reuse: false })]);
     t.book.track('a');

@@ -11,7 +11,8 @@
 // Retry-After, or refuse); the front end sends, retries (lease.repick),
 // delivers and reports outcomes to lease.policy, then settles the lease.
 //
-// Front ends: the fastify proxy (gateway.ts); an Envoy ext_proc picker next.
+// Front ends: the fastify proxy (gateway.ts) and the Envoy ext_proc endpoint
+// picker (epp/), over one Picker.
 // Nothing here reaches fastify or undici (imports.test.ts holds that).
 
 import { randomBytes } from 'node:crypto';
@@ -210,7 +211,7 @@ export class Picker {
     routed: Omit<Decision, 'target'>,
     reuse: ReuseTicket | undefined,
   ): Promise<Omit<Extract<PickResult, { kind: 'routed' }>, 'headers'>> {
-    const s = this.#s;
+    const s = this.#restrictTo(req.within);
     const { route, input, exact, salt } = routed;
     const permit = await admitRequest(s.admission, s.tier, s.metrics, route, {
       signal: scope.signal,
@@ -274,6 +275,13 @@ export class Picker {
       permit.release(undefined);
       throw err;
     }
+  }
+
+  /** The shared state, its standing endpoints narrowed to those `within` admits (a subset hint). */
+  #restrictTo(within: PickRequest['within']): PickerState {
+    const s = this.#s;
+    if (!within) return s;
+    return { ...s, standing: (endpoints) => s.standing(endpoints).filter(within) };
   }
 
   /** The prompt's ids from the model's own tokenizer (for the KV index). */

@@ -34,6 +34,11 @@ export interface PickRequest {
    * Envoy). The proxy asks for none: it picks again at retry time, with the load then.
    */
   readonly fallbacks?: number;
+  /**
+   * Only endpoints this admits may be picked (an ext_proc data plane's subset hint); none
+   * admitted: refused GW_NO_ENDPOINT, as when none stands.
+   */
+  readonly within?: (endpoint: RouteEndpoint) => boolean;
 }
 
 /** Where the picker logs a decision; a pino (fastify) logger is one. */

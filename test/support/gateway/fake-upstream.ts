@@ -40,6 +40,8 @@ export class Gate {
 export interface Received {
   readonly path: string;
   readonly body: Record<string, unknown>;
+  /** The Authorization header it came with, if any (what a runtime would check). */
+  readonly authorization?: string;
 }
 
 export interface FakeUpstream {
@@ -76,14 +78,19 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     req.on('data', (c: Buffer) => (raw += c.toString()));
     // Only generation is scripted; the gateway's /metrics scrape gets a 404.
     if (req.method !== 'POST') req.on('end', () => res.writeHead(404).end());
-    else req.on('end', () => void respond(req.url ?? '/', raw, res));
+    else req.on('end', () => void respond(req.url ?? '/', raw, res, req.headers.authorization));
     res.on('close', () => {
       if (!res.writableFinished) state.aborted.count++;
     });
   });
-  const respond = async (path: string, raw: string, res: http.ServerResponse) => {
+  const respond = async (
+    path: string,
+    raw: string,
+    res: http.ServerResponse,
+    authorization: string | undefined,
+  ) => {
     const body = JSON.parse(raw) as Record<string, unknown>;
-    state.received.push({ path, body });
+    state.received.push({ path, body, ...(authorization === undefined ? {} : { authorization }) });
     await state.headGate.wait();
     await sleep(state.latencyMs);
     if (res.destroyed) return;

@@ -17,6 +17,8 @@ export interface GatewayProcess {
   /** Where /status, /metrics and the probes are: the admin listener with `admin`, else `url`. */
   readonly adminUrl: string;
   readonly proc: ChildProcess;
+  /** The endpoint picker's ext_proc and gRPC health ports (--mode picker or both). */
+  readonly picker?: { readonly port: number; readonly healthPort: number };
   readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
 }
 
@@ -37,6 +39,8 @@ const ListeningLine = z.object({
   msg: z.literal('listening'),
   port: z.number().int().positive(),
   adminPort: z.number().int().positive().optional(),
+  pickerPort: z.number().int().positive().optional(),
+  pickerHealthPort: z.number().int().positive().optional(),
 });
 
 /**
@@ -76,7 +80,11 @@ export async function spawnGateway(
     if (ready) break;
     await new Promise((r) => setTimeout(r, 25));
   }
-  return { url, adminUrl, proc, exited };
+  const picker =
+    listening.pickerPort !== undefined && listening.pickerHealthPort !== undefined
+      ? { port: listening.pickerPort, healthPort: listening.pickerHealthPort }
+      : undefined;
+  return { url, adminUrl, proc, exited, ...(picker ? { picker } : {}) };
 }
 
 export { SERVER as GATEWAY_SERVER };

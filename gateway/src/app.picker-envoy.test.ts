@@ -1,0 +1,398 @@
+// The endpoint picker (epp/) behind a real Envoy 1.40 with GIE's kind of
+// bootstrap (ext_proc FULL_DUPLEX_STREAMED, ORIGINAL_DST on the picked
+// header), simulators (test/sim) as the runtimes: what Envoy's clients get,
+// and what reaches which runtime. Every port bound on 0 and read back.
+
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Admission } from '#api';
+import { digestApiKey } from '#api/gateway-keys.ts';
+import { startEnvoy, type RunningEnvoy } from '../../test/support/envoy.ts';
+import {
+  eventually,
+  Gate,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../../test/support/gateway/fake-upstream.ts';
+import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';
+import { ManualClock } from '../../test/support/manual-clock.ts';
+import { bootstrapPortOf, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import { build, type BuildOptions } from './app.ts';
+import { RuntimeKeys } from './discovery/runtime-keys.ts';
+import type { PickerServer } from './epp/server.ts';
+import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
+import { StaticRoutingTable } from './routing/table.ts';
+import { startEndpointPicker } from './server.ts';
+import { buildTenantDirectory } from './tenancy/build-directory.ts';
+import { KeyDirectory, OPEN_DIRECTORY, type TenantDirectory } from './tenancy/tenant.ts';
+
+interface Stack {
+  readonly app: FastifyInstance;
+  readonly epp: PickerServer;
+  readonly envoy: RunningEnvoy;
+  readonly sims: readonly RunningSim[];
+}
+
+let stacks: Stack[] = [];
+
+afterEach(async () => {
+  for (const s of stacks) {
+    await s.envoy.close();
+    await s.epp.close();
+    await s.app.close();
+    await Promise.all(s.sims.map((sim) => sim.close()));
+  }
+  stacks = [];
+});
+
+interface SetupOptions {
+  endpoint?: (i: number) => Partial<RouteEndpoint>;
+  policy?: string;
+  reuse?: boolean;
+  admission?: ModelRoute['admission'];
+  tenants?: TenantDirectory;
+  failOpen?: boolean;
+  responseBody?: boolean;
+  subsetHint?: (urls: readonly string[]) => string[];
+  /** The route's endpoints as given (a prefill/decode pair), instead of one per url. */
+  endpoints?: readonly RouteEndpoint[];
+  app?: Partial<BuildOptions>;
+}
+
+async function setup(n: number, opts: SetupOptions = {}): Promise<Stack> {
+  const sims = await Promise.all(
+    Array.from({ length: n }, () =>
+      startSim(['--model-path', 'm', '--enable-cache-report', '--enable-metrics']),
+    ),
+  );
+  return setupOver(
+    sims.map((s) => s.url),
+    opts,
+    sims,
+  );
+}
+
+/** Envoy → the picker → `urls` (endpoints sim0, sim1, ... or, over one recording runtime, `e`). */
+async function setupOver(
+  urls: readonly string[],
+  opts: SetupOptions,
+  sims: readonly RunningSim[] = [],
+): Promise<Stack> {
+  const id = (i: number): string => (sims.length === 0 ? 'e' : `sim${i}`);
+  const table = new StaticRoutingTable([
+    buildTestRoute(
+      opts.endpoints ?? urls.map((url, i) => buildTestEndpoint(id(i), url, opts.endpoint?.(i))),
+      { policy: opts.policy ?? 'cache-aware', reuse: opts.reuse ?? false },
+      opts.admission ? { admission: opts.admission } : {},
+    ),
+  ]);
+  const tenants = opts.tenants ?? OPEN_DIRECTORY;
+  const app = build({ table, tenants, ...opts.app });
+  const epp = await startEndpointPicker(
+    app,
+    { mode: 'picker', port: 0, healthPort: 0 },
+    '127.0.0.1',
+    tenants,
+    () => true,
+  );
+  const envoy = await startEnvoy({
+    kind: 'picker',
+    pickerPort: epp.port,
+    failOpen: opts.failOpen ?? false,
+    responseBody: opts.responseBody ?? false,
+    ...(opts.subsetHint ? { subsetHint: opts.subsetHint(urls) } : {}),
+  });
+  const stack = { app, epp, envoy, sims };
+  stacks.push(stack);
+  return stack;
+}
+
+/** Requests a simulator has served (its own sglang:num_requests_total). */
+async function servedCount(sim: RunningSim): Promise<number> {
+  const text = await (await fetch(`${sim.url}/metrics`)).text();
+  const m = /sglang:num_requests_total\{[^}]*\} (\d+)/.exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+const KEY_A = 'a'.repeat(40);
+const RUNTIME_KEY = 'f'.repeat(64);
+
+function tenantDirectory(): KeyDirectory {
+  const dir = new KeyDirectory();
+  const tenant = (name: string, models: string[], limits?: object): object => ({
+    apiVersion: 'cacheroute.dev/v1alpha1',
+    kind: 'Tenant',
+    metadata: { namespace: 'ns', name },
+    spec: { apiKeys: { secretRef: { name: `${name}-keys` } }, models, ...(limits ? { limits } : {}) },
+  });
+  dir.replace(
+    buildTenantDirectory({
+      tenants: [tenant('a', ['m'], { requestsPerMinute: 2 })],
+      keyDigests: { 'ns/a-keys': { k: digestApiKey(KEY_A) } },
+    }),
+  );
+  dir.ready = true;
+  return dir;
+}
+
+async function chat(
+  envoy: RunningEnvoy,
+  content: string | { role: string; content: string }[],
+  headers: Record<string, string> = {},
+): Promise<{ status: number; endpoint: string | null; headers: Headers; json: Record<string, unknown> }> {
+  const messages = typeof content === 'string' ? [{ role: 'user', content }] : content;
+  const res = await fetch(`${envoy.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model: 'm', messages, max_tokens: 4 }),
+  });
+  const text = await res.text();
+  let json: Record<string, unknown>;
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    json = { text };
+  }
+  return {
+    status: res.status,
+    endpoint: res.headers.get('x-cacheroute-endpoint'),
+    headers: res.headers,
+    json,
+  };
+}
+
+describe('the endpoint picker behind a real Envoy', () => {
+  it('routes every request to a verified endpoint, never to another', async () => {
+    const { envoy, app } = await setup(3, {
+      endpoint: (i) => ({ verified: i !== 1 }),
+      policy: 'round-robin',
+    });
+    const served: (string | null)[] = [];
+    for (let i = 0; i < 8; i++) {
+      const r = await chat(envoy, `question number ${i}`);
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      served.push(r.endpoint);
+    }
+    expect(new Set(served)).toEqual(new Set(['sim0', 'sim2']));
+    await eventually(() => app.gateway.inFlightOf('sim0') + app.gateway.inFlightOf('sim2') === 0);
+  });
+
+  it('keeps a conversation on the endpoint that holds its prefix, turn after turn', async () => {
+    const { envoy } = await setup(3);
+    const system = { role: 'system', content: 'You are a careful assistant. '.repeat(40) };
+    for (let c = 0; c < 4; c++) {
+      const turns: { role: string; content: string }[] = [system];
+      const served = new Set<string | null>();
+      for (let t = 0; t < 3; t++) {
+        turns.push({
+          role: 'user',
+          content: `conversation ${c}, question ${t}: ${'tell me more '.repeat(20)}`,
+        });
+        const r = await chat(envoy, turns);
+        expect(r.status).toBe(200);
+        served.add(r.endpoint);
+        turns.push({ role: 'assistant', content: `answer ${t} of conversation ${c}` });
+      }
+      expect(served.size, `conversation ${c}: ${[...served].join(', ')}`).toBe(1);
+    }
+  });
+
+  it('503 as an ImmediateResponse when no endpoint is ready and verified; no runtime sees the request', async () => {
+    const { envoy, sims } = await setup(2, { endpoint: () => ({ ready: false }) });
+    const r = await chat(envoy, 'anyone there?');
+    expect(r.status).toBe(503);
+    expect(r.json).toMatchObject({ error: { code: 'GW_NO_ENDPOINT' } });
+    expect(await Promise.all(sims.map(servedCount))).toEqual([0, 0]);
+  });
+
+  it("tenants' keys and limits: 401, 403, then 429 with Retry-After, as ImmediateResponses", async () => {
+    const { envoy, sims } = await setup(1, { tenants: tenantDirectory() });
+    const none = await chat(envoy, 'hello');
+    expect(none.status).toBe(401);
+    expect(none.json).toMatchObject({ error: { code: 'GW_UNAUTHORIZED' } });
+    const auth = { authorization: `Bearer ${KEY_A}` };
+    const forbidden = await fetch(`${envoy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ model: 'other', messages: [{ role: 'user', content: 'x' }] }),
+    });
+    expect([403, 404], await forbidden.text()).toContain(forbidden.status);
+    const statuses: number[] = [];
+    let limited: Awaited<ReturnType<typeof chat>> | undefined;
+    for (let i = 0; i < 3; i++) {
+      const r = await chat(envoy, `question ${i}`, auth);
+      statuses.push(r.status);
+      if (r.status === 429) limited = r;
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+    expect(limited?.json).toMatchObject({ error: { code: 'GW_RATE_LIMITED' } });
+    expect(Number(limited?.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await servedCount(sims[0] as RunningSim)).toBe(2);
+  });
+
+  it("honours the data plane's subset hint: picks only within it, 503 when none of it fits", async () => {
+    const hostOf = (url: string): string => new URL(url).host;
+    const within = await setup(3, { policy: 'round-robin', subsetHint: (urls) => [hostOf(urls[2] ?? '')] });
+    const served = new Set<string | null>();
+    for (let i = 0; i < 4; i++) served.add((await chat(within.envoy, `hinted ${i}`)).endpoint);
+    expect(served).toEqual(new Set(['sim2']));
+    const outside = await setup(2, { subsetHint: () => ['127.0.0.1:1'] });
+    const r = await chat(outside.envoy, 'nowhere');
+    expect(r.status).toBe(503);
+    expect(r.json).toMatchObject({ error: { code: 'GW_NO_ENDPOINT' } });
+  });
+
+  it('prefill/decode: Envoy carries the request to the decode, the picker sends the prefill its copy', async () => {
+    const pd = ['--model-path', 'm', '--enable-cache-report', '--enable-metrics', '--disaggregation-mode'];
+    const sims = [
+      await startSim([...pd, 'prefill', '--disaggregation-bootstrap-port', '0']),
+      await startSim([...pd, 'decode', '--sim-pd-timeout-ms', '5000']),
+    ];
+    const [prefill, decode] = sims as [RunningSim, RunningSim];
+    const endpoints: RouteEndpoint[] = [
+      buildTestEndpoint('p0', prefill.url, { role: 'prefill', bootstrapPort: bootstrapPortOf(prefill) }),
+      buildTestEndpoint('d0', decode.url, { role: 'decode' }),
+    ];
+    const { envoy, app } = await setupOver([], { endpoints }, sims);
+    for (let i = 0; i < 2; i++) {
+      const r = await fetch(`${envoy.url}/generate`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', text: ` ba be bo ${i}`, sampling_params: { max_new_tokens: 4 } }),
+      });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-cacheroute-endpoint')).toBe('d0');
+      const answer = (await r.json()) as { meta_info: Record<string, unknown> };
+      // The decode's answer (4 tokens), which it gives only once the prefill of its room is over.
+      expect(answer.meta_info['completion_tokens']).toBe(4);
+    }
+    expect(await servedCount(prefill)).toBe(2);
+    await eventually(() => ['p0', 'd0'].every((id) => app.gateway.inFlightOf(id) === 0));
+  });
+
+  it('a picker outage fails closed: Envoy answers 5xx and no runtime sees the request', async () => {
+    const { envoy, epp, sims } = await setup(2);
+    expect((await chat(envoy, 'before')).status).toBe(200);
+    await epp.close();
+    const r = await chat(envoy, 'during the outage');
+    expect(r.status).toBeGreaterThanOrEqual(500);
+    expect((await Promise.all(sims.map(servedCount))).reduce((a, b) => a + b)).toBe(1);
+  });
+
+  it('a runtime that drains leaves the pick at the next /ready poll', async () => {
+    const clock = new ManualClock();
+    const { envoy, app, sims } = await setup(3, {
+      policy: 'round-robin',
+      app: { clock, readyPollIntervalMs: 1000 },
+    });
+    const before = new Set<string | null>();
+    for (let i = 0; i < 6; i++) before.add((await chat(envoy, `q${i}`)).endpoint);
+    expect(before).toEqual(new Set(['sim0', 'sim1', 'sim2']));
+    void sims[0]?.server.terminate();
+    clock.advance(1000);
+    await eventually(() => app.gateway.standing.list().length > 0);
+    const after: (string | null)[] = [];
+    for (let i = 0; i < 6; i++) after.push((await chat(envoy, `later ${i}`)).endpoint);
+    expect(after).not.toContain('sim0');
+    expect(new Set(after)).toEqual(new Set(['sim1', 'sim2']));
+  });
+
+  it('returns an answer the proxy stored as an ImmediateResponse (both modes share one store)', async () => {
+    const { envoy, app, sims } = await setup(1, { reuse: true });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address();
+    const proxy = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const body = {
+      model: 'm',
+      messages: [{ role: 'user', content: 'What is 2+2?' }],
+      max_tokens: 8,
+      temperature: 0,
+    };
+    const post = (base: string): Promise<Response> =>
+      fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const first = await post(proxy);
+    expect(first.status).toBe(200);
+    const viaEnvoy = await post(envoy.url);
+    expect(viaEnvoy.status).toBe(200);
+    expect(viaEnvoy.headers.get('x-cacheroute-reused')).toBe('store');
+    expect(((await viaEnvoy.json()) as { choices: unknown }).choices).toEqual(
+      ((await first.json()) as { choices: unknown }).choices,
+    );
+    expect(await servedCount(sims[0] as RunningSim)).toBe(1);
+  });
+});
+
+describe('the endpoint picker behind a real Envoy, a recording runtime behind it', () => {
+  let up: FakeUpstream | undefined;
+  afterEach(async () => {
+    await up?.close();
+    up = undefined;
+  });
+
+  it("stamps the tenant's cache salt into the body the runtime gets", async () => {
+    up = await startFakeUpstream();
+    const { envoy } = await setupOver([up.url], { tenants: tenantDirectory() });
+    const r = await chat(envoy, 'salted?', { authorization: `Bearer ${KEY_A}` });
+    expect(r.status).toBe(200);
+    const got = up.received[0]?.body;
+    expect(got?.['messages']).toEqual([{ role: 'user', content: 'salted?' }]);
+    expect(got?.['cache_salt']).toEqual(expect.stringMatching(/.+/));
+    expect(got?.['cache_salt']).not.toBe('s');
+    // The tenant's key is the picker's to check, never the runtime's to see.
+    expect(up.received[0]?.authorization).toBeUndefined();
+  });
+
+  it("sends the runtime its own API key in place of the tenant's", async () => {
+    const sim = await startSim(['--model-path', 'm', '--api-key', RUNTIME_KEY]);
+    const keys = new RuntimeKeys();
+    keys.replace({ keys: new Map([['ns/m', new Map([['fp1', RUNTIME_KEY]])]]), issues: [] });
+    keys.ready = true;
+    const { envoy } = await setupOver([sim.url], { tenants: tenantDirectory(), app: { runtimeKeys: keys } }, [
+      sim,
+    ]);
+    const r = await chat(envoy, 'with the runtime key', { authorization: `Bearer ${KEY_A}` });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+  });
+
+  // Envoy closes the ext_proc stream after the last message it sends: the response headers,
+  // unless the response body passes through the picker too.
+  for (const responseBody of [false, true])
+    it(`settles the request ${responseBody ? 'when its stream ends (response body through the picker)' : 'at its response headers (the default: the body streams past)'}`, async () => {
+      const upstream = await startFakeUpstream();
+      up = upstream;
+      upstream.streamGate = new Gate();
+      const { envoy, app } = await setupOver([upstream.url], { responseBody });
+      const res = await fetch(`${envoy.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'stream' }], stream: true }),
+      });
+      expect(res.status).toBe(200);
+      await upstream.streamGate.untilWaiting(1);
+      if (responseBody) expect(app.gateway.inFlightOf('e')).toBe(1);
+      else await eventually(() => app.gateway.inFlightOf('e') === 0);
+      upstream.streamGate.open();
+      const text = await res.text();
+      expect(text).toContain('data: [DONE]');
+      await eventually(() => app.gateway.inFlightOf('e') === 0);
+    });
+
+  it('sheds with 429 and Retry-After when admission is full, as an ImmediateResponse', async () => {
+    up = await startFakeUpstream();
+    up.headGate = new Gate();
+    const admission = Admission.parse({ adaptive: false, maxConcurrency: 1, maxQueue: 0 });
+    const { envoy } = await setupOver([up.url], { admission });
+    const held = chat(envoy, 'first');
+    await up.headGate.untilWaiting(1);
+    const shed = await chat(envoy, 'second');
+    expect(shed.status).toBe(429);
+    expect(Number(shed.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(up.received).toHaveLength(1);
+    up.headGate.open();
+    expect((await held).status).toBe(200);
+  });
+});

@@ -1,0 +1,321 @@
+// One ext_proc stream: one HTTP request Envoy holds while the picker decides.
+// Request headers (the path, the tenant's key) → body chunks, buffered to the
+// end (FULL_DUPLEX_STREAMED) → the pick, from the same Picker the proxy asks →
+// the answer: the endpoint in a header and `envoy.lb` metadata, then the body
+// as sent upstream (salt stamped, a pair's bootstrap fields); or an
+// ImmediateResponse (refusal, error, stored answer). Response headers tell the
+// endpoint book the first byte; the stream's end settles the lease (in
+// flight, admission's latency, the policy's outcome). The response body does
+// not pass through: the KV and load events tell the picker the rest.
+
+import type { Clock } from '#kube/clock.ts';
+import type { EndpointBook, LoadGuard } from '../endpoints/book.ts';
+import { buildErrorBody, GatewayError } from '../errors/index.ts';
+import { ENDPOINT_HEADER } from '../forward/served.ts';
+import type { KvIndexFleet } from '../kv-index/fleet.ts';
+import type { Picker } from '../picker/pick.ts';
+import type { DecisionLog, Decision, PickLease } from '../picker/types.ts';
+import { kindOfPath } from '../request/routes.ts';
+import type { RouteKind } from '../request/shape.ts';
+import type { RouteEndpoint } from '../routing/table.ts';
+import { authenticate } from '../tenancy/authenticate.ts';
+import { applyLimitHeaders, toRateLimitError } from '../tenancy/limit-response.ts';
+import type { RefusalMemoLimiter } from '../tenancy/refusal-memo.ts';
+import type { Tenant, TenantDirectory } from '../tenancy/tenant.ts';
+import {
+  buildBodyChunks,
+  buildContinue,
+  buildImmediate,
+  buildPickHeaders,
+  buildResponseChunk,
+  DESTINATION_NAMESPACE,
+  SERVED_KEY,
+  SUBSET_KEY,
+  SUBSET_NAMESPACE,
+  type ProcessingResponse,
+} from './answers.ts';
+import { readMetadataList, toHeaderRecord, type HttpHeaders, type ProcessingRequest } from './messages.ts';
+
+/** What the endpoint picker shares with the proxy: built once by server.ts, read by every stream. */
+export interface PickerHost {
+  readonly picker: Picker;
+  readonly book: EndpointBook;
+  readonly kvIndex: KvIndexFleet;
+  readonly clock: Clock;
+  readonly tenants: TenantDirectory;
+  /** Refuses a tenant inside a rate-limit refusal before its body is read (the proxy's memo). */
+  readonly memo?: RefusalMemoLimiter;
+  /** Decisions at info (as the proxy's); a stream that failed at warn. */
+  readonly log: DecisionLog & { warn(obj: object, msg: string): void };
+  readonly bodyLimitBytes: number;
+  /** Endpoints named after the first in `envoy.lb`, for the data plane's retries. */
+  readonly fallbacks: number;
+  readonly draining: () => boolean;
+  /**
+   * A prefill/decode pair behind one proxy: Envoy carries the request to the decode (the
+   * client's answer); this sends the prefill its copy (same body, same bootstrap room).
+   */
+  readonly sendPrefill: (prefill: RouteEndpoint, path: string, body: Decision['body']) => void;
+  /** The runtime's own API key as an Authorization header, or undefined (gateway.authorizationFor). */
+  readonly authorizationFor: (endpoint: RouteEndpoint) => string | undefined;
+}
+
+/** `ip:port` of an endpoint, as GIE names endpoints (the URL's host; port 80 when it has none). */
+export function addressOf(endpoint: RouteEndpoint): string {
+  const url = new URL(endpoint.url);
+  return url.port ? url.host : `${url.host}:${url.protocol === 'https:' ? 443 : 80}`;
+}
+
+interface Routed {
+  readonly lease: PickLease;
+  readonly decision: Decision;
+  readonly endpoint: RouteEndpoint;
+  readonly guard: LoadGuard;
+  readonly pickedAt: number;
+  /** Headers for the client's answer (a tenant's x-ratelimit-* figures). */
+  readonly clientHeaders: Readonly<Record<string, string>>;
+  status?: number;
+  latencyMs?: number;
+}
+
+export class PickerExchange {
+  readonly #host: PickerHost;
+  readonly #send: (r: ProcessingResponse) => void;
+  readonly #id: string;
+  readonly #abort = new AbortController();
+  #headers: Record<string, string> = {};
+  #kind: RouteKind | undefined;
+  #path = '';
+  #tenant: Tenant | undefined;
+  readonly #chunks: Buffer[] = [];
+  #bodyBytes = 0;
+  /** Answered (immediately, or the pick sent): later request messages are not ours to answer. */
+  #answered = false;
+  #routed: Routed | undefined;
+  #ended = false;
+
+  constructor(host: PickerHost, id: string, send: (r: ProcessingResponse) => void) {
+    this.#host = host;
+    this.#id = id;
+    this.#send = send;
+  }
+
+  async receive(msg: ProcessingRequest): Promise<void> {
+    try {
+      if (msg.request_headers) this.#onRequestHeaders(msg.request_headers);
+      else if (msg.request_body) {
+        if (this.#answered) return;
+        this.#onBodyChunk(msg.request_body.body);
+        if (msg.request_body.end_of_stream) await this.#pick(msg, false);
+      } else if (msg.request_trailers) {
+        if (!this.#answered) await this.#pick(msg, true);
+        this.#send(buildContinue('request_trailers'));
+      } else if (msg.response_headers) this.#onResponseHeaders(msg);
+      else if (msg.response_body) {
+        // Only where the data plane sends the response body too (not by default): passed on as is.
+        const { body, end_of_stream } = msg.response_body;
+        this.#send(buildResponseChunk(body, end_of_stream));
+      } else if (msg.response_trailers) this.#send(buildContinue('response_trailers'));
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      this.#answerError(err);
+    }
+  }
+
+  /** The stream is over or broke: waits (admission, wake, an identical request) end now. */
+  cancel(): void {
+    this.#abort.abort();
+  }
+
+  /** After the last message was handled: the request is done either way, its lease settled. */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#abort.abort();
+    const r = this.#routed;
+    if (!r) return;
+    r.guard.release();
+    const { policy } = r.lease;
+    const input = r.decision.input;
+    const ok = r.status !== undefined && r.status < 500;
+    this.#host.book.observe(
+      policy,
+      ok
+        ? { kind: 'completed', endpoint: r.endpoint.id, input }
+        : { kind: 'failed', endpoint: r.endpoint.id, input },
+    );
+    // No answer seen (the client went away first): admission learns nothing from it.
+    r.lease.release(
+      r.status === undefined
+        ? undefined
+        : { ok, ...(r.latencyMs !== undefined ? { latencyMs: r.latencyMs } : {}) },
+    );
+  }
+
+  #onRequestHeaders(h: HttpHeaders): void {
+    const host = this.#host;
+    this.#headers = toHeaderRecord(h);
+    const method = this.#headers[':method'] ?? '';
+    const path = this.#headers[':path'] ?? '';
+    this.#kind = method === 'POST' ? kindOfPath(path) : undefined;
+    if (!this.#kind) throw new GatewayError('GW_NOT_FOUND', { method, url: path });
+    this.#path = path.split('?')[0] ?? path;
+    if (host.draining())
+      throw new GatewayError(
+        'GW_DRAINING',
+        { subject: 'This endpoint picker', retryAfterSeconds: 1 },
+        { retryAfterSeconds: 1 },
+      );
+    if (host.tenants.mode === 'keys') {
+      const tenant = authenticate(host.tenants, this.#headers);
+      this.#tenant = tenant;
+      const refused = host.memo?.refusalOf(tenant);
+      if (refused) {
+        const headers: Record<string, string> = {};
+        applyLimitHeaders(refused, (name, value) => (headers[name] = value));
+        throw withHeaders(toRateLimitError(tenant, refused), headers);
+      }
+    }
+    if (h.end_of_stream)
+      throw new GatewayError('GW_BAD_REQUEST', { detail: 'a generation request needs a JSON body' });
+  }
+
+  #onBodyChunk(chunk: Buffer): void {
+    this.#bodyBytes += chunk.length;
+    if (this.#bodyBytes > this.#host.bodyLimitBytes)
+      throw new GatewayError('GW_PAYLOAD_TOO_LARGE', { limitBytes: this.#host.bodyLimitBytes });
+    this.#chunks.push(chunk);
+  }
+
+  async #pick(msg: ProcessingRequest, trailersFollow: boolean): Promise<void> {
+    const host = this.#host;
+    const kind = this.#kind;
+    if (!kind) return;
+    this.#answered = true;
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(this.#chunks).toString('utf8'));
+    } catch (err) {
+      throw new GatewayError('GW_BAD_REQUEST', {
+        detail: `body: not JSON (${err instanceof Error ? err.message : String(err)})`,
+      });
+    }
+    const subset = readMetadataList(msg, SUBSET_NAMESPACE, SUBSET_KEY);
+    const within = subset && new Set(subset);
+    const picked = await host.picker.pick(
+      {
+        id: this.#id,
+        kind,
+        path: this.#path,
+        body,
+        headers: this.#headers,
+        tenant: this.#tenant,
+        fallbacks: host.fallbacks,
+        ...(within ? { within: (e: RouteEndpoint) => within.has(addressOf(e)) } : {}),
+      },
+      { signal: this.#abort.signal, log: host.log },
+    );
+    if (picked.kind === 'refused') {
+      const v = picked.verdict;
+      const headers = {
+        ...picked.headers,
+        'content-type': 'application/json',
+        ...(v.retryAfterSeconds !== undefined ? { 'retry-after': String(v.retryAfterSeconds) } : {}),
+      };
+      this.#send(buildImmediate(v.status, headers, JSON.stringify(v.body), `cacheroute_${v.code}`));
+      return;
+    }
+    if (picked.kind === 'reused') {
+      const a = picked.answer;
+      const headers = { ...picked.headers, ...a.headers, 'content-type': a.contentType };
+      this.#send(buildImmediate(a.status, headers, a.body, `cacheroute_reused_${a.source}`));
+      return;
+    }
+    const { decision, lease } = picked;
+    // The answer goes from the runtime through Envoy to the client, never here: nothing to store.
+    void lease.reuse?.fail();
+    if (this.#abort.signal.aborted) {
+      lease.release(undefined);
+      return;
+    }
+    const { target } = decision;
+    const endpoint = target.kind === 'pair' ? target.decode : target.endpoint;
+    const order = target.kind === 'pair' ? [endpoint] : [endpoint, ...target.fallbacks];
+    host.kvIndex.expectEvents(target.kind === 'pair' ? target.prefill.id : endpoint.id);
+    const guard = host.book.track(endpoint.id);
+    host.book.observe(lease.policy, { kind: 'routed', endpoint: endpoint.id, input: decision.input });
+    this.#routed = {
+      lease,
+      decision,
+      endpoint,
+      guard,
+      pickedAt: host.clock.now(),
+      clientHeaders: { ...picked.headers, [ENDPOINT_HEADER]: endpoint.id },
+    };
+    if (target.kind === 'pair') host.sendPrefill(target.prefill, this.#path, decision.body);
+    // The client's Authorization is its tenant's key, for this picker only: never the runtime's to
+    // see. The runtime gets its own key, as the proxy sends it (none known: no header).
+    const runtimeAuth = host.authorizationFor(endpoint);
+    this.#send(
+      buildPickHeaders(order.map(addressOf), runtimeAuth ? { authorization: runtimeAuth } : {}, [
+        'authorization',
+      ]),
+    );
+    for (const chunk of buildBodyChunks(Buffer.from(JSON.stringify(decision.body)), !trailersFollow))
+      this.#send(chunk);
+  }
+
+  #onResponseHeaders(msg: ProcessingRequest): void {
+    const r = this.#routed;
+    if (!r) {
+      this.#send(buildContinue('response_headers'));
+      return;
+    }
+    const status = Number(
+      toHeaderRecord(msg.response_headers ?? { headers: { headers: [] }, end_of_stream: false })[':status'],
+    );
+    r.status = Number.isFinite(status) ? status : 502;
+    r.latencyMs = this.#host.clock.now() - r.pickedAt;
+    // A data plane that reports the endpoint it served from (GIE): the outcome is that one's.
+    const served = readMetadataList(msg, DESTINATION_NAMESPACE, SERVED_KEY)?.[0];
+    if (served && served !== addressOf(r.endpoint))
+      this.#host.log.info({ served, picked: r.endpoint.id }, 'served by a fallback');
+    this.#host.book.observe(r.lease.policy, {
+      kind: 'first-token',
+      endpoint: r.endpoint.id,
+      input: r.decision.input,
+    });
+    this.#send({
+      response_headers: {
+        response: {
+          header_mutation: {
+            set_headers: Object.entries(r.clientHeaders).map(([key, value]) => ({
+              header: { key, raw_value: Buffer.from(value) },
+              append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
+            })),
+          },
+        },
+      },
+    });
+  }
+
+  #answerError(err: GatewayError): void {
+    this.#answered = true;
+    const headers: Record<string, string> = { ...extraHeaders(err), 'content-type': 'application/json' };
+    if (err.retryAfterSeconds !== undefined) headers['retry-after'] = String(err.retryAfterSeconds);
+    this.#send(
+      buildImmediate(err.statusCode, headers, JSON.stringify(buildErrorBody(err)), `cacheroute_${err.code}`),
+    );
+  }
+}
+
+const EXTRA_HEADERS = new WeakMap<GatewayError, Record<string, string>>();
+
+function withHeaders(err: GatewayError, headers: Record<string, string>): GatewayError {
+  EXTRA_HEADERS.set(err, headers);
+  return err;
+}
+
+function extraHeaders(err: GatewayError): Record<string, string> {
+  return EXTRA_HEADERS.get(err) ?? {};
+}

@@ -1,0 +1,132 @@
+// The endpoint picker's gRPC servers: Envoy's ext_proc service (one
+// PickerExchange per stream) on one port, gRPC health on another
+// (`liveness`, `readiness`, and the ext_proc service's own name, as GIE's
+// protocol lists them). Plaintext unless a certificate and key are given.
+
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Server, ServerCredentials, status, type ServerDuplexStream } from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import { PickerExchange, type PickerHost } from './exchange.ts';
+import { ProcessingRequest } from './messages.ts';
+import { EXT_PROC_SERVICE, extProcService } from './protos.ts';
+
+export interface PickerServerOptions {
+  readonly host: string;
+  /** ext_proc; 0: one the kernel picks. */
+  readonly port: number;
+  /** gRPC health; 0: one the kernel picks. */
+  readonly healthPort: number;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Readiness: asked every second (the routing table has synced, the tier is known). */
+  readonly ready: () => boolean;
+}
+
+export interface PickerServer {
+  readonly port: number;
+  readonly healthPort: number;
+  /** Readiness and the ext_proc service say NOT_SERVING (a drain); liveness stays. */
+  notServing(): void;
+  close(): Promise<void>;
+}
+
+type Stream = ServerDuplexStream<unknown, Record<string, unknown>>;
+
+export async function startPickerServer(host: PickerHost, opts: PickerServerOptions): Promise<PickerServer> {
+  const creds = opts.tls
+    ? ServerCredentials.createSsl(
+        null,
+        [{ cert_chain: readFileSync(opts.tls.certFile), private_key: readFileSync(opts.tls.keyFile) }],
+        false,
+      )
+    : ServerCredentials.createInsecure();
+  const server = new Server();
+  server.addService(extProcService(), { Process: (call: Stream) => serveStream(host, call) });
+  const health = new HealthImplementation({ '': 'SERVING', liveness: 'SERVING' });
+  let serving = true;
+  const setReady = (): void => {
+    const status = serving && opts.ready() ? 'SERVING' : 'NOT_SERVING';
+    health.setStatus('readiness', status);
+    health.setStatus(EXT_PROC_SERVICE, status);
+  };
+  setReady();
+  const timer = setInterval(setReady, 1000).unref();
+  const healthServer = new Server();
+  health.addToServer(healthServer);
+  const bind = (s: Server, port: number): Promise<number> =>
+    new Promise((resolve, reject) =>
+      s.bindAsync(`${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`, creds, (err, bound) =>
+        err ? reject(err) : resolve(bound),
+      ),
+    );
+  const port = await bind(server, opts.port);
+  const healthPort = await bind(healthServer, opts.healthPort);
+  return {
+    port,
+    healthPort,
+    notServing() {
+      serving = false;
+      setReady();
+    },
+    async close() {
+      clearInterval(timer);
+      await Promise.all(
+        [server, healthServer].map(
+          (s) =>
+            new Promise<void>((resolve) => {
+              s.tryShutdown(() => resolve());
+              // Streams Envoy keeps open for requests in flight end with the process, not after.
+              setTimeout(() => {
+                s.forceShutdown();
+                resolve();
+              }, 1000).unref();
+            }),
+        ),
+      );
+    },
+  };
+}
+
+function serveStream(host: PickerHost, call: Stream): void {
+  const exchange = new PickerExchange(host, randomUUID(), (r) => {
+    if (!call.writableEnded && !call.destroyed) call.write(r);
+  });
+  // One message at a time, in order: a pick may wait (admission, wake) while later ones arrive.
+  let queue = Promise.resolve();
+  call.on('data', (raw: unknown) => {
+    queue = queue
+      .then(async () => {
+        const msg = ProcessingRequest.safeParse(raw);
+        if (!msg.success) {
+          host.log.warn(
+            { issue: msg.error.issues[0]?.message, path: msg.error.issues[0]?.path.join('.') },
+            'ext_proc: a message the picker cannot read',
+          );
+          failStream(call, 'unreadable ProcessingRequest');
+          return;
+        }
+        await exchange.receive(msg.data);
+      })
+      .catch((err: unknown) => {
+        host.log.warn({ err }, 'ext_proc: stream failed');
+        failStream(call, err instanceof Error ? err.message : String(err));
+      });
+  });
+  const finish = (): void => {
+    exchange.cancel();
+    void queue.then(() => exchange.end());
+  };
+  call.on('end', () => {
+    finish();
+    if (!call.writableEnded) call.end();
+  });
+  call.on('cancelled', finish);
+  call.on('error', finish);
+  call.on('close', finish);
+}
+
+/** Ends the stream with gRPC INTERNAL: Envoy answers the client per failure_mode_allow. */
+function failStream(call: Stream, details: string): void {
+  // grpc-js sends the status of an 'error' event's object (server-call.js serverErrorToStatus).
+  call.emit('error', Object.assign(new Error(details), { code: status.INTERNAL, details }));
+}
