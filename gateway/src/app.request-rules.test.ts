@@ -4,9 +4,9 @@
 // `n` are capped, and a tenant's limits count what the runtime serves.
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PRIVILEGED_REQUEST_FIELDS, RequestRules, type PrivilegedRequestField } from '#api';
+import { Admission, PRIVILEGED_REQUEST_FIELDS, RequestRules, type PrivilegedRequestField } from '#api';
 import { startSim, type RunningSim } from '../../test/support/sim/testing.ts';
-import { startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
+import { Gate, startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';
 import { build } from './app.ts';
 import { ManualClock } from '../../test/support/manual-clock.ts';
@@ -323,5 +323,28 @@ describe("a tenant's limits count what the runtime serves", () => {
     // The next answer's figures: 6 prompt tokens and 3 x 5 completion tokens so far, and its own 2.
     const next = await post(a, 'generate', { input_ids: [7, 8], text: undefined, sampling_params }, as);
     expect(next.headers['x-ratelimit-remaining-tokens']).toBe(String(100_000 - 6 - 15 - 2));
+  });
+});
+
+describe('admission counts what the runtime serves', () => {
+  it('a batch of 2 prompts x n 2 holds 4 of 4 places: a single request behind it is refused', async () => {
+    const route = buildTestRoute(
+      [buildTestEndpoint('e', up.url)],
+      {},
+      {
+        admission: Admission.parse({ adaptive: false, maxConcurrency: 4, maxQueue: 0 }),
+      },
+    );
+    app = build({ table: new StaticRoutingTable([route]) });
+    up.headGate = new Gate();
+    const batch = post(app, 'generate', { text: ['a', 'b'], sampling_params: { n: 2 } });
+    await up.headGate.untilWaiting(1);
+    const single = post(app, 'generate', {});
+    // Without weights the single request is admitted and held beside the batch.
+    await Promise.race([single, up.headGate.untilWaiting(2)]);
+    up.headGate.open();
+    expect([(await single).status, (await single).code]).toEqual([429, 'GW_OVERLOADED']);
+    expect((await batch).status).toBe(200);
+    expect(up.received).toHaveLength(1);
   });
 });
