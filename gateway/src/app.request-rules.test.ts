@@ -326,6 +326,32 @@ describe("a tenant's limits count what the runtime serves", () => {
   });
 });
 
+describe('a streamed /generate batch is charged for every prompt (the SGLang simulator)', () => {
+  it('its completion tokens are the sum over its items, not the last event', async () => {
+    sim = await startSim(['--model-path', 'm']);
+    const a = serve({}, { limits: { tokensPerMinute: 100_000 }, url: sim.url });
+    const headers = { authorization: `Bearer ${KEY}` };
+    const sampling_params = { max_new_tokens: 5, ignore_eos: true };
+    const input_ids = [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ];
+    const streamed = await a.inject({
+      method: 'POST',
+      url: '/generate',
+      headers,
+      payload: { model: 'm', input_ids, sampling_params, stream: true },
+    });
+    expect(streamed.statusCode).toBe(200);
+    const indexes = new Set([...streamed.body.matchAll(/"index":(\d+)/g)].map((m) => m[1]));
+    expect(indexes).toEqual(new Set(['0', '1', '2']));
+    // The next answer's figures: 6 prompt tokens and 3 x 5 completion tokens so far, and its own 2.
+    const next = await post(a, 'generate', { input_ids: [7, 8], text: undefined, sampling_params }, headers);
+    expect(next.headers['x-ratelimit-remaining-tokens']).toBe(String(100_000 - 6 - 15 - 2));
+  });
+});
+
 describe('admission counts what the runtime serves', () => {
   it('a batch of 2 prompts x n 2 holds 4 of 4 places: a single request behind it is refused', async () => {
     const route = buildTestRoute(
