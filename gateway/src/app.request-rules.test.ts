@@ -96,6 +96,15 @@ const PRIVILEGED_VALUES: Record<PrivilegedRequestField, unknown> = {
   disagg_prefill_dp_rank: 0,
   kv_hints: { version: 1, actions: [] },
   encoder_urls: ['http://10.0.0.9:8000'],
+  return_hidden_states: true,
+  return_routed_experts: true,
+  return_indexer_topk: true,
+  session_params: { id: 'another-tenants-session' },
+  session_id: 'another-tenants-session',
+  lora_id: 'adapter-uuid',
+  custom_labels: { request: 'a-new-series-each-time' },
+  log_metrics: false,
+  no_logs: true,
 };
 
 const everyFieldOnEveryRoute = PRIVILEGED_REQUEST_FIELDS.flatMap((field) =>
@@ -124,6 +133,19 @@ describe('fields that are the operator’s', () => {
       expect(up.received[0]?.body[field]).toEqual(PRIVILEGED_VALUES[field]);
     },
   );
+
+  it("SGLang's defaults ask for nothing and pass; lora_path names an adapter the operator loaded", async () => {
+    const defaults = {
+      return_hidden_states: false,
+      return_routed_experts: false,
+      log_metrics: true,
+      no_logs: false,
+    };
+    const a = serve();
+    for (const route of Object.keys(ROUTES) as RouteName[])
+      expect((await post(a, route, { ...defaults, lora_path: 'sql-adapter' })).status).toBe(200);
+    expect(up.received[0]?.body['lora_path']).toBe('sql-adapter');
+  });
 
   it('allowing one field allows no other; null is the field left out', async () => {
     const a = serve({ allowPrivilegedFields: ['priority'] });
