@@ -5,9 +5,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { digestApiKey } from '#api/gateway-keys.ts';
-import { PRIVILEGED_REQUEST_FIELDS, RequestRules, type PrivilegedRequestField } from '#api';
+import { Admission, PRIVILEGED_REQUEST_FIELDS, RequestRules, type PrivilegedRequestField } from '#api';
 import { startSim, type RunningSim } from '../../test/support/sim/testing.ts';
-import { startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
+import { Gate, startFakeUpstream, type FakeUpstream } from '../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';
 import { build } from './app.ts';
 import { ManualClock } from '../../test/support/manual-clock.ts';
@@ -95,6 +95,15 @@ const PRIVILEGED_VALUES: Record<PrivilegedRequestField, unknown> = {
   disagg_prefill_dp_rank: 0,
   kv_hints: { version: 1, actions: [] },
   encoder_urls: ['http://10.0.0.9:8000'],
+  return_hidden_states: true,
+  return_routed_experts: true,
+  return_indexer_topk: true,
+  session_params: { id: 'another-tenants-session' },
+  session_id: 'another-tenants-session',
+  lora_id: 'adapter-uuid',
+  custom_labels: { request: 'a-new-series-each-time' },
+  log_metrics: false,
+  no_logs: true,
 };
 
 const everyFieldOnEveryRoute = PRIVILEGED_REQUEST_FIELDS.flatMap((field) =>
@@ -123,6 +132,19 @@ describe('fields that are the operator’s', () => {
       expect(up.received[0]?.body[field]).toEqual(PRIVILEGED_VALUES[field]);
     },
   );
+
+  it("SGLang's defaults ask for nothing and pass; lora_path names an adapter the operator loaded", async () => {
+    const defaults = {
+      return_hidden_states: false,
+      return_routed_experts: false,
+      log_metrics: true,
+      no_logs: false,
+    };
+    const a = serve();
+    for (const route of Object.keys(ROUTES) as RouteName[])
+      expect((await post(a, route, { ...defaults, lora_path: 'sql-adapter' })).status).toBe(200);
+    expect(up.received[0]?.body['lora_path']).toBe('sql-adapter');
+  });
 
   it('allowing one field allows no other; null is the field left out', async () => {
     const a = serve({ allowPrivilegedFields: ['priority'] });
@@ -322,5 +344,54 @@ describe("a tenant's limits count what the runtime serves", () => {
     // The next answer's figures: 6 prompt tokens and 3 x 5 completion tokens so far, and its own 2.
     const next = await post(a, 'generate', { input_ids: [7, 8], text: undefined, sampling_params }, as);
     expect(next.headers['x-ratelimit-remaining-tokens']).toBe(String(100_000 - 6 - 15 - 2));
+  });
+});
+
+describe('a streamed /generate batch is charged for every prompt (the SGLang simulator)', () => {
+  it('its completion tokens are the sum over its items, not the last event', async () => {
+    sim = await startSim(['--model-path', 'm']);
+    const a = serve({}, { limits: { tokensPerMinute: 100_000 }, url: sim.url });
+    const headers = { authorization: `Bearer ${KEY}` };
+    const sampling_params = { max_new_tokens: 5, ignore_eos: true };
+    const input_ids = [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ];
+    const streamed = await a.inject({
+      method: 'POST',
+      url: '/generate',
+      headers,
+      payload: { model: 'm', input_ids, sampling_params, stream: true },
+    });
+    expect(streamed.statusCode).toBe(200);
+    const indexes = new Set([...streamed.body.matchAll(/"index":(\d+)/g)].map((m) => m[1]));
+    expect(indexes).toEqual(new Set(['0', '1', '2']));
+    // The next answer's figures: 6 prompt tokens and 3 x 5 completion tokens so far, and its own 2.
+    const next = await post(a, 'generate', { input_ids: [7, 8], text: undefined, sampling_params }, headers);
+    expect(next.headers['x-ratelimit-remaining-tokens']).toBe(String(100_000 - 6 - 15 - 2));
+  });
+});
+
+describe('admission counts what the runtime serves', () => {
+  it('a batch of 2 prompts x n 2 holds 4 of 4 places: a single request behind it is refused', async () => {
+    const route = buildTestRoute(
+      [buildTestEndpoint('e', up.url)],
+      {},
+      {
+        admission: Admission.parse({ adaptive: false, maxConcurrency: 4, maxQueue: 0 }),
+      },
+    );
+    app = build({ table: new StaticRoutingTable([route]) });
+    up.headGate = new Gate();
+    const batch = post(app, 'generate', { text: ['a', 'b'], sampling_params: { n: 2 } });
+    await up.headGate.untilWaiting(1);
+    const single = post(app, 'generate', {});
+    // Without weights the single request is admitted and held beside the batch.
+    await Promise.race([single, up.headGate.untilWaiting(2)]);
+    up.headGate.open();
+    expect([(await single).status, (await single).code]).toEqual([429, 'GW_OVERLOADED']);
+    expect((await batch).status).toBe(200);
+    expect(up.received).toHaveLength(1);
   });
 });

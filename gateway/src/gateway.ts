@@ -230,7 +230,11 @@ export class Gateway {
     if (decision.stream) {
       // The runtime's usage event carries its cache report; a client that did not ask for it does not see it.
       const strip = kind !== 'generate' && requestUsageEvent(decision.body);
-      return this.#forward(fwd, STREAMING_EXCHANGE, deliverStream(this.#limiter, ctx, strip));
+      return this.#forward(
+        fwd,
+        STREAMING_EXCHANGE,
+        deliverStream(this.#limiter, ctx, strip, decision.sequences),
+      );
     }
     const buffered = (): Promise<Buffered> =>
       this.#forward(fwd, BUFFERED_EXCHANGE, deliverBuffered(this.#limiter, tenant));

@@ -220,6 +220,24 @@ export const PRIVILEGED_REQUEST_FIELDS = [
   'kv_hints',
   /** Encoder servers the runtime posts to (encode/prefill/decode disaggregation): a server-side request. */
   'encoder_urls',
+  /** The model's hidden states in the answer: memory per token on the runtime, and its internals out. */
+  'return_hidden_states',
+  /** The experts each token was routed to (MoE): the runtime's internals, captured per token. */
+  'return_routed_experts',
+  /** The sparse-attention indexer's top-k per token: the runtime's internals, captured per token. */
+  'return_indexer_topk',
+  /** A runtime session (opened by the operator, shared by every tenant): its context, around the cache salt. */
+  'session_params',
+  /** A radix-native session's id: another tenant's, guessed, continues its context. */
+  'session_id',
+  /** The runtime's own adapter id, which bypasses its lookup and reference count (lora_path names one). */
+  'lora_id',
+  /** Labels on the runtime's metrics, chosen by the client: a series per value. */
+  'custom_labels',
+  /** false keeps the request out of the runtime's metrics and request dumps. */
+  'log_metrics',
+  /** true asks the runtime not to log the request (inert in SGLang 0.5.23). */
+  'no_logs',
 ] as const;
 export type PrivilegedRequestField = (typeof PRIVILEGED_REQUEST_FIELDS)[number];
 
@@ -259,8 +277,12 @@ export const RequestRules = z
           "Request fields that are the operator's by default and that clients may set here: " +
           'custom_logit_processor (code the runtime runs), priority (its queue order across tenants), ' +
           'rid (its request id), routed_dp_rank, data_parallel_rank and disagg_prefill_dp_rank (rank ' +
-          'pinning), kv_hints (KV storage hints), encoder_urls (servers it posts to). Others get a 400 ' +
-          'that names the field.',
+          'pinning), kv_hints (KV storage hints), encoder_urls (servers it posts to), ' +
+          'return_hidden_states, return_routed_experts and return_indexer_topk (its internals, memory per ' +
+          'token), session_params and session_id (runtime sessions shared across tenants), lora_id (its ' +
+          'internal adapter id; lora_path is allowed), custom_labels (series on its metrics), log_metrics ' +
+          'false and no_logs true (out of its metrics and logs). Others get a 400 that names the field; a ' +
+          "field at SGLang's default (null, false, log_metrics true) is not checked.",
       }),
     allowMediaUrls: z
       .boolean()

@@ -93,7 +93,6 @@ function prepare(
     prompts = Array.isArray(ids[0]) ? (ids as number[][]) : [ids as number[]];
   }
   const isBatch = Array.isArray(body.text) || Array.isArray(body.input_ids?.[0]);
-  if (isBatch && body.stream) throw new HttpError(400, 'The simulator does not stream batch requests.');
   const sps = Array.isArray(sampling) ? sampling : prompts.map(() => sampling);
   if (sps.length !== prompts.length) throw new HttpError(400, 'sampling_params must match the batch size.');
   const rids = Array.isArray(body.rid) ? body.rid : null;
@@ -196,9 +195,16 @@ export async function handleGenerate(
   const items = prepare(server, body, sampling, delayMs);
   const state = watchClient(res);
   if (body.stream) {
-    const item = items[0];
-    if (!item) return;
-    await streamGenerate(server, item.input, res, state);
+    const isBatch = Array.isArray(body.text) || Array.isArray(body.input_ids?.[0]);
+    startSse(res, server.headers);
+    // A batch streams its items' chunks as they come, each with its `index`
+    // (tokenizer_manager._stream_batch_responses), then one [DONE].
+    await Promise.all(
+      items.map((it, i) => streamGenerate(server, it.input, res, state, isBatch ? i : undefined)),
+    );
+    if (state.aborted) return;
+    writeSse(res, '[DONE]');
+    res.end();
     return;
   }
   const outcomes = await Promise.all(
@@ -228,8 +234,9 @@ async function streamGenerate(
   input: GenerationInput,
   res: http.ServerResponse,
   state: AbortState,
+  /** The item's place in a batch; undefined for a single prompt (SGLang sends no `index` then). */
+  index: number | undefined,
 ): Promise<void> {
-  startSse(res, server.headers);
   const incremental = server.config.sglang.incremental_streaming_output;
   const receivedMs = server.clock.now();
   let sent = 0;
@@ -241,6 +248,7 @@ async function streamGenerate(
       text: incremental ? text.slice(sentText.length) : text,
       output_ids: incremental ? plan.outputIds.slice(sent, n) : plan.outputIds.slice(0, n),
       meta_info: meta,
+      ...(index === undefined ? {} : { index }),
     });
     sent = n;
     sentText = text;
@@ -261,6 +269,4 @@ async function streamGenerate(
   // An abort (with its status) is a chunk like any other, finish_reason {type: abort, ...}
   // (tokenizer_manager._handle_abort_finish_reason returns it for streams).
   chunk(outcome.plan, outcome.completionTokens, finalMeta(server, outcome, input.rid));
-  writeSse(res, '[DONE]');
-  res.end();
 }

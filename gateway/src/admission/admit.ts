@@ -12,6 +12,8 @@ import { toGatewayError } from './rejection.ts';
 export interface Admitting {
   readonly signal: AbortSignal;
   readonly priority: number;
+  /** What the runtime serves for the request: prompts x n (controller.ts counts it). */
+  readonly weight: number;
   readonly trace?: PickTrace | undefined;
 }
 
@@ -20,7 +22,7 @@ export async function admitRequest(
   tier: TierPosition,
   metrics: GatewayMetrics,
   route: ModelRoute,
-  { signal, priority, trace }: Admitting,
+  { signal, priority, weight, trace }: Admitting,
 ): Promise<Permit> {
   const { deployment, admission } = route;
   const ctl = registry.get(deployment, {
@@ -30,7 +32,7 @@ export async function admitRequest(
     adaptive: admission.adaptive,
   });
   const span = trace?.startAdmission(deployment, priority);
-  const r = await ctl.acquire(signal, { priority });
+  const r = await ctl.acquire(signal, { priority, weight });
   if (r.ok) {
     registry.countAdmission(deployment);
     span?.admitted(r.value.queuedMs);

@@ -172,6 +172,52 @@ describe('AdmissionController', () => {
   });
 });
 
+describe('AdmissionController weights (a batch is prompts x n requests to the runtime)', () => {
+  const four: AdmissionConfig = { maxConcurrency: 4, maxQueue: 4, queueTimeoutMs: 1000, adaptive: false };
+
+  it('in flight counts weights: a batch of 3 leaves room for 1, a batch of 2 waits', async () => {
+    const ctl = new AdmissionController(four, new ManualClock());
+    const batch = permit(await ctl.acquire(undefined, { weight: 3 }));
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 3, queued: 0 });
+    const two = track(ctl.acquire(undefined, { weight: 2 }));
+    await flush();
+    expect(two.result).toBeUndefined();
+    batch.release();
+    await flush();
+    expect(two.result?.ok).toBe(true);
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 2, queued: 0 });
+  });
+
+  it('the next in line waits for room for its weight; lighter requests behind it wait too', async () => {
+    const ctl = new AdmissionController(four, new ManualClock());
+    const held = permit(await ctl.acquire());
+    const batch = track(ctl.acquire(undefined, { weight: 4 }));
+    const single = track(ctl.acquire());
+    await flush();
+    expect([batch.result, single.result]).toEqual([undefined, undefined]);
+    held.release();
+    await flush();
+    expect(batch.result?.ok).toBe(true);
+    expect(single.result).toBeUndefined();
+    permit(batch.result as AdmissionResult).release();
+    await flush();
+    expect(single.result?.ok).toBe(true);
+  });
+
+  it('a request heavier than the limit is admitted alone, and counted whole', async () => {
+    const ctl = new AdmissionController(four, new ManualClock());
+    const big = permit(await ctl.acquire(undefined, { weight: 10 }));
+    expect(ctl.snapshot()).toMatchObject({ inFlight: 10 });
+    const next = track(ctl.acquire());
+    await flush();
+    expect(next.result).toBeUndefined();
+    big.release();
+    await flush();
+    expect(next.result?.ok).toBe(true);
+    expect(() => ctl.acquire(undefined, { weight: 0 })).toThrow(RangeError);
+  });
+});
+
 describe('AdmissionController priority', () => {
   const one: AdmissionConfig = { maxConcurrency: 1, maxQueue: 10, queueTimeoutMs: 1000, adaptive: false };
 

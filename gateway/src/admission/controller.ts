@@ -1,12 +1,18 @@
 // Admission control for one deployment: a concurrency limit, a bounded
 // priority queue with a timeout, and an adaptive limit.
 //
-// - acquire(signal, { priority }): a permit when in-flight < limit; else a
-//   place in the queue when it has room; else `overloaded` (429 +
-//   Retry-After). A queued request gets a permit highest priority first
+// - acquire(signal, { priority, weight }): a permit when the request's weight
+//   fits under the limit beside what is in flight; else a place in the queue
+//   when it has room; else `overloaded` (429 + Retry-After). The weight is
+//   what the runtime serves for it (a batch's prompts x n, each a request of
+//   its own there); in flight counts weights. A request heavier than the
+//   limit is admitted alone (nothing else in flight), never refused for its
+//   weight: the policy's maxBatchSize and maxN bound it. The queue holds
+//   requests, whatever their weight. A queued request gets a permit highest priority first
 //   (an integer, default 0), in arrival order within one priority, or
 //   `queue-timeout` (503 + Retry-After) after queueTimeoutMs, or `aborted`
-//   when its signal fires.
+//   when its signal fires. The next in line waits until its weight fits;
+//   lighter requests behind it wait too, so a batch is not starved.
 // - A full queue still takes an arrival of strictly higher priority than the
 //   lowest waiting: the newest waiter of that lowest priority gives up its
 //   place and gets the `overloaded` a refused arrival would have got. An
@@ -46,6 +52,8 @@ export interface AdmissionConfig {
 export interface AcquireOptions {
   /** An integer; higher is served first and may displace lower when the queue is full. Default 0. */
   readonly priority?: number | undefined;
+  /** What the runtime serves for the request: prompts x n (a positive integer). Default 1. */
+  readonly weight?: number | undefined;
 }
 
 export type Rejection =
@@ -73,6 +81,7 @@ export type AdmissionResult =
 
 interface Waiter {
   readonly enqueuedAt: number;
+  readonly weight: number;
   readonly resolve: (r: AdmissionResult) => void;
   timer: Timer | undefined;
   done: boolean;
@@ -82,6 +91,7 @@ interface Waiter {
 
 export interface AdmissionSnapshot {
   readonly limit: number;
+  /** The weights of the permits held: what the runtimes serve for them (prompts x n). */
   readonly inFlight: number;
   readonly queued: number;
   readonly draining: boolean;
@@ -131,12 +141,15 @@ export class AdmissionController {
     const priority = opts.priority ?? 0;
     if (!Number.isInteger(priority))
       throw new RangeError(`admission priority must be an integer: ${priority}`);
+    const weight = opts.weight ?? 1;
+    if (!Number.isInteger(weight) || weight < 1)
+      throw new RangeError(`admission weight must be a positive integer: ${weight}`);
     if (this.#draining) return Promise.resolve({ ok: false, error: { code: 'draining' } });
     if (signal?.aborted) return Promise.resolve({ ok: false, error: { code: 'aborted' } });
-    if (this.#inFlight < this.limit && this.#queue.size === 0) return Promise.resolve(this.#grant(0));
+    if (this.#fits(weight) && this.#queue.size === 0) return Promise.resolve(this.#grant(0, weight));
     if (this.#queue.size >= this.#cfg.maxQueue && !this.#displaceBelow(priority))
       return Promise.resolve(this.#overloaded());
-    return new Promise((resolve) => this.#enqueue(resolve, signal, priority));
+    return new Promise((resolve) => this.#enqueue(resolve, signal, priority, weight));
   }
 
   /**
@@ -195,9 +208,15 @@ export class AdmissionController {
     return { ok: false, error: { code: 'overloaded', retryAfterSeconds: this.#retryAfterSeconds() } };
   }
 
-  #enqueue(resolve: (r: AdmissionResult) => void, signal: AbortSignal | undefined, priority: number): void {
+  #enqueue(
+    resolve: (r: AdmissionResult) => void,
+    signal: AbortSignal | undefined,
+    priority: number,
+    weight: number,
+  ): void {
     const w: Waiter = {
       enqueuedAt: this.#clock.now(),
+      weight,
       resolve,
       timer: undefined,
       done: false,
@@ -228,8 +247,13 @@ export class AdmissionController {
     w.resolve(result);
   }
 
-  #grant(queuedMs: number): AdmissionResult {
-    this.#inFlight++;
+  /** `weight` more fits under the limit; a request over the limit fits only alone. */
+  #fits(weight: number): boolean {
+    return this.#inFlight === 0 || this.#inFlight + weight <= this.limit;
+  }
+
+  #grant(queuedMs: number, weight: number): AdmissionResult {
+    this.#inFlight += weight;
     const start = this.#clock.now();
     let released = false;
     const permit: Permit = {
@@ -237,7 +261,7 @@ export class AdmissionController {
       release: (info) => {
         if (released) return;
         released = true;
-        this.#inFlight--;
+        this.#inFlight -= weight;
         this.#learn(this.#clock.now() - start, info);
         this.#dispatch();
         if (this.#inFlight === 0) for (const f of this.#idleWaiters.splice(0)) f();
@@ -247,10 +271,11 @@ export class AdmissionController {
   }
 
   #dispatch(): void {
-    while (this.#inFlight < this.limit && !this.#draining) {
-      const w = this.#queue.shift();
-      if (!w) break;
-      this.#finish(w, this.#grant(this.#clock.now() - w.enqueuedAt));
+    while (!this.#draining) {
+      const next = this.#queue.peek();
+      if (next === undefined || !this.#fits(next.weight)) break;
+      this.#queue.shift();
+      this.#finish(next, this.#grant(this.#clock.now() - next.enqueuedAt, next.weight));
     }
   }
 

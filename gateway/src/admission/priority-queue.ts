@@ -57,6 +57,11 @@ export class PriorityQueue<T> {
     return node;
   }
 
+  /** The oldest entry of the highest priority, left in the queue. */
+  peek(): T | undefined {
+    return this.#levels.at(-1)?.oldest?.value;
+  }
+
   /** Takes the oldest entry of the highest priority. */
   shift(): T | undefined {
     const node = this.#levels.at(-1)?.oldest;

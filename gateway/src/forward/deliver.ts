@@ -31,6 +31,8 @@ export function deliverStream(
   limiter: RateLimiter,
   ctx: RequestContext,
   stripUsage: boolean,
+  /** Sequences the request asked for (prompts x n): a streamed batch's completion tokens are summed. */
+  sequences: number,
 ): Deliver<Served, StreamedResponse> {
   return async (endpoint, res, done) => {
     const piped = await pipeStream(
@@ -40,6 +42,7 @@ export function deliverStream(
       ctx.signal,
       () => done({ kind: 'first-byte' }),
       stripUsage ? new UsageEventFilter() : undefined,
+      sequences,
     );
     const tenant = ctx.tenant;
     if (tenant && piped.completionTokens) limiter.charge(tenant, piped.completionTokens);

@@ -157,7 +157,8 @@ export class Picker {
         : undefined;
     if (reuse?.kind === 'hit') return { kind: 'reused', headers, answer: reuse.answer };
     const ticket = reuse?.ticket;
-    const routed = { route, salt, body, input, stream, ...(exact ? { exact } : {}) };
+    const sequences = size.prompts * size.n;
+    const routed = { route, salt, body, input, stream, sequences, ...(exact ? { exact } : {}) };
     try {
       return { headers, ...(await this.#admitAndSelect(req, scope, routed, ticket)) };
     } catch (err) {
@@ -216,6 +217,7 @@ export class Picker {
     const permit = await admitRequest(s.admission, s.tier, s.metrics, route, {
       signal: scope.signal,
       priority: req.tenant?.priority ?? 0,
+      weight: routed.sequences,
       trace: scope.trace,
     });
     try {

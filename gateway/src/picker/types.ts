@@ -81,6 +81,8 @@ export interface Decision {
   /** The prompt's token ids as the runtime sees them, when known (the KV index matched on them). */
   readonly exact?: readonly number[];
   readonly stream: boolean;
+  /** Sequences the runtime serves for the request: prompts x n (admission's weight, the usage to count). */
+  readonly sequences: number;
   readonly target: Target;
 }
 

@@ -32,6 +32,27 @@ const WHY_PRIVILEGED: Readonly<Record<PrivilegedRequestField, string>> = {
   disagg_prefill_dp_rank: 'it tells a decode server which prefill rank to read KV from',
   kv_hints: 'SGLang takes KV storage hints from a trusted orchestrator only',
   encoder_urls: 'it names servers the runtime would post to',
+  return_hidden_states: "it costs the runtime memory per token and returns the model's internals",
+  return_routed_experts: "it returns the model's internals (each token's experts), captured per token",
+  return_indexer_topk: "it returns the model's internals (the indexer's top-k), captured per token",
+  session_params: "it continues a runtime session, which every tenant's requests share",
+  session_id: "it continues a runtime session, which every tenant's requests share",
+  lora_id: "it is the runtime's internal adapter id (name an adapter with lora_path)",
+  custom_labels: "it adds labels to the runtime's metrics, a series for each value",
+  log_metrics: "false keeps the request out of the runtime's metrics",
+  no_logs: "true keeps the request out of the runtime's logs",
+};
+
+/**
+ * SGLang's own defaults of the privileged fields that have one besides null: a client that sends
+ * the default asks for nothing (many SDKs send `false` for every boolean they know).
+ */
+const ENGINE_DEFAULTS: Partial<Readonly<Record<PrivilegedRequestField, unknown>>> = {
+  return_hidden_states: false,
+  return_routed_experts: false,
+  return_indexer_topk: false,
+  log_metrics: true,
+  no_logs: false,
 };
 
 const MEDIA_REFERENCE =
@@ -70,7 +91,9 @@ export function planRequestRules(
   const allowed = new Set<string>(rules.allowPrivilegedFields);
   for (const field of PRIVILEGED_REQUEST_FIELDS) {
     // null is the field's default: SGLang reads it as absent.
-    if (body[field] === undefined || body[field] === null || allowed.has(field)) continue;
+    const value = body[field];
+    if (value === undefined || value === null || value === ENGINE_DEFAULTS[field] || allowed.has(field))
+      continue;
     const why = WHY_PRIVILEGED[field];
     return { ok: false, error: { code: 'GW_FIELD_NOT_ALLOWED', field, why, optIn: 'allowPrivilegedFields' } };
   }

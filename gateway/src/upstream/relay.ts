@@ -94,8 +94,10 @@ export async function pipeStream(
   onFirstChunk: () => void = () => undefined,
   /** Takes the usage event the gateway asked for (and the client did not) out of the stream. */
   usageFilter?: UsageEventFilter,
+  /** Sequences the request asked for (prompts x n): a streamed /generate batch's items are counted each. */
+  sequences = 1,
 ): Promise<PipeResult> {
-  const sniffer = new SseReportSniffer();
+  const sniffer = new SseReportSniffer(sequences);
   const sink = openSink();
   sink.open(res.statusCode, {
     'content-type': headerString(res.headers['content-type']) ?? 'text/event-stream',

@@ -105,12 +105,22 @@ const MAX_PENDING_CHARS = 1 << 20;
 
 /**
  * Watches an SSE stream for the last event that reports usage, without
- * holding the stream: only the unfinished tail event is kept.
+ * holding the stream: only the unfinished tail event is kept. A streamed
+ * /generate batch interleaves its items' events, each with its `index` and
+ * its own running completion_tokens: those are summed over the items, the
+ * last event alone being one item's.
  */
 export class SseReportSniffer {
   #tail = '';
   #last: string | undefined;
   readonly #decoder = new TextDecoder();
+  /** Each batch item's latest completion_tokens, by index; none for a single sequence. */
+  readonly #itemTokens: (number | undefined)[] | undefined;
+
+  /** `sequences`: what the request asked for (prompts x n), which bounds the indexes a runtime may send. */
+  constructor(sequences = 1) {
+    this.#itemTokens = sequences > 1 ? new Array<number | undefined>(sequences) : undefined;
+  }
 
   push(chunk: Uint8Array): void {
     this.#tail += this.#decoder.decode(chunk, { stream: true });
@@ -118,7 +128,10 @@ export class SseReportSniffer {
     while (cut >= 0) {
       const event = this.#tail.slice(0, cut);
       this.#tail = this.#tail.slice(cut + 2);
-      if (event.startsWith('data: ') && event.includes('"prompt_tokens"')) this.#last = event.slice(6);
+      if (event.startsWith('data: ') && event.includes('"prompt_tokens"')) {
+        this.#last = event.slice(6);
+        if (this.#itemTokens && event.includes('"index"')) this.#countItem(this.#last);
+      }
       cut = this.#tail.indexOf('\n\n');
     }
     if (this.#tail.length > MAX_PENDING_CHARS) this.#tail = '';
@@ -129,6 +142,25 @@ export class SseReportSniffer {
   }
 
   usage(): AnswerUsage {
-    return this.#last === undefined ? NO_USAGE : extractAnswerUsage(this.#last);
+    const last = this.#last === undefined ? NO_USAGE : extractAnswerUsage(this.#last);
+    let sum: number | undefined;
+    for (const tokens of this.#itemTokens ?? []) if (tokens !== undefined) sum = (sum ?? 0) + tokens;
+    return sum === undefined ? last : { report: last.report, completionTokens: sum };
+  }
+
+  /** A native batch item's event: its completion_tokens so far, kept under its index. */
+  #countItem(data: string): void {
+    const items = this.#itemTokens;
+    let item: unknown;
+    try {
+      item = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (!items || !isObj(item) || !isObj(item['meta_info'])) return;
+    const index = item['index'];
+    const tokens = computeItemCompletionTokens(item);
+    if (Number.isInteger(index) && (index as number) >= 0 && (index as number) < items.length)
+      items[index as number] = tokens;
   }
 }
