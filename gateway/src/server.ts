@@ -1,7 +1,10 @@
 // Listen: `node gateway/src/server.ts [--kubeconfig f] [--namespace a,b] [--port 8080] [--host 0.0.0.0]`.
 // In a tier of replicas, `--peers-service <the gateway Service>` (with the pod's
 // name and namespace, from flags or $POD_NAME/$POD_NAMESPACE) divides each
-// CachePolicy's admission bounds among the replicas that take traffic.
+// CachePolicy's admission bounds among the replicas that take traffic;
+// `--load-exchange-port P` (the same on every replica) also shares the runtimes'
+// load among them: each publishes its share on P and hears every other's
+// (fleet/load-exchange.ts), so each routes on the tier's load, not its own part.
 // `--tokenizers DIR` holds each served model's tokenizer files (DIR/<served name>/
 // tokenizer.json, tokenizer_config.json): text prompts are then tokenized as the
 // runtime tokenizes them and matched exactly against its KV events.
@@ -101,6 +104,7 @@ async function main(): Promise<void> {
       'redis-url': { type: 'string' },
       'redis-max-entries': { type: 'string', default: '10000' },
       'peers-service': { type: 'string' },
+      'load-exchange-port': { type: 'string' },
       'pod-name': { type: 'string', default: process.env['POD_NAME'] },
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
       'drain-timeout-seconds': { type: 'string', default: '25' },
@@ -124,6 +128,7 @@ async function main(): Promise<void> {
   const kvIndexMaxBlocks = parseKvIndexMaxBlocks(values['kv-index-max-blocks']);
   if (!kvIndexMaxBlocks.ok) exitWithUsage(kvIndexMaxBlocks.error);
   const ports = parseListenPorts(values.port, values['admin-port']);
+  const exchangePort = parseLoadExchangePort(values['load-exchange-port']);
   const auth = parseAuthFlags(values, flags.value.kind);
   if (!auth.ok) exitWithUsage(auth.error);
   const source = await openRouteSource(flags.value, loadRoutes, {
@@ -142,6 +147,7 @@ async function main(): Promise<void> {
     kvIndexMaxBlocks: kvIndexMaxBlocks.value,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
     ...buildTierOptions(peers, tenants, runtimeKeys),
+    ...(exchangePort !== undefined ? { loadExchange: { port: exchangePort } } : {}),
     logger: { level: values['log-level'] },
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
@@ -168,6 +174,14 @@ async function main(): Promise<void> {
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
   await listen(app, ports, values.host, values['admin-host'] ?? values.host);
+}
+
+/** --load-exchange-port: absent, no exchange; else a port (exit 2 naming the flag). */
+function parseLoadExchangePort(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const port = ListenPort.safeParse(raw);
+  if (!port.success) exitWithUsage(`--load-exchange-port: ${port.error.issues[0]?.message ?? 'invalid'}`);
+  return port.data;
 }
 
 /** --port and --admin-port (absent: no listener of its own), or exit 2 naming the flag. */
