@@ -46,8 +46,8 @@ describe('LoadExchange', () => {
       expect(c.peersOf('w0')).toEqual(share(3, 1500, 400));
       expect(c.peersOf('w1')).toEqual(share(4, 0, 900));
       expect(a.peersOf('w0')).toEqual(share(1, 500, 100));
+      expect(b.peersOf('w1')).toEqual(share(0, 0, 0)); // a and c have nothing on w1; b's own is not counted
     });
-    expect(b.peersOf('w1')).toEqual(share(0, 0, 0)); // a and c have nothing on w1; b's own is not counted
   });
 
   it('follows a share down to zero', async () => {
