@@ -290,6 +290,14 @@ describe('CacheAwarePolicy', () => {
       expect(viaPeers.select([ep('a', peers(0, 1000)), ep('b')], input('r', range(9000, 40)))).toBe(1);
     });
 
+    it("predicts the backlog from the KV index's match (every replica's traffic), not this replica's tree", () => {
+      const p = fresh();
+      const held = { deviceTokens: 64, hostTokens: 0, storageTokens: 0 };
+      // Another replica sent this conversation to a: this replica's tree knows nothing of it.
+      expect(route(p, [ep('a', { cached: held }), ep('b')], input('r', range(0, 80)))).toBe('a');
+      expect(p.backlogTokens('a')).toBe(16);
+    });
+
     it('predicts the output as min(max_tokens, the usual output) and ends it with the request', () => {
       const p = fresh({ decodeWeight: 1 });
       expect(p.expectedOutput(input('q', [1], { maxTokens: 50 }))).toBe(50);

@@ -105,6 +105,8 @@ export class CacheAwarePolicy implements Policy {
   readonly #hostWeight: number;
   readonly #tree = new PrefixTree();
   readonly #keys = new WeakMap<RouteInput, PrefixKey>();
+  /** Each request's match per endpoint as select saw it (index or tree, in blocks): its predicted uncached part. */
+  readonly #seen = new WeakMap<RouteInput, Map<string, number>>();
   readonly #pending = new Map<string, Pending>();
   readonly #hostShare = new Map<string, number>();
   readonly #generations = new Map<string, string>();
@@ -137,6 +139,7 @@ export class CacheAwarePolicy implements Policy {
       const indexed = this.#indexedMatch(e.cached);
       return e.cached.partial ? Math.max(indexed, guessed()) : indexed;
     });
+    this.#seen.set(req, new Map(endpoints.map((e, i) => [e.id, scores[i] as number])));
     const w = this.#cfg.costWeight;
     if (w > 0) {
       const total = req.tokens.length;
@@ -170,7 +173,9 @@ export class CacheAwarePolicy implements Policy {
           const [oldest, p] = this.#pending.entries().next().value as [string, Pending];
           this.#takePending(oldest, p.endpoint);
         }
-        const uncached = Math.max(0, input.tokens.length - predictedBlocks * this.#cfg.blockTokens);
+        // The match select weighed (the KV index's, exact and every replica's) over this replica's tree.
+        const matched = this.#seen.get(input)?.get(endpoint) ?? predictedBlocks;
+        const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
         const decode = this.expectedOutput(input);
         this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, started: false });
         this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
