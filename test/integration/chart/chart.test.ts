@@ -210,7 +210,11 @@ describe('values reach the objects', () => {
     const gw = container(objs, 'gateway');
     expect(gw.lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
     expect(gw.args).toEqual(
-      expect.arrayContaining(['--drain-timeout-seconds=25', `--peers-service=${RELEASE}-gateway`]),
+      expect.arrayContaining([
+        '--drain-timeout-seconds=25',
+        `--peers-service=${RELEASE}-gateway`,
+        '--load-exchange-port=7190',
+      ]),
     );
     expect(gw.env).toEqual([
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -326,6 +330,7 @@ describe('values reach the objects', () => {
     });
     const c = container(objs, 'gateway');
     expect(c.args.filter((a: string) => a.startsWith('--peers-service'))).toEqual([]);
+    expect(c.args.filter((a: string) => a.startsWith('--load-exchange-port'))).toEqual([]);
     expect(c.args).toContain('--drain-timeout-seconds=60');
     expect(c.lifecycle).toBeUndefined();
     expect(podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)).terminationGracePeriodSeconds).toBe(65);
