@@ -38,6 +38,8 @@ const { values } = parseArgs({
     'runtime-load-ms': { type: 'string', default: '30' },
     settings: { type: 'string', default: '{}' },
     'no-own': { type: 'boolean', default: false },
+    /** Only these rows (comma-separated keys), for sweeps; goals then judge what ran. */
+    rows: { type: 'string' },
   },
 });
 
@@ -74,12 +76,14 @@ const bound = computePooledBound(records, pool * workers).hitRate;
 const base = { records, stretch, workers, maxTotalTokens: pool, prefillTps, routing };
 const rows: Record<string, TierRow> = {};
 const started = Date.now();
+const only = values.rows?.split(',').map((k) => k.trim());
 const run = (
   key: string,
   router: 'cache-aware' | 'sglang-router',
   replicas: number,
   shared: boolean,
 ): void => {
+  if (only && !only.includes(key)) return;
   const t = Date.now();
   const res = runTier({
     ...base,
