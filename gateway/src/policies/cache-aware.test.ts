@@ -298,6 +298,25 @@ describe('CacheAwarePolicy', () => {
       expect(p.backlogTokens('a')).toBe(16);
     });
 
+    it('weighs decode by how long this answer will be against the usual one', () => {
+      const p = fresh({ decodeWeight: 1 });
+      const warm = input('warm', range(1000, 40));
+      p.observe({ kind: 'routed', endpoint: 'a', input: warm });
+      p.observe({
+        kind: 'completed',
+        endpoint: 'a',
+        input: warm,
+        report: { promptTokens: 40, cachedTokens: 0, completionTokens: 400 },
+      }); // the usual output: 400
+      const long = input('long', range(3000, 40), { maxTokens: 1000 });
+      p.observe({ kind: 'routed', endpoint: 'a', input: long });
+      p.observe({ kind: 'first-token', endpoint: 'a', input: long }); // a: 400 tokens to decode
+      p.observe({ kind: 'routed', endpoint: 'b', input: input('pre', range(4000, 200), { maxTokens: 1 }) });
+      // b: 200 prompt tokens to prefill. A long answer (scale 1) pays 400 on a, a short one 0.25 x 400.
+      expect(p.select([ep('a'), ep('b')], input('r1', range(9000, 40), { maxTokens: 1000 }))).toBe(1);
+      expect(p.select([ep('a'), ep('b')], input('r2', range(9000, 40), { maxTokens: 100 }))).toBe(0);
+    });
+
     it('predicts the output as min(max_tokens, the usual output) and ends it with the request', () => {
       const p = fresh({ decodeWeight: 1 });
       expect(p.expectedOutput(input('q', [1], { maxTokens: 50 }))).toBe(50);

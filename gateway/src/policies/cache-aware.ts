@@ -39,7 +39,7 @@
 //                   outcome; 'completed'/'failed' also end it)
 //     uncached(e) = prompt tokens - tier-weighted match on e
 //     choose        argmin backlog(e) + costWeight x uncached(e),
-//                   ties → least load, then the smaller tree
+//                   ties → least load (the tier's)
 //   backlog/prefill rate is the queueing part of TTFT (the runtime prefills
 //   FCFS, before decode), uncached/rate its own part; costWeight > 1 values
 //   keeping a conversation's cache over one request's TTFT, so affinity
@@ -57,10 +57,13 @@
 //                   this replica's and its peers', each predicted as
 //                   min(max_tokens, the usual output: an EWMA of the runtime's
 //                   completion_tokens), from 'routed' to 'completed'
-//     choose        argmin backlog(e) + costWeight x uncached(e) + decodeWeight x decode(e)
+//     scale       = this request's predicted output / the usual output (1/4..4)
+//     choose        argmin backlog(e) + costWeight x uncached(e)
+//                          + decodeWeight x scale x decode(e)
 //   A runtime decodes its running batch together, every step a little slower
 //   per request in it: a request sent where many tokens are still to come
-//   starts as soon (prefill goes first) but finishes later, and slows them.
+//   starts as soon (prefill goes first) but finishes later, and slows them;
+//   the longer its own answer, the more of those steps it shares (scale).
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -144,7 +147,8 @@ export class CacheAwarePolicy implements Policy {
     if (w > 0) {
       const total = req.tokens.length;
       const bt = this.#cfg.blockTokens;
-      const d = this.#cfg.decodeWeight;
+      // A long answer decodes in e's batch for many steps: it is the one whose e2e the batch decides.
+      const d = this.#cfg.decodeWeight * this.#outputScale(req);
       const cost = endpoints.map(
         (e, i) =>
           this.#tierBacklog(e) +
@@ -152,11 +156,10 @@ export class CacheAwarePolicy implements Policy {
           (d > 0 ? d * this.#tierDecode(e) : 0),
       );
       const bestCost = Math.min(...cost);
-      return indexOfMin(endpoints, (e, i) => {
-        if ((cost[i] as number) > bestCost) return Infinity;
-        const size = this.#tree.sizeOf(e.id);
-        return (loads[i] as number) + (0.5 * size) / (size + 1);
-      });
+      // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
+      return indexOfMin(endpoints, (_e, i) =>
+        (cost[i] as number) > bestCost ? Infinity : (loads[i] as number),
+      );
     }
     const best = Math.max(...scores);
     if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
@@ -276,6 +279,13 @@ export class CacheAwarePolicy implements Policy {
     if (known !== undefined && known !== e.generation) return 0; // restarted: cache is empty
     const hostShare = this.#hostShare.get(e.id) ?? 0;
     return blocks * (1 - hostShare * (1 - this.#hostWeight));
+  }
+
+  /** This request's predicted output against the usual one (1 before any is known), within 1/4..4. */
+  #outputScale(req: RouteInput): number {
+    const usual = this.#meanOutput;
+    if (usual === undefined || usual <= 0) return 1;
+    return Math.min(4, Math.max(0.25, this.expectedOutput(req) / usual));
   }
 
   /** The tier's predicted prefill backlog on e, at least what the runtime says is waiting. */
