@@ -9,7 +9,7 @@
 // default, 20 ms, is about the p99 bench-exchange-lag.ts measured on real
 // sockets on a loaded 2-core host (p50 0.2 ms).
 //
-//   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4]
+//   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
 //        [--replicas 3,8] [--exchange-ms 20] [--runtime-load-ms 30] [--settings '{...}'] [--no-own]
 
 import { readFileSync } from 'node:fs';
@@ -38,6 +38,8 @@ const { values } = parseArgs({
     'runtime-load-ms': { type: 'string', default: '30' },
     settings: { type: 'string', default: '{}' },
     'no-own': { type: 'boolean', default: false },
+    /** Spread requests sharing a timestamp over the gap to the next (virtual-tier.ts computeArrivals). */
+    'spread-bursts': { type: 'boolean', default: false },
     /** Only these rows (comma-separated keys), for sweeps; goals then judge what ran. */
     rows: { type: 'string' },
   },
@@ -73,7 +75,15 @@ const routing = RoutingSettings.parse({
 });
 const bound = computePooledBound(records, pool * workers).hitRate;
 
-const base = { records, stretch, workers, maxTotalTokens: pool, prefillTps, routing };
+const base = {
+  records,
+  stretch,
+  workers,
+  maxTotalTokens: pool,
+  prefillTps,
+  routing,
+  spreadBursts: values['spread-bursts'] === true,
+};
 const rows: Record<string, TierRow> = {};
 const started = Date.now();
 const only = values.rows?.split(',').map((k) => k.trim());
@@ -104,7 +114,7 @@ for (const R of replicaList.filter((r) => r > 1)) {
 const goals = judgeTierGoals(rows);
 const header = [
   `virtual-time tier bench: ${records.length} requests of ${path.basename(values.trace ?? '')}, ${workers} simulated engines (prefill ${prefillTps} tok/s, KV pool ${pool}), stretch ${stretch.toFixed(3)} (load ${values.load}), pooled bound ${bound.toFixed(3)}`,
-  `exchange delay ${exchangeMs} ms, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  `${base.spreadBursts ? 'bursts spread over their gap, ' : ''}exchange delay ${exchangeMs} ms, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 ];
 console.error(renderTierTable(rows, goals, header));
 console.log(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RequestRecord } from './replay-stats.ts';
 import { buildTierRow, computeSpread, judgeTierGoals } from './tier-report.ts';
+import { computeArrivals } from './virtual-tier.ts';
 
 const rec = (index: number, ttftMs: number, e2eMs: number, cachedTokens: number): RequestRecord => ({
   index,
@@ -60,5 +61,13 @@ describe('tier report', () => {
       ['TTFT p99 <= 0.7 of SGLang router', true],
       ['e2e p99 <= SGLang router', true],
     ]);
+  });
+});
+
+describe('computeArrivals', () => {
+  it('keeps the stamps, or spreads a burst evenly over the gap to the next stamp', () => {
+    const stamps = [0, 0, 0, 3000, 3000, 6000];
+    expect(computeArrivals(stamps, false)).toEqual([0, 0, 0, 3000, 3000, 6000]);
+    expect(computeArrivals(stamps, true)).toEqual([0, 1000, 2000, 3000, 4500, 6000]);
   });
 });

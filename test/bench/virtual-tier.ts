@@ -49,6 +49,28 @@ export interface TierRunOptions {
   readonly exchangeMs?: number;
   /** How often a runtime's pushed load is refreshed (virtual ms); undefined: not used. */
   readonly runtimeLoadMs?: number;
+  /**
+   * Spread requests that share a timestamp evenly over the gap to the next timestamp (the
+   * conversation trace's stamps come in steps of about 3 s), instead of all at one instant.
+   */
+  readonly spreadBursts?: boolean;
+}
+
+/** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
+export function computeArrivals(stamps: readonly number[], spread: boolean): number[] {
+  const t0 = stamps[0] ?? 0;
+  const out = stamps.map((t) => t - t0);
+  if (!spread) return out;
+  let i = 0;
+  while (i < stamps.length) {
+    let j = i;
+    while (j < stamps.length && stamps[j] === stamps[i]) j++;
+    const next = stamps[j];
+    const gap = next !== undefined ? next - (stamps[i] as number) : 0;
+    for (let k = i; k < j; k++) out[k] = (out[k] as number) + (gap * (k - i)) / (j - i);
+    i = j;
+  }
+  return out;
 }
 
 export interface TierRunResult {
@@ -178,10 +200,13 @@ export function runTier(o: TierRunOptions): TierRunResult {
 
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
-  const t0 = o.records[0]?.timestamp ?? 0;
+  const arrivals = computeArrivals(
+    o.records.map((r) => r.timestamp),
+    o.spreadBursts === true,
+  );
   const filler = encode(' ba')[0] ?? 0;
   o.records.forEach((rec, i) => {
-    clock.setTimer((rec.timestamp - t0) * o.stretch, () => {
+    clock.setTimer((arrivals[i] as number) * o.stretch, () => {
       const self = i % o.replicas;
       const r = replicas[self] as Replica;
       const text = buildPromptText(rec);
