@@ -195,5 +195,9 @@ test-e2e-kind: deps ## With Docker: kind cluster, fake GPU nodes, images, chart 
 	$(NPM_BIN)/vitest run --project e2e test/e2e/chart.test.ts
 
 .PHONY: bench
-bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on) + router overhead; last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache']
+bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on) + router overhead; last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
+ifeq ($(VIRTUAL),1)
+	$(NODE) test/bench/bench-tier-virtual.ts --n $(or $(N),2000) $(ARGS)
+else
 	$(NODE) test/bench/bench-routing.ts --n $(or $(N),2000) $(ARGS)
+endif

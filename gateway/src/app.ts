@@ -30,6 +30,7 @@ import { GENERATION_ROUTES } from './request/routes.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
 import { listEndpointStates } from './routing/endpoint-state.ts';
 import { RuntimeLoadEvents } from './endpoints/load-events.ts';
+import { openTierLoad, type LoadExchangeSettings } from './fleet/tier-load.ts';
 import { RuntimeLoadPoller } from './endpoints/runtime-load.ts';
 import type { RuntimeLoad } from './endpoints/book.ts';
 import { MemoryRateLimiter, type RateLimiter } from './tenancy/limiter.ts';
@@ -99,6 +100,8 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
    * requests and asks the endpoint picker (epp/); this app then serves the admin routes only.
    */
   readonly generationApi?: boolean;
+  /** Share the runtimes' load with the other replicas (fleet/load-exchange.ts); each on its own share when absent. */
+  readonly loadExchange?: LoadExchangeSettings;
 }
 
 export function build(opts: BuildOptions): FastifyInstance {
@@ -131,8 +134,10 @@ export function build(opts: BuildOptions): FastifyInstance {
   const tenants = opts.tenants ?? OPEN_DIRECTORY;
   const limiter = openLimiter(opts, tenants, clock, app.log);
   const kvIndex = openKvIndex(opts, clock);
+  const tierLoad = openTierLoad(opts.loadExchange, opts.peers, metrics, app.log);
   const gateway = new Gateway({
     ...opts,
+    ...tierLoad.gatewayOptions,
     kvIndex: kvIndex.fleet,
     // What the gateway sends a runtime is held to what it takes from a client.
     upstream: { maxBodyBytes: bodyLimit, ...opts.upstream },
@@ -154,8 +159,10 @@ export function build(opts: BuildOptions): FastifyInstance {
   app.decorateRequest('generationPath', null);
   gateway.start();
   load.start();
+  tierLoad.start();
   app.addHook('onClose', async () => {
     load.close();
+    tierLoad.close();
     await gateway.close();
     if (kvIndex.owned) await kvIndex.fleet.close();
     await redisStore?.close();

@@ -10,7 +10,7 @@
 import { AdmissionRegistry, type ReleaseInfo } from './admission/index.ts';
 import { monotonicClock, type Clock, type Timer } from '#kube/clock.ts';
 import type { RuntimeKeyDirectory } from './discovery/runtime-keys.ts';
-import { EndpointBook, type RuntimeLoad } from './endpoints/book.ts';
+import { EndpointBook, type RuntimeLoad, type TierLoad } from './endpoints/book.ts';
 import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
 import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
@@ -62,6 +62,8 @@ export interface GatewayOptions {
   readonly limiter?: RateLimiter;
   /** The runtimes' API keys (--api-key), sent to each runtime it holds a key for; none sent when absent. */
   readonly runtimeKeys?: RuntimeKeyDirectory;
+  /** The other replicas' shares of each runtime's load, and where this one publishes its own. */
+  readonly tierLoad?: TierLoad;
 }
 
 export class Gateway {
@@ -97,6 +99,7 @@ export class Gateway {
       metrics: this.#metrics,
       clock: this.#clock,
       runtimeLoad: opts.runtimeLoad ?? (() => undefined),
+      ...(opts.tierLoad ? { tier: opts.tierLoad } : {}),
     });
     this.#upstream = openUpstream(opts.upstream, opts.table, opts.runtimeKeys);
     this.admission = new AdmissionRegistry(this.#clock);

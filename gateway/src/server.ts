@@ -1,7 +1,10 @@
 // Listen: `node gateway/src/server.ts [--kubeconfig f] [--namespace a,b] [--port 8080] [--host 0.0.0.0]`.
 // In a tier of replicas, `--peers-service <the gateway Service>` (with the pod's
 // name and namespace, from flags or $POD_NAME/$POD_NAMESPACE) divides each
-// CachePolicy's admission bounds among the replicas that take traffic.
+// CachePolicy's admission bounds among the replicas that take traffic;
+// `--load-exchange-port P` (the same on every replica) also shares the runtimes'
+// load among them: each publishes its share on P and hears every other's
+// (fleet/load-exchange.ts), so each routes on the tier's load, not its own part.
 // `--tokenizers DIR` holds each served model's tokenizer files (DIR/<served name>/
 // tokenizer.json, tokenizer_config.json): text prompts are then tokenized as the
 // runtime tokenizes them and matched exactly against its KV events.
@@ -117,6 +120,7 @@ async function main(): Promise<void> {
       'reuse-hmac-key-file': { type: 'string' },
       'reuse-hmac-previous-key-file': { type: 'string' },
       'peers-service': { type: 'string' },
+      'load-exchange-port': { type: 'string' },
       'pod-name': { type: 'string', default: process.env['POD_NAME'] },
       'pod-namespace': { type: 'string', default: process.env['POD_NAMESPACE'] },
       'keys-secret': { type: 'string' },
@@ -150,6 +154,7 @@ async function main(): Promise<void> {
   const ports = parseListenPorts(values.port, values['admin-port']);
   const redis = parseRedisFlags(values, process.env, (path) => readFileSync(path));
   if (!redis.ok) exitWithUsage(redis.error);
+  const exchangePort = parseLoadExchangePort(values['load-exchange-port']);
   const auth = parseAuthFlags(values, flags.value.kind);
   if (!auth.ok) exitWithUsage(auth.error);
   const source = await openRouteSource(flags.value, loadRoutes, {
@@ -168,6 +173,7 @@ async function main(): Promise<void> {
     kvIndexMaxBlocks: kvIndexMaxBlocks.value,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),
     ...buildTierOptions(peers, tenants, runtimeKeys),
+    ...(exchangePort !== undefined ? { loadExchange: { port: exchangePort } } : {}),
     logger: { level: values['log-level'] },
     defaultMetrics: true,
     scrapeIntervalMs: 1000,
@@ -251,6 +257,14 @@ export async function startEndpointPicker(
 const PICKER_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
 /** Endpoints named after the pick in `envoy.lb`, for a data plane's retries. */
 const PICKER_FALLBACKS = 2;
+
+/** --load-exchange-port: absent, no exchange; else a port (exit 2 naming the flag). */
+function parseLoadExchangePort(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const port = ListenPort.safeParse(raw);
+  if (!port.success) exitWithUsage(`--load-exchange-port: ${port.error.issues[0]?.message ?? 'invalid'}`);
+  return port.data;
+}
 
 /** --port and --admin-port (absent: no listener of its own), or exit 2 naming the flag. */
 function parseListenPorts(

@@ -21,6 +21,9 @@ export const TargetRef = withRules(
 export const RoutingPolicyName = z.enum(['cache-aware', 'prefix-hash', 'least-load', 'round-robin']);
 export type RoutingPolicyName = z.infer<typeof RoutingPolicyName>;
 
+/** Set from the virtual-time bench (test/bench/bench-virtual.ts --sweep-decode); see adr/ on shared load. */
+const DECODE_WEIGHT_DEFAULT = 4;
+
 export const CacheAwareSettings = z
   .object({
     matchThreshold: z
@@ -63,6 +66,16 @@ export const CacheAwareSettings = z
         description:
           'Cost routing: the endpoint with the least (prefill tokens it has not started + costWeight x this ' +
           'prompt tokens it does not hold) wins; 0 = threshold routing (matchThreshold, then least loaded).',
+      }),
+    decodeWeight: z
+      .number()
+      .min(0, 'cacheAware.decodeWeight must be 0 or more')
+      .default(DECODE_WEIGHT_DEFAULT)
+      .meta({
+        description:
+          'Cost routing weighs decode too: costWeight x uncached prompt tokens + prefill backlog + decodeWeight x ' +
+          'output tokens the endpoint still has to generate (predicted from max_tokens and the usual output), ' +
+          'so requests finish sooner, not only start sooner; 0 = prefill only.',
       }),
     hostWeight: z
       .number()

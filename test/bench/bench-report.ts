@@ -1,6 +1,7 @@
 // The benchmark's verdicts and human table (pure).
 
 import type { OverheadStats } from './bench-overhead.ts';
+import type { TierMetrics } from './tier-report.ts';
 
 export interface RouterResult {
   /** Router processes the requests were spread over, in turn (bench-replicas.ts). */
@@ -16,6 +17,14 @@ export interface RouterResult {
   readonly ttft_p99_ms: number;
   readonly e2e_p50_ms: number;
   readonly e2e_p99_ms: number;
+  /** Inter-token latency: gaps between streamed output chunks, over every request. */
+  readonly itl_p50_ms?: number;
+  readonly itl_p99_ms?: number;
+  /**
+   * Noise: half the difference between the requests of even and of odd index, per metric
+   * (its hit rate from the clients' usage, the row's from the simulators' counters).
+   */
+  readonly spread?: TierMetrics;
   readonly throughput_rps: number;
   readonly imbalance: number;
   readonly requests: number;
@@ -167,12 +176,15 @@ export function renderTable(
     'ttft p99',
     'e2e p50',
     'e2e p99',
+    'itl p50',
+    'itl p99',
+    '± hit/ttft50/e2e99',
     'req/s',
     'imbal',
     'err',
     'load1m',
   ];
-  const widths = [16, 7, 8, 7, 9, 9, 9, 9, 7, 6, 5, 7];
+  const widths = [16, 7, 8, 7, 9, 9, 9, 9, 8, 8, 19, 7, 6, 5, 7];
   lines.push(cols.map((c, i) => (i === 0 ? pad(c, widths[i] ?? 8) : lpad(c, widths[i] ?? 8))).join(' '));
   for (const [name, e] of Object.entries(routers)) {
     if (!isResult(e)) {
@@ -189,6 +201,11 @@ export function renderTable(
       e.ttft_p99_ms.toFixed(0),
       e.e2e_p50_ms.toFixed(0),
       e.e2e_p99_ms.toFixed(0),
+      e.itl_p50_ms?.toFixed(1) ?? '-',
+      e.itl_p99_ms?.toFixed(1) ?? '-',
+      e.spread
+        ? `${e.spread.hit_rate.toFixed(3)}/${e.spread.ttft_p50_ms.toFixed(0)}/${e.spread.e2e_p99_ms.toFixed(0)}`
+        : '-',
       e.throughput_rps.toFixed(2),
       e.imbalance.toFixed(3),
       String(e.errors),

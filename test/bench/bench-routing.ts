@@ -40,6 +40,12 @@
 // - --gateway-replicas 1,3: each router of --replicated-routers runs again as
 //   3 processes on the same fleet, each request sent to the next in turn (as a
 //   Service spreads connections); rows "<router>@3" (bench-replicas.ts).
+// - Latency: TTFT, inter-token (gaps between streamed output chunks, the
+//   simulators stream a token a chunk) and end-to-end, p50 and p99. Noise:
+//   each row's `spread` is half the difference between the requests of even
+//   and of odd index (tier-report.ts), so a difference between rows inside
+//   it is not a result. `make bench VIRTUAL=1` runs the gateway tier in
+//   virtual time instead (bench-tier-virtual.ts).
 // - Bounds: the infinite-cache bound, and the pooled-cache bound: one LRU of
 //   the fleet's total KV pool replayed over the slice (pooled-bound.ts; with
 //   --profile hicache the host tier's tokens too). hit_rate_vs_bound is
@@ -94,6 +100,7 @@ import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts
 import { computePooledBound } from './pooled-bound.ts';
 import { postStream } from './replay-client.ts';
 import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
+import { computeSpread, computeTierMetrics } from './tier-report.ts';
 import { BLOCK_TOKENS, buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
 import { startEnvoy, type RunningEnvoy } from '../support/envoy.ts';
 
@@ -369,6 +376,7 @@ async function runRouter(
     const after = await Promise.all(sims.map((s) => readCounters(s.url)));
     const fleet = diffCounters(sims, before, after);
     const summary = computeSummary(out.records, bounds.infinite, out.durationMs, SCALE);
+    const gaps = computeTierMetrics(out.records);
     const ratio = (x: number, b: number): number => (b > 0 ? Number((x / b).toFixed(4)) : 0);
     const firstError = out.records.find((r) => !r.ok);
     const result: RouterResult = {
@@ -381,6 +389,9 @@ async function runRouter(
       ttft_p99_ms: summary.ttft_p99_ms,
       e2e_p50_ms: summary.e2e_p50_ms,
       e2e_p99_ms: summary.e2e_p99_ms,
+      itl_p50_ms: gaps.itl_p50_ms,
+      itl_p99_ms: gaps.itl_p99_ms,
+      spread: computeSpread(out.records),
       throughput_rps: summary.throughput_rps,
       imbalance: fleet.imbalance,
       requests: summary.requests,

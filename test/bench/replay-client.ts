@@ -1,5 +1,6 @@
 // One streaming request to an SGLang-compatible server (node:http), timing
-// TTFT (first SSE chunk with output) and end-to-end latency.
+// TTFT (first SSE chunk with output), the gaps between output chunks
+// (inter-token latency: the runtimes stream a token a chunk) and end-to-end latency.
 
 import http from 'node:http';
 import https from 'node:https';
@@ -9,6 +10,8 @@ export interface StreamOutcome {
   readonly error?: string;
   readonly worker: string | null;
   readonly ttftMs: number;
+  /** Gaps between consecutive output chunks, ms. */
+  readonly itlMs: readonly number[];
   readonly e2eMs: number;
   readonly promptTokens: number;
   readonly cachedTokens: number;
@@ -49,6 +52,8 @@ export function postStream(
   const mod = url.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
     let ttft = -1;
+    let lastOutput = -1;
+    const itl: number[] = [];
     let prompt = 0;
     let cached = 0;
     let completion = 0;
@@ -59,6 +64,7 @@ export function postStream(
         error: message,
         worker,
         ttftMs: -1,
+        itlMs: [],
         e2eMs: now() - start,
         promptTokens: 0,
         cachedTokens: 0,
@@ -97,7 +103,12 @@ export function postStream(
           const hasOutput =
             (c.text !== undefined && c.text !== '') ||
             (c.choices ?? []).some((x) => (x.delta?.content ?? x.text ?? '') !== '');
-          if (ttft < 0 && hasOutput) ttft = now() - start;
+          if (hasOutput) {
+            const t = now();
+            if (ttft < 0) ttft = t - start;
+            else itl.push(t - lastOutput);
+            lastOutput = t;
+          }
           if (c.meta_info) {
             prompt = c.meta_info.prompt_tokens ?? prompt;
             cached = c.meta_info.cached_tokens ?? cached;
@@ -125,6 +136,7 @@ export function postStream(
             ...(error === undefined ? {} : { error }),
             worker,
             ttftMs: ttft < 0 ? e2e : ttft,
+            itlMs: itl,
             e2eMs: e2e,
             promptTokens: prompt,
             cachedTokens: cached,

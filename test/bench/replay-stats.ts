@@ -10,6 +10,8 @@ export interface RequestRecord {
   readonly worker: string;
   readonly sentAtMs: number;
   readonly ttftMs: number;
+  /** Gaps between consecutive output tokens (chunks), ms, where measured. */
+  readonly itlMs?: readonly number[];
   readonly e2eMs: number;
   readonly promptTokens: number;
   readonly cachedTokens: number;
@@ -31,6 +33,7 @@ export function buildStreamRecord(
     worker: o.worker ?? worker,
     sentAtMs,
     ttftMs: o.ttftMs,
+    itlMs: o.itlMs,
     e2eMs: o.e2eMs,
     promptTokens: o.promptTokens,
     cachedTokens: o.cachedTokens,

@@ -42,6 +42,20 @@ export function computeServingMembers(slices: readonly unknown[]): string[] {
   return [...out].sort();
 }
 
+/** Every endpoint's first address, ready or not, terminating or not (a draining replica still loads the runtimes); pure. */
+export function computeTierAddresses(slices: readonly unknown[]): string[] {
+  const out = new Set<string>();
+  for (const raw of slices) {
+    const slice = Slice.safeParse(raw);
+    if (!slice.success) continue;
+    for (const e of slice.data.endpoints ?? []) {
+      const address = e.addresses[0];
+      if (address !== undefined) out.add(address);
+    }
+  }
+  return [...out].sort();
+}
+
 export interface EndpointSlicePeersOptions {
   readonly client: ListerWatcher;
   readonly namespace: string;
@@ -55,6 +69,7 @@ export class EndpointSlicePeers implements PeerSet {
   readonly self: string;
   readonly #informer: Informer<KubeObject>;
   #members: readonly string[] = [];
+  #addresses: readonly string[] = [];
 
   constructor(opts: EndpointSlicePeersOptions) {
     this.self = opts.self;
@@ -66,13 +81,19 @@ export class EndpointSlicePeers implements PeerSet {
       logger: (opts.logger ?? noopLogger).child({ component: 'fleet' }),
     });
     const refresh = (): void => {
-      this.#members = computeServingMembers(this.#informer.list());
+      const slices = this.#informer.list();
+      this.#members = computeServingMembers(slices);
+      this.#addresses = computeTierAddresses(slices);
     };
     this.#informer.addEventHandler({ onAdd: refresh, onUpdate: refresh, onDelete: refresh });
   }
 
   members(): readonly string[] {
     return this.#members;
+  }
+
+  addresses(): readonly string[] {
+    return this.#addresses;
   }
 
   start(): void {

@@ -160,6 +160,7 @@ export async function openDiscovery(
   const peers = peerSource && {
     self: peerSource.self,
     members: () => slices?.members() ?? [],
+    addresses: () => slices?.addresses() ?? [],
     synced: () => slices?.hasSynced() ?? false,
   };
   return {

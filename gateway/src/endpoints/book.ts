@@ -1,11 +1,15 @@
 // What the gateway knows about each endpoint besides the routing table: its
 // requests in flight from here, the prefill it predicts is still queued there
 // (prefill-tracker.ts), its failed attempts, and the runtime's own load from
-// the /metrics scrape. Policies see it as one EndpointView per decision.
+// the /metrics scrape or its load publisher. With a load exchange (TierLoad)
+// it publishes this replica's share of each endpoint (in flight, and the
+// prefill and decode tokens the policy predicts there) at every change, and
+// adds the other replicas' shares to the view. Policies see it as one
+// EndpointView per decision.
 
 import type { Clock } from '#kube/clock.ts';
 import type { GatewayMetrics } from '../metrics/index.ts';
-import type { CachedPrefix, EndpointView, Policy, RouteOutcome } from '../policies/index.ts';
+import type { CachedPrefix, EndpointView, PeerShare, Policy, RouteOutcome } from '../policies/index.ts';
 import { generationOf } from './generation.ts';
 import { PrefillTracker } from './prefill-tracker.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
@@ -16,6 +20,18 @@ export interface RuntimeLoad {
   readonly queued: number;
   /** `sglang:token_usage` */
   readonly tokenUsage?: number;
+  /** Requests decoding now (LoadStat num_running_reqs), from the load publisher only. */
+  readonly running?: number;
+  /** Uncached prompt tokens waiting for prefill (LoadStat, SGLang 0.5.23), from the load publisher only. */
+  readonly waitingUncachedTokens?: number;
+}
+
+/** The gateway tier's shares of each endpoint's load (fleet/load-exchange.ts). */
+export interface TierLoad {
+  /** This replica's share of an endpoint changed. */
+  update(endpointId: string, share: PeerShare): void;
+  /** The other replicas' shares, summed; undefined when none is known. */
+  peersOf(endpointId: string): PeerShare | undefined;
 }
 
 export interface LoadGuard {
@@ -28,12 +44,17 @@ export class EndpointBook {
   readonly #runtimeLoad: (id: string) => RuntimeLoad | undefined;
   readonly #inFlight = new Map<string, number>();
   readonly #prefill = new PrefillTracker();
+  readonly #tier: TierLoad | undefined;
+  /** The policy's last predicted prefill and decode per endpoint, published with each in-flight change. */
+  readonly #predicted = new Map<string, { prefillTokens: number; decodeTokens: number }>();
 
   constructor(deps: {
     metrics: GatewayMetrics;
     clock: Clock;
     runtimeLoad: (id: string) => RuntimeLoad | undefined;
+    tier?: TierLoad;
   }) {
+    this.#tier = deps.tier;
     this.#metrics = deps.metrics;
     this.#clock = deps.clock;
     this.#runtimeLoad = deps.runtimeLoad;
@@ -56,6 +77,7 @@ export class EndpointBook {
       ...(rate !== undefined ? { prefillTokensPerSecond: rate } : {}),
       ...(load?.tokenUsage !== undefined ? { tokenUsage: load.tokenUsage } : {}),
       ...(cached ? { cached } : {}),
+      ...this.#tierFields(e.id, load),
     };
   }
 
@@ -77,6 +99,32 @@ export class EndpointBook {
         break;
     }
     policy.observe?.(outcome);
+    if (this.#tier && policy.shareOf) {
+      const share = policy.shareOf(endpoint);
+      if (share.prefillTokens > 0 || share.decodeTokens > 0) this.#predicted.set(endpoint, share);
+      else this.#predicted.delete(endpoint);
+      this.#publish(endpoint);
+    }
+  }
+
+  #tierFields(id: string, load: RuntimeLoad | undefined): Partial<EndpointView> {
+    const peers = this.#tier?.peersOf(id);
+    return {
+      ...(peers ? { peers } : {}),
+      ...(load?.running !== undefined ? { running: load.running } : {}),
+      ...(load?.waitingUncachedTokens !== undefined
+        ? { waitingUncachedTokens: load.waitingUncachedTokens }
+        : {}),
+    };
+  }
+
+  #publish(id: string): void {
+    const p = this.#predicted.get(id);
+    this.#tier?.update(id, {
+      inFlight: this.inFlightOf(id),
+      prefillTokens: p?.prefillTokens ?? 0,
+      decodeTokens: p?.decodeTokens ?? 0,
+    });
   }
 
   countFailure(endpoint: RouteEndpoint, failure: unknown): void {
@@ -100,5 +148,6 @@ export class EndpointBook {
     if (n <= 0) this.#inFlight.delete(id);
     else this.#inFlight.set(id, n);
     this.#metrics.inFlight.set({ endpoint: id }, Math.max(0, n));
+    this.#publish(id);
   }
 }

@@ -23,6 +23,15 @@ describe('decodeLoadStat', () => {
       tokens: 300,
       maxTotalTokens: 1000,
       rank: 0,
+      waitingUncachedTokens: 40,
+    });
+    // The older six-field shape: no uncached count.
+    expect(decodeLoadStat(enc.encode(['LoadStat', 2, 5, 300, 1000, 0]))).toEqual({
+      running: 2,
+      waiting: 5,
+      tokens: 300,
+      maxTotalTokens: 1000,
+      rank: 0,
     });
     expect(decodeLoadStat(enc.encode(['BlockStored', 1, 2, 3, 4, 5]))).toBeNull();
     expect(decodeLoadStat(enc.encode(['LoadStat', -1, 0, 0, 0, 0]))).toBeNull();
@@ -81,7 +90,11 @@ describe('RuntimeLoadEvents on the simulator', () => {
     await Promise.all(burst);
     expect(busiest).toBeGreaterThan(0);
     expect(busiest).toBeLessThanOrEqual(1);
-    expect(ev.get('sim0')).toMatchObject({ queued: expect.any(Number) });
+    expect(ev.get('sim0')).toMatchObject({
+      queued: expect.any(Number),
+      running: expect.any(Number),
+      waitingUncachedTokens: expect.any(Number),
+    });
     clock.advance(3001);
     expect(ev.get('sim0')).toBeUndefined();
     ev.sync([]);

@@ -7,7 +7,12 @@
 // for staleAfterMs (three heartbeats) no longer counts: the scrape answers.
 //
 // LoadStat is msgspec's tagged array: ["LoadStat", num_running_reqs,
-// num_waiting_reqs, num_tokens, max_total_num_tokens, attn_dp_rank, ...].
+// num_waiting_reqs, num_tokens, max_total_num_tokens, attn_dp_rank,
+// num_waiting_uncached_tokens, num_total_tokens, max_running_requests,
+// total_prefill_uncached_tokens, total_prefill_busy_us] in 0.5.23; the first
+// six are the older shape, so the uncached count is optional. A publisher
+// sends at most once per five scheduler calls (LOAD_PUBLISH_INTERVAL), a
+// changed stat then at once: within a few steps of the runtime's state.
 
 import { Decoder } from '@msgpack/msgpack';
 import { Subscriber } from 'zeromq';
@@ -21,6 +26,8 @@ export interface LoadStatValue {
   readonly tokens: number;
   readonly maxTotalTokens: number;
   readonly rank: number;
+  /** Uncached prompt tokens waiting for prefill (0.5.23's 7th field), when the publisher sends it. */
+  readonly waitingUncachedTokens?: number;
 }
 
 const decoder = new Decoder({ useBigInt64: false });
@@ -37,7 +44,11 @@ export function decodeLoadStat(payload: Uint8Array): LoadStatValue | null {
   const [running, waiting, tokens, maxTotalTokens, rank] = v.slice(1, 6).map(Number);
   const counts = [running, waiting, tokens, maxTotalTokens, rank];
   if (!counts.every((n) => n !== undefined && Number.isFinite(n) && n >= 0)) return null;
+  const uncached = v.length > 6 ? Number(v[6]) : undefined;
+  const waitingUncached =
+    uncached !== undefined && Number.isFinite(uncached) && uncached >= 0 ? uncached : undefined;
   return {
+    ...(waitingUncached !== undefined ? { waitingUncachedTokens: waitingUncached } : {}),
     running: running as number,
     waiting: waiting as number,
     tokens: tokens as number,
@@ -90,19 +101,31 @@ export class RuntimeLoadEvents {
       }
   }
 
-  /** The endpoint's load when every rank reported recently: queues summed, KV usage of the busiest rank. */
+  /** The endpoint's load when every rank reported recently: queues and running summed, KV usage of the busiest rank. */
   get(endpointId: string): RuntimeLoad | undefined {
     const sub = this.#subs.get(endpointId);
     if (!sub) return undefined;
     const now = this.#clock.now();
     let queued = 0;
     let usage = 0;
+    let running = 0;
+    let uncached: number | undefined = 0;
     for (const r of sub.ranks) {
       if (!r.stat || now - r.at > this.#staleAfterMs) return undefined;
       queued += r.stat.waiting;
+      running += r.stat.running;
+      uncached =
+        uncached === undefined || r.stat.waitingUncachedTokens === undefined
+          ? undefined
+          : uncached + r.stat.waitingUncachedTokens;
       if (r.stat.maxTotalTokens > 0) usage = Math.max(usage, r.stat.tokens / r.stat.maxTotalTokens);
     }
-    return { queued, tokenUsage: usage };
+    return {
+      queued,
+      tokenUsage: usage,
+      running,
+      ...(uncached !== undefined ? { waitingUncachedTokens: uncached } : {}),
+    };
   }
 
   close(): void {

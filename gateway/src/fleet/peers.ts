@@ -6,6 +6,11 @@ export interface PeerSet {
   readonly self: string;
   /** The replicas receiving traffic now, self included or not (share.ts counts it either way). */
   members(): readonly string[];
+  /**
+   * Where every replica of the tier is (pod IPs), draining ones included: the load exchange
+   * (load-exchange.ts) hears each; absent where the set knows names only.
+   */
+  addresses?(): readonly string[];
 }
 
 /** A replica that knows of no peers: it takes every bound whole (one replica, or no peer source). */

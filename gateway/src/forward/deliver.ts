@@ -3,6 +3,7 @@
 // chunk by chunk, the usage event the gateway asked for kept from a client
 // that did not). Each reports the endpoint's progress to the caller's `done`.
 
+import type { CacheReport } from '../policies/index.ts';
 import type { RateLimiter } from '../tenancy/limiter.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
 import type { BufferedResponse, StreamedResponse } from '../upstream/answer.ts';
@@ -11,6 +12,14 @@ import { extractAnswerUsage } from '../upstream/report.ts';
 import { UsageEventFilter } from '../upstream/strip-usage.ts';
 import { ENDPOINT_HEADER, type Buffered, type Served } from './served.ts';
 import type { Deliver, RequestContext } from './types.ts';
+
+/** The cache report with the answer's output length, which the policy learns its decode prediction from. */
+function withOutput(
+  report: CacheReport | undefined,
+  completionTokens: number | undefined,
+): CacheReport | undefined {
+  return report && completionTokens !== undefined ? { ...report, completionTokens } : report;
+}
 
 export function deliverBuffered(
   limiter: RateLimiter,
@@ -21,7 +30,7 @@ export function deliverBuffered(
     const usage = res.statusCode < 300 ? extractAnswerUsage(text) : undefined;
     const report = usage?.report;
     if (tenant && usage?.completionTokens) limiter.charge(tenant, usage.completionTokens);
-    done({ kind: 'completed', report });
+    done({ kind: 'completed', report: withOutput(report, usage?.completionTokens) });
     const contentType = headerString(res.headers['content-type']) ?? 'application/json';
     return Promise.resolve({ status: res.statusCode, contentType, body: text, endpoint, report });
   };
@@ -47,7 +56,7 @@ export function deliverStream(
     const tenant = ctx.tenant;
     if (tenant && piped.completionTokens) limiter.charge(tenant, piped.completionTokens);
     // Even an interrupted stream was prefilled: the endpoint holds the prompt.
-    done({ kind: 'completed', report: piped.report });
+    done({ kind: 'completed', report: withOutput(piped.report, piped.completionTokens) });
     return { kind: 'streamed' };
   };
 }

@@ -18,6 +18,7 @@ export interface GatewayMetrics {
   readonly retries: Counter<'model'>;
   readonly queueSeconds: Histogram<'deployment'>;
   readonly inFlight: Gauge<'endpoint'>;
+  readonly peerLoadLagSeconds: Histogram;
   readonly upstreamFailures: Counter<'endpoint' | 'reason'>;
   readonly endpoints: Gauge<'model' | 'role' | 'state'>;
   readonly tenantRequests: Counter<'tenant' | 'code'>;
@@ -101,6 +102,14 @@ export function buildMetrics(opts: MetricsOptions = {}): GatewayMetrics {
       name: 'cacheroute_gateway_endpoint_in_flight',
       help: 'Requests this gateway has in flight per endpoint.',
       labelNames: ['endpoint'],
+      registers,
+    }),
+    peerLoadLagSeconds: new Histogram({
+      name: 'cacheroute_gateway_peer_load_lag_seconds',
+      help:
+        "How old this replica's view of another replica's load was when a change caught up " +
+        '(sender wall clock to receipt; fleet/load-exchange.ts).',
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     }),
     upstreamFailures: new Counter({

@@ -30,6 +30,7 @@ import type { PolicyRegistry } from '../routing/policy-registry.ts';
 import {
   computeEffectiveSalt,
   computeExactTokens,
+  computeMaxTokens,
   computeRouteTokens,
   computeTokenizerInput,
   parseBody,
@@ -131,12 +132,14 @@ export class Picker {
     const exact =
       computeExactTokens(parsed.value) ??
       (this.#indexesTokens(chosen) ? await this.#tokenizeForIndex(chosen, parsed.value) : undefined);
-    const input: RouteInput = {
+    let input: RouteInput = {
       id: req.id,
       salt,
       tokens: exact ?? computeRouteTokens(parsed.value),
       now: s.clock.now(),
     };
+    const maxTokens = computeMaxTokens(parsed.value);
+    if (maxTokens !== undefined) input = { ...input, maxTokens };
     scope.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
     if (tenant) {
       // What the runtime serves: each prompt of a batch, n times; prompt tokens over the batch.

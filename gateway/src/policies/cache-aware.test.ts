@@ -14,6 +14,7 @@ const base: CacheAwareConfig = {
   maxTreeTokens: 1024,
   blockTokens: 4,
   costWeight: 0,
+  decodeWeight: 0,
 };
 
 /** A policy where `a` holds tokens 0..63 (16 blocks). */
@@ -228,6 +229,110 @@ describe('CacheAwarePolicy', () => {
       p.observe({ kind: 'routed', endpoint: 'b', input: input('x', range(5000, 100)) });
       p.syncEndpoints([ep('a'), ep('b', { generation: 'g2' })]);
       expect(p.backlogTokens('b')).toBe(0);
+    });
+  });
+
+  describe('the tier load (peers, runtime) and decode', () => {
+    const fresh = (cfg: Partial<CacheAwareConfig> = {}): CacheAwarePolicy =>
+      new CacheAwarePolicy({ ...base, costWeight: 2, ...cfg });
+    const peers = (prefillTokens: number, decodeTokens = 0, inFlight = 0) => ({
+      peers: { inFlight, prefillTokens, decodeTokens },
+    });
+
+    it("counts the other replicas' predicted prefill backlog on an endpoint", () => {
+      const p = fresh();
+      p.observe({ kind: 'routed', endpoint: 'b', input: input('x', range(5000, 40)) });
+      // Alone, b's own 40 tokens of backlog would send a new prompt to a; the peers put 500 on a.
+      expect(p.select([ep('a', peers(500)), ep('b')], input('r', range(9000, 40)))).toBe(1);
+      expect(p.select([ep('a'), ep('b')], input('r', range(9000, 40)))).toBe(0);
+    });
+
+    it("takes the runtime's own waiting uncached tokens as a floor of the backlog", () => {
+      const p = fresh();
+      p.observe({ kind: 'routed', endpoint: 'b', input: input('x', range(5000, 40)) });
+      expect(p.select([ep('a', { waitingUncachedTokens: 300 }), ep('b')], input('r', range(9000, 40)))).toBe(
+        1,
+      );
+    });
+
+    it("counts the peers' requests in flight in the imbalance guard", () => {
+      const p = warmed({ costWeight: 2 });
+      // a holds the prompt; by this replica's count the tier is balanced, with the peers' it is not.
+      expect(p.select([ep('a', { inFlight: 2 }), ep('b', { inFlight: 2 })], input('r', range(0, 64)))).toBe(
+        0,
+      );
+      const busy = ep('a', { inFlight: 2, ...peers(0, 0, 10) });
+      expect(p.select([busy, ep('b', { inFlight: 2 })], input('r', range(0, 64)))).toBe(1);
+    });
+
+    it('weighs the output tokens an endpoint still has to generate (decodeWeight)', () => {
+      const decodeBound = input('long', range(3000, 40), { maxTokens: 1000 });
+      const setUp = (p: CacheAwarePolicy): void => {
+        // a decodes a long answer (past its first token); b has 10 prompt tokens not yet prefilled.
+        p.observe({ kind: 'routed', endpoint: 'a', input: decodeBound });
+        p.observe({ kind: 'first-token', endpoint: 'a', input: decodeBound });
+        p.observe({
+          kind: 'routed',
+          endpoint: 'b',
+          input: input('short', range(4000, 10), { maxTokens: 1 }),
+        });
+      };
+      const prefillOnly = fresh({ decodeWeight: 0 });
+      setUp(prefillOnly);
+      expect(prefillOnly.select([ep('a'), ep('b')], input('r', range(9000, 40)))).toBe(0);
+      const withDecode = fresh({ decodeWeight: 1 });
+      setUp(withDecode);
+      expect(withDecode.decodeTokens('a')).toBe(1000);
+      expect(withDecode.select([ep('a'), ep('b')], input('r', range(9000, 40)))).toBe(1);
+      // The peers' decode counts as this replica's own.
+      const viaPeers = fresh({ decodeWeight: 1 });
+      viaPeers.observe({ kind: 'routed', endpoint: 'b', input: input('short', range(4000, 10)) });
+      expect(viaPeers.select([ep('a', peers(0, 1000)), ep('b')], input('r', range(9000, 40)))).toBe(1);
+    });
+
+    it("predicts the backlog from the KV index's match (every replica's traffic), not this replica's tree", () => {
+      const p = fresh();
+      const held = { deviceTokens: 64, hostTokens: 0, storageTokens: 0 };
+      // Another replica sent this conversation to a: this replica's tree knows nothing of it.
+      expect(route(p, [ep('a', { cached: held }), ep('b')], input('r', range(0, 80)))).toBe('a');
+      expect(p.backlogTokens('a')).toBe(16);
+    });
+
+    it('weighs decode by how long this answer will be against the usual one', () => {
+      const p = fresh({ decodeWeight: 1 });
+      const warm = input('warm', range(1000, 40));
+      p.observe({ kind: 'routed', endpoint: 'a', input: warm });
+      p.observe({
+        kind: 'completed',
+        endpoint: 'a',
+        input: warm,
+        report: { promptTokens: 40, cachedTokens: 0, completionTokens: 400 },
+      }); // the usual output: 400
+      const long = input('long', range(3000, 40), { maxTokens: 1000 });
+      p.observe({ kind: 'routed', endpoint: 'a', input: long });
+      p.observe({ kind: 'first-token', endpoint: 'a', input: long }); // a: 400 tokens to decode
+      p.observe({ kind: 'routed', endpoint: 'b', input: input('pre', range(4000, 200), { maxTokens: 1 }) });
+      // b: 200 prompt tokens to prefill. A long answer (scale 1) pays 400 on a, a short one 0.25 x 400.
+      expect(p.select([ep('a'), ep('b')], input('r1', range(9000, 40), { maxTokens: 1000 }))).toBe(1);
+      expect(p.select([ep('a'), ep('b')], input('r2', range(9000, 40), { maxTokens: 100 }))).toBe(0);
+    });
+
+    it('predicts the output as min(max_tokens, the usual output) and ends it with the request', () => {
+      const p = fresh({ decodeWeight: 1 });
+      expect(p.expectedOutput(input('q', [1], { maxTokens: 50 }))).toBe(50);
+      expect(p.expectedOutput(input('q', [1]))).toBe(256);
+      const r = input('r', range(3000, 40), { maxTokens: 500 });
+      p.observe({ kind: 'routed', endpoint: 'a', input: r });
+      expect(p.shareOf('a')).toEqual({ prefillTokens: 40, decodeTokens: 500 });
+      p.observe({
+        kind: 'completed',
+        endpoint: 'a',
+        input: r,
+        report: { promptTokens: 40, cachedTokens: 0, completionTokens: 120 },
+      });
+      expect(p.shareOf('a')).toEqual({ prefillTokens: 0, decodeTokens: 0 });
+      expect(p.expectedOutput(input('q', [1], { maxTokens: 500 }))).toBe(120);
+      expect(p.expectedOutput(input('q', [1], { maxTokens: 50 }))).toBe(50);
     });
   });
 });

@@ -39,7 +39,7 @@
 //                   outcome; 'completed'/'failed' also end it)
 //     uncached(e) = prompt tokens - tier-weighted match on e
 //     choose        argmin backlog(e) + costWeight x uncached(e),
-//                   ties → least load, then the smaller tree
+//                   ties → least load (the tier's)
 //   backlog/prefill rate is the queueing part of TTFT (the runtime prefills
 //   FCFS, before decode), uncached/rate its own part; costWeight > 1 values
 //   keeping a conversation's cache over one request's TTFT, so affinity
@@ -47,6 +47,23 @@
 //   imbalance guard above still applies first. Measured in virtual time
 //   (test/bench/bench-virtual.ts): TTFT p50 -15..-35% against threshold
 //   routing, hit rate within +-0.003.
+// - The tier's load, not this replica's share: backlog(e) adds what the other
+//   gateway replicas predict on e (EndpointView.peers, fleet/load-exchange.ts)
+//   and is at least the runtime's own count of uncached prompt tokens waiting
+//   (EndpointView.waitingUncachedTokens, SGLang's LoadStat); load(e) counts
+//   the peers' in-flight requests too. With one replica both are absent.
+// - Decode, not only prefill (decodeWeight > 0):
+//     decode(e)   = output tokens still to generate by the requests on e,
+//                   this replica's and its peers', each predicted as
+//                   min(max_tokens, the usual output: an EWMA of the runtime's
+//                   completion_tokens), from 'routed' to 'completed'
+//     scale       = this request's predicted output / the usual output (1/4..4)
+//     choose        argmin backlog(e) + costWeight x uncached(e)
+//                          + decodeWeight x scale x decode(e)
+//   A runtime decodes its running batch together, every step a little slower
+//   per request in it: a request sent where many tokens are still to come
+//   starts as soon (prefill goes first) but finishes later, and slows them;
+//   the longer its own answer, the more of those steps it shares (scale).
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -69,6 +86,9 @@ export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWe
 };
 
 const HOST_SHARE_ALPHA = 0.2;
+const OUTPUT_ALPHA = 0.05;
+/** Output tokens assumed before the runtime reported any and with no max_tokens (OpenAI's usual answers). */
+const DEFAULT_OUTPUT_TOKENS = 256;
 const MAX_PENDING = 100_000;
 
 interface Pending {
@@ -76,6 +96,8 @@ interface Pending {
   readonly predictedBlocks: number;
   /** Predicted uncached prompt tokens (route units), counted in the backlog until the first token. */
   readonly uncached: number;
+  /** Predicted output tokens, counted in the endpoint's decode load until the request ends. */
+  readonly decode: number;
   started: boolean;
 }
 
@@ -86,11 +108,17 @@ export class CacheAwarePolicy implements Policy {
   readonly #hostWeight: number;
   readonly #tree = new PrefixTree();
   readonly #keys = new WeakMap<RouteInput, PrefixKey>();
+  /** Each request's match per endpoint as select saw it (index or tree, in blocks): its predicted uncached part. */
+  readonly #seen = new WeakMap<RouteInput, Map<string, number>>();
   readonly #pending = new Map<string, Pending>();
   readonly #hostShare = new Map<string, number>();
   readonly #generations = new Map<string, string>();
   /** Predicted uncached prompt tokens sent to each endpoint and not yet past prefill. */
   readonly #backlog = new Map<string, number>();
+  /** Predicted output tokens still to generate by the requests this replica sent to each endpoint. */
+  readonly #decode = new Map<string, number>();
+  /** The usual output length (EWMA of completion tokens); undefined until the runtime reported one. */
+  #meanOutput: number | undefined;
 
   constructor(cfg: CacheAwareConfig) {
     this.#cfg = cfg;
@@ -114,19 +142,24 @@ export class CacheAwarePolicy implements Policy {
       const indexed = this.#indexedMatch(e.cached);
       return e.cached.partial ? Math.max(indexed, guessed()) : indexed;
     });
+    this.#seen.set(req, new Map(endpoints.map((e, i) => [e.id, scores[i] as number])));
     const w = this.#cfg.costWeight;
     if (w > 0) {
       const total = req.tokens.length;
       const bt = this.#cfg.blockTokens;
+      // A long answer decodes in e's batch for many steps: it is the one whose e2e the batch decides.
+      const d = this.#cfg.decodeWeight * this.#outputScale(req);
       const cost = endpoints.map(
-        (e, i) => (this.#backlog.get(e.id) ?? 0) + w * Math.max(0, total - (scores[i] as number) * bt),
+        (e, i) =>
+          this.#tierBacklog(e) +
+          w * Math.max(0, total - (scores[i] as number) * bt) +
+          (d > 0 ? d * this.#tierDecode(e) : 0),
       );
       const bestCost = Math.min(...cost);
-      return indexOfMin(endpoints, (e, i) => {
-        if ((cost[i] as number) > bestCost) return Infinity;
-        const size = this.#tree.sizeOf(e.id);
-        return (loads[i] as number) + (0.5 * size) / (size + 1);
-      });
+      // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
+      return indexOfMin(endpoints, (_e, i) =>
+        (cost[i] as number) > bestCost ? Infinity : (loads[i] as number),
+      );
     }
     const best = Math.max(...scores);
     if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
@@ -140,13 +173,16 @@ export class CacheAwarePolicy implements Policy {
       case 'routed': {
         const predictedBlocks = this.#tree.matchByEndpoint(key).get(endpoint) ?? 0;
         if (this.#pending.size >= MAX_PENDING) {
-          const oldest = this.#pending.keys().next().value as string;
-          this.#settle(this.#pending.get(oldest));
-          this.#pending.delete(oldest);
+          const [oldest, p] = this.#pending.entries().next().value as [string, Pending];
+          this.#takePending(oldest, p.endpoint);
         }
-        const uncached = Math.max(0, input.tokens.length - predictedBlocks * this.#cfg.blockTokens);
-        this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, started: false });
+        // The match select weighed (the KV index's, exact and every replica's) over this replica's tree.
+        const matched = this.#seen.get(input)?.get(endpoint) ?? predictedBlocks;
+        const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
+        const decode = this.expectedOutput(input);
+        this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, started: false });
         this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
+        this.#decode.set(endpoint, (this.#decode.get(endpoint) ?? 0) + decode);
         this.#tree.insert(key, endpoint, input.now);
         // Between timer runs, keep one endpoint from growing without bound.
         if (this.#tree.sizeOf(endpoint) > 2 * this.#maxBlocks)
@@ -162,6 +198,7 @@ export class CacheAwarePolicy implements Policy {
         const pending = this.#takePending(input.id, endpoint);
         const report = outcome.report;
         if (!report) return;
+        this.#learnOutput(report.completionTokens);
         this.#learnTier(endpoint, report.deviceTokens, report.hostTokens);
         if (!pending || report.promptTokens <= 0) return;
         // The runtime counts real tokens; the tree may count pseudo-tokens.
@@ -217,6 +254,21 @@ export class CacheAwarePolicy implements Policy {
     return this.#backlog.get(endpointId) ?? 0;
   }
 
+  /** Predicted output tokens still to generate by the requests this replica sent to `endpointId`. */
+  decodeTokens(endpointId: string): number {
+    return this.#decode.get(endpointId) ?? 0;
+  }
+
+  shareOf(endpointId: string): { prefillTokens: number; decodeTokens: number } {
+    return { prefillTokens: this.backlogTokens(endpointId), decodeTokens: this.decodeTokens(endpointId) };
+  }
+
+  /** A request's predicted output: its max_tokens, or the usual output when that is shorter or unset. */
+  expectedOutput(input: RouteInput): number {
+    const usual = this.#meanOutput ?? (input.maxTokens === undefined ? DEFAULT_OUTPUT_TOKENS : Infinity);
+    return Math.max(1, Math.round(Math.min(input.maxTokens ?? Infinity, usual)));
+  }
+
   /** Tokens the tree believes `endpointId` holds. */
   treeTokens(endpointId: string): number {
     return this.#tree.sizeOf(endpointId) * this.#cfg.blockTokens;
@@ -227,6 +279,29 @@ export class CacheAwarePolicy implements Policy {
     if (known !== undefined && known !== e.generation) return 0; // restarted: cache is empty
     const hostShare = this.#hostShare.get(e.id) ?? 0;
     return blocks * (1 - hostShare * (1 - this.#hostWeight));
+  }
+
+  /** This request's predicted output against the usual one (1 before any is known), within 1/4..4. */
+  #outputScale(req: RouteInput): number {
+    const usual = this.#meanOutput;
+    if (usual === undefined || usual <= 0) return 1;
+    return Math.min(4, Math.max(0.25, this.expectedOutput(req) / usual));
+  }
+
+  /** The tier's predicted prefill backlog on e, at least what the runtime says is waiting. */
+  #tierBacklog(e: EndpointView): number {
+    const predicted = (this.#backlog.get(e.id) ?? 0) + (e.peers?.prefillTokens ?? 0);
+    return Math.max(predicted, e.waitingUncachedTokens ?? 0);
+  }
+
+  #tierDecode(e: EndpointView): number {
+    return (this.#decode.get(e.id) ?? 0) + (e.peers?.decodeTokens ?? 0);
+  }
+
+  #learnOutput(tokens: number | undefined): void {
+    if (tokens === undefined || !Number.isFinite(tokens) || tokens <= 0) return;
+    const prev = this.#meanOutput;
+    this.#meanOutput = prev === undefined ? tokens : prev + OUTPUT_ALPHA * (tokens - prev);
   }
 
   /** Least load; among equals the smaller tree (the fraction stays below 0.5). */
@@ -252,6 +327,9 @@ export class CacheAwarePolicy implements Policy {
     if (pending?.endpoint !== endpoint) return undefined;
     this.#pending.delete(id);
     this.#settle(pending);
+    const left = (this.#decode.get(pending.endpoint) ?? 0) - pending.decode;
+    if (left > 0) this.#decode.set(pending.endpoint, left);
+    else this.#decode.delete(pending.endpoint);
     return pending;
   }
 
@@ -275,6 +353,7 @@ export class CacheAwarePolicy implements Policy {
     this.#hostShare.delete(id);
     this.#generations.delete(id);
     this.#backlog.delete(id);
+    this.#decode.delete(id);
     for (const [rid, p] of this.#pending) if (p.endpoint === id) this.#pending.delete(rid);
   }
 }

@@ -25,6 +25,27 @@ export interface EndpointView {
    * (kv-index/): exact where the tree is a guess. Absent when the index cannot answer.
    */
   readonly cached?: CachedPrefix;
+  /**
+   * What the other gateway replicas have on this endpoint (fleet/load-exchange.ts), as last heard:
+   * their requests in flight, their predicted prefill backlog and their predicted decode tokens.
+   * Absent with one replica or no exchange.
+   */
+  readonly peers?: PeerShare;
+  /**
+   * The runtime's own counts from its load publisher (SGLang's LoadStat), when fresh: requests
+   * decoding now and uncached prompt tokens waiting for prefill, every replica's traffic included.
+   */
+  readonly running?: number;
+  readonly waitingUncachedTokens?: number;
+}
+
+/** One replica's part of an endpoint's load; the peers' parts summed in EndpointView.peers. */
+export interface PeerShare {
+  readonly inFlight: number;
+  /** Predicted uncached prompt tokens sent and not yet past prefill. */
+  readonly prefillTokens: number;
+  /** Predicted output tokens still to generate by the requests in flight. */
+  readonly decodeTokens: number;
 }
 
 export interface CachedPrefix {
@@ -46,6 +67,8 @@ export interface RouteInput {
   /** Token ids, or pseudo-tokens from text (radix/blocks.ts). */
   readonly tokens: ArrayLike<number>;
   readonly now: number;
+  /** The request's output bound (max_tokens / max_completion_tokens / max_new_tokens), when it set one. */
+  readonly maxTokens?: number;
 }
 
 export interface CacheReport {
@@ -55,6 +78,8 @@ export interface CacheReport {
   /** `cached_tokens_details` split, when the runtime reports it. */
   readonly deviceTokens?: number;
   readonly hostTokens?: number;
+  /** Output tokens the runtime generated, when known: the policy learns the usual output length. */
+  readonly completionTokens?: number;
 }
 
 export type RouteOutcome =
@@ -81,10 +106,16 @@ export interface Policy {
   syncEndpoints?(endpoints: readonly EndpointView[]): void;
   /** Periodic housekeeping (tree eviction), driven by a timer the shell owns. */
   maintain?(now: number): void;
+  /**
+   * This replica's predicted prefill backlog and decode tokens on an endpoint, for the other
+   * replicas (fleet/load-exchange.ts); policies that predict neither leave it out.
+   */
+  shareOf?(endpointId: string): { readonly prefillTokens: number; readonly decodeTokens: number };
 }
 
+/** Requests on the endpoint: this replica's and its peers' in flight, and the runtime's queue. */
 export function loadOf(e: EndpointView): number {
-  return e.inFlight + e.queued;
+  return e.inFlight + (e.peers?.inFlight ?? 0) + e.queued;
 }
 
 /** Index of the least-loaded endpoint by `score`; ties go to the first at or after `start`. */

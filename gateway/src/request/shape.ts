@@ -193,3 +193,24 @@ export function computeTokenizerInput(parsed: ParsedBody): TokenizerInput | unde
 
 /** The cache_salt to stamp: one rule for the gateway and Tasks, in the SGLang contract. */
 export { combineCacheSalt as computeEffectiveSalt } from '#sglang/salt.ts';
+
+/**
+ * The output bound the request set, for the policy's decode prediction: chat's
+ * max_completion_tokens or max_tokens, completion's max_tokens, /generate's
+ * sampling_params.max_new_tokens. Undefined when unset or not a positive integer (the runtime
+ * judges those; this is only a prediction).
+ */
+export function computeMaxTokens(parsed: ParsedBody): number | undefined {
+  const b = parsed.body as Record<string, unknown>;
+  const sp = b['sampling_params'];
+  const candidates =
+    parsed.kind === 'generate'
+      ? [
+          sp !== null && typeof sp === 'object'
+            ? (sp as Record<string, unknown>)['max_new_tokens']
+            : undefined,
+        ]
+      : [b['max_completion_tokens'], b['max_tokens']];
+  for (const v of candidates) if (typeof v === 'number' && Number.isInteger(v) && v > 0) return v;
+  return undefined;
+}

@@ -212,6 +212,7 @@ describe('values reach the objects', () => {
     expect(gw.args).toEqual(
       expect.arrayContaining(['--drain-timeout-seconds=25', `--peers-service=${RELEASE}-gateway`]),
     );
+    expect(gw.args.filter((a: string) => a.startsWith('--load-exchange-port'))).toEqual([]);
     expect(gw.env).toEqual([
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
@@ -453,6 +454,7 @@ describe('values reach the objects', () => {
     });
     const c = container(objs, 'gateway');
     expect(c.args.filter((a: string) => a.startsWith('--peers-service'))).toEqual([]);
+    expect(c.args.filter((a: string) => a.startsWith('--load-exchange-port'))).toEqual([]);
     expect(c.args).toContain('--drain-timeout-seconds=60');
     expect(c.lifecycle).toBeUndefined();
     expect(podSpec(find(objs, 'Deployment', `${RELEASE}-gateway`)).terminationGracePeriodSeconds).toBe(65);

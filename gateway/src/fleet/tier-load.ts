@@ -1,0 +1,67 @@
+// The load exchange's life in a gateway process: bind this replica's PUB
+// socket on --load-exchange-port, follow the tier's addresses (the gateway
+// Service's EndpointSlices, every replica on the same port) once a second,
+// and record how old each caught-up change was in
+// cacheroute_gateway_peer_load_lag_seconds.
+
+import os from 'node:os';
+import { isIPv6 } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import type { GatewayMetrics } from '../metrics/index.ts';
+import { LoadExchange } from './load-exchange.ts';
+import type { PeerSet } from './peers.ts';
+
+export interface LoadExchangeSettings {
+  /** Every replica binds and dials this port; 0 binds one the kernel picks (a lone replica, tests). */
+  readonly port: number;
+  readonly host?: string;
+}
+
+/** `tcp://host:port`, IPv6 hosts bracketed. */
+export function formatZmqAddress(host: string, port: number): string {
+  return `tcp://${isIPv6(host) ? `[${host}]` : host}:${port}`;
+}
+
+export interface TierLoadHandle {
+  /** What the Gateway takes: the exchange as its TierLoad, or nothing without one. */
+  readonly gatewayOptions: { readonly tierLoad?: LoadExchange };
+  start(): void;
+  close(): void;
+}
+
+const NO_EXCHANGE: TierLoadHandle = { gatewayOptions: {}, start: () => undefined, close: () => undefined };
+
+/** The exchange when `settings` asks for one; a handle that does nothing otherwise. */
+export function openTierLoad(
+  settings: LoadExchangeSettings | undefined,
+  peers: PeerSet | undefined,
+  metrics: GatewayMetrics,
+  log: FastifyBaseLogger,
+): TierLoadHandle {
+  if (!settings) return NO_EXCHANGE;
+  const exchange = new LoadExchange({
+    self: peers?.self ?? os.hostname(),
+    onLag: (ms) => metrics.peerLoadLagSeconds.observe(ms / 1000),
+  });
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const follow = (): void =>
+    exchange.connect((peers?.addresses?.() ?? []).map((a) => formatZmqAddress(a, settings.port)));
+  return {
+    gatewayOptions: { tierLoad: exchange },
+    start() {
+      exchange
+        .bind(formatZmqAddress(settings.host ?? '0.0.0.0', settings.port))
+        .then((address) => log.info({ address }, 'load exchange: listening for the tier'))
+        .catch((err: unknown) =>
+          log.error({ err }, 'load exchange: cannot bind; this replica routes on its own share of the load'),
+        );
+      follow();
+      timer = setInterval(follow, 1000);
+      timer.unref();
+    },
+    close() {
+      if (timer) clearInterval(timer);
+      exchange.close();
+    },
+  };
+}

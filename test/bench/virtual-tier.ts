@@ -1,0 +1,273 @@
+// A tier of R gateway replicas over N simulator engines, in virtual time: the
+// routing benchmark's slice through the gateway's own policies with no HTTP
+// and no wall clock, so eight processes' worth of routing fits two cores and
+// host CPU contention cannot move the figures.
+//
+// What each replica sees, as in production:
+// - its own requests (in flight, the policy's predicted prefill and decode);
+// - the KV index (`cached`), exact and shared: every replica subscribes to
+//   every runtime's KV events, emulated by peeking the engine's radix tree;
+// - the runtime's pushed load (LoadStat: running, waiting, waiting uncached
+//   tokens), refreshed every `runtimeLoadMs` as the publisher's throttle
+//   allows (five scheduler steps);
+// - with `exchangeMs` set, the other replicas' shares (fleet/load-exchange.ts)
+//   as they were `exchangeMs` ago: each change is delivered after that delay,
+//   in order. Staleness is sampled at every decision: for each peer and
+//   endpoint, how long the oldest change not yet delivered has waited (0 when
+//   the view is current); the sample is the worst over peers and endpoints.
+// Request i goes to replica i mod R (a Service spreading connections).
+
+import {
+  buildPolicy,
+  type EndpointView,
+  type PeerShare,
+  type Policy,
+  type RouteInput,
+} from '../../gateway/src/policies/index.ts';
+import type { RoutingSettings } from '#api';
+import type { z } from 'zod';
+import { VirtualClock } from '../sim/clock.ts';
+import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
+import { Engine, type RequestResult } from '../sim/engine.ts';
+import { applyChatTemplate } from '../sim/generation.ts';
+import { encode } from '../sim/tokenizer.ts';
+import { buildVirtualRecord, type RequestRecord } from './replay-stats.ts';
+import { buildPromptText, type TraceRecord } from './replay-trace.ts';
+import { SglangRouterEmulation } from './virtual-sglang-router.ts';
+
+export interface TierRunOptions {
+  readonly records: readonly TraceRecord[];
+  /** Arrival gaps are multiplied by this. */
+  readonly stretch: number;
+  readonly workers: number;
+  readonly maxTotalTokens: number;
+  readonly prefillTps: number;
+  readonly replicas: number;
+  readonly router: 'cache-aware' | 'sglang-router';
+  readonly routing: z.output<typeof RoutingSettings>;
+  /** Delay of the replicas' load exchange (virtual ms); undefined: no exchange (each sees its own share). */
+  readonly exchangeMs?: number;
+  /** How often a runtime's pushed load is refreshed (virtual ms); undefined: not used. */
+  readonly runtimeLoadMs?: number;
+  /**
+   * Spread requests that share a timestamp evenly over the gap to the next timestamp (the
+   * conversation trace's stamps come in steps of about 3 s), instead of all at one instant.
+   */
+  readonly spreadBursts?: boolean;
+}
+
+/** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
+export function computeArrivals(stamps: readonly number[], spread: boolean): number[] {
+  const t0 = stamps[0] ?? 0;
+  const out = stamps.map((t) => t - t0);
+  if (!spread) return out;
+  let i = 0;
+  while (i < stamps.length) {
+    let j = i;
+    while (j < stamps.length && stamps[j] === stamps[i]) j++;
+    const next = stamps[j];
+    const gap = next !== undefined ? next - (stamps[i] as number) : 0;
+    for (let k = i; k < j; k++) out[k] = (out[k] as number) + (gap * (k - i)) / (j - i);
+    i = j;
+  }
+  return out;
+}
+
+export interface TierRunResult {
+  readonly records: RequestRecord[];
+  /** Gaps between consecutive output tokens, ms, per request index. */
+  readonly itl: Map<number, number[]>;
+  /** Per decision, how stale the deciding replica's view of its peers was (ms). */
+  readonly staleness: number[];
+  readonly durationMs: number;
+}
+
+interface Replica {
+  readonly policy: Policy;
+  readonly inFlight: number[];
+  /** What the others last heard from this replica, per endpoint. */
+  readonly delivered: PeerShare[];
+  /** Change times not yet delivered, per endpoint, oldest first. */
+  readonly undelivered: number[][];
+}
+
+const ZERO: PeerShare = { inFlight: 0, prefillTokens: 0, decodeTokens: 0 };
+
+export function runTier(o: TierRunOptions): TierRunResult {
+  const simCfg = parseSimArgs(['--model-path', 'sim', '--max-total-tokens', String(o.maxTotalTokens)]);
+  if (!simCfg.ok) throw new Error(simCfg.error);
+  const clock = new VirtualClock();
+  const engines = Array.from(
+    { length: o.workers },
+    () => new Engine({ ...buildEngineConfig(simCfg.value), prefillTps: o.prefillTps }, clock),
+  );
+  const ids = engines.map((_e, i) => `w${i}`);
+  const texts = new Map<string, string>();
+  const replicas: Replica[] = Array.from({ length: o.replicas }, () => ({
+    policy:
+      o.router === 'sglang-router'
+        ? new SglangRouterEmulation((req) => texts.get(req.id) ?? '')
+        : buildPolicy(o.routing),
+    inFlight: engines.map(() => 0),
+    delivered: engines.map(() => ZERO),
+    undelivered: engines.map(() => []),
+  }));
+
+  const shareOf = (r: Replica, w: number): PeerShare => {
+    const s = r.policy.shareOf?.(ids[w] ?? '') ?? { prefillTokens: 0, decodeTokens: 0 };
+    return { inFlight: r.inFlight[w] ?? 0, ...s };
+  };
+  /** A change on replica r for worker w: the others hear of it exchangeMs later. */
+  const changed = (r: Replica, w: number): void => {
+    const delay = o.exchangeMs;
+    if (delay === undefined || o.replicas === 1) return;
+    const snap = shareOf(r, w);
+    const at = clock.now();
+    (r.undelivered[w] as number[]).push(at);
+    clock.setTimer(delay, () => {
+      r.delivered[w] = snap;
+      (r.undelivered[w] as number[]).shift();
+    });
+  };
+
+  const runtime = engines.map(() => ({ at: -Infinity, running: 0, waiting: 0, uncached: 0 }));
+  const runtimeLoad = (w: number) => {
+    const cur = runtime[w] as { at: number; running: number; waiting: number; uncached: number };
+    const now = clock.now();
+    if (o.runtimeLoadMs !== undefined && now - cur.at >= o.runtimeLoadMs) {
+      const e = engines[w] as Engine;
+      const snap = e.snapshot();
+      cur.at = now;
+      cur.running = snap.numRunningReqs;
+      cur.waiting = snap.numWaitingReqs;
+      cur.uncached = Math.floor(e.waitingPromptTokens * (1 - snap.cacheHitRate));
+    }
+    return cur;
+  };
+
+  const view = (self: number, w: number, tokens: readonly number[]): EndpointView => {
+    const r = replicas[self] as Replica;
+    let peers: PeerShare | undefined;
+    if (o.exchangeMs !== undefined && o.replicas > 1) {
+      let inFlight = 0;
+      let prefillTokens = 0;
+      let decodeTokens = 0;
+      replicas.forEach((p, k) => {
+        if (k === self) return;
+        const d = p.delivered[w] as PeerShare;
+        inFlight += d.inFlight;
+        prefillTokens += d.prefillTokens;
+        decodeTokens += d.decodeTokens;
+      });
+      peers = { inFlight, prefillTokens, decodeTokens };
+    }
+    const rt = o.runtimeLoadMs !== undefined ? runtimeLoad(w) : undefined;
+    const hit = (engines[w] as Engine).tree.peek(
+      'bench-salt',
+      tokens.slice(0, Math.max(0, tokens.length - 1)),
+    );
+    return {
+      id: ids[w] ?? '',
+      inFlight: r.inFlight[w] ?? 0,
+      queued: rt?.waiting ?? 0,
+      generation: 'g',
+      cached: { deviceTokens: hit.deviceTokens, hostTokens: hit.hostTokens, storageTokens: 0 },
+      ...(peers ? { peers } : {}),
+      ...(rt ? { running: rt.running, waitingUncachedTokens: rt.uncached } : {}),
+    };
+  };
+
+  const staleness: number[] = [];
+  const sampleStaleness = (self: number): void => {
+    if (o.exchangeMs === undefined || o.replicas === 1) return;
+    const now = clock.now();
+    let worst = 0;
+    replicas.forEach((p, k) => {
+      if (k === self) return;
+      for (const q of p.undelivered) if (q.length > 0) worst = Math.max(worst, now - (q[0] as number));
+    });
+    staleness.push(worst);
+  };
+
+  for (const r of replicas) r.policy.syncEndpoints?.(engines.map((_e, w) => view(0, w, [])));
+  const maintain = (): void => {
+    clock.setTimer(60_000, () => {
+      for (const r of replicas) r.policy.maintain?.(clock.now());
+      if (clock.pendingTimers > 0) maintain();
+    });
+  };
+  maintain();
+
+  const out: RequestRecord[] = [];
+  const itl = new Map<number, number[]>();
+  const arrivals = computeArrivals(
+    o.records.map((r) => r.timestamp),
+    o.spreadBursts === true,
+  );
+  const filler = encode(' ba')[0] ?? 0;
+  o.records.forEach((rec, i) => {
+    clock.setTimer((arrivals[i] as number) * o.stretch, () => {
+      const self = i % o.replicas;
+      const r = replicas[self] as Replica;
+      const text = buildPromptText(rec);
+      const promptIds = applyChatTemplate([{ role: 'user', content: text }]);
+      if (o.router === 'sglang-router') texts.set(String(i), text);
+      const maxTokens = Math.max(1, rec.output_length);
+      const input: RouteInput = {
+        id: String(i),
+        salt: 'bench-salt',
+        tokens: promptIds,
+        now: clock.now(),
+        maxTokens,
+      };
+      sampleStaleness(self);
+      const w =
+        r.policy.select(
+          engines.map((_e, k) => view(self, k, promptIds)),
+          input,
+        ) ?? 0;
+      const id = ids[w] ?? '';
+      r.policy.observe?.({ kind: 'routed', endpoint: id, input });
+      r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
+      changed(r, w);
+      const gaps: number[] = [];
+      itl.set(i, gaps);
+      let last = 0;
+      (engines[w] as Engine).submit(
+        {
+          rid: String(i),
+          namespace: 'bench-salt',
+          promptIds,
+          outputIds: Array.from({ length: maxTokens }, () => filler),
+        },
+        {
+          onTokens: (generated: number, now: number) => {
+            if (generated > 1) gaps.push(now - last);
+            last = now;
+            if (generated !== 1) return;
+            r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
+            changed(r, w);
+          },
+          onFinish: (res: RequestResult) => {
+            r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
+            r.policy.observe?.({
+              kind: 'completed',
+              endpoint: id,
+              input: { ...input, now: clock.now() },
+              report: {
+                promptTokens: res.promptTokens,
+                cachedTokens: res.cachedTokens,
+                completionTokens: res.completionTokens,
+              },
+            });
+            changed(r, w);
+            texts.delete(String(i));
+            out.push(buildVirtualRecord(i, id, res));
+          },
+        },
+      );
+    });
+  });
+  clock.runAll(Infinity);
+  return { records: out, itl, staleness, durationMs: clock.now() };
+}
