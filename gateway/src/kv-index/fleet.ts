@@ -102,6 +102,8 @@ export class KvIndexFleet {
           budget: this.budget,
           ...(this.#opts.clock ? { clock: this.#opts.clock } : {}),
           ...(this.#opts.staleAfterMs !== undefined ? { staleAfterMs: this.#opts.staleAfterMs } : {}),
+          // A lag past the bound holds as long as the bound, then a quiet runtime is not lagging.
+          ...(this.#opts.maxLagMs !== undefined ? { lagHoldMs: this.#opts.maxLagMs } : {}),
           ...(this.#opts.replayTimeoutMs !== undefined
             ? { replayTimeoutMs: this.#opts.replayTimeoutMs }
             : {}),

@@ -239,6 +239,31 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
     expect(s.status().lagMs).toBe(10);
   });
 
+  it("forgets a late batch's lag once the runtime has gone quiet: an idle runtime is not lagging", async () => {
+    const { pub, ports } = await openPublisher();
+    await publish(pub, [CLEARED]);
+    const clock = new ManualClock();
+    let wall = 1_800_000_000_000;
+    const s = subscribe(ports, { clock, wallNow: () => wall, lagHoldMs: 5000 });
+    await untilLiveDelivery(pub, s);
+    // A batch read 60 s after it was published: the gateway was busy (a long replay, a stalled loop).
+    pub.publish(encodeEventBatch(wall / 1000 - 60, [stored([9n])], 0));
+    await pub.flushed();
+    await until('the late batch', caughtUpTo(s, pub.nextSeq - 1));
+    expect(s.status().lagMs).toBe(60_000);
+    clock.advance(4999);
+    expect(s.status().lagMs).toBe(60_000);
+    // Nothing since, nothing waiting: the index holds everything the runtime published.
+    clock.advance(2);
+    wall += 5001;
+    expect(s.status()).toMatchObject({ state: 'live', lagMs: null });
+    // The next batch measures again.
+    pub.publish(encodeEventBatch(wall / 1000 - 0.02, [stored([10n], 9n)], 0));
+    await pub.flushed();
+    await until('the next batch', caughtUpTo(s, pub.nextSeq - 1));
+    expect(s.status().lagMs).toBe(20);
+  });
+
   it('starts over, incomplete, when the replay endpoint does not answer', async () => {
     const { pub, ports } = await openPublisher();
     await publish(pub, [CLEARED, stored([1n])]); // only the replay has this one

@@ -29,6 +29,12 @@
 //   catch-up (that time is the catching-up state). Measured at apply, a
 //   long replay left the last live batch looking late, and an idle runtime
 //   sends nothing to correct it.
+// - A lag describes the index while batches keep coming. Once nothing has
+//   been read for lagHoldMs and nothing waits to be applied, the runtime has
+//   gone quiet and the index holds all it published: lagMs is null (not
+//   measured) until the next batch. Otherwise one batch read late (the
+//   gateway's loop stalled behind a replay on a busy machine) kept an idle
+//   runtime's index "lagging", unusable, until the runtime's next batch.
 
 import { Dealer, Subscriber } from 'zeromq';
 import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '#sglang/kv-events.ts';
@@ -73,6 +79,8 @@ export interface KvEventSubscriberOptions {
   /** Milliseconds since the epoch (batch timestamps are the publisher's). */
   readonly wallNow?: () => number;
   readonly staleAfterMs?: number;
+  /** How long a measured lag holds with nothing read since (see above). */
+  readonly lagHoldMs?: number;
   readonly replayTimeoutMs?: number;
   readonly maxBlocks?: number;
   /** The gateway's budget over every index (block-budget.ts). */
@@ -88,6 +96,8 @@ export interface KvEventSubscriberOptions {
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_STALE_AFTER_MS = 10_000;
 export const DEFAULT_REPLAY_TIMEOUT_MS = 5_000;
+/** As long as the fleet's default lag bound (fleet.ts): a lag past it holds at least that long. */
+export const DEFAULT_LAG_HOLD_MS = 5_000;
 /** Replay rounds in one catch-up: a restart found while verifying needs a second one, from seq 0. */
 const MAX_REPLAY_ROUNDS = 3;
 const START_ATTEMPTS = 5;
@@ -114,6 +124,8 @@ export class KvEventSubscriber {
   #failure = '';
   /** Live batches read and not yet handled. */
   #queued = 0;
+  /** Clock ms when a live batch was last read off the socket. */
+  #lastReadAt: number | null = null;
 
   private constructor(opts: KvEventSubscriberOptions) {
     this.#opts = opts;
@@ -172,7 +184,14 @@ export class KvEventSubscriber {
   health(): KvIndexHealth {
     const f = this.#feed.state;
     const [state, reason] = this.#stateAndReason(f.complete ? '' : f.note || 'index incomplete');
-    return { state, reason, complete: f.complete, lagMs: f.lagMs };
+    return { state, reason, complete: f.complete, lagMs: this.#quiet() ? null : f.lagMs };
+  }
+
+  /** Nothing read for lagHoldMs and nothing waiting: the last batch's lag no longer says anything of now. */
+  #quiet(): boolean {
+    const hold = this.#opts.lagHoldMs ?? DEFAULT_LAG_HOLD_MS;
+    const readAt = this.#lastReadAt;
+    return readAt !== null && this.#queued === 0 && !this.#catchingUp && this.#clock.now() - readAt > hold;
   }
 
   status(): KvIndexStatus {
@@ -230,6 +249,7 @@ export class KvEventSubscriber {
     try {
       for await (const frames of this.#sub) {
         const receivedAt = this.#wallNow();
+        this.#lastReadAt = this.#clock.now();
         this.#queued++;
         const handled = this.#enqueue(() => {
           this.#queued--;
