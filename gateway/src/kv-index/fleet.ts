@@ -11,7 +11,7 @@
 // the publisher's replay had rolled over, feed.ts) answers as partial: it
 // under-reports prefixes nothing was stored under since, so routing takes
 // it as a floor beside the tree. Refusing it would leave a gateway that
-// restarts on a busy fleet on the tree until the runtime's next flush.
+// restarts on a busy fleet on the tree until the index converges (feed.ts).
 // Ranks: a request reaches one rank, chosen by SGLang's DP controller, which
 // the gateway cannot see; the best rank's match stands in.
 
