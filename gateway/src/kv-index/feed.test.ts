@@ -146,6 +146,27 @@ describe('KvEventFeed', () => {
     expect(feed.state).toMatchObject({ complete: true, converged: false });
   });
 
+  it('asks again from where an answer broke: a hole after its first batch was dropped on the way, not rolled over', () => {
+    const pub = new FakePublisher();
+    for (let i = 0; i < 6; i++)
+      pub.publish(i === 0 ? [CLEARED, stored([1n])] : [stored([BigInt(i + 1)], BigInt(i))]);
+    const { feed, index } = setup();
+    const rounds: number[] = [];
+    let outcome = 'again';
+    for (let round = 0; outcome === 'again' && round < 5; round++) {
+      const from = feed.beginReplay();
+      rounds.push(from);
+      // The first answer loses seq 3 (a full pipe at the ROUTER); the second, its end marker.
+      const answer = pub.replay(from).filter(([s]) => round > 0 || s !== 3);
+      for (const [s, p] of round === 1 ? answer.slice(0, 2) : answer) feed.replayed(s, p);
+      outcome = feed.endReplay({ cut: round === 1 });
+    }
+    expect(rounds).toEqual([0, 2, 3]);
+    expect(feed.state).toMatchObject({ lastSeq: 5, complete: true, note: '' });
+    expect(feed.counters).toMatchObject({ restarts: 0, replays: 3 });
+    expect(index.matchPrefix([1n, 2n, 3n, 4n, 5n, 6n]).pages).toBe(6);
+  });
+
   it('drops the index when the replay no longer covers a gap (the buffer rolled over)', () => {
     const { feed, index } = setup();
     const pub = new FakePublisher(2);

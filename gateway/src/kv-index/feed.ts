@@ -15,6 +15,11 @@
 //   must be the very batch it applied last (a SHA-1 of the bytes), which
 //   tells a restarted publisher that has since counted past our seq from the
 //   same one. Answers that start later mean the buffer rolled over;
+// - a hole later in an answer is not a roll-over: the publisher's ROUTER
+//   drops what its pipe to us cannot take (libzmq's high-water mark; SGLang
+//   sends its whole buffer in one loop), so the round stops there and
+//   another asks from the last batch applied ('again'). So does an answer
+//   whose end marker never came (endReplay({ cut: true })).
 // - knows the index is complete (exactly the runtime's cache) when it has
 //   applied every batch since seq 0, or since an AllBlocksCleared (a flush,
 //   or a runtime's construction); after events were lost beyond the
@@ -88,6 +93,8 @@ interface ReplayRound {
   received: number;
   /** The publisher answered for our last seq with other bytes, or not at all: another publisher. */
   restarted: boolean;
+  /** A hole after the answer's first batch: dropped on the way; what follows is ignored, asked again. */
+  truncated: boolean;
 }
 
 function fingerprint(payload: Uint8Array): string {
@@ -162,7 +169,7 @@ export class KvEventFeed {
   beginReplay(): number {
     const verifying = this.#lastSeq !== null;
     const from = this.#lastSeq ?? 0;
-    this.#round = { from, verifying, received: 0, restarted: false };
+    this.#round = { from, verifying, received: 0, restarted: false, truncated: false };
     this.counters.replays++;
     return from;
   }
@@ -170,7 +177,7 @@ export class KvEventFeed {
   /** One batch of the replay's answer, in the publisher's order. */
   replayed(seq: number, payload: Uint8Array): void {
     const round = this.#round;
-    if (!round || round.restarted) return;
+    if (!round || round.restarted || round.truncated) return;
     const first = round.received++ === 0;
     const last = this.#lastSeq;
     if (first && round.verifying && seq === last) {
@@ -178,6 +185,10 @@ export class KvEventFeed {
       return;
     }
     if (last !== null && seq <= last) return;
+    if (seq !== (last ?? -1) + 1 && !first) {
+      round.truncated = true;
+      return;
+    }
     if (seq !== (last ?? -1) + 1) {
       // What we need is no longer kept (or never was: a fresh start from a rolled-over buffer).
       const why =
@@ -189,11 +200,16 @@ export class KvEventFeed {
     this.#apply(seq, payload, null);
   }
 
-  /** The replay's end marker arrived: 'again' asks for another round (from seq 0). */
-  endReplay(): ReplayOutcome {
+  /**
+   * The replay's end marker arrived, or with `cut` the answer stopped short of it (a timeout after
+   * some batches): 'again' asks for another round (from seq 0 after a restart, else from the last
+   * batch applied).
+   */
+  endReplay(opts: { cut?: boolean } = {}): ReplayOutcome {
     const round = this.#round;
     this.#round = null;
     if (!round) return 'done';
+    if (round.truncated || (opts.cut && !round.restarted && round.received > 0)) return 'again';
     if (round.restarted || (round.verifying && round.received === 0)) {
       this.#startOver(`publisher restarted (replay had no seq ${round.from} of ours)`, false);
       return 'again';
