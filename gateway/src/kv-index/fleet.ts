@@ -114,6 +114,12 @@ export class KvIndexFleet {
     for (const [id, sub] of this.#subs) if (!all.has(id)) this.#closeSub(id, sub);
   }
 
+  /** `endpointId` is followed and each rank's index is past its first catch-up (readiness.ts). */
+  caughtUp(endpointId: string): boolean {
+    const sub = this.#subs.get(endpointId);
+    return sub !== undefined && sub.ranks.every((r) => r.caughtUpOnce);
+  }
+
   /** Whether `endpointId`'s index may route now, and if not why. */
   usability(endpointId: string): KvUsability {
     const sub = this.#subs.get(endpointId);
