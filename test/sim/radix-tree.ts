@@ -240,6 +240,30 @@ export class RadixTree {
   }
 
   /**
+   * What match() would find, without splitting a node or touching the LRU: what an exact KV index
+   * of this tree answers (the virtual-time benchmark's gateway replicas read it).
+   */
+  peek(namespace: string, tokens: readonly number[]): { deviceTokens: number; hostTokens: number } {
+    let node = this.#roots.get(namespace);
+    const limit = this.#pageFloor(tokens.length);
+    let deviceTokens = 0;
+    let hostTokens = 0;
+    let at = 0;
+    while (node && at < limit) {
+      const child: TreeNode | undefined = node.children.get(this.#childKey(tokens, at));
+      if (!child) break;
+      const m = this.#matchLength(child.key, tokens, at, limit);
+      if (m === 0) break;
+      if (child.device) deviceTokens += m;
+      else hostTokens += m;
+      if (m < child.key.length) break;
+      node = child;
+      at += m;
+    }
+    return { deviceTokens, hostTokens };
+  }
+
+  /**
    * Insert `tokens` (rounded down to whole pages) with their KV on the device.
    * Nodes on the path come back to the device (their KV was just computed).
    * Returns the deepest node and how many tokens became newly device-resident.
