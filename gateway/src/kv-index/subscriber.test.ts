@@ -221,17 +221,21 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
     expect(s.status().complete).toBe(true);
   });
 
-  it('reads a whole 10,000-batch replay: the ROUTER drops what a full pipe cannot take, so what is missed is asked again', async () => {
-    const { pub, ports } = await openPublisher();
-    pub.publish(encodeEventBatch(ts, [CLEARED], 0));
-    for (let i = 1; i < 10_000; i++)
-      pub.publish(encodeEventBatch(ts, [stored([BigInt(i)], i === 1 ? null : BigInt(i - 1))], 0));
-    await pub.flushed();
-    const s = subscribe(ports);
-    await until('caught up', caughtUpTo(s, 9_999), 30_000);
-    expect(s.status()).toMatchObject({ complete: true, reason: '', counters: { restarts: 0 } });
-    expect(s.index.size).toBe(9_999);
-  });
+  it(
+    'reads a whole 10,000-batch replay: the ROUTER drops what a full pipe cannot take, so what is missed is asked again',
+    { timeout: 60_000 },
+    async () => {
+      const { pub, ports } = await openPublisher();
+      pub.publish(encodeEventBatch(ts, [CLEARED], 0));
+      for (let i = 1; i < 10_000; i++)
+        pub.publish(encodeEventBatch(ts, [stored([BigInt(i)], i === 1 ? null : BigInt(i - 1))], 0));
+      await pub.flushed();
+      const s = subscribe(ports);
+      await until('caught up', caughtUpTo(s, 9_999), 50_000);
+      expect(s.status()).toMatchObject({ complete: true, reason: '', counters: { restarts: 0 } });
+      expect(s.index.size).toBe(9_999);
+    },
+  );
 
   it('measures lag when a batch is read, not after the catch-up it waited for', async () => {
     const { pub, ports } = await openPublisher();
