@@ -26,6 +26,9 @@
 //   are wall time: at --scale 8, 30 s is 4 minutes of the trace.
 // - The run without the kill goes first; both start from a flushed fleet
 //   with every replica's index exact (bench-routing.ts flushForRouter).
+// - BENCH_KV_BUFFER_STEPS=200 (bench-fleet.ts) keeps fewer batches for replay,
+//   so the restarted replica joins after the buffer rolled over: its index is
+//   partial and converges as the caches turn over (kv-index/feed.ts).
 
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -112,6 +115,8 @@ interface Failover {
   admittedAtMs?: number;
   /** The restarted replica's view of the runtimes' indexes when it rejoined. */
   indexAtAdmit?: string;
+  /** The same at the end of the replay (a partial index converges as the runtimes' caches turn over). */
+  indexAtEnd?: string;
   restarted?: Router;
 }
 
@@ -149,6 +154,12 @@ async function prepare(router: Router, sims: readonly Sim[]): Promise<void> {
   }
 }
 
+/** "4/4 exact", or how many are and why the others are not. */
+async function describeIndex(r: Router): Promise<string> {
+  const kv = await countKvIndexUsable(r);
+  return `${kv.usable}/${kv.total} exact${kv.reasons.length > 0 ? ` (${kv.reasons.join('; ')})` : ''}`;
+}
+
 /** SIGKILL `slot`'s process group now, start a new replica, and put it back when admitted. */
 async function killAndRestart(slot: Slot, sims: readonly Sim[], f: Failover, since: number): Promise<void> {
   const pid = slot.proc.child.pid;
@@ -167,8 +178,7 @@ async function killAndRestart(slot: Slot, sims: readonly Sim[], f: Failover, sin
     }
     f.readyAtMs = performance.now() - since;
   }
-  const kv = await countKvIndexUsable(r);
-  f.indexAtAdmit = `${kv.usable}/${kv.total} exact${kv.reasons.length > 0 ? ` (${kv.reasons.join('; ')})` : ''}`;
+  f.indexAtAdmit = await describeIndex(r);
   f.admittedAtMs = performance.now() - since;
   slot.url = url;
   log(`restarted replica admitted at ${(f.admittedAtMs / 1000).toFixed(1)} s; index ${f.indexAtAdmit}`);
@@ -228,6 +238,7 @@ async function run(
     );
     await Promise.all(all);
     await restart;
+    if (failover?.restarted) failover.indexAtEnd = await describeIndex(failover.restarted);
     const durationMs = performance.now() - start;
     const after = await Promise.all(sims.map((s) => readCounters(s.url)));
     return {
@@ -310,6 +321,7 @@ async function main(): Promise<void> {
         restarted_serving_after_s: Number((((f.servingAtMs ?? 0) - f.killAtMs) / 1000).toFixed(1)),
         restarted_admitted_after_s: Number(((f.admittedAtMs - f.killAtMs) / 1000).toFixed(1)),
         restarted_index_at_admit: f.indexAtAdmit,
+        restarted_index_at_end: f.indexAtEnd,
         failed_requests: cut,
       },
       windows: {
@@ -330,6 +342,7 @@ async function main(): Promise<void> {
         page_size: PAGE_SIZE,
         replicas: REPLICAS,
         admit: ADMIT,
+        kv_buffer_steps: Number(process.env['BENCH_KV_BUFFER_STEPS'] ?? 10_000),
         time_scale: SCALE,
         arrival_stretch: Number(stretch.toFixed(3)),
         loadavg_end: os.loadavg().map((x) => Number(x.toFixed(2))),
@@ -343,7 +356,7 @@ async function main(): Promise<void> {
         `hit over the replay: no kill ${baseline.hit.toFixed(4)}, kill ${killed.hit.toFixed(4)} (gap ${report.hit_rate_gap})`,
         `${WINDOW_MS / 1000} s before the kill: kill run ${w(wk.before)}, no-kill run ${w(wb.before)}`,
         `${WINDOW_MS / 1000} s after the restart: kill run ${w(wk.after)}, no-kill run ${w(wb.after)}; restarted replica's own ${w(restartedOwn)}`,
-        `restarted replica admitted ${report.failover.restarted_admitted_after_s} s after the kill, index ${f.indexAtAdmit}; ${cut} requests failed`,
+        `restarted replica admitted ${report.failover.restarted_admitted_after_s} s after the kill, index ${f.indexAtAdmit} (at the end: ${f.indexAtEnd}); ${cut} requests failed`,
         ...goals.map((g) => `${g.met === null ? '?' : g.met ? 'met' : 'NOT met'}: ${g.goal}: ${g.detail}`),
       ].join('\n'),
     );
