@@ -194,6 +194,10 @@ test-e2e-kind: deps ## With Docker: kind cluster, fake GPU nodes, images, chart 
 	CACHEROUTE_E2E_VALUES=$(CACHE)/kind-$(KIND_CLUSTER)/images.values.yaml \
 	$(NPM_BIN)/vitest run --project e2e test/e2e/chart.test.ts
 
+.PHONY: bench-failover
+bench-failover: deps ## Failover: 3 gateway replicas replay a slice twice, one SIGKILLed halfway and restarted in the second; hit rate vs the run without the kill; last line JSON: make bench-failover [N=2000] [ARGS='--admit serving']
+	$(NODE) test/bench/bench-failover.ts --n $(or $(N),2000) $(ARGS)
+
 .PHONY: bench
 bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on) + router overhead; last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
 ifeq ($(VIRTUAL),1)

@@ -74,6 +74,11 @@ async function startFleet(events: boolean): Promise<RouteEndpoint[]> {
   return endpoints;
 }
 
+/** The same endpoints, as a table that names no replay endpoint: a subscriber sees only what comes live. */
+function withoutReplay(endpoints: readonly RouteEndpoint[]): RouteEndpoint[] {
+  return endpoints.map((e) => (e.events ? { ...e, events: { ...e.events, replay: [] } } : e));
+}
+
 async function startGateways(endpoints: RouteEndpoint[], replicas: number): Promise<string[]> {
   const route: ModelRoute = {
     model: 'm',
@@ -107,14 +112,24 @@ async function startGateways(endpoints: RouteEndpoint[], replicas: number): Prom
  * Conversations of TURNS turns, each turn's prompt the whole conversation so far: the hit rate of
  * follow-up turns, and the cached tokens the runtimes reported.
  */
+interface Conversations {
+  readonly history: number[][];
+  readonly rng: () => number;
+}
+
+function startConversations(): Conversations {
+  return { history: Array.from({ length: CONVERSATIONS }, () => [] as number[]), rng: createRng(7) };
+}
+
 async function replayConversations(
   gateways: readonly string[],
+  conv: Conversations = startConversations(),
+  turns: readonly [number, number] = [0, TURNS],
 ): Promise<{ hitRate: number; cached: number }> {
   let prompt = 0;
   let cached = 0;
-  const history = Array.from({ length: CONVERSATIONS }, () => [] as number[]);
-  const rng = createRng(7);
-  for (let turn = 0; turn < TURNS; turn++) {
+  const { history, rng } = conv;
+  for (let turn = turns[0]; turn < turns[1]; turn++) {
     // Conversations arrive in a different order each turn (no accidental pattern in the picks).
     const order = shuffle(rng, [...history.keys()]);
     await Promise.all(
@@ -193,6 +208,31 @@ describe('gateway replicas routing from KV events', () => {
       expect(oneReplica).toBeGreaterThan(0.6);
       expect(threeWithEvents).toBeGreaterThanOrEqual(0.97 * oneReplica);
       expect(threeWithoutEvents).toBeLessThan(0.8 * threeWithEvents);
+    },
+  );
+
+  it(
+    "a replica that joins after traffic catches up from the publishers' replay: its follow-ups find the conversations",
+    { timeout: 60_000 },
+    async () => {
+      const joinAfterTwoTurns = async (replay: boolean): Promise<number> => {
+        const endpoints = await startFleet(true);
+        const conv = startConversations();
+        await replayConversations(await startGateways(endpoints, 1), conv, [0, 2]);
+        // The replica that took the first turns goes; a new one takes every later turn.
+        await gateways.splice(0)[0]?.close();
+        const joined = await startGateways(replay ? endpoints : withoutReplay(endpoints), 1);
+        const { hitRate } = await replayConversations(joined, conv, [2, TURNS]);
+        await Promise.all(gateways.splice(0).map((g) => g.close()));
+        await Promise.all(sims.splice(0).map((s) => s.close()));
+        return hitRate;
+      };
+      const caughtUp = await joinAfterTwoTurns(true);
+      const liveOnly = await joinAfterTwoTurns(false);
+      // Turns 3 and 4 of a conversation: 2/3 and 3/4 of the prompt is history.
+      expect(caughtUp).toBeGreaterThan(0.6);
+      // Without the replay the joiner meets turn 3 blind: about a third of them land on their runtime.
+      expect(liveOnly).toBeLessThan(0.85 * caughtUp);
     },
   );
 });

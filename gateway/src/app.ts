@@ -211,7 +211,8 @@ export function build(opts: BuildOptions): FastifyInstance {
   admin.get('/healthz', () => ({ status: 'ok' }));
   admin.get('/readyz', (_req, reply) => {
     if (drain.draining) return reply.code(503).send({ status: 'draining' });
-    const ready = opts.table.ready && (opts.ready?.() ?? true);
+    // The KV index's first catch-up too: a replica that routes before it guesses (kv-index/readiness.ts).
+    const ready = opts.table.ready && (opts.ready?.() ?? true) && gateway.kvReadiness.ready();
     return ready ? { status: 'ready' } : reply.code(503).send({ status: 'not ready' });
   });
   admin.get('/metrics', async (_req, reply) =>

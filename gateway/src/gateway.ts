@@ -24,6 +24,7 @@ import { forwardStandalone } from './forward/standalone.ts';
 import type { Answer, Deliver, Forwarding, RequestContext } from './forward/types.ts';
 import { KvPublisherFollower } from './kv-index/follow.ts';
 import { KvIndexFleet } from './kv-index/fleet.ts';
+import { KvIndexReadiness } from './kv-index/readiness.ts';
 import type { GatewayMetrics } from './metrics/index.ts';
 import { Picker } from './picker/pick.ts';
 import { toGatewayError } from './picker/verdict.ts';
@@ -56,6 +57,8 @@ export interface GatewayOptions {
   readonly readyPollIntervalMs?: number;
   /** The runtimes' KV indexes (their own events); the gateway opens one when absent. */
   readonly kvIndex?: KvIndexFleet;
+  /** How long /readyz waits at most for the KV index's first catch-up (kv-index/readiness.ts). */
+  readonly kvReadyGraceMs?: number;
   /** Each served model's own tokenizer (--tokenizers): text prompts matched exactly against the KV index. */
   readonly tokenizers?: ReadonlyMap<string, Tokenizer>;
   /** Tenants' rate counts (Redis for the tier); in memory, this replica's share, when absent. */
@@ -82,6 +85,8 @@ export class Gateway {
   /** Requests held for Deployments waking from zero. */
   readonly wakeHolds: WakeHolds;
   readonly kvIndex: KvIndexFleet;
+  /** Whether the KV index has read the runtimes' replay: part of /readyz. */
+  readonly kvReadiness: KvIndexReadiness;
   readonly #ownsKvIndex: boolean;
   readonly #follower: KvPublisherFollower;
   readonly #reuser: ResultReuser;
@@ -116,6 +121,7 @@ export class Gateway {
     this.#ownsKvIndex = opts.kvIndex === undefined;
     this.kvIndex = opts.kvIndex ?? new KvIndexFleet({ clock: this.#clock });
     this.#follower = new KvPublisherFollower(this.#table, this.kvIndex, this.#clock);
+    this.kvReadiness = new KvIndexReadiness(this.#table, this.kvIndex, this.#clock, opts.kvReadyGraceMs);
     this.#deps = {
       book: this.#book,
       standing: this.standing,

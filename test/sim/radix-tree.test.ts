@@ -50,6 +50,24 @@ describe('RadixTree', () => {
     expectSound(t);
   });
 
+  it('peeks what match() finds, by tier, without splitting a node or touching the LRU', () => {
+    const t = new RadixTree(opts({ pageSize: 2, hostCapacity: 100 }));
+    t.insert('', seq(0, 10), 0);
+    t.insert('', seq(100, 4), 1);
+    const before = t.sizes();
+    expect(t.peek('', [...seq(0, 7), 99])).toEqual({ deviceTokens: 6, hostTokens: 0 });
+    expect(t.peek('other', seq(0, 7))).toEqual({ deviceTokens: 0, hostTokens: 0 });
+    expect(t.sizes()).toEqual(before); // no split
+    // seq(0, 10) is still the least recently used: it goes first (to the host tier).
+    t.evictDevice(2, 2);
+    expect(t.peek('', seq(0, 10))).toEqual({ deviceTokens: 0, hostTokens: 10 });
+    expect(t.peek('', seq(100, 4))).toEqual({
+      deviceTokens: t.match('', seq(100, 4), 3).deviceTokens,
+      hostTokens: 0,
+    });
+    expectSound(t);
+  });
+
   it('matches and inserts whole pages only', () => {
     const t = new RadixTree(opts({ pageSize: 4 }));
     t.insert('', seq(0, 10), 0); // 8 tokens kept

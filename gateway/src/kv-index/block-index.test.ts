@@ -89,6 +89,23 @@ describe('KvBlockIndex', () => {
     expect(index.matchPrefix([1n, 2n, 7n])).toEqual({ pages: 2, byMedium: by({ GPU: 2 }) });
   });
 
+  it("takes a device store's parent as held when it lacks it (a late start), marked so its removal proves nothing new went", () => {
+    const index = new KvBlockIndex();
+    // Pages 1-3 were stored before the index started; a request stores 4 under them.
+    const stats = index.apply([stored([4n], 3n)]);
+    expect(stats).toMatchObject({ stored: 1, impliedParents: 1, storedMedia: 1 });
+    // A request that ends inside the old prefix matches it, not only one that reaches page 4.
+    expect(index.matchPrefix([1n, 2n, 3n]).byMedium).toEqual(by({ GPU: 3 }));
+    expect(index.matchPrefix([1n, 2n]).pages).toBe(0);
+    // A host copy's parent may be on the device alone: nothing is implied from it.
+    expect(index.apply([stored([9n], 8n, 'CPU_PINNED')])).toMatchObject({ impliedParents: 0 });
+    expect(index.get(8n)).toBeUndefined();
+    // Evicting the implied page says nothing of the pages stored since; evicting page 4 does.
+    expect(index.apply([removed([3n])])).toMatchObject({ removed: 1, removedMedia: 0 });
+    expect(index.apply([removed([4n])])).toMatchObject({ removed: 1, removedMedia: 1 });
+    expect(index.size).toBe(1);
+  });
+
   it('moves a block between tiers: GPU eviction to the host copy, load-back to GPU, host eviction out', () => {
     const index = new KvBlockIndex();
     index.apply([stored([1n, 2n], null), stored([1n, 2n], null, 'CPU_PINNED')]);

@@ -21,6 +21,14 @@
 //   the first new page stored under one, that the whole prefix is there;
 //   the pages it infers count for the tier of the nearest held page after
 //   them. In a complete index the two rules agree.
+// - A device BlockStored names its first page's parent: a page the runtime
+//   holds on the device then (a radix child hangs under a cached parent,
+//   and the device evicts leaves first). A late-started index that does not
+//   hold it takes it as held there, without a parent of its own: so a request that ends
+//   at or inside the old prefix above it matches too, not only one that
+//   reaches the new page. Such an implied block is marked as implied until
+//   a store of its own: its removal says nothing of what else is old
+//   (feed.ts, convergence).
 //
 // Memory, measured on Node 24 (heap after GC, 1M blocks): 117 bytes a block
 // stored one per event, 94 in 128-page chains (Map slot, bigint key, entry;
@@ -59,6 +67,12 @@ export interface ApplyStats {
   unknownRemovals: number;
   /** Stores refused because the index was at maxBlocks. */
   droppedStores: number;
+  /** Parents taken as held from a store under them (see above). */
+  impliedParents: number;
+  /** Tiers (bit per STORAGE_MEDIA) where a page was newly held by a store of its own. */
+  storedMedia: number;
+  /** Tiers where a page stored while the index ran (not an implied one) was removed. */
+  removedMedia: number;
   cleared: boolean;
 }
 
@@ -74,6 +88,7 @@ interface MutableEntry {
 }
 
 const MEDIUM_BIT = new Map<StorageMedium, number>(STORAGE_MEDIA.map((m, i) => [m, 1 << i]));
+const DEVICE_BIT = 1 << STORAGE_MEDIA.indexOf('GPU');
 
 function bitOf(medium: StorageMedium): number {
   const bit = MEDIUM_BIT.get(medium);
@@ -86,7 +101,16 @@ export function buildEmptyPagesByMedium(): PagesByMedium {
 }
 
 export function buildApplyStats(): ApplyStats {
-  return { stored: 0, removed: 0, unknownRemovals: 0, droppedStores: 0, cleared: false };
+  return {
+    stored: 0,
+    removed: 0,
+    unknownRemovals: 0,
+    droppedStores: 0,
+    impliedParents: 0,
+    storedMedia: 0,
+    removedMedia: 0,
+    cleared: false,
+  };
 }
 
 /** Adds `more` into `total`. */
@@ -95,6 +119,9 @@ export function addApplyStats(total: ApplyStats, more: ApplyStats): void {
   total.removed += more.removed;
   total.unknownRemovals += more.unknownRemovals;
   total.droppedStores += more.droppedStores;
+  total.impliedParents += more.impliedParents;
+  total.storedMedia |= more.storedMedia;
+  total.removedMedia |= more.removedMedia;
   total.cleared ||= more.cleared;
 }
 
@@ -106,6 +133,8 @@ export interface KvBlockIndexOptions {
 
 export class KvBlockIndex implements BudgetedIndex {
   readonly #blocks = new Map<bigint, MutableEntry>();
+  /** Blocks held only because a store named them as its parent (see above). */
+  readonly #implied = new Set<bigint>();
   readonly #maxBlocks: number;
   readonly #budget: KvBlockBudget | undefined;
 
@@ -143,17 +172,20 @@ export class KvBlockIndex implements BudgetedIndex {
   clear(): void {
     this.#budget?.count(-this.#blocks.size);
     this.#blocks.clear();
+    this.#implied.clear();
   }
 
   /** The index is no longer used: its blocks leave the gateway's budget. */
   release(): void {
     this.#budget?.leave(this);
     this.#blocks.clear();
+    this.#implied.clear();
   }
 
   evictOldest(): boolean {
     for (const h of this.#blocks.keys()) {
       this.#blocks.delete(h);
+      this.#implied.delete(h);
       this.#budget?.count(-1);
       return true;
     }
@@ -189,24 +221,43 @@ export class KvBlockIndex implements BudgetedIndex {
   }
 
   #store(hashes: readonly bigint[], parent: bigint | null, bit: number, stats: ApplyStats): void {
+    // Only under a device page: a host copy's parent may be on the device alone, and its removal from there
+    // would leave a host bit set here that no event clears.
+    const implies = parent !== null && bit === DEVICE_BIT && !this.#blocks.has(parent);
+    if (implies && this.#add(parent, null, bit, stats)) {
+      this.#implied.add(parent);
+      stats.impliedParents++;
+    }
     let prior = parent;
     for (const h of hashes) {
       const entry = this.#blocks.get(h);
+      this.#implied.delete(h);
       if (entry) {
-        if ((entry.media & bit) === 0) stats.stored++;
+        if ((entry.media & bit) === 0) {
+          stats.stored++;
+          stats.storedMedia |= bit;
+        }
         entry.media |= bit;
         entry.parent = prior;
-      } else if (this.#blocks.size >= this.#maxBlocks) {
-        stats.droppedStores++;
-      } else {
-        this.#budget?.makeRoom();
-        this.#blocks.set(h, { parent: prior, media: bit });
-        this.#budget?.count(1);
+      } else if (this.#add(h, prior, bit, stats)) {
         stats.stored++;
+        stats.storedMedia |= bit;
       }
       // Within a stored chain each block's parent is the block before it (the same bigint, shared).
       prior = h;
     }
+  }
+
+  /** A new entry, unless the index is at maxBlocks (counted). */
+  #add(h: bigint, parent: bigint | null, bit: number, stats: ApplyStats): boolean {
+    if (this.#blocks.size >= this.#maxBlocks) {
+      stats.droppedStores++;
+      return false;
+    }
+    this.#budget?.makeRoom();
+    this.#blocks.set(h, { parent, media: bit });
+    this.#budget?.count(1);
+    return true;
   }
 
   #remove(hashes: readonly bigint[], bit: number, stats: ApplyStats): void {
@@ -218,8 +269,10 @@ export class KvBlockIndex implements BudgetedIndex {
       }
       entry.media &= ~bit;
       stats.removed++;
+      if (!this.#implied.has(h)) stats.removedMedia |= bit;
       if (entry.media === 0) {
         this.#blocks.delete(h);
+        this.#implied.delete(h);
         this.#budget?.count(-1);
       }
     }

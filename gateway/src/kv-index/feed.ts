@@ -15,12 +15,31 @@
 //   must be the very batch it applied last (a SHA-1 of the bytes), which
 //   tells a restarted publisher that has since counted past our seq from the
 //   same one. Answers that start later mean the buffer rolled over;
+// - a hole later in an answer is not a roll-over: the publisher's ROUTER
+//   drops what its pipe to us cannot take (libzmq's high-water mark; SGLang
+//   sends its whole buffer in one loop), so the round stops there and
+//   another asks from the last batch applied ('again'). So does an answer
+//   whose end marker never came (endReplay({ cut: true })).
 // - knows the index is complete (exactly the runtime's cache) when it has
 //   applied every batch since seq 0, or since an AllBlocksCleared (a flush,
 //   or a runtime's construction); after events were lost beyond the
 //   replay's reach it starts over from an empty index and says so, until
 //   the next AllBlocksCleared. An incomplete index under-reports blocks
 //   stored before it started; routing decides whether that is good enough.
+// - An incomplete index converges without a flush: SGLang evicts by LRU
+//   (its default radix eviction policy), and a page it stored while the
+//   index ran was used no earlier than that. So once the runtime removes
+//   such a page from a tier, every page on that tier used only before the
+//   index started is gone before it: the index is complete when that has
+//   happened on every tier it saw stored to. What an old page still held
+//   there was used for since was a request, and that request's stored pages
+//   name it as their parent (block-index.ts takes it as held). Left out: a
+//   request that hit an old prefix and stored nothing (its whole sequence
+//   was cached, or its tail was under a page); the index learns that prefix
+//   from the next page stored under it. A replica that joins a busy fleet
+//   after the publisher's replay rolled over (a restart, a scale-up) thus
+//   reads as exact once the runtime's cache has turned over, rather than
+//   partial until the runtime's next flush, which may never come.
 //
 // A batch that does not decode is lost for good (a replay returns the same
 // bytes): the index starts over from the batch after it.
@@ -45,6 +64,8 @@ export interface FeedCounters {
   /** Times the index was dropped and started over (restart, lost batches, malformed batch). */
   restarts: number;
   malformed: number;
+  /** Times an incomplete index became complete by the runtime's eviction order (above), not a flush. */
+  converged: number;
   /** Accumulated over every batch applied. */
   readonly blocks: ApplyStats;
 }
@@ -52,6 +73,8 @@ export interface FeedCounters {
 export interface FeedState {
   readonly lastSeq: number | null;
   readonly complete: boolean;
+  /** Complete by the runtime's eviction order since it started late (see above), not from seq 0 or a flush. */
+  readonly converged: boolean;
   /** Why the index is what it is: empty when complete and nothing notable happened. */
   readonly note: string;
   /** Clock ms when a batch was last applied. */
@@ -70,6 +93,8 @@ interface ReplayRound {
   received: number;
   /** The publisher answered for our last seq with other bytes, or not at all: another publisher. */
   restarted: boolean;
+  /** A hole after the answer's first batch: dropped on the way; what follows is ignored, asked again. */
+  truncated: boolean;
 }
 
 function fingerprint(payload: Uint8Array): string {
@@ -83,12 +108,16 @@ export class KvEventFeed {
     replays: 0,
     restarts: 0,
     malformed: 0,
+    converged: 0,
     blocks: buildApplyStats(),
   };
   readonly #deps: KvEventFeedDeps;
   readonly #recent = new Map<number, string>();
   #lastSeq: number | null = null;
   #complete = false;
+  /** While incomplete: tiers stored to, and tiers a page stored since the start was removed from. */
+  #turnover = { stored: 0, removed: 0 };
+  #converged = false;
   #note = 'no batch yet';
   #lastEventAt: number | null = null;
   #lagMs: number | null = null;
@@ -105,6 +134,7 @@ export class KvEventFeed {
     return {
       lastSeq: this.#lastSeq,
       complete: this.#complete,
+      converged: this.#complete && this.#converged,
       note: this.#note,
       lastEventAt: this.#lastEventAt,
       lagMs: this.#lagMs,
@@ -139,7 +169,7 @@ export class KvEventFeed {
   beginReplay(): number {
     const verifying = this.#lastSeq !== null;
     const from = this.#lastSeq ?? 0;
-    this.#round = { from, verifying, received: 0, restarted: false };
+    this.#round = { from, verifying, received: 0, restarted: false, truncated: false };
     this.counters.replays++;
     return from;
   }
@@ -147,7 +177,7 @@ export class KvEventFeed {
   /** One batch of the replay's answer, in the publisher's order. */
   replayed(seq: number, payload: Uint8Array): void {
     const round = this.#round;
-    if (!round || round.restarted) return;
+    if (!round || round.restarted || round.truncated) return;
     const first = round.received++ === 0;
     const last = this.#lastSeq;
     if (first && round.verifying && seq === last) {
@@ -155,6 +185,10 @@ export class KvEventFeed {
       return;
     }
     if (last !== null && seq <= last) return;
+    if (seq !== (last ?? -1) + 1 && !first) {
+      round.truncated = true;
+      return;
+    }
     if (seq !== (last ?? -1) + 1) {
       // What we need is no longer kept (or never was: a fresh start from a rolled-over buffer).
       const why =
@@ -166,11 +200,16 @@ export class KvEventFeed {
     this.#apply(seq, payload, null);
   }
 
-  /** The replay's end marker arrived: 'again' asks for another round (from seq 0). */
-  endReplay(): ReplayOutcome {
+  /**
+   * The replay's end marker arrived, or with `cut` the answer stopped short of it (a timeout after
+   * some batches): 'again' asks for another round (from seq 0 after a restart, else from the last
+   * batch applied).
+   */
+  endReplay(opts: { cut?: boolean } = {}): ReplayOutcome {
     const round = this.#round;
     this.#round = null;
     if (!round) return 'done';
+    if (round.truncated || (opts.cut && !round.restarted && round.received > 0)) return 'again';
     if (round.restarted || (round.verifying && round.received === 0)) {
       this.#startOver(`publisher restarted (replay had no seq ${round.from} of ours)`, false);
       return 'again';
@@ -193,6 +232,8 @@ export class KvEventFeed {
     this.#recent.clear();
     this.#lastSeq = null;
     this.#complete = complete;
+    this.#converged = false;
+    this.#turnover = { stored: 0, removed: 0 };
     this.#note = why;
     this.#replayFailure = null;
   }
@@ -209,16 +250,30 @@ export class KvEventFeed {
       this.counters.restarts++;
       this.index.clear();
       this.#complete = false;
+      this.#turnover = { stored: 0, removed: 0 };
       this.#note = `batch ${seq} did not decode (${decoded.error.message}); index restarted after it`;
       return;
     }
     const stats = this.index.apply(decoded.value.events);
     addApplyStats(this.counters.blocks, stats);
+    if (stats.cleared) this.#converged = false;
     if (stats.cleared && !this.#complete) {
       this.#complete = true;
       this.#note = '';
-    }
+    } else if (!this.#complete) this.#trackTurnover(stats);
     if (receivedAt !== null) this.#lagMs = receivedAt - decoded.value.timestampMs;
+  }
+
+  /** Complete once every tier stored to has removed a page stored since the index started (above). */
+  #trackTurnover(stats: ApplyStats): void {
+    const t = this.#turnover;
+    t.stored |= stats.storedMedia;
+    t.removed |= stats.removedMedia;
+    if (t.removed === 0 || (t.stored & ~t.removed) !== 0) return;
+    this.#complete = true;
+    this.#converged = true;
+    this.#note = '';
+    this.counters.converged++;
   }
 
   #remember(seq: number, payload: Uint8Array): void {

@@ -11,7 +11,7 @@
 // the publisher's replay had rolled over, feed.ts) answers as partial: it
 // under-reports prefixes nothing was stored under since, so routing takes
 // it as a floor beside the tree. Refusing it would leave a gateway that
-// restarts on a busy fleet on the tree until the runtime's next flush.
+// restarts on a busy fleet on the tree until the index converges (feed.ts).
 // Ranks: a request reaches one rank, chosen by SGLang's DP controller, which
 // the gateway cannot see; the best rank's match stands in.
 
@@ -102,6 +102,8 @@ export class KvIndexFleet {
           budget: this.budget,
           ...(this.#opts.clock ? { clock: this.#opts.clock } : {}),
           ...(this.#opts.staleAfterMs !== undefined ? { staleAfterMs: this.#opts.staleAfterMs } : {}),
+          // A lag past the bound holds as long as the bound, then a quiet runtime is not lagging.
+          ...(this.#opts.maxLagMs !== undefined ? { lagHoldMs: this.#opts.maxLagMs } : {}),
           ...(this.#opts.replayTimeoutMs !== undefined
             ? { replayTimeoutMs: this.#opts.replayTimeoutMs }
             : {}),
@@ -110,6 +112,12 @@ export class KvIndexFleet {
       this.#subs.set(e.id, { key, blockSize: ev.blockSize, ranks });
     }
     for (const [id, sub] of this.#subs) if (!all.has(id)) this.#closeSub(id, sub);
+  }
+
+  /** `endpointId` is followed and each rank's index is past its first catch-up (readiness.ts). */
+  caughtUp(endpointId: string): boolean {
+    const sub = this.#subs.get(endpointId);
+    return sub !== undefined && sub.ranks.every((r) => r.caughtUpOnce);
   }
 
   /** Whether `endpointId`'s index may route now, and if not why. */

@@ -221,6 +221,22 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
     expect(s.status().complete).toBe(true);
   });
 
+  it(
+    'reads a whole 10,000-batch replay: the ROUTER drops what a full pipe cannot take, so what is missed is asked again',
+    { timeout: 60_000 },
+    async () => {
+      const { pub, ports } = await openPublisher();
+      pub.publish(encodeEventBatch(ts, [CLEARED], 0));
+      for (let i = 1; i < 10_000; i++)
+        pub.publish(encodeEventBatch(ts, [stored([BigInt(i)], i === 1 ? null : BigInt(i - 1))], 0));
+      await pub.flushed();
+      const s = subscribe(ports);
+      await until('caught up', caughtUpTo(s, 9_999), 50_000);
+      expect(s.status()).toMatchObject({ complete: true, reason: '', counters: { restarts: 0 } });
+      expect(s.index.size).toBe(9_999);
+    },
+  );
+
   it('measures lag when a batch is read, not after the catch-up it waited for', async () => {
     const { pub, ports } = await openPublisher();
     let wall = 1_800_000_000_000;
@@ -237,6 +253,31 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
     wall += 60_000; // a long catch-up on a busy machine
     await until('applied', caughtUpTo(s, 0));
     expect(s.status().lagMs).toBe(10);
+  });
+
+  it("forgets a late batch's lag once the runtime has gone quiet: an idle runtime is not lagging", async () => {
+    const { pub, ports } = await openPublisher();
+    await publish(pub, [CLEARED]);
+    const clock = new ManualClock();
+    let wall = 1_800_000_000_000;
+    const s = subscribe(ports, { clock, wallNow: () => wall, lagHoldMs: 5000 });
+    await untilLiveDelivery(pub, s);
+    // A batch read 60 s after it was published: the gateway was busy (a long replay, a stalled loop).
+    pub.publish(encodeEventBatch(wall / 1000 - 60, [stored([9n])], 0));
+    await pub.flushed();
+    await until('the late batch', caughtUpTo(s, pub.nextSeq - 1));
+    expect(s.status().lagMs).toBe(60_000);
+    clock.advance(4999);
+    expect(s.status().lagMs).toBe(60_000);
+    // Nothing since, nothing waiting: the index holds everything the runtime published.
+    clock.advance(2);
+    wall += 5001;
+    expect(s.status()).toMatchObject({ state: 'live', lagMs: null });
+    // The next batch measures again.
+    pub.publish(encodeEventBatch(wall / 1000 - 0.02, [stored([10n], 9n)], 0));
+    await pub.flushed();
+    await until('the next batch', caughtUpTo(s, pub.nextSeq - 1));
+    expect(s.status().lagMs).toBe(20);
   });
 
   it('starts over, incomplete, when the replay endpoint does not answer', async () => {

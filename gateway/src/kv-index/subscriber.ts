@@ -29,6 +29,12 @@
 //   catch-up (that time is the catching-up state). Measured at apply, a
 //   long replay left the last live batch looking late, and an idle runtime
 //   sends nothing to correct it.
+// - A lag describes the index while batches keep coming. Once nothing has
+//   been read for lagHoldMs and nothing waits to be applied, the runtime has
+//   gone quiet and the index holds all it published: lagMs is null (not
+//   measured) until the next batch. Otherwise one batch read late (the
+//   gateway's loop stalled behind a replay on a busy machine) kept an idle
+//   runtime's index "lagging", unusable, until the runtime's next batch.
 
 import { Dealer, Subscriber } from 'zeromq';
 import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '#sglang/kv-events.ts';
@@ -73,6 +79,8 @@ export interface KvEventSubscriberOptions {
   /** Milliseconds since the epoch (batch timestamps are the publisher's). */
   readonly wallNow?: () => number;
   readonly staleAfterMs?: number;
+  /** How long a measured lag holds with nothing read since (see above). */
+  readonly lagHoldMs?: number;
   readonly replayTimeoutMs?: number;
   readonly maxBlocks?: number;
   /** The gateway's budget over every index (block-budget.ts). */
@@ -88,8 +96,15 @@ export interface KvEventSubscriberOptions {
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_STALE_AFTER_MS = 10_000;
 export const DEFAULT_REPLAY_TIMEOUT_MS = 5_000;
-/** Replay rounds in one catch-up: a restart found while verifying needs a second one, from seq 0. */
-const MAX_REPLAY_ROUNDS = 3;
+/** As long as the fleet's default lag bound (fleet.ts): a lag past it holds at least that long. */
+export const DEFAULT_LAG_HOLD_MS = 5_000;
+/**
+ * Replay rounds in a row that apply nothing before a catch-up gives up: a restart found while
+ * verifying needs a second round, from seq 0; an answer cut short needs another from where it broke.
+ */
+const MAX_IDLE_REPLAY_ROUNDS = 3;
+/** Rounds in one catch-up, whatever they apply. */
+const MAX_REPLAY_ROUNDS = 100;
 const START_ATTEMPTS = 5;
 /** Live batches read ahead of the work queue (a catch-up in progress); past this, reading waits. */
 const MAX_QUEUED_BATCHES = 10_000;
@@ -114,6 +129,10 @@ export class KvEventSubscriber {
   #failure = '';
   /** Live batches read and not yet handled. */
   #queued = 0;
+  /** The catch-up after the first handshake has ended (replayed, failed or timed out). */
+  #caughtUpOnce = false;
+  /** Clock ms when a live batch was last read off the socket. */
+  #lastReadAt: number | null = null;
 
   private constructor(opts: KvEventSubscriberOptions) {
     this.#opts = opts;
@@ -168,11 +187,23 @@ export class KvEventSubscriber {
     this.#expectSince ??= this.#clock.now();
   }
 
+  /** The first catch-up has ended: the index holds what the replay could give (readiness.ts). */
+  get caughtUpOnce(): boolean {
+    return this.#caughtUpOnce;
+  }
+
   /** status() without the counters and sequence: what routing reads for every request. */
   health(): KvIndexHealth {
     const f = this.#feed.state;
     const [state, reason] = this.#stateAndReason(f.complete ? '' : f.note || 'index incomplete');
-    return { state, reason, complete: f.complete, lagMs: f.lagMs };
+    return { state, reason, complete: f.complete, lagMs: this.#quiet() ? null : f.lagMs };
+  }
+
+  /** Nothing read for lagHoldMs and nothing waiting: the last batch's lag no longer says anything of now. */
+  #quiet(): boolean {
+    const hold = this.#opts.lagHoldMs ?? DEFAULT_LAG_HOLD_MS;
+    const readAt = this.#lastReadAt;
+    return readAt !== null && this.#queued === 0 && !this.#catchingUp && this.#clock.now() - readAt > hold;
   }
 
   status(): KvIndexStatus {
@@ -230,6 +261,7 @@ export class KvEventSubscriber {
     try {
       for await (const frames of this.#sub) {
         const receivedAt = this.#wallNow();
+        this.#lastReadAt = this.#clock.now();
         this.#queued++;
         const handled = this.#enqueue(() => {
           this.#queued--;
@@ -261,34 +293,44 @@ export class KvEventSubscriber {
     // Without a replay, what was missed (while connecting, or away) is unknown: start over.
     if (this.#opts.replayEndpoint === null) {
       this.#feed.failReplay(`${why}, and no replay endpoint`);
+      this.#caughtUpOnce = true;
       return;
     }
     this.#catchingUp = true;
     const applied = this.#feed.counters.applied;
     try {
-      for (let round = 0; round < MAX_REPLAY_ROUNDS; round++) {
-        const answered = await this.#readReplay(this.#feed.beginReplay());
-        if (!answered) {
+      let idle = 0;
+      for (let round = 0; round < MAX_REPLAY_ROUNDS && idle < MAX_IDLE_REPLAY_ROUNDS; round++) {
+        const before = this.#feed.counters.applied;
+        const answer = await this.#readReplay(this.#feed.beginReplay());
+        if (answer === 'none') {
           this.#feed.failReplay(`${why}: the replay endpoint did not answer`);
           return;
         }
-        if (this.#feed.endReplay() === 'done') break;
+        if (this.#feed.endReplay({ cut: answer === 'cut' }) === 'done') break;
+        idle = this.#feed.counters.applied === before ? idle + 1 : 0;
       }
     } finally {
       this.#catchingUp = false;
+      this.#caughtUpOnce = true;
       if (this.#feed.counters.applied !== applied) this.#expectSince = null;
     }
   }
 
-  /** Sends one replay request and feeds the answers; false when none came (timeout, closed). */
-  async #readReplay(from: number): Promise<boolean> {
+  /**
+   * Sends one replay request and feeds the answers up to the end marker: 'end'; 'cut' when answers
+   * came and then stopped before it, 'none' when none came (timeout, closed).
+   */
+  async #readReplay(from: number): Promise<'end' | 'cut' | 'none'> {
     const dealer = this.#replaySocket();
+    let received = 0;
     try {
       await dealer.send([EMPTY, encodeSeq(from)]);
       for (;;) {
         const [, topic, seqFrame, payload] = await dealer.receive();
         const seq = seqFrame ? decodeSeq(seqFrame) : null;
-        if (seq === REPLAY_END_SEQ) return true;
+        if (seq === REPLAY_END_SEQ) return 'end';
+        received++;
         if (seq === null || !payload || !topic?.equals(this.#topic)) this.#badFrames++;
         else this.#feed.replayed(seq, payload);
       }
@@ -296,7 +338,7 @@ export class KvEventSubscriber {
       // A timeout (or the socket closed under us): a late answer must not reach the next request.
       dealer.close();
       if (this.#dealer === dealer) this.#dealer = null;
-      return false;
+      return received > 0 && !this.#closed ? 'cut' : 'none';
     }
   }
 
@@ -305,6 +347,8 @@ export class KvEventSubscriber {
     const timeout = this.#opts.replayTimeoutMs ?? DEFAULT_REPLAY_TIMEOUT_MS;
     const dealer = new Dealer({
       linger: 0,
+      // Room for a whole answer (SGLang keeps 10,000 batches): past it the ROUTER drops the rest.
+      receiveHighWaterMark: 100_000,
       receiveTimeout: timeout,
       sendTimeout: timeout,
       maxMessageSize: this.#opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
