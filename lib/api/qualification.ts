@@ -10,7 +10,7 @@ import { Sampling } from './task.ts';
 
 /** Requests one pass (cold or warm) of a sample may send: the whole record stays in one ConfigMap. */
 export const MAX_REQUESTS_PER_PASS = 64;
-export const MAX_SAMPLES_PER_ARM = 16;
+export const MAX_SAMPLES_PER_ARM = 10;
 
 const Decimal = z
   .string()
