@@ -18,7 +18,7 @@ import type { QualificationPhase, QualificationSpec, QualificationStatus } from 
 import type { QualificationResource } from '#api/resources.ts';
 import { setConditions, type ConditionInput } from '../../manager/conditions.ts';
 import type { ArmsCheck, ArmView } from './arms.ts';
-import type { SampleRecord } from './record.ts';
+import { recordConfigMapName, type SampleRecord } from './record.ts';
 import { computeEvidence, computeVerdict, summarizeArm } from './summary.ts';
 import type { WorkloadRequest, WorkloadResult } from './workload.ts';
 
@@ -162,7 +162,8 @@ function reportOf(ctx: Ctx, views: readonly (ArmView | undefined)[]): Qualificat
     record: { name: prev.record?.name ?? '' },
   };
   delete out.current;
-  if (!prev.record?.name) delete out.record;
+  if (records.length > 0) out.record = { name: recordConfigMapName(q.metadata.name ?? '') };
+  else if (!prev.record?.name) delete out.record;
   const evidence = computeEvidence(records);
   if (evidence && evidence !== 'Mixed') out.evidence = evidence;
   const verdict = computeVerdict(spec, records);
