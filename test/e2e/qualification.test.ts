@@ -7,7 +7,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentStatus, QualificationStatus } from '#api';
 import { startOperator, type Operator } from '../../operator/src/operator.ts';
-import { parseRecords, recordConfigMapName } from '../../operator/src/controllers/qualification/record.ts';
+import {
+  parseRecords,
+  recordConfigMapName,
+  type SampleRecord,
+} from '../../operator/src/controllers/qualification/record.ts';
 import { createLogger } from '#kube/logger.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
@@ -96,6 +100,17 @@ function qualification(name: string, arms: [string, string], spec: Record<string
   };
 }
 
+/** Each cold pass starts from nothing cached; its warm pass repeats it and finds every prompt cached. */
+function expectColdThenWarm(records: readonly SampleRecord[]): void {
+  for (const r of records) {
+    // The first request of each cold pass shares nothing with anything sent before.
+    const first = r.cold?.requests.filter((q) => q.id === 'conv-0-turn-0' || q.id === 'doc-0-q-0');
+    expect(first?.map((q) => q.cachedTokens)).toEqual([0, 0]);
+    expect(r.warm?.requests.map((q) => q.id)).toEqual(r.cold?.requests.map((q) => q.id));
+    for (const q of r.warm?.requests ?? []) expect(q.cachedTokens).toBeGreaterThan(0);
+  }
+}
+
 beforeAll(async () => {
   cp = await startControlPlane({ full: true, gpuNodes: 1 });
   await kubectlOk(['apply', '--server-side', '-f', join(REPO_ROOT, 'crds')], { kubeconfig: cp.kubeconfig });
@@ -174,14 +189,7 @@ describe('Qualification', () => {
     expect(invalid).toEqual([]);
     expect(records.map((r) => r.arm)).toEqual(['dense', 'hicache', 'hicache', 'dense']);
     expect(new Set(records.map((r) => r.salt)).size).toBe(4);
-    for (const r of records) {
-      // The first request of each cold pass shares nothing with anything sent before.
-      const first = r.cold?.requests.filter((q) => q.id === 'conv-0-turn-0' || q.id === 'doc-0-q-0');
-      expect(first?.map((q) => q.cachedTokens)).toEqual([0, 0]);
-      // The warm pass repeats the cold one: every request finds its prompt cached.
-      expect(r.warm?.requests.map((q) => q.id)).toEqual(r.cold?.requests.map((q) => q.id));
-      for (const q of r.warm?.requests ?? []) expect(q.cachedTokens).toBeGreaterThan(0);
-    }
+    expectColdThenWarm(records);
     // Each arm's own simulator served its samples: 2 samples x 2 passes x 7 requests.
     expect(requestsServed('dense')).toBe(28);
     expect(requestsServed('hicache')).toBe(28);
