@@ -188,6 +188,7 @@ describe('planQualificationStep: the protocol', () => {
     expect(dense?.cost).toBe(((3000 / 3_600_000) * 2).toFixed(6));
     expect(step.status.verdict).toMatchObject({ faster: 'hicache', medianDifferenceMs: -30 });
     expect(step.status.verdict?.highMs).toBeLessThan(0);
+    expect(step.status.verdict?.summary).toMatch(/only 2 samples an arm: the interval is coarse/);
     expect(step.actions).toEqual([]);
   });
 

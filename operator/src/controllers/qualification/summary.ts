@@ -12,6 +12,8 @@ import type {
 import { isSampleFailed, type PassRecord, type RequestRecord, type SampleRecord } from './record.ts';
 import { bootstrapMedianDifference, computeQuantiles, round2 } from './stats.ts';
 
+/** Below this many samples an arm, a cluster bootstrap has few distinct resamples: the summary says so. */
+export const MIN_SAMPLES_FOR_INTERVAL = 5;
 export const BOOTSTRAP = { resamples: 2000, confidence: 0.95, seed: 20261205 } as const;
 
 type PassName = 'cold' | 'warm';
@@ -130,10 +132,16 @@ export function computeVerdict(
   const faster = d.high < 0 ? a2.name : d.low > 0 ? a1.name : 'None';
   const what = `${spec.verdict.pass.toLowerCase()} ${spec.verdict.metric} median`;
   const range = `[${d.low}, ${d.high}] ms`;
+  const fewest = Math.min(groups(a1.name).length, groups(a2.name).length);
+  const caveat =
+    fewest < MIN_SAMPLES_FOR_INTERVAL
+      ? `; only ${fewest} samples an arm: the interval is coarse, run ${MIN_SAMPLES_FOR_INTERVAL} or more`
+      : '';
   const summary =
-    faster === 'None'
+    (faster === 'None'
       ? `no difference shown: ${what} ${a2.name} - ${a1.name} = ${d.difference} ms, 95% interval ${range} holds 0 (${d.unit} resampled)`
-      : `${faster} is faster: ${what} ${a2.name} - ${a1.name} = ${d.difference} ms, 95% interval ${range} (${d.unit} resampled)`;
+      : `${faster} is faster: ${what} ${a2.name} - ${a1.name} = ${d.difference} ms, 95% interval ${range} (${d.unit} resampled)`) +
+    caveat;
   return {
     metric: spec.verdict.metric,
     pass: spec.verdict.pass,
