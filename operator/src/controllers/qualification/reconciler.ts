@@ -211,6 +211,9 @@ export function buildQualificationController(opts: QualificationControllerOption
       }
       await commit(obj, step);
       const record = await runSample(q, run.run, ctx);
+      // Stopping mid-sample: its requests failed for our reason, not the runtime's. Store
+      // nothing; the next operator finds the sample open and records it as Interrupted.
+      if (ctx.signal.aborted) return;
       await storeRecord(q, record);
       // Plan again with the record; the status write may meet a newer Qualification: re-read it.
       const fresh = await client.get<QualificationObject>(Resources.qualifications, key.namespace, key.name);
