@@ -228,6 +228,9 @@ export function buildQualificationController(opts: QualificationControllerOption
   return {
     name: 'qualification',
     primary: Resources.qualifications,
+    // The record ConfigMap, read by GET (it is not in the operator's ConfigMap cache, which
+    // holds Task results only); declared owned for the owner reference it carries.
+    owns: [Resources.configMaps],
     watches: [
       {
         resource: Resources.sglangDeployments,
