@@ -196,4 +196,43 @@ describe('Qualification', () => {
     const table = await k(['get', 'qual', 'dense-vs-hicache']);
     expect(table).toMatch(/dense-vs-hicache\s+Succeeded\s+dense\s+hicache\s+4\/4\s+Simulator/);
   });
+
+  it('replays a Mooncake trace from a ConfigMap: lines sharing hash ids share their prefix', async () => {
+    const trace = [
+      { timestamp: 0, input_length: 300, output_length: 4, hash_ids: [1, 2, 3] },
+      { timestamp: 5, input_length: 250, output_length: 4, hash_ids: [1, 2, 4] },
+      { timestamp: 9, input_length: 120, output_length: 4, hash_ids: [5] },
+    ]
+      .map((l) => JSON.stringify(l))
+      .join('\n');
+    await create({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'trace' },
+      data: { 'trace.jsonl': trace },
+    });
+    await create(
+      qualification('from-trace', ['dense', 'hicache'], {
+        workload: { trace: { configMapRef: { name: 'trace', key: 'trace.jsonl' }, blockWords: 100 } },
+        samplesPerArm: 1,
+        // One at a time: the second line must find the first's blocks already cached.
+        concurrency: 1,
+      }),
+    );
+    const s = await waitForPhase('from-trace', 'Succeeded');
+    const cm = await getJson<{ data?: Record<string, string> }>(
+      'configmap',
+      recordConfigMapName('from-trace'),
+    );
+    const { records } = parseRecords(cm.data);
+    expect(records).toHaveLength(2);
+    for (const r of records) {
+      const [first, second, third] = r.cold?.requests ?? [];
+      expect(first?.cachedTokens).toBe(0);
+      // Blocks 1 and 2 (200 words) again: cached; block 5 is new.
+      expect(second?.cachedTokens).toBeGreaterThan(0);
+      expect(third?.cachedTokens).toBe(0);
+    }
+    expect(s.arms?.every((a) => (a.warm?.cachedShare ?? 0) > (a.cold?.cachedShare ?? 1))).toBe(true);
+  });
 });

@@ -104,6 +104,15 @@ describe('planQualificationStep: the arms', () => {
     expect(step.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'ArmsMismatch' })]);
   });
 
+  it('runs a refused pair once the arms are fixed, nothing having run', () => {
+    const differences = ['profile: dense="dense" hicache="hicache"'];
+    const refused = planQualificationStep(qualification(), obs([], { kind: 'mismatch', differences }), NOW);
+    const q = qualification(refused.status);
+    const step = planQualificationStep(q, obs(), NOW);
+    expect(step.status.phase).toBe('Running');
+    expect(step.status.conditions?.find((c) => c.type === 'Accepted')).toMatchObject({ status: 'True' });
+  });
+
   it('waits for arms that are not ready yet, without refusing', () => {
     const step = planQualificationStep(
       qualification(),
