@@ -259,6 +259,16 @@ export const PassSummary = z.object({
 });
 export type PassSummary = z.infer<typeof PassSummary>;
 
+export const SamplePoint = z.object({
+  sample: z.number().int(),
+  failed: z.boolean(),
+  coldCachedShare: z.number().optional(),
+  warmCachedShare: z.number().optional(),
+  coldTtftP50Ms: z.number().optional(),
+  warmTtftP50Ms: z.number().optional(),
+});
+export type SamplePoint = z.infer<typeof SamplePoint>;
+
 export const ArmStatus = z.object({
   name: z.string(),
   deployment: z.string(),
@@ -275,6 +285,10 @@ export const ArmStatus = z.object({
   warm: PassSummary.optional(),
   gpuHours: z.string().optional(),
   cost: z.string().optional().meta({ description: 'gpuHours x pricePerGpuHour.' }),
+  samples: z
+    .array(SamplePoint)
+    .optional()
+    .meta({ description: 'One point a sample, in order: the series a plot over samples draws.' }),
 });
 export type ArmStatus = z.infer<typeof ArmStatus>;
 

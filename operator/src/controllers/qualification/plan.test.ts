@@ -193,6 +193,24 @@ describe('planQualificationStep: the protocol', () => {
     expect(hicache?.warm?.ttftMs?.p50).toBe(20);
     expect(dense?.cold?.cachedTokens).toBe(0);
     expect(hicache?.warm?.cachedShare).toBe(0.9);
+    expect(hicache?.samples).toEqual([
+      {
+        sample: 1,
+        failed: false,
+        coldCachedShare: 0,
+        warmCachedShare: 0.9,
+        coldTtftP50Ms: 100,
+        warmTtftP50Ms: 20,
+      },
+      {
+        sample: 2,
+        failed: false,
+        coldCachedShare: 0,
+        warmCachedShare: 0.9,
+        coldTtftP50Ms: 100,
+        warmTtftP50Ms: 20,
+      },
+    ]);
     expect(dense?.gpuHours).toBe((3000 / 3_600_000).toFixed(6));
     expect(dense?.cost).toBe(((3000 / 3_600_000) * 2).toFixed(6));
     expect(step.status.verdict).toMatchObject({ faster: 'hicache', medianDifferenceMs: -30 });

@@ -8,6 +8,7 @@ import type {
   PassSummary,
   QualificationSpec,
   QualificationVerdict,
+  SamplePoint,
 } from '#api/qualification.ts';
 import { isSampleFailed, type PassRecord, type RequestRecord, type SampleRecord } from './record.ts';
 import { bootstrapMedianDifference, computeQuantiles, round2 } from './stats.ts';
@@ -69,6 +70,18 @@ export function summarizePass(passes: readonly PassRecord[]): PassSummary {
   return out;
 }
 
+function pointOf(r: SampleRecord): SamplePoint {
+  const point: SamplePoint = { sample: r.sample, failed: isSampleFailed(r) };
+  const of = (pass: PassRecord | undefined) => (pass ? summarizePass([pass]) : undefined);
+  const cold = of(r.cold);
+  const warm = of(r.warm);
+  if (cold?.cachedShare !== undefined) point.coldCachedShare = cold.cachedShare;
+  if (warm?.cachedShare !== undefined) point.warmCachedShare = warm.cachedShare;
+  if (cold?.ttftMs) point.coldTtftP50Ms = cold.ttftMs.p50;
+  if (warm?.ttftMs) point.warmTtftP50Ms = warm.ttftMs.p50;
+  return point;
+}
+
 function passesOf(records: readonly SampleRecord[], pass: PassName): PassRecord[] {
   return records.flatMap((r) => (r[pass] ? [r[pass]] : []));
 }
@@ -96,6 +109,7 @@ export function summarizeArm(
     progress: `${mine.length}/${spec.samplesPerArm}`,
   };
   if (mine.length === 0) return out;
+  out.samples = mine.map(pointOf);
   out.cold = summarizePass(passesOf(mine, 'cold'));
   out.warm = summarizePass(passesOf(mine, 'warm'));
   if (gpus !== undefined) {
