@@ -8,6 +8,7 @@ export * from './deployment-part.ts';
 export * from './gateway-cache-report.ts';
 export * from './kinds.ts';
 export * from './model-source.ts';
+export * from './qualification.ts';
 export * from './resources.ts';
 export * from './rules.ts';
 export * from './runtime-args.ts';

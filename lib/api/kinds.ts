@@ -3,6 +3,7 @@ import { CachePolicySpec, CachePolicyStatus } from './cache-policy.ts';
 import { DeploymentSpec } from './deployment-spec.ts';
 import { DeploymentStatus } from './deployment-status.ts';
 import { DeploymentPartSpec, DeploymentPartStatus } from './deployment-part.ts';
+import { QualificationSpec, QualificationStatus } from './qualification.ts';
 import { taskFrozenSpecRule } from './resources.ts';
 import { toCel, type CelValidation } from './rules.ts';
 import { TaskSpec, TaskStatus } from './task.ts';
@@ -168,6 +169,39 @@ export const KINDS: readonly KindDefinition[] = [
       { name: 'Requests/min', type: 'integer', jsonPath: '.spec.limits.requestsPerMinute' },
       { name: 'Tokens/min', type: 'integer', jsonPath: '.spec.limits.tokensPerMinute' },
       { name: 'Priority', type: 'integer', jsonPath: '.spec.priority' },
+      age,
+    ],
+  },
+  {
+    kind: 'Qualification',
+    plural: 'qualifications',
+    singular: 'qualification',
+    shortNames: ['qual'],
+    description:
+      'A matched, live comparison of two Deployments that differ only in a declared subject (the cache profile): cold and warm samples, arms alternating, distributions, a verdict and its evidence level.',
+    spec: QualificationSpec,
+    status: QualificationStatus,
+    rootValidations: [],
+    printerColumns: [
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      { name: 'Arm-1', type: 'string', jsonPath: '.spec.arms[0].deployment.name' },
+      { name: 'Arm-2', type: 'string', jsonPath: '.spec.arms[1].deployment.name' },
+      { name: 'Progress', type: 'string', jsonPath: '.status.progress', description: 'Samples run of all' },
+      { name: 'Evidence', type: 'string', jsonPath: '.status.evidence' },
+      { name: 'Faster', type: 'string', jsonPath: '.status.verdict.faster' },
+      {
+        name: 'Diff-ms',
+        type: 'number',
+        jsonPath: '.status.verdict.medianDifferenceMs',
+        description: 'Median of arm 2 minus arm 1, on the verdict metric',
+      },
+      { name: 'Metric', type: 'string', jsonPath: '.spec.verdict.metric', priority: 1 },
+      {
+        name: 'Reason',
+        type: 'string',
+        jsonPath: '.status.conditions[?(@.type=="Accepted")].reason',
+        priority: 1,
+      },
       age,
     ],
   },

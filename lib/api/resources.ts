@@ -3,6 +3,7 @@ import { CachePolicySpec, CachePolicyStatus } from './cache-policy.ts';
 import { DeploymentSpec } from './deployment-spec.ts';
 import { DeploymentStatus } from './deployment-status.ts';
 import { DeploymentPartSpec, DeploymentPartStatus } from './deployment-part.ts';
+import { QualificationSpec, QualificationStatus } from './qualification.ts';
 import type { TransitionRule } from './rules.ts';
 import { TaskSpec, TaskStatus, type TaskPhase } from './task.ts';
 import { TenantSpec, TenantStatus } from './tenant.ts';
@@ -47,6 +48,8 @@ export const TaskResource = resource('Task', TaskSpec, TaskStatus);
 export type TaskResource = z.infer<typeof TaskResource>;
 export const TenantResource = resource('Tenant', TenantSpec, TenantStatus);
 export type TenantResource = z.infer<typeof TenantResource>;
+export const QualificationResource = resource('Qualification', QualificationSpec, QualificationStatus);
+export type QualificationResource = z.infer<typeof QualificationResource>;
 
 const STARTED_FREE_PHASES: readonly TaskPhase[] = ['Pending'];
 const TASK_MUTABLE_AFTER_START = ['review'];

@@ -7,6 +7,7 @@ import {
   DeploymentResource,
   TaskResource,
   TenantResource,
+  QualificationResource,
   taskFrozenSpecRule,
 } from './resources.ts';
 import { checkTransition, type RuleViolation } from './rules.ts';
@@ -24,6 +25,7 @@ const RESOURCE_SCHEMAS = {
   CachePolicy: CachePolicyResource,
   Task: TaskResource,
   Tenant: TenantResource,
+  Qualification: QualificationResource,
 } as const;
 export type CacherouteKind = keyof typeof RESOURCE_SCHEMAS;
 
@@ -50,7 +52,7 @@ export function validateResource(input: unknown): Validated<CacherouteResource> 
       issues: [
         {
           path: 'kind',
-          message: `expected apiVersion ${API_VERSION} and kind Deployment, DeploymentPart, CachePolicy, Task or Tenant`,
+          message: `expected apiVersion ${API_VERSION} and kind Deployment, DeploymentPart, CachePolicy, Task, Tenant or Qualification`,
         },
       ],
     };

@@ -113,6 +113,13 @@ export const Resources = {
   },
   tasks: { group: GROUP, version: VERSION, resource: 'tasks', kind: 'Task', namespaced: true },
   tenants: { group: GROUP, version: VERSION, resource: 'tenants', kind: 'Tenant', namespaced: true },
+  qualifications: {
+    group: GROUP,
+    version: VERSION,
+    resource: 'qualifications',
+    kind: 'Qualification',
+    namespaced: true,
+  },
 } as const satisfies Record<string, ResourceType>;
 
 export function apiVersionOf(rt: ResourceType): string {

@@ -12,6 +12,7 @@ import { buildDeploymentController } from './controllers/deployment/reconciler.t
 import { buildDeploymentPartController } from './controllers/deploymentpart/reconciler.ts';
 import type { DailyCap } from './controllers/task/daily-cap.ts';
 import { buildTaskController } from './controllers/task/reconciler.ts';
+import { buildQualificationController } from './controllers/qualification/reconciler.ts';
 import { LABEL_TASK } from './controllers/task/result.ts';
 import { KubeClient } from '#kube/client.ts';
 import { loadClusterCredentials } from '#kube/cluster-credentials.ts';
@@ -154,6 +155,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       dailyCap: opts.dailyCap,
     }),
   );
+  manager.addController(buildQualificationController({ manager, client }));
   const deployments = manager.informer<KubeObject & DeploymentResource>(Resources.sglangDeployments);
   await manager.start();
   const metricsApi = opts.metricsApi

@@ -2,6 +2,7 @@
 // Every generation goes through runGeneration (faults, PD handshake, engine);
 // the endpoint modules only shape requests and responses.
 
+import { SIMULATOR_HEADER } from '#sglang/simulator.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SGLANG_KEEP_ALIVE_TIMEOUT_MS } from '#sglang/http-server.ts';
@@ -111,7 +112,7 @@ export class SimServer {
   }
 
   get headers(): http.OutgoingHttpHeaders {
-    return { 'x-sim-worker': this.#workerId };
+    return { [SIMULATOR_HEADER]: this.#workerId };
   }
 
   /** A request id in SGLang's format (uuid4().hex: 32 hex digits); deterministic here. */

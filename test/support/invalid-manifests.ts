@@ -28,6 +28,7 @@ const MULTI_NODE = 'deployment-multi-node.yaml';
 const POLICY = 'cachepolicy.yaml';
 const TASK = 'task-sglang.yaml';
 const OPENROUTER = 'task-openrouter.yaml';
+const QUALIFICATION = 'qualification.yaml';
 
 export const INVALID_CASES: InvalidCase[] = [
   // Deployment: runtime identity
@@ -684,6 +685,37 @@ export const INVALID_CASES: InvalidCase[] = [
       delete m.spec.budget.prices;
     },
     expect: 'an openrouter task is a paid call: it needs budget.prices and budget.maxCost',
+  },
+  // Qualification
+  {
+    name: 'a qualification whose arms name the same Deployment',
+    sample: QUALIFICATION,
+    mutate: (m) => (m.spec.arms[1].deployment.name = m.spec.arms[0].deployment.name),
+    expect: 'the two arms name the same Deployment',
+  },
+  {
+    name: 'a qualification whose arms share a name',
+    sample: QUALIFICATION,
+    mutate: (m) => (m.spec.arms[1].name = m.spec.arms[0].name),
+    expect: 'the two arms need different names',
+  },
+  {
+    name: 'a qualification with both a generator and a trace',
+    sample: QUALIFICATION,
+    mutate: (m) => (m.spec.workload.trace = { configMapRef: { name: 'trace', key: 'trace.jsonl' } }),
+    expect: 'workload needs exactly one of generator or trace',
+  },
+  {
+    name: 'a qualification generator with nothing to generate',
+    sample: QUALIFICATION,
+    mutate: (m) => (m.spec.workload.generator = { seed: 1 }),
+    expect: 'workload.generator needs sharedPrefix, documents or both',
+  },
+  {
+    name: 'a qualification pass over the request cap',
+    sample: QUALIFICATION,
+    mutate: (m) => (m.spec.workload.generator.sharedPrefix.conversations = 30),
+    expect: 'workload.generator makes at most 64 requests a pass',
   },
 ];
 

@@ -710,7 +710,7 @@ describe('values reach the objects', () => {
       objs.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
     const everywhere = admission(await render({}));
     expect(everywhere.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
-      ['cachepolicies', 'deployments', 'tasks', 'tenants']
+      ['cachepolicies', 'deployments', 'qualifications', 'tasks', 'tenants']
         .flatMap((k) => [
           `ValidatingAdmissionPolicy/${RELEASE}-references-${k}`,
           `ValidatingAdmissionPolicyBinding/${RELEASE}-references-${k}`,
@@ -721,6 +721,7 @@ describe('values reach the objects', () => {
       (o as unknown as { spec: { matchResources?: { namespaceSelector?: unknown } } }).spec.matchResources
         ?.namespaceSelector;
     expect(everywhere.filter((o) => o.kind.endsWith('Binding')).map(selectorOf)).toEqual([
+      undefined,
       undefined,
       undefined,
       undefined,

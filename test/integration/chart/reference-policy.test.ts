@@ -39,7 +39,7 @@ async function createPolicedNamespace(): Promise<void> {
   const policies = (
     await helmTemplate({ release, namespace: ns, values: { 'operator.watchNamespaces[0]': ns } })
   ).filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'));
-  expect(policies).toHaveLength(8);
+  expect(policies).toHaveLength(10);
   const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: policies });
   await kubectlOk(['apply', '-f', '-'], { kubeconfig, input: list });
   onTestFinished(async () => {
@@ -81,7 +81,7 @@ const userOf = (userKubeconfig: string): string =>
 
 const CACHEROUTE_WRITER: Rule = {
   apiGroups: ['cacheroute.dev'],
-  resources: ['deployments', 'tasks', 'tenants', 'cachepolicies'],
+  resources: ['deployments', 'tasks', 'tenants', 'cachepolicies', 'qualifications'],
   verbs: ['create', 'get', 'patch'],
 };
 const mayGet = (resource: string, name: string): Rule => ({
@@ -211,7 +211,7 @@ describe('a reference is honoured only when the applying user could use what it 
     await expectAllowed(gina, doc);
   });
 
-  it("a Task's OpenRouter key and input ConfigMap, a Tenant's key Secret, a CachePolicy's warm-up documents", async () => {
+  it("a Task's OpenRouter key and input ConfigMap, a Tenant's key Secret, a CachePolicy's warm-up documents, a Qualification's trace", async () => {
     await createPolicedNamespace();
     const frank = await createUser('frank', [CACHEROUTE_WRITER]);
     const task = { ...loadSample('task-openrouter.yaml'), metadata: { name: 'or' } };
@@ -232,14 +232,22 @@ describe('a reference is honoured only when the applying user could use what it 
     await expectRefused(frank, tenant, 'spec.apiKeys.secretRef names Secret team-a-keys');
     const policy = { ...loadSample('cachepolicy.yaml'), metadata: { name: 'p' } };
     await expectRefused(frank, policy, 'spec.warmup.documents names ConfigMap shared-knowledge');
+    const qualification = loadSample('qualification.yaml') as unknown as Json & { spec: Json };
+    const fromTrace = {
+      ...qualification,
+      metadata: { name: 'from-trace' },
+      spec: { ...qualification.spec, workload: { trace: { configMapRef: { name: 'trace', key: 't' } } } },
+    };
+    await expectRefused(frank, fromTrace, 'spec.workload.trace.configMapRef names ConfigMap trace');
 
     await grant(userOf(frank), [
       mayGet('secrets', 'openrouter'),
       mayGet('configmaps', 'prompts'),
       mayGet('secrets', 'team-a-keys'),
       mayGet('configmaps', 'shared-knowledge'),
+      mayGet('configmaps', 'trace'),
     ]);
-    for (const doc of [task, fromMap, tenant, policy]) await expectAllowed(frank, doc);
+    for (const doc of [task, fromMap, tenant, policy, fromTrace]) await expectAllowed(frank, doc);
   });
 
   it('an update that leaves a reference as it was is not checked again; one that changes it is', async () => {

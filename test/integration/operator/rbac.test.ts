@@ -59,7 +59,11 @@ const OPERATOR_RULES: readonly TableRule[] = [
     resources: ['deployments', 'cachepolicies', 'tenants'],
     verbs: ['list', 'watch'],
   },
-  { apiGroups: ['cacheroute.dev'], resources: ['tasks'], verbs: ['get', 'list', 'watch'] },
+  {
+    apiGroups: ['cacheroute.dev'],
+    resources: ['tasks', 'qualifications'],
+    verbs: ['get', 'list', 'watch'],
+  },
   // Status through the status subresource (a PUT).
   {
     apiGroups: ['cacheroute.dev'],
@@ -69,6 +73,7 @@ const OPERATOR_RULES: readonly TableRule[] = [
       'cachepolicies/status',
       'tasks/status',
       'tenants/status',
+      'qualifications/status',
     ],
     verbs: ['update'],
   },
@@ -76,7 +81,7 @@ const OPERATOR_RULES: readonly TableRule[] = [
   // is on (OpenShift, hardened clusters), setting one needs update on the owner's finalizers.
   {
     apiGroups: ['cacheroute.dev'],
-    resources: ['deployments/finalizers', 'tasks/finalizers'],
+    resources: ['deployments/finalizers', 'tasks/finalizers', 'qualifications/finalizers'],
     verbs: ['update'],
   },
   // Owned kinds: informers; server-side apply is a PATCH (dry runs too), one that
@@ -245,6 +250,12 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     { rt: Resources.secrets, verbs: ['get'], paidCallsOnly: true },
     { rt: Resources.leases, verbs: ['get', 'create', 'update'] },
     { rt: Resources.tasks, verbs: ['get'] },
+  ],
+  // The trace and the record ConfigMap by name (the record: server-side apply, already granted),
+  // the Qualification re-read after each sample.
+  qualification: [
+    { rt: Resources.configMaps, verbs: ['get'] },
+    { rt: Resources.qualifications, verbs: ['get'] },
   ],
 };
 // The runtime's own requests outside any controller (events.ts).

@@ -1,0 +1,56 @@
+// A pass against a real simulator process (test/sim): what a runtime reports
+// (cached tokens, the simulator header) is read from its answers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
+import { runPass, type PassOptions } from './traffic.ts';
+import { generateWorkload } from './workload.ts';
+
+let sim: RunningSim;
+beforeAll(async () => {
+  sim = await startSim(['--model-path', 'acme/qual-sim', '--enable-cache-report', '--sim-time-scale', '50']);
+});
+afterAll(() => sim.close());
+
+const requests = generateWorkload({
+  seed: 1,
+  documents: { documents: 1, documentWords: 400, questionsPerDocument: 3, questionWords: 5 },
+});
+
+function options(salt: string, url = sim.url): PassOptions {
+  return {
+    url,
+    salt,
+    sampling: { temperature: 0 },
+    maxNewTokens: 4,
+    concurrency: 1,
+    timeoutMs: 30_000,
+  };
+}
+
+describe('runPass', () => {
+  it('sees nothing cached in a fresh salt, and the repeat served from the cache', async () => {
+    const cold = await runPass(requests, options('fresh-1'));
+    const warm = await runPass(requests, options('fresh-1'));
+    expect(cold.requests.every((r) => r.ok && r.simulator === true)).toBe(true);
+    expect(cold.requests[0]?.cachedTokens).toBe(0);
+    // Later questions share the document with the first: cached inside the cold pass already.
+    expect(cold.requests[1]?.cachedTokens).toBeGreaterThan(0);
+    for (const r of warm.requests) {
+      expect(r.completionTokens).toBe(4);
+      expect(r.cachedTokens).toBeGreaterThan(0);
+      expect(r.cachedTokens).toBe(r.cachedDevice! + r.cachedHost! + r.cachedStorage!);
+      expect(r.ttftMs).toBeLessThanOrEqual(r.e2eMs!);
+    }
+    const other = await runPass(requests.slice(0, 1), options('fresh-2'));
+    expect(other.requests[0]?.cachedTokens).toBe(0);
+  });
+
+  it('records a request that found no runtime as a failure, with its reason', async () => {
+    const pass = await runPass(requests.slice(0, 2), {
+      ...options('x', 'http://127.0.0.1:1'),
+      concurrency: 2,
+    });
+    expect(pass.requests).toHaveLength(2);
+    expect(pass.requests.every((r) => !r.ok && r.error?.startsWith('POST /generate:'))).toBe(true);
+  });
+});

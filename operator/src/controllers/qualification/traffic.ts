@@ -1,0 +1,165 @@
+// One pass of a sample against one arm's own endpoint (never the gateway):
+// every request a streamed native /generate under the sample's cache salt, at
+// most `concurrency` in flight, in the workload's order. Time to first token is
+// the first streamed chunk; end-to-end is the [DONE]. Every request yields a
+// record: a failure is recorded with its reason, never dropped or retried.
+import { z } from 'zod';
+import type { Sampling } from '#api/task.ts';
+import { buildRuntimeAuthHeaders } from '#api/runtime-key.ts';
+import { SIMULATOR_HEADER } from '#sglang/simulator.ts';
+import type { PassRecord, RequestRecord } from './record.ts';
+import type { WorkloadRequest } from './workload.ts';
+
+/** One streamed event larger than this is refused: the runtime image is the namespace user's. */
+const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+
+export interface PassOptions {
+  url: string;
+  salt: string;
+  sampling: z.output<typeof Sampling>;
+  maxNewTokens: number;
+  concurrency: number;
+  apiKey?: string | undefined;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+  /** Milliseconds, monotonic (injected for tests). */
+  clock?: () => number;
+}
+
+const Counter = z.number().int().nonnegative().nullish();
+const Meta = z.looseObject({
+  prompt_tokens: Counter,
+  completion_tokens: Counter,
+  cached_tokens: Counter,
+  cached_tokens_details: z.looseObject({ device: Counter, host: Counter, storage: Counter }).nullish(),
+  finish_reason: z.looseObject({ type: z.string() }).nullish(),
+});
+const Chunk = z.looseObject({ meta_info: Meta });
+
+/**
+ * Every request generates exactly maxNewTokens (ignore_eos): both arms then
+ * decode the same number of tokens, whatever the model would have said.
+ */
+export function buildGenerateBody(text: string, opts: PassOptions): Record<string, unknown> {
+  const s = opts.sampling;
+  const params: Record<string, unknown> = {
+    max_new_tokens: opts.maxNewTokens,
+    temperature: s.temperature,
+    ignore_eos: true,
+  };
+  if (s.topP !== undefined) params['top_p'] = s.topP;
+  if (s.topK !== undefined) params['top_k'] = s.topK;
+  if (s.stop !== undefined) params['stop'] = s.stop;
+  if (s.seed !== undefined) params['sampling_seed'] = s.seed;
+  return { text, sampling_params: params, cache_salt: opts.salt, stream: true };
+}
+
+/** Yields the `data:` payloads of a server-sent event stream. */
+async function* readEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = event
+        .split('\n')
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n');
+      if (data !== '') yield data;
+    }
+    if (buffer.length > MAX_EVENT_BYTES)
+      throw new Error(`a streamed event is larger than ${MAX_EVENT_BYTES} bytes`);
+  }
+}
+
+function failure(id: string, error: string, simulator?: boolean): RequestRecord {
+  return { id, ok: false, error, ...(simulator === undefined ? {} : { simulator }) };
+}
+
+function usageOf(meta: z.infer<typeof Meta>): Omit<RequestRecord, 'id' | 'ok'> | string {
+  const { prompt_tokens: p, completion_tokens: c, cached_tokens: cached } = meta;
+  if (p == null || c == null || cached == null)
+    return 'meta_info lacks prompt_tokens, completion_tokens or cached_tokens';
+  const d = meta.cached_tokens_details;
+  return {
+    promptTokens: p,
+    completionTokens: c,
+    cachedTokens: cached,
+    cachedDevice: d?.device ?? (d ? 0 : cached),
+    cachedHost: d?.host ?? 0,
+    cachedStorage: d?.storage ?? 0,
+  };
+}
+
+export async function runRequest(req: WorkloadRequest, opts: PassOptions): Promise<RequestRecord> {
+  const clock = opts.clock ?? (() => performance.now());
+  const signal = AbortSignal.any([
+    AbortSignal.timeout(opts.timeoutMs),
+    ...(opts.signal ? [opts.signal] : []),
+  ]);
+  const start = clock();
+  let simulator: boolean | undefined;
+  try {
+    const res = await fetch(`${opts.url}/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...buildRuntimeAuthHeaders(opts.apiKey) },
+      body: JSON.stringify(buildGenerateBody(req.text, opts)),
+      signal,
+    });
+    simulator = res.headers.has(SIMULATOR_HEADER);
+    if (!res.ok || !res.body) {
+      await res.body?.cancel();
+      return failure(req.id, `POST /generate: HTTP ${res.status}`, simulator);
+    }
+    let ttftMs: number | undefined;
+    let last: z.infer<typeof Meta> | undefined;
+    for await (const data of readEvents(res.body)) {
+      if (data === '[DONE]') break;
+      const parsed = Chunk.safeParse(JSON.parse(data));
+      if (!parsed.success)
+        return failure(req.id, 'POST /generate: a streamed chunk has no meta_info', simulator);
+      ttftMs ??= clock() - start;
+      last = parsed.data.meta_info;
+    }
+    const e2eMs = clock() - start;
+    if (!last || ttftMs === undefined)
+      return failure(req.id, 'POST /generate: the stream ended without a chunk', simulator);
+    if (last.finish_reason?.type === 'abort')
+      return failure(req.id, 'POST /generate: the runtime aborted the request', simulator);
+    const usage = usageOf(last);
+    if (typeof usage === 'string') return failure(req.id, `POST /generate: ${usage}`, simulator);
+    return { id: req.id, ok: true, ttftMs: round(ttftMs), e2eMs: round(e2eMs), ...usage, simulator };
+  } catch (e) {
+    const why = signal.aborted
+      ? `no answer within ${opts.timeoutMs} ms`
+      : e instanceof Error
+        ? e.message
+        : String(e);
+    return failure(req.id, `POST /generate: ${why}`, simulator);
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+/** The requests in order, `concurrency` at a time; the pass's wall time from first send to last answer. */
+export async function runPass(requests: readonly WorkloadRequest[], opts: PassOptions): Promise<PassRecord> {
+  const clock = opts.clock ?? (() => performance.now());
+  const out: RequestRecord[] = new Array<RequestRecord>(requests.length);
+  let next = 0;
+  const start = clock();
+  const worker = async () => {
+    while (next < requests.length) {
+      const i = next++;
+      const req = requests[i];
+      if (req) out[i] = await runRequest(req, opts);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, requests.length)) }, worker));
+  return { wallMs: round(clock() - start), requests: out };
+}
