@@ -115,8 +115,8 @@ test-fast: deps build lint test-unit ## The inner loop, in minutes: type check (
 test: deps controlplane build lint crds-check gie-crds-check docs-check ext-proc-protos-check test-unit test-monitoring test-integration conformance test-e2e ## Everything CI runs: type check, lint, CRD drift, unit, monitoring, integration, SGLang conformance, e2e
 
 .PHONY: run
-run: deps controlplane $(if $(PICKER),envoy) $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) $(if $(REAL_NODE),real-node images) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU; MONITORING=1 adds a real Prometheus scraping it all; PICKER=1 adds a real Envoy asking the gateway's endpoint picker (ext_proc) and prints a curl through it; REAL_NODE=1 runs the operator and gateway as the chart's pods on a real kubelet; Ctrl-C stops it
-	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang) $(if $(MONITORING),--monitoring) $(if $(PICKER),--picker) $(if $(REAL_NODE),--real-node) $(ARGS)
+run: deps controlplane $(if $(PICKER),envoy) $(if $(REAL_SGLANG),sglang-kit) $(if $(MONITORING),test-deps) $(if $(REAL_NODE),real-node images) ## Bring the system up locally (control plane, CRDs, samples); REAL_SGLANG=1 serves the dense sample from the real SGLang on CPU, REAL_SGLANG=pd a prefill/decode pair of it (llama-8b-pd, Mooncake TCP) instead; MONITORING=1 adds a real Prometheus scraping it all; PICKER=1 adds a real Envoy asking the gateway's endpoint picker (ext_proc) and prints a curl through it; REAL_NODE=1 runs the operator and gateway as the chart's pods on a real kubelet; Ctrl-C stops it
+	$(NODE) hack/run-local.ts $(if $(REAL_SGLANG),--real-sglang=$(REAL_SGLANG)) $(if $(MONITORING),--monitoring) $(if $(PICKER),--picker) $(if $(REAL_NODE),--real-node) $(ARGS)
 
 .PHONY: real-node
 real-node: test-deps ## Build (or reuse) what a real node needs: kubelet, kube-proxy, CoreDNS and kube-router in $(CACHE), the pause image (hack/images/pause.sh), the CNI plugins, conntrack and ipset from Debian

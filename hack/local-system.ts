@@ -1,6 +1,6 @@
 // The system `make run` brings up, as a function: the control plane with fake GPU
 // nodes, an SGLang simulator on every pod IP (or the real SGLang on the dense
-// sample's pods), the operator and the gateway as real processes with the chart's
+// sample's pods, or on a prefill/decode pair: RealMode), the operator and the gateway as real processes with the chart's
 // RBAC (or, with realNode, as the chart's pods on a real node: local-real-node.ts),
 // and the samples from examples/. Runs inside the private network
 // namespace (hack/in-netns.sh): run-local.ts serves it to a person,
@@ -33,15 +33,28 @@ export const LOCAL_PORTS = {
   picker: 9002,
   pickerHealth: 9003,
 } as const;
-// The sample whose pods run the real SGLang under `real`.
+// The sample whose pods run the real SGLang under `real: 'dense'`.
 export const REAL_SAMPLE = 'llama-8b';
+// Under `real: 'pd'`: the dense sample split into one prefill and one decode part over
+// Mooncake's TCP transport, the one prefill/decode shape a CPU runs (the PD sample's decode
+// uses HiSparse, which needs a GPU). Its pods run the real SGLang; everything else is simulated.
+export const REAL_PD_SAMPLE = 'llama-8b-pd';
+
+/**
+ * Which pods run the real SGLang on CPU (the tiny model): none; the dense sample's two
+ * replicas; or the pair of REAL_PD_SAMPLE. Two real servers either way: this machine's most.
+ */
+export type RealMode = false | 'dense' | 'pd';
+
+/** The Deployment whose readiness (and whose name in the gateway's model list) `make run` waits for. */
+export const servedSample = (real: RealMode): string => (real === 'pd' ? REAL_PD_SAMPLE : REAL_SAMPLE);
 
 export interface LocalSystemOptions {
   /** Logs and scratch files. */
   readonly dir: string;
   readonly gpuNodes: number;
-  /** The dense sample's pods run the real SGLang on CPU instead of the simulator. */
-  readonly real: boolean;
+  /** Which pods run the real SGLang on CPU instead of the simulator. */
+  readonly real: RealMode;
   /** The operator and the gateway as the chart's pods on a real node, from the images `make images` built. */
   readonly realNode?: boolean;
   /** The gateway in `--mode both`: its proxy, and its endpoint picker on LOCAL_PORTS.picker for an Envoy. */
@@ -69,11 +82,36 @@ interface Components {
 }
 
 /** The samples, runnable on fake GPU nodes: model files from a host path (no PVC, no download). */
-function buildLocalSamples(): string {
+function buildLocalSamples(real: RealMode): string {
   const docs = loadSamples()
     .filter((s) => s.file !== 'task-openrouter.yaml') // needs the internet and a paid key
     .map((s) => (s.doc.kind === 'Deployment' ? buildDeploymentManifest({ sample: s.file }) : s.doc));
+  if (real === 'pd') {
+    docs.push(buildRealPdSample());
+    // The sample Tenant may call it, and the sample CachePolicy routes and warms it (through the pair).
+    for (const d of docs) {
+      const spec = d.spec as Record<string, unknown> | undefined;
+      if (d.kind === 'Tenant' && Array.isArray(spec?.['models'])) spec['models'].push(REAL_PD_SAMPLE);
+      if (d.kind === 'CachePolicy' && Array.isArray(spec?.['targetRefs']))
+        spec['targetRefs'].push({ kind: 'Deployment', name: REAL_PD_SAMPLE });
+    }
+  }
   return docs.map((d) => `---\n${stringify(d)}`).join('');
+}
+
+/** The dense sample as one prefill and one decode part of one GPU each, KV over Mooncake's TCP transport. */
+function buildRealPdSample(): ReturnType<typeof buildDeploymentManifest> {
+  const m = buildDeploymentManifest({ name: REAL_PD_SAMPLE });
+  delete m.spec['replicas'];
+  delete m.spec['profile'];
+  m.spec['deploymentId'] = 'llama-3-1-8b-instruct-pd-r1';
+  m.spec['model'] = { ...(m.spec['model'] as object), servedName: REAL_PD_SAMPLE };
+  m.spec['disaggregation'] = {
+    transferBackend: 'mooncake_tcp',
+    prefill: { replicas: 1 },
+    decode: { replicas: 1 },
+  };
+  return m;
 }
 
 /** The Secret examples/tenant.yaml names, labelled for the gateway, with one key. */
@@ -122,14 +160,15 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
   await kubectlOk(['apply', '--server-side', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(ROOT, 'crds')], k);
   await kubectlOk(['create', 'namespace', SYSTEM_NS], k);
-  const linksModelDir = real && !existsSync(MODEL_DIR);
+  const linksModelDir = real !== false && !existsSync(MODEL_DIR);
+  const sample = servedSample(real);
   const kubelet = await startSimKubelet({
     kubeconfig: cp.kubeconfig,
     log: (m) => log(m),
     ...(real
       ? {
           realSglang: (pod) =>
-            pod.metadata?.labels?.['cacheroute.dev/deployment'] === REAL_SAMPLE ? [] : undefined,
+            pod.metadata?.labels?.['cacheroute.dev/deployment'] === sample ? [] : undefined,
         }
       : {}),
   });
@@ -137,27 +176,26 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
     ? await startChartOnRealNode({ cp, dir, release: 'cacheroute', namespace: SYSTEM_NS, log })
     : await startProcesses(cp, dir, opts.picker ?? false);
   await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(WARMUP_DOCUMENT) });
-  await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples() });
+  await kubectlOk(['apply', '-f', '-'], { ...k, input: buildLocalSamples(real) });
   // The sample Tenant's key: made here, as a user makes one (examples/tenant.yaml).
   const demoKey = randomBytes(24).toString('hex');
   await kubectlOk(['apply', '-f', '-'], { ...k, input: JSON.stringify(buildDemoKeySecret(demoKey)) });
 
-  log(
-    `waiting for ${REAL_SAMPLE} to be Ready (every endpoint verified${real ? ', from two real SGLang servers' : ''})`,
-  );
+  const from = { dense: ', from two real SGLang servers', pd: ', from a real SGLang prefill and decode' };
+  log(`waiting for ${sample} to be Ready (every endpoint verified${real ? from[real] : ''})`);
   await eventually(
     async () => {
       const ready = await kubectlOk(
-        ['get', 'sgd', REAL_SAMPLE, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
+        ['get', 'sgd', sample, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
         k,
       );
-      if (ready !== 'True') throw new Error(`${REAL_SAMPLE} Ready=${ready || 'unknown'}`);
+      if (ready !== 'True') throw new Error(`${sample} Ready=${ready || 'unknown'}`);
       const res = await fetch(`http://${components.gateway.host}:${components.gateway.port}/v1/models`, {
         headers: { authorization: `Bearer ${demoKey}` },
       });
       const body = (await res.json()) as { data?: { id: string }[] };
-      if (!body.data?.some((m) => m.id === REAL_SAMPLE))
-        throw new Error(`the gateway does not list ${REAL_SAMPLE} yet`);
+      if (!body.data?.some((m) => m.id === sample))
+        throw new Error(`the gateway does not list ${sample} yet`);
     },
     // A real SGLang takes 20-60 s to start on this machine, and the two start one after the other.
     { timeoutMs: real ? 360_000 : 120_000, intervalMs: 500 },

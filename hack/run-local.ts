@@ -6,12 +6,17 @@
 // as real processes, and the samples.
 //
 //   node hack/run-local.ts [--api-port=16443] [--gateway-port=8080] [--admin-port=9090] [--gpu-nodes=9]
-//        [--real-sglang] [--monitoring [--prometheus-port=9091]] [--real-node] [--picker [--envoy-port=8000]]
+//        [--real-sglang[=pd]] [--monitoring [--prometheus-port=9091]] [--real-node] [--picker [--envoy-port=8000]]
 //
 // --real-sglang (make run REAL_SGLANG=1): the dense sample's pods run the real
 // SGLang (the pinned release on CPU with the kit's tiny model,
 // hack/sglang/README.md) instead of the simulator; the other samples stay
-// simulated (prefill/decode and HiSparse need GPUs).
+// simulated (the PD sample's HiSparse decode needs a GPU).
+//
+// --real-sglang=pd (make run REAL_SGLANG=pd): instead, a prefill/decode Deployment
+// (llama-8b-pd: the dense sample split into one prefill and one decode part, KV over
+// Mooncake's TCP transport) is added and its pair runs the real SGLang; the dense sample
+// is simulated. Either way two real servers, this machine's most.
 //
 // --monitoring (make run MONITORING=1): a real Prometheus (Debian's) scraping the
 // operator, the gateway and every SGLang pod as the chart's scrape objects do,
@@ -33,7 +38,7 @@ import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { startEnvoy } from '../test/support/envoy.ts';
-import { LOCAL_PORTS as LOCAL_SYSTEM_PORTS, REAL_SAMPLE, ROOT, startLocalSystem } from './local-system.ts';
+import { LOCAL_PORTS as LOCAL_SYSTEM_PORTS, ROOT, servedSample, startLocalSystem, type RealMode } from './local-system.ts';
 import { forwardTcpToUnix, forwardUnixToTcp } from './local-bridge.ts';
 import { startLocalPrometheus } from './monitoring/local-prometheus.ts';
 
@@ -108,9 +113,21 @@ function writeHostKubeconfig(source: string, target: string, apiPort: number): v
   writeFileSync(target, stringify(config), { mode: 0o600 });
 }
 
+/** --real-sglang: the dense sample's pods; --real-sglang=pd: a prefill/decode pair. */
+function realMode(): RealMode {
+  const arg = process.argv.find((a) => a === '--real-sglang' || a.startsWith('--real-sglang='));
+  if (arg === undefined) return false;
+  const value = arg.split('=')[1];
+  if (value === undefined || value === '1' || value === 'dense') return 'dense';
+  if (value === 'pd') return 'pd';
+  throw new Error(
+    `--real-sglang wants nothing, 1, dense or pd, got ${value} (make run REAL_SGLANG=1 or REAL_SGLANG=pd)`,
+  );
+}
+
 async function inside(dir: string): Promise<void> {
   const ports = LOCAL_PORTS();
-  const real = process.argv.includes('--real-sglang');
+  const real = realMode();
   const monitoring = process.argv.includes('--monitoring');
   const realNode = process.argv.includes('--real-node');
   // local-prometheus.ts scrapes the operator and the gateway as local processes.
@@ -140,20 +157,26 @@ async function inside(dir: string): Promise<void> {
   }
 
   const kubectl = join(cp.binDir, 'kubectl');
+  const model = servedSample(real);
   const request = JSON.stringify({
-    model: 'llama-8b',
+    model,
     messages: [{ role: 'user', content: 'Say hello to cacheroute.' }],
     max_tokens: 32,
   });
+  const streamed = JSON.stringify({ ...(JSON.parse(request) as object), stream: true });
+  const curl = (body: string, opts = '') =>
+    `curl -s${opts} http://127.0.0.1:${ports.gateway}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${body}'`;
   process.stdout.write(
     [
       '',
       realNode
         ? `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 9)} fake 8-GPU nodes, a real node (kubelet, containerd, kube-proxy) running the chart's operator and gateway pods,`
         : `cacheroute is up: kube-apiserver ${cp.version}, ${flag('gpu-nodes', 9)} fake 8-GPU nodes, the operator, the gateway,`,
-      real
-        ? `the real SGLang ${SGLANG_VERSION} (CPU, tiny model) on the ${REAL_SAMPLE} pods, a simulator on the others, and the samples from examples/.`
-        : 'an SGLang simulator on every pod, and the samples from examples/.',
+      real === 'pd'
+        ? `the real SGLang ${SGLANG_VERSION} (CPU, tiny model) as the prefill and the decode of ${model} (KV over Mooncake's TCP transport), a simulator on the other pods, and the samples from examples/.`
+        : real
+          ? `the real SGLang ${SGLANG_VERSION} (CPU, tiny model) on the ${model} pods, a simulator on the others, and the samples from examples/.`
+          : 'an SGLang simulator on every pod, and the samples from examples/.',
       '',
       `Gateway: http://127.0.0.1:${ports.gateway}   (status page and metrics: http://127.0.0.1:${ports.admin}/status, /metrics)`,
       ...(prometheus
@@ -165,8 +188,14 @@ async function inside(dir: string): Promise<void> {
       `export KUBECONFIG=${kubeconfig}`,
       `${kubectl} get cacheroute`,
       '',
-      `curl -s http://127.0.0.1:${ports.gateway}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
+      curl(request),
       `(the sample Tenant team-a's key, from the Secret team-a-keys; without it the gateway answers 401)`,
+      ...(real === 'pd'
+        ? [
+            `The gateway sends it to both parts with one bootstrap room; the decode's answer comes back. Streamed:`,
+            curl(streamed, 'N'),
+          ]
+        : []),
       ...(envoy
         ? [
             '',

@@ -5,8 +5,10 @@
 // differential compares (differential-compare.ts): status codes, content types,
 // key sets, JSON types; text, ids and timings aside. Also the bootstrap fields'
 // errors: a request with no room (or host and port without one), and a decode
-// whose bootstrap server fails.
+// whose bootstrap server fails. And how long a decode waits for a room whose
+// prefill never comes: the wheel's own default against the simulator's.
 
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordConformance } from '../support/conformance-report.ts';
 import { withFreshPorts } from '../support/fresh-ports.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
+import { ensureSglangKit } from '../support/sglang-kit.ts';
+import { SIM_DEFAULTS } from '../sim/config.ts';
 import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { compareObservations } from './differential-compare.ts';
 import { LONG_PROMPT, type Observation } from './differential-script.ts';
@@ -39,6 +43,16 @@ function startDeadBootstrap(): Promise<{ server: Server; port: number }> {
       resolve({ server, port: typeof addr === 'object' && addr ? addr.port : 0 });
     });
   });
+}
+
+/** SGLANG_DISAGGREGATION_WAITING_TIMEOUT as the pinned SGLang reads it (srt/environ.py), in seconds. */
+function readRealWaitingTimeoutSeconds(): number {
+  const code = 'from sglang.srt.environ import envs; print(envs.SGLANG_DISAGGREGATION_WAITING_TIMEOUT.get())';
+  const env = { ...process.env };
+  delete env['SGLANG_DISAGGREGATION_WAITING_TIMEOUT']; // the default, not this shell's
+  const out = spawnSync(join(ensureSglangKit(), 'bin', 'python'), ['-c', code], { encoding: 'utf8', env });
+  if (out.status !== 0) throw new Error(`reading SGLang's waiting timeout failed: ${out.stderr}`);
+  return Number(out.stdout.trim());
 }
 
 let room = 1_000;
@@ -130,6 +144,19 @@ function cached(o: Observation | undefined): number {
   };
   return b?.meta_info?.cached_tokens ?? b?.usage?.prompt_tokens_details?.cached_tokens ?? 0;
 }
+
+// A decode whose prefill never gets the room (a prefill gone between the two sends) fails the
+// room after SGLang's waiting timeout: 300 s in 0.5.23. A simulator that gave up sooner would let a
+// test or a bench see a gateway error the real pair only gives five minutes later.
+describe('a decode waiting for a room the prefill never gets', () => {
+  it("gives up after SGLang's own waiting timeout on the simulator too", () => {
+    const realSeconds = readRealWaitingTimeoutSeconds();
+    const simSeconds = SIM_DEFAULTS.pdTimeoutMs / 1000;
+    if (realSeconds !== simSeconds)
+      mismatches.push({ path: 'pd_waiting_timeout', real: `${realSeconds} s`, sim: `${simSeconds} s` });
+    expect(simSeconds).toBe(realSeconds);
+  });
+});
 
 describe('prefill/decode: the real pair and the simulator pair', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-differential-pd-'));

@@ -20,6 +20,8 @@ import { eventually, kubectlOk } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { removeKitModelLink } from '../support/real-sglang.ts';
 import { postJson } from '../support/sim/testing.ts';
+import { parseRuntimeMetrics } from '../../gateway/src/endpoints/runtime-load.ts';
+import { readMetricSamples } from '#sglang/metrics-text.ts';
 import { buildRuntimeAuthHeader, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const NS = 'e2e-real-sglang-pd';
@@ -57,6 +59,25 @@ function pdDeployment() {
 }
 
 type Usage = { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+
+/** A streamed chat through the gateway: the status, the content type and the SSE events' data. */
+async function streamChat(
+  messages: { role: string; content: string }[],
+  extra: Record<string, unknown> = {},
+): Promise<{ status: number; contentType: string; events: string[] }> {
+  const r = await gateway.app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    payload: { model: SERVED, messages, max_tokens: 4, temperature: 0, stream: true, ...extra },
+  });
+  const events = r.body
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice('data: '.length));
+  return { status: r.statusCode, contentType: String(r.headers['content-type']), events };
+}
+
+type Chunk = { object: string; choices: { delta: { content?: string } }[]; usage?: Usage | null };
 
 async function chat(messages: { role: string; content: string }[]): Promise<Usage> {
   const r = await gateway.app.inject({
@@ -168,6 +189,67 @@ describe('real-sglang PD', () => {
       });
       expect(r.status, role).toBe(400);
       expect(await r.text()).toContain('without bootstrap room id');
+    }
+  });
+
+  it('a streamed chat is answered through the real pair, the decode streaming it', async () => {
+    const prompt = [{ role: 'user', content: `A streamed chapter. ${SENTENCE.repeat(40)}` }];
+    // The client asks for no usage: the gateway asks the pair for it (its cache report) and takes
+    // the usage event out of the decode's stream; the prefill's streamed answer is read whole.
+    const first = await streamChat(prompt);
+    expect(first.status, first.events.join('\n')).toBe(200);
+    expect(first.contentType).toContain('text/event-stream');
+    expect(first.events.at(-1)).toBe('[DONE]');
+    const chunks = first.events.slice(0, -1).map((e) => JSON.parse(e) as Chunk);
+    expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).not.toBe('');
+    expect(chunks.some((c) => c.usage)).toBe(false);
+    // Asked for: the decode's usage event reaches the client, with the prefill's cached tokens
+    // (its KV came over Mooncake's TCP transport; the decode has no radix cache).
+    const again = await streamChat(prompt, { stream_options: { include_usage: true } });
+    expect(again.status).toBe(200);
+    const usage = again.events
+      .slice(0, -1)
+      .map((e) => JSON.parse(e) as Chunk)
+      .find((c) => c.usage)?.usage;
+    expect(usage?.prompt_tokens).toBeGreaterThan(300);
+    expect(usage?.prompt_tokens_details.cached_tokens).toBeGreaterThanOrEqual(
+      (usage?.prompt_tokens ?? 0) - 16,
+    );
+  });
+
+  it('each part reports the PD queue the gateway adds to its load', async () => {
+    // The gateway scrapes every endpoint's /metrics (runtime-load.ts): a prefill's waiting room
+    // is its bootstrap queue, a decode's its prealloc queue. SGLang sets these gauges when its
+    // scheduler logs stats: a prefill after every prefill batch, a decode every
+    // decode_log_interval (40) decode steps or after 30 s idle; before that the decode's
+    // /metrics lacks the name (the simulator's has it at 0 from the start). So one answer of
+    // more than 40 decode steps first: the decode's first token is the prefill's.
+    const long = await gateway.app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: {
+        model: SERVED,
+        messages: [{ role: 'user', content: 'Count slowly.' }],
+        max_tokens: 48,
+        temperature: 0,
+        ignore_eos: true,
+      },
+    });
+    expect(long.statusCode, long.body).toBe(200);
+    expect(long.json<{ usage: { completion_tokens: number } }>().usage.completion_tokens).toBe(48);
+    const s = await status();
+    const wanted = {
+      prefill: 'sglang:num_prefill_bootstrap_queue_reqs',
+      decode: 'sglang:num_decode_prealloc_queue_reqs',
+    } as const;
+    for (const role of ['prefill', 'decode'] as const) {
+      const e = s.endpoints?.find((x) => x.role === role);
+      const text = await (await fetch(`http://${e?.ip ?? ''}:${e?.port ?? 0}/metrics`)).text();
+      const names = readMetricSamples(text, (n) => n.startsWith('sglang:')).map((m) => m.name);
+      expect(names, role).toContain(wanted[role]);
+      // Idle again: nothing waits, and the gateway reads a load from the part's own text.
+      expect(parseRuntimeMetrics(text), role).toMatchObject({ queued: 0 });
     }
   });
 

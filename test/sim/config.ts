@@ -108,7 +108,10 @@ export const SIM_DEFAULTS: SimOptions = {
   hang: false,
   version: SGLANG_VERSION,
   legacyInfoOnly: false,
-  pdTimeoutMs: 30_000,
+  // SGLang 0.5.23's decode fails a room whose prefill never sends its KV after
+  // SGLANG_DISAGGREGATION_WAITING_TIMEOUT, 300 s by default (srt/environ.py; the decode's
+  // poll in disaggregation/common/conn.py): a client of the simulator waits as long.
+  pdTimeoutMs: 300_000,
   workerId: null,
   bindHost: null,
   ephemeralEventPorts: false,
