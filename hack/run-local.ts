@@ -38,7 +38,13 @@ import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { startEnvoy } from '../test/support/envoy.ts';
-import { LOCAL_PORTS as LOCAL_SYSTEM_PORTS, ROOT, servedSample, startLocalSystem, type RealMode } from './local-system.ts';
+import {
+  LOCAL_PORTS as LOCAL_SYSTEM_PORTS,
+  ROOT,
+  servedSample,
+  startLocalSystem,
+  type RealMode,
+} from './local-system.ts';
 import { forwardTcpToUnix, forwardUnixToTcp } from './local-bridge.ts';
 import { startLocalPrometheus } from './monitoring/local-prometheus.ts';
 
