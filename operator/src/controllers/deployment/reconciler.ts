@@ -57,7 +57,7 @@ import { checkOwnership, memoizeReads } from './ownership.ts';
 import {
   LEADER_WORKER_SET_MISSING,
   LEADER_WORKER_SET_MISSING_MESSAGE,
-  LeaderWorkerSetApi,
+  leaderWorkerSetApi,
 } from './multi-node/availability.ts';
 import { buildEndpointViews, isGroupWorker } from './multi-node/groups.ts';
 import { registerDeploymentMetrics } from './metrics.ts';
@@ -137,7 +137,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     config: opts.modelCache,
     enqueue: (key) => manager.enqueue(CONTROLLER, key),
   });
-  const lwsApi = LeaderWorkerSetApi.forClient(client);
+  const lwsApi = leaderWorkerSetApi(client);
   const nodeCacheRoot = opts.modelCache?.nodeRoot ?? DEFAULT_MODEL_CACHE_NODE_ROOT;
   const hostPathRoots = opts.hostPathRoots ?? [nodeCacheRoot];
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));

@@ -15,7 +15,7 @@ import { applyOwned } from '../../manager/apply.ts';
 import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
 import type { ReconcileContext, ReconcileResult } from '../../manager/reconcile.ts';
 import { findGoverningPolicy } from '../cachepolicy/targets.ts';
-import { INFERENCE_POOL_MISSING, INFERENCE_POOL_MISSING_MESSAGE, InferencePoolApi } from './availability.ts';
+import { INFERENCE_POOL_MISSING, INFERENCE_POOL_MISSING_MESSAGE, inferencePoolApi } from './availability.ts';
 import { buildInferencePool, type PickerService } from './desired.ts';
 
 const CONTROLLER = 'inferencepool';
@@ -40,7 +40,7 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
   const { manager, client, picker } = opts;
   const roots = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
-  const api = InferencePoolApi.forClient(client);
+  const api = inferencePoolApi(client);
 
   function failureModeOf(root: DeploymentResource) {
     const parsed = policies.list({ namespace: root.metadata.namespace ?? '' }).flatMap((o) => {

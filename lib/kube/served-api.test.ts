@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { LeaderWorkerSetApi } from './availability.ts';
+import { ServedApi } from './served-api.ts';
 
-describe('LeaderWorkerSetApi', () => {
+describe('ServedApi', () => {
   it('asks again at every pass while the API is missing, and trusts a seen one for a while', async () => {
     let served = false;
     let asked = 0;
     let now = 0;
-    const api = new LeaderWorkerSetApi(
+    const api = new ServedApi(
       () => {
         asked++;
         return Promise.resolve(served);
