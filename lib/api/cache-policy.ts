@@ -85,7 +85,19 @@ export const CacheAwareSettings = z
       .meta({
         description:
           "What a prefix held in a runtime's host memory (HiCache) is worth against one held on the GPU " +
-          '(0..1; it is loaded back before use); storage tiers count half of it. 1 ignores the tier.',
+          '(0..1; it is loaded back before use); a shared L3 (storage) tier counts storageWeight, by default half of it. ' +
+          '1 ignores the host tier.',
+      }),
+    storageWeight: z
+      .number()
+      .min(0, 'cacheAware.storageWeight must be between 0 and 1')
+      .max(1, 'cacheAware.storageWeight must be between 0 and 1')
+      .optional()
+      .meta({
+        description:
+          "What a prefix in a Deployment's shared HiCache L3 tier is worth against one on the GPU (0..1; it is " +
+          'read from storage into host memory, then loaded back). It is credited on every replica that shares the ' +
+          "tier. Unset: half of hostWeight (0.25 with the defaults); not calibrated against SGLang's load times.",
       }),
   })
   .meta({ description: 'Settings of the cache-aware policy.' });

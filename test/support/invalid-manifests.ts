@@ -524,6 +524,14 @@ export const INVALID_CASES: InvalidCase[] = [
     structural: true,
   },
   {
+    name: 'L3-tier weight below 0',
+    sample: POLICY,
+    mutate: (m) => (m.spec.routing.cacheAware.storageWeight = -0.5),
+    expect: 'spec.routing.cacheAware.storageWeight in body should be greater than or equal to 0',
+    zodMessage: 'cacheAware.storageWeight must be between 0 and 1',
+    structural: true,
+  },
+  {
     name: 'prefix-hash load factor of 1',
     sample: POLICY,
     mutate: (m) => (m.spec.routing.prefixHash = { loadFactor: 1 }),

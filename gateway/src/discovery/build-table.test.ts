@@ -207,6 +207,24 @@ describe('buildRoutingTable: endpoints fail closed', () => {
     expect(issues).toEqual([expect.objectContaining({ code: 'NotRoutable', model: 'llama-8b' })]);
   });
 
+  it('names the roles whose shared L3 tier the status says is reachable, and only those', () => {
+    const tier = (role: string, reachable: boolean): Json => ({
+      role,
+      backend: 'file',
+      claim: `llama-${role}-l3`,
+      reachable,
+    });
+    const withL3 = (l3: Json[]): Json => {
+      const d = dep({ pd: true });
+      (d['status'] as Json)['l3'] = l3;
+      return d;
+    };
+    const rolesOf = (d: Json) => buildRoutingTable({ deployments: [d], policies: [] }).routes[0]?.l3Roles;
+    expect(rolesOf(withL3([tier('prefill', true), tier('decode', false)]))).toEqual(['prefill']);
+    expect(rolesOf(withL3([tier('prefill', false)]))).toBeUndefined();
+    expect(rolesOf(dep())).toBeUndefined();
+  });
+
   it('leaves out a Deployment that is being deleted', () => {
     const { routes } = buildRoutingTable({ deployments: [dep({ deleting: true })], policies: [] });
     expect(routes).toEqual([]);

@@ -214,10 +214,17 @@ function buildModelRoute(
     ...(d.spec.traffic ? { weight: d.spec.traffic.weight } : {}),
     ...buildPolicySettings(policy),
     endpoints: routable ? buildRouteEndpoints(d, policy, ctx) : [],
+    ...buildL3Roles(d),
     ...(declaresSleep(d.spec)
       ? { wake: { holdMs: (d.spec.wake ?? WakeSettings.parse({})).holdSeconds * 1000 } }
       : {}),
   };
+}
+
+/** The roles whose shared L3 tier the operator reports reachable: the gateway credits what it holds. */
+function buildL3Roles(d: DeploymentResource): Pick<ModelRoute, 'l3Roles'> {
+  const roles = [...new Set((d.status?.l3 ?? []).filter((t) => t.reachable).map((t) => t.role))];
+  return roles.length > 0 ? { l3Roles: roles } : {};
 }
 
 /** The governing CachePolicy's settings for the route; the defaults without one. */

@@ -48,6 +48,7 @@
 
 import { hash } from 'node:crypto';
 import type { Clock } from '#kube/clock.ts';
+import type { KvCacheEvent } from '#sglang/kv-events.ts';
 import { addApplyStats, buildApplyStats, type ApplyStats, type KvBlockIndex } from './block-index.ts';
 import { decodeEventBatch } from './decode.ts';
 
@@ -85,6 +86,8 @@ export interface FeedState {
 
 export interface KvEventFeedDeps {
   readonly clock: Pick<Clock, 'now'>;
+  /** Every decoded batch's events, after the index applied them (the shared L3 model, shared-l3.ts). */
+  readonly onEvents?: (events: readonly KvCacheEvent[]) => void;
 }
 
 interface ReplayRound {
@@ -255,6 +258,7 @@ export class KvEventFeed {
       return;
     }
     const stats = this.index.apply(decoded.value.events);
+    this.#deps.onEvents?.(decoded.value.events);
     addApplyStats(this.counters.blocks, stats);
     if (stats.cleared) this.#converged = false;
     if (stats.cleared && !this.#complete) {

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Publisher } from 'zeromq';
+import type { KvCacheEvent, StorageMedium } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
 import { reachableOnLoopback } from '../../../test/support/sim/testing.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
-import { KvIndexFleet } from './fleet.ts';
+import { KvIndexFleet, type KvMatch } from './fleet.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { CLEARED, stored } from '../../../test/support/gateway/sim-stream.ts';
 import { KvEventSubscriber } from './subscriber.ts';
@@ -135,5 +136,63 @@ describe('KvIndexFleet', () => {
       storageTokens: 0,
       partial: true,
     });
+  });
+
+  it("credits what one replica wrote through to the Deployment's shared L3 on the others of its fingerprint, while the status says it is reachable", async () => {
+    const pub = await ZmqEventPublisher.open({
+      endpoint: 'tcp://127.0.0.1:0',
+      bind: true,
+      replayEndpoint: 'tcp://127.0.0.1:0',
+      bufferSteps: 10,
+      hwm: 1000,
+      topic: 'kv',
+    });
+    publisher = pub;
+    // Replica a computed three pages: stored on its device, then acked on its host (and so backed up to L3).
+    const tokens = Array.from({ length: 49 }, (_, i) => i);
+    const pages = computeRequestBlockHashes(tokens.slice(0, 48), 16, 's');
+    const on = (medium: StorageMedium): KvCacheEvent => ({
+      type: 'BlockStored',
+      blockHashes: pages,
+      parentBlockHash: null,
+      tokenIds: tokens.slice(0, 48),
+      blockSize: 16,
+      loraId: null,
+      medium,
+      cacheSalt: 's',
+    });
+    pub.publish(encodeEventBatch(Date.now() / 1000, [CLEARED, on('GPU'), on('CPU_PINNED')], 0));
+    await pub.flushed();
+    const f = new KvIndexFleet();
+    fleet = f;
+    const a: RouteEndpoint = {
+      ...(await endpoint('a', 'g')),
+      events: {
+        kv: [pub.boundEndpoint ?? ''],
+        replay: [pub.boundReplayEndpoint ?? ''],
+        topic: 'kv',
+        blockSize: 16,
+      },
+    };
+    const b = await endpoint('b', 'g');
+    const c = { ...(await endpoint('c', 'g')), fingerprint: 'fp-next' };
+    const all = new Set(['a', 'b', 'c']);
+    const scope = { deployment: 'ns/chat', reachableRoles: ['standalone' as const] };
+    f.sync([a, b, c], all, scope);
+    for (let i = 0; i < 200 && f.status().find((s) => s.endpoint === 'a')?.ranks[0]?.lastSeq !== 0; i++)
+      await new Promise((r) => setTimeout(r, 25));
+    const matches = f.match([a, b, c], tokens, 's');
+    // a holds it itself: L3 adds nothing past its own match.
+    expect(matches.get('a')).toEqual({ deviceTokens: 48, hostTokens: 0, storageTokens: 0, partial: false });
+    // b never computed it and its own index is not live: the L3 part, as a floor beside the tree.
+    expect(matches.get('b')).toEqual({ deviceTokens: 0, hostTokens: 0, storageTokens: 48, partial: true });
+    // c is another identity: another directory.
+    const storageOf = (m: Map<string, KvMatch>, id: string): number => m.get(id)?.storageTokens ?? 0;
+    expect(storageOf(matches, 'c')).toBe(0);
+    expect(storageOf(f.match([b], tokens, 'another-salt'), 'b')).toBe(0);
+    // The status no longer says the tier is reachable: nothing is credited, the model is dropped.
+    f.sync([a, b, c], all);
+    expect(storageOf(f.match([b], tokens, 's'), 'b')).toBe(0);
+    expect(f.l3.units).toBe(0);
   });
 });

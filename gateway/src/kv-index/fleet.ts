@@ -14,12 +14,20 @@
 // restarts on a busy fleet on the tree until the index converges (feed.ts).
 // Ranks: a request reaches one rank, chosen by SGLang's DP controller, which
 // the gateway cannot see; the best rank's match stands in.
+//
+// A Deployment whose status says its HiCache L3 tier is reachable (status.l3[])
+// shares that tier among the replicas of a role and fingerprint: the fleet
+// feeds every member's events into one model of it (shared-l3.ts) and credits
+// what it holds past an endpoint's own match as storage tokens, on every
+// member, including one whose own index cannot answer (then as a partial
+// match: a floor beside the tree).
 
 import type { StorageMedium } from '#sglang/kv-events.ts';
-import type { RouteEndpoint } from '../routing/table.ts';
+import type { EndpointRole, RouteEndpoint } from '../routing/table.ts';
 import type { Clock } from '#kube/clock.ts';
 import { DEFAULT_GATEWAY_MAX_BLOCKS, KvBlockBudget } from './block-budget.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
+import { SharedL3Index, type L3Unit } from './shared-l3.ts';
 import { KvEventSubscriber, KvIndexState, type KvIndexStatus } from './subscriber.ts';
 
 /** Tokens of a request's prefix an endpoint holds, by tier (device = GPU, host = CPU_PINNED, storage = the rest). */
@@ -50,6 +58,13 @@ export function computeSlowestLagMs(status: EndpointKvStatus): number | null {
   return lags.length > 0 ? Math.round(Math.max(...lags)) : null;
 }
 
+/** A Deployment's shared L3 tiers, for sync: the roles whose tier its status says is reachable. */
+export interface L3Scope {
+  /** namespace/name of the Deployment. */
+  readonly deployment: string;
+  readonly reachableRoles: readonly EndpointRole[];
+}
+
 export interface KvIndexFleetOptions {
   readonly clock?: Clock;
   /** An index whose last batch trails the publisher by more than this is not trusted (default 5 s). */
@@ -73,6 +88,8 @@ const DEFAULT_MAX_LAG_MS = 5_000;
 export class KvIndexFleet {
   /** Every index's blocks together, bounded (for the metrics). */
   readonly budget: KvBlockBudget;
+  /** What each Deployment's shared L3 tier holds (shared-l3.ts). */
+  readonly l3: SharedL3Index;
   readonly #opts: KvIndexFleetOptions;
   readonly #open: NonNullable<KvIndexFleetOptions['open']>;
   readonly #subs = new Map<string, Subscription>();
@@ -81,22 +98,29 @@ export class KvIndexFleet {
   constructor(opts: KvIndexFleetOptions = {}) {
     this.#opts = opts;
     this.budget = new KvBlockBudget(opts.maxBlocks ?? DEFAULT_GATEWAY_MAX_BLOCKS);
+    this.l3 = new SharedL3Index({ budget: this.budget });
     this.#open = opts.open ?? ((o) => KvEventSubscriber.start(o));
   }
 
-  /** Follow one deployment's endpoints; `all` lists every endpoint id the table holds (others are closed). */
-  sync(endpoints: readonly RouteEndpoint[], all: ReadonlySet<string>): void {
+  /**
+   * Follow one deployment's endpoints; `all` lists every endpoint id the table holds (others are
+   * closed); `l3`: its shared L3 tiers, when its status reports any.
+   */
+  sync(endpoints: readonly RouteEndpoint[], all: ReadonlySet<string>, l3?: L3Scope): void {
     if (this.#closed) return;
     for (const e of endpoints) {
+      this.l3.bind(e.id, l3UnitOf(e, l3));
       const key = subscriptionKey(e);
       const current = this.#subs.get(e.id);
       if (current?.key === key) continue;
       if (current) this.#closeSub(e.id, current);
       if (!e.events || key === '') continue;
       const ev = e.events;
+      const id = e.id;
       const ranks = ev.kv.map((endpoint, r) =>
         this.#open({
           endpoint,
+          onEvents: (events) => this.l3.record(id, events),
           replayEndpoint: ev.replay?.[r] ?? null,
           topic: ev.topic,
           budget: this.budget,
@@ -112,6 +136,8 @@ export class KvIndexFleet {
       this.#subs.set(e.id, { key, blockSize: ev.blockSize, ranks });
     }
     for (const [id, sub] of this.#subs) if (!all.has(id)) this.#closeSub(id, sub);
+    for (const id of this.l3.boundEndpoints()) if (!all.has(id)) this.l3.unbind(id);
+    this.l3.prune();
   }
 
   /** `endpointId` is followed and each rank's index is past its first catch-up (readiness.ts). */
@@ -146,24 +172,48 @@ export class KvIndexFleet {
     // SGLang matches at most all but the last prompt token (its logits are computed).
     const matchable = tokens.length > 0 ? tokens.slice(0, -1) : tokens;
     const hashesBySize = new Map<number, bigint[]>();
+    const hashesOf = (blockSize: number): bigint[] => {
+      let hashes = hashesBySize.get(blockSize);
+      if (!hashes) {
+        hashes = computeRequestBlockHashes(matchable, blockSize, salt);
+        hashesBySize.set(blockSize, hashes);
+      }
+      return hashes;
+    };
     for (const e of endpoints) {
       const sub = this.#subs.get(e.id);
       const usability = this.usability(e.id);
-      if (!sub || !usability.usable) continue;
-      let hashes = hashesBySize.get(sub.blockSize);
-      if (!hashes) {
-        hashes = computeRequestBlockHashes(matchable, sub.blockSize, salt);
-        hashesBySize.set(sub.blockSize, hashes);
-      }
       let best: KvMatch | undefined;
-      for (const rank of sub.ranks) {
-        const m = rank.index.matchPrefix(hashes);
-        const candidate = toTokens(m.byMedium, sub.blockSize, usability.partial);
-        if (!best || total(candidate) > total(best)) best = candidate;
+      if (sub && usability.usable) {
+        const hashes = hashesOf(sub.blockSize);
+        for (const rank of sub.ranks) {
+          const m = rank.index.matchPrefix(hashes);
+          const candidate = toTokens(m.byMedium, sub.blockSize, usability.partial);
+          if (!best || total(candidate) > total(best)) best = candidate;
+        }
       }
-      if (best) out.set(e.id, best);
+      const withL3 = this.#creditL3(e.id, best, hashesOf);
+      if (withL3) out.set(e.id, withL3);
     }
     return out;
+  }
+
+  /**
+   * `own` (the endpoint's index match, if it could answer) with its shared L3 tier's leading pages
+   * past it counted as storage; without `own`, the L3 part alone, partial (a floor beside the tree).
+   */
+  #creditL3(
+    endpointId: string,
+    own: KvMatch | undefined,
+    hashesOf: (blockSize: number) => bigint[],
+  ): KvMatch | undefined {
+    const blockSize = this.l3.blockSizeOf(endpointId);
+    if (blockSize === undefined) return own;
+    const l3Tokens = this.l3.matchPages(endpointId, hashesOf(blockSize)) * blockSize;
+    const held = own ? total(own) : 0;
+    if (l3Tokens <= held) return own;
+    const base = own ?? { deviceTokens: 0, hostTokens: 0, storageTokens: 0, partial: true };
+    return { ...base, storageTokens: base.storageTokens + l3Tokens - held };
   }
 
   /** A request that will store pages went to `endpointId`: its events are now due (stale detection). */
@@ -194,6 +244,17 @@ export class KvIndexFleet {
     this.#subs.delete(id);
     for (const r of sub.ranks) void r.close();
   }
+}
+
+/** The L3 directory `e` shares, when its Deployment's tier for its role is reachable and its page size known. */
+function l3UnitOf(e: RouteEndpoint, scope: L3Scope | undefined): L3Unit | null {
+  if (!scope?.reachableRoles.includes(e.role) || !e.events) return null;
+  return {
+    deployment: scope.deployment,
+    role: e.role,
+    fingerprint: e.fingerprint,
+    blockSize: e.events.blockSize,
+  };
 }
 
 /** What makes a subscription the same one: the process (generation) and where it publishes. */

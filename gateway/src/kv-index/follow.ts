@@ -5,7 +5,7 @@
 
 import type { Clock, Timer } from '#kube/clock.ts';
 import type { ModelRoute, RoutingTable } from '../routing/table.ts';
-import type { KvIndexFleet } from './fleet.ts';
+import type { KvIndexFleet, L3Scope } from './fleet.ts';
 
 const FOLLOW_MS = 1000;
 
@@ -41,7 +41,7 @@ export class KvPublisherFollower {
   followRoute(route: ModelRoute): void {
     if (this.#synced.get(route.deployment) === route) return;
     this.#synced.set(route.deployment, route);
-    this.#index.sync(route.endpoints, this.#allEndpointIds(this.#table.list()));
+    this.#index.sync(route.endpoints, this.#allEndpointIds(this.#table.list()), l3ScopeOf(route));
   }
 
   #followTable(): void {
@@ -50,10 +50,15 @@ export class KvPublisherFollower {
     if (prev?.length === routes.length && routes.every((r, i) => r === prev[i])) return;
     this.#followed = routes;
     const all = this.#allEndpointIds(routes);
-    for (const r of routes) this.#index.sync(r.endpoints, all);
+    for (const r of routes) this.#index.sync(r.endpoints, all, l3ScopeOf(r));
   }
 
   #allEndpointIds(routes: readonly ModelRoute[]): Set<string> {
     return new Set(routes.flatMap((r) => r.endpoints.map((e) => e.id)));
   }
+}
+
+/** The route's shared L3 tiers, when its Deployment reports a reachable one. */
+function l3ScopeOf(route: ModelRoute): L3Scope | undefined {
+  return route.l3Roles?.length ? { deployment: route.deployment, reachableRoles: route.l3Roles } : undefined;
 }

@@ -48,6 +48,16 @@ export function registerKvIndexMetrics(registry: Registry, fleet: KvIndexFleet):
         );
     },
   });
+  new Gauge({
+    name: 'cacheroute_gateway_kv_l3_blocks',
+    help:
+      "Blocks the gateway models in the Deployments' shared HiCache L3 tiers (every directory together: " +
+      'host-tier stores of their members, kv-index/shared-l3.ts); they count in the same budget.',
+    registers: [registry],
+    collect() {
+      this.set(fleet.l3.blocks);
+    },
+  });
   new Counter({
     name: 'cacheroute_gateway_kv_index_evicted_blocks_total',
     help:

@@ -37,7 +37,7 @@
 //   runtime's index "lagging", unusable, until the runtime's next batch.
 
 import { Dealer, Subscriber } from 'zeromq';
-import { decodeSeq, encodeSeq, REPLAY_END_SEQ } from '#sglang/kv-events.ts';
+import { decodeSeq, encodeSeq, REPLAY_END_SEQ, type KvCacheEvent } from '#sglang/kv-events.ts';
 import { monotonicClock, type Clock } from '#kube/clock.ts';
 import type { KvBlockBudget } from './block-budget.ts';
 import { KvBlockIndex } from './block-index.ts';
@@ -87,6 +87,8 @@ export interface KvEventSubscriberOptions {
   readonly budget?: KvBlockBudget;
   /** Largest ZMQ message taken (maxMessageSize); a larger one drops the connection. */
   readonly maxMessageBytes?: number;
+  /** Every decoded batch's events, live or replayed, after the index applied them. */
+  readonly onEvents?: (events: readonly KvCacheEvent[]) => void;
 }
 
 /**
@@ -142,7 +144,10 @@ export class KvEventSubscriber {
       ...(opts.budget ? { budget: opts.budget } : {}),
     });
     this.#wallNow = opts.wallNow ?? Date.now;
-    this.#feed = new KvEventFeed(this.index, { clock: this.#clock });
+    this.#feed = new KvEventFeed(this.index, {
+      clock: this.#clock,
+      ...(opts.onEvents ? { onEvents: opts.onEvents } : {}),
+    });
     this.#topic = Buffer.from(opts.topic, 'utf8');
     // The SUB's queue holds live batches while a replay is read; past it libzmq drops them (a gap).
     this.#sub = new Subscriber({

@@ -298,6 +298,22 @@ describe('CacheAwarePolicy', () => {
       expect(p.backlogTokens('a')).toBe(16);
     });
 
+    it("credits a prefix in the Deployment's shared L3 between a device hit and a miss (storageWeight)", () => {
+      const onDevice = { deviceTokens: 64, hostTokens: 0, storageTokens: 0 };
+      const inL3 = { deviceTokens: 0, hostTokens: 0, storageTokens: 64 };
+      const r = input('r', range(0, 80));
+      const fleet = (aBacklog: number) => [
+        ep('a', { cached: onDevice, ...peers(aBacklog) }),
+        ep('b', { cached: inL3, inFlight: 1 }),
+        ep('c'),
+      ];
+      // Free, the device holder wins; busy, the replica that loads it from L3 beats the idle one that computes it.
+      expect(route(fresh(), fleet(0), r)).toBe('a');
+      expect(route(fresh(), fleet(1000), r)).toBe('b');
+      // Counted for nothing, L3 is a miss: the least loaded wins.
+      expect(route(fresh({ storageWeight: 0 }), fleet(1000), r)).toBe('c');
+    });
+
     it('weighs decode by how long this answer will be against the usual one', () => {
       const p = fresh({ decodeWeight: 1 });
       const warm = input('warm', range(1000, 40));

@@ -19,7 +19,8 @@
 // - load(e) = gateway in-flight + the runtime's queue from its /metrics, so
 //   traffic from other gateways and long prefill queues count.
 // - Matches are weighted by tier: a match the runtime last served from host
-//   memory (HiCache) counts `hostWeight` of a device match. The tier share is
+//   memory (HiCache) counts `hostWeight` of a device match, one in the
+//   Deployment's shared L3 tier `storageWeight` (default hostWeight / 2). The tier share is
 //   learned per endpoint from `cached_tokens_details` (an EWMA).
 // - The tree is corrected from what the runtime reports: when cached_tokens
 //   is below the predicted match, the endpoint evicted that tail and all
@@ -106,6 +107,7 @@ export class CacheAwarePolicy implements Policy {
   readonly #cfg: CacheAwareConfig;
   readonly #maxBlocks: number;
   readonly #hostWeight: number;
+  readonly #storageWeight: number;
   readonly #tree = new PrefixTree();
   readonly #keys = new WeakMap<RouteInput, PrefixKey>();
   /** Each request's match per endpoint as select saw it (index or tree, in blocks): its predicted uncached part. */
@@ -124,6 +126,8 @@ export class CacheAwarePolicy implements Policy {
     this.#cfg = cfg;
     this.#maxBlocks = Math.max(1, Math.floor(cfg.maxTreeTokens / cfg.blockTokens));
     this.#hostWeight = Math.min(1, Math.max(0, cfg.hostWeight ?? 0.5));
+    // Storage is read back through host memory: worth at most a host page (uncalibrated default, half).
+    this.#storageWeight = Math.min(1, Math.max(0, cfg.storageWeight ?? this.#hostWeight / 2));
   }
 
   select(endpoints: readonly EndpointView[], req: RouteInput): number | undefined {
@@ -236,12 +240,15 @@ export class CacheAwarePolicy implements Policy {
 
   /**
    * An exact match from the runtime's KV events, in blocks, weighted by tier like the tree's
-   * learned split: a host page counts hostWeight, a storage page half that (it is read back
-   * through host memory first).
+   * learned split: a host page counts hostWeight, a storage page (the Deployment's shared L3,
+   * kv-index/shared-l3.ts) storageWeight, by default half of hostWeight (it is read back through
+   * host memory first).
    */
   #indexedMatch(c: CachedPrefix): number {
     const w = this.#hostWeight;
-    return (c.deviceTokens + w * c.hostTokens + (w / 2) * c.storageTokens) / this.#cfg.blockTokens;
+    return (
+      (c.deviceTokens + w * c.hostTokens + this.#storageWeight * c.storageTokens) / this.#cfg.blockTokens
+    );
   }
 
   /** Predicted cached prompt tokens on `endpointId` (for decision records). */

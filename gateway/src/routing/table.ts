@@ -89,6 +89,11 @@ export interface ModelRoute {
   /** What one request may ask of the runtime (the CachePolicy's spec.requests); absent: the defaults. */
   readonly requests?: RequestRules;
   readonly endpoints: readonly RouteEndpoint[];
+  /**
+   * Roles whose HiCache L3 tier the Deployment's status says is reachable (status.l3[]): their
+   * replicas of one fingerprint share it (kv-index/shared-l3.ts); absent: none.
+   */
+  readonly l3Roles?: readonly EndpointRole[];
   /** The Deployment sleeps at zero and wakes on demand: a request is held this long for an endpoint. */
   readonly wake?: { readonly holdMs: number };
 }
