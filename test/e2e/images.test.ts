@@ -51,6 +51,8 @@ const RELEASE = 'cacheroute';
 /** The operator's line once its probe and metrics server listens (manager.ts), with its port. */
 const OPERATOR_LISTENING = 'serving probes and metrics';
 const RELEASE_NS = 'cacheroute-system';
+// The chart's <fullname>-gateway-keys: the release name already holds the chart's name.
+const KEYS_SECRET = `${RELEASE}-gateway-keys`;
 const NS = 'e2e-images';
 
 let images: Map<ImageName, BuiltImage>;
@@ -458,6 +460,11 @@ describe('images', () => {
       await createChartIdentity(cp, { release: RELEASE, namespace: RELEASE_NS, component: 'gateway' });
       const saDir = serviceAccountDir('gateway', await chartToken('gateway'));
       const securityContext = await chartSecurityContext('gateway');
+      // The one Secret the gateway reads keys from, made empty as the chart makes it
+      // (templates/gateway-keys-secret.yaml); no operator here keeps it.
+      await kubectlOk(['-n', RELEASE_NS, 'create', 'secret', 'generic', KEYS_SECRET], {
+        kubeconfig: cp.kubeconfig,
+      });
       const started = await runUntilAnswering(
         'gateway',
         {
@@ -472,6 +479,7 @@ describe('images', () => {
             '--port=0',
             '--admin-port=0',
             '--auth=open',
+            `--keys-secret=${RELEASE_NS}/${KEYS_SECRET}`,
           ],
           securityContext,
           env: { ...inClusterEnv(), POD_NAME: 'gateway-in-cluster', POD_NAMESPACE: RELEASE_NS },
