@@ -219,6 +219,9 @@ export function runTier(o: TierRunOptions): TierRunResult {
         tokens: promptIds,
         now: clock.now(),
         maxTokens,
+        ...(o.exchangeMs !== undefined && o.replicas > 1
+          ? { tier: { rank: self, size: o.replicas, unheardMs: o.exchangeMs } }
+          : {}),
       };
       sampleStaleness(self);
       const w =

@@ -25,7 +25,7 @@ import { GatewayError } from '../errors/index.ts';
 import type { TierPosition } from '../fleet/tier-position.ts';
 import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
 import type { GatewayMetrics } from '../metrics/index.ts';
-import type { RouteInput } from '../policies/index.ts';
+import type { RouteInput, TierStanding } from '../policies/index.ts';
 import type { PolicyRegistry } from '../routing/policy-registry.ts';
 import {
   computeEffectiveSalt,
@@ -87,6 +87,8 @@ export interface PickerState extends SelectState {
   readonly admission: AdmissionRegistry;
   /** This replica's place in the gateway tier: its share of the admission bounds. */
   readonly tier: TierPosition;
+  /** Where the policy sees this replica in a tier that shares load; absent without a load exchange. */
+  readonly tierStanding?: () => TierStanding | undefined;
   readonly reuser: ResultReuser;
   /** A uniform unsigned 32-bit integer (a pair's bootstrap room); crypto's by default. */
   readonly random32?: () => number;
@@ -140,6 +142,8 @@ export class Picker {
     };
     const maxTokens = computeMaxTokens(parsed.value);
     if (maxTokens !== undefined) input = { ...input, maxTokens };
+    const standing = s.tierStanding?.();
+    if (standing) input = { ...input, tier: standing };
     scope.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
     if (tenant) {
       // What the runtime serves: each prompt of a batch, n times; prompt tokens over the batch.

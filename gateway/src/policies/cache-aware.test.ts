@@ -290,6 +290,34 @@ describe('CacheAwarePolicy', () => {
       expect(viaPeers.select([ep('a', peers(0, 1000)), ep('b')], input('r', range(9000, 40)))).toBe(1);
     });
 
+    describe('replicas deciding one burst at one instant', () => {
+      const tierOf = (rank: number) => ({ rank, size: 2, unheardMs: 20 });
+      /** A replica whose picks so far came `gapMs` apart, all past prefill now (no backlog left). */
+      const replica = (rank: number, gapMs: number): CacheAwarePolicy => {
+        const p = fresh();
+        for (let k = 0; k < 6; k++) {
+          const warm = input(`warm${k}`, range(10_000 * (k + 1), 40), { now: k * gapMs, tier: tierOf(rank) });
+          const endpoint = route(p, [ep('a'), ep('b')], warm) ?? 'a';
+          p.observe({ kind: 'first-token', endpoint, input: warm });
+        }
+        return p;
+      };
+      const miss = (rank: number) => input('r', range(90_000, 40), { now: 10_000, tier: tierOf(rank) });
+
+      it('send their misses to different runtimes, by rank, while picks come in bursts', () => {
+        const first = replica(0, 0);
+        const second = replica(1, 0);
+        expect(first.backlogTokens('a') + first.backlogTokens('b')).toBe(0);
+        expect(first.select([ep('a'), ep('b')], miss(0))).toBe(0);
+        // The same view, the same instant: rank 1 counts rank 0's unheard pick on a.
+        expect(second.select([ep('a'), ep('b')], miss(1))).toBe(1);
+      });
+
+      it('take the least-loaded runtime alike when picks do not come in bursts', () => {
+        expect(replica(1, 1000).select([ep('a'), ep('b')], miss(1))).toBe(0);
+      });
+    });
+
     it("predicts the backlog from the KV index's match (every replica's traffic), not this replica's tree", () => {
       const p = fresh();
       const held = { deviceTokens: 64, hostTokens: 0, storageTokens: 0 };

@@ -69,6 +69,19 @@ export interface RouteInput {
   readonly now: number;
   /** The request's output bound (max_tokens / max_completion_tokens / max_new_tokens), when it set one. */
   readonly maxTokens?: number;
+  /**
+   * Where this replica stands in the gateway tier when it shares load with its peers
+   * (fleet/tier-position.ts, fleet/load-exchange.ts): its rank among `size` replicas, and how
+   * long a pick takes to reach the peers (`unheardMs`). Absent with one replica or no exchange.
+   */
+  readonly tier?: TierStanding;
+}
+
+/** A replica's place in a tier that shares load, and how long its peers take to hear of a pick. */
+export interface TierStanding {
+  readonly rank: number;
+  readonly size: number;
+  readonly unheardMs: number;
 }
 
 export interface CacheReport {
