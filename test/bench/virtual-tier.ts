@@ -223,52 +223,64 @@ export function runTier(o: TierRunOptions): TierRunResult {
           ? { tier: { rank: self, size: o.replicas, unheardMs: o.exchangeMs } }
           : {}),
       };
-      sampleStaleness(self);
-      const w =
-        r.policy.select(
+      // As the gateway: a policy may hold a free choice until the peers' simultaneous picks arrive.
+      const defer =
+        r.policy.holdMs?.(
           engines.map((_e, k) => view(self, k, promptIds)),
           input,
         ) ?? 0;
-      const id = ids[w] ?? '';
-      r.policy.observe?.({ kind: 'routed', endpoint: id, input });
-      r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
-      changed(r, w);
-      const gaps: number[] = [];
-      itl.set(i, gaps);
-      let last = 0;
-      (engines[w] as Engine).submit(
-        {
-          rid: String(i),
-          namespace: 'bench-salt',
-          promptIds,
-          outputIds: Array.from({ length: maxTokens }, () => filler),
-        },
-        {
-          onTokens: (generated: number, now: number) => {
-            if (generated > 1) gaps.push(now - last);
-            last = now;
-            if (generated !== 1) return;
-            r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
-            changed(r, w);
+      const decide = (): void => {
+        sampleStaleness(self);
+        const w =
+          r.policy.select(
+            engines.map((_e, k) => view(self, k, promptIds)),
+            input,
+          ) ?? 0;
+        const id = ids[w] ?? '';
+        r.policy.observe?.({ kind: 'routed', endpoint: id, input });
+        r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
+        changed(r, w);
+        const gaps: number[] = [];
+        itl.set(i, gaps);
+        let last = 0;
+        (engines[w] as Engine).submit(
+          {
+            rid: String(i),
+            namespace: 'bench-salt',
+            promptIds,
+            outputIds: Array.from({ length: maxTokens }, () => filler),
           },
-          onFinish: (res: RequestResult) => {
-            r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
-            r.policy.observe?.({
-              kind: 'completed',
-              endpoint: id,
-              input: { ...input, now: clock.now() },
-              report: {
-                promptTokens: res.promptTokens,
-                cachedTokens: res.cachedTokens,
-                completionTokens: res.completionTokens,
-              },
-            });
-            changed(r, w);
-            texts.delete(String(i));
-            out.push(buildVirtualRecord(i, id, res));
+          {
+            onTokens: (generated: number, now: number) => {
+              if (generated > 1) gaps.push(now - last);
+              last = now;
+              if (generated !== 1) return;
+              r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
+              changed(r, w);
+            },
+            onFinish: (res: RequestResult) => {
+              r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
+              r.policy.observe?.({
+                kind: 'completed',
+                endpoint: id,
+                input: { ...input, now: clock.now() },
+                report: {
+                  promptTokens: res.promptTokens,
+                  cachedTokens: res.cachedTokens,
+                  completionTokens: res.completionTokens,
+                },
+              });
+              changed(r, w);
+              texts.delete(String(i));
+              out.push(
+                buildVirtualRecord(i, id, { ...res, ttftMs: res.ttftMs + defer, e2eMs: res.e2eMs + defer }),
+              );
+            },
           },
-        },
-      );
+        );
+      };
+      if (defer > 0) clock.setTimer(defer, decide);
+      else decide();
     });
   });
   clock.runAll(Infinity);

@@ -20,7 +20,7 @@ import { computeBootstrapRoom } from '#sglang/bootstrap.ts';
 import { computeTenantSalt } from '#sglang/salt.ts';
 import type { AdmissionRegistry, Permit } from '../admission/index.ts';
 import { admitRequest } from '../admission/admit.ts';
-import type { Clock } from '#kube/clock.ts';
+import { sleep, type Clock } from '#kube/clock.ts';
 import { GatewayError } from '../errors/index.ts';
 import type { TierPosition } from '../fleet/tier-position.ts';
 import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
@@ -54,6 +54,7 @@ import {
   selectFallbacks,
   selectPair,
   type MatchIndexed,
+  type Selection,
   type SelectState,
 } from './select.ts';
 import type {
@@ -174,6 +175,14 @@ export class Picker {
     }
   }
 
+  /** A free choice made in a burst waits until the peers' simultaneous picks reached this replica. */
+  async #holdForPeers(sel: Selection, signal: AbortSignal): Promise<void> {
+    const s = this.#s;
+    const views = s.standing(sel.routable).map((e) => s.view(e, sel.cached.get(e.id)));
+    const ms = sel.policy.holdMs?.(views, sel.input) ?? 0;
+    if (ms > 0) await sleep(s.clock, ms, signal);
+  }
+
   /** A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts). */
   async #untilRoutable(chosen: ModelRoute, signal: AbortSignal): Promise<ModelRoute> {
     const { wakeHolds, table } = this.#s;
@@ -263,6 +272,7 @@ export class Picker {
         body = buildPdBody(body, bootstrap);
       } else {
         const sel = openSelection(route, policy, input, match);
+        await this.#holdForPeers(sel, scope.signal);
         const endpoint = selectEndpoint(s, sel, []);
         if (!endpoint) throw noEndpoint();
         record(endpoint, undefined, 0, sel.cached);

@@ -291,30 +291,34 @@ describe('CacheAwarePolicy', () => {
     });
 
     describe('replicas deciding one burst at one instant', () => {
-      const tierOf = (rank: number) => ({ rank, size: 2, unheardMs: 20 });
-      /** A replica whose picks so far came `gapMs` apart, all past prefill now (no backlog left). */
+      const tierOf = (rank: number) => ({ rank, size: 3, unheardMs: 20 });
+      /** A replica whose picks so far came `gapMs` apart. */
       const replica = (rank: number, gapMs: number): CacheAwarePolicy => {
         const p = fresh();
-        for (let k = 0; k < 6; k++) {
-          const warm = input(`warm${k}`, range(10_000 * (k + 1), 40), { now: k * gapMs, tier: tierOf(rank) });
-          const endpoint = route(p, [ep('a'), ep('b')], warm) ?? 'a';
-          p.observe({ kind: 'first-token', endpoint, input: warm });
-        }
+        for (let k = 0; k < 6; k++)
+          route(
+            p,
+            [ep('a'), ep('b')],
+            input(`warm${k}`, range(10_000 * (k + 1), 40), { now: k * gapMs, tier: tierOf(rank) }),
+          );
         return p;
       };
-      const miss = (rank: number) => input('r', range(90_000, 40), { now: 10_000, tier: tierOf(rank) });
+      const at = (rank: number, tokens: number[]) => input('r', tokens, { now: 10_000, tier: tierOf(rank) });
+      const held = { deviceTokens: 40, hostTokens: 0, storageTokens: 0 };
 
-      it('send their misses to different runtimes, by rank, while picks come in bursts', () => {
-        const first = replica(0, 0);
-        const second = replica(1, 0);
-        expect(first.backlogTokens('a') + first.backlogTokens('b')).toBe(0);
-        expect(first.select([ep('a'), ep('b')], miss(0))).toBe(0);
-        // The same view, the same instant: rank 1 counts rank 0's unheard pick on a.
-        expect(second.select([ep('a'), ep('b')], miss(1))).toBe(1);
+      it('hold a miss rank x the exchange delay while picks come in bursts, so lower ranks are heard first', () => {
+        expect(replica(2, 0).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
+        expect(replica(1, 0).holdMs([ep('a'), ep('b')], at(1, range(90_000, 40)))).toBe(21);
+        expect(replica(0, 0).holdMs([ep('a'), ep('b')], at(0, range(90_000, 40)))).toBe(0);
       });
 
-      it('take the least-loaded runtime alike when picks do not come in bursts', () => {
-        expect(replica(1, 1000).select([ep('a'), ep('b')], miss(1))).toBe(0);
+      it('send a hit at once: its holder wins whatever the load', () => {
+        expect(replica(2, 0).holdMs([ep('a', { cached: held }), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+      });
+
+      it('hold nothing when picks do not come in bursts, or alone in the tier', () => {
+        expect(replica(2, 1000).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+        expect(fresh().holdMs([ep('a'), ep('b')], input('r', range(90_000, 40)))).toBe(0);
       });
     });
 

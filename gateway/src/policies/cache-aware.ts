@@ -53,10 +53,10 @@
 //   (EndpointView.waitingUncachedTokens, SGLang's LoadStat); load(e) counts
 //   the peers' in-flight requests too. With one replica both are absent.
 // - Bursts across replicas (RouteInput.tier): while this replica's picks
-//   come in bursts, it counts `rank` unheard peer picks of the usual size
-//   where a miss would go, so replicas deciding one burst at one instant on
-//   the same view spread their misses instead of all taking the least-loaded
-//   runtime (#unseenPeerLoad).
+//   come in bursts, a request no runtime holds waits rank x the exchange's
+//   delay before select (holdMs), so replicas that take parts of one burst
+//   choose in turn, each after hearing the lower ranks' picks, instead of
+//   all sending their misses to the one least-loaded runtime.
 // - Decode, not only prefill (decodeWeight > 0):
 //     decode(e)   = output tokens still to generate by the requests on e,
 //                   this replica's and its peers', each predicted as
@@ -95,10 +95,11 @@ const OUTPUT_ALPHA = 0.05;
 /** Output tokens assumed before the runtime reported any and with no max_tokens (OpenAI's usual answers). */
 const DEFAULT_OUTPUT_TOKENS = 256;
 const MAX_PENDING = 100_000;
-const UNCACHED_ALPHA = 0.05;
 const BURST_ALPHA = 0.05;
 /** From this share of picks within unheardMs of the one before, simultaneous peers are assumed. */
 const BURST_SHARE = 0.1;
+/** A prompt whose best match is under this share of it is a free choice (holdMs). */
+const FREE_MATCH = 0.5;
 
 interface Pending {
   readonly endpoint: string;
@@ -128,8 +129,6 @@ export class CacheAwarePolicy implements Policy {
   readonly #decode = new Map<string, number>();
   /** The usual output length (EWMA of completion tokens); undefined until the runtime reported one. */
   #meanOutput: number | undefined;
-  /** The usual uncached part of a routed prompt (EWMA, route units). */
-  #meanUncached: number | undefined;
   /** When this replica last routed a request while sharing load (route clock). */
   #lastPick: number | undefined;
   /** How often a pick came within unheardMs of this replica's previous one (EWMA): picks come in bursts. */
@@ -150,13 +149,7 @@ export class CacheAwarePolicy implements Policy {
     if (imbalanced) return this.#leastLoaded(endpoints);
     const key = this.#keyOf(req);
     if (key.blocks.length === 0) return this.#leastLoaded(endpoints);
-    const matches = this.#tree.matchByEndpoint(key);
-    const scores = endpoints.map((e) => {
-      const guessed = () => this.#effectiveMatch(e, matches.get(e.id) ?? 0);
-      if (!e.cached) return guessed();
-      const indexed = this.#indexedMatch(e.cached);
-      return e.cached.partial ? Math.max(indexed, guessed()) : indexed;
-    });
+    const scores = this.#matchBlocks(endpoints, key);
     this.#seen.set(req, new Map(endpoints.map((e, i) => [e.id, scores[i] as number])));
     const w = this.#cfg.costWeight;
     if (w > 0) {
@@ -164,11 +157,9 @@ export class CacheAwarePolicy implements Policy {
       const bt = this.#cfg.blockTokens;
       // A long answer decodes in e's batch for many steps: it is the one whose e2e the batch decides.
       const d = this.#cfg.decodeWeight * this.#outputScale(req);
-      const unseen = this.#unseenPeerLoad(endpoints, req, d);
       const cost = endpoints.map(
         (e, i) =>
           this.#tierBacklog(e) +
-          (unseen[i] ?? 0) +
           w * Math.max(0, total - (scores[i] as number) * bt) +
           (d > 0 ? d * this.#tierDecode(e) : 0),
       );
@@ -181,6 +172,26 @@ export class CacheAwarePolicy implements Policy {
     const best = Math.max(...scores);
     if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
     return indexOfMin(endpoints, (_e, i) => (scores[i] === best ? (loads[i] as number) : Infinity));
+  }
+
+  /**
+   * How long to wait before select while picks come in bursts: a request no runtime holds
+   * (its best match under half the prompt) is a free choice, and replicas that take parts of
+   * one burst would all make it at one instant on the same view, sending every miss to the
+   * same least-loaded runtime. Waiting rank x (the time a pick takes to reach the peers, and
+   * a millisecond), each replica chooses after the lower ranks' picks reached it, as one
+   * router would in turn. Hits go at once: their holder wins whatever the load. 0 alone in the
+   * tier, outside bursts, or without cost routing.
+   */
+  holdMs(endpoints: readonly EndpointView[], req: RouteInput): number {
+    const tier = req.tier;
+    if (!tier || tier.size <= 1 || tier.rank <= 0 || this.#cfg.costWeight <= 0) return 0;
+    if (this.#burstShare < BURST_SHARE) return 0;
+    const key = this.#keyOf(req);
+    if (key.blocks.length === 0) return 0;
+    const best = Math.max(0, ...this.#matchBlocks(endpoints, key));
+    if (best * this.#cfg.blockTokens >= FREE_MATCH * req.tokens.length) return 0;
+    return tier.rank * (tier.unheardMs + 1);
   }
 
   observe(outcome: RouteOutcome): void {
@@ -198,8 +209,6 @@ export class CacheAwarePolicy implements Policy {
         const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
         const decode = this.expectedOutput(input);
         this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, started: false });
-        const mean = this.#meanUncached;
-        this.#meanUncached = mean === undefined ? uncached : mean + UNCACHED_ALPHA * (uncached - mean);
         if (input.tier) {
           const last = this.#lastPick;
           const together = last !== undefined && input.now - last < input.tier.unheardMs ? 1 : 0;
@@ -257,6 +266,17 @@ export class CacheAwarePolicy implements Policy {
 
   maintain(now: number): void {
     this.#tree.evict(this.#maxBlocks, now, this.#cfg.maxIdle);
+  }
+
+  /** Each endpoint's match of the prompt, in tier-weighted blocks: the KV index's, or the tree's guess. */
+  #matchBlocks(endpoints: readonly EndpointView[], key: PrefixKey): number[] {
+    const matches = this.#tree.matchByEndpoint(key);
+    return endpoints.map((e) => {
+      const guessed = () => this.#effectiveMatch(e, matches.get(e.id) ?? 0);
+      if (!e.cached) return guessed();
+      const indexed = this.#indexedMatch(e.cached);
+      return e.cached.partial ? Math.max(indexed, guessed()) : indexed;
+    });
   }
 
   /**
@@ -317,33 +337,6 @@ export class CacheAwarePolicy implements Policy {
   #tierBacklog(e: EndpointView): number {
     const predicted = (this.#backlog.get(e.id) ?? 0) + (e.peers?.prefillTokens ?? 0);
     return Math.max(predicted, e.waitingUncachedTokens ?? 0);
-  }
-
-  /**
-   * The peers' picks this replica cannot have heard of yet, placed where they would go, when
-   * picks come in bursts. Replicas that take parts of one burst decide at the same instant on
-   * the same shared view, and each would send its miss to the same least-loaded runtime. So
-   * each assumes the tier decides in turn by rank (an order every replica derives alike): before
-   * its own pick, `rank` peers each placed a request of the usual uncached size and output where
-   * a miss goes, the least prefill backlog and decode load. Only while this replica's own picks
-   * come in bursts (BURST_SHARE of them within unheardMs of the one before): otherwise the peers
-   * have been heard, and phantom load would only push requests off the best runtime.
-   */
-  #unseenPeerLoad(endpoints: readonly EndpointView[], req: RouteInput, d: number): number[] {
-    const extra = endpoints.map(() => 0);
-    const tier = req.tier;
-    if (!tier || tier.size <= 1 || tier.rank <= 0 || this.#burstShare < BURST_SHARE) return extra;
-    const prefill = this.#meanUncached ?? req.tokens.length;
-    const output = this.#meanOutput ?? DEFAULT_OUTPUT_TOKENS;
-    const d0 = this.#cfg.decodeWeight;
-    const base = endpoints.map((e) => this.#tierBacklog(e) + d0 * this.#tierDecode(e));
-    const placed = endpoints.map(() => 0);
-    for (let p = 0; p < tier.rank; p++) {
-      const i = indexOfMin(endpoints, (_e, k) => (base[k] as number) + (placed[k] as number)) ?? 0;
-      placed[i] = (placed[i] as number) + prefill + d0 * output;
-      extra[i] = (extra[i] as number) + prefill + d * output;
-    }
-    return extra;
   }
 
   #tierDecode(e: EndpointView): number {

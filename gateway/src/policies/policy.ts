@@ -115,6 +115,11 @@ export interface Policy {
   /** Index into `endpoints`, or undefined when none is eligible. */
   select(endpoints: readonly EndpointView[], req: RouteInput): number | undefined;
   observe?(outcome: RouteOutcome): void;
+  /**
+   * How long (ms) the shell waits before `select`, so that picks the peers made at the same
+   * instant reach this replica first (RouteInput.tier); 0 or absent: select at once.
+   */
+  holdMs?(endpoints: readonly EndpointView[], req: RouteInput): number;
   /** The endpoint set or an endpoint's generation changed. */
   syncEndpoints?(endpoints: readonly EndpointView[]): void;
   /** Periodic housekeeping (tree eviction), driven by a timer the shell owns. */
