@@ -209,12 +209,7 @@ export class CacheAwarePolicy implements Policy {
         const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
         const decode = this.expectedOutput(input);
         this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, started: false });
-        if (input.tier) {
-          const last = this.#lastPick;
-          const together = last !== undefined && input.now - last < input.tier.unheardMs ? 1 : 0;
-          this.#burstShare += BURST_ALPHA * (together - this.#burstShare);
-          this.#lastPick = input.now;
-        }
+        if (input.tier) this.#notePick(input.now, input.tier.unheardMs);
         this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
         this.#decode.set(endpoint, (this.#decode.get(endpoint) ?? 0) + decode);
         this.#tree.insert(key, endpoint, input.now);
@@ -266,6 +261,14 @@ export class CacheAwarePolicy implements Policy {
 
   maintain(now: number): void {
     this.#tree.evict(this.#maxBlocks, now, this.#cfg.maxIdle);
+  }
+
+  /** Whether this pick came within unheardMs of the one before: how often picks come in bursts. */
+  #notePick(now: number, unheardMs: number): void {
+    const last = this.#lastPick;
+    const together = last !== undefined && now - last < unheardMs ? 1 : 0;
+    this.#burstShare += BURST_ALPHA * (together - this.#burstShare);
+    this.#lastPick = now;
   }
 
   /** Each endpoint's match of the prompt, in tier-weighted blocks: the KV index's, or the tree's guess. */
