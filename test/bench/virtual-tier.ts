@@ -15,6 +15,9 @@
 //   in order. Staleness is sampled at every decision: for each peer and
 //   endpoint, how long the oldest change not yet delivered has waited (0 when
 //   the view is current); the sample is the worst over peers and endpoints.
+// - with the exchange on, its rank in the tier (RouteInput.tier): a policy
+//   may hold a choice (Policy.holdMs, as the gateway's picker sleeps it), and
+//   the hold counts in the request's TTFT and e2e.
 // Request i goes to replica i mod R (a Service spreading connections).
 
 import {

@@ -89,6 +89,7 @@ interface Container {
     valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
   }[];
   lifecycle?: unknown;
+  ports?: { name: string; containerPort: number; protocol?: string }[];
   livenessProbe: { httpGet: { path: string; port: string } };
   readinessProbe: { httpGet: { path: string; port: string } };
   securityContext: Record<string, unknown>;
