@@ -15,6 +15,7 @@ import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
 import { StandingEndpoints } from './endpoints/standing.ts';
 import { buildSoloPeers, type PeerSet } from './fleet/peers.ts';
 import { TierPosition } from './fleet/tier-position.ts';
+import { EXCHANGE_UNHEARD_MS } from './fleet/tier-load.ts';
 import { markIfGone, type ForwardDeps } from './forward/attempts.ts';
 import { deliverBuffered, deliverStream } from './forward/deliver.ts';
 import { forwardPair } from './forward/pair.ts';
@@ -150,6 +151,7 @@ export class Gateway {
       wakeHolds: this.wakeHolds,
       admission: this.admission,
       tier,
+      ...(opts.tierLoad ? { tierStanding: () => tier.standing(EXCHANGE_UNHEARD_MS) } : {}),
       reuser: this.#reuser,
     });
   }

@@ -15,6 +15,9 @@
 //   in order. Staleness is sampled at every decision: for each peer and
 //   endpoint, how long the oldest change not yet delivered has waited (0 when
 //   the view is current); the sample is the worst over peers and endpoints.
+// - with the exchange on, its rank in the tier (RouteInput.tier): a policy
+//   may hold a choice (Policy.holdMs, as the gateway's picker sleeps it), and
+//   the hold counts in the request's TTFT and e2e.
 // Request i goes to replica i mod R (a Service spreading connections).
 
 import {
@@ -219,53 +222,68 @@ export function runTier(o: TierRunOptions): TierRunResult {
         tokens: promptIds,
         now: clock.now(),
         maxTokens,
+        ...(o.exchangeMs !== undefined && o.replicas > 1
+          ? { tier: { rank: self, size: o.replicas, unheardMs: o.exchangeMs } }
+          : {}),
       };
-      sampleStaleness(self);
-      const w =
-        r.policy.select(
+      // As the gateway: a policy may hold a free choice until the peers' simultaneous picks arrive.
+      const defer =
+        r.policy.holdMs?.(
           engines.map((_e, k) => view(self, k, promptIds)),
           input,
         ) ?? 0;
-      const id = ids[w] ?? '';
-      r.policy.observe?.({ kind: 'routed', endpoint: id, input });
-      r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
-      changed(r, w);
-      const gaps: number[] = [];
-      itl.set(i, gaps);
-      let last = 0;
-      (engines[w] as Engine).submit(
-        {
-          rid: String(i),
-          namespace: 'bench-salt',
-          promptIds,
-          outputIds: Array.from({ length: maxTokens }, () => filler),
-        },
-        {
-          onTokens: (generated: number, now: number) => {
-            if (generated > 1) gaps.push(now - last);
-            last = now;
-            if (generated !== 1) return;
-            r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
-            changed(r, w);
+      const decide = (): void => {
+        sampleStaleness(self);
+        const w =
+          r.policy.select(
+            engines.map((_e, k) => view(self, k, promptIds)),
+            input,
+          ) ?? 0;
+        const id = ids[w] ?? '';
+        r.policy.observe?.({ kind: 'routed', endpoint: id, input });
+        r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
+        changed(r, w);
+        const gaps: number[] = [];
+        itl.set(i, gaps);
+        let last = 0;
+        (engines[w] as Engine).submit(
+          {
+            rid: String(i),
+            namespace: 'bench-salt',
+            promptIds,
+            outputIds: Array.from({ length: maxTokens }, () => filler),
           },
-          onFinish: (res: RequestResult) => {
-            r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
-            r.policy.observe?.({
-              kind: 'completed',
-              endpoint: id,
-              input: { ...input, now: clock.now() },
-              report: {
-                promptTokens: res.promptTokens,
-                cachedTokens: res.cachedTokens,
-                completionTokens: res.completionTokens,
-              },
-            });
-            changed(r, w);
-            texts.delete(String(i));
-            out.push(buildVirtualRecord(i, id, res));
+          {
+            onTokens: (generated: number, now: number) => {
+              if (generated > 1) gaps.push(now - last);
+              last = now;
+              if (generated !== 1) return;
+              r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
+              changed(r, w);
+            },
+            onFinish: (res: RequestResult) => {
+              r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
+              r.policy.observe?.({
+                kind: 'completed',
+                endpoint: id,
+                input: { ...input, now: clock.now() },
+                report: {
+                  promptTokens: res.promptTokens,
+                  cachedTokens: res.cachedTokens,
+                  completionTokens: res.completionTokens,
+                },
+              });
+              changed(r, w);
+              texts.delete(String(i));
+              out.push(
+                buildVirtualRecord(i, id, { ...res, ttftMs: res.ttftMs + defer, e2eMs: res.e2eMs + defer }),
+              );
+            },
           },
-        },
-      );
+        );
+      };
+      if (defer > 0) clock.setTimer(defer, decide);
+      else decide();
     });
   });
   clock.runAll(Infinity);

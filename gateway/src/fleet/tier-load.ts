@@ -11,6 +11,13 @@ import type { GatewayMetrics } from '../metrics/index.ts';
 import { LoadExchange } from './load-exchange.ts';
 import type { PeerSet } from './peers.ts';
 
+/**
+ * How long a pick may take to reach the peers over the exchange: about the p99 of
+ * test/bench/bench-exchange-lag.ts on a loaded 2-core host (p50 0.2 ms). Within it, a policy
+ * treats its peers' simultaneous picks as unheard (policies/cache-aware.ts).
+ */
+export const EXCHANGE_UNHEARD_MS = 20;
+
 export interface LoadExchangeSettings {
   /** Every replica binds and dials this port; 0 binds one the kernel picks (a lone replica, tests). */
   readonly port: number;

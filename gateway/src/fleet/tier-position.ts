@@ -2,6 +2,7 @@
 // members change: every admission bound and in-memory rate limit takes its
 // share from it (share.ts).
 
+import type { TierStanding } from '../policies/index.ts';
 import type { PeerSet } from './peers.ts';
 import { computeFleetPosition, computeShareOf, type FleetPosition } from './share.ts';
 
@@ -18,6 +19,16 @@ export class TierPosition {
     if (this.#seen?.members !== members)
       this.#seen = { members, position: computeFleetPosition(members, this.#peers.self) };
     return this.#seen.position;
+  }
+
+  /**
+   * Where a routing policy sees this replica, when it shares load with peers: its rank (by name,
+   * so every replica derives the same order) and how long a pick takes to reach the peers.
+   * Undefined alone in the tier.
+   */
+  standing(unheardMs: number): TierStanding | undefined {
+    const { rank, size } = this.get();
+    return size > 1 ? { rank, size, unheardMs } : undefined;
   }
 
   /** This replica's part of a tier-wide bound. */

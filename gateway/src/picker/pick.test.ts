@@ -48,6 +48,34 @@ describe('Picker.pick', () => {
     expect(standaloneIds(await t.pickChat('Something else entirely. '.repeat(40))).endpoint).toBe('a');
   });
 
+  it('holds a miss made in a burst rank x the exchange delay before choosing, in a tier sharing load', async () => {
+    const tierStanding = { rank: 1, size: 2, unheardMs: 20 };
+    t = buildTestPicker([buildTestRoute(threeEndpoints, { policy: 'cache-aware', reuse: false })], {
+      tierStanding,
+    });
+    const miss = (k: number) => `Prompt number ${k} that no runtime holds. `.repeat(40);
+    // Picks at one instant: after a few, the policy takes them for bursts.
+    for (let k = 0; k < 4; k++) {
+      const { lease, decision } = routed(await t.pickChat(miss(k)));
+      if (decision.target.kind !== 'standalone') throw new Error('expected a standalone target');
+      lease.policy.observe?.({
+        kind: 'routed',
+        endpoint: decision.target.endpoint.id,
+        input: decision.input,
+      });
+      lease.release(undefined);
+    }
+    let settled = false;
+    const held = t.pickChat(miss(9)).then((r) => {
+      settled = true;
+      return r;
+    });
+    for (let k = 0; k < 10; k++) await Promise.resolve();
+    expect(settled).toBe(false);
+    t.clock.advance(21);
+    expect(routed(await held).decision.input.tier).toEqual(tierStanding);
+  });
+
   it('picks only within what `within` admits (a subset hint), fallbacks too; none admitted: refused 503', async () => {
     t = buildTestPicker([buildTestRoute(threeEndpoints, { policy: 'least-load', reuse: false })]);
     const notA = (e: { id: string }): boolean => e.id !== 'a';

@@ -20,12 +20,12 @@ import { computeBootstrapRoom } from '#sglang/bootstrap.ts';
 import { computeTenantSalt } from '#sglang/salt.ts';
 import type { AdmissionRegistry, Permit } from '../admission/index.ts';
 import { admitRequest } from '../admission/admit.ts';
-import type { Clock } from '#kube/clock.ts';
+import { sleep, type Clock } from '#kube/clock.ts';
 import { GatewayError } from '../errors/index.ts';
 import type { TierPosition } from '../fleet/tier-position.ts';
 import type { KvIndexFleet, KvMatch } from '../kv-index/fleet.ts';
 import type { GatewayMetrics } from '../metrics/index.ts';
-import type { RouteInput } from '../policies/index.ts';
+import type { RouteInput, TierStanding } from '../policies/index.ts';
 import type { PolicyRegistry } from '../routing/policy-registry.ts';
 import {
   computeEffectiveSalt,
@@ -54,6 +54,7 @@ import {
   selectFallbacks,
   selectPair,
   type MatchIndexed,
+  type Selection,
   type SelectState,
 } from './select.ts';
 import type {
@@ -87,6 +88,8 @@ export interface PickerState extends SelectState {
   readonly admission: AdmissionRegistry;
   /** This replica's place in the gateway tier: its share of the admission bounds. */
   readonly tier: TierPosition;
+  /** Where the policy sees this replica in a tier that shares load; absent without a load exchange. */
+  readonly tierStanding?: () => TierStanding | undefined;
   readonly reuser: ResultReuser;
   /** A uniform unsigned 32-bit integer (a pair's bootstrap room); crypto's by default. */
   readonly random32?: () => number;
@@ -140,6 +143,8 @@ export class Picker {
     };
     const maxTokens = computeMaxTokens(parsed.value);
     if (maxTokens !== undefined) input = { ...input, maxTokens };
+    const standing = s.tierStanding?.();
+    if (standing) input = { ...input, tier: standing };
     scope.trace?.routed(chosen.model, chosen.deployment, input.tokens.length, exact !== undefined);
     if (tenant) {
       // What the runtime serves: each prompt of a batch, n times; prompt tokens over the batch.
@@ -168,6 +173,14 @@ export class Picker {
       await ticket?.fail();
       throw err;
     }
+  }
+
+  /** A free choice made in a burst waits until the peers' simultaneous picks reached this replica. */
+  async #holdForPeers(sel: Selection, signal: AbortSignal): Promise<void> {
+    const s = this.#s;
+    const views = s.standing(sel.routable).map((e) => s.view(e, sel.cached.get(e.id)));
+    const ms = sel.policy.holdMs?.(views, sel.input) ?? 0;
+    if (ms > 0) await sleep(s.clock, ms, signal);
   }
 
   /** A Deployment waking from zero: held until the table shows it an endpoint (wake-hold.ts). */
@@ -259,6 +272,7 @@ export class Picker {
         body = buildPdBody(body, bootstrap);
       } else {
         const sel = openSelection(route, policy, input, match);
+        await this.#holdForPeers(sel, scope.signal);
         const endpoint = selectEndpoint(s, sel, []);
         if (!endpoint) throw noEndpoint();
         record(endpoint, undefined, 0, sel.cached);

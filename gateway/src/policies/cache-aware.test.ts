@@ -290,6 +290,38 @@ describe('CacheAwarePolicy', () => {
       expect(viaPeers.select([ep('a', peers(0, 1000)), ep('b')], input('r', range(9000, 40)))).toBe(1);
     });
 
+    describe('replicas deciding one burst at one instant', () => {
+      const tierOf = (rank: number) => ({ rank, size: 3, unheardMs: 20 });
+      /** A replica whose picks so far came `gapMs` apart. */
+      const replica = (rank: number, gapMs: number): CacheAwarePolicy => {
+        const p = fresh();
+        for (let k = 0; k < 6; k++)
+          route(
+            p,
+            [ep('a'), ep('b')],
+            input(`warm${k}`, range(10_000 * (k + 1), 40), { now: k * gapMs, tier: tierOf(rank) }),
+          );
+        return p;
+      };
+      const at = (rank: number, tokens: number[]) => input('r', tokens, { now: 10_000, tier: tierOf(rank) });
+      const held = { deviceTokens: 40, hostTokens: 0, storageTokens: 0 };
+
+      it('hold a miss rank x the exchange delay while picks come in bursts, so lower ranks are heard first', () => {
+        expect(replica(2, 0).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
+        expect(replica(1, 0).holdMs([ep('a'), ep('b')], at(1, range(90_000, 40)))).toBe(21);
+        expect(replica(0, 0).holdMs([ep('a'), ep('b')], at(0, range(90_000, 40)))).toBe(0);
+      });
+
+      it('send a hit at once: its holder wins whatever the load', () => {
+        expect(replica(2, 0).holdMs([ep('a', { cached: held }), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+      });
+
+      it('hold nothing when picks do not come in bursts, or alone in the tier', () => {
+        expect(replica(2, 1000).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+        expect(fresh().holdMs([ep('a'), ep('b')], input('r', range(90_000, 40)))).toBe(0);
+      });
+    });
+
     it("predicts the backlog from the KV index's match (every replica's traffic), not this replica's tree", () => {
       const p = fresh();
       const held = { deviceTokens: 64, hostTokens: 0, storageTokens: 0 };

@@ -53,6 +53,11 @@
 //   and is at least the runtime's own count of uncached prompt tokens waiting
 //   (EndpointView.waitingUncachedTokens, SGLang's LoadStat); load(e) counts
 //   the peers' in-flight requests too. With one replica both are absent.
+// - Bursts across replicas (RouteInput.tier): while this replica's picks
+//   come in bursts, a request no runtime holds waits rank x the exchange's
+//   delay before select (holdMs), so replicas that take parts of one burst
+//   choose in turn, each after hearing the lower ranks' picks, instead of
+//   all sending their misses to the one least-loaded runtime.
 // - Decode, not only prefill (decodeWeight > 0):
 //     decode(e)   = output tokens still to generate by the requests on e,
 //                   this replica's and its peers', each predicted as
@@ -91,6 +96,11 @@ const OUTPUT_ALPHA = 0.05;
 /** Output tokens assumed before the runtime reported any and with no max_tokens (OpenAI's usual answers). */
 const DEFAULT_OUTPUT_TOKENS = 256;
 const MAX_PENDING = 100_000;
+const BURST_ALPHA = 0.05;
+/** From this share of picks within unheardMs of the one before, simultaneous peers are assumed. */
+const BURST_SHARE = 0.1;
+/** A prompt whose best match is under this share of it is a free choice (holdMs). */
+const FREE_MATCH = 0.5;
 
 interface Pending {
   readonly endpoint: string;
@@ -121,6 +131,10 @@ export class CacheAwarePolicy implements Policy {
   readonly #decode = new Map<string, number>();
   /** The usual output length (EWMA of completion tokens); undefined until the runtime reported one. */
   #meanOutput: number | undefined;
+  /** When this replica last routed a request while sharing load (route clock). */
+  #lastPick: number | undefined;
+  /** How often a pick came within unheardMs of this replica's previous one (EWMA): picks come in bursts. */
+  #burstShare = 0;
 
   constructor(cfg: CacheAwareConfig) {
     this.#cfg = cfg;
@@ -139,13 +153,7 @@ export class CacheAwarePolicy implements Policy {
     if (imbalanced) return this.#leastLoaded(endpoints);
     const key = this.#keyOf(req);
     if (key.blocks.length === 0) return this.#leastLoaded(endpoints);
-    const matches = this.#tree.matchByEndpoint(key);
-    const scores = endpoints.map((e) => {
-      const guessed = () => this.#effectiveMatch(e, matches.get(e.id) ?? 0);
-      if (!e.cached) return guessed();
-      const indexed = this.#indexedMatch(e.cached);
-      return e.cached.partial ? Math.max(indexed, guessed()) : indexed;
-    });
+    const scores = this.#matchBlocks(endpoints, key);
     this.#seen.set(req, new Map(endpoints.map((e, i) => [e.id, scores[i] as number])));
     const w = this.#cfg.costWeight;
     if (w > 0) {
@@ -170,6 +178,26 @@ export class CacheAwarePolicy implements Policy {
     return indexOfMin(endpoints, (_e, i) => (scores[i] === best ? (loads[i] as number) : Infinity));
   }
 
+  /**
+   * How long to wait before select while picks come in bursts: a request no runtime holds
+   * (its best match under half the prompt) is a free choice, and replicas that take parts of
+   * one burst would all make it at one instant on the same view, sending every miss to the
+   * same least-loaded runtime. Waiting rank x (the time a pick takes to reach the peers, and
+   * a millisecond), each replica chooses after the lower ranks' picks reached it, as one
+   * router would in turn. Hits go at once: their holder wins whatever the load. 0 alone in the
+   * tier, outside bursts, or without cost routing.
+   */
+  holdMs(endpoints: readonly EndpointView[], req: RouteInput): number {
+    const tier = req.tier;
+    if (!tier || tier.size <= 1 || tier.rank <= 0 || this.#cfg.costWeight <= 0) return 0;
+    if (this.#burstShare < BURST_SHARE) return 0;
+    const key = this.#keyOf(req);
+    if (key.blocks.length === 0) return 0;
+    const best = Math.max(0, ...this.#matchBlocks(endpoints, key));
+    if (best * this.#cfg.blockTokens >= FREE_MATCH * req.tokens.length) return 0;
+    return tier.rank * (tier.unheardMs + 1);
+  }
+
   observe(outcome: RouteOutcome): void {
     const { endpoint, input } = outcome;
     const key = this.#keyOf(input);
@@ -185,6 +213,7 @@ export class CacheAwarePolicy implements Policy {
         const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
         const decode = this.expectedOutput(input);
         this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, started: false });
+        if (input.tier) this.#notePick(input.now, input.tier.unheardMs);
         this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
         this.#decode.set(endpoint, (this.#decode.get(endpoint) ?? 0) + decode);
         this.#tree.insert(key, endpoint, input.now);
@@ -236,6 +265,25 @@ export class CacheAwarePolicy implements Policy {
 
   maintain(now: number): void {
     this.#tree.evict(this.#maxBlocks, now, this.#cfg.maxIdle);
+  }
+
+  /** Whether this pick came within unheardMs of the one before: how often picks come in bursts. */
+  #notePick(now: number, unheardMs: number): void {
+    const last = this.#lastPick;
+    const together = last !== undefined && now - last < unheardMs ? 1 : 0;
+    this.#burstShare += BURST_ALPHA * (together - this.#burstShare);
+    this.#lastPick = now;
+  }
+
+  /** Each endpoint's match of the prompt, in tier-weighted blocks: the KV index's, or the tree's guess. */
+  #matchBlocks(endpoints: readonly EndpointView[], key: PrefixKey): number[] {
+    const matches = this.#tree.matchByEndpoint(key);
+    return endpoints.map((e) => {
+      const guessed = () => this.#effectiveMatch(e, matches.get(e.id) ?? 0);
+      if (!e.cached) return guessed();
+      const indexed = this.#indexedMatch(e.cached);
+      return e.cached.partial ? Math.max(indexed, guessed()) : indexed;
+    });
   }
 
   /**

@@ -69,6 +69,19 @@ export interface RouteInput {
   readonly now: number;
   /** The request's output bound (max_tokens / max_completion_tokens / max_new_tokens), when it set one. */
   readonly maxTokens?: number;
+  /**
+   * Where this replica stands in the gateway tier when it shares load with its peers
+   * (fleet/tier-position.ts, fleet/load-exchange.ts): its rank among `size` replicas, and how
+   * long a pick takes to reach the peers (`unheardMs`). Absent with one replica or no exchange.
+   */
+  readonly tier?: TierStanding;
+}
+
+/** A replica's place in a tier that shares load, and how long its peers take to hear of a pick. */
+export interface TierStanding {
+  readonly rank: number;
+  readonly size: number;
+  readonly unheardMs: number;
 }
 
 export interface CacheReport {
@@ -102,6 +115,11 @@ export interface Policy {
   /** Index into `endpoints`, or undefined when none is eligible. */
   select(endpoints: readonly EndpointView[], req: RouteInput): number | undefined;
   observe?(outcome: RouteOutcome): void;
+  /**
+   * How long (ms) the shell waits before `select`, so that picks the peers made at the same
+   * instant reach this replica first (RouteInput.tier); 0 or absent: select at once.
+   */
+  holdMs?(endpoints: readonly EndpointView[], req: RouteInput): number;
   /** The endpoint set or an endpoint's generation changed. */
   syncEndpoints?(endpoints: readonly EndpointView[]): void;
   /** Periodic housekeeping (tree eviction), driven by a timer the shell owns. */

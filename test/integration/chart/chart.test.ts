@@ -89,6 +89,7 @@ interface Container {
     valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
   }[];
   lifecycle?: unknown;
+  ports?: { name: string; containerPort: number; protocol?: string }[];
   livenessProbe: { httpGet: { path: string; port: string } };
   readinessProbe: { httpGet: { path: string; port: string } };
   securityContext: Record<string, unknown>;
@@ -212,7 +213,9 @@ describe('values reach the objects', () => {
     expect(gw.args).toEqual(
       expect.arrayContaining(['--drain-timeout-seconds=25', `--peers-service=${RELEASE}-gateway`]),
     );
-    expect(gw.args.filter((a: string) => a.startsWith('--load-exchange-port'))).toEqual([]);
+    // The replicas share the runtimes' load by default (adr/0034), on a port the NetworkPolicy admits among them.
+    expect(gw.args).toContain('--load-exchange-port=7190');
+    expect(gw.ports).toContainEqual({ name: 'load-exchange', containerPort: 7190, protocol: 'TCP' });
     expect(gw.env).toEqual([
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },

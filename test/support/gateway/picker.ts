@@ -11,6 +11,7 @@ import { KvIndexFleet } from '../../../gateway/src/kv-index/fleet.ts';
 import { buildMetrics } from '../../../gateway/src/metrics/index.ts';
 import { Picker } from '../../../gateway/src/picker/pick.ts';
 import type { DecisionLog, PickRequest, PickResult, PickScope } from '../../../gateway/src/picker/types.ts';
+import type { TierStanding } from '../../../gateway/src/policies/index.ts';
 import { WakeHolds } from '../../../gateway/src/picker/wake-hold.ts';
 import { listEndpointStates } from '../../../gateway/src/routing/endpoint-state.ts';
 import { PolicyRegistry } from '../../../gateway/src/routing/policy-registry.ts';
@@ -31,7 +32,7 @@ const QUIET_LOG: DecisionLog = { level: 'silent', info: () => undefined };
 
 export function buildTestPicker(
   routes: readonly ModelRoute[],
-  opts: { readonly random32?: () => number } = {},
+  opts: { readonly random32?: () => number; readonly tierStanding?: TierStanding } = {},
 ): TestPicker {
   const clock = new ManualClock();
   const table = new StaticRoutingTable(routes);
@@ -56,6 +57,7 @@ export function buildTestPicker(
     tier,
     reuser: new ResultReuser(new MemoryResultStore({ maxEntries: 100 }, clock)),
     ...(opts.random32 ? { random32: opts.random32 } : {}),
+    ...(opts.tierStanding ? { tierStanding: () => opts.tierStanding } : {}),
   });
   const scope: PickScope = { signal: new AbortController().signal, log: QUIET_LOG };
   let seq = 0;

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { RoutingSettings } from '#api';
+import type { TraceRecord } from './replay-trace.ts';
+import { runTier } from './virtual-tier.ts';
+
+/** `bursts` bursts of `size` prompts no runtime holds, all of a burst at one instant, 10 s apart. */
+function missBursts(bursts: number, size: number): TraceRecord[] {
+  return Array.from({ length: bursts * size }, (_, i) => ({
+    timestamp: Math.floor(i / size) * 10_000,
+    input_length: 2048,
+    output_length: 4,
+    hash_ids: [4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4],
+  }));
+}
+
+describe('runTier', () => {
+  it('spreads a burst of misses over every runtime with two replicas sharing load at one instant', () => {
+    const records = missBursts(8, 4);
+    const res = runTier({
+      records,
+      stretch: 1,
+      workers: 4,
+      maxTotalTokens: 200_000,
+      prefillTps: 8000,
+      replicas: 2,
+      router: 'cache-aware',
+      routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+      exchangeMs: 20,
+      runtimeLoadMs: 30,
+    });
+    const worker = new Map(res.records.map((r) => [r.index, r.worker]));
+    // The first bursts teach each replica that its picks come in bursts; the rest must not pile up.
+    for (let b = 4; b < 8; b++) {
+      const used = new Set([0, 1, 2, 3].map((k) => worker.get(4 * b + k)));
+      expect(used.size, `burst ${b}`).toBe(4);
+    }
+  });
+});
