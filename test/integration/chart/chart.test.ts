@@ -213,7 +213,7 @@ describe('values reach the objects', () => {
     expect(gw.args).toEqual(
       expect.arrayContaining(['--drain-timeout-seconds=25', `--peers-service=${RELEASE}-gateway`]),
     );
-    // The replicas share the runtimes' load by default (adr/0034), on a port the NetworkPolicy admits among them.
+    // The replicas share the runtimes' load by default (adr/0035), on a port the NetworkPolicy admits among them.
     expect(gw.args).toContain('--load-exchange-port=7190');
     expect(gw.ports).toContainEqual({ name: 'load-exchange', containerPort: 7190, protocol: 'TCP' });
     expect(gw.env).toEqual([
