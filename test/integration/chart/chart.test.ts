@@ -269,6 +269,8 @@ describe('values reach the objects', () => {
     expect(gw.ports.map((p) => [p.name, p.containerPort])).toEqual([
       ['http', 8080],
       ['admin', 9191],
+      // Gateway replicas share the runtimes' load (gateway.loadExchangePort), pod to pod only.
+      ['load-exchange', 7190],
     ]);
     expect(gw.livenessProbe.httpGet.port).toBe('admin');
     expect(gw.readinessProbe.httpGet.port).toBe('admin');
@@ -309,6 +311,7 @@ describe('values reach the objects', () => {
         ['admin', 9090],
         ['grpc', 9102],
         ['grpc-health', 9003],
+        ['load-exchange', 7190],
       ]);
       const svc = find(objs, 'Service', `${RELEASE}-picker`) as unknown as {
         spec: {
