@@ -304,6 +304,9 @@ describe('images', () => {
       await k(['apply', '--server-side', '-f', join(REPO_ROOT, 'crds')]);
       await k(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(REPO_ROOT, 'crds')]);
       await k(['create', 'namespace', RELEASE_NS]);
+      // The one Secret the operator keeps for the gateway (ADR 0027), made empty as the chart makes
+      // it (templates/gateway-keys-secret.yaml): the operator's grant there is patch, not create.
+      await k(['-n', RELEASE_NS, 'create', 'secret', 'generic', KEYS_SECRET]);
       await k(['create', 'namespace', NS]);
       kubelet = await startSimKubelet({ kubeconfig: cp.kubeconfig });
     });
@@ -336,6 +339,7 @@ describe('images', () => {
       '--leader-elect=true',
       `--lease-namespace=${RELEASE_NS}`,
       '--lease-name=cacheroute-operator',
+      `--gateway-keys-secret=${RELEASE_NS}/${KEYS_SECRET}`,
     ];
     // What the kubelet mounts at /var/run/secrets/kubernetes.io/serviceaccount: a token, the CA, the namespace.
     const serviceAccountDir = (component: string, token: string): string => {
@@ -460,11 +464,6 @@ describe('images', () => {
       await createChartIdentity(cp, { release: RELEASE, namespace: RELEASE_NS, component: 'gateway' });
       const saDir = serviceAccountDir('gateway', await chartToken('gateway'));
       const securityContext = await chartSecurityContext('gateway');
-      // The one Secret the gateway reads keys from, made empty as the chart makes it
-      // (templates/gateway-keys-secret.yaml); no operator here keeps it.
-      await kubectlOk(['-n', RELEASE_NS, 'create', 'secret', 'generic', KEYS_SECRET], {
-        kubeconfig: cp.kubeconfig,
-      });
       const started = await runUntilAnswering(
         'gateway',
         {

@@ -15,7 +15,7 @@ import { startOperator, type Operator } from '../../operator/src/operator.ts';
 import { createLogger } from '#kube/logger.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.ts';
-import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
+import { startInProcessGateway, testKeysSecret, type InProcessGateway } from '../support/gateway.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { removeKitModelLink } from '../support/real-sglang.ts';
@@ -108,6 +108,8 @@ beforeAll(async () => {
     logger: createLogger({ level: 'warn', fields: { component: 'operator' } }),
     leaderElection: false,
     http: false,
+    // The runtimes' API keys reach the gateway through the one Secret the operator keeps (ADR 0027).
+    gatewayKeysSecret: testKeysSecret(NS),
   });
   gateway = await startInProcessGateway(cp.kubeconfig, [NS]);
 });
