@@ -250,6 +250,12 @@ describe('gateway ↔ simulator', () => {
     });
     expect(stream.events.at(-1)).toBe('[DONE]');
     await eventually(() => ['p0', 'd0', 'd-old'].every((id) => app?.gateway.inFlightOf(id) === 0));
+    // A streamed pair request is counted like a whole one (make run REAL_SGLANG=pd once seemed not to).
+    const metrics = (await app.inject({ url: '/metrics' })).body;
+    expect(metrics).toContain('cacheroute_gateway_requests_total{model="m",route="/generate",code="200"} 3');
+    expect(metrics).toContain(
+      'cacheroute_gateway_requests_total{model="m",route="/v1/chat/completions",code="200"} 1',
+    );
   });
 
   // The bug this guards: the prefill's answer was never taken as its first byte, so a prefill

@@ -83,6 +83,16 @@ describe('service routes', () => {
     );
   });
 
+  it('counts a streamed request in requests_total, as a whole one', async () => {
+    const streamed = await app.inject(post('/v1/chat/completions', chat({ stream: true })));
+    expect(streamed.statusCode).toBe(200);
+    expect(streamed.body).toContain('data: [DONE]');
+    await app.inject(post('/v1/chat/completions', chat()));
+    expect(await metricsText()).toContain(
+      'cacheroute_gateway_requests_total{model="m",route="/v1/chat/completions",code="200"} 2',
+    );
+  });
+
   it.each([
     [
       'no messages',

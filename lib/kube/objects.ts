@@ -100,6 +100,27 @@ export function cacheKeyOf(obj: KubeObject): string {
   return formatKey(keyOf(obj));
 }
 
+// The controller owner reference from owner to an object it creates: deleting the owner
+// cascades (garbage collector), blockOwnerDeletion orders foreground deletion, and the
+// controller flag is what lets a controller refuse to adopt what another one made. A
+// missing name or uid stays empty rather than throwing: planners also render manifests
+// that were never stored (make render), and the API server refuses an empty uid.
+export function controllerReference(owner: {
+  apiVersion: string;
+  kind: string;
+  metadata?: { name?: string | undefined; uid?: string | undefined } | undefined;
+}): OwnerReference {
+  const { apiVersion, kind } = owner;
+  return {
+    apiVersion,
+    kind,
+    name: owner.metadata?.name ?? '',
+    uid: owner.metadata?.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
 export function controllerOf(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata?.ownerReferences?.find((r) => r.controller === true);
 }

@@ -6,9 +6,12 @@
 // gateway's total evicts the oldest block of the largest index: the flooder
 // pays first, and an index that is small stays whole.
 //
-// Evicting is safe for routing: matchPrefix counts up to the deepest page an
-// index holds, so a missing block makes a match shorter, never longer (the
-// index under-reports). Evictions are counted for the metric.
+// Evicting is safe for routing: it drops only our record, the runtime still
+// holds the page. matchPrefix counts up to the deepest page an index holds, so
+// evicting an ancestor (the oldest goes first) leaves a match whole while a
+// page below it stays; a match shortens only once every page past a point is
+// gone, and never counts a page past the deepest one seen stored (the index
+// may under-report, never over-report). Evictions are counted for the metric.
 
 /** What the budget needs of an index. */
 export interface BudgetedIndex {

@@ -69,7 +69,7 @@ async function mutePort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 0;
 }
 
-async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+async function until(what: string, cond: () => boolean, ms = 25_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -78,36 +78,43 @@ async function until(what: string, cond: () => boolean, ms = 10_000): Promise<vo
 }
 
 describe('KvIndexReadiness', () => {
-  it('is ready once every publisher was replayed, and stays ready when one goes away', async () => {
-    const pub = await ZmqEventPublisher.open({
-      endpoint: 'tcp://127.0.0.1:0',
-      bind: true,
-      replayEndpoint: 'tcp://127.0.0.1:0',
-      bufferSteps: 10_000,
-      hwm: 100_000,
-      topic: 'kv',
-    });
-    let open = true;
-    cleanups.push(() => (open ? pub.closed() : undefined));
-    pub.publish(encodeEventBatch(1, [CLEARED], 0));
-    for (let i = 1; i <= 2000; i++) pub.publish(encodeEventBatch(1, [stored([BigInt(i)], BigInt(i - 1))], 0));
-    await pub.flushed();
-    const kv = `tcp://127.0.0.1:${portOf(pub.boundEndpoint ?? '')}`;
-    const replay = `tcp://127.0.0.1:${portOf(pub.boundReplayEndpoint ?? '')}`;
-    const table = tableOf([endpointAt('a', kv, replay)]);
-    table.ready = false;
-    const fleet = followed(table);
-    const readiness = new KvIndexReadiness(table, fleet, new ManualClock(), 30_000);
-    expect(readiness.ready()).toBe(false); // the table itself is not ready
-    table.ready = true;
-    expect(readiness.ready()).toBe(false); // connecting, then reading the replay
-    await until('ready', () => readiness.ready());
-    expect(fleet.status()[0]?.ranks[0]).toMatchObject({ lastSeq: 2000, complete: true });
-    open = false;
-    await pub.closed();
-    await until('down', () => fleet.status()[0]?.ranks[0]?.state === 'down');
-    expect(readiness.ready()).toBe(true);
-  });
+  // Reading a 2,000-batch replay over real sockets takes well under a second on a quiet
+  // machine; the bound is generous for a loaded one (it failed once at vitest's 5 s default).
+  it(
+    'is ready once every publisher was replayed, and stays ready when one goes away',
+    { timeout: 30_000 },
+    async () => {
+      const pub = await ZmqEventPublisher.open({
+        endpoint: 'tcp://127.0.0.1:0',
+        bind: true,
+        replayEndpoint: 'tcp://127.0.0.1:0',
+        bufferSteps: 10_000,
+        hwm: 100_000,
+        topic: 'kv',
+      });
+      let open = true;
+      cleanups.push(() => (open ? pub.closed() : undefined));
+      pub.publish(encodeEventBatch(1, [CLEARED], 0));
+      for (let i = 1; i <= 2000; i++)
+        pub.publish(encodeEventBatch(1, [stored([BigInt(i)], BigInt(i - 1))], 0));
+      await pub.flushed();
+      const kv = `tcp://127.0.0.1:${portOf(pub.boundEndpoint ?? '')}`;
+      const replay = `tcp://127.0.0.1:${portOf(pub.boundReplayEndpoint ?? '')}`;
+      const table = tableOf([endpointAt('a', kv, replay)]);
+      table.ready = false;
+      const fleet = followed(table);
+      const readiness = new KvIndexReadiness(table, fleet, new ManualClock(), 30_000);
+      expect(readiness.ready()).toBe(false); // the table itself is not ready
+      table.ready = true;
+      expect(readiness.ready()).toBe(false); // connecting, then reading the replay
+      await until('ready', () => readiness.ready());
+      expect(fleet.status()[0]?.ranks[0]).toMatchObject({ lastSeq: 2000, complete: true });
+      open = false;
+      await pub.closed();
+      await until('down', () => fleet.status()[0]?.ranks[0]?.state === 'down');
+      expect(readiness.ready()).toBe(true);
+    },
+  );
 
   it('is ready after the grace when a publisher never answers, and not before', async () => {
     const mute = await mutePort();

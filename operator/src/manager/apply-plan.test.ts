@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildControllerReference,
-  compareAppliedIntent,
-  isSameObject,
-  planAdoption,
-  setControllerReference,
-} from './apply-plan.ts';
+import { compareAppliedIntent, isSameObject, planAdoption, setControllerReference } from './apply-plan.ts';
+import { controllerReference } from '#kube/objects.ts';
 import type { FieldsV1, KubeObject, ObjectMeta } from '#kube/objects.ts';
 
 interface Container {
@@ -157,11 +152,11 @@ describe('compareAppliedIntent', () => {
 });
 
 describe('owner references and adoption', () => {
-  const owner: KubeObject = {
+  const owner = {
     apiVersion: 'cacheroute.dev/v1alpha1',
     kind: 'Deployment',
     metadata: { name: 'llama', uid: 'u1' },
-  };
+  } satisfies KubeObject;
 
   it('sets one controller reference, keeping other owners', () => {
     const obj = setControllerReference(owner, {
@@ -181,16 +176,16 @@ describe('owner references and adoption', () => {
         blockOwnerDeletion: true,
       },
     ]);
-    expect(() => buildControllerReference({ kind: 'X' })).toThrow(/uid/);
+    expect(() => setControllerReference({ kind: 'X' }, {})).toThrow(/uid/);
   });
 
   it.each([
     ['absent', undefined, true],
     ['without a controller', { metadata: { ownerReferences: [] } }, true],
-    ['controlled by us', { metadata: { ownerReferences: [buildControllerReference(owner)] } }, true],
+    ['controlled by us', { metadata: { ownerReferences: [controllerReference(owner)] } }, true],
     [
       'controlled by someone else',
-      { metadata: { ownerReferences: [{ ...buildControllerReference(owner), uid: 'other' }] } },
+      { metadata: { ownerReferences: [{ ...controllerReference(owner), uid: 'other' }] } },
       false,
     ],
   ])('adopts an object %s: %s', (_name, obj, ok) => {

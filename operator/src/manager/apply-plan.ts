@@ -11,7 +11,7 @@
 // as atomic. When the answer is not certain (for example a quantity the server
 // normalised), the shell asks the API server with a dry-run instead of writing.
 import { deepEqual, isPlainObject } from './equal.ts';
-import { controllerOf } from '#kube/objects.ts';
+import { controllerOf, controllerReference } from '#kube/objects.ts';
 import type { FieldsV1, KubeObject, OwnerReference } from '#kube/objects.ts';
 
 export type IntentCheck = { same: true } | { same: false; reason: string };
@@ -131,21 +131,13 @@ export function planAdoption(live: KubeObject | undefined, ownerUid: string | un
   };
 }
 
-// The controller owner reference from owner to the objects it creates: deleting the
-// owner cascades (garbage collector), and blockOwnerDeletion orders foreground deletion.
-export function buildControllerReference(owner: KubeObject): OwnerReference {
-  const { apiVersion, kind } = owner;
-  const name = owner.metadata?.name;
-  const uid = owner.metadata?.uid;
-  if (!apiVersion || !kind || !name || !uid) {
-    throw new Error('owner needs apiVersion, kind, metadata.name and metadata.uid');
-  }
-  return { apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true };
-}
-
 // A copy of obj with owner as its controller (other owner references kept).
 export function setControllerReference<T extends KubeObject>(owner: KubeObject, obj: T): T {
-  const ref = buildControllerReference(owner);
+  const { apiVersion, kind } = owner;
+  if (!apiVersion || !kind || !owner.metadata?.name || !owner.metadata.uid) {
+    throw new Error('owner needs apiVersion, kind, metadata.name and metadata.uid');
+  }
+  const ref = controllerReference({ ...owner, apiVersion, kind });
   const others = (obj.metadata?.ownerReferences ?? []).filter((r) => r.uid !== ref.uid);
   return { ...obj, metadata: { ...obj.metadata, ownerReferences: [...others, ref] } };
 }

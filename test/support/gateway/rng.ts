@@ -1,14 +1,5 @@
-// Seeded RNG for property loops (mulberry32): same seed, same run.
-export function createRng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// Seeded RNG for property loops: same seed, same run.
+export { createSeededRandom as createRng } from '#kube/seeded-random.ts';
 
 export function pickInt(rng: () => number, lo: number, hi: number): number {
   return lo + Math.floor(rng() * (hi - lo + 1));

@@ -11,7 +11,7 @@ import { validateResource, type DeploymentResource, type QualificationResource }
 import { buildRuntimeKeyLookup } from '#api/runtime-key.ts';
 import { API_VERSION } from '#api/resources.ts';
 import { isConflict, type KubeClient } from '#kube/client.ts';
-import { keyOf, type KubeObject, type ObjectKey } from '#kube/objects.ts';
+import { controllerReference, keyOf, type KubeObject, type ObjectKey } from '#kube/objects.ts';
 import { Resources } from '#kube/resources.ts';
 import { applyOwned } from '../../manager/apply.ts';
 import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
@@ -70,16 +70,7 @@ export function buildRecordConfigMap(q: QualificationResource, data: Record<stri
       name: recordConfigMapName(name),
       namespace: q.metadata.namespace ?? '',
       labels: { [LABEL_QUALIFICATION]: name },
-      ownerReferences: [
-        {
-          apiVersion: API_VERSION,
-          kind: 'Qualification',
-          name,
-          uid: q.metadata.uid ?? '',
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
+      ownerReferences: [controllerReference({ ...q, apiVersion: API_VERSION, kind: 'Qualification' })],
     },
     data,
   };

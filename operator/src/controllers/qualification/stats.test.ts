@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bootstrapMedianDifference, computeQuantiles, createPrng, quantileSorted } from './stats.ts';
+import { createSeededRandom } from '#kube/seeded-random.ts';
+import { bootstrapMedianDifference, computeQuantiles, quantileSorted } from './stats.ts';
 
 describe('quantiles', () => {
   it('interpolates between ranks as numpy does', () => {
@@ -14,7 +15,7 @@ describe('quantiles', () => {
 describe('bootstrapMedianDifference', () => {
   const opts = { resamples: 1000, confidence: 0.95, seed: 42 };
   const jitter = (base: number, n: number, seed: number) => {
-    const r = createPrng(seed);
+    const r = createSeededRandom(seed);
     return Array.from({ length: n }, () => base + r() * 10);
   };
 

@@ -2,18 +2,7 @@
 // and a bootstrap interval on the difference of the arms' medians. The PRNG is
 // seeded so a report (and a test) is reproducible from its record.
 import type { Quantiles } from '#api/qualification.ts';
-
-/** mulberry32: a small, fast, seedable PRNG; uniform in [0, 1). */
-export function createPrng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { createSeededRandom } from '#kube/seeded-random.ts';
 
 /** The q-quantile (0..1) of sorted values by linear interpolation (numpy's default); undefined when empty. */
 export function quantileSorted(sorted: readonly number[], q: number): number | undefined {
@@ -88,7 +77,7 @@ export function bootstrapMedianDifference(
   const unit = a.length >= 2 && b.length >= 2 ? 'samples' : 'requests';
   const g1 = unit === 'samples' ? a : a.flat().map((v) => [v]);
   const g2 = unit === 'samples' ? b : b.flat().map((v) => [v]);
-  const random = createPrng(opts.seed);
+  const random = createSeededRandom(opts.seed);
   const diffs: number[] = [];
   for (let i = 0; i < opts.resamples; i++)
     diffs.push(resampleMedian(g2, random) - resampleMedian(g1, random));

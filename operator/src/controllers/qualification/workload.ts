@@ -3,7 +3,7 @@
 // arms see the same prompts. Sizes are in words; the runtime reports tokens.
 import { z } from 'zod';
 import type { QualificationSpec, WorkloadGenerator } from '#api/qualification.ts';
-import { createPrng } from './stats.ts';
+import { createSeededRandom } from '#kube/seeded-random.ts';
 
 export interface WorkloadRequest {
   /** Stable id within the pass, e.g. conv-2-turn-1. */
@@ -26,7 +26,7 @@ function words(random: () => number, n: number): string {
 
 /** Conversations sharing one system prompt, turn-major so turn t can reuse turn t-1 within a pass. */
 function sharedPrefix(g: NonNullable<WorkloadGenerator['sharedPrefix']>, seed: number): WorkloadRequest[] {
-  const random = createPrng(seed);
+  const random = createSeededRandom(seed);
   const system = `System: ${words(random, g.systemPromptWords)}\n`;
   const turns = Array.from({ length: g.conversations }, () =>
     Array.from({ length: g.turns }, () => `User: ${words(random, g.turnWords)}\n`),
@@ -39,7 +39,7 @@ function sharedPrefix(g: NonNullable<WorkloadGenerator['sharedPrefix']>, seed: n
 }
 
 function documents(g: NonNullable<WorkloadGenerator['documents']>, seed: number): WorkloadRequest[] {
-  const random = createPrng(seed ^ 0x5bd1e995);
+  const random = createSeededRandom(seed ^ 0x5bd1e995);
   const out: WorkloadRequest[] = [];
   for (let d = 0; d < g.documents; d++) {
     const doc = `Document: ${words(random, g.documentWords)}\n`;
@@ -86,7 +86,7 @@ export function parseMooncakeTrace(text: string, blockWords: number, maxRequests
       ? Math.max(1, Math.min(blockWords, parsed.data.input_length - (ids.length - 1) * blockWords))
       : blockWords;
     const blocks = ids.map((h, j) => {
-      const block = words(createPrng(h + 1), blockWords);
+      const block = words(createSeededRandom(h + 1), blockWords);
       return j === ids.length - 1 ? block.split(' ').slice(0, last).join(' ') : block;
     });
     out.push({ id: `line-${i + 1}`, text: blocks.join(' ') });

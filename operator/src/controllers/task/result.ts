@@ -3,6 +3,7 @@
 // status.result.sha256 always covers the full text, wherever it lives.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { API_VERSION, type TaskResource } from '#api/resources.ts';
+import { controllerReference } from '#kube/objects.ts';
 import type { TaskStatus } from '#api/task.ts';
 import { computeSha256 } from './attempt/fingerprint.ts';
 import { TaskReason } from './attempt/reasons.ts';
@@ -36,16 +37,7 @@ export function buildResultConfigMap(task: TaskResource, text: string): V1Config
       name: buildResultConfigMapName(name),
       namespace: task.metadata.namespace ?? '',
       labels: { [LABEL_TASK]: name },
-      ownerReferences: [
-        {
-          apiVersion: API_VERSION,
-          kind: 'Task',
-          name,
-          uid: task.metadata.uid ?? '',
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
+      ownerReferences: [controllerReference({ ...task, apiVersion: API_VERSION, kind: 'Task' })],
     },
     data: { [RESULT_KEY]: text },
   };
