@@ -32,6 +32,8 @@ export interface TierLoad {
   update(endpointId: string, share: PeerShare): void;
   /** The other replicas' shares, summed; undefined when none is known. */
   peersOf(endpointId: string): PeerShare | undefined;
+  /** How long a pick takes to reach the other replicas (ms), as measured; absent: a fixed guess. */
+  unheardMs?(): number;
 }
 
 export interface LoadGuard {

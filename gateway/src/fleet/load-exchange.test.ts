@@ -50,6 +50,20 @@ describe('LoadExchange', () => {
     });
   });
 
+  it('measures how long a pick takes to reach it: the fallback until enough lags were seen', async () => {
+    // A fallback no real lag reaches and a ceiling below it: the answer moves only by measuring.
+    const lagWindow = { minSamples: 3, fallbackMs: 10_000, ceilingMs: 5_000 };
+    const [a, addrA] = await replica('gw-a');
+    const [b] = await replica('gw-b', { lagWindow });
+    b.connect([addrA]);
+    expect(b.unheardMs()).toBe(10_000);
+    let n = 0;
+    await until(() => {
+      a.update('w0', share(++n, 0, 0));
+      expect(b.unheardMs()).toBeLessThanOrEqual(5_000);
+    });
+  });
+
   it('follows a share down to zero', async () => {
     const [a, addrA] = await replica('gw-a');
     const [b] = await replica('gw-b');

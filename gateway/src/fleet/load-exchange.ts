@@ -19,13 +19,16 @@
 //
 // Staleness: a message that carries a change says when (sender's wall clock)
 // its oldest coalesced change happened; the receiver records now - changedAt
-// (onLag), i.e. how old its view of that peer was when it caught up.
+// (onLag), i.e. how old its view of that peer was when it caught up, and keeps
+// the recent ones (lag-window.ts): a high quantile of them is how long a pick
+// takes to reach the peers (unheardMs), which a policy waits out in a burst.
 
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { Publisher, Subscriber } from 'zeromq';
 import { monotonicClock, type Clock } from '#kube/clock.ts';
 import type { PeerShare } from '../policies/index.ts';
+import { LagWindow, type LagWindowOptions } from './lag-window.ts';
 
 const TOPIC = 'share';
 const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -76,6 +79,8 @@ export interface LoadExchangeOptions {
   readonly staleAfterMs?: number;
   /** Each caught-up change: how old the view of that peer was, in ms. */
   readonly onLag?: (ms: number) => void;
+  /** How the recent lags make unheardMs (quantile, bounds, fallback). */
+  readonly lagWindow?: LagWindowOptions;
 }
 
 export class LoadExchange {
@@ -85,6 +90,7 @@ export class LoadExchange {
   readonly #heartbeatMs: number;
   readonly #staleAfterMs: number;
   readonly #onLag: ((ms: number) => void) | undefined;
+  readonly #lags: LagWindow;
   readonly #pub = new Publisher({ linger: 0, sendHighWaterMark: 64 });
   readonly #sub = new Subscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
   readonly #connected = new Set<string>();
@@ -105,6 +111,7 @@ export class LoadExchange {
     this.#heartbeatMs = opts.heartbeatMs ?? 1000;
     this.#staleAfterMs = opts.staleAfterMs ?? 3 * this.#heartbeatMs;
     this.#onLag = opts.onLag;
+    this.#lags = new LagWindow(opts.lagWindow);
     this.#sub.subscribe(TOPIC);
   }
 
@@ -171,6 +178,14 @@ export class LoadExchange {
     return out;
   }
 
+  /**
+   * How long a pick takes to reach the peers (ms): a high quantile of the lags measured lately,
+   * bounded; a fixed fallback until enough were measured.
+   */
+  unheardMs(): number {
+    return this.#lags.unheardMs(this.#clock.now());
+  }
+
   /** Peers heard from within staleAfterMs, by name. */
   livePeers(): string[] {
     const now = this.#clock.now();
@@ -219,7 +234,11 @@ export class LoadExchange {
           if (inFlight > 0 || prefillTokens > 0 || decodeTokens > 0)
             shares.set(id, { inFlight, prefillTokens, decodeTokens });
         this.#peers.set(msg.from, { life: msg.life, shares, seq: msg.seq, at: this.#clock.now() });
-        if (msg.changedAt !== undefined) this.#onLag?.(Math.max(0, this.#wall() - msg.changedAt));
+        if (msg.changedAt !== undefined) {
+          const lag = Math.max(0, this.#wall() - msg.changedAt);
+          this.#lags.add(lag, this.#clock.now());
+          this.#onLag?.(lag);
+        }
       }
     } catch {
       // closed

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CacheAwarePolicy, type CacheAwareConfig } from './cache-aware.ts';
+import { createRng } from '../../../test/support/gateway/rng.ts';
 import {
   buildEndpoint as ep,
   buildInput as input,
@@ -292,16 +293,29 @@ describe('CacheAwarePolicy', () => {
 
     describe('replicas deciding one burst at one instant', () => {
       const tierOf = (rank: number) => ({ rank, size: 3, unheardMs: 20 });
-      /** A replica whose picks so far came `gapMs` apart. */
-      const replica = (rank: number, gapMs: number): CacheAwarePolicy => {
+      /** A replica whose picks so far came at these instants (ms). */
+      const replicaAt = (rank: number, times: readonly number[]): CacheAwarePolicy => {
         const p = fresh();
-        for (let k = 0; k < 6; k++)
+        times.forEach((now, k) =>
           route(
             p,
             [ep('a'), ep('b')],
-            input(`warm${k}`, range(10_000 * (k + 1), 40), { now: k * gapMs, tier: tierOf(rank) }),
-          );
+            input(`warm${k}`, range(100_000 * (k + 1), 40), { now, tier: tierOf(rank) }),
+          ),
+        );
         return p;
+      };
+      /** Picks `gapMs` apart. */
+      const replica = (rank: number, gapMs: number): CacheAwarePolicy =>
+        replicaAt(
+          rank,
+          Array.from({ length: 16 }, (_x, k) => k * gapMs),
+        );
+      /** A steady (Poisson) stream of `perSecond` picks, seeded. */
+      const steady = (perSecond: number, n = 64): number[] => {
+        const rng = createRng(7);
+        let t = 0;
+        return Array.from({ length: n }, () => (t += (-Math.log(1 - rng()) * 1000) / perSecond));
       };
       const at = (rank: number, tokens: number[]) => input('r', tokens, { now: 10_000, tier: tierOf(rank) });
       const held = { deviceTokens: 40, hostTokens: 0, storageTokens: 0 };
@@ -314,6 +328,27 @@ describe('CacheAwarePolicy', () => {
 
       it('send a hit at once: its holder wins whatever the load', () => {
         expect(replica(2, 0).holdMs([ep('a', { cached: held }), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+      });
+
+      it('hold nothing on a steady stream, however fast: a hold cannot make its picks heard sooner', () => {
+        // 50 picks a second: 63% of the gaps are under the 20-ms window, as a steady stream's are.
+        for (const perSecond of [20, 50, 200])
+          expect(replicaAt(2, steady(perSecond)).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(
+            0,
+          );
+      });
+
+      it('hold on bursts within a steady stream: arrivals together, more than its rate explains', () => {
+        // Two a second steadily, and every second four at one instant.
+        const times = [
+          ...steady(2),
+          ...Array.from({ length: 12 }, (_x, k) => Array<number>(4).fill(k * 1000)).flat(),
+        ];
+        const p = replicaAt(
+          2,
+          times.filter((t) => t < 10_000).sort((a, b) => a - b),
+        );
+        expect(p.holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
       });
 
       it('hold nothing when picks do not come in bursts, or alone in the tier', () => {
@@ -363,6 +398,36 @@ describe('CacheAwarePolicy', () => {
       // b: 200 prompt tokens to prefill. A long answer (scale 1) pays 400 on a, a short one 0.25 x 400.
       expect(p.select([ep('a'), ep('b')], input('r1', range(9000, 40), { maxTokens: 1000 }))).toBe(1);
       expect(p.select([ep('a'), ep('b')], input('r2', range(9000, 40), { maxTokens: 100 }))).toBe(0);
+    });
+
+    it('counts only the output still to come as a request streams, and ends at zero', () => {
+      const p = fresh({ decodeWeight: 1 });
+      const r = input('r', range(3000, 40), { maxTokens: 500 });
+      p.observe({ kind: 'routed', endpoint: 'a', input: r });
+      p.observe({ kind: 'first-token', endpoint: 'a', input: r });
+      p.observe({ kind: 'decoding', endpoint: 'a', input: r, tokens: 160 });
+      expect(p.decodeTokens('a')).toBe(340);
+      p.observe({ kind: 'decoding', endpoint: 'a', input: r, tokens: 96 }); // late, out of order: no change
+      p.observe({ kind: 'decoding', endpoint: 'b', input: r, tokens: 400 }); // not where it went
+      expect(p.decodeTokens('a')).toBe(340);
+      p.observe({ kind: 'decoding', endpoint: 'a', input: r, tokens: 800 }); // longer than predicted
+      expect(p.decodeTokens('a')).toBe(0);
+      p.observe({ kind: 'routed', endpoint: 'a', input: input('s', range(5000, 40), { maxTokens: 100 }) });
+      p.observe({ kind: 'completed', endpoint: 'a', input: r });
+      expect(p.decodeTokens('a')).toBe(100);
+      // A replica with less still to decode on a takes the next long answer there.
+      const busy = fresh({ decodeWeight: 1 });
+      const long = input('long', range(3000, 40), { maxTokens: 1000 });
+      busy.observe({ kind: 'routed', endpoint: 'a', input: long });
+      busy.observe({ kind: 'first-token', endpoint: 'a', input: long });
+      busy.observe({
+        kind: 'routed',
+        endpoint: 'b',
+        input: input('pre', range(4000, 200), { maxTokens: 1 }),
+      });
+      expect(busy.select([ep('a'), ep('b')], input('q', range(9000, 40), { maxTokens: 1000 }))).toBe(1);
+      busy.observe({ kind: 'decoding', endpoint: 'a', input: long, tokens: 900 });
+      expect(busy.select([ep('a'), ep('b')], input('q', range(9000, 40), { maxTokens: 1000 }))).toBe(0);
     });
 
     it('predicts the output as min(max_tokens, the usual output) and ends it with the request', () => {

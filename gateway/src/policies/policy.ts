@@ -108,6 +108,16 @@ export type RouteOutcome =
    * or the whole body when not streaming): its prefill is over.
    */
   | { readonly kind: 'first-token'; readonly endpoint: string; readonly input: RouteInput }
+  /**
+   * The endpoint has streamed at least `tokens` output tokens of the request so far (its SSE
+   * events counted: a lower bound, as an event carries one token or more); sent every few.
+   */
+  | {
+      readonly kind: 'decoding';
+      readonly endpoint: string;
+      readonly input: RouteInput;
+      readonly tokens: number;
+    }
   | { readonly kind: 'failed'; readonly endpoint: string; readonly input: RouteInput };
 
 export interface Policy {
