@@ -153,7 +153,10 @@ export class Gateway {
       admission: this.admission,
       tier,
       ...(tierLoad
-        ? { tierStanding: () => tier.standing(tierLoad.unheardMs?.() ?? EXCHANGE_UNHEARD_MS) }
+        ? {
+            tierStanding: () =>
+              tier.standing(tierLoad.unheardMs?.() ?? EXCHANGE_UNHEARD_MS, tierLoad.bursty?.() ?? false),
+          }
         : {}),
       reuser: this.#reuser,
     });

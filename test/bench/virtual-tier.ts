@@ -30,6 +30,7 @@ import {
 } from '../../gateway/src/policies/index.ts';
 import type { RoutingSettings } from '#api';
 import { LagWindow } from '../../gateway/src/fleet/lag-window.ts';
+import { TierBursts } from '../../gateway/src/fleet/tier-bursts.ts';
 import type { z } from 'zod';
 import { VirtualClock } from '../sim/clock.ts';
 import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
@@ -96,6 +97,8 @@ interface Replica {
   readonly undelivered: number[][];
   /** The lags of the peers' changes as they reached this replica: its unheardMs, as the gateway's. */
   readonly lags: LagWindow;
+  /** The tier's arrivals as this replica knows them: its own at once, the peers' exchangeMs later. */
+  readonly bursts: TierBursts;
 }
 
 /** The gateway reports a stream's progress every this many events (upstream/relay.ts). */
@@ -122,6 +125,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
     delivered: engines.map(() => ZERO),
     undelivered: engines.map(() => []),
     lags: new LagWindow(),
+    bursts: new TierBursts(),
   }));
 
   const shareOf = (r: Replica, w: number): PeerShare => {
@@ -139,6 +143,15 @@ export function runTier(o: TierRunOptions): TierRunResult {
       r.delivered[w] = snap;
       (r.undelivered[w] as number[]).shift();
       for (const p of replicas) if (p !== r) p.lags.add(clock.now() - at, clock.now());
+    });
+  };
+
+  /** As the gateway's book: a routed request's arrival, to this replica now and its peers with the share. */
+  const notePick = (r: Replica, arrivedAt: number): void => {
+    r.bursts.note(arrivedAt);
+    if (o.exchangeMs === undefined || o.replicas === 1) return;
+    clock.setTimer(o.exchangeMs, () => {
+      for (const p of replicas) if (p !== r) p.bursts.note(arrivedAt);
     });
   };
 
@@ -232,7 +245,14 @@ export function runTier(o: TierRunOptions): TierRunResult {
         now: clock.now(),
         maxTokens,
         ...(o.exchangeMs !== undefined && o.replicas > 1
-          ? { tier: { rank: self, size: o.replicas, unheardMs: r.lags.unheardMs(clock.now()) } }
+          ? {
+              tier: {
+                rank: self,
+                size: o.replicas,
+                unheardMs: r.lags.unheardMs(clock.now()),
+                bursty: r.bursts.bursty(r.lags.unheardMs(clock.now())),
+              },
+            }
           : {}),
       };
       // As the gateway: a policy may hold a free choice until the peers' simultaneous picks arrive.
@@ -251,6 +271,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
         const id = ids[w] ?? '';
         r.policy.observe?.({ kind: 'routed', endpoint: id, input });
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
+        notePick(r, input.now);
         changed(r, w);
         const gaps: number[] = [];
         itl.set(i, gaps);

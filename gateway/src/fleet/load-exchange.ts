@@ -29,11 +29,14 @@ import { Publisher, Subscriber } from 'zeromq';
 import { monotonicClock, type Clock } from '#kube/clock.ts';
 import type { PeerShare } from '../policies/index.ts';
 import { LagWindow, type LagWindowOptions } from './lag-window.ts';
+import { TierBursts } from './tier-bursts.ts';
 
 const TOPIC = 'share';
 const MAX_MESSAGE_BYTES = 1024 * 1024;
 const MAX_ENDPOINTS = 4096;
 const MAX_PEERS = 256;
+/** Pick times one message carries at most (more in one event-loop turn: the latest). */
+const MAX_PICKS = 256;
 
 const Count = z.number().finite().min(0);
 const ShareMessage = z.object({
@@ -43,6 +46,8 @@ const ShareMessage = z.object({
   seq: z.number().int().min(0),
   /** Sender's wall clock (ms) at its oldest change in this message; absent in a heartbeat. */
   changedAt: z.number().finite().optional(),
+  /** Sender's wall clock (ms) at the arrival of each request it routed since its last message. */
+  picks: z.array(z.number().finite()).max(MAX_PICKS).optional(),
   /** Endpoint id → [in flight, prefill tokens, decode tokens]. */
   endpoints: z
     .record(z.string().max(512), z.tuple([Count, Count, Count]))
@@ -91,6 +96,8 @@ export class LoadExchange {
   readonly #staleAfterMs: number;
   readonly #onLag: ((ms: number) => void) | undefined;
   readonly #lags: LagWindow;
+  readonly #bursts = new TierBursts();
+  #picks: number[] = [];
   readonly #pub = new Publisher({ linger: 0, sendHighWaterMark: 64 });
   readonly #sub = new Subscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
   readonly #connected = new Set<string>();
@@ -186,6 +193,22 @@ export class LoadExchange {
     return this.#lags.unheardMs(this.#clock.now());
   }
 
+  /**
+   * A request this replica routed arrived at `arrivedAt` (its clock's ms): noted for the tier's
+   * burst test here, and sent to the peers with the next share (wall clock: theirs to compare).
+   */
+  notePick(arrivedAt: number): void {
+    const at = this.#wall() - Math.max(0, this.#clock.now() - arrivedAt);
+    this.#bursts.note(at);
+    if (this.#picks.length >= MAX_PICKS) this.#picks.shift();
+    this.#picks.push(at);
+  }
+
+  /** Whether the tier's requests arrive together, within the exchange's lag (tier-bursts.ts). */
+  bursty(): boolean {
+    return this.#bursts.bursty(this.unheardMs());
+  }
+
   /** Peers heard from within staleAfterMs, by name. */
   livePeers(): string[] {
     const now = this.#clock.now();
@@ -213,9 +236,11 @@ export class LoadExchange {
       life: this.#life,
       seq: this.#seq++,
       ...(changed && this.#changedAt !== undefined ? { changedAt: this.#changedAt } : {}),
+      ...(this.#picks.length > 0 ? { picks: this.#picks } : {}),
       endpoints,
     };
     if (changed) this.#changedAt = undefined;
+    this.#picks = [];
     // PUB never blocks while the queue has room; a full queue sheds, and the next message supersedes.
     this.#pub.send([TOPIC, JSON.stringify(msg)]).catch(() => undefined);
   }
@@ -234,6 +259,7 @@ export class LoadExchange {
           if (inFlight > 0 || prefillTokens > 0 || decodeTokens > 0)
             shares.set(id, { inFlight, prefillTokens, decodeTokens });
         this.#peers.set(msg.from, { life: msg.life, shares, seq: msg.seq, at: this.#clock.now() });
+        for (const at of msg.picks ?? []) this.#bursts.note(at);
         if (msg.changedAt !== undefined) {
           const lag = Math.max(0, this.#wall() - msg.changedAt);
           this.#lags.add(lag, this.#clock.now());

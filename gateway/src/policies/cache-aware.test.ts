@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { CacheAwarePolicy, type CacheAwareConfig } from './cache-aware.ts';
-import { createRng } from '../../../test/support/gateway/rng.ts';
 import {
   buildEndpoint as ep,
   buildInput as input,
@@ -293,66 +292,22 @@ describe('CacheAwarePolicy', () => {
 
     describe('replicas deciding one burst at one instant', () => {
       const tierOf = (rank: number) => ({ rank, size: 3, unheardMs: 20 });
-      /** A replica whose picks so far came at these instants (ms). */
-      const replicaAt = (rank: number, times: readonly number[]): CacheAwarePolicy => {
-        const p = fresh();
-        times.forEach((now, k) =>
-          route(
-            p,
-            [ep('a'), ep('b')],
-            input(`warm${k}`, range(100_000 * (k + 1), 40), { now, tier: tierOf(rank) }),
-          ),
-        );
-        return p;
-      };
-      /** Picks `gapMs` apart. */
-      const replica = (rank: number, gapMs: number): CacheAwarePolicy =>
-        replicaAt(
-          rank,
-          Array.from({ length: 16 }, (_x, k) => k * gapMs),
-        );
-      /** A steady (Poisson) stream of `perSecond` picks, seeded. */
-      const steady = (perSecond: number, n = 64): number[] => {
-        const rng = createRng(7);
-        let t = 0;
-        return Array.from({ length: n }, () => (t += (-Math.log(1 - rng()) * 1000) / perSecond));
-      };
-      const at = (rank: number, tokens: number[]) => input('r', tokens, { now: 10_000, tier: tierOf(rank) });
+      const at = (rank: number, tokens: number[], bursty = true) =>
+        input('r', tokens, { now: 10_000, tier: { ...tierOf(rank), bursty } });
       const held = { deviceTokens: 40, hostTokens: 0, storageTokens: 0 };
 
-      it('hold a miss rank x the exchange delay while picks come in bursts, so lower ranks are heard first', () => {
-        expect(replica(2, 0).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
-        expect(replica(1, 0).holdMs([ep('a'), ep('b')], at(1, range(90_000, 40)))).toBe(21);
-        expect(replica(0, 0).holdMs([ep('a'), ep('b')], at(0, range(90_000, 40)))).toBe(0);
+      it('hold a miss rank x the exchange delay while the tier takes bursts, so lower ranks are heard first', () => {
+        expect(fresh().holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
+        expect(fresh().holdMs([ep('a'), ep('b')], at(1, range(90_000, 40)))).toBe(21);
+        expect(fresh().holdMs([ep('a'), ep('b')], at(0, range(90_000, 40)))).toBe(0);
       });
 
       it('send a hit at once: its holder wins whatever the load', () => {
-        expect(replica(2, 0).holdMs([ep('a', { cached: held }), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+        expect(fresh().holdMs([ep('a', { cached: held }), ep('b')], at(2, range(90_000, 40)))).toBe(0);
       });
 
-      it('hold nothing on a steady stream, however fast: a hold cannot make its picks heard sooner', () => {
-        // 50 picks a second: 63% of the gaps are under the 20-ms window, as a steady stream's are.
-        for (const perSecond of [20, 50, 200])
-          expect(replicaAt(2, steady(perSecond)).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(
-            0,
-          );
-      });
-
-      it('hold on bursts within a steady stream: arrivals together, more than its rate explains', () => {
-        // Two a second steadily, and every second four at one instant.
-        const times = [
-          ...steady(2),
-          ...Array.from({ length: 12 }, (_x, k) => Array<number>(4).fill(k * 1000)).flat(),
-        ];
-        const p = replicaAt(
-          2,
-          times.filter((t) => t < 10_000).sort((a, b) => a - b),
-        );
-        expect(p.holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
-      });
-
-      it('hold nothing when picks do not come in bursts, or alone in the tier', () => {
-        expect(replica(2, 1000).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+      it('hold nothing when the tier takes no bursts, or alone in the tier', () => {
+        expect(fresh().holdMs([ep('a'), ep('b')], at(2, range(90_000, 40), false))).toBe(0);
         expect(fresh().holdMs([ep('a'), ep('b')], input('r', range(90_000, 40)))).toBe(0);
       });
     });

@@ -54,8 +54,8 @@
 //   (EndpointView.waitingUncachedTokens, SGLang's LoadStat); load(e) counts
 //   the peers' in-flight requests too. With one replica both are absent.
 // - Bursts across replicas (RouteInput.tier): while this replica's picks
-//   come in bursts (pick-bursts.ts: together more than a steady stream of
-//   their rate explains), a request no runtime holds waits rank x the
+//   come in bursts (RouteInput.tier.bursty, fleet/tier-bursts.ts: the tier's
+//   requests arrive together more than a steady stream of their rate explains), a request no runtime holds waits rank x the
 //   exchange's measured lag before select (holdMs), so replicas that take parts of one burst
 //   choose in turn, each after hearing the lower ranks' picks, instead of
 //   all sending their misses to the one least-loaded runtime.
@@ -76,7 +76,6 @@
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
 import { computeBlockKeys, PrefixTree, type BlockKey, type PrefixKey } from '../radix/index.ts';
-import { PickBursts } from './pick-bursts.ts';
 import {
   indexOfMin,
   loadOf,
@@ -139,8 +138,6 @@ export class CacheAwarePolicy implements Policy {
   readonly #decode = new Map<string, number>();
   /** The usual output length (EWMA of completion tokens); undefined until the runtime reported one. */
   #meanOutput: number | undefined;
-  /** When this replica's picks came, while sharing load: whether they come in bursts. */
-  readonly #bursts = new PickBursts();
 
   constructor(cfg: CacheAwareConfig) {
     this.#cfg = cfg;
@@ -196,7 +193,7 @@ export class CacheAwarePolicy implements Policy {
   holdMs(endpoints: readonly EndpointView[], req: RouteInput): number {
     const tier = req.tier;
     if (!tier || tier.size <= 1 || tier.rank <= 0 || this.#cfg.costWeight <= 0) return 0;
-    if (!this.#bursts.bursty(tier.unheardMs)) return 0;
+    if (!tier.bursty) return 0;
     const key = this.#keyOf(req);
     if (key.blocks.length === 0) return 0;
     const best = Math.max(0, ...this.#matchBlocks(endpoints, key));
@@ -247,7 +244,6 @@ export class CacheAwarePolicy implements Policy {
     const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
     const decode = this.expectedOutput(input);
     this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, decoded: 0, started: false });
-    if (input.tier) this.#bursts.note(input.now);
     this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
     this.#addDecode(endpoint, decode);
     this.#tree.insert(key, endpoint, input.now);

@@ -82,6 +82,8 @@ export interface TierStanding {
   readonly rank: number;
   readonly size: number;
   readonly unheardMs: number;
+  /** The tier's requests arrive together, more than a steady stream explains (fleet/tier-bursts.ts). */
+  readonly bursty: boolean;
 }
 
 export interface CacheReport {
