@@ -26,8 +26,8 @@ describe('TierBursts', () => {
     const bursts = (size: number, gapMs: number) =>
       Array.from({ length: 16 }, (_x, k) => Array<number>(size).fill(k * gapMs)).flat();
     expect(noted(bursts(9, 3000)).bursty(20)).toBe(true);
-    // Two a second steadily, and every second four at one instant.
-    expect(noted([...steady(2, 32), ...bursts(4, 1000)].sort((a, b) => a - b)).bursty(20)).toBe(true);
+    // Two a second steadily, and every second eight at one instant.
+    expect(noted([...steady(2, 32), ...bursts(8, 1000)].sort((a, b) => a - b)).bursty(20)).toBe(true);
   });
 
   it("sees a burst spread one request a replica once the peers' arrivals are noted, late ones in place", () => {

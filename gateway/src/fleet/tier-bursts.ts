@@ -21,7 +21,7 @@ const PICKS = 129;
 /** Fewer gaps than this: no verdict (not bursty); a few let the first bursts be seen. */
 const MIN_GAPS = 3;
 /** Share of the long gaps a steady stream would leave that came within the window instead. */
-const BURST_EXCESS = 0.25;
+const BURST_EXCESS = 0.5;
 /** A steady stream that puts this share of gaps within the window: too fast for a hold to help. */
 const STEADY_CEILING = 0.5;
 /** Longer gaps count as this (an idle hour is not a rate). */
