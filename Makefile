@@ -195,7 +195,7 @@ test-e2e-kind: deps ## With Docker: kind cluster, fake GPU nodes, images, chart 
 	$(NPM_BIN)/vitest run --project e2e test/e2e/chart.test.ts
 
 .PHONY: bench-failover
-bench-failover: deps ## Failover: 3 gateway replicas replay a slice twice, one SIGKILLed halfway and restarted in the second; hit rate vs the run without the kill; last line JSON: make bench-failover [N=2000] [ARGS='--admit serving']
+bench-failover: deps ## Failover: 3 gateway replicas replay a slice, once as is and once with one SIGKILLed halfway and restarted, each twice interleaved (--rounds, the spread); hit rate vs the run without the kill; last line JSON: make bench-failover [N=2000] [ARGS='--admit serving']
 	$(NODE) test/bench/bench-failover.ts --n $(or $(N),2000) $(ARGS)
 
 .PHONY: bench

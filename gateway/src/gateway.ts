@@ -136,6 +136,7 @@ export class Gateway {
     this.#reuser = new ResultReuser(opts.store ?? new MemoryResultStore({ maxEntries: 10_000 }, this.#clock));
     this.#maintenanceMs = opts.maintenanceIntervalMs ?? 60_000;
     const tier = new TierPosition(opts.peers ?? buildSoloPeers());
+    const tierLoad = opts.tierLoad;
     this.#limiter = opts.limiter ?? new MemoryRateLimiter(this.#clock, (total) => tier.shareOf(total));
     this.picker = new Picker({
       table: this.#table,
@@ -151,7 +152,12 @@ export class Gateway {
       wakeHolds: this.wakeHolds,
       admission: this.admission,
       tier,
-      ...(opts.tierLoad ? { tierStanding: () => tier.standing(EXCHANGE_UNHEARD_MS) } : {}),
+      ...(tierLoad
+        ? {
+            tierStanding: () =>
+              tier.standing(tierLoad.unheardMs?.() ?? EXCHANGE_UNHEARD_MS, tierLoad.bursty?.() ?? false),
+          }
+        : {}),
       reuser: this.#reuser,
     });
   }

@@ -21,8 +21,12 @@ export const TargetRef = withRules(
 export const RoutingPolicyName = z.enum(['cache-aware', 'prefix-hash', 'least-load', 'round-robin']);
 export type RoutingPolicyName = z.infer<typeof RoutingPolicyName>;
 
-/** Set from the virtual-time bench (test/bench/bench-virtual.ts --sweep-decode); see adr/ on shared load. */
-const DECODE_WEIGHT_DEFAULT = 4;
+/**
+ * Set from the virtual-time bench (test/bench/bench-virtual.ts --sweep-decode); see adr/ on shared load.
+ * 8 since the decode load counts only tokens still to stream (about half the predicted output of a
+ * running request): twice the weight keeps the pull it had (ADR 0036).
+ */
+const DECODE_WEIGHT_DEFAULT = 8;
 
 export const CacheAwareSettings = z
   .object({

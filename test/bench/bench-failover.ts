@@ -5,7 +5,7 @@
 //
 //   node test/bench/bench-failover.ts [--trace FILE] [--n 2000] [--scale 8] [--load 0.8]
 //        [--workers 4] [--max-total-tokens auto] [--page-size 16] [--replicas 3]
-//        [--window-s 30] [--admit ready|serving] [--log-dir DIR]
+//        [--window-s 30] [--admit ready|serving] [--log-dir DIR] [--rounds 2]
 //
 // - The fleet, the slice, the arrival stretch and the time scale are those of
 //   `make bench` (bench-routing.ts): the same simulators with KV events, the
@@ -24,6 +24,9 @@
 //   the restarted replica rejoined, the same windows in the run without the
 //   kill, and of the requests the restarted replica itself routed. Windows
 //   are wall time: at --scale 8, 30 s is 4 minutes of the trace.
+// - Each scenario runs --rounds times (2), interleaved: the detail is the
+//   first round's, and every round's hit rates give the spread (half the
+//   range), so a gap inside it is not read as a result.
 // - The run without the kill goes first; both start from a flushed fleet
 //   with every replica's index exact (bench-routing.ts flushForRouter).
 // - BENCH_KV_BUFFER_STEPS=200 (bench-fleet.ts) keeps fewer batches for replay,
@@ -52,7 +55,13 @@ import {
 } from './bench-fleet.ts';
 import { fetchOk, installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
 import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
-import { computeWindowHit, judgeFailover, type WindowHit } from './failover-windows.ts';
+import {
+  computeRoundSpread,
+  computeWindowHit,
+  judgeFailover,
+  type FailoverRound,
+  type WindowHit,
+} from './failover-windows.ts';
 import { postStream } from './replay-client.ts';
 import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { BLOCK_TOKENS, buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
@@ -75,6 +84,8 @@ const { values } = parseArgs({
     'window-s': { type: 'string', default: '30' },
     admit: { type: 'string', default: 'ready' },
     'log-dir': { type: 'string' },
+    /** Each scenario runs this many times, interleaved (no kill, kill, no kill, ...): the spread. */
+    rounds: { type: 'string', default: '2' },
   },
 });
 
@@ -90,6 +101,8 @@ const REPLICAS = Number(values.replicas);
 const WINDOW_MS = Number(values['window-s']) * 1000;
 const PAGE_SIZE = Number(values['page-size']);
 const ADMIT = values.admit;
+const ROUNDS = Number(values.rounds);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) usage('--rounds must be a whole number, 1 or more');
 if (!(N > 0) || !(SCALE > 0) || !(WORKERS >= 1) || !(WINDOW_MS > 0))
   usage('--n, --scale, --workers and --window-s must be positive');
 if (!Number.isInteger(REPLICAS) || REPLICAS < 2) usage('--replicas must be 2 or more (one is killed)');
@@ -294,6 +307,15 @@ async function main(): Promise<void> {
     log(`baseline: ${JSON.stringify(summarize(baseline))}`);
     const killed = await run(sims, records, texts, stretch, true);
     log(`failover: ${JSON.stringify(summarize(killed))}`);
+    // The detail below is the first round's; later rounds give the spread of the hit rates.
+    const rounds: FailoverRound[] = [{ baseline: baseline.hit, failover: killed.hit }];
+    for (let k = 1; k < ROUNDS; k++) {
+      const b = await run(sims, records, texts, stretch, false);
+      const f = await run(sims, records, texts, stretch, true);
+      rounds.push({ baseline: b.hit, failover: f.hit });
+      log(`round ${k + 1}: no kill ${b.hit.toFixed(4)}, kill ${f.hit.toFixed(4)}`);
+    }
+    const spread = computeRoundSpread(rounds);
     const f = killed.failover;
     if (!f?.admittedAtMs) throw new Error('the failover run did not restart its replica');
     const windows = (out: RunOut): { before: WindowHit; after: WindowHit } => ({
@@ -333,6 +355,8 @@ async function main(): Promise<void> {
         baseline_after_restart: wb.after,
       },
       hit_rate_gap: Number((killed.hit - baseline.hit).toFixed(4)),
+      rounds: rounds.map((r) => ({ ...r, gap: Number((r.failover - r.baseline).toFixed(4)) })),
+      spread,
       goals,
       setup: {
         trace: path.relative(REPO, path.resolve(values.trace ?? '')),
@@ -354,6 +378,7 @@ async function main(): Promise<void> {
       [
         `failover benchmark: ${records.length} requests, ${REPLICAS} replicas over ${WORKERS} simulators, admit=${ADMIT}`,
         `hit over the replay: no kill ${baseline.hit.toFixed(4)}, kill ${killed.hit.toFixed(4)} (gap ${report.hit_rate_gap})`,
+        `over ${rounds.length} rounds: no kill ±${spread.baseline}, kill ±${spread.failover}, gap ±${spread.gap} (half the range); gaps ${rounds.map((r) => (r.failover - r.baseline).toFixed(4)).join(', ')}`,
         `${WINDOW_MS / 1000} s before the kill: kill run ${w(wk.before)}, no-kill run ${w(wb.before)}`,
         `${WINDOW_MS / 1000} s after the restart: kill run ${w(wk.after)}, no-kill run ${w(wb.after)}; restarted replica's own ${w(restartedOwn)}`,
         `restarted replica admitted ${report.failover.restarted_admitted_after_s} s after the kill, index ${f.indexAtAdmit} (at the end: ${f.indexAtEnd}); ${cut} requests failed`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeWindowHit, judgeFailover } from './failover-windows.ts';
+import { computeRoundSpread, computeWindowHit, judgeFailover } from './failover-windows.ts';
 import type { RequestRecord } from './replay-stats.ts';
 
 const rec = (sentAtMs: number, prompt: number, cached: number, ok = true, worker = 'w0'): RequestRecord => ({
@@ -40,5 +40,19 @@ describe('failover windows', () => {
     expect(
       judgeFailover({ failover: 0.3, baseline: 0.3 }, { failover: w(null), baseline: w(0.3) })[1]?.met,
     ).toBe(null);
+  });
+
+  it('gives the spread of each hit rate and of the gap over the rounds as half their range', () => {
+    expect(
+      computeRoundSpread([
+        { baseline: 0.3, failover: 0.29 },
+        { baseline: 0.31, failover: 0.296 },
+      ]),
+    ).toEqual({ baseline: 0.005, failover: 0.003, gap: 0.002 });
+    expect(computeRoundSpread([{ baseline: 0.3, failover: 0.29 }])).toEqual({
+      baseline: 0,
+      failover: 0,
+      gap: 0,
+    });
   });
 });

@@ -66,3 +66,27 @@ export function judgeFailover(
     },
   ];
 }
+
+/** One round of the failover bench: both runs' hit rates over the replay. */
+export interface FailoverRound {
+  readonly baseline: number;
+  readonly failover: number;
+}
+
+/**
+ * Each measure's spread over the rounds: half the range, so "0.238 ±0.004" reads as rounds at
+ * 0.234 and 0.242; a gap inside it is not a result.
+ */
+export function computeRoundSpread(rounds: readonly FailoverRound[]): {
+  readonly baseline: number;
+  readonly failover: number;
+  readonly gap: number;
+} {
+  const half = (xs: number[]): number =>
+    xs.length === 0 ? 0 : Number(((Math.max(...xs) - Math.min(...xs)) / 2).toFixed(4));
+  return {
+    baseline: half(rounds.map((r) => r.baseline)),
+    failover: half(rounds.map((r) => r.failover)),
+    gap: half(rounds.map((r) => r.failover - r.baseline)),
+  };
+}

@@ -15,7 +15,8 @@
 //   in order. Staleness is sampled at every decision: for each peer and
 //   endpoint, how long the oldest change not yet delivered has waited (0 when
 //   the view is current); the sample is the worst over peers and endpoints.
-// - with the exchange on, its rank in the tier (RouteInput.tier): a policy
+// - with the exchange on, its rank in the tier (RouteInput.tier) and the
+//   exchange's lag as it measured it (fleet/lag-window.ts): a policy
 //   may hold a choice (Policy.holdMs, as the gateway's picker sleeps it), and
 //   the hold counts in the request's TTFT and e2e.
 // Request i goes to replica i mod R (a Service spreading connections).
@@ -28,6 +29,8 @@ import {
   type RouteInput,
 } from '../../gateway/src/policies/index.ts';
 import type { RoutingSettings } from '#api';
+import { LagWindow } from '../../gateway/src/fleet/lag-window.ts';
+import { TierBursts } from '../../gateway/src/fleet/tier-bursts.ts';
 import type { z } from 'zod';
 import { VirtualClock } from '../sim/clock.ts';
 import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
@@ -92,7 +95,14 @@ interface Replica {
   readonly delivered: PeerShare[];
   /** Change times not yet delivered, per endpoint, oldest first. */
   readonly undelivered: number[][];
+  /** The lags of the peers' changes as they reached this replica: its unheardMs, as the gateway's. */
+  readonly lags: LagWindow;
+  /** The tier's arrivals as this replica knows them: its own at once, the peers' exchangeMs later. */
+  readonly bursts: TierBursts;
 }
+
+/** The gateway reports a stream's progress every this many events (upstream/relay.ts). */
+const PROGRESS_EVENTS = 16;
 
 const ZERO: PeerShare = { inFlight: 0, prefillTokens: 0, decodeTokens: 0 };
 
@@ -114,6 +124,8 @@ export function runTier(o: TierRunOptions): TierRunResult {
     inFlight: engines.map(() => 0),
     delivered: engines.map(() => ZERO),
     undelivered: engines.map(() => []),
+    lags: new LagWindow(),
+    bursts: new TierBursts(),
   }));
 
   const shareOf = (r: Replica, w: number): PeerShare => {
@@ -130,6 +142,16 @@ export function runTier(o: TierRunOptions): TierRunResult {
     clock.setTimer(delay, () => {
       r.delivered[w] = snap;
       (r.undelivered[w] as number[]).shift();
+      for (const p of replicas) if (p !== r) p.lags.add(clock.now() - at, clock.now());
+    });
+  };
+
+  /** As the gateway's book: a routed request's arrival, to this replica now and its peers with the share. */
+  const notePick = (r: Replica, arrivedAt: number): void => {
+    r.bursts.note(arrivedAt);
+    if (o.exchangeMs === undefined || o.replicas === 1) return;
+    clock.setTimer(o.exchangeMs, () => {
+      for (const p of replicas) if (p !== r) p.bursts.note(arrivedAt);
     });
   };
 
@@ -223,7 +245,14 @@ export function runTier(o: TierRunOptions): TierRunResult {
         now: clock.now(),
         maxTokens,
         ...(o.exchangeMs !== undefined && o.replicas > 1
-          ? { tier: { rank: self, size: o.replicas, unheardMs: o.exchangeMs } }
+          ? {
+              tier: {
+                rank: self,
+                size: o.replicas,
+                unheardMs: r.lags.unheardMs(clock.now()),
+                bursty: r.bursts.bursty(r.lags.unheardMs(clock.now())),
+              },
+            }
           : {}),
       };
       // As the gateway: a policy may hold a free choice until the peers' simultaneous picks arrive.
@@ -242,6 +271,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
         const id = ids[w] ?? '';
         r.policy.observe?.({ kind: 'routed', endpoint: id, input });
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
+        notePick(r, input.now);
         changed(r, w);
         const gaps: number[] = [];
         itl.set(i, gaps);
@@ -257,6 +287,11 @@ export function runTier(o: TierRunOptions): TierRunResult {
             onTokens: (generated: number, now: number) => {
               if (generated > 1) gaps.push(now - last);
               last = now;
+              // As the gateway's stream relay: progress every 16 events, so the decode load falls.
+              if (generated > 1 && generated % PROGRESS_EVENTS === 0) {
+                r.policy.observe?.({ kind: 'decoding', endpoint: id, input, tokens: generated });
+                changed(r, w);
+              }
               if (generated !== 1) return;
               r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
               changed(r, w);

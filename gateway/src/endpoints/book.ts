@@ -32,6 +32,12 @@ export interface TierLoad {
   update(endpointId: string, share: PeerShare): void;
   /** The other replicas' shares, summed; undefined when none is known. */
   peersOf(endpointId: string): PeerShare | undefined;
+  /** How long a pick takes to reach the other replicas (ms), as measured; absent: a fixed guess. */
+  unheardMs?(): number;
+  /** A request this replica routed, arrived at `arrivedAt` (gateway clock ms): the peers hear when. */
+  notePick?(arrivedAt: number): void;
+  /** Whether the tier's requests (this replica's and the peers') arrive in bursts. */
+  bursty?(): boolean;
 }
 
 export interface LoadGuard {
@@ -87,6 +93,8 @@ export class EndpointBook {
     switch (outcome.kind) {
       case 'routed':
         this.#prefill.sent(input.id, endpoint, input.tokens.length, this.#clock.now());
+        // When it arrived, not when it was picked: a hold must not read as the tier's arrivals spreading.
+        this.#tier?.notePick?.(input.now);
         break;
       case 'first-token':
         this.#prefill.firstByte(input.id, this.#clock.now());

@@ -50,6 +50,38 @@ describe('LoadExchange', () => {
     });
   });
 
+  it('measures how long a pick takes to reach it: the fallback until enough lags were seen', async () => {
+    // A fallback no real lag reaches and a ceiling below it: the answer moves only by measuring.
+    const lagWindow = { minSamples: 3, fallbackMs: 10_000, ceilingMs: 5_000 };
+    const [a, addrA] = await replica('gw-a');
+    const [b] = await replica('gw-b', { lagWindow });
+    b.connect([addrA]);
+    expect(b.unheardMs()).toBe(10_000);
+    let n = 0;
+    await until(() => {
+      a.update('w0', share(++n, 0, 0));
+      expect(b.unheardMs()).toBeLessThanOrEqual(5_000);
+    });
+  });
+
+  it("hears when the peers' requests arrived: a burst split between replicas shows in each", async () => {
+    const [a, addrA] = await replica('gw-a');
+    const [b] = await replica('gw-b');
+    const [c] = await replica('gw-c');
+    b.connect([addrA]);
+    expect(b.bursty()).toBe(false);
+    // a took four requests at each of four instants 3 s apart (its clock: performance.now()).
+    // A subscriber misses what came before it joined: a notes them again until b heard them.
+    const now = performance.now();
+    let n = 0;
+    await until(() => {
+      for (let k = 0; k < 4; k++) for (let j = 0; j < 4; j++) a.notePick(now - (3 - k) * 3000);
+      a.update('w0', share(++n, 0, 0));
+      expect(b.bursty()).toBe(true);
+    });
+    expect(c.bursty()).toBe(false); // not connected: it heard nothing
+  });
+
   it('follows a share down to zero', async () => {
     const [a, addrA] = await replica('gw-a');
     const [b] = await replica('gw-b');

@@ -19,18 +19,24 @@
 //
 // Staleness: a message that carries a change says when (sender's wall clock)
 // its oldest coalesced change happened; the receiver records now - changedAt
-// (onLag), i.e. how old its view of that peer was when it caught up.
+// (onLag), i.e. how old its view of that peer was when it caught up, and keeps
+// the recent ones (lag-window.ts): a high quantile of them is how long a pick
+// takes to reach the peers (unheardMs), which a policy waits out in a burst.
 
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { Publisher, Subscriber } from 'zeromq';
 import { monotonicClock, type Clock } from '#kube/clock.ts';
 import type { PeerShare } from '../policies/index.ts';
+import { LagWindow, type LagWindowOptions } from './lag-window.ts';
+import { TierBursts } from './tier-bursts.ts';
 
 const TOPIC = 'share';
 const MAX_MESSAGE_BYTES = 1024 * 1024;
 const MAX_ENDPOINTS = 4096;
 const MAX_PEERS = 256;
+/** Pick times one message carries at most (more in one event-loop turn: the latest). */
+const MAX_PICKS = 256;
 
 const Count = z.number().finite().min(0);
 const ShareMessage = z.object({
@@ -40,6 +46,8 @@ const ShareMessage = z.object({
   seq: z.number().int().min(0),
   /** Sender's wall clock (ms) at its oldest change in this message; absent in a heartbeat. */
   changedAt: z.number().finite().optional(),
+  /** Sender's wall clock (ms) at the arrival of each request it routed since its last message. */
+  picks: z.array(z.number().finite()).max(MAX_PICKS).optional(),
   /** Endpoint id → [in flight, prefill tokens, decode tokens]. */
   endpoints: z
     .record(z.string().max(512), z.tuple([Count, Count, Count]))
@@ -76,6 +84,8 @@ export interface LoadExchangeOptions {
   readonly staleAfterMs?: number;
   /** Each caught-up change: how old the view of that peer was, in ms. */
   readonly onLag?: (ms: number) => void;
+  /** How the recent lags make unheardMs (quantile, bounds, fallback). */
+  readonly lagWindow?: LagWindowOptions;
 }
 
 export class LoadExchange {
@@ -85,6 +95,9 @@ export class LoadExchange {
   readonly #heartbeatMs: number;
   readonly #staleAfterMs: number;
   readonly #onLag: ((ms: number) => void) | undefined;
+  readonly #lags: LagWindow;
+  readonly #bursts = new TierBursts();
+  #picks: number[] = [];
   readonly #pub = new Publisher({ linger: 0, sendHighWaterMark: 64 });
   readonly #sub = new Subscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
   readonly #connected = new Set<string>();
@@ -105,6 +118,7 @@ export class LoadExchange {
     this.#heartbeatMs = opts.heartbeatMs ?? 1000;
     this.#staleAfterMs = opts.staleAfterMs ?? 3 * this.#heartbeatMs;
     this.#onLag = opts.onLag;
+    this.#lags = new LagWindow(opts.lagWindow);
     this.#sub.subscribe(TOPIC);
   }
 
@@ -171,6 +185,30 @@ export class LoadExchange {
     return out;
   }
 
+  /**
+   * How long a pick takes to reach the peers (ms): a high quantile of the lags measured lately,
+   * bounded; a fixed fallback until enough were measured.
+   */
+  unheardMs(): number {
+    return this.#lags.unheardMs(this.#clock.now());
+  }
+
+  /**
+   * A request this replica routed arrived at `arrivedAt` (its clock's ms): noted for the tier's
+   * burst test here, and sent to the peers with the next share (wall clock: theirs to compare).
+   */
+  notePick(arrivedAt: number): void {
+    const at = this.#wall() - Math.max(0, this.#clock.now() - arrivedAt);
+    this.#bursts.note(at);
+    if (this.#picks.length >= MAX_PICKS) this.#picks.shift();
+    this.#picks.push(at);
+  }
+
+  /** Whether the tier's requests arrive together, within the exchange's lag (tier-bursts.ts). */
+  bursty(): boolean {
+    return this.#bursts.bursty(this.unheardMs());
+  }
+
   /** Peers heard from within staleAfterMs, by name. */
   livePeers(): string[] {
     const now = this.#clock.now();
@@ -198,9 +236,11 @@ export class LoadExchange {
       life: this.#life,
       seq: this.#seq++,
       ...(changed && this.#changedAt !== undefined ? { changedAt: this.#changedAt } : {}),
+      ...(this.#picks.length > 0 ? { picks: this.#picks } : {}),
       endpoints,
     };
     if (changed) this.#changedAt = undefined;
+    this.#picks = [];
     // PUB never blocks while the queue has room; a full queue sheds, and the next message supersedes.
     this.#pub.send([TOPIC, JSON.stringify(msg)]).catch(() => undefined);
   }
@@ -219,7 +259,12 @@ export class LoadExchange {
           if (inFlight > 0 || prefillTokens > 0 || decodeTokens > 0)
             shares.set(id, { inFlight, prefillTokens, decodeTokens });
         this.#peers.set(msg.from, { life: msg.life, shares, seq: msg.seq, at: this.#clock.now() });
-        if (msg.changedAt !== undefined) this.#onLag?.(Math.max(0, this.#wall() - msg.changedAt));
+        for (const at of msg.picks ?? []) this.#bursts.note(at);
+        if (msg.changedAt !== undefined) {
+          const lag = Math.max(0, this.#wall() - msg.changedAt);
+          this.#lags.add(lag, this.#clock.now());
+          this.#onLag?.(lag);
+        }
       }
     } catch {
       // closed

@@ -12,9 +12,10 @@ import { LoadExchange } from './load-exchange.ts';
 import type { PeerSet } from './peers.ts';
 
 /**
- * How long a pick may take to reach the peers over the exchange: about the p99 of
- * test/bench/bench-exchange-lag.ts on a loaded 2-core host (p50 0.2 ms). Within it, a policy
- * treats its peers' simultaneous picks as unheard (policies/cache-aware.ts).
+ * How long a pick may take to reach the peers over the exchange when the exchange cannot say
+ * (LoadExchange.unheardMs measures it): about the p99 of test/bench/bench-exchange-lag.ts on a
+ * loaded 2-core host (p50 0.2 ms). Within it, a policy treats its peers' simultaneous picks as
+ * unheard (policies/cache-aware.ts).
  */
 export const EXCHANGE_UNHEARD_MS = 20;
 

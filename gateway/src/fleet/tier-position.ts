@@ -26,9 +26,9 @@ export class TierPosition {
    * so every replica derives the same order) and how long a pick takes to reach the peers.
    * Undefined alone in the tier.
    */
-  standing(unheardMs: number): TierStanding | undefined {
+  standing(unheardMs: number, bursty: boolean): TierStanding | undefined {
     const { rank, size } = this.get();
-    return size > 1 ? { rank, size, unheardMs } : undefined;
+    return size > 1 ? { rank, size, unheardMs, bursty } : undefined;
   }
 
   /** This replica's part of a tier-wide bound. */

@@ -52,6 +52,7 @@ export function deliverStream(
       () => done({ kind: 'first-byte' }),
       stripUsage ? new UsageEventFilter() : undefined,
       sequences,
+      (tokens) => done({ kind: 'decoding', tokens }),
     );
     const tenant = ctx.tenant;
     if (tenant && piped.completionTokens) limiter.charge(tenant, piped.completionTokens);

@@ -63,7 +63,7 @@ export async function forwardPair<T, R extends Answer>(
   }
   const release = { ok: true, latencyMs: deps.clock.now() - start };
   const result = await deliver(decode, res, (outcome) => {
-    if (outcome.kind === 'first-byte') return;
+    if (outcome.kind === 'first-byte' || outcome.kind === 'decoding') return;
     decodeGuard.release();
     up?.end(outcome.kind === 'failed' ? 'the answer broke before its end' : undefined);
   });

@@ -63,6 +63,10 @@ export async function forwardStandalone<T, R extends Answer>(
         book.observe(policy, { kind: 'first-token', endpoint: endpoint.id, input });
         return;
       }
+      if (outcome.kind === 'decoding') {
+        book.observe(policy, { kind: 'decoding', endpoint: endpoint.id, input, tokens: outcome.tokens });
+        return;
+      }
       guard.release();
       up?.end(outcome.kind === 'failed' ? ANSWER_BROKE : undefined);
       book.observe(

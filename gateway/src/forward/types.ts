@@ -39,9 +39,13 @@ export interface Forwarding {
   readonly lease: PickLease;
 }
 
-/** What a delivery reports: the first body byte (prefill is over), then once the end. */
+/**
+ * What a delivery reports: the first body byte (prefill is over), a stream's progress every few
+ * events (at least `tokens` output tokens so far), then once the end.
+ */
 export type DeliveryOutcome =
   | { readonly kind: 'first-byte' }
+  | { readonly kind: 'decoding'; readonly tokens: number }
   | { readonly kind: 'completed'; readonly report: CacheReport | undefined }
   | { readonly kind: 'failed' };
 

@@ -292,32 +292,22 @@ describe('CacheAwarePolicy', () => {
 
     describe('replicas deciding one burst at one instant', () => {
       const tierOf = (rank: number) => ({ rank, size: 3, unheardMs: 20 });
-      /** A replica whose picks so far came `gapMs` apart. */
-      const replica = (rank: number, gapMs: number): CacheAwarePolicy => {
-        const p = fresh();
-        for (let k = 0; k < 6; k++)
-          route(
-            p,
-            [ep('a'), ep('b')],
-            input(`warm${k}`, range(10_000 * (k + 1), 40), { now: k * gapMs, tier: tierOf(rank) }),
-          );
-        return p;
-      };
-      const at = (rank: number, tokens: number[]) => input('r', tokens, { now: 10_000, tier: tierOf(rank) });
+      const at = (rank: number, tokens: number[], bursty = true) =>
+        input('r', tokens, { now: 10_000, tier: { ...tierOf(rank), bursty } });
       const held = { deviceTokens: 40, hostTokens: 0, storageTokens: 0 };
 
-      it('hold a miss rank x the exchange delay while picks come in bursts, so lower ranks are heard first', () => {
-        expect(replica(2, 0).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
-        expect(replica(1, 0).holdMs([ep('a'), ep('b')], at(1, range(90_000, 40)))).toBe(21);
-        expect(replica(0, 0).holdMs([ep('a'), ep('b')], at(0, range(90_000, 40)))).toBe(0);
+      it('hold a miss rank x the exchange delay while the tier takes bursts, so lower ranks are heard first', () => {
+        expect(fresh().holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(42);
+        expect(fresh().holdMs([ep('a'), ep('b')], at(1, range(90_000, 40)))).toBe(21);
+        expect(fresh().holdMs([ep('a'), ep('b')], at(0, range(90_000, 40)))).toBe(0);
       });
 
       it('send a hit at once: its holder wins whatever the load', () => {
-        expect(replica(2, 0).holdMs([ep('a', { cached: held }), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+        expect(fresh().holdMs([ep('a', { cached: held }), ep('b')], at(2, range(90_000, 40)))).toBe(0);
       });
 
-      it('hold nothing when picks do not come in bursts, or alone in the tier', () => {
-        expect(replica(2, 1000).holdMs([ep('a'), ep('b')], at(2, range(90_000, 40)))).toBe(0);
+      it('hold nothing when the tier takes no bursts, or alone in the tier', () => {
+        expect(fresh().holdMs([ep('a'), ep('b')], at(2, range(90_000, 40), false))).toBe(0);
         expect(fresh().holdMs([ep('a'), ep('b')], input('r', range(90_000, 40)))).toBe(0);
       });
     });
@@ -363,6 +353,36 @@ describe('CacheAwarePolicy', () => {
       // b: 200 prompt tokens to prefill. A long answer (scale 1) pays 400 on a, a short one 0.25 x 400.
       expect(p.select([ep('a'), ep('b')], input('r1', range(9000, 40), { maxTokens: 1000 }))).toBe(1);
       expect(p.select([ep('a'), ep('b')], input('r2', range(9000, 40), { maxTokens: 100 }))).toBe(0);
+    });
+
+    it('counts only the output still to come as a request streams, and ends at zero', () => {
+      const p = fresh({ decodeWeight: 1 });
+      const r = input('r', range(3000, 40), { maxTokens: 500 });
+      p.observe({ kind: 'routed', endpoint: 'a', input: r });
+      p.observe({ kind: 'first-token', endpoint: 'a', input: r });
+      p.observe({ kind: 'decoding', endpoint: 'a', input: r, tokens: 160 });
+      expect(p.decodeTokens('a')).toBe(340);
+      p.observe({ kind: 'decoding', endpoint: 'a', input: r, tokens: 96 }); // late, out of order: no change
+      p.observe({ kind: 'decoding', endpoint: 'b', input: r, tokens: 400 }); // not where it went
+      expect(p.decodeTokens('a')).toBe(340);
+      p.observe({ kind: 'decoding', endpoint: 'a', input: r, tokens: 800 }); // longer than predicted
+      expect(p.decodeTokens('a')).toBe(0);
+      p.observe({ kind: 'routed', endpoint: 'a', input: input('s', range(5000, 40), { maxTokens: 100 }) });
+      p.observe({ kind: 'completed', endpoint: 'a', input: r });
+      expect(p.decodeTokens('a')).toBe(100);
+      // A replica with less still to decode on a takes the next long answer there.
+      const busy = fresh({ decodeWeight: 1 });
+      const long = input('long', range(3000, 40), { maxTokens: 1000 });
+      busy.observe({ kind: 'routed', endpoint: 'a', input: long });
+      busy.observe({ kind: 'first-token', endpoint: 'a', input: long });
+      busy.observe({
+        kind: 'routed',
+        endpoint: 'b',
+        input: input('pre', range(4000, 200), { maxTokens: 1 }),
+      });
+      expect(busy.select([ep('a'), ep('b')], input('q', range(9000, 40), { maxTokens: 1000 }))).toBe(1);
+      busy.observe({ kind: 'decoding', endpoint: 'a', input: long, tokens: 900 });
+      expect(busy.select([ep('a'), ep('b')], input('q', range(9000, 40), { maxTokens: 1000 }))).toBe(0);
     });
 
     it('predicts the output as min(max_tokens, the usual output) and ends it with the request', () => {

@@ -54,15 +54,17 @@
 //   (EndpointView.waitingUncachedTokens, SGLang's LoadStat); load(e) counts
 //   the peers' in-flight requests too. With one replica both are absent.
 // - Bursts across replicas (RouteInput.tier): while this replica's picks
-//   come in bursts, a request no runtime holds waits rank x the exchange's
-//   delay before select (holdMs), so replicas that take parts of one burst
+//   come in bursts (RouteInput.tier.bursty, fleet/tier-bursts.ts: the tier's
+//   requests arrive together more than a steady stream of their rate explains), a request no runtime holds waits rank x the
+//   exchange's measured lag before select (holdMs), so replicas that take parts of one burst
 //   choose in turn, each after hearing the lower ranks' picks, instead of
 //   all sending their misses to the one least-loaded runtime.
 // - Decode, not only prefill (decodeWeight > 0):
 //     decode(e)   = output tokens still to generate by the requests on e,
 //                   this replica's and its peers', each predicted as
 //                   min(max_tokens, the usual output: an EWMA of the runtime's
-//                   completion_tokens), from 'routed' to 'completed'
+//                   completion_tokens), from 'routed' to 'completed', less
+//                   what it has streamed so far ('decoding')
 //     scale       = this request's predicted output / the usual output (1/4..4)
 //     choose        argmin backlog(e) + costWeight x uncached(e)
 //                          + decodeWeight x scale x decode(e)
@@ -78,6 +80,7 @@ import {
   indexOfMin,
   loadOf,
   type CachedPrefix,
+  type CacheReport,
   type EndpointView,
   type Policy,
   type RouteInput,
@@ -96,11 +99,13 @@ const OUTPUT_ALPHA = 0.05;
 /** Output tokens assumed before the runtime reported any and with no max_tokens (OpenAI's usual answers). */
 const DEFAULT_OUTPUT_TOKENS = 256;
 const MAX_PENDING = 100_000;
-const BURST_ALPHA = 0.05;
-/** From this share of picks within unheardMs of the one before, simultaneous peers are assumed. */
-const BURST_SHARE = 0.1;
 /** A prompt whose best match is under this share of it is a free choice (holdMs). */
 const FREE_MATCH = 0.5;
+
+/** A request's predicted output tokens still to generate. */
+function toCome(p: Pending): number {
+  return Math.max(0, p.decode - p.decoded);
+}
 
 interface Pending {
   readonly endpoint: string;
@@ -109,6 +114,8 @@ interface Pending {
   readonly uncached: number;
   /** Predicted output tokens, counted in the endpoint's decode load until the request ends. */
   readonly decode: number;
+  /** Output tokens streamed so far ('decoding'): the load counts only decode - decoded still to come. */
+  decoded: number;
   started: boolean;
 }
 
@@ -131,10 +138,6 @@ export class CacheAwarePolicy implements Policy {
   readonly #decode = new Map<string, number>();
   /** The usual output length (EWMA of completion tokens); undefined until the runtime reported one. */
   #meanOutput: number | undefined;
-  /** When this replica last routed a request while sharing load (route clock). */
-  #lastPick: number | undefined;
-  /** How often a pick came within unheardMs of this replica's previous one (EWMA): picks come in bursts. */
-  #burstShare = 0;
 
   constructor(cfg: CacheAwareConfig) {
     this.#cfg = cfg;
@@ -190,7 +193,7 @@ export class CacheAwarePolicy implements Policy {
   holdMs(endpoints: readonly EndpointView[], req: RouteInput): number {
     const tier = req.tier;
     if (!tier || tier.size <= 1 || tier.rank <= 0 || this.#cfg.costWeight <= 0) return 0;
-    if (this.#burstShare < BURST_SHARE) return 0;
+    if (!tier.bursty) return 0;
     const key = this.#keyOf(req);
     if (key.blocks.length === 0) return 0;
     const best = Math.max(0, ...this.#matchBlocks(endpoints, key));
@@ -200,55 +203,68 @@ export class CacheAwarePolicy implements Policy {
 
   observe(outcome: RouteOutcome): void {
     const { endpoint, input } = outcome;
-    const key = this.#keyOf(input);
     switch (outcome.kind) {
-      case 'routed': {
-        const predictedBlocks = this.#tree.matchByEndpoint(key).get(endpoint) ?? 0;
-        if (this.#pending.size >= MAX_PENDING) {
-          const [oldest, p] = this.#pending.entries().next().value as [string, Pending];
-          this.#takePending(oldest, p.endpoint);
-        }
-        // The match select weighed (the KV index's, exact and every replica's) over this replica's tree.
-        const matched = this.#seen.get(input)?.get(endpoint) ?? predictedBlocks;
-        const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
-        const decode = this.expectedOutput(input);
-        this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, started: false });
-        if (input.tier) this.#notePick(input.now, input.tier.unheardMs);
-        this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
-        this.#decode.set(endpoint, (this.#decode.get(endpoint) ?? 0) + decode);
-        this.#tree.insert(key, endpoint, input.now);
-        // Between timer runs, keep one endpoint from growing without bound.
-        if (this.#tree.sizeOf(endpoint) > 2 * this.#maxBlocks)
-          this.#tree.evict(this.#maxBlocks, input.now, this.#cfg.maxIdle);
+      case 'routed':
+        this.#routed(endpoint, input);
         return;
-      }
       case 'first-token': {
         const pending = this.#pending.get(input.id);
         if (pending?.endpoint === endpoint) this.#settle(pending);
         return;
       }
-      case 'completed': {
-        const pending = this.#takePending(input.id, endpoint);
-        const report = outcome.report;
-        if (!report) return;
-        this.#learnOutput(report.completionTokens);
-        this.#learnTier(endpoint, report.deviceTokens, report.hostTokens);
-        if (!pending || report.promptTokens <= 0) return;
-        // The runtime counts real tokens; the tree may count pseudo-tokens.
-        const scale = input.tokens.length / report.promptTokens;
-        const cachedBlocks = Math.floor((report.cachedTokens * scale) / this.#cfg.blockTokens);
-        if (cachedBlocks < pending.predictedBlocks) {
-          this.#tree.trim(endpoint, key, cachedBlocks);
-          this.#tree.insert(key, endpoint, input.now); // it holds this prompt now
-        }
+      case 'decoding': {
+        const pending = this.#pending.get(input.id);
+        if (pending?.endpoint !== endpoint || !(outcome.tokens > pending.decoded)) return;
+        const before = toCome(pending);
+        pending.decoded = outcome.tokens;
+        this.#addDecode(endpoint, toCome(pending) - before);
         return;
       }
+      case 'completed':
+        this.#completed(endpoint, input, outcome.report);
+        return;
       case 'failed': {
         // Nothing was prefilled: the endpoint holds no more than predicted.
         const pending = this.#takePending(input.id, endpoint);
-        if (pending) this.#tree.trim(endpoint, key, pending.predictedBlocks);
+        if (pending) this.#tree.trim(endpoint, this.#keyOf(input), pending.predictedBlocks);
         return;
       }
+    }
+  }
+
+  #routed(endpoint: string, input: RouteInput): void {
+    const key = this.#keyOf(input);
+    const predictedBlocks = this.#tree.matchByEndpoint(key).get(endpoint) ?? 0;
+    if (this.#pending.size >= MAX_PENDING) {
+      const [oldest, p] = this.#pending.entries().next().value as [string, Pending];
+      this.#takePending(oldest, p.endpoint);
+    }
+    // The match select weighed (the KV index's, exact and every replica's) over this replica's tree.
+    const matched = this.#seen.get(input)?.get(endpoint) ?? predictedBlocks;
+    const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
+    const decode = this.expectedOutput(input);
+    this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, decoded: 0, started: false });
+    this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
+    this.#addDecode(endpoint, decode);
+    this.#tree.insert(key, endpoint, input.now);
+    // Between timer runs, keep one endpoint from growing without bound.
+    if (this.#tree.sizeOf(endpoint) > 2 * this.#maxBlocks)
+      this.#tree.evict(this.#maxBlocks, input.now, this.#cfg.maxIdle);
+  }
+
+  #completed(endpoint: string, input: RouteInput, report: CacheReport | undefined): void {
+    const pending = this.#takePending(input.id, endpoint);
+    if (!report) return;
+    this.#learnOutput(report.completionTokens);
+    this.#learnTier(endpoint, report.deviceTokens, report.hostTokens);
+    if (!pending || report.promptTokens <= 0) return;
+    // The runtime counts real tokens; the tree may count pseudo-tokens.
+    const scale = input.tokens.length / report.promptTokens;
+    const cachedBlocks = Math.floor((report.cachedTokens * scale) / this.#cfg.blockTokens);
+    if (cachedBlocks < pending.predictedBlocks) {
+      const key = this.#keyOf(input);
+      this.#tree.trim(endpoint, key, cachedBlocks);
+      this.#tree.insert(key, endpoint, input.now); // it holds this prompt now
     }
   }
 
@@ -265,14 +281,6 @@ export class CacheAwarePolicy implements Policy {
 
   maintain(now: number): void {
     this.#tree.evict(this.#maxBlocks, now, this.#cfg.maxIdle);
-  }
-
-  /** Whether this pick came within unheardMs of the one before: how often picks come in bursts. */
-  #notePick(now: number, unheardMs: number): void {
-    const last = this.#lastPick;
-    const together = last !== undefined && now - last < unheardMs ? 1 : 0;
-    this.#burstShare += BURST_ALPHA * (together - this.#burstShare);
-    this.#lastPick = now;
   }
 
   /** Each endpoint's match of the prompt, in tier-weighted blocks: the KV index's, or the tree's guess. */
@@ -382,10 +390,14 @@ export class CacheAwarePolicy implements Policy {
     if (pending?.endpoint !== endpoint) return undefined;
     this.#pending.delete(id);
     this.#settle(pending);
-    const left = (this.#decode.get(pending.endpoint) ?? 0) - pending.decode;
-    if (left > 0) this.#decode.set(pending.endpoint, left);
-    else this.#decode.delete(pending.endpoint);
+    this.#addDecode(pending.endpoint, -toCome(pending));
     return pending;
+  }
+
+  #addDecode(endpoint: string, delta: number): void {
+    const left = (this.#decode.get(endpoint) ?? 0) + delta;
+    if (left > 0) this.#decode.set(endpoint, left);
+    else this.#decode.delete(endpoint);
   }
 
   /** The request's prefill is over (or it ended): it leaves its endpoint's backlog. */

@@ -82,6 +82,8 @@ export interface TierStanding {
   readonly rank: number;
   readonly size: number;
   readonly unheardMs: number;
+  /** The tier's requests arrive together, more than a steady stream explains (fleet/tier-bursts.ts). */
+  readonly bursty: boolean;
 }
 
 export interface CacheReport {
@@ -108,6 +110,16 @@ export type RouteOutcome =
    * or the whole body when not streaming): its prefill is over.
    */
   | { readonly kind: 'first-token'; readonly endpoint: string; readonly input: RouteInput }
+  /**
+   * The endpoint has streamed at least `tokens` output tokens of the request so far (its SSE
+   * events counted: a lower bound, as an event carries one token or more); sent every few.
+   */
+  | {
+      readonly kind: 'decoding';
+      readonly endpoint: string;
+      readonly input: RouteInput;
+      readonly tokens: number;
+    }
   | { readonly kind: 'failed'; readonly endpoint: string; readonly input: RouteInput };
 
 export interface Policy {

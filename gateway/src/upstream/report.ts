@@ -113,6 +113,7 @@ const MAX_PENDING_CHARS = 1 << 20;
 export class SseReportSniffer {
   #tail = '';
   #last: string | undefined;
+  #dataEvents = 0;
   readonly #decoder = new TextDecoder();
   /** Each batch item's latest completion_tokens, by index; none for a single sequence. */
   readonly #itemTokens: (number | undefined)[] | undefined;
@@ -122,12 +123,18 @@ export class SseReportSniffer {
     this.#itemTokens = sequences > 1 ? new Array<number | undefined>(sequences) : undefined;
   }
 
+  /** Data events read so far, `[DONE]` aside: each carries one output token or more, but a final usage event. */
+  get dataEvents(): number {
+    return this.#dataEvents;
+  }
+
   push(chunk: Uint8Array): void {
     this.#tail += this.#decoder.decode(chunk, { stream: true });
     let cut = this.#tail.indexOf('\n\n');
     while (cut >= 0) {
       const event = this.#tail.slice(0, cut);
       this.#tail = this.#tail.slice(cut + 2);
+      if (event.startsWith('data: ') && !event.startsWith('data: [DONE]')) this.#dataEvents++;
       if (event.startsWith('data: ') && event.includes('"prompt_tokens"')) {
         this.#last = event.slice(6);
         if (this.#itemTokens && event.includes('"index"')) this.#countItem(this.#last);

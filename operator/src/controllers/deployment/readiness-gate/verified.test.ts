@@ -62,6 +62,28 @@ describe('planVerifiedConditions', () => {
     ]);
   });
 
+  it('keeps a verified pod True through one failed re-verification, False at the second in a row', () => {
+    const failed = endpoint('a', { reason: 'VerificationFailed', message: 'GET /server_info: timeout' });
+    const conditionOf = (status: string, reason: string) => [{ type: VERIFIED_CONDITION, status, reason }];
+    const [first] = planVerifiedConditions([gatedPod('a', conditionOf('True', 'Verified'))], [failed]);
+    expect(first?.condition).toMatchObject({ status: 'True', reason: 'RecheckFailed' });
+    expect(first?.condition.message).toContain('timeout');
+    const [second] = planVerifiedConditions([gatedPod('a', conditionOf('True', 'RecheckFailed'))], [failed]);
+    expect(second?.condition).toMatchObject({ status: 'False', reason: 'VerificationFailed' });
+    // A success in between clears the mark: the next failure is a first one again.
+    const [cleared] = planVerifiedConditions(
+      [gatedPod('a', conditionOf('True', 'RecheckFailed'))],
+      [endpoint('a', { verified: true })],
+    );
+    expect(cleared?.condition).toMatchObject({ status: 'True', reason: 'Verified' });
+    // A runtime that answered with another identity is no transient failure: False at once.
+    const [mismatch] = planVerifiedConditions(
+      [gatedPod('a', conditionOf('True', 'Verified'))],
+      [endpoint('a', { reason: 'IdentityMismatch', message: 'model: x' })],
+    );
+    expect(mismatch?.condition).toMatchObject({ status: 'False', reason: 'IdentityMismatch' });
+  });
+
   it('writes a mismatch on a new pod (it says why the pod is not Ready), once', () => {
     const mismatch = endpoint('a', { reason: 'IdentityMismatch', message: 'model: x' });
     const [first] = planVerifiedConditions([gatedPod('a')], [mismatch]);

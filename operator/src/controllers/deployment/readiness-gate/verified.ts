@@ -6,6 +6,7 @@
 // failed or the pod is being deleted (draining). Pure: the patches are the reconciler's.
 import type { V1PodCondition, V1PodReadinessGate } from '@kubernetes/client-node';
 import type { Endpoint } from '#api';
+import { EndpointReason } from '../endpoints.ts';
 import { groupOf, isGroupWorker } from '../multi-node/groups.ts';
 import { LWS_WORKER_INDEX_LABEL } from '../multi-node/leader-worker-set.ts';
 import type { PodObject } from '../meta/pod-view.ts';
@@ -17,6 +18,8 @@ export const VERIFIED_READINESS_GATES: V1PodReadinessGate[] = [{ conditionType: 
 
 export const VerifiedReason = {
   Verified: 'Verified',
+  /** Still True: one re-verification of a verified runtime failed; the next failure turns it False. */
+  RecheckFailed: 'RecheckFailed',
   Draining: 'Draining',
   NotVerified: 'NotVerified',
 } as const;
@@ -63,6 +66,26 @@ function decide(pod: PodObject, endpoint: Endpoint | undefined): VerifiedConditi
 }
 
 /**
+ * A verified pod whose re-verification could not be done (a timeout, a refused connection: not a
+ * runtime that answered with another identity) stays True once, marked RecheckFailed, so one
+ * transient failure does not take a healthy pod out of its Service; a second in a row turns it
+ * False. The mark lives on the pod's own condition: it survives an operator restart.
+ */
+function tolerateOnce(
+  decided: VerifiedConditionChange['condition'],
+  current: V1PodCondition | undefined,
+): VerifiedConditionChange['condition'] {
+  if (decided.status !== 'False' || decided.reason !== EndpointReason.VerificationFailed) return decided;
+  if (current?.status !== 'True' || current.reason !== VerifiedReason.Verified) return decided;
+  return {
+    type: decided.type,
+    status: 'True',
+    reason: VerifiedReason.RecheckFailed,
+    message: `a re-verification failed (${decided.message}); False if the next one fails too`,
+  };
+}
+
+/**
  * The gated pods whose condition must change: `pods` the Deployment's own, `endpoints` this
  * pass's. A pod never marked stays unmarked while it is merely not started (absent is not Ready
  * already); a False that only repeats the reason is not written again.
@@ -81,8 +104,11 @@ export function planVerifiedConditions(
     if (!hasGate(pod)) continue;
     const name = pod.metadata?.name ?? '';
     const source = isGroupWorker(pod) ? leaders.get(groupOf(pod)) : name;
-    const condition = decide(pod, source === undefined ? undefined : byPod.get(source));
     const current = currentCondition(pod);
+    const condition = tolerateOnce(
+      decide(pod, source === undefined ? undefined : byPod.get(source)),
+      current,
+    );
     if (current === undefined && NOT_STARTED.has(condition.reason)) continue;
     if (current?.status === condition.status && current.reason === condition.reason) continue;
     changes.push({ pod: name, condition });
