@@ -54,6 +54,10 @@ interface SetupOptions {
   failOpen?: boolean;
   responseBody?: boolean;
   subsetHint?: (urls: readonly string[]) => string[];
+  /** Envoy's ext_proc graceful close (test/support/envoy.ts; default on). */
+  gracefulClose?: boolean;
+  /** The simulators' own arguments after the common ones. */
+  simArgs?: readonly string[];
   /** The route's endpoints as given (a prefill/decode pair), instead of one per url. */
   endpoints?: readonly RouteEndpoint[];
   app?: Partial<BuildOptions>;
@@ -62,7 +66,7 @@ interface SetupOptions {
 async function setup(n: number, opts: SetupOptions = {}): Promise<Stack> {
   const sims = await Promise.all(
     Array.from({ length: n }, () =>
-      startSim(['--model-path', 'm', '--enable-cache-report', '--enable-metrics']),
+      startSim(['--model-path', 'm', '--enable-cache-report', '--enable-metrics', ...(opts.simArgs ?? [])]),
     ),
   );
   return setupOver(
@@ -101,6 +105,7 @@ async function setupOver(
     failOpen: opts.failOpen ?? false,
     responseBody: opts.responseBody ?? false,
     ...(opts.subsetHint ? { subsetHint: opts.subsetHint(urls) } : {}),
+    ...(opts.gracefulClose !== undefined ? { gracefulClose: opts.gracefulClose } : {}),
   });
   const stack = { app, epp, envoy, sims };
   stacks.push(stack);
@@ -112,6 +117,15 @@ async function servedCount(sim: RunningSim): Promise<number> {
   const text = await (await fetch(`${sim.url}/metrics`)).text();
   const m = /sglang:num_requests_total\{[^}]*\} (\d+)/.exec(text);
   return m ? Number(m[1]) : 0;
+}
+
+/** Envoy's counters whose names start with `prefix` (its admin /stats). */
+async function envoyCounters(envoy: RunningEnvoy, prefix: string): Promise<Record<string, number>> {
+  const filter = encodeURIComponent(`^${prefix.replaceAll('.', '\\.')}`);
+  const text = await (await fetch(`${envoy.adminUrl}/stats?filter=${filter}`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^(\S+): (\d+)$/gm)) out[m[1] ?? ''] = Number(m[2]);
+  return out;
 }
 
 const KEY_A = 'a'.repeat(40);
@@ -278,6 +292,35 @@ describe('the endpoint picker behind a real Envoy', () => {
     expect(r.status).toBeGreaterThanOrEqual(500);
     expect((await Promise.all(sims.map(servedCount))).reduce((a, b) => a + b)).toBe(1);
   });
+
+  // Envoy 1.40 by default cancels each ext_proc stream when its request is done: one RST_STREAM
+  // per request on the picker's connection. Node's rapid-reset guard (1,000 at once, 33 a second)
+  // once ended that connection with GOAWAY every ~1,000 requests, and under load the streams in
+  // flight on it became Envoy's 500s (docs/picker.md, "Under load").
+  it("keeps its connection through thousands of requests that Envoy's default close cancels", async () => {
+    const { envoy } = await setup(1, {
+      gracefulClose: false,
+      policy: 'round-robin',
+      simArgs: ['--sim-decode-base-ms', '0', '--sim-decode-per-req-ms', '0'],
+    });
+    const total = 3000;
+    const statuses = new Map<number, number>();
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < total) {
+        next++;
+        const { status } = await chat(envoy, 'hi');
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    expect(Object.fromEntries(statuses)).toEqual({ 200: total });
+    const stats = await envoyCounters(envoy, 'cluster.ext_proc.');
+    // Every stream was cancelled by Envoy (the shape that failed), on one connection, never sent away.
+    expect(stats['cluster.ext_proc.upstream_rq_tx_reset']).toBe(total);
+    expect(stats['cluster.ext_proc.upstream_cx_total']).toBe(1);
+    expect(stats['cluster.ext_proc.upstream_cx_close_notify'] ?? 0).toBe(0);
+  }, 180_000);
 
   it('a runtime that drains leaves the pick at the next /ready poll', async () => {
     const clock = new ManualClock();
