@@ -40,6 +40,12 @@ export type EnvoyRoute =
       readonly responseBody?: boolean;
       /** GIE's subset hint, as a data plane sets it: `envoy.lb.subset_hint` metadata before ext_proc. */
       readonly subsetHint?: readonly string[];
+      /**
+       * Envoy half-closes each ext_proc stream and waits for the picker's close (runtime flag
+       * `ext_proc_graceful_grpc_close`; default here: on). Off is Envoy 1.40's own default, as
+       * gateways built on it run: it cancels every stream (RST_STREAM) when the request is done.
+       */
+      readonly gracefulClose?: boolean;
     }
   | { readonly kind: 'static'; readonly upstream: string };
 
@@ -131,8 +137,23 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
           },
         ]
       : [staticCluster(DESTINATION_CLUSTER, upstream?.hostname ?? '', Number(upstream?.port), false)];
+  const graceful = route.kind === 'picker' && route.gracefulClose !== false;
   return {
     admin: { address: loopback(0) },
+    // A clean end of each ext_proc stream: Envoy half-closes it, the picker ends it (gRPC OK),
+    // instead of one RST_STREAM per request on the picker's connection (epp/stream-resets.ts).
+    ...(graceful
+      ? {
+          layered_runtime: {
+            layers: [
+              {
+                name: 'static',
+                static_layer: { 'envoy.reloadable_features.ext_proc_graceful_grpc_close': true },
+              },
+            ],
+          },
+        }
+      : {}),
     static_resources: {
       listeners: [
         {
