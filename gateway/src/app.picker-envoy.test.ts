@@ -51,6 +51,7 @@ interface SetupOptions {
   reuse?: boolean;
   admission?: ModelRoute['admission'];
   tenants?: TenantDirectory;
+  /** The pool's failureMode FailOpen (Envoy's fallback to the pool: test/support/envoy.ts). */
   failOpen?: boolean;
   responseBody?: boolean;
   subsetHint?: (urls: readonly string[]) => string[];
@@ -102,7 +103,9 @@ async function setupOver(
   const envoy = await startEnvoy({
     kind: 'picker',
     pickerPort: epp.port,
-    failOpen: opts.failOpen ?? false,
+    ...(opts.failOpen
+      ? { failOpen: { pool: urls.map((u) => new URL(u).host), pickerHealthPort: epp.healthPort } }
+      : {}),
     responseBody: opts.responseBody ?? false,
     ...(opts.subsetHint ? { subsetHint: opts.subsetHint(urls) } : {}),
     ...(opts.gracefulClose !== undefined ? { gracefulClose: opts.gracefulClose } : {}),
@@ -126,6 +129,15 @@ async function envoyCounters(envoy: RunningEnvoy, prefix: string): Promise<Recor
   const out: Record<string, number> = {};
   for (const m of text.matchAll(/^(\S+): (\d+)$/gm)) out[m[1] ?? ''] = Number(m[2]);
   return out;
+}
+
+/** The ext_proc cluster's host health flags, as Envoy's admin /clusters lists them. */
+async function extProcHealth(envoy: RunningEnvoy): Promise<string> {
+  const text = await (await fetch(`${envoy.adminUrl}/clusters`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('ext_proc::') && l.includes('::health_flags::'))
+    .join('\n');
 }
 
 const KEY_A = 'a'.repeat(40);
@@ -292,6 +304,31 @@ describe('the endpoint picker behind a real Envoy', () => {
     expect(r.status).toBeGreaterThanOrEqual(500);
     expect((await Promise.all(sims.map(servedCount))).reduce((a, b) => a + b)).toBe(1);
   });
+
+  it('a picker outage fails open for a FailOpen pool: Envoy serves every request from the pool', async () => {
+    const { envoy, epp, sims } = await setup(2, { failOpen: true, policy: 'round-robin' });
+    const before = await chat(envoy, 'before');
+    expect(before.status).toBe(200);
+    expect(before.endpoint).toMatch(/^sim[01]$/);
+    await epp.close();
+    // Envoy stops asking the picker once its health check has seen it down (every second).
+    while (!(await extProcHealth(envoy)).includes('failed_active_hc'))
+      await new Promise((r) => setTimeout(r, 100));
+    const during: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      // A client's own destination is dropped: the pool's round robin chooses.
+      const r = await chat(envoy, `during the outage ${i}`, {
+        'x-gateway-destination-endpoint': '127.0.0.1:1',
+      });
+      during.push(r.status);
+      expect(r.endpoint, 'no picker answered').toBeNull();
+    }
+    expect(during).toEqual([200, 200, 200, 200]);
+    const served = await Promise.all(sims.map(servedCount));
+    expect(served.reduce((a, b) => a + b)).toBe(5);
+    // Round robin over the pool, both endpoints.
+    expect(served.every((n) => n >= 2)).toBe(true);
+  }, 30_000);
 
   // Envoy 1.40 by default cancels each ext_proc stream when its request is done: one RST_STREAM
   // per request on the picker's connection. Node's rapid-reset guard (1,000 at once, 33 a second)
