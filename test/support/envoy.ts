@@ -177,10 +177,9 @@ const h2Options = {
 };
 
 /**
- * Connections to the runtimes: HTTP/1.1, closed by Envoy after 3 s idle. The runtimes close an
- * idle keep-alive connection at 5 s (uvicorn's and Node's default): were Envoy to keep it longer,
- * a request sent on it as the runtime closes it would get a 503 `connection termination` (seen
- * with 220 KB prompts held at the picker while their connection idled).
+ * Connections to the runtimes: HTTP/1.1, closed by Envoy after 3 s idle, before the runtimes close
+ * an idle keep-alive connection (5 s, uvicorn's and Node's default): Envoy never sends a request
+ * on a connection the runtime is closing at that moment.
  */
 const runtimeConnections = {
   typed_extension_protocol_options: {
@@ -275,6 +274,11 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
                 use_http_header: true,
                 http_header_name: PICK_HEADER,
               },
+              // Envoy drops an ORIGINAL_DST host unused for cleanup_interval (5 s by default) and
+              // closes its connections; with picks held longer than that (220 KB prompts under
+              // load) requests already on those connections got 503 `connection termination`.
+              // The picker's endpoints are few and long-lived: kept for an hour.
+              cleanup_interval: '3600s',
               ...runtimeConnections,
             },
           ]
