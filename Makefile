@@ -198,6 +198,10 @@ test-e2e-kind: deps ## With Docker: kind cluster, fake GPU nodes, images, chart 
 bench-failover: deps ## Failover: 3 gateway replicas replay a slice, once as is and once with one SIGKILLed halfway and restarted, each twice interleaved (--rounds, the spread); hit rate vs the run without the kill; last line JSON: make bench-failover [N=2000] [ARGS='--admit serving']
 	$(NODE) test/bench/bench-failover.ts --n $(or $(N),2000) $(ARGS)
 
+.PHONY: bench-picker-prompts
+bench-picker-prompts: deps envoy ## GIE #2928's case: 220 KB prompts at concurrency 150, Envoy + the endpoint picker vs Envoy alone on one simulator; TTFT p50/p99, the picker's addition and CPU per request; last line JSON (ARGS='--requests 900 --concurrency 150 --prompt-kb 220 --rounds 3')
+	$(NODE) test/bench/bench-picker-prompts.ts $(ARGS)
+
 .PHONY: bench
 bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on) + router overhead; last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
 ifeq ($(VIRTUAL),1)

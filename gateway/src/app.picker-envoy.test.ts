@@ -51,9 +51,14 @@ interface SetupOptions {
   reuse?: boolean;
   admission?: ModelRoute['admission'];
   tenants?: TenantDirectory;
+  /** The pool's failureMode FailOpen (Envoy's fallback to the pool: test/support/envoy.ts). */
   failOpen?: boolean;
   responseBody?: boolean;
   subsetHint?: (urls: readonly string[]) => string[];
+  /** Envoy's ext_proc graceful close (test/support/envoy.ts; default on). */
+  gracefulClose?: boolean;
+  /** The simulators' own arguments after the common ones. */
+  simArgs?: readonly string[];
   /** The route's endpoints as given (a prefill/decode pair), instead of one per url. */
   endpoints?: readonly RouteEndpoint[];
   app?: Partial<BuildOptions>;
@@ -62,7 +67,7 @@ interface SetupOptions {
 async function setup(n: number, opts: SetupOptions = {}): Promise<Stack> {
   const sims = await Promise.all(
     Array.from({ length: n }, () =>
-      startSim(['--model-path', 'm', '--enable-cache-report', '--enable-metrics']),
+      startSim(['--model-path', 'm', '--enable-cache-report', '--enable-metrics', ...(opts.simArgs ?? [])]),
     ),
   );
   return setupOver(
@@ -98,9 +103,12 @@ async function setupOver(
   const envoy = await startEnvoy({
     kind: 'picker',
     pickerPort: epp.port,
-    failOpen: opts.failOpen ?? false,
+    ...(opts.failOpen
+      ? { failOpen: { pool: urls.map((u) => new URL(u).host), pickerHealthPort: epp.healthPort } }
+      : {}),
     responseBody: opts.responseBody ?? false,
     ...(opts.subsetHint ? { subsetHint: opts.subsetHint(urls) } : {}),
+    ...(opts.gracefulClose !== undefined ? { gracefulClose: opts.gracefulClose } : {}),
   });
   const stack = { app, epp, envoy, sims };
   stacks.push(stack);
@@ -112,6 +120,24 @@ async function servedCount(sim: RunningSim): Promise<number> {
   const text = await (await fetch(`${sim.url}/metrics`)).text();
   const m = /sglang:num_requests_total\{[^}]*\} (\d+)/.exec(text);
   return m ? Number(m[1]) : 0;
+}
+
+/** Envoy's counters whose names start with `prefix` (its admin /stats). */
+async function envoyCounters(envoy: RunningEnvoy, prefix: string): Promise<Record<string, number>> {
+  const filter = encodeURIComponent(`^${prefix.replaceAll('.', '\\.')}`);
+  const text = await (await fetch(`${envoy.adminUrl}/stats?filter=${filter}`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^(\S+): (\d+)$/gm)) out[m[1] ?? ''] = Number(m[2]);
+  return out;
+}
+
+/** The ext_proc cluster's host health flags, as Envoy's admin /clusters lists them. */
+async function extProcHealth(envoy: RunningEnvoy): Promise<string> {
+  const text = await (await fetch(`${envoy.adminUrl}/clusters`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('ext_proc::') && l.includes('::health_flags::'))
+    .join('\n');
 }
 
 const KEY_A = 'a'.repeat(40);
@@ -278,6 +304,60 @@ describe('the endpoint picker behind a real Envoy', () => {
     expect(r.status).toBeGreaterThanOrEqual(500);
     expect((await Promise.all(sims.map(servedCount))).reduce((a, b) => a + b)).toBe(1);
   });
+
+  it('a picker outage fails open for a FailOpen pool: Envoy serves every request from the pool', async () => {
+    const { envoy, epp, sims } = await setup(2, { failOpen: true, policy: 'round-robin' });
+    const before = await chat(envoy, 'before');
+    expect(before.status).toBe(200);
+    expect(before.endpoint).toMatch(/^sim[01]$/);
+    await epp.close();
+    // Envoy stops asking the picker once its health check has seen it down (every second).
+    while (!(await extProcHealth(envoy)).includes('failed_active_hc'))
+      await new Promise((r) => setTimeout(r, 100));
+    const during: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      // A client's own destination is dropped: the pool's round robin chooses.
+      const r = await chat(envoy, `during the outage ${i}`, {
+        'x-gateway-destination-endpoint': '127.0.0.1:1',
+      });
+      during.push(r.status);
+      expect(r.endpoint, 'no picker answered').toBeNull();
+    }
+    expect(during).toEqual([200, 200, 200, 200]);
+    const served = await Promise.all(sims.map(servedCount));
+    expect(served.reduce((a, b) => a + b)).toBe(5);
+    // Round robin over the pool, both endpoints.
+    expect(served.every((n) => n >= 2)).toBe(true);
+  }, 30_000);
+
+  // Envoy 1.40 by default cancels each ext_proc stream when its request is done: one RST_STREAM
+  // per request on the picker's connection. Node's rapid-reset guard (1,000 at once, 33 a second)
+  // once ended that connection with GOAWAY every ~1,000 requests, and under load the streams in
+  // flight on it became Envoy's 500s (docs/picker.md, "Under load").
+  it("keeps its connection through thousands of requests that Envoy's default close cancels", async () => {
+    const { envoy } = await setup(1, {
+      gracefulClose: false,
+      policy: 'round-robin',
+      simArgs: ['--sim-decode-base-ms', '0', '--sim-decode-per-req-ms', '0'],
+    });
+    const total = 3000;
+    const statuses = new Map<number, number>();
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < total) {
+        next++;
+        const { status } = await chat(envoy, 'hi');
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    expect(Object.fromEntries(statuses)).toEqual({ 200: total });
+    const stats = await envoyCounters(envoy, 'cluster.ext_proc.');
+    // Every stream was cancelled by Envoy (the shape that failed), on one connection, never sent away.
+    expect(stats['cluster.ext_proc.upstream_rq_tx_reset']).toBe(total);
+    expect(stats['cluster.ext_proc.upstream_cx_total']).toBe(1);
+    expect(stats['cluster.ext_proc.upstream_cx_close_notify'] ?? 0).toBe(0);
+  }, 180_000);
 
   it('a runtime that drains leaves the pick at the next /ready poll', async () => {
     const clock = new ManualClock();

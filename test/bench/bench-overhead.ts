@@ -52,7 +52,7 @@ interface Sample {
 const CLOCK_TICKS_PER_S = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in these
 
 /** CPU ms used so far by every live process in `pgids` (Linux /proc; 0 elsewhere). */
-function readGroupCpuMs(pgids: readonly number[]): number {
+export function readGroupCpuMs(pgids: readonly number[]): number {
   if (pgids.length === 0) return 0;
   const want = new Set(pgids);
   let ticks = 0;

@@ -34,34 +34,172 @@ export type EnvoyRoute =
       readonly kind: 'picker';
       /** The endpoint picker's ext_proc port on 127.0.0.1 (h2c). */
       readonly pickerPort: number;
-      /** Envoy's ext_proc failure_mode_allow: an InferencePool's failureMode FailOpen. */
-      readonly failOpen?: boolean;
+      /**
+       * An InferencePool's failureMode FailOpen: with the picker down, requests go to the pool
+       * (round robin) instead of Envoy's 500. Needs what the data plane then routes on: the pool's
+       * endpoints (`host:port`) and the picker's gRPC health port (see failOpenParts).
+       */
+      readonly failOpen?: FailOpen;
       /** The response body through the picker too (GIE's reference bootstrap does); default: not. */
       readonly responseBody?: boolean;
       /** GIE's subset hint, as a data plane sets it: `envoy.lb.subset_hint` metadata before ext_proc. */
       readonly subsetHint?: readonly string[];
+      /**
+       * Envoy half-closes each ext_proc stream and waits for the picker's close (runtime flag
+       * `ext_proc_graceful_grpc_close`; default here: on). Off is Envoy 1.40's own default, as
+       * gateways built on it run: it cancels every stream (RST_STREAM) when the request is done.
+       */
+      readonly gracefulClose?: boolean;
     }
   | { readonly kind: 'static'; readonly upstream: string };
 
 export const DESTINATION_CLUSTER = 'original_destination_cluster';
 
+const PICK_HEADER = 'x-gateway-destination-endpoint';
+
+/**
+ * FailOpen, part 1: Envoy asks the picker's gRPC health (its ext_proc service) every second and
+ * sends nothing to a picker it knows is down (no panic routing). The ext_proc stream then fails
+ * as it opens, before any of the body has arrived: the one moment Envoy 1.40 still honours
+ * failure_mode_allow with a FULL_DUPLEX_STREAMED body (ext_proc.cc Filter::failureModeAllow,
+ * false once a full-duplex body was received). A picker that dies mid-stream, or in the second
+ * before the next check, still gets its requests Envoy's 500.
+ */
+function pickerHealth(f: FailOpen, pickerPort: number): object {
+  return {
+    health_checks: [
+      {
+        timeout: '1s',
+        interval: '1s',
+        no_traffic_interval: '1s',
+        unhealthy_threshold: 1,
+        healthy_threshold: 1,
+        grpc_health_check: { service_name: 'envoy.service.ext_proc.v3.ExternalProcessor' },
+      },
+    ],
+    common_lb_config: { healthy_panic_threshold: { value: 0 } },
+    load_assignment: {
+      cluster_name: 'ext_proc',
+      endpoints: [
+        {
+          lb_endpoints: [
+            {
+              endpoint: {
+                address: { socket_address: { address: '127.0.0.1', port_value: pickerPort } },
+                health_check_config: { port_value: f.pickerHealthPort },
+              },
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * FailOpen, part 2: the destination is the pool itself, not an ORIGINAL_DST cluster (which has
+ * nowhere to go without the picker's header): Envoy's override_host policy sends each request to
+ * the endpoint the picker named, and round robin over the pool when none was named.
+ */
+function poolCluster(pool: readonly string[]): object {
+  const typed = (name: string, type: string, config: object = {}): object => ({
+    typed_extension_config: {
+      name,
+      typed_config: { '@type': `type.googleapis.com/${type}`, ...config },
+    },
+  });
+  return {
+    name: DESTINATION_CLUSTER,
+    type: 'STATIC',
+    connect_timeout: '10s',
+    load_assignment: {
+      cluster_name: DESTINATION_CLUSTER,
+      endpoints: [
+        {
+          lb_endpoints: pool.map((hostPort) => {
+            const url = new URL(`http://${hostPort}`);
+            return {
+              endpoint: {
+                address: { socket_address: { address: url.hostname, port_value: Number(url.port) } },
+              },
+            };
+          }),
+        },
+      ],
+    },
+    load_balancing_policy: {
+      policies: [
+        typed(
+          'envoy.load_balancing_policies.override_host',
+          'envoy.extensions.load_balancing_policies.override_host.v3.OverrideHost',
+          {
+            override_host_sources: [{ header: PICK_HEADER }],
+            fallback_policy: {
+              policies: [
+                typed(
+                  'envoy.load_balancing_policies.round_robin',
+                  'envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin',
+                ),
+              ],
+            },
+          },
+        ),
+      ],
+    },
+    ...runtimeConnections,
+  };
+}
+
+/**
+ * FailOpen, part 3: a client's own destination header is dropped before ext_proc, so with the
+ * picker down no client chooses its runtime (with it up, the picker's header replaces it anyway).
+ */
+const dropClientPick = {
+  name: 'envoy.filters.http.header_mutation',
+  typed_config: {
+    '@type': 'type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation',
+    mutations: { request_mutations: [{ remove: PICK_HEADER }] },
+  },
+};
+
+export interface FailOpen {
+  /** The pool's endpoints, `host:port`: the picker's choices, and the fallback's. */
+  readonly pool: readonly string[];
+  /** The picker's gRPC health port on 127.0.0.1 (its ext_proc service's status). */
+  readonly pickerHealthPort: number;
+}
+
+const h2Options = {
+  'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+    '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+    explicit_http_config: { http2_protocol_options: {} },
+  },
+};
+
+/**
+ * Connections to the runtimes: HTTP/1.1, closed by Envoy after 3 s idle, before the runtimes close
+ * an idle keep-alive connection (5 s, uvicorn's and Node's default): Envoy never sends a request
+ * on a connection the runtime is closing at that moment.
+ */
+const runtimeConnections = {
+  typed_extension_protocol_options: {
+    'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+      '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+      common_http_protocol_options: { idle_timeout: '3s' },
+      explicit_http_config: { http_protocol_options: {} },
+    },
+  },
+};
+
 /** The bootstrap, as an object (yaml stringifies it). */
 export function buildEnvoyBootstrap(route: EnvoyRoute): object {
+  const failOpen = route.kind === 'picker' ? route.failOpen : undefined;
   const loopback = (port: number): object => ({ socket_address: { address: '127.0.0.1', port_value: port } });
   const staticCluster = (name: string, host: string, port: number, h2: boolean): object => ({
     name,
     type: 'STATIC',
     connect_timeout: '5s',
-    ...(h2
-      ? {
-          typed_extension_protocol_options: {
-            'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
-              '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
-              explicit_http_config: { http2_protocol_options: {} },
-            },
-          },
-        }
-      : {}),
+    ...(h2 ? { typed_extension_protocol_options: h2Options } : runtimeConnections),
     load_assignment: {
       cluster_name: name,
       endpoints: [
@@ -85,7 +223,7 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
         response_trailer_mode: route.kind === 'picker' && route.responseBody ? 'SEND' : 'SKIP',
       },
       message_timeout: '1000s',
-      failure_mode_allow: route.kind === 'picker' && route.failOpen === true,
+      failure_mode_allow: failOpen !== undefined,
       allow_mode_override: false,
       metadata_options: {
         forwarding_namespaces: { untyped: ['envoy.lb.subset_hint', 'envoy.lb'] },
@@ -115,24 +253,53 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
     typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
   };
   const upstream = route.kind === 'static' ? new URL(route.upstream) : undefined;
+  const extProcCluster = staticCluster(
+    'ext_proc',
+    '127.0.0.1',
+    route.kind === 'picker' ? route.pickerPort : 0,
+    true,
+  );
   const clusters =
     route.kind === 'picker'
-      ? [
-          staticCluster('ext_proc', '127.0.0.1', route.pickerPort, true),
-          {
-            name: DESTINATION_CLUSTER,
-            type: 'ORIGINAL_DST',
-            lb_policy: 'CLUSTER_PROVIDED',
-            connect_timeout: '10s',
-            original_dst_lb_config: {
-              use_http_header: true,
-              http_header_name: 'x-gateway-destination-endpoint',
+      ? failOpen
+        ? [{ ...extProcCluster, ...pickerHealth(failOpen, route.pickerPort) }, poolCluster(failOpen.pool)]
+        : [
+            extProcCluster,
+            {
+              name: DESTINATION_CLUSTER,
+              type: 'ORIGINAL_DST',
+              lb_policy: 'CLUSTER_PROVIDED',
+              connect_timeout: '10s',
+              original_dst_lb_config: {
+                use_http_header: true,
+                http_header_name: PICK_HEADER,
+              },
+              // Envoy drops an ORIGINAL_DST host unused for cleanup_interval (5 s by default) and
+              // closes its connections; with picks held longer than that (220 KB prompts under
+              // load) requests already on those connections got 503 `connection termination`.
+              // The picker's endpoints are few and long-lived: kept for an hour.
+              cleanup_interval: '3600s',
+              ...runtimeConnections,
             },
-          },
-        ]
+          ]
       : [staticCluster(DESTINATION_CLUSTER, upstream?.hostname ?? '', Number(upstream?.port), false)];
+  const graceful = route.kind === 'picker' && route.gracefulClose !== false;
   return {
     admin: { address: loopback(0) },
+    // A clean end of each ext_proc stream: Envoy half-closes it, the picker ends it (gRPC OK),
+    // instead of one RST_STREAM per request on the picker's connection (epp/stream-resets.ts).
+    ...(graceful
+      ? {
+          layered_runtime: {
+            layers: [
+              {
+                name: 'static',
+                static_layer: { 'envoy.reloadable_features.ext_proc_graceful_grpc_close': true },
+              },
+            ],
+          },
+        }
+      : {}),
     static_resources: {
       listeners: [
         {
@@ -162,7 +329,10 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
                         },
                       ],
                     },
-                    http_filters: route.kind === 'picker' ? [...subset, extProc, router] : [router],
+                    http_filters:
+                      route.kind === 'picker'
+                        ? [...(failOpen ? [dropClientPick] : []), ...subset, extProc, router]
+                        : [router],
                   },
                 },
               ],

@@ -10,6 +10,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { PickerExchange, type PickerHost } from './exchange.ts';
 import { ProcessingRequest } from './messages.ts';
 import { EXT_PROC_SERVICE, extProcService } from './protos.ts';
+import { allowDataPlaneResets } from './stream-resets.ts';
 
 export interface PickerServerOptions {
   readonly host: string;
@@ -41,6 +42,7 @@ export async function startPickerServer(host: PickerHost, opts: PickerServerOpti
       )
     : ServerCredentials.createInsecure();
   const server = new Server();
+  allowDataPlaneResets(server);
   server.addService(extProcService(), { Process: (call: Stream) => serveStream(host, call) });
   const health = new HealthImplementation({ '': 'SERVING', liveness: 'SERVING' });
   let serving = true;
