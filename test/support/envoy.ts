@@ -40,10 +40,25 @@ export type EnvoyRoute =
       readonly responseBody?: boolean;
       /** GIE's subset hint, as a data plane sets it: `envoy.lb.subset_hint` metadata before ext_proc. */
       readonly subsetHint?: readonly string[];
+      /**
+       * Report the served endpoint as a conforming GIE data plane must: the upstream's address
+       * in the response path's `envoy.lb` metadata (`x-gateway-destination-endpoint-served`),
+       * which ext_proc forwards with the response headers. Plain Envoy writes none.
+       */
+      readonly reportServed?: boolean;
+      /**
+       * The pool's endpoints (`ip:port`), as a gateway knows them from the pool's selector: the
+       * destination cluster holds them and takes the picked one by Envoy's override_host load
+       * balancer, any of them (round-robin) when there is no pick (fail-open). Without: an
+       * ORIGINAL_DST cluster, which knows no endpoint but the picked one.
+       */
+      readonly poolEndpoints?: readonly string[];
     }
   | { readonly kind: 'static'; readonly upstream: string };
 
 export const DESTINATION_CLUSTER = 'original_destination_cluster';
+/** Carries the upstream's address from the router to the metadata (reportServed); never reaches a client. */
+const SERVED_BY_HEADER = 'x-cacheroute-test-upstream-address';
 
 /** The bootstrap, as an object (yaml stringifies it). */
 export function buildEnvoyBootstrap(route: EnvoyRoute): object {
@@ -110,6 +125,30 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
           },
         ]
       : [];
+  // The router adds the upstream's address as a response header, this filter (after ext_proc,
+  // so before it on the response path) moves it into the metadata and off the response.
+  const reportServed = route.kind === 'picker' && route.reportServed === true;
+  const servedToMetadata = reportServed
+    ? [
+        {
+          name: 'envoy.filters.http.header_to_metadata',
+          typed_config: {
+            '@type': 'type.googleapis.com/envoy.extensions.filters.http.header_to_metadata.v3.Config',
+            response_rules: [
+              {
+                header: SERVED_BY_HEADER,
+                on_header_present: {
+                  metadata_namespace: 'envoy.lb',
+                  key: 'x-gateway-destination-endpoint-served',
+                  type: 'STRING',
+                },
+                remove: true,
+              },
+            ],
+          },
+        },
+      ]
+    : [];
   const router = {
     name: 'envoy.filters.http.router',
     typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
@@ -119,16 +158,18 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
     route.kind === 'picker'
       ? [
           staticCluster('ext_proc', '127.0.0.1', route.pickerPort, true),
-          {
-            name: DESTINATION_CLUSTER,
-            type: 'ORIGINAL_DST',
-            lb_policy: 'CLUSTER_PROVIDED',
-            connect_timeout: '10s',
-            original_dst_lb_config: {
-              use_http_header: true,
-              http_header_name: 'x-gateway-destination-endpoint',
-            },
-          },
+          route.poolEndpoints
+            ? buildPoolCluster(route.poolEndpoints)
+            : {
+                name: DESTINATION_CLUSTER,
+                type: 'ORIGINAL_DST',
+                lb_policy: 'CLUSTER_PROVIDED',
+                connect_timeout: '10s',
+                original_dst_lb_config: {
+                  use_http_header: true,
+                  http_header_name: 'x-gateway-destination-endpoint',
+                },
+              },
         ]
       : [staticCluster(DESTINATION_CLUSTER, upstream?.hostname ?? '', Number(upstream?.port), false)];
   return {
@@ -157,12 +198,22 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
                             {
                               match: { prefix: '/' },
                               route: { cluster: DESTINATION_CLUSTER, timeout: '86400s' },
+                              ...(reportServed
+                                ? {
+                                    response_headers_to_add: [
+                                      {
+                                        header: { key: SERVED_BY_HEADER, value: '%UPSTREAM_REMOTE_ADDRESS%' },
+                                      },
+                                    ],
+                                  }
+                                : {}),
                             },
                           ],
                         },
                       ],
                     },
-                    http_filters: route.kind === 'picker' ? [...subset, extProc, router] : [router],
+                    http_filters:
+                      route.kind === 'picker' ? [...subset, extProc, ...servedToMetadata, router] : [router],
                   },
                 },
               ],
@@ -171,6 +222,52 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
         },
       ],
       clusters,
+    },
+  };
+}
+
+/** A STATIC cluster of the pool's endpoints, the pick chosen by override_host (see poolEndpoints). */
+function buildPoolCluster(endpoints: readonly string[]): object {
+  const policy = (name: string, type: string, config: object = {}): object => ({
+    typed_extension_config: { name, typed_config: { '@type': `type.googleapis.com/${type}`, ...config } },
+  });
+  return {
+    name: DESTINATION_CLUSTER,
+    type: 'STATIC',
+    connect_timeout: '10s',
+    load_assignment: {
+      cluster_name: DESTINATION_CLUSTER,
+      endpoints: [
+        {
+          lb_endpoints: endpoints.map((e) => {
+            const url = new URL(`http://${e}`);
+            return {
+              endpoint: {
+                address: { socket_address: { address: url.hostname, port_value: Number(url.port) } },
+              },
+            };
+          }),
+        },
+      ],
+    },
+    load_balancing_policy: {
+      policies: [
+        policy(
+          'envoy.load_balancing_policies.override_host',
+          'envoy.extensions.load_balancing_policies.override_host.v3.OverrideHost',
+          {
+            override_host_sources: [{ header: 'x-gateway-destination-endpoint' }],
+            fallback_policy: {
+              policies: [
+                policy(
+                  'envoy.load_balancing_policies.round_robin',
+                  'envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin',
+                ),
+              ],
+            },
+          },
+        ),
+      ],
     },
   };
 }
