@@ -147,102 +147,120 @@ async function flood(
 const hostOf = (hostPort: string): string => hostPort.split(':')[0] ?? '';
 const portOf = (hostPort: string): string => hostPort.split(':')[1] ?? '';
 
-describe("GIE's conformance checks, reproduced against Envoy and cacheroute's picker", () => {
-  it('GatewayFollowingEPPRouting', async () => {
-    const { envoy, pods } = await setup({});
-    const ips = pods.map((p) => p.ip);
-    // Each pod named alone serves the request.
-    for (const ip of ips) {
-      const r = await suiteRequest(envoy, ip);
-      expect(r.status).toBe(200);
-      expect(hostOf(r.served)).toBe(ip);
-    }
-    for (const named of [[ips[2]], [ips[0], ips[1]], ips] as string[][]) {
-      const served = await flood(envoy, named.join(','));
-      // Only the named pods, and (round-robin, as the reference picker) each of them.
-      expect(new Set(served.map(hostOf)), `named ${named.join(',')}`).toEqual(new Set(named));
-    }
-  });
-
-  it('GatewayFollowingEPPRoutingWithDataParallelism', async () => {
-    const { envoy, pods } = await setup({ ranks: 3 });
-    const [a, b, c] = pods as [Pod, Pod, Pod];
-    for (const pod of pods) {
-      const r = await suiteRequest(envoy, pod.ip);
-      expect(r.status).toBe(200);
-      expect(hostOf(r.served)).toBe(pod.ip);
-    }
-    // The suite's three cases: IP → the ports allowed there (empty: any of the pod's ranks).
-    const cases: Map<Pod, readonly string[]>[] = [
-      new Map([[b, []]]),
-      new Map([
-        [a, []],
-        [c, [c.ports[1] ?? '']],
-      ]),
-      new Map([
-        [a, []],
-        [b, [b.ports[0] ?? '', b.ports[2] ?? '']],
-        [c, []],
-      ]),
-    ];
-    for (const allowed of cases) {
-      const header = [...allowed]
-        .flatMap(([pod, ports]) => (ports.length === 0 ? [pod.ip] : ports.map((p) => `${pod.ip}:${p}`)))
-        .join(',');
-      const served = await flood(envoy, header);
-      for (const hostPort of served) {
-        const pod = pods.find((p) => p.ip === hostOf(hostPort));
-        const ports = pod && allowed.get(pod);
-        expect(ports, `${hostPort} for ${header}`).toBeDefined();
-        expect(ports?.length ? ports : pod?.ports, `${hostPort} for ${header}`).toContain(portOf(hostPort));
+// Each check is a few hundred requests through Envoy: a slower machine's time, never a figure.
+describe(
+  "GIE's conformance checks, reproduced against Envoy and cacheroute's picker",
+  { timeout: 60_000 },
+  () => {
+    it('GatewayFollowingEPPRouting', async () => {
+      const { envoy, pods } = await setup({});
+      const ips = pods.map((p) => p.ip);
+      // Each pod named alone serves the request.
+      for (const ip of ips) {
+        const r = await suiteRequest(envoy, ip);
+        expect(r.status).toBe(200);
+        expect(hostOf(r.served)).toBe(ip);
       }
-      expect(new Set(served.map(hostOf))).toEqual(new Set([...allowed.keys()].map((p) => p.ip)));
-    }
-  });
+      for (const named of [[ips[2]], [ips[0], ips[1]], ips] as string[][]) {
+        const served = await flood(envoy, named.join(','));
+        // Only the named pods, and (round-robin, as the reference picker) each of them.
+        expect(new Set(served.map(hostOf)), `named ${named.join(',')}`).toEqual(new Set(named));
+      }
+    });
 
-  it('GatewayDestinationEndpointServed', async () => {
-    // A conforming data plane reports the served endpoint; the hook hands it to the client.
-    const { envoy, pods } = await setup({ envoy: { reportServed: true } });
-    for (const pod of pods) {
-      const r = await suiteRequest(envoy, pod.ip);
+    it('GatewayFollowingEPPRoutingWithDataParallelism', async () => {
+      const { envoy, pods } = await setup({ ranks: 3 });
+      const [a, b, c] = pods as [Pod, Pod, Pod];
+      for (const pod of pods) {
+        const r = await suiteRequest(envoy, pod.ip);
+        expect(r.status).toBe(200);
+        expect(hostOf(r.served)).toBe(pod.ip);
+      }
+      // The suite's three cases: IP → the ports allowed there (empty: any of the pod's ranks).
+      const cases: Map<Pod, readonly string[]>[] = [
+        new Map([[b, []]]),
+        new Map([
+          [a, []],
+          [c, [c.ports[1] ?? '']],
+        ]),
+        new Map([
+          [a, []],
+          [b, [b.ports[0] ?? '', b.ports[2] ?? '']],
+          [c, []],
+        ]),
+      ];
+      for (const allowed of cases) {
+        const header = [...allowed]
+          .flatMap(([pod, ports]) => (ports.length === 0 ? [pod.ip] : ports.map((p) => `${pod.ip}:${p}`)))
+          .join(',');
+        const served = await flood(envoy, header);
+        for (const hostPort of served) {
+          const pod = pods.find((p) => p.ip === hostOf(hostPort));
+          const ports = pod && allowed.get(pod);
+          expect(ports, `${hostPort} for ${header}`).toBeDefined();
+          expect(ports?.length ? ports : pod?.ports, `${hostPort} for ${header}`).toContain(portOf(hostPort));
+        }
+        expect(new Set(served.map(hostOf))).toEqual(new Set([...allowed.keys()].map((p) => p.ip)));
+      }
+    });
+
+    it('GatewayDestinationEndpointServed', async () => {
+      // A conforming data plane reports the served endpoint; the hook hands it to the client.
+      const { envoy, pods } = await setup({ envoy: { reportServed: true } });
+      for (const pod of pods) {
+        const r = await suiteRequest(envoy, pod.ip);
+        expect(r.status).toBe(200);
+        expect(r.result).toBe(`${pod.ip}:${pod.ports[0]}`);
+        expect(r.result).toBe(r.served);
+      }
+    });
+
+    it('GatewayDestinationEndpointServed: plain Envoy reports no served endpoint, and the hook says so', async () => {
+      const { envoy, pods } = await setup({});
+      const r = await suiteRequest(envoy, pods[0]?.ip);
       expect(r.status).toBe(200);
-      expect(r.result).toBe(`${pod.ip}:${pod.ports[0]}`);
-      expect(r.result).toBe(r.served);
-    }
-  });
+      expect(r.result).toMatch(/^fail: missing /);
+    });
 
-  it('GatewayDestinationEndpointServed: plain Envoy reports no served endpoint, and the hook says so', async () => {
-    const { envoy, pods } = await setup({});
-    const r = await suiteRequest(envoy, pods[0]?.ip);
-    expect(r.status).toBe(200);
-    expect(r.result).toMatch(/^fail: missing /);
-  });
+    // Envoy 1.40's ext_proc does not fail open once a request body streams FULL_DUPLEX (the
+    // suite's POST gets 500, shared/reference/gie-envoy.md §2); a request without a body does,
+    // to the pool's endpoints. Should the data plane's mode change, the 500 below says so.
+    it('EppUnAvailableFailOpen', async () => {
+      const stack = await setup({ envoy: { failOpen: true }, pool: true });
+      const { envoy, pods } = stack;
+      const ips = pods.map((p) => p.ip);
+      // Phase 1: the picker up, the hook's pod serves.
+      const target = ips[0] ?? '';
+      const before = await suiteRequest(envoy, target);
+      expect(before.status).toBe(200);
+      expect(hostOf(before.served)).toBe(target);
+      // Phase 2: the picker gone.
+      await stack.epp?.close();
+      stack.epp = undefined;
+      expect((await suiteRequest(envoy, target)).status).toBe(500);
+      const bodiless = await fetch(`${envoy.url}/v1/models`, {
+        headers: { [TEST_SELECTION_HEADER]: target },
+      });
+      expect(bodiless.status).toBe(200);
+      expect(ips).toContain(hostOf(bodiless.headers.get('x-sim-worker') ?? ''));
+    });
 
-  // Envoy 1.40's ext_proc does not fail open once a request body streams FULL_DUPLEX (the
-  // suite's POST gets 500, shared/reference/gie-envoy.md §2); a request without a body does,
-  // to the pool's endpoints. Should the data plane's mode change, the 500 below says so.
-  it('EppUnAvailableFailOpen', async () => {
-    const stack = await setup({ envoy: { failOpen: true }, pool: true });
-    const { envoy, pods } = stack;
-    const ips = pods.map((p) => p.ip);
-    // Phase 1: the picker up, the hook's pod serves.
-    const target = ips[0] ?? '';
-    const before = await suiteRequest(envoy, target);
-    expect(before.status).toBe(200);
-    expect(hostOf(before.served)).toBe(target);
-    // Phase 2: the picker gone.
-    await stack.epp?.close();
-    stack.epp = undefined;
-    expect((await suiteRequest(envoy, target)).status).toBe(500);
-    const bodiless = await fetch(`${envoy.url}/v1/models`, { headers: { [TEST_SELECTION_HEADER]: target } });
-    expect(bodiless.status).toBe(200);
-    expect(ips).toContain(hostOf(bodiless.headers.get('x-sim-worker') ?? ''));
-  });
+    // The route's half: a pool whose picker cannot be reached (FailClose, the default) answers 5xx
+    // and no pod sees the request. (The pool's ResolvedRefs False is the gateway controller's.)
+    it('InferencePoolInvalidEPPService', async () => {
+      const stack = await setup({ pool: true });
+      await stack.epp?.close();
+      stack.epp = undefined;
+      const r = await suiteRequest(stack.envoy, stack.pods[0]?.ip);
+      expect(r.status).toBeGreaterThanOrEqual(500);
+      expect(r.served).toBe('');
+    });
 
-  it('the hooks are off by default: a client naming an endpoint is not obeyed, and no result header', async () => {
-    const { envoy, pods } = await setup({ hooks: false, envoy: { reportServed: true } });
-    const served = await flood(envoy, pods[2]?.ip ?? '', 6, 3);
-    expect(new Set(served.map(hostOf))).toEqual(new Set(pods.map((p) => p.ip)));
-    expect((await suiteRequest(envoy, pods[2]?.ip)).result).toBeNull();
-  });
-});
+    it('the hooks are off by default: a client naming an endpoint is not obeyed, and no result header', async () => {
+      const { envoy, pods } = await setup({ hooks: false, envoy: { reportServed: true } });
+      const served = await flood(envoy, pods[2]?.ip ?? '', 6, 3);
+      expect(new Set(served.map(hostOf))).toEqual(new Set(pods.map((p) => p.ip)));
+      expect((await suiteRequest(envoy, pods[2]?.ip)).result).toBeNull();
+    });
+  },
+);
