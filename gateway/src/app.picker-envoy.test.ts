@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission } from '#api';
 import { digestApiKey } from '#api/gateway-keys.ts';
-import { startEnvoy, type RunningEnvoy } from '../../test/support/envoy.ts';
+import { startEnvoy, untilPickerMarkedDown, type RunningEnvoy } from '../../test/support/envoy.ts';
 import {
   eventually,
   Gate,
@@ -132,14 +132,6 @@ async function envoyCounters(envoy: RunningEnvoy, prefix: string): Promise<Recor
 }
 
 /** The ext_proc cluster's host health flags, as Envoy's admin /clusters lists them. */
-async function extProcHealth(envoy: RunningEnvoy): Promise<string> {
-  const text = await (await fetch(`${envoy.adminUrl}/clusters`)).text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('ext_proc::') && l.includes('::health_flags::'))
-    .join('\n');
-}
-
 const KEY_A = 'a'.repeat(40);
 const RUNTIME_KEY = 'f'.repeat(64);
 
@@ -312,8 +304,7 @@ describe('the endpoint picker behind a real Envoy', () => {
     expect(before.endpoint).toMatch(/^sim[01]$/);
     await epp.close();
     // Envoy stops asking the picker once its health check has seen it down (every second).
-    while (!(await extProcHealth(envoy)).includes('failed_active_hc'))
-      await new Promise((r) => setTimeout(r, 100));
+    await untilPickerMarkedDown(envoy);
     const during: number[] = [];
     for (let i = 0; i < 4; i++) {
       // A client's own destination is dropped: the pool's round robin chooses.

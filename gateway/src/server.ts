@@ -39,6 +39,8 @@
 // --picker-port (9002) and gRPC health on --picker-health-port (9003), TLS with
 // --picker-tls-cert and --picker-tls-key; the API port then serves only the admin
 // routes. `--mode both`: the proxy too, over the same Picker. Default: standalone.
+// `--picker-conformance-hooks` (tests only, off by default): GIE's conformance test
+// hooks, with which a client names its own endpoint (epp/conformance-hooks.ts).
 // The routing table comes from Deployment and CachePolicy status (discovery/,
 // default kubeconfig: $KUBECONFIG, ~/.kube/config, then in-cluster), or with
 // `--routes routes.json` from a JSON file: an array of ModelRoute objects
@@ -139,6 +141,7 @@ async function main(): Promise<void> {
       'picker-health-port': { type: 'string' },
       'picker-tls-cert': { type: 'string' },
       'picker-tls-key': { type: 'string' },
+      'picker-conformance-hooks': { type: 'boolean' },
     },
   });
   const picker = parsePickerFlags(values);
@@ -240,6 +243,7 @@ export async function startEndpointPicker(
       draining: () => app.drain.draining,
       sendPrefill: (prefill, path, body) => gateway.sendPrefill(prefill, path, body),
       authorizationFor: (endpoint) => gateway.authorizationFor(endpoint),
+      ...(flags.conformanceHooks ? { conformanceHooks: true } : {}),
     },
     {
       host,

@@ -50,10 +50,25 @@ export type EnvoyRoute =
        * gateways built on it run: it cancels every stream (RST_STREAM) when the request is done.
        */
       readonly gracefulClose?: boolean;
+      /**
+       * Report the served endpoint as a conforming GIE data plane must: the upstream's address
+       * in the response path's `envoy.lb` metadata (`x-gateway-destination-endpoint-served`),
+       * which ext_proc forwards with the response headers. Plain Envoy writes none.
+       */
+      readonly reportServed?: boolean;
+      /**
+       * The pool's endpoints (`ip:port`), as a gateway knows them from the pool's selector: the
+       * destination cluster holds them and takes the picked one by Envoy's override_host load
+       * balancer, any of them (round-robin) when there is no pick (fail-open). Without: an
+       * ORIGINAL_DST cluster, which knows no endpoint but the picked one.
+       */
+      readonly poolEndpoints?: readonly string[];
     }
   | { readonly kind: 'static'; readonly upstream: string };
 
 export const DESTINATION_CLUSTER = 'original_destination_cluster';
+/** Carries the upstream's address from the router to the metadata (reportServed); never reaches a client. */
+const SERVED_BY_HEADER = 'x-cacheroute-test-upstream-address';
 
 const PICK_HEADER = 'x-gateway-destination-endpoint';
 
@@ -191,6 +206,47 @@ const runtimeConnections = {
   },
 };
 
+/** The picker's clusters: ext_proc, and the destination (ORIGINAL_DST, or the pool's endpoints). */
+function pickerClusters(route: Extract<EnvoyRoute, { kind: 'picker' }>, extProcCluster: object): object[] {
+  const failOpen = route.failOpen;
+  return failOpen
+    ? [{ ...extProcCluster, ...pickerHealth(failOpen, route.pickerPort) }, poolCluster(failOpen.pool)]
+    : [
+        extProcCluster,
+        route.poolEndpoints
+          ? poolCluster(route.poolEndpoints)
+          : {
+              name: DESTINATION_CLUSTER,
+              type: 'ORIGINAL_DST',
+              lb_policy: 'CLUSTER_PROVIDED',
+              connect_timeout: '10s',
+              original_dst_lb_config: {
+                use_http_header: true,
+                http_header_name: PICK_HEADER,
+              },
+              // Envoy drops an ORIGINAL_DST host unused for cleanup_interval (5 s by default) and
+              // closes its connections; with picks held longer than that (220 KB prompts under
+              // load) requests already on those connections got 503 `connection termination`.
+              // The picker's endpoints are few and long-lived: kept for an hour.
+              cleanup_interval: '3600s',
+              ...runtimeConnections,
+            },
+      ];
+}
+
+// A clean end of each ext_proc stream: Envoy half-closes it, the picker ends it (gRPC OK),
+// instead of one RST_STREAM per request on the picker's connection (epp/stream-resets.ts).
+function gracefulCloseRuntime(route: EnvoyRoute): object {
+  if (route.kind !== 'picker' || route.gracefulClose === false) return {};
+  return {
+    layered_runtime: {
+      layers: [
+        { name: 'static', static_layer: { 'envoy.reloadable_features.ext_proc_graceful_grpc_close': true } },
+      ],
+    },
+  };
+}
+
 /** The bootstrap, as an object (yaml stringifies it). */
 export function buildEnvoyBootstrap(route: EnvoyRoute): object {
   const failOpen = route.kind === 'picker' ? route.failOpen : undefined;
@@ -248,6 +304,30 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
           },
         ]
       : [];
+  // The router adds the upstream's address as a response header, this filter (after ext_proc,
+  // so before it on the response path) moves it into the metadata and off the response.
+  const reportServed = route.kind === 'picker' && route.reportServed === true;
+  const servedToMetadata = reportServed
+    ? [
+        {
+          name: 'envoy.filters.http.header_to_metadata',
+          typed_config: {
+            '@type': 'type.googleapis.com/envoy.extensions.filters.http.header_to_metadata.v3.Config',
+            response_rules: [
+              {
+                header: SERVED_BY_HEADER,
+                on_header_present: {
+                  metadata_namespace: 'envoy.lb',
+                  key: 'x-gateway-destination-endpoint-served',
+                  type: 'STRING',
+                },
+                remove: true,
+              },
+            ],
+          },
+        },
+      ]
+    : [];
   const router = {
     name: 'envoy.filters.http.router',
     typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
@@ -261,45 +341,11 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
   );
   const clusters =
     route.kind === 'picker'
-      ? failOpen
-        ? [{ ...extProcCluster, ...pickerHealth(failOpen, route.pickerPort) }, poolCluster(failOpen.pool)]
-        : [
-            extProcCluster,
-            {
-              name: DESTINATION_CLUSTER,
-              type: 'ORIGINAL_DST',
-              lb_policy: 'CLUSTER_PROVIDED',
-              connect_timeout: '10s',
-              original_dst_lb_config: {
-                use_http_header: true,
-                http_header_name: PICK_HEADER,
-              },
-              // Envoy drops an ORIGINAL_DST host unused for cleanup_interval (5 s by default) and
-              // closes its connections; with picks held longer than that (220 KB prompts under
-              // load) requests already on those connections got 503 `connection termination`.
-              // The picker's endpoints are few and long-lived: kept for an hour.
-              cleanup_interval: '3600s',
-              ...runtimeConnections,
-            },
-          ]
+      ? pickerClusters(route, extProcCluster)
       : [staticCluster(DESTINATION_CLUSTER, upstream?.hostname ?? '', Number(upstream?.port), false)];
-  const graceful = route.kind === 'picker' && route.gracefulClose !== false;
   return {
     admin: { address: loopback(0) },
-    // A clean end of each ext_proc stream: Envoy half-closes it, the picker ends it (gRPC OK),
-    // instead of one RST_STREAM per request on the picker's connection (epp/stream-resets.ts).
-    ...(graceful
-      ? {
-          layered_runtime: {
-            layers: [
-              {
-                name: 'static',
-                static_layer: { 'envoy.reloadable_features.ext_proc_graceful_grpc_close': true },
-              },
-            ],
-          },
-        }
-      : {}),
+    ...gracefulCloseRuntime(route),
     static_resources: {
       listeners: [
         {
@@ -324,6 +370,15 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
                             {
                               match: { prefix: '/' },
                               route: { cluster: DESTINATION_CLUSTER, timeout: '86400s' },
+                              ...(reportServed
+                                ? {
+                                    response_headers_to_add: [
+                                      {
+                                        header: { key: SERVED_BY_HEADER, value: '%UPSTREAM_REMOTE_ADDRESS%' },
+                                      },
+                                    ],
+                                  }
+                                : {}),
                             },
                           ],
                         },
@@ -331,7 +386,13 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
                     },
                     http_filters:
                       route.kind === 'picker'
-                        ? [...(failOpen ? [dropClientPick] : []), ...subset, extProc, router]
+                        ? [
+                            ...(failOpen ? [dropClientPick] : []),
+                            ...subset,
+                            extProc,
+                            ...servedToMetadata,
+                            router,
+                          ]
                         : [router],
                   },
                 },
@@ -423,4 +484,16 @@ export async function startEnvoy(
       if (!process.env['CACHEROUTE_ENVOY_LOG_LEVEL']) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Until Envoy's active health check has marked the picker (cluster `ext_proc`) down (FailOpen). */
+export async function untilPickerMarkedDown(envoy: RunningEnvoy): Promise<void> {
+  for (;;) {
+    const text = await (await fetch(`${envoy.adminUrl}/clusters`)).text();
+    const flags = text
+      .split('\n')
+      .filter((l) => l.startsWith('ext_proc::') && l.includes('::health_flags::'));
+    if (flags.some((l) => l.includes('failed_active_hc'))) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

@@ -34,6 +34,12 @@ import {
   SUBSET_NAMESPACE,
   type ProcessingResponse,
 } from './answers.ts';
+import {
+  buildEchoRequest,
+  readServedResult,
+  readTestSelection,
+  SERVED_RESULT_HEADER,
+} from './conformance-hooks.ts';
 import { readMetadataList, toHeaderRecord, type HttpHeaders, type ProcessingRequest } from './messages.ts';
 
 /** What the endpoint picker shares with the proxy: built once by server.ts, read by every stream. */
@@ -58,6 +64,8 @@ export interface PickerHost {
   readonly sendPrefill: (prefill: RouteEndpoint, path: string, body: Decision['body']) => void;
   /** The runtime's own API key as an Authorization header, or undefined (gateway.authorizationFor). */
   readonly authorizationFor: (endpoint: RouteEndpoint) => string | undefined;
+  /** GIE's conformance test hooks (conformance-hooks.ts; --picker-conformance-hooks): tests only. */
+  readonly conformanceHooks?: boolean;
 }
 
 /** `ip:port` of an endpoint, as GIE names endpoints (the URL's host; port 80 when it has none). */
@@ -200,8 +208,7 @@ export class PickerExchange {
         detail: `body: not JSON (${err instanceof Error ? err.message : String(err)})`,
       });
     }
-    const subset = readMetadataList(msg, SUBSET_NAMESPACE, SUBSET_KEY);
-    const within = subset && new Set(subset);
+    const within = candidatesWithin(msg, this.#headers, host.conformanceHooks === true);
     const picked = await host.picker.pick(
       {
         id: this.#id,
@@ -211,7 +218,7 @@ export class PickerExchange {
         headers: this.#headers,
         tenant: this.#tenant,
         fallbacks: host.fallbacks,
-        ...(within ? { within: (e: RouteEndpoint) => within.has(addressOf(e)) } : {}),
+        ...(within ? { within: (e: RouteEndpoint) => within(addressOf(e)) } : {}),
       },
       { signal: this.#abort.signal, log: host.log },
     );
@@ -256,11 +263,11 @@ export class PickerExchange {
     // The client's Authorization is its tenant's key, for this picker only: never the runtime's to
     // see. The runtime gets its own key, as the proxy sends it (none known: no header).
     const runtimeAuth = host.authorizationFor(endpoint);
-    this.#send(
-      buildPickHeaders(order.map(addressOf), runtimeAuth ? { authorization: runtimeAuth } : {}, [
-        'authorization',
-      ]),
-    );
+    const upstreamHeaders = {
+      ...(runtimeAuth ? { authorization: runtimeAuth } : {}),
+      ...(host.conformanceHooks ? buildEchoRequest(addressOf(endpoint)) : {}),
+    };
+    this.#send(buildPickHeaders(order.map(addressOf), upstreamHeaders, ['authorization']));
     for (const chunk of buildBodyChunks(Buffer.from(JSON.stringify(decision.body)), !trailersFollow))
       this.#send(chunk);
   }
@@ -285,11 +292,14 @@ export class PickerExchange {
       endpoint: r.endpoint.id,
       input: r.decision.input,
     });
+    const clientHeaders = this.#host.conformanceHooks
+      ? { ...r.clientHeaders, [SERVED_RESULT_HEADER]: readServedResult(msg) }
+      : r.clientHeaders;
     this.#send({
       response_headers: {
         response: {
           header_mutation: {
-            set_headers: Object.entries(r.clientHeaders).map(([key, value]) => ({
+            set_headers: Object.entries(clientHeaders).map(([key, value]) => ({
               header: { key, raw_value: Buffer.from(value) },
               append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
             })),
@@ -307,6 +317,22 @@ export class PickerExchange {
       buildImmediate(err.statusCode, headers, JSON.stringify(buildErrorBody(err)), `cacheroute_${err.code}`),
     );
   }
+}
+
+/**
+ * The addresses a pick may name: the data plane's subset hint, or (conformance test hooks on)
+ * the test's own selection, which wins over the hint as in GIE's reference picker; undefined: any.
+ */
+function candidatesWithin(
+  msg: ProcessingRequest,
+  headers: Readonly<Record<string, string>>,
+  hooks: boolean,
+): ((address: string) => boolean) | undefined {
+  const selection = hooks ? readTestSelection(headers) : undefined;
+  if (selection) return selection;
+  const subset = readMetadataList(msg, SUBSET_NAMESPACE, SUBSET_KEY);
+  const hinted = subset && new Set(subset);
+  return hinted && ((address) => hinted.has(address));
 }
 
 const EXTRA_HEADERS = new WeakMap<GatewayError, Record<string, string>>();

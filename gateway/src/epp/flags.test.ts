@@ -24,5 +24,14 @@ describe('parsePickerFlags', () => {
     expect(error({ 'picker-port': '70000' })).toContain('--picker-port: give a port from 0 to 65535');
     expect(error({ 'picker-health-port': 'x' })).toContain('--picker-health-port');
     expect(error({ 'picker-tls-cert': 'c' })).toContain('--picker-tls-cert and --picker-tls-key go together');
+    expect(error({ 'picker-conformance-hooks': true })).toContain('give --mode picker or both');
+  });
+
+  it("GIE's conformance test hooks only when asked for", () => {
+    expect(parsePickerFlags({ mode: 'picker' })).not.toHaveProperty('value.conformanceHooks');
+    expect(parsePickerFlags({ mode: 'picker', 'picker-conformance-hooks': true })).toMatchObject({
+      ok: true,
+      value: { conformanceHooks: true },
+    });
   });
 });

@@ -3,6 +3,8 @@
 // endpoint picker behind a gateway's Envoy, the API port serving the admin
 // routes), or `both`; `--picker-port` (9002) and `--picker-health-port` (9003),
 // GIE's defaults; TLS when `--picker-tls-cert` and `--picker-tls-key` are given.
+// `--picker-conformance-hooks`: GIE's conformance test hooks (conformance-hooks.ts),
+// for a test bench only; off by default and never set by the chart.
 
 import { z } from 'zod';
 
@@ -22,6 +24,8 @@ export interface PickerFlags {
   readonly port: number;
   readonly healthPort: number;
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** GIE's conformance test hooks: a client names its endpoint. Tests only. */
+  readonly conformanceHooks?: true;
 }
 
 type Parsed<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
@@ -32,6 +36,7 @@ export function parsePickerFlags(values: {
   readonly 'picker-health-port'?: string | undefined;
   readonly 'picker-tls-cert'?: string | undefined;
   readonly 'picker-tls-key'?: string | undefined;
+  readonly 'picker-conformance-hooks'?: boolean | undefined;
 }): Parsed<PickerFlags> {
   const mode = GatewayMode.safeParse(values.mode ?? 'standalone');
   if (!mode.success) return { ok: false, error: `--mode: ${mode.error.issues[0]?.message ?? 'invalid'}` };
@@ -48,6 +53,13 @@ export function parsePickerFlags(values: {
       ok: false,
       error: '--picker-tls-cert and --picker-tls-key go together: give both, or neither (plaintext)',
     };
+  const hooks = values['picker-conformance-hooks'] === true;
+  if (hooks && mode.data === 'standalone')
+    return {
+      ok: false,
+      error:
+        '--picker-conformance-hooks: only for the endpoint picker; give --mode picker or both, or drop the flag',
+    };
   return {
     ok: true,
     value: {
@@ -55,6 +67,7 @@ export function parsePickerFlags(values: {
       port: port.data,
       healthPort: health.data,
       ...(cert !== undefined && key !== undefined ? { tls: { certFile: cert, keyFile: key } } : {}),
+      ...(hooks ? { conformanceHooks: true as const } : {}),
     },
   };
 }

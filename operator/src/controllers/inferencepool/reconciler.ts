@@ -5,7 +5,8 @@
 // that governs it (its inferencePool.failureMode). Where the API is missing, or the picker's
 // Service is in another namespace (a pool's endpointPickerRef names a Service in its own), the
 // Deployment gets a Warning Event and no pool; the missing API is asked again every minute, so
-// installing the CRD later needs no restart. No status is written: the Deployment's conditions
+// installing the CRD later needs no restart. A picker Service that does not exist: the pool is
+// kept, and the Deployment gets a Warning Event (PickerServiceMissing) while it is missing. No status is written: the Deployment's conditions
 // are the Deployment controller's to write.
 import { validateResource, type CachePolicyResource, type DeploymentResource } from '#api';
 import { isNotFound, type KubeClient } from '#kube/client.ts';
@@ -23,6 +24,12 @@ const CONTROLLER = 'inferencepool';
 const RECHECK_MISSING_MS = 60_000;
 
 export const PICKER_IN_OTHER_NAMESPACE = 'PickerInOtherNamespace';
+/**
+ * The pool is kept, but the Service its endpointPickerRef names does not exist: a GIE gateway
+ * reports the pool ResolvedRefs False and answers its route 5xx (GIE conformance:
+ * InferencePoolInvalidEPPService). The condition is the gateway's to write; this says why.
+ */
+export const PICKER_SERVICE_MISSING = 'PickerServiceMissing';
 
 type DeploymentObject = KubeObject & DeploymentResource;
 type PolicyObject = KubeObject & CachePolicyResource;
@@ -40,6 +47,7 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
   const { manager, client, picker } = opts;
   const roots = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
+  const services = manager.informer(Resources.services);
   const api = inferencePoolApi(client);
 
   function failureModeOf(root: DeploymentResource) {
@@ -76,6 +84,15 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
       ctx.logger.info('InferencePool API not served: asked again later', { deployment: key.name });
       return { requeueAfterMs: opts.recheckMissingMs ?? RECHECK_MISSING_MS };
     }
+    if (!services.get(picker.namespace, picker.name))
+      manager.events.event(
+        obj,
+        'Warning',
+        PICKER_SERVICE_MISSING,
+        `the InferencePool's endpointPickerRef names Service ${picker.namespace}/${picker.name}, which does ` +
+          'not exist: a gateway reports the pool ResolvedRefs False and fails its requests; install the chart ' +
+          'with gateway.mode picker or both, or give the operator the right --inference-pool-picker-service',
+      );
     const desired = buildInferencePool(root, picker, failureModeOf(root));
     try {
       const result = await applyOwned(client, Resources.inferencePools, desired, {
@@ -97,6 +114,17 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
     name: CONTROLLER,
     primary: Resources.sglangDeployments,
     watches: [
+      {
+        // The picker Service coming or going: every pool of its namespace names it.
+        resource: Resources.services,
+        map: (svc) =>
+          svc.metadata?.namespace === picker.namespace && svc.metadata.name === picker.name
+            ? roots.list({ namespace: picker.namespace }).map((d) => ({
+                namespace: picker.namespace,
+                name: d.metadata?.name ?? '',
+              }))
+            : [],
+      },
       {
         // A policy's failureMode is its targets' pools'; one coming or going changes who governs.
         resource: Resources.cachePolicies,
