@@ -731,6 +731,14 @@ function describeSetup(run: {
   };
 }
 
+/** The overhead phase's rows shared the machine with whatever else ran: its load, beside them. */
+function renderPhaseLoad(overhead: OverheadOut | undefined): string[] {
+  const notes = overhead?.notes;
+  const load = notes?.['loadavg'];
+  if (load === undefined) return [];
+  return ['', `overhead phase: load average (1 min) ${load}; ${notes?.['cpu_busy'] ?? ''}`];
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const parsed = parseTrace(readFileSync(values.trace ?? '', 'utf8'), N, SKIP);
@@ -792,13 +800,13 @@ async function main(): Promise<void> {
     ...judgePickerGoals(routers, routersWanted.includes(PICKER_ROW)),
     ...[judgePickerOverhead(o, OVERHEAD_RATE)].filter((g) => g !== undefined),
   ];
-  const pickerRatios = comparePickerRow(routers);
+  const pickerRatios = comparePickerRow(routers) ?? null;
   const report = {
     routers,
     ...summarizeOverhead(overhead),
     goals,
     replica_scaling: scaling,
-    picker_vs_standalone: pickerRatios ?? null,
+    picker_vs_standalone: pickerRatios,
     bound: workload.bound,
     pooled_bound: bounds.pooled,
     pooled_bound_capacity_tokens: pooled.capacityTokens,
@@ -814,7 +822,13 @@ async function main(): Promise<void> {
     `median reuse distance ${workload.reuse_distance_p50_tokens} tokens; reuses within one pool ${workload.reuse_within_one_pool}, within fleet pool ${workload.reuse_within_fleet_pool}`,
     `load average start ${setup.loadavg_start.join(' ')}, end ${report.setup.loadavg_end.join(' ')} on ${setup.cpus} CPUs`,
   ];
-  console.error([renderTable(routers, o, goals, header), ...renderPickerLines(pickerRatios)].join('\n'));
+  console.error(
+    [
+      renderTable(routers, o, goals, header),
+      ...renderPickerLines(pickerRatios),
+      ...renderPhaseLoad(overhead),
+    ].join('\n'),
+  );
   console.log(JSON.stringify(report));
 }
 

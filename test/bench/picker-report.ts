@@ -120,7 +120,7 @@ export function judgePickerOverhead(
 }
 
 /** The table's lines for the ratios (none when the comparison could not be made). */
-export function renderPickerLines(c: PickerComparison | undefined): string[] {
+export function renderPickerLines(c: PickerComparison | null | undefined): string[] {
   if (!c) return [];
   const cell = (label: string, r: Ratio | null): string => `${label} ${r ? show(r) : '-'}`;
   return [
