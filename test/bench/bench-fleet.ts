@@ -180,9 +180,14 @@ export interface Router {
   readonly procs: readonly Proc[];
   /** Gateway replicas routing from the simulators' KV events. */
   readonly kvIndexed: boolean;
+  /** Where each replica's /status.json is, when clients reach it through something else (Envoy). */
+  readonly statusUrls?: readonly string[];
+  /** Stops what the router runs besides `procs` (an Envoy in front of it). */
+  readonly close?: () => Promise<void>;
 }
 
 export async function stopRouter(r: Router): Promise<void> {
+  await r.close?.();
   await Promise.all(r.procs.map((p) => stopProcess(p)));
 }
 
@@ -514,7 +519,7 @@ export async function countKvIndexUsable(
   let usable = 0;
   let total = 0;
   const reasons = new Set<string>();
-  for (const url of r.urls) {
+  for (const url of r.statusUrls ?? r.urls) {
     const body = (await (await fetchOk(`${url}/status.json`, {}, 10_000)).json()) as StatusEndpoints;
     for (const e of (body.deployments ?? []).flatMap((d) => d.endpoints ?? [])) {
       total++;

@@ -46,6 +46,14 @@
 //   and of odd index (tier-report.ts), so a difference between rows inside
 //   it is not a result. `make bench VIRTUAL=1` runs the gateway tier in
 //   virtual time instead (bench-tier-virtual.ts).
+// - The `picker` row (bench-picker.ts): the cache-aware gateway as GIE's endpoint picker
+//   (ext_proc) behind a real Envoy 1.40 with the tests' bootstrap (test/support/envoy.ts), on
+//   the same simulators; `picker_vs_standalone` holds its ratios to the `cache-aware` row, each
+//   with the two rows' spreads carried into it (picker-report.ts).
+// - Overhead phase: direct, the gateway (with and without KV events), a bare Node proxy (the
+//   floor of any Node gateway), Envoy alone on a static route (the floor of the picker path),
+//   Envoy + picker, SGLang's router and smg, in interleaved rounds; the load average is in
+//   `overhead_notes`.
 // - Bounds: the infinite-cache bound, and the pooled-cache bound: one LRU of
 //   the fleet's total KV pool replayed over the slice (pooled-bound.ts; with
 //   --profile hicache the host tier's tokens too). hit_rate_vs_bound is
@@ -103,9 +111,20 @@ import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-
 import { computeSpread, computeTierMetrics } from './tier-report.ts';
 import { BLOCK_TOKENS, buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
 import { startEnvoy, type RunningEnvoy } from '../support/envoy.ts';
+import { PICKER_ROW, startPickerRouter } from './bench-picker.ts';
+import {
+  comparePickerRow,
+  judgePickerGoals,
+  judgePickerOverhead,
+  renderPickerLines,
+} from './picker-report.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const ALL_ROUTERS: readonly string[] = [...GATEWAY_POLICIES, ...PY_ROUTERS];
+// The picker row right after the standalone gateway's: the two it is compared with run closest in time.
+const ALL_ROUTERS: readonly string[] = [
+  ...GATEWAY_POLICIES.flatMap((p) => (p === 'cache-aware' ? [p, PICKER_ROW] : [p])),
+  ...PY_ROUTERS,
+];
 const PREFILL_TPS = 8000;
 
 const { values } = parseArgs({
@@ -163,6 +182,8 @@ const replicaParse = parseReplicaList(values['gateway-replicas'] ?? '1');
 const replicaList: readonly number[] = typeof replicaParse === 'string' ? usage(replicaParse) : replicaParse;
 const replicated = (values['replicated-routers'] ?? '').split(',').filter((r) => r !== '');
 for (const r of replicated) if (!ALL_ROUTERS.includes(r)) usage(`unknown router ${r}`);
+if (replicated.includes(PICKER_ROW))
+  usage(`--replicated-routers: the ${PICKER_ROW} row runs one Envoy and one picker`);
 // The hicache profile gives each simulator a host tier as examples/deployment-hicache.yaml renders it.
 const HICACHE_RATIO = 2;
 const PROFILE_FLAGS: Readonly<Record<string, readonly string[]>> = {
@@ -358,7 +379,11 @@ async function runRouter(
   const key = rowKey(name, replicas);
   let router: Router;
   try {
-    router = await startRouter(ctx, name, sims, `replay${replicas > 1 ? `-x${replicas}` : ''}`, replicas);
+    const tag = `replay${replicas > 1 ? `-x${replicas}` : ''}`;
+    router =
+      name === PICKER_ROW
+        ? await startPickerRouter(ctx, sims, tag)
+        : await startRouter(ctx, name, sims, tag, replicas);
   } catch (e) {
     log(`${key}: did not start: ${(e as Error).message.slice(0, 500)}`);
     if (e instanceof SkipError) return { skipped: e.message };
@@ -706,6 +731,14 @@ function describeSetup(run: {
   };
 }
 
+/** The overhead phase's rows shared the machine with whatever else ran: its load, beside them. */
+function renderPhaseLoad(overhead: OverheadOut | undefined): string[] {
+  const notes = overhead?.notes;
+  const load = notes?.['loadavg'];
+  if (load === undefined) return [];
+  return ['', `overhead phase: load average (1 min) ${load}; ${notes?.['cpu_busy'] ?? ''}`];
+}
+
 async function main(): Promise<void> {
   installCleanup();
   const parsed = parseTrace(readFileSync(values.trace ?? '', 'utf8'), N, SKIP);
@@ -764,12 +797,16 @@ async function main(): Promise<void> {
     ...judgeGoals(routers, o, OVERHEAD_RATE),
     ...judgeReplicaGoals(routers, scaling, setup.trace),
     ...[judgeTierGoal(routers)].filter((g) => g !== undefined),
+    ...judgePickerGoals(routers, routersWanted.includes(PICKER_ROW)),
+    ...[judgePickerOverhead(o, OVERHEAD_RATE)].filter((g) => g !== undefined),
   ];
+  const pickerRatios = comparePickerRow(routers) ?? null;
   const report = {
     routers,
     ...summarizeOverhead(overhead),
     goals,
     replica_scaling: scaling,
+    picker_vs_standalone: pickerRatios,
     bound: workload.bound,
     pooled_bound: bounds.pooled,
     pooled_bound_capacity_tokens: pooled.capacityTokens,
@@ -785,7 +822,13 @@ async function main(): Promise<void> {
     `median reuse distance ${workload.reuse_distance_p50_tokens} tokens; reuses within one pool ${workload.reuse_within_one_pool}, within fleet pool ${workload.reuse_within_fleet_pool}`,
     `load average start ${setup.loadavg_start.join(' ')}, end ${report.setup.loadavg_end.join(' ')} on ${setup.cpus} CPUs`,
   ];
-  console.error(renderTable(routers, o, goals, header));
+  console.error(
+    [
+      renderTable(routers, o, goals, header),
+      ...renderPickerLines(pickerRatios),
+      ...renderPhaseLoad(overhead),
+    ].join('\n'),
+  );
   console.log(JSON.stringify(report));
 }
 
