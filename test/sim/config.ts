@@ -101,7 +101,7 @@ const SIM_FLAGS: Readonly<Record<string, SimFlag>> = {
 };
 
 /** HiCache L3 load rate (tokens/s) of an 8B model's KV, from the measured L3/recompute ratio (docs/l3-timing.md). */
-export const L3_LOAD_TPS_DEFAULT = 80_000;
+export const L3_LOAD_TPS_DEFAULT = 72_000;
 
 export const SIM_DEFAULTS: SimOptions = {
   prefillTps: 8000,
