@@ -199,7 +199,7 @@ bench-failover: deps ## Failover: 3 gateway replicas replay a slice twice, one S
 	$(NODE) test/bench/bench-failover.ts --n $(or $(N),2000) $(ARGS)
 
 .PHONY: bench
-bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on) + router overhead; last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
+bench: deps ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on) + router overhead; last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache|hicache-l3']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
 ifeq ($(VIRTUAL),1)
 	$(NODE) test/bench/bench-tier-virtual.ts --n $(or $(N),2000) $(ARGS)
 else

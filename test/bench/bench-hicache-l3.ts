@@ -13,10 +13,12 @@
 // bounds: the pooled bound (one LRU of the fleet's device + host tokens) and the same with L3
 // counted (the tier is unbounded: every block computed once is held). Goals (shared-document
 // workload): TTFT p50 with L3 <= 0.8 x without; hit rate (all tiers) >= 0.98 x the bound with L3.
+// Sizes: --n / 4 conversation requests (BENCH_L3_N_CONVERSATION), BENCH_L3_DOCS documents (64),
+// BENCH_L3_DOC_REQUESTS requests (384); BENCH_L3_WORKLOADS=shared-document runs one workload.
 // Simulators: the routing bench's (8B on one H100: prefill 8,000 tok/s), L3 loads at their
 // default --sim-l3-load-tps (test/sim/config.ts, from docs/l3-timing.md). Last line: JSON.
 
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -140,6 +142,7 @@ export async function runHicacheL3Bench(repo: string, values: Values): Promise<n
     typeof values['log-dir'] === 'string'
       ? values['log-dir']
       : mkdtempSync(path.join(os.tmpdir(), 'cacheroute-bench-l3-'));
+  mkdirSync(logDir, { recursive: true });
   const log = (msg: string): void => console.error(`bench hicache-l3: ${msg}`);
   const loadavg: number[] = [os.loadavg()[0] ?? 0];
 
@@ -166,8 +169,9 @@ export async function runHicacheL3Bench(repo: string, values: Values): Promise<n
     { name: 'shared-document', records: docs, pool: 32_768 },
   ];
 
+  const only = process.env['BENCH_L3_WORKLOADS']?.split(',');
   const results: Record<string, Record<string, unknown>> = {};
-  for (const w of workloads) {
+  for (const w of workloads.filter((x) => !only || only.includes(x.name))) {
     const tiers = 1 + HICACHE_RATIO;
     const pooled = computePooledBound(w.records, w.pool * workers * tiers, pageSize).hitRate;
     const withL3 = computePooledBound(w.records, Number.MAX_SAFE_INTEGER, pageSize).hitRate;

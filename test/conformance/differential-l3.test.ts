@@ -125,7 +125,12 @@ beforeAll(async () => {
   const simDir = mkdtempSync(join(tmpdir(), 'cacheroute-l3-diff-sim-'));
   dirs.push(realDir, simDir);
   const realEnv = { SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR: realDir };
-  for (let i = 0; i < 2; i++) reals.push(await startRealSglang({ args: ARGS, env: realEnv }));
+  // Together, with time to spare: on a loaded 2-core machine one start-up alone can take minutes.
+  reals.push(
+    ...(await Promise.all(
+      [0, 1].map(() => startRealSglang({ args: ARGS, env: realEnv, startTimeoutMs: 600_000 })),
+    )),
+  );
   const simEnv = { SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR: simDir };
   for (let i = 0; i < 2; i++) sims.push(await startSim(['--model-path', 'tiny', ...ARGS], { env: simEnv }));
   const [ra, rb] = reals;
