@@ -18,7 +18,7 @@
 // Simulators: the routing bench's (8B on one H100: prefill 8,000 tok/s), L3 loads at their
 // default --sim-l3-load-tps (test/sim/config.ts, from docs/l3-timing.md). Last line: JSON.
 
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -295,6 +295,7 @@ async function runRow(
     }
   } finally {
     for (const s of sims) await stopProcess(s.proc);
+    if (l3Dir) rmSync(l3Dir, { recursive: true, force: true });
   }
 }
 
