@@ -203,7 +203,7 @@ bench-picker-prompts: deps envoy ## GIE #2928's case: 220 KB prompts at concurre
 	$(NODE) test/bench/bench-picker-prompts.ts $(ARGS)
 
 .PHONY: bench
-bench: deps $(if $(filter 1,$(VIRTUAL)),,envoy) ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on), the gateway's endpoint picker behind a real Envoy among them (row picker) + router overhead (Envoy alone and Envoy + picker beside the routers); last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
+bench: deps $(if $(filter 1,$(VIRTUAL)),,envoy) ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on), the gateway's endpoint picker behind a real Envoy among them (row picker) + router overhead (Envoy alone and Envoy + picker beside the routers); last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache|hicache-l3']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
 ifeq ($(VIRTUAL),1)
 	$(NODE) test/bench/bench-tier-virtual.ts --n $(or $(N),2000) $(ARGS)
 else

@@ -13,7 +13,13 @@ const line = Object.fromEntries(CONFORMANCE_KEYS.map((k) => [k, total[k] ?? null
 process.stdout.write(JSON.stringify(line) + '\n');
 const missing = CONFORMANCE_KEYS.filter((k) => total[k] === undefined);
 const failing = (
-  ['disagreements', 'catalogue_drift', 'differential_mismatches', 'pd_differential_mismatches'] as const
+  [
+    'disagreements',
+    'catalogue_drift',
+    'differential_mismatches',
+    'pd_differential_mismatches',
+    'l3_differential_mismatches',
+  ] as const
 ).filter((k) => (total[k] ?? 0) > 0);
 if (missing.length > 0) process.stderr.write(`conformance: no suite reported ${missing.join(', ')}\n`);
 if (failing.length > 0) process.stderr.write(`conformance: non-zero ${failing.join(', ')}\n`);

@@ -89,7 +89,7 @@ export const CacheAwareSettings = z
       .meta({
         description:
           "What a prefix held in a runtime's host memory (HiCache) is worth against one held on the GPU " +
-          '(0..1; it is loaded back before use); a shared L3 (storage) tier counts storageWeight, by default half of it. ' +
+          '(0..1; it is loaded back before use); a shared L3 (storage) tier counts storageWeight, by default as much. ' +
           '1 ignores the host tier.',
       }),
     storageWeight: z
@@ -101,7 +101,8 @@ export const CacheAwareSettings = z
         description:
           "What a prefix in a Deployment's shared HiCache L3 tier is worth against one on the GPU (0..1; it is " +
           'read from storage into host memory, then loaded back). It is credited on every replica that shares the ' +
-          "tier. Unset: half of hostWeight (0.25 with the defaults); not calibrated against SGLang's load times.",
+          'tier. Unset: hostWeight (0.5 with the defaults): on the real SGLang an L3 load cost what a host load ' +
+          'did, both far below recomputing (docs/l3-timing.md).',
       }),
   })
   .meta({ description: 'Settings of the cache-aware policy.' });

@@ -23,12 +23,12 @@ import { postStream } from './replay-client.ts';
 export const MODEL = 'sim/llama-8b';
 /**
  * The gateway's routers: a CachePolicy routing section each. `cache-aware-tier-blind` is cache-aware
- * counting a prefix in host memory as if it were on the GPU (hostWeight 1): the HiCache profile's
+ * counting a prefix in host memory or a shared L3 as if it were on the GPU (hostWeight and storageWeight 1): the HiCache profiles'
  * tier-blind baseline.
  */
 export const GATEWAY_ROUTING: Readonly<Record<string, object>> = {
   'cache-aware': { policy: 'cache-aware' },
-  'cache-aware-tier-blind': { policy: 'cache-aware', cacheAware: { hostWeight: 1 } },
+  'cache-aware-tier-blind': { policy: 'cache-aware', cacheAware: { hostWeight: 1, storageWeight: 1 } },
   'prefix-hash': { policy: 'prefix-hash' },
   'least-load': { policy: 'least-load' },
   'round-robin': { policy: 'round-robin' },
@@ -46,6 +46,8 @@ export interface FleetContext {
   readonly routerArgs?: Readonly<Record<string, readonly string[]>>;
   /** The simulators' --sim-time-scale: model time runs this many times faster than wall time. */
   readonly timeScale?: number;
+  /** More fields of the gateway's route (e.g. `l3Roles`: the fleet shares a HiCache L3 tier). */
+  readonly routeExtra?: Readonly<Record<string, unknown>>;
 }
 
 // ---------------------------------------------------------------- simulators
@@ -203,6 +205,7 @@ function writeRoutes(ctx: FleetContext, name: string, routing: object, endpoints
       // Out of the way: this measures routing, not admission.
       admission: { maxConcurrency: 100_000, maxQueue: 1_000_000, queueTimeoutSeconds: 3600, adaptive: false },
       reuse: { enabled: false },
+      ...ctx.routeExtra,
       endpoints: endpoints.map((s) => ({
         id: s.id,
         url: s.url,

@@ -6,7 +6,7 @@
 //   node test/bench/bench-routing.ts [--trace FILE] [--n 2000] [--scale 8] [--load 0.8]
 //        [--workers 4] [--max-total-tokens 413000] [--page-size 16] [--routers a,b,...]
 //        [--gateway-replicas 1,3] [--replicated-routers cache-aware,sglang-router,smg]
-//        [--profile dense|hicache] [--smg-args '...'] [--sglang-router-args '...']
+//        [--profile dense|hicache|hicache-l3] [--smg-args '...'] [--sglang-router-args '...']
 //        [--no-overhead] [--overhead-rate 500] [--overhead-rounds 4] [--log-dir DIR]
 //
 // Choices (see the report's `setup` object):
@@ -197,6 +197,11 @@ const PROFILE_FLAGS: Readonly<Record<string, readonly string[]>> = {
   ],
 };
 const PROFILE = values.profile ?? 'dense';
+if (PROFILE === 'hicache-l3') {
+  // Its own fleets, workloads and report (bench-hicache-l3.ts); the routers' overhead is the dense run's.
+  const { runHicacheL3Bench } = await import('./bench-hicache-l3.ts');
+  process.exit(await runHicacheL3Bench(REPO, values));
+}
 const profileFlags = PROFILE_FLAGS[PROFILE] ?? usage(`--profile is dense or hicache, not ${PROFILE}`);
 const logDir = values['log-dir'] ?? mkdtempSync(path.join(os.tmpdir(), 'cacheroute-bench-'));
 mkdirSync(logDir, { recursive: true });

@@ -16,7 +16,7 @@ import { checkSamplingContract, verifySampling } from './sampling.ts';
 import { GenerateRequest, SamplingParamsOrList, formatZodError, type SamplingParams } from './schemas.ts';
 import type { Bootstrap, GenerationInput, GenerationOutcome, SimServer } from './server.ts';
 import { encode } from './tokenizer.ts';
-import type { CachedSplit } from './engine.ts';
+import { splitOf, type CachedSplit } from './engine.ts';
 
 export interface AbortState {
   aborted: boolean;
@@ -156,6 +156,8 @@ function metaOf(
     completionTokens: o.completionTokens,
     cachedDevice: o.cached.device,
     cachedHost: o.cached.host,
+    ...(o.cached.storage === undefined ? {} : { cachedStorage: o.cached.storage }),
+    storageBackend: server.engine.l3?.config.backendName ?? null,
     times,
     stage,
     enableMetrics: server.config.sglang.enable_metrics,
@@ -164,7 +166,7 @@ function metaOf(
 }
 
 function finalMeta(server: SimServer, o: GenerationOutcome, rid: string): Record<string, unknown> {
-  const cached = { device: o.result.cachedDevice, host: o.result.cachedHost };
+  const cached = splitOf(o.result);
   const counts = { promptTokens: o.result.promptTokens, completionTokens: o.completionTokens, cached };
   return metaOf(server, rid, { ...counts, finish: o.finish }, timesOf(server, o), 'final');
 }

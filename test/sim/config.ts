@@ -11,17 +11,22 @@
 //   x 128 dims x 2 bytes), 80 GB x 0.88 static fraction - 16 GB of weights.
 // - host->device load 200,000 tokens/s: 128 KiB a token over ~25 GB/s of
 //   effective PCIe bandwidth, 25x faster than recomputing the prefill.
+// - HiCache L3 (`file` backend) load: L3_LOAD_TPS_DEFAULT, from the real server's
+//   measured cost of an L3 hit against a miss (docs/l3-timing.md).
 
 import { parseSglangArgs, type ParsedSglangArgs, type Result, type SglangArgs } from '#sglang/flags.ts';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { checkSglangArgs } from '#sglang/startup-checks.ts';
 import type { EngineConfig } from './engine.ts';
+import { openL3Store, resolveL3Directory } from './l3-store.ts';
 
 export interface SimOptions {
   readonly prefillTps: number;
   readonly decodeBaseMs: number;
   readonly decodePerReqMs: number;
   readonly hostLoadTps: number;
+  /** HiCache L3 (`file` backend) load rate, tokens/s: read into host memory, then loaded. */
+  readonly l3LoadTps: number;
   readonly timeScale: number;
   readonly failFirst: number;
   readonly unhealthyForMs: number;
@@ -74,6 +79,7 @@ const SIM_FLAGS: Readonly<Record<string, SimFlag>> = {
   '--sim-decode-base-ms': { key: 'decodeBaseMs', type: 'number' },
   '--sim-decode-per-req-ms': { key: 'decodePerReqMs', type: 'number' },
   '--sim-host-load-tps': { key: 'hostLoadTps', type: 'number' },
+  '--sim-l3-load-tps': { key: 'l3LoadTps', type: 'number' },
   '--sim-time-scale': { key: 'timeScale', type: 'number' },
   '--sim-fail-first': { key: 'failFirst', type: 'int' },
   '--sim-unhealthy-for-ms': { key: 'unhealthyForMs', type: 'number' },
@@ -94,11 +100,15 @@ const SIM_FLAGS: Readonly<Record<string, SimFlag>> = {
   '--sim-flood-blocks': { key: 'floodBlocks', type: 'int' },
 };
 
+/** HiCache L3 load rate (tokens/s) of an 8B model's KV, from the measured L3/recompute ratio (docs/l3-timing.md). */
+export const L3_LOAD_TPS_DEFAULT = 72_000;
+
 export const SIM_DEFAULTS: SimOptions = {
   prefillTps: 8000,
   decodeBaseMs: 6,
   decodePerReqMs: 0.35,
   hostLoadTps: 200_000,
+  l3LoadTps: L3_LOAD_TPS_DEFAULT,
   timeScale: 1,
   failFirst: 0,
   unhealthyForMs: 0,
@@ -138,6 +148,8 @@ function convertSim(name: string, flag: SimFlag, raw: string): Result<number | s
   return { ok: true, value: n };
 }
 
+const ratesArePositive = (o: SimOptions): boolean => o.prefillTps > 0 && o.hostLoadTps > 0 && o.l3LoadTps > 0;
+
 /** Parse a simulator command line: SGLang's launch flags plus `--sim-*` flags. */
 export function parseSimArgs(argv: readonly string[]): Result<SimConfig, string> {
   const sim: Record<string, unknown> = { ...SIM_DEFAULTS };
@@ -176,8 +188,11 @@ export function parseSimArgs(argv: readonly string[]): Result<SimConfig, string>
   if (issues[0]) return { ok: false, error: issues[0].message };
   const options = sim as unknown as SimOptions;
   if (!(options.timeScale > 0)) return { ok: false, error: 'argument --sim-time-scale: must be > 0' };
-  if (!(options.prefillTps > 0) || !(options.hostLoadTps > 0)) {
-    return { ok: false, error: 'arguments --sim-prefill-tps/--sim-host-load-tps: must be > 0' };
+  if (!ratesArePositive(options)) {
+    return {
+      ok: false,
+      error: 'arguments --sim-prefill-tps/--sim-host-load-tps/--sim-l3-load-tps: must be > 0',
+    };
   }
   return { ok: true, value: { sglang: parsed.value.args, explicit: parsed.value.explicit, sim: options } };
 }
@@ -226,10 +241,20 @@ export function resolveServing(cfg: SimConfig): ResolvedServing {
   };
 }
 
-/** The engine's settings for a launch: one place for the server and the virtual-time replays. */
-export function buildEngineConfig(cfg: SimConfig): EngineConfig {
+/**
+ * The engine's settings for a launch: one place for the server and the virtual-time replays.
+ * `env` is the server's environment, where SGLang's file backend finds its directory
+ * (l3-store.ts resolveL3Directory); without one, no L3 tier unless the extra config names it.
+ */
+export function buildEngineConfig(
+  cfg: SimConfig,
+  env?: Readonly<Record<string, string | undefined>>,
+): EngineConfig {
   const a = cfg.sglang;
   const serving = resolveServing(cfg);
+  const l3Dir = a.enable_hierarchical_cache
+    ? resolveL3Directory(a.hicache_storage_backend, a.hicache_storage_backend_extra_config, env)
+    : null;
   return {
     maxRunningRequests: serving.maxRunningRequests,
     maxTotalTokens: serving.maxTotalTokens,
@@ -242,6 +267,14 @@ export function buildEngineConfig(cfg: SimConfig): EngineConfig {
     hostLoadTps: cfg.sim.hostLoadTps,
     decodeBaseMs: cfg.sim.decodeBaseMs,
     decodePerReqMs: cfg.sim.decodePerReqMs,
+    l3: l3Dir
+      ? {
+          store: openL3Store(l3Dir),
+          servedModel: serving.servedModelName,
+          loadTps: cfg.sim.l3LoadTps,
+          backendName: 'HiCacheFile',
+        }
+      : null,
   };
 }
 

@@ -10,8 +10,10 @@
 //      make room. A request that cannot fit blocks those behind it.
 //   2. If any were admitted, run one prefill step (prefill is prioritised over
 //      decode, as in SGLang without mixed chunks):
-//        uncached / prefillTps + hostLoaded / hostLoadTps
-//      It yields every admitted request's first token.
+//        uncached / prefillTps + hostLoaded / hostLoadTps + l3Loaded / l3.loadTps
+//      It yields every admitted request's first token. With a shared L3 tier
+//      (l3-tier.ts), the pages past the device and host match that L3 holds as
+//      a leading run are loaded, not computed (at least 256 tokens, as SGLang).
 //   3. Otherwise run one decode step for the running set:
 //        decodeBaseMs + decodePerReqMs * running
 //      It yields one token per running request.
@@ -32,6 +34,7 @@
 // nothing is shared and the whole prompt is reserved.
 
 import type { Clock } from './clock.ts';
+import { L3Tier, type L3TierConfig } from './l3-tier.ts';
 import { RadixTree, type MatchResult, type TreeNode, type WritePolicy } from './radix-tree.ts';
 
 export interface EngineConfig {
@@ -47,6 +50,8 @@ export interface EngineConfig {
   readonly hostLoadTps: number;
   readonly decodeBaseMs: number;
   readonly decodePerReqMs: number;
+  /** HiCache's shared L3 tier (`--hicache-storage-backend file`); absent or null: none. */
+  readonly l3?: L3TierConfig | null;
 }
 
 export interface RequestSpec {
@@ -77,6 +82,17 @@ export type FinishKind = (typeof FinishKind)[keyof typeof FinishKind];
 export interface CachedSplit {
   readonly device: number;
   readonly host: number;
+  /** Loaded from the L3 tier; absent without one. */
+  readonly storage?: number;
+}
+
+/** A request's cached tokens by tier, as its listener and a PD room carry them. */
+export function splitOf(r: RequestResult): CachedSplit {
+  return {
+    device: r.cachedDevice,
+    host: r.cachedHost,
+    ...(r.cachedStorage === undefined ? {} : { storage: r.cachedStorage }),
+  };
 }
 
 export interface RequestResult {
@@ -88,6 +104,8 @@ export interface RequestResult {
   readonly cachedTokens: number;
   readonly cachedDevice: number;
   readonly cachedHost: number;
+  /** Loaded from the L3 tier; absent without one. */
+  readonly cachedStorage?: number;
   readonly arrivedAt: number;
   readonly queueMs: number;
   readonly ttftMs: number;
@@ -104,6 +122,8 @@ interface Live {
   reserved: number;
   uncached: number;
   hostLoaded: number;
+  /** Tokens loaded from the L3 tier: KV the request holds until its prefill inserts it. */
+  storageLoaded: number;
   cachedDevice: number;
   lockedNode: TreeNode | null;
   aborted: string | null;
@@ -127,6 +147,7 @@ export interface EngineCounters {
   generationTokens: number;
   cachedTokens: number;
   cachedHostTokens: number;
+  cachedStorageTokens: number;
   requests: number;
   aborted: number;
   evictedDeviceTokens: number;
@@ -148,6 +169,7 @@ export function createEngineCounters(): EngineCounters {
     generationTokens: 0,
     cachedTokens: 0,
     cachedHostTokens: 0,
+    cachedStorageTokens: 0,
     requests: 0,
     aborted: 0,
     evictedDeviceTokens: 0,
@@ -162,6 +184,8 @@ export class Engine {
   readonly #cfg: EngineConfig;
   readonly #clock: Clock;
   readonly tree: RadixTree;
+  /** The shared L3 tier, when the server has one. */
+  readonly l3: L3Tier | null;
   readonly #waiting: Live[] = [];
   readonly #running: Live[] = [];
   readonly #byRid = new Map<string, Live>();
@@ -189,6 +213,7 @@ export class Engine {
       hostCapacity: cfg.hostCapacity,
       writePolicy: cfg.writePolicy,
     });
+    this.l3 = cfg.l3 && cfg.radixCache ? new L3Tier(this.tree, cfg.l3) : null;
   }
 
   get config(): EngineConfig {
@@ -207,6 +232,7 @@ export class Engine {
       reserved: 0,
       uncached: 0,
       hostLoaded: 0,
+      storageLoaded: 0,
       cachedDevice: 0,
       lockedNode: null,
       aborted: null,
@@ -302,8 +328,14 @@ export class Engine {
     const m = this.#match(live, now);
     const device = m?.deviceTokens ?? 0;
     const host = m?.hostTokens ?? 0;
-    const uncached = live.spec.skipPrefill ? 0 : prompt - device - host;
-    const own = live.spec.skipPrefill ? prompt : uncached;
+    const ids = live.spec.promptIds;
+    // Past the device and host match, the leading run the L3 tier holds (prefetched, then loaded).
+    const storage =
+      this.l3 && m
+        ? this.l3.lookup(live.spec.namespace, ids.slice(0, Math.max(0, ids.length - 1)), device + host)
+        : 0;
+    const uncached = live.spec.skipPrefill ? 0 : prompt - device - host - storage;
+    const own = live.spec.skipPrefill ? prompt : uncached + storage;
     if (!isFirst && uncached > budget) return false;
     const need = host + own + live.spec.outputIds.length;
     if (m) this.tree.lock(m.node);
@@ -324,6 +356,7 @@ export class Engine {
     live.admittedAt = now;
     live.uncached = uncached;
     live.hostLoaded = loaded;
+    live.storageLoaded = storage;
     live.cachedDevice = device;
     live.reserved = own + live.spec.outputIds.length;
     this.#reservedTotal += live.reserved;
@@ -358,10 +391,14 @@ export class Engine {
     for (const l of admitted) l.admittedAt = start;
     if (prefill.length > 0) {
       const uncached = prefill.reduce((s, l) => s + l.uncached, 0);
-      const hits = prefill.reduce((s, l) => s + l.cachedDevice + l.hostLoaded, 0);
+      const hits = prefill.reduce((s, l) => s + l.cachedDevice + l.hostLoaded + l.storageLoaded, 0);
       this.#lastHitRate = hits / Math.max(1, hits + uncached);
       const loaded = prefill.reduce((s, l) => s + l.hostLoaded, 0);
-      const duration = (uncached / this.#cfg.prefillTps) * 1000 + (loaded / this.#cfg.hostLoadTps) * 1000;
+      const fromL3 = prefill.reduce((s, l) => s + l.storageLoaded, 0);
+      const duration =
+        (uncached / this.#cfg.prefillTps) * 1000 +
+        (loaded / this.#cfg.hostLoadTps) * 1000 +
+        (fromL3 > 0 ? (fromL3 / (this.#cfg.l3?.loadTps ?? Infinity)) * 1000 : 0);
       this.counters.prefillBusyMs += duration;
       this.#runStep(start, duration, this.#endPrefill(prefill), 'prefill');
     } else if (this.#running.length > 0) {
@@ -395,12 +432,13 @@ export class Engine {
     return (end) => {
       for (const l of batch) {
         this.counters.promptTokens += l.spec.promptIds.length;
-        this.counters.cachedTokens += l.cachedDevice + l.hostLoaded;
+        this.counters.cachedTokens += l.cachedDevice + l.hostLoaded + l.storageLoaded;
         this.counters.cachedHostTokens += l.hostLoaded;
+        this.counters.cachedStorageTokens += l.storageLoaded;
         if (l.aborted === null) this.#insert(l, l.spec.promptIds, end);
-        // The prompt's KV now lives in the tree (or is freed as a duplicate).
-        this.#reservedTotal -= l.uncached;
-        l.reserved -= l.uncached;
+        // The prompt's KV (computed or loaded from L3) now lives in the tree (or is freed as a duplicate).
+        this.#reservedTotal -= l.uncached + l.storageLoaded;
+        l.reserved -= l.uncached + l.storageLoaded;
         if (l.aborted === null) this.#emitTokens(l, end);
         if (l.aborted !== null || l.generated >= l.spec.outputIds.length) this.#finish(l, end);
         else this.#running.push(l);
@@ -426,7 +464,15 @@ export class Engine {
     this.#genLog.push([now, 1]);
     if (this.#genLog.length > 100_000) this.#genLog.splice(0, 50_000);
     if (l.firstTokenAt < 0) l.firstTokenAt = now;
-    l.listener.onTokens(l.generated, now, { device: l.cachedDevice, host: l.hostLoaded });
+    l.listener.onTokens(l.generated, now, this.#cachedSplit(l));
+  }
+
+  #cachedSplit(l: Live): CachedSplit {
+    return {
+      device: l.cachedDevice,
+      host: l.hostLoaded,
+      ...(this.l3 ? { storage: l.storageLoaded } : {}),
+    };
   }
 
   #insert(l: Live, ids: readonly number[], now: number): void {
@@ -460,9 +506,10 @@ export class Engine {
       ...(l.aborted === null ? {} : { abortMessage: l.aborted }),
       promptTokens: l.spec.promptIds.length,
       completionTokens: l.generated,
-      cachedTokens: l.cachedDevice + l.hostLoaded,
+      cachedTokens: l.cachedDevice + l.hostLoaded + l.storageLoaded,
       cachedDevice: l.cachedDevice,
       cachedHost: l.hostLoaded,
+      ...(this.l3 ? { cachedStorage: l.storageLoaded } : {}),
       arrivedAt: l.arrivedAt,
       queueMs: admitted - l.arrivedAt,
       ttftMs: l.firstTokenAt >= 0 ? l.firstTokenAt - l.arrivedAt : now - l.arrivedAt,

@@ -29,6 +29,7 @@ async function main(argv: string[]): Promise<void> {
     logger,
     crash: () => process.exit(137),
     toWallMs: (ms) => clock.toWallMs(ms),
+    env: process.env,
   });
   const port = await server.listen();
   // The bound ports, so a launcher that passed port 0 (any free port) reads them here.

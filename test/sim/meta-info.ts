@@ -4,7 +4,8 @@
 //
 // - Always: id, finish_reason, prompt_tokens, weight_version, num_retractions,
 //   reasoning_tokens, completion_tokens, cached_tokens, cached_tokens_details
-//   (null when nothing was cached, else {device, host}), dp_rank (null on a
+//   (null when nothing was cached, else {device, host}, plus storage and
+//   storage_backend with an L3 tier), dp_rank (null on a
 //   server without DP ranks).
 // - With --enable-metrics, the scheduler's timings: storage_prefetch_wait,
 //   storage_staging_wait, forward_entry_time, prefill_finished_time, queue_time.
@@ -34,6 +35,10 @@ export interface MetaInfoInput {
   readonly completionTokens: number;
   readonly cachedDevice: number;
   readonly cachedHost: number;
+  /** Loaded from the L3 tier; absent without one. */
+  readonly cachedStorage?: number;
+  /** The L3 backend's class name (HiCacheFile) when the server has one: details then carry storage. */
+  readonly storageBackend?: string | null;
   readonly times: RequestTimes;
   readonly stage: MetaStage;
   readonly enableMetrics: boolean;
@@ -43,10 +48,23 @@ export interface MetaInfoInput {
 
 const WEIGHT_VERSION = 'default';
 
+/**
+ * output_streamer.get_cached_tokens_details: {device, host}, and with a storage backend also
+ * `storage` (0 included) and `storage_backend` (its class name).
+ */
+function buildCachedDetails(m: MetaInfoInput): Record<string, unknown> {
+  const details: Record<string, unknown> = { device: m.cachedDevice, host: m.cachedHost };
+  if (m.storageBackend) {
+    details['storage'] = m.cachedStorage ?? 0;
+    details['storage_backend'] = m.storageBackend;
+  }
+  return details;
+}
+
 export function buildMetaInfo(m: MetaInfoInput): Record<string, unknown> {
   const t = m.times;
   const final = m.stage === 'final';
-  const cached = m.cachedDevice + m.cachedHost;
+  const cached = m.cachedDevice + m.cachedHost + (m.cachedStorage ?? 0);
   const meta: Record<string, unknown> = {
     id: m.rid,
     finish_reason: m.finish,
@@ -69,7 +87,7 @@ export function buildMetaInfo(m: MetaInfoInput): Record<string, unknown> {
   if (final) {
     meta['weight_versions'] = [{ version: WEIGHT_VERSION, start: 0, end: m.completionTokens }];
   }
-  meta['cached_tokens_details'] = cached > 0 ? { device: m.cachedDevice, host: m.cachedHost } : null;
+  meta['cached_tokens_details'] = cached > 0 ? buildCachedDetails(m) : null;
   meta['dp_rank'] = m.dpRank;
   if (final) meta['e2e_latency'] = t.finishedAt - t.receivedAt;
   // Set by the tokenizer manager on the finished answer (and a stream's first chunk), metrics

@@ -80,7 +80,7 @@ export class SimMetrics {
   readonly promptTokens = new Histogram(TOKEN_BUCKETS);
   readonly uncachedPromptTokens = new Histogram(TOKEN_BUCKETS);
   readonly generationTokens = new Histogram(TOKEN_BUCKETS);
-  readonly cachedBySource = { device: 0, host: 0 };
+  readonly cachedBySource = { device: 0, host: 0, storage: 0 };
   aborted = 0;
   readonly pd: PdGauges = { prefillInflight: 0, decodeTransfer: 0, bootstrapFailed: 0 };
 
@@ -105,6 +105,7 @@ export class SimMetrics {
     this.generationTokens.observe(r.completionTokens);
     this.cachedBySource.device += r.cachedDevice;
     this.cachedBySource.host += r.cachedHost;
+    this.cachedBySource.storage += r.cachedStorage ?? 0;
   }
 }
 
@@ -274,7 +275,7 @@ function renderRequestSeries(out: Exposition, labels: Labels, m: SimMetrics): vo
     (s) => s.generationTokens,
   );
   perStream('num_requests_total', 'counter', 'Number of requests processed.', (s) => s.requests);
-  const sources = (['device', 'host'] as const).filter((k) => m.cachedBySource[k] > 0);
+  const sources = (['device', 'host', 'storage'] as const).filter((k) => m.cachedBySource[k] > 0);
   if (sources.length > 0) {
     out.family(
       'cached_tokens_total',

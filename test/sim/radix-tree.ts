@@ -93,6 +93,8 @@ export class RadixTree {
   readonly #roots = new Map<string, TreeNode>();
   readonly #rootNames = new Map<TreeNode, string>();
   observer: TreeObserver | null = null;
+  /** Told after each host backup: where SGLang writes the pages through to its L3 tier (l3-tier.ts). */
+  onBackedUp: ((node: TreeNode) => void) | null = null;
   #nextId = 0;
   #deviceSize = 0;
   #hostSize = 0;
@@ -324,6 +326,7 @@ export class RadixTree {
     this.#hostSize += len;
     this.#backedUp += len;
     this.observer?.onStored(node, 'host', writeThrough);
+    this.onBackedUp?.(node);
     return true;
   }
 

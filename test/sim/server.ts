@@ -12,7 +12,7 @@ import { handleGenerate, type AbortState } from './api-generate.ts';
 import { routeInfo } from './api-info.ts';
 import type { Clock } from './clock.ts';
 import { buildEngineConfig, resolveServing, type ResolvedServing, type SimConfig } from './config.ts';
-import { Engine, type CachedSplit, type RequestResult } from './engine.ts';
+import { Engine, splitOf, type CachedSplit, type RequestResult } from './engine.ts';
 import { KvEventsService } from './kv-events-service.ts';
 import { abortReason, planOutput, type FinishReason, type OutputPlan, type StopRules } from './generation.ts';
 import { HttpError, errorBody, sendJson } from './http-util.ts';
@@ -35,6 +35,11 @@ export interface SimServerDeps {
   readonly crash: () => void;
   /** Wall milliseconds for a simulated duration (the PD long-poll runs on wall time). */
   readonly toWallMs: (simMs: number) => number;
+  /**
+   * The server's environment (a process's, or a pod's with its mounts mapped): where the HiCache
+   * `file` backend finds its shared directory, SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR.
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface Bootstrap {
@@ -91,7 +96,7 @@ export class SimServer {
     this.#deps = deps;
     this.#epochAtZero = Date.now() / 1000 - deps.clock.now() / 1000;
     this.serving = resolveServing(config);
-    this.engine = new Engine(buildEngineConfig(config), deps.clock);
+    this.engine = new Engine(buildEngineConfig(config, deps.env), deps.clock);
     this.sigterm = new SigtermWatchdog(deps.clock, deps.logger);
     // A non-zero node rank publishes nothing: the schedulers of rank 0 do (its group's leader).
     this.kvEvents = config.sglang.node_rank >= 1 ? null : KvEventsService.build(config, this.engine);
@@ -411,11 +416,7 @@ export class SimServer {
     const before = engineResult.arrivedAt - startedAt;
     const result: RequestResult = {
       ...engineResult,
-      ...(prefillCached && {
-        cachedTokens: prefillCached.device + prefillCached.host,
-        cachedDevice: prefillCached.device,
-        cachedHost: prefillCached.host,
-      }),
+      ...(prefillCached && resultFieldsOf(prefillCached)),
       arrivedAt: startedAt,
       queueMs: engineResult.queueMs + before,
       ttftMs: engineResult.ttftMs + before,
@@ -424,7 +425,7 @@ export class SimServer {
     if (mode === 'prefill') {
       this.metrics.pd.prefillInflight--;
       if (b) {
-        const cached = { device: result.cachedDevice, host: result.cachedHost };
+        const cached = splitOf(result);
         this.#rooms.complete(String(b.room), performance.now(), cached);
       }
     }
@@ -436,4 +437,16 @@ export class SimServer {
     else if (mode === 'prefill') finish = { type: 'length', length: completionTokens };
     return { plan, result, finish, completionTokens };
   }
+}
+
+/** The result fields of a split (a PD decode reports the prefill's). */
+function resultFieldsOf(
+  c: CachedSplit,
+): Pick<RequestResult, 'cachedTokens' | 'cachedDevice' | 'cachedHost' | 'cachedStorage'> {
+  return {
+    cachedTokens: c.device + c.host + (c.storage ?? 0),
+    cachedDevice: c.device,
+    cachedHost: c.host,
+    ...(c.storage === undefined ? {} : { cachedStorage: c.storage }),
+  };
 }

@@ -11,6 +11,7 @@ export const CONFORMANCE_KEYS = [
   'catalogue_drift',
   'differential_mismatches',
   'pd_differential_mismatches',
+  'l3_differential_mismatches',
 ] as const;
 export type ConformanceKey = (typeof CONFORMANCE_KEYS)[number];
 export type ConformanceCounts = Partial<Record<ConformanceKey, number>>;

@@ -27,7 +27,7 @@ import type { EndpointRole, RouteEndpoint } from '../routing/table.ts';
 import type { Clock } from '#kube/clock.ts';
 import { DEFAULT_GATEWAY_MAX_BLOCKS, KvBlockBudget } from './block-budget.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
-import { SharedL3Index, type L3Unit } from './shared-l3.ts';
+import { SharedL3Index, type L3Unit, type L3UnitStatus } from './shared-l3.ts';
 import { KvEventSubscriber, KvIndexState, type KvIndexStatus } from './subscriber.ts';
 
 /** Tokens of a request's prefix an endpoint holds, by tier (device = GPU, host = CPU_PINNED, storage = the rest). */
@@ -219,6 +219,11 @@ export class KvIndexFleet {
   /** A request that will store pages went to `endpointId`: its events are now due (stale detection). */
   expectEvents(endpointId: string): void {
     for (const rank of this.#subs.get(endpointId)?.ranks ?? []) rank.expectBatch();
+  }
+
+  /** The shared L3 directories modelled now (shared-l3.ts), for /status. */
+  l3Status(): L3UnitStatus[] {
+    return this.l3.list();
   }
 
   status(): EndpointKvStatus[] {

@@ -99,4 +99,17 @@ describe('SharedL3Index', () => {
     bounded.record('a', [storedOn('CPU_PINNED', [1n, 2n, 3n])]);
     expect([1n, 2n, 3n].map((h) => bounded.matchPages('a', [h]))).toEqual([0, 1, 1]);
   });
+
+  it('lists each modelled directory with its blocks and the endpoints sharing it (for /status)', () => {
+    const l3 = new SharedL3Index();
+    l3.bind('b', unit());
+    l3.bind('a', unit());
+    l3.bind('other', unit({ fingerprint: 'fp2' }));
+    l3.record('a', [storedOn('CPU_PINNED', PREFIX)]);
+    const listed = l3.list().sort((x, y) => x.fingerprint.localeCompare(y.fingerprint));
+    expect(listed).toMatchObject([
+      { fingerprint: unit().fingerprint, blocks: 3, endpoints: ['a', 'b'], blockSize: unit().blockSize },
+      { fingerprint: 'fp2', blocks: 0, endpoints: ['other'] },
+    ]);
+  });
 });

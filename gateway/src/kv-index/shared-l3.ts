@@ -49,6 +49,14 @@ const FEEDING_MEDIA: ReadonlySet<StorageMedium> = new Set(['CPU_PINNED', 'DISK',
 /** The tiers whose removals take a page out of L3: the storage tiers themselves. */
 const STORAGE_MEDIA: ReadonlySet<StorageMedium> = new Set(['DISK', 'EXTERNAL']);
 
+/** What /status shows of one modelled directory. */
+export interface L3UnitStatus extends L3Unit {
+  /** Blocks the model holds now. */
+  readonly blocks: number;
+  /** The endpoints bound to it (that feed it and are credited from it). */
+  readonly endpoints: readonly string[];
+}
+
 /** The L3 directory one endpoint reads and writes: its Deployment, role and identity fingerprint. */
 export interface L3Unit {
   readonly deployment: string;
@@ -188,6 +196,28 @@ export class SharedL3Index {
   blockSizeOf(endpointId: string): number | undefined {
     const key = this.#unitOf.get(endpointId);
     return key === undefined ? undefined : this.#sets.get(key)?.blockSize;
+  }
+
+  /** Each modelled directory: its unit, the blocks it holds and the endpoints bound to it (for /status). */
+  list(): L3UnitStatus[] {
+    const members = new Map<string, string[]>();
+    for (const [endpoint, key] of this.#unitOf) members.set(key, [...(members.get(key) ?? []), endpoint]);
+    return [...this.#sets].map(([key, set]) => {
+      const [deployment = '', role = '', fingerprint = ''] = JSON.parse(key) as [
+        string,
+        string,
+        string,
+        number,
+      ];
+      return {
+        deployment,
+        role,
+        fingerprint,
+        blockSize: set.blockSize,
+        blocks: set.size,
+        endpoints: (members.get(key) ?? []).sort(),
+      };
+    });
   }
 
   /** Leading pages of `blockHashes` (hashed at blockSizeOf) the endpoint's directory holds. */

@@ -336,6 +336,23 @@ describe('CacheAwarePolicy', () => {
       expect(route(fresh({ storageWeight: 0 }), fleet(1000), r)).toBe('c');
     });
 
+    it('by default credits an L3 page as a host page: the real tiers load at the same cost (ADR 0036)', () => {
+      const inL3 = { deviceTokens: 0, hostTokens: 0, storageTokens: 64 };
+      const onHost = { deviceTokens: 0, hostTokens: 64, storageTokens: 0 };
+      const r = input('r', range(0, 80));
+      // Equal credit: the replica with no backlog wins; credited less, L3 loses to a backlog of a few tokens.
+      expect(route(fresh(), [ep('b', { cached: inL3 }), ep('c', { cached: onHost, ...peers(4) })], r)).toBe(
+        'b',
+      );
+      expect(
+        route(
+          fresh({ storageWeight: 0.25 }),
+          [ep('b', { cached: inL3 }), ep('c', { cached: onHost, ...peers(4) })],
+          r,
+        ),
+      ).toBe('c');
+    });
+
     it('weighs decode by how long this answer will be against the usual one', () => {
       const p = fresh({ decodeWeight: 1 });
       const warm = input('warm', range(1000, 40));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
-import type { EndpointStatus, StatusView } from './view.ts';
+import type { DeploymentStatus, EndpointStatus, StatusView } from './view.ts';
 
 const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
   id: 'sim0',
@@ -28,7 +28,11 @@ const endpoint = (over: Partial<EndpointStatus> = {}): EndpointStatus => ({
   ...over,
 });
 
-const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => ({
+const view = (
+  ep: EndpointStatus = endpoint(),
+  model = 'llama',
+  l3: DeploymentStatus['l3'] = [],
+): StatusView => ({
   generatedAt: '2026-01-02T03:04:05.000Z',
   auth: { mode: 'keys', tenants: [], issues: [] },
   discoveryIssues: [],
@@ -44,6 +48,7 @@ const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => (
       routing: { promptTokens: 200, matchedTokens: 100, predictedTokenHitRate: 0.5 },
       reuse: { enabled: false, ttlSeconds: 300, fromStore: 0, sharedInFlight: 0, fresh: 0 },
       routableEndpoints: 1,
+      l3,
       endpoints: [ep],
       lastError: null,
     },
@@ -76,6 +81,20 @@ describe('renderStatusPage', () => {
     expect(html).toContain('(150/200)');
     expect(html).toContain('1/8 in flight, 0/16 queued');
     expect(html).toContain('badge ok">ready');
+  });
+
+  it("shows the Deployment's shared L3 as the gateway models it, and nothing without one", () => {
+    const unit = {
+      role: 'standalone',
+      fingerprint: 'fp1',
+      blocks: 12,
+      tokens: 192,
+      endpoints: ['sim0', 'sim1'],
+    };
+    expect(renderStatusMain(view(endpoint(), 'llama', [unit]))).toContain(
+      '<span data-field="l3">12 blocks (192 tokens) · standalone · <span class="mono">fp1</span> · 2 endpoints</span>',
+    );
+    expect(renderStatusMain(view())).not.toContain('data-field="l3"');
   });
 
   it('shows failed attempts by reason, and nothing when there were none', () => {

@@ -135,6 +135,11 @@ function renderDeployment(d: DeploymentStatus): string {
     ['routable endpoints', `${d.routableEndpoints}/${d.endpoints.length}`],
   ];
   if (d.trafficShare !== null) facts.push(['traffic share', formatRate(d.trafficShare)]);
+  for (const u of d.l3)
+    facts.push([
+      'shared L3',
+      `<span data-field="l3">${u.blocks} blocks (${u.tokens} tokens) · ${escapeHtml(u.role)} · <span class="mono">${escapeHtml(shorten(u.fingerprint))}</span> · ${u.endpoints.length} endpoint${u.endpoints.length === 1 ? '' : 's'}</span> <span class="mute">(modelled from host-tier stores)</span>`,
+    ]);
   if (d.sharedWith.length > 0)
     facts.push([
       'name also served in',

@@ -12,6 +12,7 @@ import type { ActivityRecorder, EndpointActivity, ErrorRecord } from './activity
 import type { DecisionCounts, StatusSnapshot } from './view.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
 import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
+import type { L3UnitStatus } from '../kv-index/shared-l3.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
 
 /**
@@ -24,7 +25,7 @@ export interface StatusGateway {
     entries(): readonly (readonly [deployment: string, { snapshot(): AdmissionSnapshot }])[];
   };
   readonly standing: { list(): readonly Pick<DownMark, 'id' | 'reason'>[] };
-  readonly kvIndex: { status(): readonly EndpointKvStatus[] };
+  readonly kvIndex: { status(): readonly EndpointKvStatus[]; l3Status?(): readonly L3UnitStatus[] };
 }
 
 export interface SnapshotSources {
@@ -107,6 +108,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     activity,
     down,
     kvIndex,
+    l3: src.gateway.kvIndex.l3Status?.() ?? [],
     failures,
     routingTokens,
     reuse,

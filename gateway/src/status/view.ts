@@ -17,6 +17,7 @@ import {
 } from '../routing/table.ts';
 import type { UpstreamFailureReason } from '../metrics/index.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
+import type { L3UnitStatus } from '../kv-index/shared-l3.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';
 
 const Count = z.number().int().nonnegative();
@@ -115,6 +116,20 @@ export const DeploymentStatus = z.object({
     fresh: Count,
   }),
   routableEndpoints: Count,
+  /**
+   * Its shared HiCache L3 directories as the gateway models them (ADR 0034: from its replicas'
+   * host-tier stores), one per role and identity: blocks held, their tokens, and the endpoints
+   * sharing it. Empty: no reachable L3 tier.
+   */
+  l3: z.array(
+    z.object({
+      role: z.string(),
+      fingerprint: z.string(),
+      blocks: Count,
+      tokens: Count,
+      endpoints: z.array(z.string()),
+    }),
+  ),
   endpoints: z.array(EndpointStatus),
   /** The last error the gateway answered itself for this deployment. */
   lastError: ErrorView.nullable(),
@@ -178,6 +193,8 @@ export interface StatusSnapshot {
   readonly activity: ReadonlyMap<string, EndpointActivity>;
   /** By endpoint id: its KV index, when it publishes events. */
   readonly kvIndex: ReadonlyMap<string, EndpointStatus['kvIndex']>;
+  /** The shared L3 directories the gateway models (kv-index/shared-l3.ts); absent: none. */
+  readonly l3?: readonly L3UnitStatus[];
   /** By endpoint id: why a failed connection took it out of picks, while that holds. */
   readonly down: ReadonlyMap<string, string>;
   /** By endpoint id, then reason. */
@@ -263,6 +280,15 @@ function buildDeploymentStatus(route: ModelRoute, s: StatusSnapshot): Deployment
       fresh: round(reuse['fresh'] ?? 0),
     },
     routableEndpoints: routable.size,
+    l3: (s.l3 ?? [])
+      .filter((u) => u.deployment === route.deployment)
+      .map((u) => ({
+        role: u.role,
+        fingerprint: u.fingerprint,
+        blocks: u.blocks,
+        tokens: u.blocks * u.blockSize,
+        endpoints: [...u.endpoints],
+      })),
     endpoints: [...route.endpoints]
       .sort((a, b) => compare(a.id, b.id))
       .map((e) => buildEndpointStatus(e, route, routable.has(e.id), s)),

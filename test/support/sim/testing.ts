@@ -29,7 +29,11 @@ export interface RunningSim {
   close(): Promise<void>;
 }
 
-export async function startSim(argv: readonly string[]): Promise<RunningSim> {
+/** `env`: the server's environment (a HiCache `file` tier's SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR). */
+export async function startSim(
+  argv: readonly string[],
+  { env }: { env?: Readonly<Record<string, string>> } = {},
+): Promise<RunningSim> {
   const config = parseOnPortZero(argv);
   const crashes = { count: 0 };
   const clock = new InstantClock();
@@ -38,6 +42,7 @@ export async function startSim(argv: readonly string[]): Promise<RunningSim> {
     logger: silentLogger,
     crash: () => void crashes.count++,
     toWallMs: (ms) => ms,
+    ...(env ? { env } : {}),
   });
   const port = await server.listen();
   const untilWaiting = async (n: number): Promise<void> => {
