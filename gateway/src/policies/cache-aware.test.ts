@@ -336,7 +336,7 @@ describe('CacheAwarePolicy', () => {
       expect(route(fresh({ storageWeight: 0 }), fleet(1000), r)).toBe('c');
     });
 
-    it('by default credits an L3 page as a host page: the real tiers load at the same cost (ADR 0036)', () => {
+    it('by default credits an L3 page as a host page: the real tiers load at the same cost (ADR 0039)', () => {
       const inL3 = { deviceTokens: 0, hostTokens: 0, storageTokens: 64 };
       const onHost = { deviceTokens: 0, hostTokens: 64, storageTokens: 0 };
       const r = input('r', range(0, 80));

@@ -20,7 +20,7 @@
 //   traffic from other gateways and long prefill queues count.
 // - Matches are weighted by tier: a match the runtime last served from host
 //   memory (HiCache) counts `hostWeight` of a device match, one in the
-//   Deployment's shared L3 tier `storageWeight` (default hostWeight, ADR 0036). The tier share is
+//   Deployment's shared L3 tier `storageWeight` (default hostWeight, ADR 0039). The tier share is
 //   learned per endpoint from `cached_tokens_details` (an EWMA).
 // - The tree is corrected from what the runtime reports: when cached_tokens
 //   is below the predicted match, the endpoint evicted that tail and all
@@ -144,7 +144,7 @@ export class CacheAwarePolicy implements Policy {
     this.#maxBlocks = Math.max(1, Math.floor(cfg.maxTreeTokens / cfg.blockTokens));
     this.#hostWeight = Math.min(1, Math.max(0, cfg.hostWeight ?? 0.5));
     // Storage is read back through host memory: worth at most a host page, and measured on the real
-    // engine an L3 load costs what a host load does (docs/l3-timing.md, ADR 0036): as much, by default.
+    // engine an L3 load costs what a host load does (docs/l3-timing.md, ADR 0039): as much, by default.
     this.#storageWeight = Math.min(1, Math.max(0, cfg.storageWeight ?? this.#hostWeight));
   }
 
@@ -299,7 +299,7 @@ export class CacheAwarePolicy implements Policy {
    * An exact match from the runtime's KV events, in blocks, weighted by tier like the tree's
    * learned split: a host page counts hostWeight, a storage page (the Deployment's shared L3,
    * kv-index/shared-l3.ts) storageWeight, by default hostWeight (it is read back through host
-   * memory first, and costs what a host load does: ADR 0036).
+   * memory first, and costs what a host load does: ADR 0039).
    */
   #indexedMatch(c: CachedPrefix): number {
     const w = this.#hostWeight;
