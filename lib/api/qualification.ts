@@ -238,6 +238,24 @@ export type EvidenceLevel = z.infer<typeof EvidenceLevel>;
 export const Quantiles = z.object({ p50: z.number(), p90: z.number(), p99: z.number() });
 export type Quantiles = z.infer<typeof Quantiles>;
 
+/** Steps of a stored distribution: its value at quantile i / CDF_STEPS, i = 0..CDF_STEPS. */
+export const CDF_STEPS = 20;
+
+const Cdf = z
+  .array(z.number())
+  .length(CDF_STEPS + 1)
+  .meta({
+    description: `Milliseconds at quantile i/${CDF_STEPS}, i = 0..${CDF_STEPS} (minimum to maximum): the distribution the status page plots.`,
+  });
+
+export const PassDistributions = z
+  .object({ ttftMs: Cdf.optional(), interTokenMs: Cdf.optional(), e2eMs: Cdf.optional() })
+  .meta({
+    description:
+      'Per-request latency distributions of the pass, as quantile curves: what a reader of the status (the gateway status page) plots without reading the record ConfigMap.',
+  });
+export type PassDistributions = z.infer<typeof PassDistributions>;
+
 export const PassSummary = z.object({
   requests: z.number().int(),
   failures: z.number().int(),
@@ -256,6 +274,7 @@ export const PassSummary = z.object({
   cachedTokensHost: z.number().int(),
   cachedTokensStorage: z.number().int(),
   cachedShare: z.number().optional().meta({ description: 'cachedTokens over promptTokens (0..1).' }),
+  cdf: PassDistributions.optional(),
 });
 export type PassSummary = z.infer<typeof PassSummary>;
 

@@ -182,6 +182,15 @@ describe('planQualificationStep: the protocol', () => {
     expect(next.status.arms?.[0]).toMatchObject({ samplesDone: 0, samplesFailed: 1, progress: '1/2' });
   });
 
+  it('stores each pass’s latency distributions for the status page to plot', () => {
+    const q = qualification({ phase: 'Running', startedAt: '2026-12-05T09:59:00Z', arms: heldArms });
+    const [dense, hicache] =
+      planQualificationStep(q, obs([0, 1, 2, 3].map((s) => record(s))), NOW).status.arms ?? [];
+    expect(hicache?.warm?.cdf?.ttftMs?.[10]).toBe(hicache?.warm?.ttftMs?.p50);
+    expect(dense?.cold?.cdf?.e2eMs).toHaveLength(21);
+    expect(dense?.cold?.cdf?.interTokenMs).toHaveLength(21);
+  });
+
   it('succeeds after every slot, with per-arm summaries, cost and a verdict', () => {
     const q = qualification({ phase: 'Running', startedAt: '2026-12-05T09:59:00Z', arms: heldArms });
     const step = planQualificationStep(q, obs([0, 1, 2, 3].map((s) => record(s))), NOW);
