@@ -18,12 +18,16 @@ import { startControlPlane, type ControlPlane } from '../support/controlplane.ts
 import { eventually, kubectlOk, listEvents } from '../support/kubectl.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+import { startChromium, type Chromium } from '../support/chromium.ts';
+import { startInProcessGateway, type InProcessGateway } from '../support/gateway.ts';
 
 const NS = 'e2e-qualification';
 const QUALS = 'qualifications.cacheroute.dev';
 let cp: ControlPlane;
 let kubelet: SimKubelet;
 let operator: Operator;
+let gateway: InProcessGateway | undefined;
+let chromium: Chromium | undefined;
 
 async function k(args: string[], input?: string): Promise<string> {
   return kubectlOk(['-n', NS, ...args], { kubeconfig: cp.kubeconfig, ...(input ? { input } : {}) });
@@ -137,6 +141,8 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  await chromium?.stop();
+  await gateway?.stop();
   await operator?.stop();
   await kubelet?.stop();
   await cp?.stop();
@@ -195,6 +201,81 @@ describe('Qualification', () => {
     expect(requestsServed('hicache')).toBe(28);
     const table = await k(['get', 'qual', 'dense-vs-hicache']);
     expect(table).toMatch(/dense-vs-hicache\s+Succeeded\s+dense\s+hicache\s+4\/4\s+Simulator/);
+  });
+
+  it("plots the runs on the gateway's status page, in Chromium, from the Qualifications' status", async () => {
+    // Run after the two tests above: `mismatched` (Refused, no sample) and `dense-vs-hicache`.
+    const s = await qualStatus('dense-vs-hicache');
+    expect(s.phase).toBe('Succeeded');
+    gateway = await startInProcessGateway(cp.kubeconfig, [NS], { listen: true, qualifications: true });
+    chromium = await startChromium();
+    const page = await chromium.newPage();
+    await page.goto(`${gateway.url ?? ''}/status`);
+    const section = `section[data-qualification="${NS}/dense-vs-hicache"]`;
+    // The watcher lists once; the page's own refresh brings the section in.
+    await eventually(
+      async () => expect(await page.evaluate<boolean>(`!!document.querySelector('${section}')`)).toBe(true),
+      { timeoutMs: 20_000, intervalMs: 250 },
+    );
+    // Every latency plot: one curve an arm and pass, through every stored quantile, drawn with
+    // a real extent, and the arms named in its legend.
+    for (const plot of ['ttft', 'itl', 'e2e']) {
+      const curves = await page.evaluate<
+        { arm: string; pass: string; points: number; w: number; h: number }[]
+      >(
+        `[...document.querySelectorAll('${section} figure[data-plot="${plot}"] polyline')].map((p) => {
+           const b = p.getBBox();
+           return { arm: p.dataset.arm, pass: p.dataset.pass, points: p.points.numberOfItems, w: b.width, h: b.height };
+         })`,
+      );
+      expect(curves.map((c) => `${c.arm} ${c.pass}`).sort()).toEqual([
+        'dense cold',
+        'dense warm',
+        'hicache cold',
+        'hicache warm',
+      ]);
+      for (const c of curves) {
+        expect(c.points, `${plot} ${c.arm} ${c.pass}`).toBe(21);
+        expect(c.h, `${plot} ${c.arm} ${c.pass} spans the quantiles`).toBeGreaterThan(100);
+      }
+      const legend = await page.evaluate<string>(
+        `document.querySelector('${section} figure[data-plot="${plot}"] svg').textContent`,
+      );
+      expect(legend).toContain('dense warm');
+      expect(legend).toContain('hicache cold');
+    }
+    // The cached-token share: a point a sample and pass, each warm one above its cold one.
+    const points = await page.evaluate<
+      { arm: string; pass: string; sample: string; cy: number; r: number }[]
+    >(
+      `[...document.querySelectorAll('${section} figure[data-plot="cached-share"] circle')].map((c) => ({
+         arm: c.dataset.arm, pass: c.dataset.pass, sample: c.dataset.sample,
+         cy: c.getBoundingClientRect().top, r: c.getBoundingClientRect().width,
+       }))`,
+    );
+    expect(points).toHaveLength(2 * 2 * 2);
+    for (const p of points) expect(p.r).toBeGreaterThan(0);
+    for (const arm of ['dense', 'hicache'])
+      for (const sample of ['1', '2']) {
+        const at = (pass: string) =>
+          points.find((p) => p.arm === arm && p.sample === sample && p.pass === pass);
+        expect(at('warm')?.cy, `${arm} sample ${sample}: warm share above cold`).toBeLessThan(
+          at('cold')?.cy ?? 0,
+        );
+      }
+    expect(
+      await page.evaluate<string>(`document.querySelector('${section} [data-field="evidence"]').textContent`),
+    ).toBe('Simulator');
+    // The refused run has nothing to plot, and says so instead of drawing empty axes.
+    const refused = `section[data-qualification="${NS}/mismatched"]`;
+    expect(await page.evaluate<number>(`document.querySelectorAll('${refused} svg').length`)).toBe(0);
+    expect(
+      await page.evaluate<boolean>(`!!document.querySelector('${refused} [data-field="no-samples"]')`),
+    ).toBe(true);
+    expect(page.errors).toEqual([]); // no script error, no CSP violation
+    const shot = process.env['CACHEROUTE_QUALIFICATION_SCREENSHOT'] ?? join(chromium.dir, 'status.png');
+    await page.screenshot(shot, { fullPage: true });
+    await page.close();
   });
 
   it('replays a Mooncake trace from a ConfigMap: lines sharing hash ids share their prefix', async () => {

@@ -32,6 +32,7 @@ const view = (ep: EndpointStatus = endpoint(), model = 'llama'): StatusView => (
   generatedAt: '2026-01-02T03:04:05.000Z',
   auth: { mode: 'keys', tenants: [], issues: [] },
   discoveryIssues: [],
+  qualifications: [],
   deployments: [
     {
       model,

@@ -13,6 +13,7 @@ import type { DecisionCounts, StatusSnapshot } from './view.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
 import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
+import type { QualificationView } from './qualifications/view.ts';
 
 /**
  * What /status reads of the running gateway (gateway.ts's Gateway), as a structural type:
@@ -36,6 +37,8 @@ export interface SnapshotSources {
   readonly tenants: TenantDirectory;
   /** What discovery left out of the table, and why; none with a static table. */
   readonly discoveryIssues?: (() => readonly DiscoveryIssue[]) | undefined;
+  /** The Qualifications to plot (discovery's watcher); none with a static table. */
+  readonly qualifications?: (() => readonly QualificationView[]) | undefined;
 }
 
 export async function collectStatusSnapshot(src: SnapshotSources, now: number): Promise<StatusSnapshot> {
@@ -113,6 +116,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     deploymentErrors,
     tenants: src.tenants,
     discoveryIssues: src.discoveryIssues?.() ?? [],
+    qualifications: src.qualifications?.() ?? [],
   };
 }
 
