@@ -107,9 +107,15 @@ function qualification(name: string, arms: [string, string], spec: Record<string
 /** Each cold pass starts from nothing cached; its warm pass repeats it and finds every prompt cached. */
 function expectColdThenWarm(records: readonly SampleRecord[]): void {
   for (const r of records) {
-    // The first request of each cold pass shares nothing with anything sent before.
-    const first = r.cold?.requests.filter((q) => q.id === 'conv-0-turn-0' || q.id === 'doc-0-q-0');
-    expect(first?.map((q) => q.cachedTokens)).toEqual([0, 0]);
+    // Each prefix's first request in a cold pass shares nothing with anything sent before. With
+    // concurrency 2 the first two of a group are in flight together, and either may be served
+    // first (the other then finds the shared prefix): the smaller of the two is 0.
+    const cached = (ids: string[]) =>
+      Math.min(
+        ...(r.cold?.requests.filter((q) => ids.includes(q.id)).map((q) => q.cachedTokens ?? -1) ?? []),
+      );
+    expect(cached(['conv-0-turn-0', 'conv-1-turn-0'])).toBe(0);
+    expect(cached(['doc-0-q-0', 'doc-0-q-1'])).toBe(0);
     expect(r.warm?.requests.map((q) => q.id)).toEqual(r.cold?.requests.map((q) => q.id));
     for (const q of r.warm?.requests ?? []) expect(q.cachedTokens).toBeGreaterThan(0);
   }
