@@ -284,6 +284,45 @@ describe('Qualification', () => {
     await page.close();
   });
 
+  it('runs an open loop: requests sent on one Poisson schedule in every pass of both arms', async () => {
+    const spec = qualification('open-loop', ['dense', 'hicache'], {
+      samplesPerArm: 1,
+      workload: {
+        generator: {
+          seed: 3,
+          documents: { documents: 1, documentWords: 300, questionsPerDocument: 4, questionWords: 6 },
+        },
+        requestRate: { requestsPerSecond: 50, seed: 2 },
+      },
+    });
+    delete (spec.spec as { concurrency?: number }).concurrency;
+    await create(spec);
+    const s = await waitForPhase('open-loop', 'Succeeded');
+    expect(s.arms?.map((a) => a.progress)).toEqual(['1/1', '1/1']);
+    const cm = await getJson<{ data?: Record<string, string> }>(
+      'configmap',
+      recordConfigMapName('open-loop'),
+    );
+    const { records } = parseRecords(cm.data);
+    expect(records).toHaveLength(2);
+    // Every pass sent its requests in order, each no earlier than the one before; the schedule
+    // is the operator's, so the four passes kept the same order of sends.
+    for (const r of records)
+      for (const pass of [r.cold, r.warm]) {
+        const sent = pass?.requests.map((q) => q.sentAtMs ?? -1) ?? [];
+        expect(sent).toHaveLength(4);
+        expect(sent.every((t) => t >= 0)).toBe(true);
+        expect([...sent].sort((a, b) => a - b)).toEqual(sent);
+        expect(pass?.requests.every((q) => q.ok)).toBe(true);
+      }
+    expect(s.arms?.every((a) => (a.warm?.cachedShare ?? 0) > (a.cold?.cachedShare ?? 1))).toBe(true);
+    // A manifest with both a concurrency and a rate is refused at apply, naming both.
+    const both = qualification('both', ['dense', 'hicache'], {
+      workload: spec.spec.workload,
+    });
+    await expect(create(both)).rejects.toThrow(/exactly one of spec.concurrency/);
+  });
+
   it('replays a Mooncake trace from a ConfigMap: lines sharing hash ids share their prefix', async () => {
     const trace = [
       { timestamp: 0, input_length: 300, output_length: 4, hash_ids: [1, 2, 3] },

@@ -22,6 +22,7 @@ function qualification(status?: unknown, spec: Record<string, unknown> = {}) {
         generator: { sharedPrefix: { conversations: 2, turns: 2, systemPromptWords: 20, turnWords: 5 } },
       },
       maxOutputTokens: 8,
+      concurrency: 1,
       samplesPerArm: 2,
       budget: { maxDurationSeconds: 600, maxTokens: 100000 },
       pricePerGpuHour: '2.00',
@@ -156,6 +157,26 @@ describe('planQualificationStep: the protocol', () => {
     });
     expect(step.status.current).toEqual({ slot: 0, arm: 'dense', sample: 1, salt: `qualification-${UID}-0` });
     expect(step.status.arms?.map((a) => a.fingerprint)).toEqual(['fp-d', 'fp-h']);
+  });
+
+  it('paces every pass of both arms alike: closed at the concurrency, or open on one schedule', () => {
+    const paceAt = (q: ReturnType<typeof qualification>, done: number[]) => {
+      const step = planQualificationStep(q, obs(done.map((s) => record(s))), NOW);
+      const run = step.actions.find((a) => a.type === 'runSample');
+      return run?.type === 'runSample' ? run.run.pace : undefined;
+    };
+    expect(paceAt(qualification(), [])).toEqual({ kind: 'closed', concurrency: 1 });
+    const rate = { requestsPerSecond: 4, seed: 9 };
+    const generator = { sharedPrefix: { conversations: 2, turns: 2, systemPromptWords: 20, turnWords: 5 } };
+    const held = { phase: 'Running', startedAt: '2026-12-05T09:59:00Z', arms: heldArms };
+    const open = qualification(held, { concurrency: undefined, workload: { generator, requestRate: rate } });
+    const first = paceAt(open, []);
+    expect(first?.kind === 'open' && first.offsetsMs).toHaveLength(4);
+    expect(paceAt(open, [0])).toEqual(first); // arm 2's sample: the same arrival times
+    expect(() =>
+      qualification(undefined, { concurrency: 2, workload: { generator, requestRate: rate } }),
+    ).toThrow(/exactly one of spec.concurrency .* or spec.workload.requestRate/);
+    expect(() => qualification(undefined, { concurrency: undefined })).toThrow(/exactly one of/);
   });
 
   it('gives every slot its own salt', () => {

@@ -162,7 +162,7 @@ export function buildQualificationController(opts: QualificationControllerOption
       salt: run.salt,
       sampling: q.spec.sampling,
       maxNewTokens: q.spec.maxOutputTokens,
-      concurrency: q.spec.concurrency,
+      pace: run.pace,
       apiKey: runtimeKey(ns, deployment, run.view.fingerprint),
       timeoutMs: opts.requestTimeoutMs ?? 300_000,
       signal: ctx.signal,

@@ -7,6 +7,8 @@ export const RequestRecord = z.object({
   id: z.string(),
   ok: z.boolean(),
   error: z.string().optional(),
+  /** When it was sent, ms after its pass started (an open loop's schedule, as kept). */
+  sentAtMs: z.number().optional(),
   ttftMs: z.number().optional(),
   e2eMs: z.number().optional(),
   promptTokens: z.number().int().optional(),

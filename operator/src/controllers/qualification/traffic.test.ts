@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
 import { runPass, type PassOptions } from './traffic.ts';
-import { generateWorkload } from './workload.ts';
+import { generateWorkload, poissonArrivals } from './workload.ts';
 
 let sim: RunningSim;
 beforeAll(async () => {
@@ -22,7 +22,7 @@ function options(salt: string, url = sim.url): PassOptions {
     salt,
     sampling: { temperature: 0 },
     maxNewTokens: 4,
-    concurrency: 1,
+    pace: { kind: 'closed', concurrency: 1 },
     timeoutMs: 30_000,
   };
 }
@@ -48,9 +48,35 @@ describe('runPass', () => {
   it('records a request that found no runtime as a failure, with its reason', async () => {
     const pass = await runPass(requests.slice(0, 2), {
       ...options('x', 'http://127.0.0.1:1'),
-      concurrency: 2,
+      pace: { kind: 'closed', concurrency: 2 },
     });
     expect(pass.requests).toHaveLength(2);
     expect(pass.requests.every((r) => !r.ok && r.error?.startsWith('POST /generate:'))).toBe(true);
+  });
+
+  it('an open loop sends each request at its arrival, not after the answers before it', async () => {
+    const offsetsMs = poissonArrivals(requests.length, { requestsPerSecond: 20, seed: 3 });
+    const waits: number[] = [];
+    // Arrivals come at once here (the waits are recorded, not slept): every request is then
+    // sent before any answer could arrive, as an open loop must; a closed loop of one would
+    // send the second only after the first's answer.
+    const open = await runPass(requests, {
+      ...options('open-1'),
+      pace: { kind: 'open', offsetsMs },
+      sleep: (ms) => {
+        waits.push(ms);
+        return Promise.resolve();
+      },
+    });
+    expect(open.requests.every((r) => r.ok)).toBe(true);
+    expect(waits).toHaveLength(offsetsMs.filter((o) => o > 0).length);
+    for (const [i, w] of waits.entries()) expect(w).toBeLessThanOrEqual(offsetsMs[i + 1] ?? 0);
+    const lastSent = Math.max(...open.requests.map((r) => r.sentAtMs ?? Infinity));
+    const firstAnswered = Math.min(...open.requests.map((r) => (r.sentAtMs ?? 0) + (r.e2eMs ?? 0)));
+    expect(lastSent).toBeLessThan(firstAnswered);
+    // A closed loop of one sends the second request after the first's answer (0.02: rounding).
+    const closed = await runPass(requests, options('closed-1'));
+    const [first, second] = closed.requests;
+    expect(second?.sentAtMs ?? 0).toBeGreaterThanOrEqual((first?.sentAtMs ?? 0) + (first?.e2eMs ?? 0) - 0.02);
   });
 });

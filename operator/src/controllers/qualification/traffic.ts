@@ -7,8 +7,9 @@ import { z } from 'zod';
 import type { Sampling } from '#api/task.ts';
 import { buildRuntimeAuthHeaders } from '#api/runtime-key.ts';
 import { SIMULATOR_HEADER } from '#sglang/simulator.ts';
+import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { PassRecord, RequestRecord } from './record.ts';
-import type { WorkloadRequest } from './workload.ts';
+import type { Pace, WorkloadRequest } from './workload.ts';
 
 /** One streamed event larger than this is refused: the runtime image is the namespace user's. */
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -18,13 +19,18 @@ export interface PassOptions {
   salt: string;
   sampling: z.output<typeof Sampling>;
   maxNewTokens: number;
-  concurrency: number;
+  pace: Pace;
   apiKey?: string | undefined;
   timeoutMs: number;
   signal?: AbortSignal | undefined;
   /** Milliseconds, monotonic (injected for tests). */
   clock?: () => number;
+  /** Waits until an open loop's next arrival (injected for tests); resolves early on abort. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
+
+const defaultSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  sleepFor(ms, undefined, signal ? { signal } : {}).catch(() => undefined);
 
 const Counter = z.number().int().nonnegative().nullish();
 const Meta = z.looseObject({
@@ -147,19 +153,38 @@ function round(ms: number): number {
   return Math.round(ms * 100) / 100;
 }
 
-/** The requests in order, `concurrency` at a time; the pass's wall time from first send to last answer. */
+/**
+ * The requests in order: a closed loop keeps `concurrency` in flight; an open
+ * loop sends request i at its arrival offset, whether or not earlier ones were
+ * answered. The pass's wall time runs from its start to the last answer.
+ */
 export async function runPass(requests: readonly WorkloadRequest[], opts: PassOptions): Promise<PassRecord> {
   const clock = opts.clock ?? (() => performance.now());
   const out: RequestRecord[] = new Array<RequestRecord>(requests.length);
-  let next = 0;
   const start = clock();
-  const worker = async () => {
-    while (next < requests.length) {
-      const i = next++;
-      const req = requests[i];
-      if (req) out[i] = await runRequest(req, opts);
-    }
+  const send = async (i: number): Promise<void> => {
+    const req = requests[i];
+    if (!req) return;
+    const sentAtMs = round(clock() - start);
+    out[i] = { ...(await runRequest(req, opts)), sentAtMs };
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, requests.length)) }, worker));
+  const pace = opts.pace;
+  if (pace.kind === 'open') {
+    const sleep = opts.sleep ?? defaultSleep;
+    await Promise.all(
+      requests.map(async (_, i) => {
+        const wait = (pace.offsetsMs[i] ?? 0) - (clock() - start);
+        if (wait > 0) await sleep(wait, opts.signal);
+        await send(i);
+      }),
+    );
+  } else {
+    let next = 0;
+    const worker = async () => {
+      while (next < requests.length) await send(next++);
+    };
+    const workers = Math.max(1, Math.min(pace.concurrency, requests.length));
+    await Promise.all(Array.from({ length: workers }, worker));
+  }
   return { wallMs: round(clock() - start), requests: out };
 }
