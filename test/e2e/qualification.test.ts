@@ -55,6 +55,15 @@ async function waitForPhase(name: string, phase: QualificationStatus['phase'], t
   );
 }
 
+/** Requests the simulators of one part (prefill or decode) of a Deployment served. */
+function requestsServedBy(deployment: string, part: string): number {
+  let n = 0;
+  for (const sim of kubelet.sims.values())
+    if (sim.pod.startsWith(`${deployment}-`) && sim.pod.includes(part))
+      n += sim.server.engine.counters.requests;
+  return n;
+}
+
 /** Requests the simulators of one Deployment's pods served. */
 function requestsServed(deployment: string): number {
   let n = 0;
@@ -321,6 +330,40 @@ describe('Qualification', () => {
       workload: spec.spec.workload,
     });
     await expect(create(both)).rejects.toThrow(/exactly one of spec.concurrency/);
+  });
+
+  it('qualifies two prefill/decode Deployments, each request sent to its pair with one room', async () => {
+    // Dense against HiCache on the prefill part: the parts' profiles are the subject.
+    const pd = (name: string, prefill: Record<string, unknown>) => {
+      const m = deployment(name, {
+        disaggregation: { transferBackend: 'mooncake', prefill, decode: { replicas: 1 } },
+      });
+      for (const k of ['replicas', 'profile', 'radixCache', 'hicache', 'hisparse']) delete m.spec[k];
+      return m;
+    };
+    await create(pd('pd-dense', { replicas: 1, profile: 'dense' }));
+    await create(pd('pd-hicache', { replicas: 1, profile: 'hicache', hicache: { ratio: 2 } }));
+    await Promise.all([waitForRoutable('pd-dense'), waitForRoutable('pd-hicache')]);
+    await create(qualification('pd', ['pd-dense', 'pd-hicache'], { samplesPerArm: 1 }));
+    const s = await waitForPhase('pd', 'Succeeded');
+    expect(s.evidence).toBe('Simulator');
+    const cm = await getJson<{ data?: Record<string, string> }>('configmap', recordConfigMapName('pd'));
+    const { records } = parseRecords(cm.data);
+    expect(records).toHaveLength(2);
+    for (const r of records) {
+      // The decode measured, paired with its own prefill: both pods of the arm's Deployment.
+      expect(r.pod).toMatch(new RegExp(`^${r.arm === 'pd-dense' ? 'pd-dense' : 'pd-hicache'}-.*decode`));
+      expect(r.prefillPod).toMatch(
+        new RegExp(`^${r.arm === 'pd-dense' ? 'pd-dense' : 'pd-hicache'}-.*prefill`),
+      );
+      expect([...(r.cold?.requests ?? []), ...(r.warm?.requests ?? [])].every((q) => q.ok)).toBe(true);
+    }
+    expectColdThenWarm(records);
+    // Each part's simulators served every request of its arm: 1 sample x 2 passes x 7 requests.
+    for (const name of ['pd-dense', 'pd-hicache']) {
+      expect(requestsServedBy(name, 'prefill')).toBe(14);
+      expect(requestsServedBy(name, 'decode')).toBe(14);
+    }
   });
 
   it('replays a Mooncake trace from a ConfigMap: lines sharing hash ids share their prefix', async () => {

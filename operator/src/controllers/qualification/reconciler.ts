@@ -159,6 +159,7 @@ export function buildQualificationController(opts: QualificationControllerOption
     const deployment = q.spec.arms[run.armIndex]?.deployment.name ?? '';
     const options = {
       url: run.view.endpoint.url,
+      prefill: run.view.endpoint.prefill,
       salt: run.salt,
       sampling: q.spec.sampling,
       maxNewTokens: q.spec.maxOutputTokens,
@@ -176,6 +177,7 @@ export function buildQualificationController(opts: QualificationControllerOption
       sample: run.sample,
       salt: run.salt,
       pod: run.view.endpoint.pod,
+      ...(run.view.endpoint.prefill ? { prefillPod: run.view.endpoint.prefill.pod } : {}),
       fingerprint: run.view.fingerprint,
       startedAt,
       finishedAt: ctx.now().toISOString(),

@@ -33,7 +33,10 @@ export const SampleRecord = z.object({
   arm: z.string(),
   sample: z.number().int().positive(),
   salt: z.string(),
+  /** The measured pod: the standalone's, or a pair's decode. */
   pod: z.string().optional(),
+  /** A disaggregated arm's prefill pod, paired with `pod` for every request of the sample. */
+  prefillPod: z.string().optional(),
   fingerprint: z.string().optional(),
   startedAt: z.string(),
   finishedAt: z.string().optional(),

@@ -1,7 +1,7 @@
 // A pass against a real simulator process (test/sim): what a runtime reports
 // (cached tokens, the simulator header) is read from its answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
+import { bootstrapPortOf, startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
 import { runPass, type PassOptions } from './traffic.ts';
 import { generateWorkload, poissonArrivals } from './workload.ts';
 
@@ -78,5 +78,55 @@ describe('runPass', () => {
     const closed = await runPass(requests, options('closed-1'));
     const [first, second] = closed.requests;
     expect(second?.sentAtMs ?? 0).toBeGreaterThanOrEqual((first?.sentAtMs ?? 0) + (first?.e2eMs ?? 0) - 0.02);
+  });
+
+  it('a disaggregated arm: each request goes to the prefill and the decode with one room', async () => {
+    const prefill = await startSim([
+      '--model-path',
+      'acme/qual-sim',
+      '--disaggregation-mode',
+      'prefill',
+      '--disaggregation-bootstrap-port',
+      '0',
+    ]);
+    const decode = await startSim([
+      '--model-path',
+      'acme/qual-sim',
+      '--disaggregation-mode',
+      'decode',
+      '--sim-pd-timeout-ms',
+      '2000',
+    ]);
+    try {
+      const pair = {
+        ...options('pd-1', decode.url),
+        prefill: {
+          pod: 'p-0',
+          url: prefill.url,
+          bootstrapHost: '127.0.0.1',
+          bootstrapPort: bootstrapPortOf(prefill),
+        },
+      };
+      // Without the prefill half the decode refuses the request (no bootstrap fields).
+      const alone = await runPass(requests.slice(0, 1), options('pd-0', decode.url));
+      expect(alone.requests[0]?.ok).toBe(false);
+      const cold = await runPass(requests, pair);
+      const warm = await runPass(requests, pair);
+      expect([...cold.requests, ...warm.requests].every((r) => r.ok && r.completionTokens === 4)).toBe(true);
+      // The decode reports the prefill's cache: nothing in a fresh salt, the repeat cached.
+      expect(cold.requests[0]?.cachedTokens).toBe(0);
+      for (const r of warm.requests) expect(r.cachedTokens).toBeGreaterThan(0);
+      // A prefill that is not there fails the request, with the prefill named.
+      const broken = await runPass(requests.slice(0, 1), {
+        ...pair,
+        salt: 'pd-2',
+        prefill: { ...pair.prefill, url: 'http://127.0.0.1:1' },
+      });
+      expect(broken.requests[0]?.ok).toBe(false);
+      expect(broken.requests[0]?.error).toMatch(/prefill p-0|POST \/generate/);
+    } finally {
+      await prefill.close();
+      await decode.close();
+    }
   });
 });

@@ -6,7 +6,9 @@
 import { z } from 'zod';
 import type { Sampling } from '#api/task.ts';
 import { buildRuntimeAuthHeaders } from '#api/runtime-key.ts';
+import { buildBootstrapFields, computeBootstrapRoom, toRandom32 } from '#sglang/bootstrap.ts';
 import { SIMULATOR_HEADER } from '#sglang/simulator.ts';
+import type { ArmPrefill } from './arms.ts';
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { PassRecord, RequestRecord } from './record.ts';
 import type { Pace, WorkloadRequest } from './workload.ts';
@@ -16,6 +18,12 @@ const MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
 export interface PassOptions {
   url: string;
+  /**
+   * A disaggregated arm: every request also goes to this prefill, with the bootstrap
+   * fields the gateway's pairs carry (#sglang/bootstrap.ts); `url` is then the decode,
+   * whose stream is measured (SGLang's decode reports the prefill's cached tokens).
+   */
+  prefill?: ArmPrefill | undefined;
   salt: string;
   sampling: z.output<typeof Sampling>;
   maxNewTokens: number;
@@ -25,6 +33,8 @@ export interface PassOptions {
   signal?: AbortSignal | undefined;
   /** Milliseconds, monotonic (injected for tests). */
   clock?: () => number;
+  /** Uniform in [0, 1): a pair's bootstrap room (injected for tests). */
+  random?: () => number;
   /** Waits until an open loop's next arrival (injected for tests); resolves early on abort. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -101,7 +111,56 @@ function usageOf(meta: z.infer<typeof Meta>): Omit<RequestRecord, 'id' | 'ok'> |
   };
 }
 
+/** The prefill's half of a pair: its whole answer read and dropped; why it failed, or undefined. */
+async function runPrefill(
+  prefill: ArmPrefill,
+  body: Record<string, unknown>,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  try {
+    const res = await fetch(`${prefill.url}/generate`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal,
+    });
+    await res.arrayBuffer();
+    return res.ok ? undefined : `prefill ${prefill.pod}: HTTP ${res.status}`;
+  } catch (e) {
+    return `prefill ${prefill.pod}: ${e instanceof Error ? e.message : String(e)}`;
+  }
+}
+
 export async function runRequest(req: WorkloadRequest, opts: PassOptions): Promise<RequestRecord> {
+  const headers = { 'content-type': 'application/json', ...buildRuntimeAuthHeaders(opts.apiKey) };
+  const body = buildGenerateBody(req.text, opts);
+  const prefill = opts.prefill;
+  if (!prefill) return runStreamed(req, opts, body, headers);
+  // One room for the pair; both halves at once, as the gateway sends them (forward/pair.ts).
+  const room = computeBootstrapRoom(toRandom32(opts.random ?? Math.random));
+  const paired = { ...body, ...buildBootstrapFields(prefill.bootstrapHost, prefill.bootstrapPort, room) };
+  const stop = new AbortController();
+  const signal = AbortSignal.any([
+    stop.signal,
+    AbortSignal.timeout(opts.timeoutMs),
+    ...(opts.signal ? [opts.signal] : []),
+  ]);
+  const prefilled = runPrefill(prefill, paired, headers, signal);
+  const decoded = await runStreamed(req, opts, paired, headers);
+  // A decode that failed leaves nothing for the prefill's KV to go to: stop it.
+  if (!decoded.ok) stop.abort();
+  const prefillError = await prefilled;
+  if (prefillError !== undefined && decoded.ok) return failure(req.id, prefillError, decoded.simulator);
+  return decoded;
+}
+
+async function runStreamed(
+  req: WorkloadRequest,
+  opts: PassOptions,
+  body: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<RequestRecord> {
   const clock = opts.clock ?? (() => performance.now());
   const signal = AbortSignal.any([
     AbortSignal.timeout(opts.timeoutMs),
@@ -112,8 +171,8 @@ export async function runRequest(req: WorkloadRequest, opts: PassOptions): Promi
   try {
     const res = await fetch(`${opts.url}/generate`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...buildRuntimeAuthHeaders(opts.apiKey) },
-      body: JSON.stringify(buildGenerateBody(req.text, opts)),
+      headers,
+      body: JSON.stringify(body),
       signal,
     });
     simulator = res.headers.has(SIMULATOR_HEADER);
