@@ -39,7 +39,7 @@ import { buildAuthenticateHook } from './tenancy/request-hooks.ts';
 import { RedisRateLimiter } from './tenancy/redis-limiter.ts';
 import { OPEN_DIRECTORY, type Tenant, type TenantDirectory } from './tenancy/tenant.ts';
 import { buildNodeSink } from './upstream/sink.ts';
-import { statusPlugin } from './status/index.ts';
+import { statusPlugin, type QualificationView } from './status/index.ts';
 import type { RequestTracer } from './tracing/types.ts';
 
 declare module 'fastify' {
@@ -95,6 +95,8 @@ export interface BuildOptions extends Omit<GatewayOptions, 'metrics'> {
   readonly clientTimeouts?: ClientTimeouts;
   /** What discovery left out of the table and why, shown on /status (discovery/source.ts). */
   readonly discoveryIssues?: () => readonly DiscoveryIssue[];
+  /** The Qualifications /status plots (discovery/qualification-watcher.ts); none when absent. */
+  readonly qualifications?: () => readonly QualificationView[];
   /**
    * Serve the generation API (default true). False in `--mode picker`: Envoy carries the
    * requests and asks the endpoint picker (epp/); this app then serves the admin routes only.
@@ -207,6 +209,7 @@ export function build(opts: BuildOptions): FastifyInstance {
     tenants,
     routesOn: admin,
     discoveryIssues: opts.discoveryIssues,
+    qualifications: opts.qualifications,
   });
   admin.get('/healthz', () => ({ status: 'ok' }));
   admin.get('/readyz', (_req, reply) => {

@@ -172,6 +172,7 @@ async function main(): Promise<void> {
   const app = build({
     table,
     discoveryIssues: () => source.issues(),
+    qualifications: () => source.qualifications(),
     clientTimeouts: clientTimeouts.value,
     kvIndexMaxBlocks: kvIndexMaxBlocks.value,
     ...(tokenizers ? { tokenizers: tokenizers.tokenizers } : {}),

@@ -122,13 +122,44 @@ export const MooncakeTrace = z
       'A Mooncake trace: equal hash ids become equal blocks of text, so shared prefixes are shared; timestamps and output_length are not replayed (spec.concurrency and spec.maxOutputTokens hold).',
   });
 
+/** Highest open-loop rate: a pass is at most MAX_REQUESTS_PER_PASS requests, so this is already a burst. */
+export const MAX_REQUESTS_PER_SECOND = 1000;
+
+export const RequestRate = z
+  .object({
+    requestsPerSecond: z
+      .number()
+      .gt(0)
+      .max(MAX_REQUESTS_PER_SECOND)
+      .meta({ description: 'Mean arrival rate of the Poisson process, requests per second.' }),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31)
+      .default(1)
+      .meta({
+        description:
+          'Seed of the arrival times: every pass of both arms sends its requests at the same offsets.',
+      }),
+  })
+  .meta({
+    description:
+      'Open loop: requests are sent at Poisson arrival times (exponential gaps at this mean rate) whether or not earlier ones were answered, in the workload order. Exclusive with spec.concurrency.',
+  });
+export type RequestRate = z.infer<typeof RequestRate>;
+
 export const QualificationWorkload = withRules(
   z
     .object({
       generator: WorkloadGenerator.optional(),
       trace: MooncakeTrace.optional(),
+      requestRate: RequestRate.optional(),
     })
-    .meta({ description: 'The requests of one pass: exactly one of generator or trace.' }),
+    .meta({
+      description:
+        'The requests of one pass (exactly one of generator or trace) and, for an open loop, when they are sent.',
+    }),
   [
     {
       cel: '(has(self.generator) ? 1 : 0) + (has(self.trace) ? 1 : 0) == 1',
@@ -179,13 +210,10 @@ export const QualificationSpec = withRules(
       .min(1)
       .max(4096)
       .meta({ description: 'Output cap of every request (max_new_tokens), the same on both arms.' }),
-    concurrency: z
-      .number()
-      .int()
-      .min(1)
-      .max(64)
-      .default(1)
-      .meta({ description: 'Requests in flight at once during a pass.' }),
+    concurrency: z.number().int().min(1).max(64).optional().meta({
+      description:
+        'Closed loop: requests in flight at once during a pass. Exactly one of concurrency or workload.requestRate.',
+    }),
     samplesPerArm: z.number().int().min(1).max(MAX_SAMPLES_PER_ARM).meta({
       description:
         'Samples per arm; each is a cold pass in a fresh cache namespace and its identical warm repeat.',
@@ -202,6 +230,12 @@ export const QualificationSpec = withRules(
     verdict: QualificationVerdictSpec.prefault({}),
   }),
   [
+    {
+      cel: 'has(self.concurrency) != has(self.workload.requestRate)',
+      message:
+        'give exactly one of spec.concurrency (closed loop: requests in flight) or spec.workload.requestRate (open loop: Poisson arrivals)',
+      check: (s) => (s.concurrency !== undefined) !== (s.workload.requestRate !== undefined),
+    },
     {
       cel: 'self.arms[0].name != self.arms[1].name',
       message: 'the two arms need different names',
@@ -238,6 +272,24 @@ export type EvidenceLevel = z.infer<typeof EvidenceLevel>;
 export const Quantiles = z.object({ p50: z.number(), p90: z.number(), p99: z.number() });
 export type Quantiles = z.infer<typeof Quantiles>;
 
+/** Steps of a stored distribution: its value at quantile i / CDF_STEPS, i = 0..CDF_STEPS. */
+export const CDF_STEPS = 20;
+
+const Cdf = z
+  .array(z.number())
+  .length(CDF_STEPS + 1)
+  .meta({
+    description: `Milliseconds at quantile i/${CDF_STEPS}, i = 0..${CDF_STEPS} (minimum to maximum): the distribution the status page plots.`,
+  });
+
+export const PassDistributions = z
+  .object({ ttftMs: Cdf.optional(), interTokenMs: Cdf.optional(), e2eMs: Cdf.optional() })
+  .meta({
+    description:
+      'Per-request latency distributions of the pass, as quantile curves: what a reader of the status (the gateway status page) plots without reading the record ConfigMap.',
+  });
+export type PassDistributions = z.infer<typeof PassDistributions>;
+
 export const PassSummary = z.object({
   requests: z.number().int(),
   failures: z.number().int(),
@@ -256,6 +308,7 @@ export const PassSummary = z.object({
   cachedTokensHost: z.number().int(),
   cachedTokensStorage: z.number().int(),
   cachedShare: z.number().optional().meta({ description: 'cachedTokens over promptTokens (0..1).' }),
+  cdf: PassDistributions.optional(),
 });
 export type PassSummary = z.infer<typeof PassSummary>;
 

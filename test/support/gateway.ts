@@ -8,6 +8,7 @@ import { KubeClient } from '#kube/client.ts';
 import { build } from '../../gateway/src/app.ts';
 import { RuntimeKeyWatcher } from '../../gateway/src/discovery/runtime-key-watcher.ts';
 import { DiscoveryWatcher } from '../../gateway/src/discovery/watcher.ts';
+import { QualificationWatcher } from '../../gateway/src/discovery/qualification-watcher.ts';
 import type { Tokenizer } from '../../gateway/src/tokenize/tokenizer.ts';
 
 export interface InProcessGateway {
@@ -34,6 +35,8 @@ export async function startInProcessGateway(
     listen?: boolean;
     /** Default: testKeysSecret of the first namespace. */
     keysSecret?: SecretLocation;
+    /** Watch Qualifications for the plots on /status, as server.ts does (the CRD must be installed). */
+    qualifications?: boolean;
   } = {},
 ): Promise<InProcessGateway> {
   const kc = new KubeConfig();
@@ -43,13 +46,18 @@ export async function startInProcessGateway(
   // The runtimes' API keys, as server.ts wires them: the runtimes refuse requests without one.
   const keysSecret = opts.keysSecret ?? testKeysSecret(namespaces[0] ?? 'default');
   const runtimeKeys = new RuntimeKeyWatcher({ client, keysSecret });
+  const qualifications = opts.qualifications
+    ? new QualificationWatcher({ client, namespaces: [...namespaces], coalesceMs: 20 })
+    : undefined;
   const app = build({
     table: watcher.table,
     runtimeKeys: runtimeKeys.keys,
+    ...(qualifications ? { qualifications: () => qualifications.views() } : {}),
     ...(opts.tokenizers ? { tokenizers: opts.tokenizers } : {}),
   });
   watcher.start();
   runtimeKeys.start();
+  qualifications?.start();
   const url = opts.listen ? await app.listen({ port: 0, host: '127.0.0.1' }) : undefined;
   return {
     app,
@@ -59,6 +67,7 @@ export async function startInProcessGateway(
       await app.close();
       await watcher.stop();
       await runtimeKeys.stop();
+      await qualifications?.stop();
       await client.close();
     },
   };

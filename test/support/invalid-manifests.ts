@@ -725,6 +725,28 @@ export const INVALID_CASES: InvalidCase[] = [
     mutate: (m) => (m.spec.workload.generator.sharedPrefix.conversations = 30),
     expect: 'workload.generator makes at most 64 requests a pass',
   },
+  {
+    name: 'a qualification with both a concurrency and a request rate',
+    sample: QUALIFICATION,
+    mutate: (m) => (m.spec.workload.requestRate = { requestsPerSecond: 2 }),
+    expect:
+      'give exactly one of spec.concurrency (closed loop: requests in flight) or spec.workload.requestRate',
+  },
+  {
+    name: 'a qualification with neither a concurrency nor a request rate',
+    sample: QUALIFICATION,
+    mutate: (m) => delete m.spec.concurrency,
+    expect: 'give exactly one of spec.concurrency',
+  },
+  {
+    name: 'a qualification request rate of zero',
+    sample: QUALIFICATION,
+    mutate: (m) => {
+      delete m.spec.concurrency;
+      m.spec.workload.requestRate = { requestsPerSecond: 0 };
+    },
+    expect: 'requestsPerSecond',
+  },
 ];
 
 export function buildInvalid(c: InvalidCase): Manifest {

@@ -20,6 +20,8 @@ import type { RuntimeKeyDirectory } from './runtime-keys.ts';
 import { RuntimeKeyWatcher } from './runtime-key-watcher.ts';
 import { TenantWatcher } from './tenant-watcher.ts';
 import { DiscoveryWatcher } from './watcher.ts';
+import { QualificationWatcher } from './qualification-watcher.ts';
+import type { QualificationView } from '../status/qualifications/view.ts';
 import type { DiscoveryIssue } from './build-table.ts';
 
 export const RouteSourceFlags = z
@@ -122,6 +124,8 @@ export interface Discovery {
   readonly peers?: PeerSet & { synced(): boolean };
   /** What discovery leaves out of the table right now, and why (for /status); none with --routes. */
   issues(): readonly DiscoveryIssue[];
+  /** The Qualifications /status plots (discovery only; none with --routes). */
+  qualifications(): readonly QualificationView[];
   /** Starts the informers (discovery); logs through the app's logger. */
   start(log: FastifyBaseLogger): void;
   close(): Promise<void>;
@@ -135,7 +139,13 @@ export async function openRouteSource(
 ): Promise<Discovery> {
   if (source.kind === 'discovery') return openDiscovery(source, opts);
   const table = new StaticRoutingTable(loadStatic(source.routes));
-  return { table, issues: () => [], start: () => undefined, close: () => Promise.resolve() };
+  return {
+    table,
+    issues: () => [],
+    qualifications: () => [],
+    start: () => undefined,
+    close: () => Promise.resolve(),
+  };
 }
 
 export async function openDiscovery(
@@ -154,6 +164,8 @@ export async function openDiscovery(
     : undefined;
   // Whatever --auth says: the runtimes take their own key (SGLang's --api-key) from every caller.
   const runtimeKeyWatcher = new RuntimeKeyWatcher({ client, keysSecret: source.keysSecret });
+  // For /status only: the Qualifications' plots (ADR 0040).
+  const qualificationWatcher = new QualificationWatcher({ client, namespaces: source.namespaces });
   // Made at start(), when the app's logger exists; until then this replica knows no peers.
   let slices: EndpointSlicePeers | undefined;
   const peerSource = source.peers;
@@ -169,12 +181,14 @@ export async function openDiscovery(
     ...(tenantWatcher ? { tenants: tenantWatcher.directory } : {}),
     runtimeKeys: runtimeKeyWatcher.keys,
     issues: () => watcher?.issues ?? [],
+    qualifications: () => qualificationWatcher.views(),
     start(log) {
       const logger = adaptFastifyLogger(log);
       watcher = new DiscoveryWatcher({ client, table, namespaces: source.namespaces, logger });
       watcher.start();
       tenantWatcher?.start(logger);
       runtimeKeyWatcher.start(logger);
+      qualificationWatcher.start(logger);
       if (peerSource) {
         slices = new EndpointSlicePeers({ client, ...peerSource, logger });
         slices.start();
@@ -184,6 +198,7 @@ export async function openDiscovery(
       await watcher?.stop();
       await tenantWatcher?.stop();
       await runtimeKeyWatcher.stop();
+      await qualificationWatcher.stop();
       await slices?.stop();
       await client.close();
     },

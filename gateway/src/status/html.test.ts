@@ -36,6 +36,7 @@ const view = (
   generatedAt: '2026-01-02T03:04:05.000Z',
   auth: { mode: 'keys', tenants: [], issues: [] },
   discoveryIssues: [],
+  qualifications: [],
   deployments: [
     {
       model,

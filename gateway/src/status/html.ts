@@ -9,21 +9,13 @@
 // the browser building the same tables from /status.json.
 
 import { createHash } from 'node:crypto';
+import { escapeHtml } from './escape.ts';
+import { renderQualifications } from './qualifications/plots.ts';
 import type { AuthStatus, DeploymentStatus, EndpointStatus, ErrorView, StatusView } from './view.ts';
 
 export const REFRESH_MS = 2000;
 
-const ESCAPES: Readonly<Record<string, string>> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
-}
+export { escapeHtml };
 
 const STYLE = `
 :root{color-scheme:light dark;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#6e7781;--line:#d0d7de}
@@ -39,6 +31,8 @@ th{font-weight:600;font-size:12px;color:var(--mute)}td.n,th.n{text-align:right;f
 meter{width:60px;height:10px;vertical-align:middle;margin-right:6px}
 td.err{white-space:normal;max-width:320px}
 #stale{display:none}body.stale #stale{display:inline}
+h3{font-size:15px;margin:16px 0 4px}.plots{display:flex;flex-wrap:wrap;gap:8px 16px}
+figure{margin:0}figcaption{font-size:12px;color:var(--mute)}svg text{fill:currentColor;font-size:11px}
 `;
 
 const SCRIPT = `
@@ -95,7 +89,7 @@ export function renderStatusMain(view: StatusView): string {
     view.deployments.length === 0
       ? '<p class="mute">No models are routed yet.</p>'
       : view.deployments.map(renderDeployment).join('\n');
-  return `<p class="mute">as of <time data-field="generated-at">${escapeHtml(view.generatedAt)}</time></p>\n${renderAuth(view.auth)}\n${renderDiscoveryIssues(view.discoveryIssues)}${body}`;
+  return `<p class="mute">as of <time data-field="generated-at">${escapeHtml(view.generatedAt)}</time></p>\n${renderAuth(view.auth)}\n${renderDiscoveryIssues(view.discoveryIssues)}${body}\n${renderQualifications(view.qualifications)}`;
 }
 
 function renderDiscoveryIssues(issues: StatusView['discoveryIssues']): string {

@@ -3,3 +3,5 @@ export * from './html.ts';
 export * from './plugin.ts';
 export * from './snapshot.ts';
 export * from './view.ts';
+export * from './qualifications/view.ts';
+export * from './qualifications/plots.ts';

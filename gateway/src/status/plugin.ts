@@ -24,6 +24,7 @@ import { ActivityRecorder, type ErrorRecord } from './activity.ts';
 import { renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
 import { collectStatusSnapshot, type StatusGateway } from './snapshot.ts';
 import { buildStatusView, type StatusView } from './view.ts';
+import type { QualificationView } from './qualifications/view.ts';
 
 export interface StatusPluginOptions {
   readonly table: RoutingTable;
@@ -43,6 +44,8 @@ export interface StatusPluginOptions {
   readonly tenants: TenantDirectory;
   /** What discovery left out of the table, and why. */
   readonly discoveryIssues?: (() => readonly DiscoveryIssue[]) | undefined;
+  /** The Qualifications to plot, from discovery's watcher (ADR 0040). */
+  readonly qualifications?: (() => readonly QualificationView[]) | undefined;
 }
 
 const MESSAGE_LIMIT = 300;
@@ -104,6 +107,7 @@ const plugin: FastifyPluginAsync<StatusPluginOptions> = (app: FastifyInstance, o
           runtimeLoad: opts.runtimeLoad,
           tenants: opts.tenants,
           discoveryIssues: opts.discoveryIssues,
+          qualifications: opts.qualifications,
         },
         wallClock(),
       ),

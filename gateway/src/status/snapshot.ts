@@ -14,6 +14,7 @@ import type { AdmissionSnapshot } from '../admission/index.ts';
 import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
 import type { L3UnitStatus } from '../kv-index/shared-l3.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
+import type { QualificationView } from './qualifications/view.ts';
 
 /**
  * What /status reads of the running gateway (gateway.ts's Gateway), as a structural type:
@@ -37,6 +38,8 @@ export interface SnapshotSources {
   readonly tenants: TenantDirectory;
   /** What discovery left out of the table, and why; none with a static table. */
   readonly discoveryIssues?: (() => readonly DiscoveryIssue[]) | undefined;
+  /** The Qualifications to plot (discovery's watcher); none with a static table. */
+  readonly qualifications?: (() => readonly QualificationView[]) | undefined;
 }
 
 export async function collectStatusSnapshot(src: SnapshotSources, now: number): Promise<StatusSnapshot> {
@@ -115,6 +118,7 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     deploymentErrors,
     tenants: src.tenants,
     discoveryIssues: src.discoveryIssues?.() ?? [],
+    qualifications: src.qualifications?.() ?? [],
   };
 }
 

@@ -19,6 +19,7 @@ import type { UpstreamFailureReason } from '../metrics/index.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
 import type { L3UnitStatus } from '../kv-index/shared-l3.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';
+import { QualificationView } from './qualifications/view.ts';
 
 const Count = z.number().int().nonnegative();
 const Rate = z.number().min(0).max(1).nullable();
@@ -166,6 +167,8 @@ export const StatusView = z.object({
   /** What discovery left out of the table (empty with a static --routes table). */
   discoveryIssues: z.array(DiscoveryIssueView),
   deployments: z.array(DeploymentStatus),
+  /** Qualifications in the watched namespaces, as plotted (empty with a static --routes table). */
+  qualifications: z.array(QualificationView),
 });
 
 export type ErrorView = z.infer<typeof ErrorView>;
@@ -207,6 +210,7 @@ export interface StatusSnapshot {
   readonly deploymentErrors: ReadonlyMap<string, ErrorRecord>;
   readonly tenants: TenantDirectory;
   readonly discoveryIssues: readonly DiscoveryIssue[];
+  readonly qualifications?: readonly QualificationView[];
 }
 
 /** The route's weight over its served name's total (ADR 0008); null outside a split. */
@@ -236,6 +240,7 @@ export function buildStatusView(s: StatusSnapshot): StatusView {
     deployments: [...s.routes]
       .sort((a, b) => compare(a.model, b.model))
       .map((route) => buildDeploymentStatus(route, s)),
+    qualifications: [...(s.qualifications ?? [])],
   };
 }
 

@@ -14,6 +14,7 @@ import { beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest'
 import { EndpointSlicePeers } from '../../../gateway/src/discovery/peer-slices.ts';
 import { RuntimeKeyWatcher } from '../../../gateway/src/discovery/runtime-key-watcher.ts';
 import { TenantWatcher } from '../../../gateway/src/discovery/tenant-watcher.ts';
+import { QualificationWatcher } from '../../../gateway/src/discovery/qualification-watcher.ts';
 import { DiscoveryWatcher } from '../../../gateway/src/discovery/watcher.ts';
 import { renderManifest } from '../../../operator/src/controllers/deployment/render.ts';
 import { KubeClient, type RequestInfo } from '#kube/client.ts';
@@ -981,6 +982,9 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     tenants.start();
     const runtimeKeys = new RuntimeKeyWatcher({ client, keysSecret });
     runtimeKeys.start();
+    // The Qualifications /status plots: their status only, never a ConfigMap (ADR 0040).
+    const qualifications = new QualificationWatcher({ client, namespaces, coalesceMs: 20 });
+    qualifications.start();
     // --peers-service, as the chart passes it: the gateway's own Service in the release namespace.
     const peers = new EndpointSlicePeers({
       client,
@@ -996,6 +1000,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
         await watcher.stop();
         await tenants.stop();
         await runtimeKeys.stop();
+        await qualifications.stop();
         await peers.stop();
         await client.close();
         return requests;
@@ -1006,6 +1011,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     await eventually(() => expect(tenants.directory.ready).toBe(true), { timeoutMs: 30_000 });
     await eventually(() => expect(runtimeKeys.keys.ready).toBe(true), { timeoutMs: 30_000 });
     await eventually(() => expect(peers.hasSynced()).toBe(true), { timeoutMs: 30_000 });
+    await eventually(() => expect(qualifications.hasSynced()).toBe(true), { timeoutMs: 30_000 });
     return { stop };
   }
 
@@ -1015,6 +1021,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
     'deployments.cacheroute.dev',
     'cachepolicies.cacheroute.dev',
     'tenants.cacheroute.dev',
+    'qualifications.cacheroute.dev',
   ];
   const SECRET_VERBS = ['list secrets', 'watch secrets'];
 
@@ -1046,6 +1053,7 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
         'list deployments.cacheroute.dev',
         'list cachepolicies.cacheroute.dev',
         'list endpointslices.discovery.k8s.io',
+        'list qualifications.cacheroute.dev',
         'list secrets',
       ]),
     );
@@ -1069,6 +1077,9 @@ describe("the gateway's RBAC is what discovery needs, and no more", () => {
       ['list', 'secrets/other', '-n', ns],
       ['list', 'endpointslices.discovery.k8s.io', '-n', 'default'],
       ['get', 'services', '-n', ns],
+      // The Qualifications' record ConfigMaps (and every other) are not the gateway's to read.
+      ['get', 'configmaps', '-n', ns],
+      ['list', 'configmaps', '-A'],
     ])
       expect(await canI(ns, sa, denied), denied.join(' ')).toBe('no');
   });

@@ -95,4 +95,92 @@ describe('checkArms', () => {
       message: 'Deployment h not found',
     });
   });
+
+  describe('prefill/decode arms', () => {
+    const pd =
+      (prefillProfile: string, transferBackend = 'mooncake') =>
+      (s: Mutable) => {
+        for (const k of ['replicas', 'profile', 'radixCache', 'hicache', 'hisparse']) delete s[k];
+        s['disaggregation'] = {
+          transferBackend,
+          prefill: {
+            replicas: 1,
+            profile: prefillProfile,
+            ...(prefillProfile === 'hicache' ? { hicache: { ratio: 2 } } : {}),
+          },
+          decode: { replicas: 1 },
+        };
+      };
+    /** A verified pair: prefill p-1 and p-0, decode q-0 (the first of each by pod name is measured). */
+    const paired = (d: DeploymentResource): DeploymentResource => {
+      const fingerprint = d.status?.identity?.fingerprint ?? '';
+      const ep = (pod: string, role: 'prefill' | 'decode', ip: string) => ({
+        pod,
+        ip,
+        port: 30000,
+        role,
+        ready: true,
+        verified: true,
+        fingerprint,
+        ...(role === 'prefill' ? { bootstrapPort: 8998 } : {}),
+      });
+      return {
+        ...d,
+        status: {
+          ...d.status,
+          endpoints: [
+            ep('p-1', 'prefill', '10.0.1.2'),
+            ep('p-0', 'prefill', '10.0.1.1'),
+            ep('q-0', 'decode', '10.0.2.1'),
+          ],
+        },
+      };
+    };
+
+    it('measures the first decode, paired with the first prefill through its bootstrap server', () => {
+      const r = checkArms(
+        ARMS,
+        [paired(deployment('d', pd('dense'))), paired(deployment('h', pd('hicache')))],
+        ['Profile'],
+      );
+      expect(r.kind).toBe('ready');
+      if (r.kind !== 'ready') return;
+      expect(r.arms[1].endpoint).toEqual({
+        pod: 'q-0',
+        url: 'http://10.0.2.1:30000',
+        prefill: { pod: 'p-0', url: 'http://10.0.1.1:30000', bootstrapHost: '10.0.1.1', bootstrapPort: 8998 },
+      });
+      // A pair is a prefill pod and a decode pod.
+      expect(r.arms[1].gpus).toBe(2);
+    });
+
+    it('refuses a pair against a standalone arm, or pairs that move KV differently', () => {
+      const mixed = checkArms(ARMS, [deployment('d'), paired(deployment('h', pd('hicache')))], ['Profile']);
+      expect(
+        mixed.kind === 'mismatch' && mixed.differences.some((d) => d.startsWith('topology: disaggregated')),
+      ).toBe(true);
+      const transfer = checkArms(
+        ARMS,
+        [paired(deployment('d', pd('dense', 'nixl'))), paired(deployment('h', pd('hicache')))],
+        ['Profile'],
+      );
+      expect(transfer.kind === 'mismatch' && transfer.differences).toEqual([
+        expect.stringMatching(/^topology: disaggregation transfer and part resources: dense=.*"nixl"/),
+      ]);
+    });
+
+    it('waits for a pair with no decode yet', () => {
+      const d = paired(deployment('h', pd('hicache')));
+      const noDecode = {
+        ...d,
+        status: { ...d.status, endpoints: d.status?.endpoints?.filter((e) => e.role === 'prefill') },
+      };
+      expect(
+        checkArms(ARMS, [paired(deployment('d', pd('dense'))), noDecode as DeploymentResource], ['Profile']),
+      ).toMatchObject({
+        kind: 'waiting',
+        message: 'Deployment h has no ready, verified prefill/decode pair',
+      });
+    });
+  });
 });

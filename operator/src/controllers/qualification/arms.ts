@@ -4,10 +4,21 @@
 // named, field by field, with both values: the user must see what to change.
 import type { DeploymentResource } from '#api/resources.ts';
 import type { QualificationSubject } from '#api/qualification.ts';
+import { DEFAULT_BOOTSTRAP_PORT } from '#sglang/bootstrap.ts';
 
+/** The prefill a disaggregated arm's requests also go to (its bootstrap server names it to the decode). */
+export interface ArmPrefill {
+  pod: string;
+  url: string;
+  bootstrapHost: string;
+  bootstrapPort: number;
+}
+
+/** Where an arm is measured: a standalone endpoint, or a decode endpoint with its prefill. */
 export interface ArmEndpoint {
   pod: string;
   url: string;
+  prefill?: ArmPrefill;
 }
 
 /** One arm as the protocol needs it: identity held for the run, one endpoint, GPUs of that replica. */
@@ -16,7 +27,7 @@ export interface ArmView {
   fingerprint: string;
   profile: string;
   endpoint: ArmEndpoint;
-  /** GPUs of the measured replica (pods x GPUs a pod), for the GPU-hours line. */
+  /** GPUs of the measured replica (pods x GPUs a pod; a prefill/decode pair counts both), for the GPU-hours line. */
   gpus: number;
 }
 
@@ -35,7 +46,25 @@ function imageDigestOf(d: DeploymentResource): string {
 
 function gpusOf(d: DeploymentResource): number {
   const p = d.spec.parallelism;
-  return (d.spec.resources.gpus ?? Math.ceil(p.tensor / p.nodes)) * p.nodes;
+  const perPod = (gpus: number | undefined) => (gpus ?? Math.ceil(p.tensor / p.nodes)) * p.nodes;
+  const pd = d.spec.disaggregation;
+  if (!pd) return perPod(d.spec.resources.gpus);
+  return (
+    perPod(pd.prefill.resources?.gpus ?? d.spec.resources.gpus) +
+    perPod(pd.decode.resources?.gpus ?? d.spec.resources.gpus)
+  );
+}
+
+/** A disaggregated Deployment's pairing and per-part hardware: never a cache subject. */
+function pdShape(d: DeploymentResource): unknown {
+  const pd = d.spec.disaggregation;
+  if (!pd) return null;
+  return {
+    transferBackend: pd.transferBackend ?? null,
+    ibDevice: pd.ibDevice ?? null,
+    prefillResources: pd.prefill.resources ?? null,
+    decodeResources: pd.decode.resources ?? null,
+  };
 }
 
 /** The fields that must agree, by name; a subject lifts its own group. */
@@ -52,6 +81,7 @@ function comparedFields(
     'runtime.env': s.runtime.env ?? [],
     'topology: parallelism': s.parallelism,
     'topology: disaggregated': s.disaggregation !== undefined,
+    'topology: disaggregation transfer and part resources': pdShape(d),
     'hardware: resources': { ...s.resources, gpus: gpusOf(d) / s.parallelism.nodes },
     'hardware: scheduling.nodeSelector': s.scheduling?.nodeSelector ?? {},
   };
@@ -95,24 +125,47 @@ function urlOf(ip: string, port: number): string {
   return `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
 }
 
-/** The first (by pod name) ready, verified standalone endpoint of the current identity. */
+/**
+ * The first (by pod name) ready, verified endpoint of the current identity: a
+ * standalone one, or for a disaggregated Deployment the first decode paired with
+ * the first prefill (every endpoint here has the identity's fingerprint, the
+ * gateway's pairing rule: a pair never mixes identities).
+ */
 function viewOf(name: string, d: DeploymentResource): ArmView | string {
   const status: Status | undefined = d.status;
   const identity = status?.identity;
   if (!identity || identity.deploymentId !== d.spec.deploymentId)
     return `Deployment ${name} has not yet verified deploymentId ${d.spec.deploymentId}`;
-  const endpoint = (status.endpoints ?? [])
-    .filter((e) => e.ready && e.verified && e.fingerprint === identity.fingerprint && e.ip !== '')
-    .filter((e) => e.role === 'standalone')
-    .sort((x, y) => x.pod.localeCompare(y.pod))[0];
-  if (!endpoint) return `Deployment ${name} has no ready, verified standalone endpoint`;
-  return {
+  const first = (role: string) =>
+    (status.endpoints ?? [])
+      .filter((e) => e.ready && e.verified && e.fingerprint === identity.fingerprint && e.ip !== '')
+      .filter((e) => e.role === role)
+      .sort((x, y) => x.pod.localeCompare(y.pod))[0];
+  const view = (endpoint: ArmEndpoint): ArmView => ({
     deploymentId: identity.deploymentId,
     fingerprint: identity.fingerprint,
     profile: status.profile ?? d.spec.profile ?? 'dense',
-    endpoint: { pod: endpoint.pod, url: urlOf(endpoint.ip, endpoint.port) },
+    endpoint,
     gpus: gpusOf(d),
-  };
+  });
+  if (d.spec.disaggregation) {
+    const prefill = first('prefill');
+    const decode = first('decode');
+    if (!prefill || !decode) return `Deployment ${name} has no ready, verified prefill/decode pair`;
+    return view({
+      pod: decode.pod,
+      url: urlOf(decode.ip, decode.port),
+      prefill: {
+        pod: prefill.pod,
+        url: urlOf(prefill.ip, prefill.port),
+        bootstrapHost: prefill.ip,
+        bootstrapPort: prefill.bootstrapPort ?? DEFAULT_BOOTSTRAP_PORT,
+      },
+    });
+  }
+  const endpoint = first('standalone');
+  if (!endpoint) return `Deployment ${name} has no ready, verified standalone endpoint`;
+  return view({ pod: endpoint.pod, url: urlOf(endpoint.ip, endpoint.port) });
 }
 
 export function checkArms(
@@ -125,8 +178,6 @@ export function checkArms(
   if (!da || !db) return { kind: 'waiting', message: missing.join('; ') };
   const names = [arms[0].name, arms[1].name] as const;
   const differences = listDifferences(names, da, db, subject);
-  if (da.spec.disaggregation || db.spec.disaggregation)
-    differences.push('topology: a prefill/decode Deployment is not qualified yet (standalone arms only)');
   if (differences.length > 0) return { kind: 'mismatch', differences };
   const va = viewOf(arms[0].deployment, da);
   const vb = viewOf(arms[1].deployment, db);

@@ -22,6 +22,7 @@ function qualification(status?: unknown, spec: Record<string, unknown> = {}) {
         generator: { sharedPrefix: { conversations: 2, turns: 2, systemPromptWords: 20, turnWords: 5 } },
       },
       maxOutputTokens: 8,
+      concurrency: 1,
       samplesPerArm: 2,
       budget: { maxDurationSeconds: 600, maxTokens: 100000 },
       pricePerGpuHour: '2.00',
@@ -158,6 +159,26 @@ describe('planQualificationStep: the protocol', () => {
     expect(step.status.arms?.map((a) => a.fingerprint)).toEqual(['fp-d', 'fp-h']);
   });
 
+  it('paces every pass of both arms alike: closed at the concurrency, or open on one schedule', () => {
+    const paceAt = (q: ReturnType<typeof qualification>, done: number[]) => {
+      const step = planQualificationStep(q, obs(done.map((s) => record(s))), NOW);
+      const run = step.actions.find((a) => a.type === 'runSample');
+      return run?.type === 'runSample' ? run.run.pace : undefined;
+    };
+    expect(paceAt(qualification(), [])).toEqual({ kind: 'closed', concurrency: 1 });
+    const rate = { requestsPerSecond: 4, seed: 9 };
+    const generator = { sharedPrefix: { conversations: 2, turns: 2, systemPromptWords: 20, turnWords: 5 } };
+    const held = { phase: 'Running', startedAt: '2026-12-05T09:59:00Z', arms: heldArms };
+    const open = qualification(held, { concurrency: undefined, workload: { generator, requestRate: rate } });
+    const first = paceAt(open, []);
+    expect(first?.kind === 'open' && first.offsetsMs).toHaveLength(4);
+    expect(paceAt(open, [0])).toEqual(first); // arm 2's sample: the same arrival times
+    expect(() =>
+      qualification(undefined, { concurrency: 2, workload: { generator, requestRate: rate } }),
+    ).toThrow(/exactly one of spec.concurrency .* or spec.workload.requestRate/);
+    expect(() => qualification(undefined, { concurrency: undefined })).toThrow(/exactly one of/);
+  });
+
   it('gives every slot its own salt', () => {
     const q = qualification({ phase: 'Running', startedAt: '2026-12-05T09:59:00Z', arms: heldArms });
     const salts = [0, 1, 2, 3].map((n) => {
@@ -180,6 +201,15 @@ describe('planQualificationStep: the protocol', () => {
     const run = next.actions.find((a) => a.type === 'runSample');
     expect(run?.type === 'runSample' && run.run).toMatchObject({ slot: 1, arm: 'hicache' });
     expect(next.status.arms?.[0]).toMatchObject({ samplesDone: 0, samplesFailed: 1, progress: '1/2' });
+  });
+
+  it('stores each pass’s latency distributions for the status page to plot', () => {
+    const q = qualification({ phase: 'Running', startedAt: '2026-12-05T09:59:00Z', arms: heldArms });
+    const [dense, hicache] =
+      planQualificationStep(q, obs([0, 1, 2, 3].map((s) => record(s))), NOW).status.arms ?? [];
+    expect(hicache?.warm?.cdf?.ttftMs?.[10]).toBe(hicache?.warm?.ttftMs?.p50);
+    expect(dense?.cold?.cdf?.e2eMs).toHaveLength(21);
+    expect(dense?.cold?.cdf?.interTokenMs).toHaveLength(21);
   });
 
   it('succeeds after every slot, with per-arm summaries, cost and a verdict', () => {

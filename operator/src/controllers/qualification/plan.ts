@@ -20,7 +20,7 @@ import { setConditions, type ConditionInput } from '../../manager/conditions.ts'
 import type { ArmsCheck, ArmView } from './arms.ts';
 import { recordConfigMapName, type SampleRecord } from './record.ts';
 import { computeEvidence, computeVerdict, summarizeArm } from './summary.ts';
-import type { WorkloadRequest, WorkloadResult } from './workload.ts';
+import { paceOf, type Pace, type WorkloadRequest, type WorkloadResult } from './workload.ts';
 
 export const ARMS_RECHECK_MS = 5_000;
 const TERMINAL: readonly QualificationPhase[] = ['Succeeded', 'Stopped', 'Failed'];
@@ -54,6 +54,8 @@ export interface SampleRun {
   salt: string;
   view: ArmView;
   requests: WorkloadRequest[];
+  /** Closed loop (concurrency) or open loop (arrival offsets): the same for every pass. */
+  pace: Pace;
 }
 
 export type QualificationAction =
@@ -369,6 +371,7 @@ export function planQualificationStep(
     salt: buildSalt(q.metadata.uid ?? q.metadata.name ?? '', slot),
     view,
     requests: obs.workload.requests,
+    pace: paceOf(spec, obs.workload.requests.length),
   };
   const current = { slot, arm: name, sample, salt: run.salt };
   // Identity held for the run: the first sample pins each arm's fingerprint.

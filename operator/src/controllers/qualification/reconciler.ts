@@ -150,10 +150,11 @@ export function buildQualificationController(opts: QualificationControllerOption
     const deployment = q.spec.arms[run.armIndex]?.deployment.name ?? '';
     const options = {
       url: run.view.endpoint.url,
+      prefill: run.view.endpoint.prefill,
       salt: run.salt,
       sampling: q.spec.sampling,
       maxNewTokens: q.spec.maxOutputTokens,
-      concurrency: q.spec.concurrency,
+      pace: run.pace,
       apiKey: runtimeKey(ns, deployment, run.view.fingerprint),
       timeoutMs: opts.requestTimeoutMs ?? 300_000,
       signal: ctx.signal,
@@ -167,6 +168,7 @@ export function buildQualificationController(opts: QualificationControllerOption
       sample: run.sample,
       salt: run.salt,
       pod: run.view.endpoint.pod,
+      ...(run.view.endpoint.prefill ? { prefillPod: run.view.endpoint.prefill.pod } : {}),
       fingerprint: run.view.fingerprint,
       startedAt,
       finishedAt: ctx.now().toISOString(),

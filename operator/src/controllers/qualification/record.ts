@@ -7,6 +7,8 @@ export const RequestRecord = z.object({
   id: z.string(),
   ok: z.boolean(),
   error: z.string().optional(),
+  /** When it was sent, ms after its pass started (an open loop's schedule, as kept). */
+  sentAtMs: z.number().optional(),
   ttftMs: z.number().optional(),
   e2eMs: z.number().optional(),
   promptTokens: z.number().int().optional(),
@@ -31,7 +33,10 @@ export const SampleRecord = z.object({
   arm: z.string(),
   sample: z.number().int().positive(),
   salt: z.string(),
+  /** The measured pod: the standalone's, or a pair's decode. */
   pod: z.string().optional(),
+  /** A disaggregated arm's prefill pod, paired with `pod` for every request of the sample. */
+  prefillPod: z.string().optional(),
   fingerprint: z.string().optional(),
   startedAt: z.string(),
   finishedAt: z.string().optional(),

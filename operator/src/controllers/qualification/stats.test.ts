@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createSeededRandom } from '#kube/seeded-random.ts';
-import { bootstrapMedianDifference, computeQuantiles, quantileSorted } from './stats.ts';
+import { bootstrapMedianDifference, computeCdf, computeQuantiles, quantileSorted } from './stats.ts';
 
 describe('quantiles', () => {
   it('interpolates between ranks as numpy does', () => {
@@ -9,6 +9,20 @@ describe('quantiles', () => {
     expect(quantileSorted([], 0.5)).toBeUndefined();
     const v = Array.from({ length: 101 }, (_, i) => i);
     expect(computeQuantiles(v.reverse())).toEqual({ p50: 50, p90: 90, p99: 99 });
+  });
+});
+
+describe('computeCdf', () => {
+  it('holds the minimum, every 5% step and the maximum, in order', () => {
+    const v = Array.from({ length: 101 }, (_, i) => 100 - i);
+    const cdf = computeCdf(v);
+    expect(cdf).toHaveLength(21);
+    expect(cdf?.[0]).toBe(0);
+    expect(cdf?.[1]).toBe(5);
+    expect(cdf?.[10]).toBe(50);
+    expect(cdf?.[20]).toBe(100);
+    expect(computeCdf([])).toBeUndefined();
+    expect(computeCdf([7])).toEqual(Array.from({ length: 21 }, () => 7));
   });
 });
 

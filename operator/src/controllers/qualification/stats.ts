@@ -1,7 +1,7 @@
 // The statistics of a qualification, pure: quantiles of per-request latencies,
 // and a bootstrap interval on the difference of the arms' medians. The PRNG is
 // seeded so a report (and a test) is reproducible from its record.
-import type { Quantiles } from '#api/qualification.ts';
+import { CDF_STEPS, type Quantiles } from '#api/qualification.ts';
 import { createSeededRandom } from '#kube/seeded-random.ts';
 
 /** The q-quantile (0..1) of sorted values by linear interpolation (numpy's default); undefined when empty. */
@@ -26,6 +26,13 @@ export function computeQuantiles(values: readonly number[]): Quantiles | undefin
   const sorted = [...values].sort(byNumber);
   const at = (q: number) => round2(quantileSorted(sorted, q) ?? 0);
   return sorted.length === 0 ? undefined : { p50: at(0.5), p90: at(0.9), p99: at(0.99) };
+}
+
+/** The values at quantiles 0, 1/CDF_STEPS, …, 1, rounded to 0.01; undefined without values. */
+export function computeCdf(values: readonly number[]): number[] | undefined {
+  const sorted = [...values].sort(byNumber);
+  if (sorted.length === 0) return undefined;
+  return Array.from({ length: CDF_STEPS + 1 }, (_, i) => round2(quantileSorted(sorted, i / CDF_STEPS) ?? 0));
 }
 
 export function round2(x: number): number {

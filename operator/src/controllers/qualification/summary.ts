@@ -5,13 +5,14 @@
 import type {
   ArmStatus,
   EvidenceLevel,
+  PassDistributions,
   PassSummary,
   QualificationSpec,
   QualificationVerdict,
   SamplePoint,
 } from '#api/qualification.ts';
 import { isSampleFailed, type PassRecord, type RequestRecord, type SampleRecord } from './record.ts';
-import { bootstrapMedianDifference, computeQuantiles, round2 } from './stats.ts';
+import { bootstrapMedianDifference, computeCdf, computeQuantiles, round2 } from './stats.ts';
 
 /** Below this many samples an arm, a cluster bootstrap has few distinct resamples: the summary says so. */
 export const MIN_SAMPLES_FOR_INTERVAL = 5;
@@ -46,9 +47,12 @@ export function summarizePass(passes: readonly PassRecord[]): PassSummary {
     cachedTokensHost: sum(ok, (r) => r.cachedHost),
     cachedTokensStorage: sum(ok, (r) => r.cachedStorage),
   };
-  const ttft = computeQuantiles(defined(ok.map((r) => r.ttftMs)));
-  const itl = computeQuantiles(defined(ok.map(interTokenMs)));
-  const e2e = computeQuantiles(defined(ok.map((r) => r.e2eMs)));
+  const ttftValues = defined(ok.map((r) => r.ttftMs));
+  const itlValues = defined(ok.map(interTokenMs));
+  const e2eValues = defined(ok.map((r) => r.e2eMs));
+  const ttft = computeQuantiles(ttftValues);
+  const itl = computeQuantiles(itlValues);
+  const e2e = computeQuantiles(e2eValues);
   const tput = computeQuantiles(
     passes
       .filter((p) => p.wallMs > 0)
@@ -67,6 +71,14 @@ export function summarizePass(passes: readonly PassRecord[]): PassSummary {
   if (e2e) out.e2eMs = e2e;
   if (tput) out.outputTokensPerSecond = tput;
   if (promptTokens > 0) out.cachedShare = round2(cachedTokens / promptTokens);
+  const cdf: PassDistributions = {};
+  const ttftCdf = computeCdf(ttftValues);
+  const itlCdf = computeCdf(itlValues);
+  const e2eCdf = computeCdf(e2eValues);
+  if (ttftCdf) cdf.ttftMs = ttftCdf;
+  if (itlCdf) cdf.interTokenMs = itlCdf;
+  if (e2eCdf) cdf.e2eMs = e2eCdf;
+  if (Object.keys(cdf).length > 0) out.cdf = cdf;
   return out;
 }
 

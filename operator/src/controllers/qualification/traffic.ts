@@ -6,25 +6,41 @@
 import { z } from 'zod';
 import type { Sampling } from '#api/task.ts';
 import { buildRuntimeAuthHeaders } from '#api/runtime-key.ts';
+import { buildBootstrapFields, computeBootstrapRoom, toRandom32 } from '#sglang/bootstrap.ts';
 import { SIMULATOR_HEADER } from '#sglang/simulator.ts';
+import type { ArmPrefill } from './arms.ts';
+import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { PassRecord, RequestRecord } from './record.ts';
-import type { WorkloadRequest } from './workload.ts';
+import type { Pace, WorkloadRequest } from './workload.ts';
 
 /** One streamed event larger than this is refused: the runtime image is the namespace user's. */
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
 export interface PassOptions {
   url: string;
+  /**
+   * A disaggregated arm: every request also goes to this prefill, with the bootstrap
+   * fields the gateway's pairs carry (#sglang/bootstrap.ts); `url` is then the decode,
+   * whose stream is measured (SGLang's decode reports the prefill's cached tokens).
+   */
+  prefill?: ArmPrefill | undefined;
   salt: string;
   sampling: z.output<typeof Sampling>;
   maxNewTokens: number;
-  concurrency: number;
+  pace: Pace;
   apiKey?: string | undefined;
   timeoutMs: number;
   signal?: AbortSignal | undefined;
   /** Milliseconds, monotonic (injected for tests). */
   clock?: () => number;
+  /** Uniform in [0, 1): a pair's bootstrap room (injected for tests). */
+  random?: () => number;
+  /** Waits until an open loop's next arrival (injected for tests); resolves early on abort. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
+
+const defaultSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  sleepFor(ms, undefined, signal ? { signal } : {}).catch(() => undefined);
 
 const Counter = z.number().int().nonnegative().nullish();
 const Meta = z.looseObject({
@@ -95,7 +111,56 @@ function usageOf(meta: z.infer<typeof Meta>): Omit<RequestRecord, 'id' | 'ok'> |
   };
 }
 
+/** The prefill's half of a pair: its whole answer read and dropped; why it failed, or undefined. */
+async function runPrefill(
+  prefill: ArmPrefill,
+  body: Record<string, unknown>,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  try {
+    const res = await fetch(`${prefill.url}/generate`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal,
+    });
+    await res.arrayBuffer();
+    return res.ok ? undefined : `prefill ${prefill.pod}: HTTP ${res.status}`;
+  } catch (e) {
+    return `prefill ${prefill.pod}: ${e instanceof Error ? e.message : String(e)}`;
+  }
+}
+
 export async function runRequest(req: WorkloadRequest, opts: PassOptions): Promise<RequestRecord> {
+  const headers = { 'content-type': 'application/json', ...buildRuntimeAuthHeaders(opts.apiKey) };
+  const body = buildGenerateBody(req.text, opts);
+  const prefill = opts.prefill;
+  if (!prefill) return runStreamed(req, opts, body, headers);
+  // One room for the pair; both halves at once, as the gateway sends them (forward/pair.ts).
+  const room = computeBootstrapRoom(toRandom32(opts.random ?? Math.random));
+  const paired = { ...body, ...buildBootstrapFields(prefill.bootstrapHost, prefill.bootstrapPort, room) };
+  const stop = new AbortController();
+  const signal = AbortSignal.any([
+    stop.signal,
+    AbortSignal.timeout(opts.timeoutMs),
+    ...(opts.signal ? [opts.signal] : []),
+  ]);
+  const prefilled = runPrefill(prefill, paired, headers, signal);
+  const decoded = await runStreamed(req, opts, paired, headers);
+  // A decode that failed leaves nothing for the prefill's KV to go to: stop it.
+  if (!decoded.ok) stop.abort();
+  const prefillError = await prefilled;
+  if (prefillError !== undefined && decoded.ok) return failure(req.id, prefillError, decoded.simulator);
+  return decoded;
+}
+
+async function runStreamed(
+  req: WorkloadRequest,
+  opts: PassOptions,
+  body: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<RequestRecord> {
   const clock = opts.clock ?? (() => performance.now());
   const signal = AbortSignal.any([
     AbortSignal.timeout(opts.timeoutMs),
@@ -106,8 +171,8 @@ export async function runRequest(req: WorkloadRequest, opts: PassOptions): Promi
   try {
     const res = await fetch(`${opts.url}/generate`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...buildRuntimeAuthHeaders(opts.apiKey) },
-      body: JSON.stringify(buildGenerateBody(req.text, opts)),
+      headers,
+      body: JSON.stringify(body),
       signal,
     });
     simulator = res.headers.has(SIMULATOR_HEADER);
@@ -147,19 +212,38 @@ function round(ms: number): number {
   return Math.round(ms * 100) / 100;
 }
 
-/** The requests in order, `concurrency` at a time; the pass's wall time from first send to last answer. */
+/**
+ * The requests in order: a closed loop keeps `concurrency` in flight; an open
+ * loop sends request i at its arrival offset, whether or not earlier ones were
+ * answered. The pass's wall time runs from its start to the last answer.
+ */
 export async function runPass(requests: readonly WorkloadRequest[], opts: PassOptions): Promise<PassRecord> {
   const clock = opts.clock ?? (() => performance.now());
   const out: RequestRecord[] = new Array<RequestRecord>(requests.length);
-  let next = 0;
   const start = clock();
-  const worker = async () => {
-    while (next < requests.length) {
-      const i = next++;
-      const req = requests[i];
-      if (req) out[i] = await runRequest(req, opts);
-    }
+  const send = async (i: number): Promise<void> => {
+    const req = requests[i];
+    if (!req) return;
+    const sentAtMs = round(clock() - start);
+    out[i] = { ...(await runRequest(req, opts)), sentAtMs };
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, requests.length)) }, worker));
+  const pace = opts.pace;
+  if (pace.kind === 'open') {
+    const sleep = opts.sleep ?? defaultSleep;
+    await Promise.all(
+      requests.map(async (_, i) => {
+        const wait = (pace.offsetsMs[i] ?? 0) - (clock() - start);
+        if (wait > 0) await sleep(wait, opts.signal);
+        await send(i);
+      }),
+    );
+  } else {
+    let next = 0;
+    const worker = async () => {
+      while (next < requests.length) await send(next++);
+    };
+    const workers = Math.max(1, Math.min(pace.concurrency, requests.length));
+    await Promise.all(Array.from({ length: workers }, worker));
+  }
   return { wallMs: round(clock() - start), requests: out };
 }

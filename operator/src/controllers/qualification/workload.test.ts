@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { generateWorkload, parseMooncakeTrace } from './workload.ts';
+import { generateWorkload, paceOf, parseMooncakeTrace, poissonArrivals } from './workload.ts';
 
 describe('generateWorkload', () => {
   const g = {
@@ -68,5 +68,34 @@ describe('parseMooncakeTrace', () => {
       message: 'trace line 2 is not JSON',
     });
     expect(parseMooncakeTrace('{"hash_ids": []}', 10, 8)).toMatchObject({ ok: false });
+  });
+});
+
+describe('poissonArrivals', () => {
+  it('is the same for the same seed, starts at once and keeps the mean rate', () => {
+    const rate = { requestsPerSecond: 10, seed: 5 };
+    const a = poissonArrivals(2000, rate);
+    expect(poissonArrivals(2000, rate)).toEqual(a);
+    expect(poissonArrivals(2000, { ...rate, seed: 6 })).not.toEqual(a);
+    expect(a[0]).toBe(0);
+    for (let i = 1; i < a.length; i++) expect(a[i]).toBeGreaterThanOrEqual(a[i - 1] ?? 0);
+    // 1999 gaps of mean 100 ms: the total within 10% of 199.9 s.
+    expect((a.at(-1) ?? 0) / 199_900).toBeGreaterThan(0.9);
+    expect((a.at(-1) ?? 0) / 199_900).toBeLessThan(1.1);
+    // Exponential gaps: about e^-1 of them exceed the mean.
+    const gaps = a.slice(1).map((x, i) => x - (a[i] ?? 0));
+    expect(gaps.filter((g) => g > 100).length / gaps.length).toBeCloseTo(Math.exp(-1), 1);
+  });
+
+  it('paces a spec with a rate as an open loop and one without as a closed loop', () => {
+    const workload = {
+      generator: {
+        seed: 1,
+        documents: { documents: 1, documentWords: 5, questionsPerDocument: 3, questionWords: 2 },
+      },
+    };
+    expect(paceOf({ concurrency: 4, workload }, 3)).toEqual({ kind: 'closed', concurrency: 4 });
+    const open = paceOf({ workload: { ...workload, requestRate: { requestsPerSecond: 2, seed: 1 } } }, 3);
+    expect(open.kind === 'open' && open.offsetsMs).toHaveLength(3);
   });
 });

@@ -2,7 +2,7 @@
 // gives the same texts, so a warm pass repeats its cold pass exactly and both
 // arms see the same prompts. Sizes are in words; the runtime reports tokens.
 import { z } from 'zod';
-import type { QualificationSpec, WorkloadGenerator } from '#api/qualification.ts';
+import type { QualificationSpec, RequestRate, WorkloadGenerator } from '#api/qualification.ts';
 import { createSeededRandom } from '#kube/seeded-random.ts';
 
 export interface WorkloadRequest {
@@ -109,4 +109,34 @@ export function buildWorkload(
       message: `ConfigMap ${trace.configMapRef.name} key ${trace.configMapRef.key} not found`,
     };
   return parseMooncakeTrace(traceText, trace.blockWords, trace.maxRequests);
+}
+
+/**
+ * How a pass sends its requests: a closed loop keeps `concurrency` in flight;
+ * an open loop sends request i at offsetsMs[i] after the pass starts, answered
+ * or not (the same offsets in every pass of both arms).
+ */
+export type Pace = { kind: 'closed'; concurrency: number } | { kind: 'open'; offsetsMs: number[] };
+
+/**
+ * Offsets (ms from the pass's start) of n Poisson arrivals at `requestsPerSecond`:
+ * the first at 0, then exponential gaps from a seeded PRNG, so a schedule is the
+ * same wherever it is computed.
+ */
+export function poissonArrivals(n: number, rate: RequestRate): number[] {
+  const random = createSeededRandom(rate.seed ^ 0x2545f491);
+  const out: number[] = [];
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    if (i > 0) at += (-Math.log(1 - random()) / rate.requestsPerSecond) * 1000;
+    out.push(Math.round(at * 100) / 100);
+  }
+  return out;
+}
+
+/** The pace of a spec's passes over `n` requests (the API admits exactly one of the two). */
+export function paceOf(spec: Pick<QualificationSpec, 'concurrency' | 'workload'>, n: number): Pace {
+  const rate = spec.workload.requestRate;
+  if (rate) return { kind: 'open', offsetsMs: poissonArrivals(n, rate) };
+  return { kind: 'closed', concurrency: spec.concurrency ?? 1 };
 }
