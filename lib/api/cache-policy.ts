@@ -24,7 +24,7 @@ export type RoutingPolicyName = z.infer<typeof RoutingPolicyName>;
 /**
  * Set from the virtual-time bench (test/bench/bench-virtual.ts --sweep-decode); see adr/ on shared load.
  * 8 since the decode load counts only tokens still to stream (about half the predicted output of a
- * running request): twice the weight keeps the pull it had (ADR 0040).
+ * running request): twice the weight keeps the pull it had (ADR 0036).
  */
 const DECODE_WEIGHT_DEFAULT = 8;
 
