@@ -65,6 +65,8 @@ export function buildL3Deployment(name: string, storage: Record<string, unknown>
         storage: { prefetchPolicy: 'wait_complete', ...storage },
       },
       serving: { pageSize: L3_PAGE, maxTotalTokens: 2048 },
+      // As the samples do: what runs beside the replicas (a Mooncake store) may go on the GPU node.
+      scheduling: { tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] },
     },
   });
   (m.spec['model'] as Record<string, unknown>)['servedName'] = name;

@@ -58,6 +58,7 @@ describe('planMooncake', () => {
     expect(store?.args).toContain(`--global_segment_size=${8 * 2 ** 30}`);
     expect(store?.resources?.requests?.['memory']).toBe(String(8 * 2 ** 30 + 256 * 2 ** 20));
     expect(p.service.spec?.selector).toEqual(p.workload.spec?.selector.matchLabels);
+    expect(pod?.tolerations).toBeUndefined();
   });
 
   it('has the default capacity, and a new store for a new identity', () => {

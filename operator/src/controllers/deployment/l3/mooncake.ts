@@ -10,6 +10,7 @@ import type {
   V1EnvVar,
   V1NetworkPolicyPeer,
   V1Service,
+  V1Toleration,
 } from '@kubernetes/client-node';
 import {
   DEFAULT_MOONCAKE_CAPACITY,
@@ -97,6 +98,9 @@ export function planMooncake(
     'cacheroute.dev/role': role,
   };
   const podIp = `$(${POD_IP_ENV})`;
+  const tolerations = (root.spec.scheduling?.tolerations ?? []).map((t): V1Toleration =>
+    Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined)),
+  );
   const env: V1EnvVar[] = [{ name: POD_IP_ENV, valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }];
   const locked = {
     allowPrivilegeEscalation: false,
@@ -163,6 +167,9 @@ export function planMooncake(
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           terminationGracePeriodSeconds: 10,
+          // The replicas' tolerations, not their node selector: a cluster whose nodes all carry an
+          // accelerator's taint still places the store, which asks for no accelerator.
+          ...(tolerations.length > 0 ? { tolerations } : {}),
         },
       },
     },
