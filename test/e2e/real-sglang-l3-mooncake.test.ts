@@ -101,5 +101,6 @@ describe('real-sglang L3 (HiCache mooncake backend on an operator-run store)', (
       storage: cacheable(unsalted.prompt_tokens),
     });
     expect((await generateOn(stack, fresh, 'tenant-c')).cached_tokens).toBe(0);
-  });
+    // Three real server starts (A, B, the replacement), one after the other on this machine.
+  }, 1_200_000);
 });

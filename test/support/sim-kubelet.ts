@@ -28,7 +28,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type V1Container } from '@kubernetes/client-node';
 import { KubeClient } from '#kube/client.ts';
 import { Informer } from '#kube/informer.ts';
 import type { PodObject } from '../../operator/src/controllers/deployment/meta/pod-view.ts';
@@ -159,6 +159,14 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   const enqueue = (fn: () => Promise<void>): void => {
     chain = chain.then(fn).catch((err: unknown) => log(`sim-kubelet: ${(err as Error).message}`));
   };
+  // Mooncake store pods on a chain of their own: a real server starting waits for its store's
+  // master (SGLang retries the connect), so the store must not queue behind it.
+  let storeChain = Promise.resolve();
+  const enqueueStore = (fn: () => Promise<void>): void => {
+    storeChain = storeChain.then(fn).catch((err: unknown) => log(`sim-kubelet: ${(err as Error).message}`));
+  };
+  const enqueueFor = (pod: PodObject, fn: () => Promise<void>): void =>
+    (isMooncakePod(pod) ? enqueueStore : enqueue)(fn);
 
   const reals = new Map<string, RunningPodReal>();
   const stores = new Map<string, RunningStorePod>();
@@ -176,7 +184,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     if (grace !== undefined && grace > 0 && !firstGrace.has(uid)) firstGrace.set(uid, grace);
     if (terminating.has(name)) return;
     if (stores.has(name)) {
-      enqueue(() => stopSim(name).then(() => releasePod(pod)));
+      enqueueStore(() => stopSim(name).then(() => releasePod(pod)));
       return;
     }
     if (!(sims.has(name) || reals.has(name))) return void releasePod(pod);
@@ -353,7 +361,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     if (!store) {
       setTimeout(() => {
         const latest = informer.get(pod.metadata?.namespace ?? '', name);
-        if (latest && !stopped) enqueue(() => reconcile(latest));
+        if (latest && !stopped) enqueueStore(() => reconcile(latest));
       }, 1000).unref();
       return;
     }
@@ -412,21 +420,29 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   }
 
   /** The pod's runtime, once its env resolves; a kubelet retries a container it cannot configure yet. */
+  /** The runtime container's env and, for a real server, its claims' directories; undefined: not yet. */
+  async function resolveRuntimeInputs(pod: PodObject, container: V1Container | undefined) {
+    const declared = await resolveContainerEnv(client, pod, container, log);
+    if (!declared || !opts.realSglang?.(pod)) return declared && { env: declared, claims: [] };
+    // A real server's Services (HiCache's Mooncake master) by a pod IP; not there yet: retried.
+    const env = await resolveServiceNames(client, declared);
+    // A real server's shared claims (HiCache's L3 volume) are local directories; unbound: retried.
+    const claims = await resolveClaimMounts(client, pod, container);
+    return env && claims && { env, claims };
+  }
+
   async function startRuntime(pod: PodObject): Promise<void> {
     const namespace = pod.metadata?.namespace ?? '';
     const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
-    const declared = await resolveContainerEnv(client, pod, container, log);
-    // A real server's Services (HiCache's Mooncake master) by a pod IP; not there yet: retried.
-    const env = declared && opts.realSglang?.(pod) ? await resolveServiceNames(client, declared) : declared;
-    // A real server's shared claims (HiCache's L3 volume) are local directories; unbound: retried.
-    const claims = opts.realSglang?.(pod) ? await resolveClaimMounts(client, pod, container) : [];
-    if (!env || !claims) {
+    const inputs = await resolveRuntimeInputs(pod, container);
+    if (!inputs) {
       setTimeout(() => {
         const latest = informer.get(namespace, pod.metadata?.name ?? '');
         if (latest && !stopped) enqueue(() => reconcile(latest));
       }, 1000).unref();
       return;
     }
+    const { env, claims } = inputs;
     const argv = buildSimArgv(pod, opts.extraArgs?.(pod) ?? [], env);
     if (!argv) return;
     if (opts.canStart && !(await opts.canStart(pod))) {
@@ -440,8 +456,8 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
 
   let stopped = false;
   informer.addEventHandler({
-    onAdd: (pod) => enqueue(() => reconcile(pod)),
-    onUpdate: (_old, pod) => enqueue(() => reconcile(pod)),
+    onAdd: (pod) => enqueueFor(pod, () => reconcile(pod)),
+    onUpdate: (_old, pod) => enqueueFor(pod, () => reconcile(pod)),
     onDelete: (pod) => forgetPod(pod),
   });
   informer.start();
@@ -460,6 +476,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
       for (const t of terminations) t.abort.abort();
       await Promise.all(terminations.map((t) => t.done));
       await chain;
+      await storeChain;
       const held = [...sims.values(), ...reals.values(), ...stores.values()].map((r) => r.pod);
       await Promise.all([...sims.keys(), ...reals.keys(), ...stores.keys()].map((n) => stopSim(n)));
       // Pods still holding the finalizer are let go: nothing runs on their IPs any more.
