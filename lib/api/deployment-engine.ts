@@ -48,6 +48,54 @@ export const L3Volume = withRules(
   ],
 );
 
+/** The bounds of a Mooncake store's memory segment (binary units only: what a memory limit says). */
+export const MOONCAKE_CAPACITY_MIN = '64Mi';
+export const MOONCAKE_CAPACITY_MAX = '1Ti';
+export const DEFAULT_MOONCAKE_CAPACITY = '4Gi';
+const BINARY_QUANTITY = /^([1-9][0-9]{0,6})(Mi|Gi|Ti)$/;
+const BINARY_SHIFT: Readonly<Record<string, number>> = { Mi: 20, Gi: 30, Ti: 40 };
+
+/** Bytes of a `<n>Mi|Gi|Ti` quantity; undefined for any other spelling. */
+export function parseBinaryQuantity(q: string): number | undefined {
+  const m = BINARY_QUANTITY.exec(q);
+  if (!m) return undefined;
+  return Number(m[1]) * 2 ** (BINARY_SHIFT[m[2] ?? ''] ?? 0);
+}
+
+/**
+ * HiCache's `mooncake` backend: a Mooncake store the operator runs for the Deployment (ADR 0036),
+ * a `mooncake_master` and one store node holding `capacity` of memory. No field names a master:
+ * Mooncake has no authentication, so only the operator points replicas at a store.
+ */
+export const MooncakeStoreSpec = withRules(
+  z
+    .object({
+      capacity: z
+        .string()
+        .regex(BINARY_QUANTITY, 'hicache.storage.mooncake.capacity: a whole number of Mi, Gi or Ti, e.g. 4Gi')
+        .optional()
+        .meta({
+          description: `Memory of the store's segment, where the KV lives (default ${DEFAULT_MOONCAKE_CAPACITY}, ${MOONCAKE_CAPACITY_MIN} to ${MOONCAKE_CAPACITY_MAX}); the store node requests and is limited to it plus its own overhead.`,
+        }),
+    })
+    .meta({ description: 'backend mooncake: the Mooncake store the operator runs for the replicas.' }),
+  [
+    {
+      cel: `!has(self.capacity) || (quantity(self.capacity).compareTo(quantity('${MOONCAKE_CAPACITY_MIN}')) >= 0 && quantity(self.capacity).compareTo(quantity('${MOONCAKE_CAPACITY_MAX}')) <= 0)`,
+      message: `hicache.storage.mooncake.capacity must be between ${MOONCAKE_CAPACITY_MIN} and ${MOONCAKE_CAPACITY_MAX}`,
+      fieldPath: '.capacity',
+      check: (m) => {
+        if (m.capacity === undefined) return true;
+        const bytes = parseBinaryQuantity(m.capacity) ?? 0;
+        return (
+          bytes >= (parseBinaryQuantity(MOONCAKE_CAPACITY_MIN) ?? 0) &&
+          bytes <= (parseBinaryQuantity(MOONCAKE_CAPACITY_MAX) ?? 0)
+        );
+      },
+    },
+  ],
+);
+
 export const HiCacheSpec = withRules(
   z
     .object({
@@ -99,6 +147,10 @@ export const HiCacheSpec = withRules(
             description:
               'backend file: the ReadWriteMany volume every replica reads and writes (ADR 0029). Unset: the operator makes a claim of the default size in the cluster default class.',
           }),
+          mooncake: MooncakeStoreSpec.optional().meta({
+            description:
+              'backend mooncake: the store the operator runs, a mooncake_master and a store node per role and identity (ADR 0036). Unset: the default capacity.',
+          }),
         })
         .optional()
         .meta({ description: 'Optional L3 storage tier.' }),
@@ -124,6 +176,22 @@ export const HiCacheSpec = withRules(
       fieldPath: '.storage.extraConfig',
       check: (s) =>
         s.storage?.backend !== 'file' || !(s.storage.extraConfig ?? '').includes('file_storage_path'),
+    },
+    {
+      cel: "!has(self.storage) || !has(self.storage.mooncake) || self.storage.backend == 'mooncake'",
+      message:
+        'hicache.storage.mooncake is the store of the mooncake backend: remove it, or set storage.backend mooncake',
+      fieldPath: '.storage.mooncake',
+      check: (s) => s.storage?.mooncake === undefined || s.storage.backend === 'mooncake',
+    },
+    {
+      cel: "!has(self.storage) || self.storage.backend != 'mooncake' || !has(self.storage.extraConfig) || !(self.storage.extraConfig.contains('master_server_address') || self.storage.extraConfig.contains('client_server_address'))",
+      message:
+        'hicache.storage.extraConfig: the operator points the replicas at the Mooncake store it runs for them; remove master_server_address and client_server_address (a store elsewhere is not reachable from a Deployment: Mooncake has no authentication)',
+      fieldPath: '.storage.extraConfig',
+      check: (s) =>
+        s.storage?.backend !== 'mooncake' ||
+        !/master_server_address|client_server_address/.test(s.storage.extraConfig ?? ''),
     },
     {
       cel: "!has(self.hostMemoryMode) || self.hostMemoryMode != 'buffer_only' || has(self.storage)",

@@ -136,13 +136,37 @@ export const L3TierStatus = z.object({
     description:
       'The directory of the claim the replicas share: one per identity fingerprint, so KV computed by other weights or arguments is never read.',
   }),
-  reachable: z
-    .boolean()
-    .meta({ description: 'Every replica can mount and share it (file: Bound, ReadWriteMany).' }),
+  reachable: z.boolean().meta({
+    description:
+      'Every replica can share it (file: Bound, ReadWriteMany; mooncake: the master answers and counts the segment).',
+  }),
   reason: z.string().optional(),
   message: z.string().optional(),
-  capacity: z.string().optional().meta({ description: "The claim's capacity, as its status says." }),
+  capacity: z.string().optional().meta({
+    description: "file: the claim's capacity, as its status says; mooncake: the store's declared segment.",
+  }),
   accessModes: z.array(z.string()).optional(),
+  store: z.string().optional().meta({
+    description:
+      'backend mooncake: the Deployment (a mooncake_master and a store node) and Service the operator runs for this role and identity.',
+  }),
+  master: z
+    .string()
+    .optional()
+    .meta({ description: 'backend mooncake: the address the replicas are given (MOONCAKE_MASTER).' }),
+  capacityBytes: z.number().int().optional().meta({
+    description: 'backend mooncake: the segment memory the master counts (its master_total_capacity_bytes).',
+  }),
+  usedBytes: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'backend mooncake: the segment memory holding KV (master_allocated_bytes).' }),
+  objects: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'backend mooncake: the keys the master holds (master_key_count), two a page.' }),
 });
 export type L3TierStatus = z.infer<typeof L3TierStatus>;
 

@@ -15,6 +15,7 @@ import {
 } from './controllers/deployment/model-cache/objects.ts';
 import { createLogger } from '#kube/logger.ts';
 import { NamespaceListFlag } from '#kube/namespace-flags.ts';
+import { DEFAULT_MOONCAKE_IMAGE } from './controllers/deployment/l3/mooncake.ts';
 import { startTracing } from '#kube/tracing.ts';
 import { parseTracingConfig } from '#kube/tracing-config.ts';
 import type { PickerService } from './controllers/inferencepool/desired.ts';
@@ -112,6 +113,9 @@ const Flags = z
         ),
       )
       .optional(),
+    // HiCache's mooncake L3 (l3/mooncake.ts, ADR 0036): the image of the Mooncake stores the operator
+    // runs (mooncake_master and mooncake_client on its PATH). Default: the samples' SGLang image.
+    'mooncake-image': z.string().min(1).default(DEFAULT_MOONCAKE_IMAGE),
     // The one Secret the operator keeps for the gateway, namespace/name (ADR 0027): the Tenants'
     // key digests and the runtimes' keys, which the gateway reads by name; unset: not kept.
     'gateway-keys-secret': z
@@ -321,6 +325,7 @@ export async function runOperator(flags: OperatorFlags): Promise<number> {
     metricsApi: metricsApiOf(flags),
     modelCache: modelCacheOf(flags),
     hostPathRoots: hostPathRootsOf(flags),
+    mooncakeImage: flags['mooncake-image'],
     picker: pickerOf(flags),
     gatewayKeysSecret: flags['gateway-keys-secret'],
   });

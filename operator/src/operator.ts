@@ -64,6 +64,8 @@ export interface OperatorOptions {
    * unset: the node model cache root only.
    */
   hostPathRoots?: readonly string[] | undefined;
+  /** The image of HiCache's Mooncake stores (--mooncake-image, l3/mooncake.ts). */
+  mooncakeImage?: string | undefined;
   /**
    * The chart's endpoint picker Service (--inference-pool-picker-*): with it, an InferencePool per
    * Deployment for GIE gateways (controllers/inferencepool); unset: none.
@@ -125,6 +127,7 @@ export async function startOperator(opts: OperatorOptions): Promise<Operator> {
       wake: wakeOptionsOf(opts),
       modelCache: opts.modelCache,
       hostPathRoots: opts.hostPathRoots,
+      mooncakeImage: opts.mooncakeImage,
       ...(opts.runtimeKeyGraceMs !== undefined ? { runtimeKeyGraceMs: opts.runtimeKeyGraceMs } : {}),
     }),
   );

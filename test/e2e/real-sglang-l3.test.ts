@@ -14,70 +14,24 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Endpoint } from '#api';
-import { MODEL_DIR } from '../../operator/src/controllers/deployment/model-cache/names.ts';
-import { buildDeploymentManifest } from '../support/builders.ts';
-import { DEFAULT_CONTROLLERS } from '../support/components.ts';
-import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import type { E2eStack } from '../support/e2e-stack.ts';
 import { eventually } from '../support/kubectl.ts';
-import { removeKitModelLink } from '../support/real-sglang.ts';
-import { buildRuntimeAuthHeader } from '../support/sim-kubelet.ts';
+import {
+  buildL3Deployment,
+  cacheable,
+  generateOn,
+  L3_PAGE,
+  replaceOneReplica,
+  startRealL3Stack,
+  verifiedEndpoints,
+} from '../support/real-sglang-l3.ts';
 
 const NS = 'e2e-real-sglang-l3';
 const NAME = 'tiny-l3';
 const CLASS = 'l3-shared';
-const PAGE = 16;
-// The tiny model's tokenizer was trained on this sentence: about ten tokens a copy.
-const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
-const PROMPT = `A handbook chapter. ${SENTENCE.repeat(36)}`;
 
 let stack: E2eStack;
 let pvDir = '';
-let linkedModelDir = false;
-
-interface MetaInfo {
-  prompt_tokens: number;
-  cached_tokens: number;
-  cached_tokens_details: { device: number; host: number; storage?: number } | null;
-}
-
-/** The prompt's cacheable pages: SGLang always computes the last token. */
-const cacheable = (promptTokens: number): number => Math.floor((promptTokens - 1) / PAGE) * PAGE;
-
-async function verifiedEndpoints(count: number): Promise<Endpoint[]> {
-  return eventually(
-    async () => {
-      const s = await stack.status(NAME);
-      const verified = (s.endpoints ?? []).filter((e) => e.verified);
-      expect(verified).toHaveLength(count);
-      return verified;
-    },
-    { timeoutMs: 400_000, intervalMs: 1_000 },
-  );
-}
-
-/** /generate on one replica, with its own API key, as the gateway would send it. */
-async function generate(e: Endpoint, cacheSalt?: string): Promise<MetaInfo> {
-  const auth = await eventually(
-    () => {
-      const real = stack.kubelet.reals.get(e.pod);
-      expect(real).toBeDefined();
-      return buildRuntimeAuthHeader(real?.argv ?? []);
-    },
-    { timeoutMs: 60_000 },
-  );
-  const r = await fetch(`http://${e.ip}:${e.port}/generate`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...auth },
-    body: JSON.stringify({
-      text: PROMPT,
-      sampling_params: { max_new_tokens: 1, temperature: 0 },
-      ...(cacheSalt === undefined ? {} : { cache_salt: cacheSalt }),
-    }),
-  });
-  expect(r.status).toBe(200);
-  return ((await r.json()) as { meta_info: MetaInfo }).meta_info;
-}
 
 /** The pages in the Deployment's L3 directory (the PersistentVolume's, at the identity's subdirectory). */
 function pagesInL3(directory: string): number {
@@ -86,14 +40,8 @@ function pagesInL3(directory: string): number {
 }
 
 beforeAll(async () => {
-  linkedModelDir = !existsSync(MODEL_DIR);
   pvDir = mkdtempSync(join(tmpdir(), 'cacheroute-l3-pv-'));
-  stack = await startE2eStack(NS, {
-    controllers: [...DEFAULT_CONTROLLERS, 'persistentvolume-binder', 'pvc-protection'],
-    kubelet: {
-      realSglang: (pod) => (pod.metadata?.labels?.['cacheroute.dev/deployment'] === NAME ? [] : undefined),
-    },
-  });
+  stack = await startRealL3Stack(NS, NAME, ['persistentvolume-binder', 'pvc-protection']);
   // A storage class without a provisioner and one ReadWriteMany volume on a local directory.
   for (const o of [
     {
@@ -121,33 +69,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.stop();
-  if (linkedModelDir) removeKitModelLink(MODEL_DIR);
   if (pvDir) rmSync(pvDir, { recursive: true, force: true });
 });
 
 describe('real-sglang L3 (HiCache file backend on an operator-made claim)', () => {
   it('B loads from L3 what A computed; salts stay apart; a new replica finds both in L3', async () => {
-    const m = buildDeploymentManifest({
-      name: NAME,
-      replicas: 2,
-      gpus: 1,
-      spec: {
-        deploymentId: `${NAME}-r1`,
-        profile: 'hicache',
-        hicache: {
-          ratio: 2,
-          writePolicy: 'write_through',
-          storage: {
-            backend: 'file',
-            // Wait for a prefetch to finish before scheduling: what B reports is then what L3 held.
-            prefetchPolicy: 'wait_complete',
-            volume: { size: '1Gi', storageClassName: CLASS },
-          },
-        },
-        serving: { pageSize: PAGE, maxTotalTokens: 2048 },
-      },
+    const m = buildL3Deployment(NAME, {
+      backend: 'file',
+      volume: { size: '1Gi', storageClassName: CLASS },
     });
-    (m.spec['model'] as Record<string, unknown>)['servedName'] = NAME;
     await stack.k(['apply', '-f', '-'], JSON.stringify(m));
 
     const tier = await eventually(
@@ -159,25 +89,25 @@ describe('real-sglang L3 (HiCache file backend on an operator-made claim)', () =
       { timeoutMs: 60_000 },
     );
     const directory = tier?.directory ?? '';
-    const [a, b] = await verifiedEndpoints(2);
+    const [a, b] = await verifiedEndpoints(stack, NAME, 2);
     if (!a || !b) throw new Error('two replicas');
     expect(a.reported).toMatchObject({ hicache: true });
 
     // A computes the prefix and writes it through to L3.
     const before = pagesInL3(directory);
-    const onA = await generate(a);
+    const onA = await generateOn(stack, a);
     expect(onA.cached_tokens).toBe(0);
-    const pages = cacheable(onA.prompt_tokens) / PAGE;
+    const pages = cacheable(onA.prompt_tokens) / L3_PAGE;
     await eventually(() => expect(pagesInL3(directory) - before).toBeGreaterThanOrEqual(pages), {
       timeoutMs: 30_000,
     });
 
     // Another tenant's salt on B: nothing of A's prefix is theirs, in L3 either.
-    const saltedOnB = await generate(b, 'tenant-b');
+    const saltedOnB = await generateOn(stack, b, 'tenant-b');
     expect(saltedOnB.cached_tokens).toBe(0);
 
     // B never computed the unsalted prefix: it comes from L3, every cacheable page of it.
-    const onB = await generate(b);
+    const onB = await generateOn(stack, b);
     expect(onB.cached_tokens).toBe(cacheable(onB.prompt_tokens));
     expect(onB.cached_tokens_details).toMatchObject({ device: 0, host: 0, storage: onB.cached_tokens });
     await eventually(() => expect(pagesInL3(directory) - before).toBeGreaterThanOrEqual(2 * pages), {
@@ -185,28 +115,22 @@ describe('real-sglang L3 (HiCache file backend on an operator-made claim)', () =
     });
 
     // One replica goes, another comes: a fresh server, an empty device and host cache.
-    await stack.k(['patch', 'sgd', NAME, '--type=merge', '-p', JSON.stringify({ spec: { replicas: 1 } })]);
-    const [kept] = await verifiedEndpoints(1);
-    await eventually(() => expect(stack.kubelet.reals.size).toBe(1), { timeoutMs: 60_000 });
-    await stack.k(['patch', 'sgd', NAME, '--type=merge', '-p', JSON.stringify({ spec: { replicas: 2 } })]);
-    const fresh = (await verifiedEndpoints(2)).find((e) => e.pod !== kept?.pod);
-    if (!fresh) throw new Error('no new replica');
-    expect([a.pod, b.pod]).not.toContain(fresh.pod);
+    const fresh = await replaceOneReplica(stack, NAME, [a, b]);
 
     // Both tenants' prefixes are in L3, each under its own salt; a third tenant has none.
-    const tenantB = await generate(fresh, 'tenant-b');
+    const tenantB = await generateOn(stack, fresh, 'tenant-b');
     expect(tenantB.cached_tokens_details).toMatchObject({
       device: 0,
       host: 0,
       storage: cacheable(tenantB.prompt_tokens),
     });
-    const unsalted = await generate(fresh);
+    const unsalted = await generateOn(stack, fresh);
     expect(unsalted.cached_tokens_details).toMatchObject({
       device: 0,
       host: 0,
       storage: cacheable(unsalted.prompt_tokens),
     });
-    const tenantC = await generate(fresh, 'tenant-c');
+    const tenantC = await generateOn(stack, fresh, 'tenant-c');
     expect(tenantC.cached_tokens).toBe(0);
   });
 });

@@ -314,6 +314,30 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'hicache.storage.volume is the shared directory of the file backend',
   },
   {
+    name: 'a Mooncake store larger than the bound',
+    sample: HICACHE,
+    mutate: (m) =>
+      (m.spec.hicache = { ratio: 2, storage: { backend: 'mooncake', mooncake: { capacity: '2Ti' } } }),
+    expect: 'hicache.storage.mooncake.capacity must be between 64Mi and 1Ti',
+  },
+  {
+    name: 'a Mooncake store without the mooncake backend',
+    sample: HICACHE,
+    mutate: (m) =>
+      (m.spec.hicache = { ratio: 2, storage: { backend: 'file', mooncake: { capacity: '1Gi' } } }),
+    expect: 'hicache.storage.mooncake is the store of the mooncake backend',
+  },
+  {
+    name: 'a Mooncake master named in extraConfig',
+    sample: HICACHE,
+    mutate: (m) =>
+      (m.spec.hicache = {
+        ratio: 2,
+        storage: { backend: 'mooncake', extraConfig: '{"master_server_address":"10.0.0.9:50051"}' },
+      }),
+    expect: 'remove master_server_address and client_server_address',
+  },
+  {
     name: 'a file backend directory of its own in extraConfig',
     sample: HICACHE,
     mutate: (m) =>

@@ -22,11 +22,13 @@
 // A hostPath volume is a directory of the pod's node's own tree under `nodeRoot`, so each fake
 // node keeps its own files (a per-node cache is filled once per node). Pods without init
 // containers fork nothing.
+// A Mooncake store's pod (HiCache's mooncake L3) runs its real processes (mooncake-pod.ts), and a
+// real server's env naming a Service gets a pod IP it selects, as cluster DNS would give.
 // Needs the private network namespace (hack/in-netns.sh) for pod IPs.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type V1Container } from '@kubernetes/client-node';
 import { KubeClient } from '#kube/client.ts';
 import { Informer } from '#kube/informer.ts';
 import type { PodObject } from '../../operator/src/controllers/deployment/meta/pod-view.ts';
@@ -43,6 +45,12 @@ import {
 } from './container-process.ts';
 import { KUBELET_BACKOFF, startInitContainers, type InitBackoff, type InitRun } from './init-containers.ts';
 import { startRealSglang, type RealSglang } from './real-sglang.ts';
+import {
+  isMooncakePod,
+  resolveServiceNames,
+  startMooncakePod,
+  type RunningStorePod,
+} from './mooncake-pod.ts';
 import { buildReadyPatch, computeGatedReady } from './kubelet-readiness.ts';
 import { planTermination, runTermination, type TerminatingRuntime } from './kubelet-termination.ts';
 
@@ -95,6 +103,8 @@ export interface SimKubelet {
   readonly sims: ReadonlyMap<string, RunningPodSim>;
   /** Real SGLang servers by pod name. */
   readonly reals: ReadonlyMap<string, RunningPodReal>;
+  /** Mooncake store pods running their real processes, by pod name. */
+  readonly stores: ReadonlyMap<string, RunningStorePod>;
   /** Where each fake node's hostPath trees are. */
   readonly nodeRoot: string;
   /** The local directory of a hostPath on a node. */
@@ -149,8 +159,17 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   const enqueue = (fn: () => Promise<void>): void => {
     chain = chain.then(fn).catch((err: unknown) => log(`sim-kubelet: ${(err as Error).message}`));
   };
+  // Mooncake store pods on a chain of their own: a real server starting waits for its store's
+  // master (SGLang retries the connect), so the store must not queue behind it.
+  let storeChain = Promise.resolve();
+  const enqueueStore = (fn: () => Promise<void>): void => {
+    storeChain = storeChain.then(fn).catch((err: unknown) => log(`sim-kubelet: ${(err as Error).message}`));
+  };
+  const enqueueFor = (pod: PodObject, fn: () => Promise<void>): void =>
+    (isMooncakePod(pod) ? enqueueStore : enqueue)(fn);
 
   const reals = new Map<string, RunningPodReal>();
+  const stores = new Map<string, RunningStorePod>();
 
   // Pods being deleted, their runtimes terminating; aborted when the kubelet stops (SIGKILL at once).
   const terminating = new Map<string, { abort: AbortController; done: Promise<void> }>();
@@ -164,6 +183,10 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     const grace = pod.metadata?.deletionGracePeriodSeconds;
     if (grace !== undefined && grace > 0 && !firstGrace.has(uid)) firstGrace.set(uid, grace);
     if (terminating.has(name)) return;
+    if (stores.has(name)) {
+      enqueueStore(() => stopSim(name).then(() => releasePod(pod)));
+      return;
+    }
     if (!(sims.has(name) || reals.has(name))) return void releasePod(pod);
     const plan =
       opts.preStop === false
@@ -246,6 +269,12 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   }
 
   async function stopSim(name: string): Promise<void> {
+    const store = stores.get(name);
+    if (store) {
+      stores.delete(name);
+      await store.stop();
+      log(`stopped mooncake store ${name}`);
+    }
     const real = reals.get(name);
     if (real) {
       reals.delete(name);
@@ -309,6 +338,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
 
   async function reconcile(pod: PodObject): Promise<void> {
     if (pod.metadata?.deletionTimestamp) return forgetPod(pod);
+    if (isMooncakePod(pod)) return reconcileStore(pod);
     if (pod.spec?.containers.some((c) => c.name === SGLANG_CONTAINER)) await syncReady(pod);
     const name = pod.metadata?.name ?? '';
     const running = pod.status?.phase === 'Running';
@@ -317,6 +347,25 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     if (!running || sims.has(name) || reals.has(name)) return;
     if (!isInitialized(pod)) return;
     await startRuntime(pod);
+  }
+
+  /** A Mooncake store pod: its processes while it runs on its IP, held by the finalizer as a runtime. */
+  async function reconcileStore(pod: PodObject): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    const running = pod.status?.phase === 'Running' && pod.status.podIP;
+    const current = stores.get(name);
+    if (current && (!running || current.ip !== pod.status?.podIP)) await stopSim(name);
+    if (!running || stores.has(name) || stopped) return;
+    if (!(await holdPod(pod))) return;
+    const store = await startMooncakePod(client, pod, log);
+    if (!store) {
+      setTimeout(() => {
+        const latest = informer.get(pod.metadata?.namespace ?? '', name);
+        if (latest && !stopped) enqueueStore(() => reconcile(latest));
+      }, 1000).unref();
+      return;
+    }
+    stores.set(name, store);
   }
 
   const scratchRoot = mkdtempSync(join(tmpdir(), 'sim-kubelet-'));
@@ -371,19 +420,29 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   }
 
   /** The pod's runtime, once its env resolves; a kubelet retries a container it cannot configure yet. */
+  /** The runtime container's env and, for a real server, its claims' directories; undefined: not yet. */
+  async function resolveRuntimeInputs(pod: PodObject, container: V1Container | undefined) {
+    const declared = await resolveContainerEnv(client, pod, container, log);
+    if (!declared || !opts.realSglang?.(pod)) return declared && { env: declared, claims: [] };
+    // A real server's Services (HiCache's Mooncake master) by a pod IP; not there yet: retried.
+    const env = await resolveServiceNames(client, declared);
+    // A real server's shared claims (HiCache's L3 volume) are local directories; unbound: retried.
+    const claims = await resolveClaimMounts(client, pod, container);
+    return env && claims && { env, claims };
+  }
+
   async function startRuntime(pod: PodObject): Promise<void> {
     const namespace = pod.metadata?.namespace ?? '';
     const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
-    const env = await resolveContainerEnv(client, pod, container, log);
-    // A real server's shared claims (HiCache's L3 volume) are local directories; unbound: retried.
-    const claims = opts.realSglang?.(pod) ? await resolveClaimMounts(client, pod, container) : [];
-    if (!env || !claims) {
+    const inputs = await resolveRuntimeInputs(pod, container);
+    if (!inputs) {
       setTimeout(() => {
         const latest = informer.get(namespace, pod.metadata?.name ?? '');
         if (latest && !stopped) enqueue(() => reconcile(latest));
       }, 1000).unref();
       return;
     }
+    const { env, claims } = inputs;
     const argv = buildSimArgv(pod, opts.extraArgs?.(pod) ?? [], env);
     if (!argv) return;
     if (opts.canStart && !(await opts.canStart(pod))) {
@@ -397,8 +456,8 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
 
   let stopped = false;
   informer.addEventHandler({
-    onAdd: (pod) => enqueue(() => reconcile(pod)),
-    onUpdate: (_old, pod) => enqueue(() => reconcile(pod)),
+    onAdd: (pod) => enqueueFor(pod, () => reconcile(pod)),
+    onUpdate: (_old, pod) => enqueueFor(pod, () => reconcile(pod)),
     onDelete: (pod) => forgetPod(pod),
   });
   informer.start();
@@ -406,6 +465,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   return {
     sims,
     reals,
+    stores,
     nodeRoot,
     hostPathOn: (nodeName, path) => buildHostPathDir(nodeRoot, nodeName, path),
     async stop() {
@@ -416,8 +476,9 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
       for (const t of terminations) t.abort.abort();
       await Promise.all(terminations.map((t) => t.done));
       await chain;
-      const held = [...sims.values(), ...reals.values()].map((r) => r.pod);
-      await Promise.all([...sims.keys(), ...reals.keys()].map((n) => stopSim(n)));
+      await storeChain;
+      const held = [...sims.values(), ...reals.values(), ...stores.values()].map((r) => r.pod);
+      await Promise.all([...sims.keys(), ...reals.keys(), ...stores.keys()].map((n) => stopSim(n)));
       // Pods still holding the finalizer are let go: nothing runs on their IPs any more.
       await Promise.all(
         held.map((name) => {

@@ -105,4 +105,24 @@ describe('planEvents', () => {
     ]);
     expect(planEvents(unknown, at('True', 'Healthy'))).toEqual([]);
   });
+
+  it('warns once of an L3 tier at fault, not of one on its way, and says when it is back', () => {
+    const tier = (reachable: boolean, reason?: string) => ({
+      l3: [
+        {
+          role: 'standalone' as const,
+          backend: 'mooncake',
+          reachable,
+          ...(reason ? { reason, message: 'm' } : {}),
+        },
+      ],
+    });
+    expect(planEvents(tier(false, 'StoreStarting'), tier(false, 'MasterUnreachable'))).toEqual([
+      { type: 'Warning', reason: 'L3MasterUnreachable', message: 'standalone L3 (mooncake): m' },
+    ]);
+    expect(planEvents(tier(false, 'MasterUnreachable'), tier(false, 'MasterUnreachable'))).toEqual([]);
+    expect(planEvents(undefined, tier(false, 'StoreStarting'))).toEqual([]);
+    expect(planEvents(tier(false, 'NoSegment'), tier(true))).toMatchObject([{ reason: 'L3Reachable' }]);
+    expect(planEvents(tier(false, 'StoreStarting'), tier(true))).toEqual([]);
+  });
 });

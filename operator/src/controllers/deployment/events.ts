@@ -77,11 +77,39 @@ function planConditionEvents(previous: DeploymentStatus | undefined, next: Deplo
   });
 }
 
+/** Reasons an L3 tier is on its way, not at fault: no event for them. */
+const L3_ON_ITS_WAY = new Set(['ClaimPending', 'StoreStarting']);
+
+/** An L3 tier that turns unreachable for a fault (l3/status.ts, l3/mooncake-status.ts), once per reason; its return once. */
+function planL3Events(previous: DeploymentStatus | undefined, next: DeploymentStatus): PlannedEvent[] {
+  const before = new Map((previous?.l3 ?? []).map((t) => [t.role, t]));
+  return (next.l3 ?? []).flatMap((t): PlannedEvent[] => {
+    const old = before.get(t.role);
+    if (!t.reachable && t.reason && !L3_ON_ITS_WAY.has(t.reason) && old?.reason !== t.reason)
+      return [
+        {
+          type: 'Warning',
+          reason: `L3${t.reason}`,
+          message: `${t.role} L3 (${t.backend}): ${t.message ?? ''}`,
+        },
+      ];
+    if (t.reachable && old && !old.reachable && old.reason && !L3_ON_ITS_WAY.has(old.reason))
+      return [
+        { type: 'Normal', reason: 'L3Reachable', message: `${t.role} L3 (${t.backend}) is reachable again` },
+      ];
+    return [];
+  });
+}
+
 /**
  * The events a person should see for a status change: endpoints newly verified
- * or refused, and condition flips. Pure; the shell emits them after the status
+ * or refused, condition flips, and an L3 tier at fault. Pure; the shell emits them after the status
  * write succeeded, so an event never announces a state that was not stored.
  */
 export function planEvents(previous: DeploymentStatus | undefined, next: DeploymentStatus): PlannedEvent[] {
-  return [...planEndpointEvents(previous, next), ...planConditionEvents(previous, next)];
+  return [
+    ...planEndpointEvents(previous, next),
+    ...planConditionEvents(previous, next),
+    ...planL3Events(previous, next),
+  ];
 }

@@ -62,8 +62,16 @@ import {
 import { buildEndpointViews, isGroupWorker } from './multi-node/groups.ts';
 import { registerDeploymentMetrics } from './metrics.ts';
 import { buildConditionPatch, planVerifiedConditions } from './readiness-gate/verified.ts';
-import { LABEL_L3, planL3, type L3Plan } from './l3/plan.ts';
+import { LABEL_L3, planL3, type FileL3Plan, type L3Plan } from './l3/plan.ts';
 import { computeL3Status, type LiveClaim } from './l3/status.ts';
+import {
+  buildMooncakeNetworkPolicy,
+  buildMooncakeNetworkPolicyName,
+  LABEL_L3_STORE,
+  type MooncakePlan,
+} from './l3/mooncake.ts';
+import { computeMooncakeStatus, type StorePod } from './l3/mooncake-status.ts';
+import { readMasterGauges } from './l3/mooncake-metrics.ts';
 
 export interface DeploymentControllerOptions {
   manager: Manager;
@@ -99,6 +107,8 @@ export interface DeploymentControllerOptions {
    * model cache root only. A source outside them gets no workload, and status and an event say why.
    */
   hostPathRoots?: readonly string[] | undefined;
+  /** The image of the Mooncake stores the operator runs for HiCache's `mooncake` L3 (l3/mooncake.ts). */
+  mooncakeImage?: string | undefined;
 }
 
 type DeploymentObject = KubeObject & DeploymentResource;
@@ -115,6 +125,9 @@ const POD_SELECTOR = LABEL_DEPLOYMENT;
 const KEY_GRACE_MS = 30_000;
 const CONTROLLER = 'deployment';
 const LWS_RECHECK_MS = 30_000;
+/** A Mooncake store's usage changes with no event: status reads its master this often. */
+const MOONCAKE_REFRESH_MS = 30_000;
+const MOONCAKE_READ_TIMEOUT_MS = 2_000;
 
 export function buildDeploymentController(opts: DeploymentControllerOptions): ControllerDefinition {
   const { manager, client } = opts;
@@ -129,6 +142,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const parts = manager.informer(Resources.deploymentParts);
   // Only the L3 claims the operator made are cached (l3/plan.ts); a claim a user names is read.
   const l3Claims = manager.informer<ClaimObject>(Resources.persistentVolumeClaims, LABEL_L3);
+  // The Mooncake stores' pods (l3/mooncake.ts): their IP and readiness say where the master answers.
+  const storePods = manager.informer<PodObject>(Resources.pods, LABEL_L3_STORE);
+  const l3Options = { mooncakeImage: opts.mooncakeImage };
   const runtimeKey = buildRuntimeKeyLookup(secrets);
   const modelDelivery = buildModelDelivery({
     manager,
@@ -453,9 +469,10 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (!applying) return;
     const ns = root.metadata.namespace ?? '';
     const uid = obj.metadata?.uid ?? '';
-    const wanted = new Set(plans.map((p) => p.claimName));
+    const claims = plans.filter((p): p is FileL3Plan => p.backend === 'file');
+    const wanted = new Set(claims.map((p) => p.claimName));
     const results = await Promise.all(
-      plans.flatMap((p) =>
+      claims.flatMap((p) =>
         p.claim
           ? [
               applyOwned(client, Resources.persistentVolumeClaims, p.claim as unknown as KubeObject, {
@@ -480,19 +497,114 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     );
   }
 
-  /** What status says of each L3 tier: the claims the operator made from its cache, a named one read. */
-  async function reportL3(next: DeploymentStatus, root: DeploymentResource, plans: readonly L3Plan[]) {
+  /**
+   * HiCache's Mooncake stores (l3/mooncake.ts): the current identity's applied (with their
+   * NetworkPolicy when the operator keeps runtime ones), an older identity's deleted once no pod
+   * of it is left (a rollout's old replicas keep their store until they go).
+   */
+  async function applyMooncakeStores(
+    obj: DeploymentObject,
+    root: DeploymentResource,
+    plans: readonly L3Plan[],
+    applying: boolean,
+  ): Promise<void> {
+    if (!applying) return;
+    const ns = root.metadata.namespace ?? '';
+    const name = root.metadata.name ?? '';
+    const uid = obj.metadata?.uid ?? '';
+    const stores = plans.filter((p): p is MooncakePlan => p.backend === 'mooncake');
+    const apply = (
+      rt: ResourceType,
+      o: KubeObject,
+      cache?: { get(ns: string, n: string): KubeObject | undefined },
+    ) =>
+      applyOwned(client, rt, o, {
+        ...(cache ? { live: cache.get(ns, o.metadata?.name ?? '') ?? null } : {}),
+        ownerUid: uid,
+      });
+    const results = await Promise.all(
+      stores.flatMap((p) => [
+        apply(Resources.deployments, p.workload as unknown as KubeObject, workloads),
+        apply(Resources.services, p.service as unknown as KubeObject, services),
+        ...(opts.runtimeIngress
+          ? [
+              apply(
+                Resources.networkPolicies,
+                toKubeObject(buildMooncakeNetworkPolicy(root, p, opts.runtimeIngress.operator)),
+                networkPolicies,
+              ),
+            ]
+          : []),
+      ]),
+    );
+    const refused = results.find((r) => !r.ok);
+    if (refused && !refused.ok) refuseAdoption(obj, refused.error.message);
+    const wanted = new Set(stores.map((p) => p.store));
+    const running = new Set(
+      pods
+        .list({ namespace: ns, labels: { [LABEL_DEPLOYMENT]: name } })
+        .map((p) => p.metadata?.labels?.[LABEL_FINGERPRINT] ?? ''),
+    );
+    const stale = workloads
+      .list({ namespace: ns, labels: { [LABEL_L3_STORE]: name } })
+      .filter(
+        (w) =>
+          controllerOf(w)?.uid === uid &&
+          !wanted.has(w.metadata?.name ?? '') &&
+          !running.has(w.metadata?.labels?.[LABEL_FINGERPRINT] ?? ''),
+      );
+    const gone = (rt: ResourceType, n: string, live: KubeObject | undefined) =>
+      live && controllerOf(live)?.uid === uid
+        ? client.delete(rt, ns, n, { uid: live.metadata?.uid ?? '' })
+        : Promise.resolve();
+    await Promise.all(
+      stale.flatMap((w) => {
+        const n = w.metadata?.name ?? '';
+        const policy = buildMooncakeNetworkPolicyName(n);
+        return [
+          gone(Resources.deployments, n, w),
+          gone(Resources.services, n, services.get(ns, n)),
+          gone(Resources.networkPolicies, policy, networkPolicies.get(ns, policy)),
+        ];
+      }),
+    );
+  }
+
+  /** The store pod of a Mooncake plan: its IP, and whether the kubelet says it is Ready. */
+  function findStorePod(ns: string, p: MooncakePlan): StorePod | undefined {
+    const pod = storePods
+      .list({ namespace: ns, labels: { ...(p.workload.spec?.selector.matchLabels ?? {}) } })
+      .find((q) => !q.metadata?.deletionTimestamp && q.status?.podIP);
+    if (!pod) return undefined;
+    const ready = (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+    return { ip: pod.status?.podIP ?? '', ready };
+  }
+
+  /** What status says of each L3 tier: the claims the operator made from its cache, a named one read; a store's master asked. */
+  async function reportL3(
+    next: DeploymentStatus,
+    root: DeploymentResource,
+    plans: readonly L3Plan[],
+    ctx: ReconcileContext,
+  ) {
     if (plans.length === 0) return;
     const ns = root.metadata.namespace ?? '';
     next.l3 = await Promise.all(
-      plans.map(async (p) =>
-        computeL3Status(
+      plans.map(async (p) => {
+        if (p.backend === 'mooncake') {
+          const pod = findStorePod(ns, p);
+          const gauges = pod?.ready
+            ? await readMasterGauges(pod.ip, { timeoutMs: MOONCAKE_READ_TIMEOUT_MS, signal: ctx.signal })
+            : undefined;
+          return computeMooncakeStatus(p, pod, gauges);
+        }
+        return computeL3Status(
           p,
           p.managed
             ? l3Claims.get(ns, p.claimName)
             : await client.get<ClaimObject>(Resources.persistentVolumeClaims, ns, p.claimName),
-        ),
-      ),
+        );
+      }),
     );
   }
 
@@ -569,8 +681,9 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     if (!identityConflict) await applyParts(obj, root, partPlans);
     const model = identityConflict || blocked ? undefined : await modelDelivery.deliver(root, ctx.now());
     if (model) await applyDesired(obj, root, desired, ctx, model.ready);
-    const l3Plans = planL3(root, desired.engines, desired.fingerprint);
+    const l3Plans = planL3(root, desired.engines, desired.fingerprint, l3Options);
     await applyL3Claims(obj, root, l3Plans, model !== undefined);
+    await applyMooncakeStores(obj, root, l3Plans, model !== undefined);
 
     const ns = root.metadata.namespace ?? '';
     const byOwner = await sortByOwnership(
@@ -599,7 +712,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       ctx.now(),
     );
     if (wakePlan.status) next.wake = wakePlan.status;
-    await reportL3(next, root, l3Plans);
+    await reportL3(next, root, l3Plans, ctx);
     const partsStatus = computePartsStatus(partPlans, endpoints, root);
     if (partsStatus) next.parts = partsStatus;
     const { written } = await writeStatusIfChanged(client, Resources.sglangDeployments, obj, next);
@@ -610,7 +723,10 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     // Pods that come, go or turn Ready queue this Deployment through the pod watch; only a Ready
     // pod whose runtime has not answered yet must be asked again without one.
     const awaitingRuntime = endpoints.some((e) => e.ready && e.reason === EndpointReason.VerificationFailed);
-    const requeueAfterMs = computeRequeueMs(key, awaitingRuntime, wakePlan);
+    const requeueAfterMs = Math.min(
+      computeRequeueMs(key, awaitingRuntime, wakePlan),
+      l3Plans.some((p) => p.backend === 'mooncake') ? MOONCAKE_REFRESH_MS : Infinity,
+    );
     // Nothing watched brings the LWS CRD's arrival: look again.
     return { requeueAfterMs: blocked ? Math.min(requeueAfterMs, LWS_RECHECK_MS) : requeueAfterMs };
   }
@@ -634,6 +750,15 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
         map: (c) => {
           const name = c.metadata?.labels?.[LABEL_DEPLOYMENT];
           return name ? [{ namespace: c.metadata?.namespace ?? '', name }] : [];
+        },
+      },
+      // A Mooncake store's pod coming up (or going) changes status.l3.
+      {
+        resource: Resources.pods,
+        labelSelector: LABEL_L3_STORE,
+        map: (p) => {
+          const name = p.metadata?.labels?.[LABEL_L3_STORE];
+          return name ? [{ namespace: p.metadata?.namespace ?? '', name }] : [];
         },
       },
       // A claim of a served name coming or going changes ServedNameShared on the other namespaces'.

@@ -25,7 +25,7 @@ export type RenderResult =
 /**
  * What the operator would apply for one manifest, without a cluster: the workloads and
  * Services, each part's DeploymentPart as the operator makes it (seeded with the declared replicas), the runtime API key Secret (the key itself a placeholder) and, with the
- * operator's ingress peers, the runtime NetworkPolicy; HiCache's L3 claims the operator makes. A placeholder uid stands in for the
+ * operator's ingress peers, the runtime NetworkPolicy; HiCache's L3 claims and Mooncake stores the operator makes. A placeholder uid stands in for the
  * one the API server assigns.
  */
 export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderResult {
@@ -71,8 +71,8 @@ export function renderManifest(doc: unknown, opts: RenderOptions = {}): RenderRe
       ...desired.services,
       ...parts,
       keySecret,
-      ...planL3(withIdentity, desired.engines, desired.fingerprint).flatMap((p) =>
-        p.claim ? [p.claim] : [],
+      ...planL3(withIdentity, desired.engines, desired.fingerprint).flatMap((p): KubernetesObject[] =>
+        p.backend === 'mooncake' ? [p.workload, p.service] : p.claim ? [p.claim] : [],
       ),
       ...(opts.runtimeIngress ? [buildRuntimeNetworkPolicy(withIdentity, opts.runtimeIngress)] : []),
     ] as KubernetesObject[],

@@ -1,12 +1,13 @@
-// HiCache's L3 tier of the `file` backend (ADR 0029): one ReadWriteMany volume that every
-// replica of a role mounts, so a prefix one replica wrote through is loaded by the others and
-// survives their restarts. Pure builders: what to claim, and what each pod mounts.
+// HiCache's L3 tier, shared by a role's replicas and outliving them. Backend `file` (ADR 0029): one
+// ReadWriteMany volume that every replica mounts. Backend `mooncake` (ADR 0036, mooncake.ts): a
+// Mooncake store the operator runs. Pure builders: what to claim or run, and what each pod adds.
 import type { V1EnvVar, V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { DeploymentResource, EndpointRole, HiCacheSpec, Profile } from '#api';
 import type { z } from 'zod';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from '../meta/labels.ts';
 import { buildWorkloadName } from '../meta/labels.ts';
 import { buildOwnedMetadata } from '../meta/owned.ts';
+import { buildMooncakeEnv, DEFAULT_MOONCAKE_IMAGE, planMooncake, type MooncakePlan } from './mooncake.ts';
 
 /** What of an engine (roles.ts RoleEngine) its L3 tier depends on. */
 export interface L3Engine {
@@ -24,10 +25,19 @@ export const L3_MOUNT = '/var/cache/cacheroute/hicache-l3';
 /** SGLang's own setting of the file backend's directory (it wins over the extra config). */
 export const FILE_DIR_ENV = 'SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR';
 
-/** The L3 tier of one role: the claim its replicas share and the directory in it. */
-export interface L3Plan {
+/** The L3 tier of one role: a claim and a directory in it (file), or a store (mooncake). */
+export type L3Plan = FileL3Plan | MooncakePlan;
+
+/** What the operator runs an L3 tier with. */
+export interface L3Options {
+  /** The image of the Mooncake store's processes (`--mooncake-image`). */
+  readonly mooncakeImage?: string | undefined;
+}
+
+/** The file backend's tier: the claim its replicas share and the directory in it. */
+export interface FileL3Plan {
   readonly role: EndpointRole;
-  readonly backend: string;
+  readonly backend: 'file';
   readonly claimName: string;
   /** The operator makes (and owns) the claim; else the user named it. */
   readonly managed: boolean;
@@ -49,15 +59,26 @@ export function buildL3Directory(fingerprint: string): string {
   return `kv/${fingerprint}`;
 }
 
-/** The L3 tiers a Deployment's engines declare: those with profile hicache and storage backend file. */
+/** The L3 tiers a Deployment's engines declare: those with profile hicache and storage backend file or mooncake. */
 export function planL3(
   root: DeploymentResource,
   engines: readonly L3Engine[],
   fingerprint: string,
+  opts: L3Options = {},
 ): L3Plan[] {
   const name = root.metadata.name ?? '';
   return engines.flatMap((engine): L3Plan[] => {
     const storage = engine.profile === 'hicache' ? engine.hicache?.storage : undefined;
+    if (storage?.backend === 'mooncake')
+      return [
+        planMooncake(
+          root,
+          engine.role,
+          fingerprint,
+          storage.mooncake?.capacity,
+          opts.mooncakeImage ?? DEFAULT_MOONCAKE_IMAGE,
+        ),
+      ];
     if (storage?.backend !== 'file') return [];
     const volume = storage.volume;
     const directory = buildL3Directory(fingerprint);
@@ -93,6 +114,7 @@ export interface L3PodParts {
 
 export function buildL3PodParts(plan: L3Plan | undefined): L3PodParts {
   if (!plan) return { volumes: [], mounts: [], env: [] };
+  if (plan.backend === 'mooncake') return { volumes: [], mounts: [], env: buildMooncakeEnv(plan) };
   return {
     volumes: [{ name: L3_VOLUME, persistentVolumeClaim: { claimName: plan.claimName } }],
     // The kubelet makes the subdirectory: no two replicas race to create it.

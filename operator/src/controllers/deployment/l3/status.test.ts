@@ -16,7 +16,7 @@ function plan(volume: Record<string, unknown> | undefined) {
   if (!r.ok || r.value.kind !== 'Deployment') throw new Error(JSON.stringify(r));
   const root: DeploymentResource = r.value;
   const [p] = planL3(root, [{ role: 'standalone', profile: 'hicache', hicache: root.spec.hicache }], 'f00d');
-  if (!p) throw new Error('no plan');
+  if (p?.backend !== 'file') throw new Error('no file plan');
   return p;
 }
 
@@ -35,7 +35,7 @@ describe('planL3', () => {
 
   it('plans nothing for another backend', () => {
     const m = buildDeploymentManifest({
-      spec: { profile: 'hicache', hicache: { storage: { backend: 'mooncake' } } },
+      spec: { profile: 'hicache', hicache: { storage: { backend: 'hf3fs' } } },
     });
     const r = validateResource(m);
     if (!r.ok || r.value.kind !== 'Deployment') throw new Error('invalid');

@@ -3,7 +3,7 @@
 // the capacity is the claim's, as the storage system bound it.
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { L3TierStatus } from '#api';
-import { L3_MOUNT, type L3Plan } from './plan.ts';
+import { L3_MOUNT, type FileL3Plan } from './plan.ts';
 
 export const L3Reason = {
   ClaimNotFound: 'ClaimNotFound',
@@ -13,7 +13,7 @@ export const L3Reason = {
 
 export type LiveClaim = Pick<V1PersistentVolumeClaim, 'spec' | 'status'>;
 
-export function computeL3Status(plan: L3Plan, claim: LiveClaim | undefined): L3TierStatus {
+export function computeL3Status(plan: FileL3Plan, claim: LiveClaim | undefined): L3TierStatus {
   const base = {
     role: plan.role,
     backend: plan.backend,

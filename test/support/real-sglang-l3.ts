@@ -1,0 +1,121 @@
+// What the real-sglang L3 suites share (test/e2e/real-sglang-l3*.test.ts, issue 33 item 2): a
+// two-replica HiCache Deployment of the tiny model on the real SGLang, the prompt whose prefix
+// one replica computes and another loads from L3, and each replica's own report of where its
+// cached tokens came from (cached_tokens_details). Backends differ in what they provision.
+import { existsSync } from 'node:fs';
+import { expect } from 'vitest';
+import type { Endpoint } from '#api';
+import { MODEL_DIR } from '../../operator/src/controllers/deployment/model-cache/names.ts';
+import { buildDeploymentManifest } from './builders.ts';
+import { DEFAULT_CONTROLLERS } from './components.ts';
+import { startE2eStack, type E2eStack } from './e2e-stack.ts';
+import { eventually } from './kubectl.ts';
+import { removeKitModelLink } from './real-sglang.ts';
+import { buildRuntimeAuthHeader } from './sim-kubelet.ts';
+
+export const L3_PAGE = 16;
+// The tiny model's tokenizer was trained on this sentence: about ten tokens a copy.
+const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
+export const L3_PROMPT = `A handbook chapter. ${SENTENCE.repeat(36)}`;
+
+export interface L3MetaInfo {
+  prompt_tokens: number;
+  cached_tokens: number;
+  cached_tokens_details: { device: number; host: number; storage?: number; storage_backend?: string } | null;
+}
+
+/** The prompt's cacheable pages: SGLang always computes the last token. */
+export const cacheable = (promptTokens: number): number => Math.floor((promptTokens - 1) / L3_PAGE) * L3_PAGE;
+
+/** An e2e stack whose pods of Deployment `name` run the real SGLang; the kit's model link removed at stop. */
+export async function startRealL3Stack(
+  namespace: string,
+  name: string,
+  controllers: readonly string[] = [],
+): Promise<E2eStack> {
+  const linkedModelDir = !existsSync(MODEL_DIR);
+  const stack = await startE2eStack(namespace, {
+    controllers: [...DEFAULT_CONTROLLERS, ...controllers],
+    kubelet: {
+      realSglang: (pod) => (pod.metadata?.labels?.['cacheroute.dev/deployment'] === name ? [] : undefined),
+    },
+  });
+  return {
+    ...stack,
+    async stop() {
+      await stack.stop();
+      if (linkedModelDir) removeKitModelLink(MODEL_DIR);
+    },
+  };
+}
+
+/** The two-replica HiCache Deployment of the L3 suites, with `storage` as its L3 tier. */
+export function buildL3Deployment(name: string, storage: Record<string, unknown>) {
+  const m = buildDeploymentManifest({
+    name,
+    replicas: 2,
+    gpus: 1,
+    spec: {
+      deploymentId: `${name}-r1`,
+      profile: 'hicache',
+      hicache: {
+        ratio: 2,
+        writePolicy: 'write_through',
+        // Wait for a prefetch to finish before scheduling: what a replica reports is then what L3 held.
+        storage: { prefetchPolicy: 'wait_complete', ...storage },
+      },
+      serving: { pageSize: L3_PAGE, maxTotalTokens: 2048 },
+      // As the samples do: what runs beside the replicas (a Mooncake store) may go on the GPU node.
+      scheduling: { tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] },
+    },
+  });
+  (m.spec['model'] as Record<string, unknown>)['servedName'] = name;
+  return m;
+}
+
+export async function verifiedEndpoints(stack: E2eStack, name: string, count: number): Promise<Endpoint[]> {
+  return eventually(
+    async () => {
+      const s = await stack.status(name);
+      const verified = (s.endpoints ?? []).filter((e) => e.verified);
+      expect(verified).toHaveLength(count);
+      return verified;
+    },
+    { timeoutMs: 400_000, intervalMs: 1_000 },
+  );
+}
+
+/** /generate of the L3 prompt on one replica, with its own API key, as the gateway would send it. */
+export async function generateOn(stack: E2eStack, e: Endpoint, cacheSalt?: string): Promise<L3MetaInfo> {
+  const auth = await eventually(
+    () => {
+      const real = stack.kubelet.reals.get(e.pod);
+      expect(real).toBeDefined();
+      return buildRuntimeAuthHeader(real?.argv ?? []);
+    },
+    { timeoutMs: 60_000 },
+  );
+  const r = await fetch(`http://${e.ip}:${e.port}/generate`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth },
+    body: JSON.stringify({
+      text: L3_PROMPT,
+      sampling_params: { max_new_tokens: 1, temperature: 0 },
+      ...(cacheSalt === undefined ? {} : { cache_salt: cacheSalt }),
+    }),
+  });
+  expect(r.status).toBe(200);
+  return ((await r.json()) as { meta_info: L3MetaInfo }).meta_info;
+}
+
+/** Scale to one replica, then back to two: the new replica starts with empty device and host tiers. */
+export async function replaceOneReplica(stack: E2eStack, name: string, before: readonly Endpoint[]) {
+  await stack.k(['patch', 'sgd', name, '--type=merge', '-p', JSON.stringify({ spec: { replicas: 1 } })]);
+  const [kept] = await verifiedEndpoints(stack, name, 1);
+  await eventually(() => expect(stack.kubelet.reals.size).toBe(1), { timeoutMs: 60_000 });
+  await stack.k(['patch', 'sgd', name, '--type=merge', '-p', JSON.stringify({ spec: { replicas: 2 } })]);
+  const fresh = (await verifiedEndpoints(stack, name, 2)).find((e) => e.pod !== kept?.pod);
+  if (!fresh) throw new Error('no new replica');
+  expect(before.map((e) => e.pod)).not.toContain(fresh.pod);
+  return fresh;
+}
