@@ -63,7 +63,7 @@ export function parseBinaryQuantity(q: string): number | undefined {
 }
 
 /**
- * HiCache's `mooncake` backend: a Mooncake store the operator runs for the Deployment (ADR 0036),
+ * HiCache's `mooncake` backend: a Mooncake store the operator runs for the Deployment (ADR 0041),
  * a `mooncake_master` and one store node holding `capacity` of memory. No field names a master:
  * Mooncake has no authentication, so only the operator points replicas at a store.
  */
@@ -149,7 +149,7 @@ export const HiCacheSpec = withRules(
           }),
           mooncake: MooncakeStoreSpec.optional().meta({
             description:
-              'backend mooncake: the store the operator runs, a mooncake_master and a store node per role and identity (ADR 0036). Unset: the default capacity.',
+              'backend mooncake: the store the operator runs, a mooncake_master and a store node per role and identity (ADR 0041). Unset: the default capacity.',
           }),
         })
         .optional()

@@ -113,7 +113,7 @@ const Flags = z
         ),
       )
       .optional(),
-    // HiCache's mooncake L3 (l3/mooncake.ts, ADR 0036): the image of the Mooncake stores the operator
+    // HiCache's mooncake L3 (l3/mooncake.ts, ADR 0041): the image of the Mooncake stores the operator
     // runs (mooncake_master and mooncake_client on its PATH). Default: the samples' SGLang image.
     'mooncake-image': z.string().min(1).default(DEFAULT_MOONCAKE_IMAGE),
     // The one Secret the operator keeps for the gateway, namespace/name (ADR 0027): the Tenants'

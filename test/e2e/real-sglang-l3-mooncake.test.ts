@@ -1,4 +1,4 @@
-// real-sglang L3, backend mooncake (issue 33 item 2, ADR 0036): HiCache's shared storage tier on
+// real-sglang L3, backend mooncake (issue 33 item 2, ADR 0041): HiCache's shared storage tier on
 // the REAL SGLang 0.5.23, on a Mooncake store the operator runs. A two-replica HiCache Deployment
 // with storage.backend mooncake: the operator keeps a Deployment and Service of the store
 // (mooncake_master and a store node), the sim-kubelet runs that pod as the kit's real Mooncake

@@ -1,4 +1,4 @@
-// What status says of a Mooncake store (ADR 0036): whether the replicas can use it, and its
+// What status says of a Mooncake store (ADR 0041): whether the replicas can use it, and its
 // capacity and usage as its master counts them (the gauges of its HTTP metrics, which Mooncake
 // serves on its metrics port: master_total_capacity_bytes, master_allocated_bytes,
 // master_key_count). Pure: the shell reads the store pod and its gauges.

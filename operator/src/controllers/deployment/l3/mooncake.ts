@@ -1,4 +1,4 @@
-// HiCache's L3 tier of the `mooncake` backend (ADR 0036): a Mooncake store the operator runs for
+// HiCache's L3 tier of the `mooncake` backend (ADR 0041): a Mooncake store the operator runs for
 // one role and identity of a Deployment, the way a platform team runs it: a pod with
 // `mooncake_master` (the metadata service, with its HTTP metrics) and one store node
 // (`mooncake_client`, which holds the memory segment the KV lives in), a Service in front of the

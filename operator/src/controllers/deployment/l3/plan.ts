@@ -1,5 +1,5 @@
 // HiCache's L3 tier, shared by a role's replicas and outliving them. Backend `file` (ADR 0029): one
-// ReadWriteMany volume that every replica mounts. Backend `mooncake` (ADR 0036, mooncake.ts): a
+// ReadWriteMany volume that every replica mounts. Backend `mooncake` (ADR 0041, mooncake.ts): a
 // Mooncake store the operator runs. Pure builders: what to claim or run, and what each pod adds.
 import type { V1EnvVar, V1PersistentVolumeClaim, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { DeploymentResource, EndpointRole, HiCacheSpec, Profile } from '#api';
