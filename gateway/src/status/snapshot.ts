@@ -63,25 +63,8 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     src.gateway.admission.entries().map(([deployment, ctl]) => [deployment, ctl.snapshot()]),
   );
 
-  const decisions = new Map<string, DecisionCounts>();
-  for (const { labels, value } of (await src.metrics.decisions.get()).values) {
-    const id = String(labels.endpoint ?? '');
-    const prev = decisions.get(id) ?? { routed: 0, predictedHits: 0 };
-    decisions.set(id, {
-      routed: prev.routed + value,
-      predictedHits: prev.predictedHits + (labels.hit === 'true' ? value : 0),
-    });
-  }
-  const routingTokens = new Map<string, { prompt: number; matched: number }>();
-  const tokensOf = (model: string) => routingTokens.get(model) ?? { prompt: 0, matched: 0 };
-  for (const { labels, value } of (await src.metrics.promptTokens.get()).values) {
-    const model = String(labels.model ?? '');
-    routingTokens.set(model, { ...tokensOf(model), prompt: value });
-  }
-  for (const { labels, value } of (await src.metrics.matchedTokens.get()).values) {
-    const model = String(labels.model ?? '');
-    routingTokens.set(model, { ...tokensOf(model), matched: value });
-  }
+  const decisions = await collectDecisions(src.metrics);
+  const routingTokens = await collectRoutingTokens(src.metrics);
   const failures: ReadonlyMap<string, Partial<Record<UpstreamFailureReason, number>>> = tabulate(
     await src.metrics.upstreamFailures.get(),
     'endpoint',
@@ -120,6 +103,37 @@ export async function collectStatusSnapshot(src: SnapshotSources, now: number): 
     discoveryIssues: src.discoveryIssues?.() ?? [],
     qualifications: src.qualifications?.() ?? [],
   };
+}
+
+/** Routing decisions and predicted hits, per endpoint. */
+async function collectDecisions(metrics: SnapshotSources['metrics']): Promise<Map<string, DecisionCounts>> {
+  const decisions = new Map<string, DecisionCounts>();
+  for (const { labels, value } of (await metrics.decisions.get()).values) {
+    const id = String(labels.endpoint ?? '');
+    const prev = decisions.get(id) ?? { routed: 0, predictedHits: 0 };
+    decisions.set(id, {
+      routed: prev.routed + value,
+      predictedHits: prev.predictedHits + (labels.hit === 'true' ? value : 0),
+    });
+  }
+  return decisions;
+}
+
+/** Prompt tokens routed and tokens predicted matched, per model. */
+async function collectRoutingTokens(
+  metrics: SnapshotSources['metrics'],
+): Promise<Map<string, { prompt: number; matched: number }>> {
+  const routingTokens = new Map<string, { prompt: number; matched: number }>();
+  const tokensOf = (model: string) => routingTokens.get(model) ?? { prompt: 0, matched: 0 };
+  for (const { labels, value } of (await metrics.promptTokens.get()).values) {
+    const model = String(labels.model ?? '');
+    routingTokens.set(model, { ...tokensOf(model), prompt: value });
+  }
+  for (const { labels, value } of (await metrics.matchedTokens.get()).values) {
+    const model = String(labels.model ?? '');
+    routingTokens.set(model, { ...tokensOf(model), matched: value });
+  }
+  return routingTokens;
 }
 
 /** A labelled metric as rows by one label, columns by another. */
