@@ -50,6 +50,10 @@ describe('computeWarmupCandidates', () => {
           model: d.spec.model.servedName,
           url: 'http://10.244.0.1:30000',
           salt: 'salt-1',
+          role: 'standalone',
+          // No status.l3 reachable: warmed per instance.
+          l3: false,
+          pageSize: d.spec.serving?.pageSize ?? 1,
         },
       },
     ]);

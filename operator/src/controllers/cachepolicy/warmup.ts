@@ -33,6 +33,14 @@ export interface WarmupTarget {
   url: string;
   salt: string;
   pair?: WarmupPair;
+  /** standalone or prefill: the role whose cache (and L3 tier) the documents land in. */
+  role: 'standalone' | 'prefill';
+  /** The role's HiCache L3 tier is reachable: the documents are delivered into it once (ADR 0036). */
+  l3: boolean;
+  /** The runtime's page size (spec.serving.pageSize): SGLang stores and loads whole pages. */
+  pageSize: number;
+  /** The rendering digest delivered into L3 for this role and identity: equal, nothing is prefilled. */
+  deliveredRendering?: string;
 }
 
 /** A serving prefilling endpoint: either a warm-up it can take now, or why it waits. */
@@ -63,6 +71,8 @@ export function computeWarmupCandidates(
 ): WarmupCandidate[] {
   const endpoints = deployment?.status?.endpoints ?? [];
   const model = deployment?.spec.model.servedName ?? '';
+  const l3Roles = new Set((deployment?.status?.l3 ?? []).filter((t) => t.reachable).map((t) => t.role));
+  const pageSize = deployment?.spec.serving?.pageSize ?? 1;
   const out: WarmupCandidate[] = [];
   for (const e of endpoints) {
     if (!isServing(e) || e.role === 'decode') continue;
@@ -78,6 +88,9 @@ export function computeWarmupCandidates(
       model,
       url: urlOf(e),
       salt,
+      role: e.role === 'prefill' ? 'prefill' : 'standalone',
+      l3: l3Roles.has(e.role),
+      pageSize,
     };
     if (e.role === 'prefill') {
       const decode = endpoints.find(
