@@ -44,11 +44,12 @@ describe('warm-up on a real server whose chat template writes the date', () => {
   it('says the document renders differently on another day, and from which token', async () => {
     const signal = new AbortController().signal;
     const varies = await checkDateVariance(real.url, 'handbook', HANDBOOK, { timeoutMs: 30_000, signal });
-    // "Today Date: " and the BOS-free start render alike; the date is where they part.
+    // The header renders alike up to the date, where the two part: before the document's ~200
+    // tokens, so a request on another day shares none of the document (14 tokens in, here).
     expect(varies).toMatch(/^handbook: the chat template writes date_string into the prompt/);
     const from = Number(/differ from token (\d+)/.exec(varies ?? '')?.[1]);
     expect(from).toBeGreaterThan(0);
-    expect(from).toBeLessThan(10);
+    expect(from).toBeLessThan(50);
 
     // The warm-up itself still runs, and carries the warning to the policy's status.
     const outcome = await sendWarmupDocuments(
