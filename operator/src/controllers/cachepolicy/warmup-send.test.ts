@@ -112,6 +112,33 @@ describe('sendWarmupDocuments with a shared L3 tier (ADR 0036)', () => {
     expect(sim.server.engine.counters.requests).toBe(before);
   });
 
+  it('warns when the L3 settings keep a first request from loading: best_effort, a short document', async () => {
+    const rendered = await renderDocument(sim.url, HANDBOOK, opts);
+    if (!rendered.ok) throw new Error(rendered.error);
+    const t = target(sim.url, {
+      l3: true,
+      pageSize: 16,
+      deliveredRendering: digestRenderings([rendered.tokens]),
+      prefetch: { policy: 'best_effort', threshold: 256 },
+    });
+    const outcome = await sendWarmupDocuments(t, [HANDBOOK], opts);
+    expect(outcome.ok && outcome.warnings).toEqual([
+      expect.stringMatching(/^hicache.storage.prefetchPolicy best_effort: a request does not wait/),
+      expect.stringMatching(
+        new RegExp(
+          `^warmup.documents\\[0\\] renders to ${rendered.tokens.length} tokens, under the L3 prefetch threshold \\(256\\)`,
+        ),
+      ),
+    ]);
+    // SGLang's defaults, and a document past the threshold: nothing to say.
+    const fine = await sendWarmupDocuments(
+      { ...t, prefetch: { policy: 'timeout', threshold: rendered.tokens.length } },
+      [HANDBOOK],
+      opts,
+    );
+    expect(fine.ok && fine.warnings).toEqual([]);
+  });
+
   it('prefills one whose rendering differs from the delivery, and then wants the tier to confirm it', async () => {
     const before = sim.server.engine.counters.requests;
     const outcome = await sendWarmupDocuments(

@@ -136,7 +136,34 @@ async function renderAll(
     const varies = await checkDateVariance(target.url, name, document, post);
     if (varies) warnings.push(varies);
   }
-  return { rendered: digestRenderings(renderings), warnings };
+  return {
+    rendered: digestRenderings(renderings),
+    warnings: [...warnings, ...l3Warnings(target, renderings)],
+  };
+}
+
+/**
+ * What keeps a replica's first request from loading the documents from L3 (SGLang 0.5.23,
+ * mem_cache/unified_radix_cache.py): a best_effort prefetch does not wait for the read, and a
+ * request whose part past the replica's own match is under prefetch_threshold never asks.
+ */
+function l3Warnings(target: WarmupTarget, renderings: readonly (readonly number[])[]): string[] {
+  const p = target.prefetch;
+  if (!target.l3 || !p) return [];
+  const out: string[] = [];
+  if (p.policy === 'best_effort')
+    out.push(
+      'hicache.storage.prefetchPolicy best_effort: a request does not wait for its L3 read, so the first ' +
+        'request with a document on a replica usually computes it; use timeout (the default) or wait_complete',
+    );
+  const short = renderings.map((r, i) => [i, r.length] as const).filter(([, n]) => n < p.threshold);
+  for (const [i, n] of short)
+    out.push(
+      `warmup.documents[${i}] renders to ${n} tokens, under the L3 prefetch threshold (${p.threshold}): a ` +
+        'replica loads it from L3 only for requests whose part past its own cache reaches the threshold; ' +
+        'lower it with "prefetch_threshold" in hicache.storage.extraConfig',
+    );
+  return out;
 }
 
 /** Prefills each document; `wanted` is what L3 should then hold that the warm-up did not find cached. */
