@@ -212,7 +212,11 @@ export const Warmup = z
           'ConfigMap keys whose text is prefilled on every new verified replica (and again after its ' +
           'container restarts), each as the system message of a chat request, rendered by the ' +
           "runtime's own chat template. Chat requests that start with the same system message " +
-          'share its cached prefix.',
+          'share its cached prefix. On a Deployment whose HiCache L3 tier is reachable (status.l3), ' +
+          'the documents are prefilled once per role and identity into the shared tier and every ' +
+          'other replica, later ones and restarted containers too, loads them from there on the first ' +
+          'request that carries them. A chat template that writes the date (or anything per request) ' +
+          'before the system message changes the prefix: the warm-up warns (WarmupPrefixVaries).',
       }),
     routeAfterSeconds: z
       .number()
@@ -400,6 +404,32 @@ export type CachePolicySpec = z.infer<typeof CachePolicySpec>;
 export const WarmupState = z.enum(['Pending', 'Warming', 'Warmed', 'Failed']);
 export type WarmupState = z.infer<typeof WarmupState>;
 
+export const WarmupSource = z.enum(['prefill', 'storage']);
+export type WarmupSource = z.infer<typeof WarmupSource>;
+
+/** Documents prefilled once into a role's shared L3 tier (ADR 0042). */
+export const KnowledgeDelivery = z.object({
+  role: z.string().meta({ description: 'The role whose L3 tier holds them (standalone or prefill).' }),
+  fingerprint: z.string().meta({ description: 'The identity fingerprint: its L3 directory.' }),
+  pod: z.string().meta({ description: 'The instance that prefilled them.' }),
+  restartCount: z.number().int(),
+  deliveredAt: z.string(),
+  cacheSalt: z.string().meta({ description: 'The salt they were prefilled under.' }),
+  rendered: z.string().meta({
+    description:
+      'sha256 of the token ids the runtime rendered the documents to: a replica whose rendering differs (a date in the chat template, another tokenizer) is prefilled again.',
+  }),
+  tokens: z
+    .number()
+    .int()
+    .meta({ description: "Prompt tokens of the documents' warm-up requests, all together." }),
+  storedTokens: z.number().int().meta({
+    description:
+      'Tokens the L3 tier confirmed: the runtime backed them up to storage (sglang:backuped_tokens_total) or found them cached already.',
+  }),
+});
+export type KnowledgeDelivery = z.infer<typeof KnowledgeDelivery>;
+
 export const WarmupEndpointStatus = z.object({
   pod: z.string(),
   restartCount: z
@@ -414,6 +444,10 @@ export const WarmupEndpointStatus = z.object({
     description: 'When warm-up of this instance became due; the gateway counts routeAfterSeconds from it.',
   }),
   warmedAt: z.string().optional(),
+  source: WarmupSource.optional().meta({
+    description:
+      "prefill: this instance computed the documents; storage: it was not prefilled, the documents are in the Deployment's shared L3 tier (status.targets[].delivered) and it loads them on first use.",
+  }),
   attempts: z.number().int().optional().meta({ description: 'Failed attempts so far.' }),
   message: z.string().optional(),
 });
@@ -440,7 +474,16 @@ export const PolicyTargetStatus = z.object({
     .meta({
       description:
         "Warm-up of the target's prefilling endpoints, one entry per container instance (pod and " +
-        'restart count): a restarted container is a new entry, warmed again.',
+        'restart count): a restarted container is a new entry, warmed again (or, with a shared L3 ' +
+        'tier, marked source storage).',
+    }),
+  delivered: z
+    .array(KnowledgeDelivery)
+    .optional()
+    .meta({
+      description:
+        "The documents prefilled once into the target's shared HiCache L3 tier, per role and identity: " +
+        'replicas of that identity load them from there instead of being prefilled.',
     }),
 });
 

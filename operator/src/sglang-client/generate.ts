@@ -119,6 +119,20 @@ export function postTokenize(
   );
 }
 
+/**
+ * Chat messages rendered and tokenized as SGLang renders them for a chat completion (its /tokenize
+ * with `messages`, entrypoints/openai/protocol.py TokenizeRequest), with the template's variables
+ * `chatTemplateKwargs` (e.g. `date_string`, which Llama 3.x templates write as "Today Date").
+ */
+export function postTokenizeMessages(
+  baseUrl: string,
+  messages: readonly { role: string; content: string }[],
+  opts: ClientOptions & { chatTemplateKwargs?: Readonly<Record<string, unknown>> } = {},
+): Promise<FetchResult<TokenizeResponse>> {
+  const kwargs = opts.chatTemplateKwargs ? { chat_template_kwargs: opts.chatTemplateKwargs } : {};
+  return postJson(`${baseUrl}/tokenize`, { messages, ...kwargs }, TokenizeResponse, opts);
+}
+
 /** SGLang's chat `usage` (entrypoints/openai/usage_processor.py); cached tokens with --enable-cache-report. */
 export const ChatUsage = z.looseObject({
   prompt_tokens: z.number().int(),

@@ -12,8 +12,10 @@ import {
   computeRetryDelayMs,
   planCachePolicyStep,
   type CachePolicyObservation,
+  type CachePolicyStep,
   type WarmupJobState,
 } from './plan.ts';
+import type { WarmupTarget } from './warmup.ts';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const at = (s: number): Date => new Date(T0 + s * 1000);
@@ -277,5 +279,214 @@ describe('planCachePolicyStep: warm-up off the reconcile loop', () => {
     const step = planCachePolicyStep(p, observe(p, [ep('a')], { documents: docs }), at(0));
     expect(step.actions).toEqual([]);
     expect(warmedCondition(step.status)).toMatchObject({ status: 'True', message: '0 endpoint(s) warmed' });
+  });
+});
+
+describe('planCachePolicyStep: knowledge delivered once into a shared L3 tier (ADR 0042)', () => {
+  function withL3(endpoints: Endpoint[], reachable = true): DeploymentResource {
+    const d = deployment(endpoints);
+    return {
+      ...d,
+      status: { ...d.status, l3: [{ role: 'standalone', backend: 'file', reachable, directory: 'kv/f1' }] },
+    };
+  }
+  const observeL3 = (
+    policy: CachePolicyResource,
+    endpoints: Endpoint[],
+    o: Partial<CachePolicyObservation> = {},
+    reachable = true,
+  ): CachePolicyObservation => ({
+    policies: [policy],
+    deployments: new Map([['llama-8b', withL3(endpoints, reachable)]]),
+    jobs: new Map(),
+    documents: docs,
+    ...o,
+  });
+  const delivered = (s: CachePolicyStatus) => s.targets?.[0]?.delivered;
+  const saltOf = (p: CachePolicyResource, endpoints: Endpoint[]) =>
+    planCachePolicyStep(p, observeL3(p, endpoints), at(0)).status.targets?.[0]?.cacheSalt ?? '';
+  const starts = (step: CachePolicyStep): WarmupTarget[] =>
+    step.actions.flatMap((a) => (a.type === 'startWarmup' ? [a.target] : []));
+
+  it('prefills one replica of the tier while the others wait for it', () => {
+    const p = policyWith();
+    const step = planCachePolicyStep(p, observeL3(p, [ep('a'), ep('b')]), at(0));
+    expect(starts(step).map((t) => [t.pod, t.l3, t.deliveredRendering])).toEqual([['a', true, undefined]]);
+    expect(warmupOf(step.status)).toEqual([
+      { pod: 'a', restartCount: 0, state: 'Warming', since: iso(0) },
+      {
+        pod: 'b',
+        restartCount: 0,
+        state: 'Pending',
+        since: iso(0),
+        message: 'waiting for a to deliver the documents into the L3 tier',
+      },
+    ]);
+  });
+
+  it('warms every replica itself when the tier is not reachable', () => {
+    const p = policyWith();
+    const step = planCachePolicyStep(p, observeL3(p, [ep('a'), ep('b')], {}, false), at(0));
+    expect(starts(step).map((t) => [t.pod, t.l3])).toEqual([
+      ['a', false],
+      ['b', false],
+    ]);
+  });
+
+  it('records the delivery, then starts the others with its rendering: they load, not prefill', () => {
+    const p = policyWith({
+      targets: [
+        {
+          name: 'llama-8b',
+          accepted: true,
+          reason: 'Accepted',
+          warmup: [
+            { pod: 'a', restartCount: 0, state: 'Warming', since: iso(0) },
+            { pod: 'b', restartCount: 0, state: 'Pending', since: iso(0) },
+          ],
+        },
+      ],
+    });
+    const salt = saltOf(p, [ep('a'), ep('b')]);
+    const jobs = new Map<string, WarmupJobState>([
+      [
+        'ns/a#0',
+        {
+          state: 'succeeded',
+          at: T0 + 4000,
+          documents: 1,
+          source: 'prefill',
+          rendered: 'r1',
+          tokens: 412,
+          storedTokens: 400,
+          warnings: [],
+        },
+      ],
+    ]);
+    const step = planCachePolicyStep(p, observeL3(p, [ep('a'), ep('b')], { jobs }), at(5));
+    expect(delivered(step.status)).toEqual([
+      {
+        role: 'standalone',
+        fingerprint: 'f1',
+        pod: 'a',
+        restartCount: 0,
+        deliveredAt: iso(4),
+        cacheSalt: salt,
+        rendered: 'r1',
+        tokens: 412,
+        storedTokens: 400,
+      },
+    ]);
+    expect(starts(step).map((t) => [t.pod, t.deliveredRendering])).toEqual([['b', 'r1']]);
+    expect(warmupOf(step.status)?.[0]).toMatchObject({ pod: 'a', state: 'Warmed', source: 'prefill' });
+    expect(step.events.map((e) => e.reason)).toEqual(['DeliveredToL3', 'WarmedUp']);
+  });
+
+  it('marks a replica that loads from the tier Warmed from storage, and keeps the delivery', () => {
+    const p0 = policyWith();
+    const salt = saltOf(p0, [ep('a'), ep('b')]);
+    const record = {
+      role: 'standalone',
+      fingerprint: 'f1',
+      pod: 'a',
+      restartCount: 0,
+      deliveredAt: iso(4),
+      cacheSalt: salt,
+      rendered: 'r1',
+      tokens: 412,
+      storedTokens: 400,
+    };
+    const p = policyWith({
+      targets: [
+        {
+          name: 'llama-8b',
+          accepted: true,
+          reason: 'Accepted',
+          delivered: [record],
+          warmup: [
+            {
+              pod: 'a',
+              restartCount: 0,
+              state: 'Warmed',
+              since: iso(0),
+              warmedAt: iso(4),
+              source: 'prefill',
+            },
+            { pod: 'b', restartCount: 0, state: 'Warming', since: iso(0) },
+          ],
+        },
+      ],
+    });
+    const jobs = new Map<string, WarmupJobState>([
+      ['ns/b#0', { state: 'succeeded', at: T0 + 6000, documents: 1, source: 'storage', rendered: 'r1' }],
+    ]);
+    const step = planCachePolicyStep(p, observeL3(p, [ep('a'), ep('b')], { jobs }), at(7));
+    expect(warmupOf(step.status)?.[1]).toEqual({
+      pod: 'b',
+      restartCount: 0,
+      state: 'Warmed',
+      since: iso(0),
+      warmedAt: iso(6),
+      source: 'storage',
+    });
+    expect(delivered(step.status)).toEqual([record]);
+    expect(step.events.map((e) => e.reason)).toEqual(['LoadsFromL3']);
+
+    // A restarted container (a new instance) starts at once with the delivered rendering.
+    const later = planCachePolicyStep(
+      { ...p, status: step.status },
+      observeL3(p, [ep('a'), ep('b', { restartCount: 1 })]),
+      at(60),
+    );
+    expect(starts(later).map((t) => [t.key, t.deliveredRendering])).toEqual([['ns/b#1', 'r1']]);
+  });
+
+  it('delivers again under a new salt: a delivery of another salt is dropped', () => {
+    const p = policyWith({
+      targets: [
+        {
+          name: 'llama-8b',
+          accepted: true,
+          reason: 'Accepted',
+          delivered: [
+            {
+              role: 'standalone',
+              fingerprint: 'f1',
+              pod: 'a',
+              restartCount: 0,
+              deliveredAt: iso(4),
+              cacheSalt: 'an-old-salt',
+              rendered: 'r1',
+              tokens: 412,
+              storedTokens: 400,
+            },
+          ],
+        },
+      ],
+    });
+    const step = planCachePolicyStep(p, observeL3(p, [ep('b')]), at(10));
+    expect(delivered(step.status)).toBeUndefined();
+    expect(starts(step).map((t) => [t.pod, t.deliveredRendering])).toEqual([['b', undefined]]);
+  });
+
+  it('says when the chat template makes the prefix vary: a Warning and the entry message', () => {
+    const p = policyWith();
+    const warning = 'warmup.documents[0]: the chat template writes the date into the prompt';
+    const jobs = new Map<string, WarmupJobState>([
+      [
+        'ns/a#0',
+        {
+          state: 'succeeded',
+          at: T0 + 1000,
+          documents: 1,
+          source: 'prefill',
+          rendered: 'r',
+          warnings: [warning],
+        },
+      ],
+    ]);
+    const step = planCachePolicyStep(p, observeL3(p, [ep('a')], { jobs }), at(2));
+    expect(step.events).toContainEqual({ type: 'Warning', reason: 'WarmupPrefixVaries', message: warning });
+    expect(warmupOf(step.status)?.[0]).toMatchObject({ state: 'Warmed', message: warning });
   });
 });

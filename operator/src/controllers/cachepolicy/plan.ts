@@ -25,7 +25,9 @@ import type {
   CachePolicyStatus,
   Condition,
   DeploymentResource,
+  KnowledgeDelivery,
   WarmupEndpointStatus,
+  WarmupSource,
 } from '#api';
 import { setCondition, type ConditionInput } from '../../manager/conditions.ts';
 import { computePolicyStatus, type TargetStatus } from './targets.ts';
@@ -45,6 +47,9 @@ export const WarmupReason = {
   DocumentMissing: 'WarmupDocumentMissing',
   WarmedUp: 'WarmedUp',
   WarmupFailed: 'WarmupFailed',
+  DeliveredToL3: 'DeliveredToL3',
+  LoadsFromL3: 'LoadsFromL3',
+  PrefixVaries: 'WarmupPrefixVaries',
 } as const;
 
 /** A missing document is looked for again this often (a ConfigMap change does not wake the policy). */
@@ -55,7 +60,18 @@ const RETRY_MAX_MS = 5 * 60_000;
 /** The worker's view of one instance's warm-up (warmup-worker.ts); times in epoch milliseconds. */
 export type WarmupJobState =
   | { state: 'queued' | 'running'; since: number }
-  | { state: 'succeeded'; at: number; documents: number }
+  | {
+      state: 'succeeded';
+      at: number;
+      documents: number;
+      /** prefill: computed there (a delivery, with L3); storage: not prefilled, it loads from L3. */
+      source?: WarmupSource;
+      rendered?: string;
+      tokens?: number;
+      storedTokens?: number;
+      /** The chat template's variable parts (render.ts). */
+      warnings?: readonly string[];
+    }
   | { state: 'failed'; at: number; error: string; failures: number };
 
 export type WarmupDocuments = { ok: true; texts: readonly string[] } | { ok: false; message: string };
@@ -111,6 +127,17 @@ interface Ctx {
   needsDocuments: boolean;
 }
 
+/** An L3 tier's documents: one role and identity of one target (ADR 0042). */
+const unitOf = (t: { role: string; fingerprint: string }): string => `${t.role}/${t.fingerprint}`;
+
+/** What the target's L3 tiers hold, and who is delivering into one that holds nothing yet. */
+interface Delivery {
+  /** By unit: the delivery this pass keeps. */
+  records: Map<string, KnowledgeDelivery>;
+  /** By unit: the pod whose warm-up is delivering now (one at a time). */
+  delivering: Map<string, string>;
+}
+
 type Base = Pick<WarmupEndpointStatus, 'pod' | 'restartCount' | 'since'>;
 
 function planWarmed(
@@ -120,18 +147,36 @@ function planWarmed(
   prev: WarmupEndpointStatus | undefined,
   job: WarmupJobState | undefined,
 ): WarmupEndpointStatus {
-  if (job?.state !== 'succeeded') return { ...base, state: 'Warmed', warmedAt: prev?.warmedAt ?? base.since };
-  if (prev?.state !== 'Warmed')
-    ctx.events.push({
-      type: 'Normal',
-      reason: WarmupReason.WarmedUp,
-      message: `prefilled ${job.documents} document(s) on ${c.pod} (restart ${c.restartCount})`,
-    });
-  return { ...base, state: 'Warmed', warmedAt: stamp(job.at) };
+  if (job?.state !== 'succeeded') {
+    const { attempts: _a, ...kept } = { ...prev, ...base };
+    return { ...kept, state: 'Warmed', warmedAt: prev?.warmedAt ?? base.since };
+  }
+  const source = job.source ? { source: job.source } : {};
+  const warnings = job.warnings ?? [];
+  if (prev?.state !== 'Warmed') {
+    ctx.events.push(
+      job.source === 'storage'
+        ? {
+            type: 'Normal',
+            reason: WarmupReason.LoadsFromL3,
+            message: `${c.pod} (restart ${c.restartCount}) renders the ${job.documents} document(s) as delivered: it loads them from the L3 tier, no prefill`,
+          }
+        : {
+            type: 'Normal',
+            reason: WarmupReason.WarmedUp,
+            message: `prefilled ${job.documents} document(s) on ${c.pod} (restart ${c.restartCount})`,
+          },
+    );
+    for (const w of warnings)
+      ctx.events.push({ type: 'Warning', reason: WarmupReason.PrefixVaries, message: w });
+  }
+  const message = warnings.length > 0 ? { message: warnings.join('; ') } : {};
+  return { ...base, state: 'Warmed', warmedAt: stamp(job.at), ...source, ...message };
 }
 
 function planFailed(
   ctx: Ctx,
+  delivery: Delivery,
   c: WarmupCandidate,
   base: Base,
   prev: WarmupEndpointStatus | undefined,
@@ -151,7 +196,7 @@ function planFailed(
     attempts: job.failures,
     message: job.error,
   };
-  if (ctx.now >= due) return startOrWait(ctx, c, failed);
+  if (ctx.now >= due) return startOrWait(ctx, delivery, c, failed);
   ctx.wakeAt.push(due);
   return failed;
 }
@@ -159,6 +204,7 @@ function planFailed(
 /** The next entry of one serving instance, and what to do about it. */
 function planInstance(
   ctx: Ctx,
+  delivery: Delivery,
   c: WarmupCandidate,
   prev: WarmupEndpointStatus | undefined,
 ): WarmupEndpointStatus {
@@ -166,19 +212,42 @@ function planInstance(
   const job = ctx.jobs.get(c.key);
   if (job?.state === 'succeeded' || (prev?.state === 'Warmed' && job?.state !== 'failed'))
     return planWarmed(ctx, c, base, prev, job);
-  if (job?.state === 'failed') return planFailed(ctx, c, base, prev, job);
+  if (job?.state === 'failed') return planFailed(ctx, delivery, c, base, prev, job);
   if (job) {
     ctx.keepJobs.push(c.key);
     return { ...base, state: 'Warming' };
   }
   const attempts = prev?.attempts ? { attempts: prev.attempts } : {};
-  return startOrWait(ctx, c, { ...base, state: 'Pending', ...attempts });
+  return startOrWait(ctx, delivery, c, { ...base, state: 'Pending', ...attempts });
 }
 
-/** Starts the warm-up when documents and a partner are there; otherwise says why it waits. */
-function startOrWait(ctx: Ctx, c: WarmupCandidate, entry: WarmupEndpointStatus): WarmupEndpointStatus {
+/**
+ * Starts the warm-up when documents and a partner are there; otherwise says why it waits. With a
+ * shared L3 tier, one instance of the unit delivers (is prefilled) while the others wait; once the
+ * tier holds the documents, each other instance only checks that it renders them the same.
+ */
+function startOrWait(
+  ctx: Ctx,
+  delivery: Delivery,
+  c: WarmupCandidate,
+  entry: WarmupEndpointStatus,
+): WarmupEndpointStatus {
   if ('waiting' in c)
     return { ...entry, state: entry.state === 'Failed' ? 'Failed' : 'Pending', message: c.waiting };
+  let target = c.target;
+  if (target.l3) {
+    const unit = unitOf(target);
+    const record = delivery.records.get(unit);
+    const deliverer = delivery.delivering.get(unit);
+    if (record) target = { ...target, deliveredRendering: record.rendered };
+    else if (deliverer !== undefined && deliverer !== c.pod)
+      return {
+        ...entry,
+        state: entry.state === 'Failed' ? 'Failed' : 'Pending',
+        message: `waiting for ${deliverer} to deliver the documents into the L3 tier`,
+      };
+    else delivery.delivering.set(unit, c.pod);
+  }
   if (!ctx.documents) {
     ctx.needsDocuments = true;
     return entry;
@@ -191,7 +260,7 @@ function startOrWait(ctx: Ctx, c: WarmupCandidate, entry: WarmupEndpointStatus):
       message: ctx.documents.message,
     };
   }
-  ctx.actions.push({ type: 'startWarmup', target: c.target, documents: ctx.documents.texts });
+  ctx.actions.push({ type: 'startWarmup', target, documents: ctx.documents.texts });
   ctx.keepJobs.push(c.key);
   const { message: _dropped, ...rest } = entry;
   return { ...rest, state: 'Warming' };
@@ -208,7 +277,13 @@ function planTarget(
   const prevOf = (pod: string, restartCount: number) =>
     previous.find((e) => e.pod === pod && e.restartCount === restartCount);
   const serving = computeWarmupCandidates(ctx.namespace, t.name, d, t.cacheSalt);
-  const entries = serving.map((c) => planInstance(ctx, c, prevOf(c.pod, c.restartCount)));
+  const delivery = planDelivery(
+    ctx,
+    policy.status?.targets?.find((p) => p.name === t.name)?.delivered ?? [],
+    serving,
+    t.cacheSalt,
+  );
+  const entries = serving.map((c) => planInstance(ctx, delivery, c, prevOf(c.pod, c.restartCount)));
   // An instance that is momentarily not serving (not ready) keeps its entry: its cache is still there.
   const live = computeLiveInstances(d);
   const seen = new Set(entries.map((e) => `${e.pod}#${e.restartCount}`));
@@ -217,7 +292,59 @@ function planTarget(
     if (live.has(id) && !seen.has(id)) entries.push(e);
   }
   entries.sort((a, b) => (a.pod < b.pod ? -1 : a.pod > b.pod ? 1 : a.restartCount - b.restartCount));
-  return entries.length > 0 ? { ...t, warmup: entries } : t;
+  const delivered = [...delivery.records.values()].sort((a, b) =>
+    unitOf(a) < unitOf(b) ? -1 : unitOf(a) > unitOf(b) ? 1 : 0,
+  );
+  return {
+    ...t,
+    ...(entries.length > 0 ? { warmup: entries } : {}),
+    ...(delivered.length > 0 ? { delivered } : {}),
+  };
+}
+
+/**
+ * The deliveries this pass keeps: the previous ones of a unit that still has a serving instance
+ * under the same salt (an identity rolled away, or a salt changed, starts again), replaced by a
+ * warm-up that just prefilled into the unit; and the unit's delivery in flight, if any.
+ */
+function planDelivery(
+  ctx: Ctx,
+  previous: readonly KnowledgeDelivery[],
+  serving: readonly WarmupCandidate[],
+  salt: string,
+): Delivery {
+  const records = new Map<string, KnowledgeDelivery>();
+  const delivering = new Map<string, string>();
+  const units = new Set(serving.flatMap((c) => ('target' in c && c.target.l3 ? [unitOf(c.target)] : [])));
+  for (const r of previous) if (r.cacheSalt === salt && units.has(unitOf(r))) records.set(unitOf(r), r);
+  for (const c of serving) {
+    if (!('target' in c) || !c.target.l3) continue;
+    const job = ctx.jobs.get(c.key);
+    const unit = unitOf(c.target);
+    if (job?.state === 'succeeded' && job.source === 'prefill' && job.rendered) {
+      if (records.get(unit)?.rendered !== job.rendered)
+        ctx.events.push({
+          type: 'Normal',
+          reason: WarmupReason.DeliveredToL3,
+          message:
+            `${c.pod} prefilled ${job.documents} document(s) (${job.tokens ?? 0} tokens) into the ${c.target.role} ` +
+            `L3 tier of identity ${c.target.fingerprint}: its other replicas load them from there`,
+        });
+      records.set(unit, {
+        role: c.target.role,
+        fingerprint: c.target.fingerprint,
+        pod: c.pod,
+        restartCount: c.restartCount,
+        deliveredAt: stamp(job.at),
+        cacheSalt: salt,
+        rendered: job.rendered,
+        tokens: job.tokens ?? 0,
+        storedTokens: job.storedTokens ?? 0,
+      });
+    } else if (job && job.state !== 'succeeded' && !c.target.deliveredRendering && !records.has(unit))
+      delivering.set(unit, c.pod);
+  }
+  return { records, delivering };
 }
 
 function computeWarmedCondition(

@@ -22,6 +22,7 @@ import {
   type WarmupDocuments,
 } from './plan.ts';
 import { sendWarmupDocuments } from './warmup-send.ts';
+import { countWarmupDocuments, registerWarmupMetrics } from './warmup-metrics.ts';
 import { WarmupWorker } from './warmup-worker.ts';
 
 type PolicyObject = KubeObject & CachePolicyResource;
@@ -53,17 +54,21 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
   const deployments = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   // The runtimes' API keys, from the Deployments' key Secrets (the only Secrets cached).
   const runtimeKey = buildRuntimeKeyLookup(manager.informer<SecretObject>(Resources.secrets));
+  const documentsCounter = registerWarmupMetrics(manager.metrics.registry);
   const worker = new WarmupWorker({
     concurrency: opts.warmupConcurrency ?? 4,
     signal: manager.stopSignal,
     onSettled: (key) => manager.enqueue(CONTROLLER, key),
-    run: (target, documents, signal) =>
-      sendWarmupDocuments(target, documents, {
+    run: async (target, documents, signal) => {
+      const outcome = await sendWarmupDocuments(target, documents, {
         timeoutMs: opts.warmupTimeoutMs ?? 120_000,
         signal,
         // Read at send time: a key rotated while the job waited is the one that works.
         apiKey: runtimeKey(target.namespace, target.deployment, target.fingerprint),
-      }),
+      });
+      if (outcome.ok) countWarmupDocuments(documentsCounter, outcome.source, documents.length);
+      return outcome;
+    },
   });
 
   async function readDocuments(policy: CachePolicyResource): Promise<WarmupDocuments> {

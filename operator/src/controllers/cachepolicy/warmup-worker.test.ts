@@ -1,15 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import type { ObjectKey } from '#kube/objects.ts';
 import type { WarmupTarget } from './warmup.ts';
+import type { WarmupOutcome } from './warmup-send.ts';
 import { WarmupWorker } from './warmup-worker.ts';
+
+const outcomeOf = (error?: string): WarmupOutcome =>
+  error === undefined
+    ? { ok: true, source: 'prefill', rendered: 'r', tokens: 1, storedTokens: 0, warnings: [] }
+    : { ok: false, error };
 
 /** A run whose calls wait until the test settles them (a gate, not a timer). */
 function gatedRun() {
   const calls: { target: WarmupTarget; signal: AbortSignal; settle: (error?: string) => void }[] = [];
   const run = (target: WarmupTarget, _docs: readonly string[], signal: AbortSignal) =>
-    new Promise<string | undefined>((resolve) => {
-      calls.push({ target, signal, settle: resolve });
-      signal.addEventListener('abort', () => resolve('cancelled'), { once: true });
+    new Promise<WarmupOutcome>((resolve) => {
+      calls.push({ target, signal, settle: (error) => resolve(outcomeOf(error)) });
+      signal.addEventListener('abort', () => resolve(outcomeOf('cancelled')), { once: true });
     });
   return { calls, run };
 }
@@ -24,6 +30,9 @@ const target = (pod: string, restartCount = 0): WarmupTarget => ({
   model: 'llama-8b',
   url: `http://${pod}`,
   salt: 's',
+  role: 'standalone',
+  l3: false,
+  pageSize: 1,
 });
 const P: ObjectKey = { namespace: 'ns', name: 'team-a' };
 const flush = () => new Promise((r) => setImmediate(r));
@@ -62,7 +71,19 @@ describe('WarmupWorker', () => {
     expect(settled).toEqual([P, P]);
     expect(w.jobsOf(P)).toEqual(
       new Map([
-        ['ns/a#0', { state: 'succeeded', at: 5000, documents: 2 }],
+        [
+          'ns/a#0',
+          {
+            state: 'succeeded',
+            at: 5000,
+            documents: 2,
+            source: 'prefill',
+            rendered: 'r',
+            tokens: 1,
+            storedTokens: 0,
+            warnings: [],
+          },
+        ],
         ['ns/b#0', { state: 'failed', at: 5000, error: 'HTTP 503', failures: 1 }],
       ]),
     );

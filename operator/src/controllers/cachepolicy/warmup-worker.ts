@@ -11,13 +11,14 @@ import type { ObjectKey } from '#kube/objects.ts';
 import { formatKey } from '#kube/objects.ts';
 import type { WarmupJobState } from './plan.ts';
 import type { WarmupTarget } from './warmup.ts';
+import type { WarmupOutcome } from './warmup-send.ts';
 
-/** Runs one warm-up; resolves to an error message, or undefined on success. Must honour `signal`. */
+/** Runs one warm-up; resolves to its outcome. Must honour `signal`. */
 export type WarmupRun = (
   target: WarmupTarget,
   documents: readonly string[],
   signal: AbortSignal,
-) => Promise<string | undefined>;
+) => Promise<WarmupOutcome>;
 
 export interface WarmupWorkerOptions {
   run: WarmupRun;
@@ -134,19 +135,19 @@ export class WarmupWorker {
   }
 
   async #run(k: string, job: Job): Promise<void> {
-    let error: string | undefined;
+    let outcome: WarmupOutcome;
     try {
-      error = await this.#opts.run(job.target, job.documents, job.abort.signal);
+      outcome = await this.#opts.run(job.target, job.documents, job.abort.signal);
     } catch (err) {
-      error = err instanceof Error ? err.message : String(err);
+      outcome = { ok: false, error: err instanceof Error ? err.message : String(err) };
     }
     // Dropped meanwhile (retain, cancel, stop): nobody wants the outcome.
     if (this.#jobs.get(k) !== job || job.abort.signal.aborted) return;
     const at = this.#now();
-    job.state =
-      error === undefined
-        ? { state: 'succeeded', at, documents: job.documents.length }
-        : { state: 'failed', at, error, failures: job.failures + 1 };
+    if (outcome.ok) {
+      const { ok: _ok, ...done } = outcome;
+      job.state = { state: 'succeeded', at, documents: job.documents.length, ...done };
+    } else job.state = { state: 'failed', at, error: outcome.error, failures: job.failures + 1 };
     this.#opts.onSettled(job.key);
   }
 }

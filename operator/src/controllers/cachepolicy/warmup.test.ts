@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateResource, type CachePolicyResource, type DeploymentResource, type Endpoint } from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
-import { buildWarmupRequest, computeWarmupCandidates } from './warmup.ts';
+import { buildWarmupRequest, computeWarmupCandidates, readL3Prefetch } from './warmup.ts';
 
 function parse<T>(doc: unknown): T {
   const r = validateResource(doc);
@@ -50,6 +50,10 @@ describe('computeWarmupCandidates', () => {
           model: d.spec.model.servedName,
           url: 'http://10.244.0.1:30000',
           salt: 'salt-1',
+          role: 'standalone',
+          // No status.l3 reachable: warmed per instance.
+          l3: false,
+          pageSize: d.spec.serving?.pageSize ?? 1,
         },
       },
     ]);
@@ -128,5 +132,21 @@ describe('buildWarmupRequest', () => {
     expect(!r.ok && r.issues.map((i) => i.message)).toEqual([
       'warmup.routeAfterSeconds must be between 0 and 3600',
     ]);
+  });
+});
+
+describe('readL3Prefetch', () => {
+  const withStorage = (storage: Record<string, unknown>): DeploymentResource =>
+    ({ spec: { hicache: { storage: { backend: 'file', ...storage } } } }) as unknown as DeploymentResource;
+  it("reads the role's prefetch policy and threshold, SGLang's defaults when unset", () => {
+    expect(readL3Prefetch(withStorage({}), 'standalone')).toEqual({ policy: 'timeout', threshold: 256 });
+    expect(
+      readL3Prefetch(
+        withStorage({ prefetchPolicy: 'best_effort', extraConfig: '{"prefetch_threshold": 64}' }),
+        'standalone',
+      ),
+    ).toEqual({ policy: 'best_effort', threshold: 64 });
+    // A config file the operator cannot read: SGLang's default is the best guess.
+    expect(readL3Prefetch(withStorage({ extraConfig: '@/etc/l3.json' }), 'standalone').threshold).toBe(256);
   });
 });

@@ -33,6 +33,54 @@ export interface WarmupTarget {
   url: string;
   salt: string;
   pair?: WarmupPair;
+  /** standalone or prefill: the role whose cache (and L3 tier) the documents land in. */
+  role: 'standalone' | 'prefill';
+  /** The role's HiCache L3 tier is reachable: the documents are delivered into it once (ADR 0042). */
+  l3: boolean;
+  /** The runtime's page size (spec.serving.pageSize): SGLang stores and loads whole pages. */
+  pageSize: number;
+  /** The rendering digest delivered into L3 for this role and identity: equal, nothing is prefilled. */
+  deliveredRendering?: string;
+  /** With l3: how the role's servers load from it, for the warm-up's warnings. */
+  prefetch?: L3Prefetch;
+}
+
+/** SGLang 0.5.23's defaults (hicache_storage_prefetch_policy; the extra config's prefetch_threshold). */
+export const SGLANG_PREFETCH_POLICY_DEFAULT = 'timeout';
+export const SGLANG_PREFETCH_THRESHOLD_DEFAULT = 256;
+
+export interface L3Prefetch {
+  /** --hicache-storage-prefetch-policy. */
+  policy: string;
+  /** Tokens a request's unmatched part must reach before L3 is asked at all. */
+  threshold: number;
+}
+
+function l3Fields(
+  deployment: DeploymentResource | undefined,
+  l3Roles: ReadonlySet<string>,
+  role: string,
+): Pick<WarmupTarget, 'l3' | 'prefetch'> {
+  return l3Roles.has(role) ? { l3: true, prefetch: readL3Prefetch(deployment, role) } : { l3: false };
+}
+
+/** The role's prefetch settings from its HiCache spec (a `@file` extra config is not read: the default). */
+export function readL3Prefetch(deployment: DeploymentResource | undefined, role: string): L3Prefetch {
+  const d = deployment?.spec;
+  const hicache =
+    role === 'prefill' ? d?.disaggregation?.prefill.hicache : role === 'decode' ? undefined : d?.hicache;
+  const storage = hicache?.storage;
+  let threshold = SGLANG_PREFETCH_THRESHOLD_DEFAULT;
+  const extra = storage?.extraConfig;
+  if (extra && !extra.startsWith('@')) {
+    try {
+      const v = (JSON.parse(extra) as { prefetch_threshold?: unknown }).prefetch_threshold;
+      if (typeof v === 'number' && Number.isInteger(v)) threshold = v;
+    } catch {
+      // SGLang refuses a malformed extra config at startup; nothing serves to warm.
+    }
+  }
+  return { policy: storage?.prefetchPolicy ?? SGLANG_PREFETCH_POLICY_DEFAULT, threshold };
 }
 
 /** A serving prefilling endpoint: either a warm-up it can take now, or why it waits. */
@@ -63,6 +111,8 @@ export function computeWarmupCandidates(
 ): WarmupCandidate[] {
   const endpoints = deployment?.status?.endpoints ?? [];
   const model = deployment?.spec.model.servedName ?? '';
+  const l3Roles = new Set((deployment?.status?.l3 ?? []).filter((t) => t.reachable).map((t) => t.role));
+  const pageSize = deployment?.spec.serving?.pageSize ?? 1;
   const out: WarmupCandidate[] = [];
   for (const e of endpoints) {
     if (!isServing(e) || e.role === 'decode') continue;
@@ -78,6 +128,9 @@ export function computeWarmupCandidates(
       model,
       url: urlOf(e),
       salt,
+      role: e.role === 'prefill' ? 'prefill' : 'standalone',
+      pageSize,
+      ...l3Fields(deployment, l3Roles, e.role),
     };
     if (e.role === 'prefill') {
       const decode = endpoints.find(
