@@ -39,7 +39,8 @@ import { buildAuthenticateHook } from './tenancy/request-hooks.ts';
 import { RedisRateLimiter } from './tenancy/redis-limiter.ts';
 import { OPEN_DIRECTORY, type Tenant, type TenantDirectory } from './tenancy/tenant.ts';
 import { buildNodeSink } from './upstream/sink.ts';
-import { statusPlugin, type QualificationView } from './status/index.ts';
+import { statusPlugin } from './status/index.ts';
+import type { QualificationView } from './discovery/qualification-view.ts';
 import type { RequestTracer } from './tracing/types.ts';
 
 declare module 'fastify' {

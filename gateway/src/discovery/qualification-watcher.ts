@@ -11,7 +11,7 @@ import {
   buildQualificationViews,
   type QualificationIssue,
   type QualificationView,
-} from '../status/qualifications/view.ts';
+} from './qualification-view.ts';
 import type { WatchedKind } from './informer-group.ts';
 import { SnapshotWatcher, type SnapshotWatcherOptions } from './snapshot-watcher.ts';
 

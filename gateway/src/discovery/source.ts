@@ -21,7 +21,7 @@ import { RuntimeKeyWatcher } from './runtime-key-watcher.ts';
 import { TenantWatcher } from './tenant-watcher.ts';
 import { DiscoveryWatcher } from './watcher.ts';
 import { QualificationWatcher } from './qualification-watcher.ts';
-import type { QualificationView } from '../status/qualifications/view.ts';
+import type { QualificationView } from './qualification-view.ts';
 import type { DiscoveryIssue } from './build-table.ts';
 
 export const RouteSourceFlags = z

@@ -10,7 +10,7 @@
 
 import { createHash } from 'node:crypto';
 import { escapeHtml } from './escape.ts';
-import { renderQualifications } from './qualifications/plots.ts';
+import { renderQualifications } from './qualification-plots.ts';
 import type { AuthStatus, DeploymentStatus, EndpointStatus, ErrorView, StatusView } from './view.ts';
 
 export const REFRESH_MS = 2000;

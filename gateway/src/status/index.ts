@@ -3,5 +3,4 @@ export * from './html.ts';
 export * from './plugin.ts';
 export * from './snapshot.ts';
 export * from './view.ts';
-export * from './qualifications/view.ts';
-export * from './qualifications/plots.ts';
+export * from './qualification-plots.ts';

@@ -24,7 +24,7 @@ import { ActivityRecorder, type ErrorRecord } from './activity.ts';
 import { renderStatusMain, renderStatusPage, STATUS_CSP } from './html.ts';
 import { collectStatusSnapshot, type StatusGateway } from './snapshot.ts';
 import { buildStatusView, type StatusView } from './view.ts';
-import type { QualificationView } from './qualifications/view.ts';
+import type { QualificationView } from '../discovery/qualification-view.ts';
 
 export interface StatusPluginOptions {
   readonly table: RoutingTable;

@@ -14,7 +14,7 @@ import type { AdmissionSnapshot } from '../admission/index.ts';
 import { computeSlowestLagMs, type EndpointKvStatus } from '../kv-index/fleet.ts';
 import type { L3UnitStatus } from '../kv-index/shared-l3.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
-import type { QualificationView } from './qualifications/view.ts';
+import type { QualificationView } from '../discovery/qualification-view.ts';
 
 /**
  * What /status reads of the running gateway (gateway.ts's Gateway), as a structural type:

@@ -19,7 +19,7 @@ import type { UpstreamFailureReason } from '../metrics/index.ts';
 import type { DiscoveryIssue } from '../discovery/build-table.ts';
 import type { L3UnitStatus } from '../kv-index/shared-l3.ts';
 import type { EndpointActivity, ErrorRecord } from './activity.ts';
-import { QualificationView } from './qualifications/view.ts';
+import { QualificationView } from '../discovery/qualification-view.ts';
 
 const Count = z.number().int().nonnegative();
 const Rate = z.number().min(0).max(1).nullable();

@@ -1,19 +1,11 @@
 import type { Endpoint } from '#api';
 import type { IdentityReadback } from './verify.ts';
 import { SGLANG_PORT } from './args.ts';
+import { EndpointReason } from './meta/endpoint-reasons.ts';
 import type { PodView } from './meta/pod-view.ts';
 
 /** How long a verification of a current-revision pod stands before it is read again. */
 export const REVERIFY_AFTER_MS = 10 * 60_000;
-
-export const EndpointReason = {
-  NotReady: 'NotReady',
-  OutdatedRevision: 'OutdatedRevision',
-  IdentityMismatch: 'IdentityMismatch',
-  VerificationFailed: 'VerificationFailed',
-  Verified: 'Verified',
-  NotOwned: 'NotOwned',
-} as const;
 
 /** What to do about one pod this pass; `fetch` means read its server_info and model_info. */
 export type VerificationPlan =

@@ -10,38 +10,20 @@
 // by the network, and by SGLang's --api-key if the network lets it through.
 // Peers come from the operator's flags (the chart passes its own gateway's
 // and operator's namespace and pod labels); egress is not restricted.
-import type { V1NetworkPolicyPeer, V1NetworkPolicyPort, V1ObjectMeta } from '@kubernetes/client-node';
+import type { V1NetworkPolicyPeer, V1NetworkPolicyPort } from '@kubernetes/client-node';
 import type { DeploymentResource } from '#api';
 import { computeEventPorts, SGLANG_PORT } from './args.ts';
 import { buildOwnedMetadata } from './meta/owned.ts';
 import { LABEL_DEPLOYMENT, MANAGED_BY } from './meta/labels.ts';
+import type { NetworkPolicyObject, PodPeer } from './meta/network-policy-object.ts';
 
-/** Pods of one namespace with these labels (all of its pods when there are none). */
-export interface PodPeer {
-  readonly namespace: string;
-  readonly podLabels: Readonly<Record<string, string>>;
-}
+export type { NetworkPolicyObject, PodPeer };
 
 /** The peers a runtime admits besides its own pods; `metrics` only when something scrapes them. */
 export interface RuntimeIngress {
   readonly gateway: PodPeer;
   readonly operator: PodPeer;
   readonly metrics?: PodPeer | undefined;
-}
-
-/**
- * The wire shape: client-node's V1NetworkPolicyIngressRule spells `from` as `_from` (its
- * serializer renames it), and the operator sends plain JSON.
- */
-export interface NetworkPolicyObject {
-  apiVersion: 'networking.k8s.io/v1';
-  kind: 'NetworkPolicy';
-  metadata: V1ObjectMeta;
-  spec: {
-    podSelector: { matchLabels: Record<string, string> };
-    policyTypes: ['Ingress'];
-    ingress: { from: V1NetworkPolicyPeer[]; ports?: V1NetworkPolicyPort[] }[];
-  };
 }
 
 /** Set on every namespace by the API server (1.21+): how a policy names one namespace. */

@@ -24,10 +24,10 @@ import { buildDesired, toKubeObject, type DesiredState } from './desired.ts';
 import {
   buildUnownedEndpoint,
   buildVerifiedEndpoint,
-  EndpointReason,
   planVerification,
   REVERIFY_AFTER_MS,
 } from './endpoints.ts';
+import { EndpointReason } from './meta/endpoint-reasons.ts';
 import type { PodObject } from './meta/pod-view.ts';
 import { planEvents } from './events.ts';
 import {

@@ -20,7 +20,7 @@ import {
 } from '#api';
 import { buildWorkloadName, LABEL_DEPLOYMENT, LABEL_FINGERPRINT, MANAGED_BY } from '../meta/labels.ts';
 import { buildOwnedMetadata } from '../meta/owned.ts';
-import type { NetworkPolicyObject, PodPeer } from '../network-policy.ts';
+import type { NetworkPolicyObject, PodPeer } from '../meta/network-policy-object.ts';
 
 /** The pinned SGLang image of the samples: it ships Mooncake's wheel (its PD transfer engine), `mooncake_master` with it. */
 export const DEFAULT_MOONCAKE_IMAGE =

@@ -6,7 +6,7 @@
 // failed or the pod is being deleted (draining). Pure: the patches are the reconciler's.
 import type { V1PodCondition, V1PodReadinessGate } from '@kubernetes/client-node';
 import type { Endpoint } from '#api';
-import { EndpointReason } from '../endpoints.ts';
+import { EndpointReason } from '../meta/endpoint-reasons.ts';
 import { groupOf, isGroupWorker } from '../multi-node/groups.ts';
 import { LWS_WORKER_INDEX_LABEL } from '../multi-node/leader-worker-set.ts';
 import type { PodObject } from '../meta/pod-view.ts';

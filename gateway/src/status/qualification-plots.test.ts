@@ -1,9 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '#kube/objects.ts';
-import { renderStatusMain } from '../html.ts';
-import type { StatusView } from '../view.ts';
-import { renderCachedSharePlot, renderLatencyPlot, renderQualifications, LATENCY_PLOTS } from './plots.ts';
-import { buildQualificationViews, MAX_QUALIFICATIONS_SHOWN, type QualificationView } from './view.ts';
+import { renderStatusMain } from './html.ts';
+import type { StatusView } from './view.ts';
+import {
+  renderCachedSharePlot,
+  renderLatencyPlot,
+  renderQualifications,
+  LATENCY_PLOTS,
+} from './qualification-plots.ts';
+import {
+  buildQualificationViews,
+  MAX_QUALIFICATIONS_SHOWN,
+  type QualificationView,
+} from '../discovery/qualification-view.ts';
 
 const curve = (base: number) => Array.from({ length: 21 }, (_, i) => base + i);
 

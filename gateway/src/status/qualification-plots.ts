@@ -7,8 +7,8 @@
 // Each mark carries data-arm and data-pass (and data-sample), so a test in a
 // real browser can find and measure it. Every text from the cluster is escaped.
 import { CDF_STEPS } from '#api/qualification.ts';
-import { escapeHtml } from '../escape.ts';
-import type { ArmPlotData, PassCurves, QualificationView } from './view.ts';
+import { escapeHtml } from './escape.ts';
+import type { ArmPlotData, PassCurves, QualificationView } from '../discovery/qualification-view.ts';
 
 const W = 360;
 const H = 220;
