@@ -218,10 +218,13 @@ def main(args):
     ns = parser.parse_args(argv)
     if is_disaggregated(ns):
         os.environ.update(PD_ENV)
-        # The transfer engine registers under this machine's address, which SGLang
-        # finds on a network interface (utils/network.py get_local_ip_auto). A test's
-        # pod IP is an address on loopback (no interface of its own): the server's
-        # --host is that address. An address already given (SGLANG_HOST_IP) is kept.
+    if is_disaggregated(ns) or getattr(ns, "hicache_storage_backend", None) == "mooncake":
+        # The transfer engine (PD's, and the one HiCache's mooncake store client reuses,
+        # mooncake_transfer_engine.py maybe_init_shared_mooncake_transfer_engine) registers
+        # under this machine's address, which SGLang finds on a network interface
+        # (utils/network.py get_local_ip_auto). A test's pod IP is an address on loopback
+        # (no interface of its own): the server's --host is that address. An address
+        # already given (SGLANG_HOST_IP) is kept.
         if ns.host not in ("0.0.0.0", "::", "localhost") and not os.environ.get("SGLANG_HOST_IP"):
             os.environ["SGLANG_HOST_IP"] = ns.host
     if needs_host_pool(ns) or is_disaggregated(ns):
