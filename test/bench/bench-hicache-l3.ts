@@ -30,6 +30,7 @@ import {
   type Sim,
   MODEL,
 } from './bench-fleet.ts';
+import { createSeededRandom } from '#kube/seeded-random.ts';
 import { fetchOk, installCleanup, stopAll, stopProcess } from './bench-procs.ts';
 import { computeStretch } from './bench-workload.ts';
 import { computePooledBound } from './pooled-bound.ts';
@@ -50,25 +51,13 @@ export interface SharedDocOptions {
   readonly seed: number;
 }
 
-/** A tiny seeded PRNG (mulberry32): the workload is the same on every machine. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * The long-shared-document workload as Mooncake records: document d is blocks
  * [d * docBlocks, (d + 1) * docBlocks); each request appends one question block no other
  * request has (ids from docs * docBlocks on) and asks for `outputTokens`.
  */
 export function generateSharedDocTrace(o: SharedDocOptions): TraceRecord[] {
-  const rand = mulberry32(o.seed);
+  const rand = createSeededRandom(o.seed); // the workload is the same on every machine
   const out: TraceRecord[] = [];
   let t = 0;
   for (let i = 0; i < o.requests; i++) {
