@@ -134,11 +134,13 @@ describe('a rolling restart of the gateway tier under load', () => {
       } else {
         old.proc.kill('SIGTERM');
         // The Service catches up late: a request that reaches the replica now is refused as
-        // draining, not lost. Asked directly, so a loaded machine whose clients happen not to
-        // land there in the window does not decide the test.
-        drainingRefusal = await probeUntilDraining(old);
+        // draining, not lost. Asked directly too, beside the clients, so a loaded machine whose
+        // clients happen not to land there in the window does not decide the test; the window
+        // itself stays PRE_STOP_MS (a longer one outlasts the clients' three retries).
+        const probe = probeUntilDraining(old);
         await sleep(PRE_STOP_MS);
         leave();
+        drainingRefusal = await probe;
       }
       const [code, signal] = await old.exited;
       expect({ code, signal }).toEqual({ code: 0, signal: null });

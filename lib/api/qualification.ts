@@ -129,7 +129,10 @@ export const RequestRate = z
   .object({
     requestsPerSecond: z
       .number()
-      .gt(0)
+      .gt(
+        0,
+        'workload.requestRate.requestsPerSecond must be above 0 (a mean arrival rate, requests a second)',
+      )
       .max(MAX_REQUESTS_PER_SECOND)
       .meta({ description: 'Mean arrival rate of the Poisson process, requests per second.' }),
     seed: z
