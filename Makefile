@@ -202,6 +202,10 @@ bench-failover: deps ## Failover: 3 gateway replicas replay a slice, once as is 
 bench-picker-prompts: deps envoy ## GIE #2928's case: 220 KB prompts at concurrency 150, Envoy + the endpoint picker vs Envoy alone on one simulator; TTFT p50/p99, the picker's addition and CPU per request; last line JSON (ARGS='--requests 900 --concurrency 150 --prompt-kb 220 --rounds 3')
 	$(NODE) test/bench/bench-picker-prompts.ts $(ARGS)
 
+.PHONY: bench-picker-progress
+bench-picker-progress: deps envoy ## What the endpoint picker behind Envoy knows of an answer after its first byte, per bootstrap (old: trailers SKIP; end: trailers SEND, progress estimated; body: counted): decode-load error against the tokens still to come, picker CPU per request; last line JSON (ARGS='--answers 160 --requests 300 --rounds 3')
+	$(NODE) test/bench/bench-picker-progress.ts $(ARGS)
+
 .PHONY: bench
 bench: deps $(if $(filter 1,$(VIRTUAL)),,envoy) ## Routing benchmark: a Mooncake slice through each router on 4 simulators (KV events on), the gateway's endpoint picker behind a real Envoy among them (row picker) + router overhead (Envoy alone and Envoy + picker beside the routers); last line JSON: make bench [N=2000] [ARGS='--gateway-replicas 1,3 --profile hicache|hicache-l3']; VIRTUAL=1: gateway tiers (R=1,3,8, shared load) in virtual time, for 2 cores
 ifeq ($(VIRTUAL),1)

@@ -20,6 +20,7 @@ import { bootstrapPortOf, startSim, type RunningSim } from '../../test/support/s
 import { build, type BuildOptions } from './app.ts';
 import { RuntimeKeys } from './discovery/runtime-keys.ts';
 import type { PickerServer } from './epp/server.ts';
+import type { CacheAwarePolicy } from './policies/cache-aware.ts';
 import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
 import { StaticRoutingTable } from './routing/table.ts';
 import { startEndpointPicker } from './server.ts';
@@ -57,6 +58,8 @@ interface SetupOptions {
   subsetHint?: (urls: readonly string[]) => string[];
   /** Envoy's ext_proc graceful close (test/support/envoy.ts; default on). */
   gracefulClose?: boolean;
+  /** The ext_proc stream to the answer's end (test/support/envoy.ts; default on). */
+  untilResponseEnd?: boolean;
   /** The simulators' own arguments after the common ones. */
   simArgs?: readonly string[];
   /** The route's endpoints as given (a prefill/decode pair), instead of one per url. */
@@ -109,6 +112,7 @@ async function setupOver(
     responseBody: opts.responseBody ?? false,
     ...(opts.subsetHint ? { subsetHint: opts.subsetHint(urls) } : {}),
     ...(opts.gracefulClose !== undefined ? { gracefulClose: opts.gracefulClose } : {}),
+    ...(opts.untilResponseEnd !== undefined ? { untilResponseEnd: opts.untilResponseEnd } : {}),
   });
   const stack = { app, epp, envoy, sims };
   stacks.push(stack);
@@ -177,6 +181,20 @@ async function chat(
     headers: res.headers,
     json,
   };
+}
+
+/** A streamed chat answer through Envoy: resolves at its headers (the first byte). */
+function streamChat(envoy: RunningEnvoy, content: string, maxTokens?: number): Promise<Response> {
+  return fetch(`${envoy.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      model: 'm',
+      messages: [{ role: 'user', content }],
+      stream: true,
+      ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
+    }),
+  });
 }
 
 describe('the endpoint picker behind a real Envoy', () => {
@@ -429,28 +447,78 @@ describe('the endpoint picker behind a real Envoy, a recording runtime behind it
     expect(r.status, JSON.stringify(r.json)).toBe(200);
   });
 
-  // Envoy closes the ext_proc stream after the last message it sends: the response headers,
-  // unless the response body passes through the picker too.
-  for (const responseBody of [false, true])
-    it(`settles the request ${responseBody ? 'when its stream ends (response body through the picker)' : 'at its response headers (the default: the body streams past)'}`, async () => {
+  // Envoy closes the ext_proc stream after the last phase it sends: with response trailers SEND
+  // (the bootstrap's default) or the body through the picker, the stream lasts to the answer's
+  // end; with neither it ends at the response headers (the old bootstrap, untilResponseEnd off).
+  for (const [name, opts, heldAfterFirstByte] of [
+    ['until its answer ends (response trailers SEND, the default)', {}, true],
+    ['until its answer ends (response body through the picker)', { responseBody: true }, true],
+    ['at its response headers (trailers SKIP, the old bootstrap)', { untilResponseEnd: false }, false],
+  ] as const)
+    it(`holds the request in flight ${name}`, async () => {
       const upstream = await startFakeUpstream();
       up = upstream;
       upstream.streamGate = new Gate();
-      const { envoy, app } = await setupOver([upstream.url], { responseBody });
-      const res = await fetch(`${envoy.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'stream' }], stream: true }),
-      });
+      const { envoy, app } = await setupOver([upstream.url], opts);
+      const res = await streamChat(envoy, 'stream');
       expect(res.status).toBe(200);
       await upstream.streamGate.untilWaiting(1);
-      if (responseBody) expect(app.gateway.inFlightOf('e')).toBe(1);
+      if (heldAfterFirstByte) expect(app.gateway.inFlightOf('e')).toBe(1);
       else await eventually(() => app.gateway.inFlightOf('e') === 0);
       upstream.streamGate.open();
       const text = await res.text();
       expect(text).toContain('data: [DONE]');
       await eventually(() => app.gateway.inFlightOf('e') === 0);
     });
+
+  it("holds the admission slot until the answer's end, not its first byte", async () => {
+    const upstream = await startFakeUpstream();
+    up = upstream;
+    upstream.streamGate = new Gate();
+    const admission = Admission.parse({ adaptive: false, maxConcurrency: 1, maxQueue: 0 });
+    const { envoy, app } = await setupOver([upstream.url], { admission });
+    const streaming = await streamChat(envoy, 'a long answer');
+    expect(streaming.status).toBe(200);
+    await upstream.streamGate.untilWaiting(1);
+    // The first answer is decoding: its slot is taken.
+    const shed = await chat(envoy, 'while it streams');
+    expect(shed.status).toBe(429);
+    upstream.streamGate.open();
+    expect(await streaming.text()).toContain('data: [DONE]');
+    await eventually(() => app.gateway.inFlightOf('e') === 0);
+    expect((await chat(envoy, 'after it ended')).status).toBe(200);
+  });
+
+  it('lowers the decode load as an answer streams past it, at the pace its streams end', async () => {
+    const upstream = await startFakeUpstream();
+    up = upstream;
+    const clock = new ManualClock();
+    const { envoy, app } = await setupOver([upstream.url], { app: { clock } });
+    const stream = async (content: string): Promise<{ res: Response; gate: Gate }> => {
+      const gate = new Gate();
+      upstream.streamGate = gate;
+      const res = await streamChat(envoy, content, 64);
+      expect(res.status).toBe(200);
+      await gate.untilWaiting(1);
+      return { res, gate };
+    };
+    const policy = (): CacheAwarePolicy => app.gateway.policyOf('ns/m') as CacheAwarePolicy;
+    // The first answer: 64 tokens predicted (max_tokens), its stream ends 1,000 ms after its first byte.
+    const first = await stream('first');
+    expect(policy().decodeTokens('e')).toBe(64);
+    clock.advance(1000);
+    first.gate.open();
+    await first.res.text();
+    await eventually(() => policy().decodeTokens('e') === 0);
+    // The second: held whole at its first byte, then at half that time half of it is still to come.
+    const second = await stream('second');
+    expect(policy().decodeTokens('e')).toBe(64);
+    clock.advance(500);
+    expect(policy().decodeTokens('e')).toBe(32);
+    second.gate.open();
+    await second.res.text();
+    await eventually(() => policy().decodeTokens('e') === 0);
+  });
 
   it('sheds with 429 and Retry-After when admission is full, as an ImmediateResponse', async () => {
     up = await startFakeUpstream();

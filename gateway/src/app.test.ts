@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
 import { build } from './app.ts';
 import { ManualClock } from '../../test/support/manual-clock.ts';
+import type { TierLoad } from './endpoints/book.ts';
 import type { CacheAwarePolicy } from './policies/cache-aware.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
 import {
@@ -185,6 +186,24 @@ describe('forwarding', () => {
     expect(await metricsText()).toContain(
       'cacheroute_gateway_upstream_failures_total{endpoint="a",reason="status"} 1',
     );
+  });
+
+  // ADR 0036's burst test reads the tier's arrivals: a retry is the same client request, not another.
+  it('counts a retried request as one arrival at the tier', async () => {
+    const arrivals: number[] = [];
+    const tierLoad: TierLoad = {
+      update: () => undefined,
+      peersOf: () => undefined,
+      notePick: (at) => void arrivals.push(at),
+    };
+    await app.close();
+    app = build({ table, clock: new ManualClock(), tierLoad });
+    a.mode = 'fail';
+    const res = await app.inject(post('/v1/chat/completions', chat())); // round-robin starts at a
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-cacheroute-endpoint']).toBe('b');
+    expect(a.received).toHaveLength(1);
+    expect(arrivals).toHaveLength(1);
   });
 
   it('does not retry an answer that broke after its first byte', async () => {

@@ -193,6 +193,11 @@ export class Gateway {
     return this.#policies.policyOf(deployment);
   }
 
+  /** The gateway's clock: a front end of its own (the endpoint picker) times requests on it too. */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
   /** In flight, outcomes and load per endpoint: what an endpoint picker reports its requests to, as the proxy does. */
   get book(): EndpointBook {
     return this.#book;

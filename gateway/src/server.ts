@@ -52,8 +52,8 @@ import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { Admission, RequestRules, ResultReuse, RoutingSettings } from '#api';
-import { monotonicClock } from '#kube/clock.ts';
 import { build, type BuildOptions } from './app.ts';
+import { DecodeEstimate } from './epp/decode-estimate.ts';
 import { parsePickerFlags, type PickerFlags } from './epp/flags.ts';
 import { startPickerServer, type PickerServer } from './epp/server.ts';
 import { openRouteSource, parseRouteSourceFlags, type Discovery, type Parsed } from './discovery/source.ts';
@@ -231,12 +231,14 @@ export async function startEndpointPicker(
   ready: () => boolean,
 ): Promise<PickerServer> {
   const gateway = app.gateway;
-  return startPickerServer(
+  // Behind Envoy the answers stream past the picker: their progress is estimated (ADR 0043).
+  const decodeEstimate = new DecodeEstimate(gateway.clock);
+  const server = await startPickerServer(
     {
       picker: gateway.picker,
       book: gateway.book,
       kvIndex: gateway.kvIndex,
-      clock: monotonicClock,
+      clock: gateway.clock,
       tenants,
       log: app.log.child({ frontEnd: 'ext_proc' }),
       bodyLimitBytes: PICKER_BODY_LIMIT_BYTES,
@@ -245,6 +247,7 @@ export async function startEndpointPicker(
       sendPrefill: (prefill, path, body) => gateway.sendPrefill(prefill, path, body),
       authorizationFor: (endpoint) => gateway.authorizationFor(endpoint),
       ...(flags.conformanceHooks ? { conformanceHooks: true } : {}),
+      decodeEstimate,
     },
     {
       host,
@@ -256,6 +259,13 @@ export async function startEndpointPicker(
   ).catch((err: unknown) =>
     exitWithUsage(`--picker-port/--picker-health-port: ${err instanceof Error ? err.message : String(err)}`),
   );
+  return {
+    ...server,
+    close: async () => {
+      decodeEstimate.close();
+      await server.close();
+    },
+  };
 }
 
 /** As the proxy's API takes (app.ts bodyLimit). */

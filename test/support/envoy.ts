@@ -42,6 +42,13 @@ export type EnvoyRoute =
       readonly failOpen?: FailOpen;
       /** The response body through the picker too (GIE's reference bootstrap does); default: not. */
       readonly responseBody?: boolean;
+      /**
+       * The ext_proc stream stays open until the response's end (response_trailer_mode SEND with
+       * the body left out): the picker settles each request when its answer is over (ADR 0043).
+       * Default: on. Off is the bootstrap before it: the stream ends at the response headers, and
+       * the picker releases the request's load and admission slot at its first byte.
+       */
+      readonly untilResponseEnd?: boolean;
       /** GIE's subset hint, as a data plane sets it: `envoy.lb.subset_hint` metadata before ext_proc. */
       readonly subsetHint?: readonly string[];
       /**
@@ -247,6 +254,16 @@ function gracefulCloseRuntime(route: EnvoyRoute): object {
   };
 }
 
+/**
+ * SEND keeps the stream to the response's end without any message more: Envoy 1.40 closes an
+ * ext_proc stream after the last phase it sends, and with trailers SEND that is the stream's
+ * end (an answer without trailers sends none). FULL_DUPLEX_STREAMED bodies require SEND.
+ */
+function trailerMode(route: EnvoyRoute): 'SEND' | 'SKIP' {
+  if (route.kind !== 'picker') return 'SKIP';
+  return route.responseBody === true || route.untilResponseEnd !== false ? 'SEND' : 'SKIP';
+}
+
 /** The bootstrap, as an object (yaml stringifies it). */
 export function buildEnvoyBootstrap(route: EnvoyRoute): object {
   const failOpen = route.kind === 'picker' ? route.failOpen : undefined;
@@ -276,7 +293,7 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
         request_body_mode: 'FULL_DUPLEX_STREAMED',
         response_body_mode: route.kind === 'picker' && route.responseBody ? 'FULL_DUPLEX_STREAMED' : 'NONE',
         request_trailer_mode: 'SEND',
-        response_trailer_mode: route.kind === 'picker' && route.responseBody ? 'SEND' : 'SKIP',
+        response_trailer_mode: trailerMode(route),
       },
       message_timeout: '1000s',
       failure_mode_allow: failOpen !== undefined,

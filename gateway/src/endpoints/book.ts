@@ -9,7 +9,14 @@
 
 import type { Clock } from '#kube/clock.ts';
 import type { GatewayMetrics } from '../metrics/index.ts';
-import type { CachedPrefix, EndpointView, PeerShare, Policy, RouteOutcome } from '../policies/index.ts';
+import type {
+  CachedPrefix,
+  EndpointView,
+  PeerShare,
+  Policy,
+  RouteInput,
+  RouteOutcome,
+} from '../policies/index.ts';
 import { generationOf } from './generation.ts';
 import { PrefillTracker } from './prefill-tracker.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
@@ -53,6 +60,8 @@ export class EndpointBook {
   readonly #tier: TierLoad | undefined;
   /** The policy's last predicted prefill and decode per endpoint, published with each in-flight change. */
   readonly #predicted = new Map<string, { prefillTokens: number; decodeTokens: number }>();
+  /** Requests already noted as the tier's arrivals (their first 'routed'), by their input. */
+  readonly #arrived = new WeakSet<RouteInput>();
 
   constructor(deps: {
     metrics: GatewayMetrics;
@@ -94,7 +103,12 @@ export class EndpointBook {
       case 'routed':
         this.#prefill.sent(input.id, endpoint, input.tokens.length, this.#clock.now());
         // When it arrived, not when it was picked: a hold must not read as the tier's arrivals spreading.
-        this.#tier?.notePick?.(input.now);
+        // Once per client request: a retry on another endpoint (forward/standalone.ts) routes the
+        // same input again, and the burst test must not read it as a second arrival.
+        if (!this.#arrived.has(input)) {
+          this.#arrived.add(input);
+          this.#tier?.notePick?.(input.now);
+        }
         break;
       case 'first-token':
         this.#prefill.firstByte(input.id, this.#clock.now());

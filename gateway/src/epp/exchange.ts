@@ -5,8 +5,11 @@
 // as sent upstream (salt stamped, a pair's bootstrap fields); or an
 // ImmediateResponse (refusal, error, stored answer). Response headers tell the
 // endpoint book the first byte; the stream's end settles the lease (in
-// flight, admission's latency, the policy's outcome). The response body does
-// not pass through: the KV and load events tell the picker the rest.
+// flight, admission's slot and latency, the policy's outcome): with the
+// reference bootstrap's response_trailer_mode SEND that is the response's own
+// end (ADR 0043). The response body does not pass through by default: a
+// streamed answer's progress is estimated (answer-progress.ts), and the KV and
+// load events tell the picker the rest.
 
 import type { Clock } from '#kube/clock.ts';
 import type { EndpointBook, LoadGuard } from '../endpoints/book.ts';
@@ -40,6 +43,8 @@ import {
   readTestSelection,
   SERVED_RESULT_HEADER,
 } from './conformance-hooks.ts';
+import { AnswerProgress } from './answer-progress.ts';
+import type { DecodeEstimate } from './decode-estimate.ts';
 import { readMetadataList, toHeaderRecord, type HttpHeaders, type ProcessingRequest } from './messages.ts';
 
 /** What the endpoint picker shares with the proxy: built once by server.ts, read by every stream. */
@@ -66,6 +71,8 @@ export interface PickerHost {
   readonly authorizationFor: (endpoint: RouteEndpoint) => string | undefined;
   /** GIE's conformance test hooks (conformance-hooks.ts; --picker-conformance-hooks): tests only. */
   readonly conformanceHooks?: boolean;
+  /** Streamed answers' progress where their body passes by (absent: none, the decode load stays whole). */
+  readonly decodeEstimate?: DecodeEstimate;
 }
 
 /** `ip:port` of an endpoint, as GIE names endpoints (the URL's host; port 80 when it has none). */
@@ -84,6 +91,8 @@ interface Routed {
   readonly clientHeaders: Readonly<Record<string, string>>;
   status?: number;
   latencyMs?: number;
+  /** From the first byte of a 2xx answer: its progress (decode load) and, counted, its cache report. */
+  progress?: AnswerProgress;
 }
 
 export class PickerExchange {
@@ -120,8 +129,10 @@ export class PickerExchange {
         this.#send(buildContinue('request_trailers'));
       } else if (msg.response_headers) this.#onResponseHeaders(msg);
       else if (msg.response_body) {
-        // Only where the data plane sends the response body too (not by default): passed on as is.
+        // Only where the data plane sends the response body too (not by default): passed on as
+        // is, its events counted.
         const { body, end_of_stream } = msg.response_body;
+        this.#routed?.progress?.body(body);
         this.#send(buildResponseChunk(body, end_of_stream));
       } else if (msg.response_trailers) this.#send(buildContinue('response_trailers'));
     } catch (err) {
@@ -146,10 +157,11 @@ export class PickerExchange {
     const { policy } = r.lease;
     const input = r.decision.input;
     const ok = r.status !== undefined && r.status < 500;
+    const report = r.progress?.end(ok);
     this.#host.book.observe(
       policy,
       ok
-        ? { kind: 'completed', endpoint: r.endpoint.id, input }
+        ? { kind: 'completed', endpoint: r.endpoint.id, input, ...(report ? { report } : {}) }
         : { kind: 'failed', endpoint: r.endpoint.id, input },
     );
     // No answer seen (the client went away first): admission learns nothing from it.
@@ -278,9 +290,8 @@ export class PickerExchange {
       this.#send(buildContinue('response_headers'));
       return;
     }
-    const status = Number(
-      toHeaderRecord(msg.response_headers ?? { headers: { headers: [] }, end_of_stream: false })[':status'],
-    );
+    const answer = toHeaderRecord(msg.response_headers ?? { headers: { headers: [] }, end_of_stream: false });
+    const status = Number(answer[':status']);
     r.status = Number.isFinite(status) ? status : 502;
     r.latencyMs = this.#host.clock.now() - r.pickedAt;
     // A data plane that reports the endpoint it served from (GIE): the outcome is that one's.
@@ -292,6 +303,7 @@ export class PickerExchange {
       endpoint: r.endpoint.id,
       input: r.decision.input,
     });
+    if (r.status < 300) r.progress = this.#followAnswer(r, answer);
     const clientHeaders = this.#host.conformanceHooks
       ? { ...r.clientHeaders, [SERVED_RESULT_HEADER]: readServedResult(msg) }
       : r.clientHeaders;
@@ -307,6 +319,22 @@ export class PickerExchange {
         },
       },
     });
+  }
+
+  /** A 2xx answer's progress: counted if its body comes by, else estimated when it streams. */
+  #followAnswer(r: Routed, answer: Readonly<Record<string, string>>): AnswerProgress {
+    const { book } = this.#host;
+    const { policy } = r.lease;
+    const endpoint = r.endpoint.id;
+    const input = r.decision.input;
+    const progress = new AnswerProgress((tokens) =>
+      book.observe(policy, { kind: 'decoding', endpoint, input, tokens }),
+    );
+    const estimate = this.#host.decodeEstimate;
+    const predicted = policy.expectedOutput?.(input);
+    const streamed = (answer['content-type'] ?? '').includes('event-stream');
+    if (estimate && predicted !== undefined && streamed) progress.estimate(estimate, endpoint, predicted);
+    return progress;
   }
 
   #answerError(err: GatewayError): void {

@@ -132,6 +132,12 @@ export interface Policy {
    * instant reach this replica first (RouteInput.tier); 0 or absent: select at once.
    */
   holdMs?(endpoints: readonly EndpointView[], req: RouteInput): number;
+  /**
+   * The output tokens this policy counts in the endpoint's decode load for `input` (absent:
+   * the policy weighs no decode load): what a front end that cannot count a stream's events
+   * estimates its progress against (epp/decode-estimate.ts).
+   */
+  expectedOutput?(input: RouteInput): number;
   /** The endpoint set or an endpoint's generation changed. */
   syncEndpoints?(endpoints: readonly EndpointView[]): void;
   /** Periodic housekeeping (tree eviction), driven by a timer the shell owns. */

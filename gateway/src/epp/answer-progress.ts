@@ -1,0 +1,47 @@
+// What the picker learns of one answer after its first byte, whichever way
+// the data plane lets it: the body's SSE events counted, as the proxy's relay
+// counts them, where the response body passes through the picker (the
+// bootstrap's response_body_mode; GIE's reference bootstrap sends it); else
+// the progress estimated from time (decode-estimate.ts). Either way a report
+// every 16 tokens lowers the request's decode load, and the cache report in a
+// counted body's usage event reaches the policy at the end.
+
+import type { CacheReport } from '../policies/index.ts';
+import { SseReportSniffer } from '../upstream/report.ts';
+import { PROGRESS_TOKENS, type DecodeEstimate, type DecodingStream } from './decode-estimate.ts';
+
+export class AnswerProgress {
+  readonly #report: (tokens: number) => void;
+  #estimate: DecodingStream | undefined;
+  #counted: SseReportSniffer | undefined;
+
+  /** `report(tokens)`: at least this many output tokens streamed so far. */
+  constructor(report: (tokens: number) => void) {
+    this.#report = report;
+  }
+
+  /** A streamed answer started on `endpoint`: estimated from now, unless its body is seen. */
+  estimate(estimate: DecodeEstimate, endpoint: string, predicted: number): void {
+    this.#estimate = estimate.start(endpoint, predicted, this.#report);
+  }
+
+  /** A chunk of the response body (the data plane sends it): counted; the estimate stops. */
+  body(chunk: Uint8Array): void {
+    if (this.#estimate) {
+      this.#estimate.end(false);
+      this.#estimate = undefined;
+    }
+    const sniffer = (this.#counted ??= new SseReportSniffer());
+    const before = sniffer.dataEvents;
+    sniffer.push(chunk);
+    if (Math.floor(sniffer.dataEvents / PROGRESS_TOKENS) > Math.floor(before / PROGRESS_TOKENS))
+      this.#report(sniffer.dataEvents);
+  }
+
+  /** The answer is over (`complete`: ran to its end); the counted body's cache report, if any. */
+  end(complete: boolean): CacheReport | undefined {
+    this.#estimate?.end(complete);
+    this.#estimate = undefined;
+    return this.#counted?.report();
+  }
+}
