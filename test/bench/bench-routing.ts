@@ -40,6 +40,9 @@
 // - --gateway-replicas 1,3: each router of --replicated-routers runs again as
 //   3 processes on the same fleet, each request sent to the next in turn (as a
 //   Service spreads connections); rows "<router>@3" (bench-replicas.ts).
+//   The gateway's replicas share their load over the load exchange, as in
+//   production (bench-fleet.ts); each @R row carries the staleness it measured
+//   (exchange_lag) and whom each replica still heard at the end.
 // - Latency: TTFT, inter-token (gaps between streamed output chunks, the
 //   simulators stream a token a chunk) and end-to-end, p50 and p99. Noise:
 //   each row's `spread` is half the difference between the requests of even
@@ -73,6 +76,7 @@ import {
   MODEL,
   PY_ROUTERS,
   readCounters,
+  readExchangePeers,
   SkipError,
   smgDefaultArgs,
   startNodeFloorProxy,
@@ -95,7 +99,8 @@ import {
   type OverheadStats,
   type OverheadTarget,
 } from './bench-overhead.ts';
-import { installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
+import { fetchOk, installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
+import { computeExchangeLag } from './exchange-lag.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
 import {
   judgeGoals,
@@ -371,6 +376,18 @@ async function flushForRouter(router: Router, sims: readonly Sim[]): Promise<voi
   }
 }
 
+/** A gateway tier's load exchange after a replay: the lag it measured, and whom each replica still hears. */
+async function readTierExchange(
+  urls: readonly string[],
+): Promise<Pick<RouterResult, 'exchange_lag' | 'exchange_peers_at_end'>> {
+  const texts = await Promise.all(urls.map(async (u) => (await fetchOk(`${u}/metrics`, {}, 10_000)).text()));
+  const lag = computeExchangeLag(texts);
+  return {
+    exchange_peers_at_end: await Promise.all(urls.map(readExchangePeers)),
+    ...(lag ? { exchange_lag: lag } : {}),
+  };
+}
+
 async function runRouter(
   name: string,
   replicas: number,
@@ -402,6 +419,7 @@ async function runRouter(
     const out = await replay(router.urls, records, texts, stretch, timeoutMs, () => stopRouter(router));
     const load = sampler.stop();
     const kv = router.kvIndexed && !out.timedOut ? await countKvIndexUsable(router) : undefined;
+    const exchange = router.tier && !out.timedOut ? await readTierExchange(router.urls) : undefined;
     // Let the simulators settle their counters for aborted streams.
     const after = await Promise.all(sims.map((s) => readCounters(s.url)));
     const fleet = diffCounters(sims, before, after);
@@ -437,6 +455,7 @@ async function runRouter(
             kv_index_usable: `${kv.usable}/${kv.total}${kv.reasons.length > 0 ? ` (${kv.reasons.join('; ')})` : ''}`,
           }
         : {}),
+      ...exchange,
     };
     log(`${key}: ${JSON.stringify(result)}`);
     if (out.timedOut)
