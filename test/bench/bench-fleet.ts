@@ -53,6 +53,11 @@ export interface FleetContext {
   readonly timeScale?: number;
   /** More fields of the gateway's route (e.g. `l3Roles`: the fleet shares a HiCache L3 tier). */
   readonly routeExtra?: Readonly<Record<string, unknown>>;
+  /**
+   * False: gateway replicas run without the load exchange, each on its own share of the load (the
+   * control for what the exchange changes; never what production runs). Default true.
+   */
+  readonly loadExchange?: boolean;
 }
 
 // ---------------------------------------------------------------- simulators
@@ -563,7 +568,8 @@ export async function startRouter(
 ): Promise<Router> {
   const started: { url: string; proc: Proc; exchange?: string; name: string }[] = [];
   const gateway = isGateway(name);
-  const tier = gateway ? tierFor(ctx, `${name}-${tag}`, replicas, opts.join) : undefined;
+  const tier =
+    gateway && ctx.loadExchange !== false ? tierFor(ctx, `${name}-${tag}`, replicas, opts.join) : undefined;
   try {
     const routes = gateway ? writeRoutes(ctx, `${name}-${tag}`, GATEWAY_ROUTING[name] ?? {}, endpoints) : '';
     for (let r = 0; r < replicas; r++) {

@@ -8,6 +8,7 @@
 //        [--gateway-replicas 1,3] [--replicated-routers cache-aware,sglang-router,smg]
 //        [--profile dense|hicache|hicache-l3] [--smg-args '...'] [--sglang-router-args '...']
 //        [--no-overhead] [--overhead-rate 500] [--overhead-rounds 4] [--log-dir DIR]
+//        [--load-exchange on|off]
 //
 // Choices (see the report's `setup` object):
 // - Simulators: SGLang's defaults for an 8B model on one H100 (test/sim/config.ts:
@@ -43,6 +44,8 @@
 //   The gateway's replicas share their load over the load exchange, as in
 //   production (bench-fleet.ts); each @R row carries the staleness it measured
 //   (exchange_lag) and whom each replica still heard at the end.
+//   --load-exchange off runs them without it, each on its own share of the
+//   load: the control for what the exchange changes, not a production set-up.
 // - Latency: TTFT, inter-token (gaps between streamed output chunks, the
 //   simulators stream a token a chunk) and end-to-end, p50 and p99. Noise:
 //   each row's `spread` is half the difference between the requests of even
@@ -156,6 +159,7 @@ const { values } = parseArgs({
     'overhead-round-ms': { type: 'string', default: '1500' },
     'log-dir': { type: 'string' },
     'run-timeout-s': { type: 'string' },
+    'load-exchange': { type: 'string', default: 'on' },
   },
 });
 
@@ -164,6 +168,8 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
+if (values['load-exchange'] !== 'on' && values['load-exchange'] !== 'off')
+  usage(`--load-exchange is on or off, not ${values['load-exchange']}`);
 const N = Number(values.n);
 const SKIP = Number(values.skip);
 const SCALE = Number(values.scale);
@@ -222,6 +228,7 @@ const ctx: FleetContext = {
     'sglang-router': splitArgs(values['sglang-router-args']),
   },
   timeScale: SCALE,
+  loadExchange: values['load-exchange'] === 'on',
 };
 
 // ---------------------------------------------------------------- replay
@@ -749,6 +756,7 @@ function describeSetup(run: {
     expected_replay_s: Number(run.expectedS.toFixed(1)),
     latency_unit: 'wall-clock ms (x time_scale = model ms)',
     gateway_admission: 'maxConcurrency 100000, maxQueue 1000000, adaptive off; reuse off',
+    gateway_load_exchange: values['load-exchange'],
     cpus: os.cpus().length,
     loadavg_start: os.loadavg().map((x) => Number(x.toFixed(2))),
     log_dir: logDir,
