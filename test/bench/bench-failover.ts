@@ -32,6 +32,9 @@
 // - BENCH_KV_BUFFER_STEPS=200 (bench-fleet.ts) keeps fewer batches for replay,
 //   so the restarted replica joins after the buffer rolled over: its index is
 //   partial and converges as the caches turn over (kv-index/feed.ts).
+// - The replicas share their load over the load exchange, as in production
+//   (bench-fleet.ts startRouter); the restarted replica takes the killed one's
+//   place in the tier and hears the others before it serves.
 
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -174,12 +177,23 @@ async function describeIndex(r: Router): Promise<string> {
 }
 
 /** SIGKILL `slot`'s process group now, start a new replica, and put it back when admitted. */
-async function killAndRestart(slot: Slot, sims: readonly Sim[], f: Failover, since: number): Promise<void> {
+async function killAndRestart(
+  slot: Slot,
+  tier: Router['tier'],
+  sims: readonly Sim[],
+  f: Failover,
+  since: number,
+): Promise<void> {
   const pid = slot.proc.child.pid;
   slot.url = null;
   if (pid !== undefined) process.kill(-pid, 'SIGKILL');
   log(`killed replica ${KILLED} (pid ${pid}) at ${(f.killAtMs / 1000).toFixed(1)} s; starting another`);
-  const r = await startRouter(ctx, 'cache-aware', sims, 'failover-restarted', 1);
+  // The new replica joins the tier's load exchange in the killed one's place (as a new pod replaces
+  // a dead one in the Service's EndpointSlices); it is admitted only once it hears the others.
+  const r = await startRouter(ctx, 'cache-aware', sims, 'failover-restarted', 1, {
+    ...(tier ? { join: tier } : {}),
+    leaving: tier?.members[KILLED] ? [tier.members[KILLED].name] : [],
+  });
   f.restarted = r;
   const url = r.urls[0] ?? '';
   f.servingAtMs = performance.now() - since;
@@ -225,7 +239,7 @@ async function run(
               const sentAtMs = performance.now() - start;
               if (kill && i === half) {
                 failover = { killAtMs: sentAtMs };
-                restart = killAndRestart(slots[KILLED] as Slot, sims, failover, start);
+                restart = killAndRestart(slots[KILLED] as Slot, router.tier, sims, failover, start);
               }
               // Request i to replica i mod R, else the next live one (a Service drops a dead pod).
               let slot = i % slots.length;

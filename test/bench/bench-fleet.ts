@@ -3,6 +3,10 @@
 // each router as R processes (replicas) on the same fleet. Gateway replicas
 // get every simulator's event addresses and the simulator's tokenizer, so
 // cache-aware routing matches prompts against the runtimes' own KV index.
+// R > 1 gateway replicas share their load as a tier does in production (the
+// load exchange, fleet/load-exchange.ts): each dials the others listed in the
+// tier's file (tier-file.ts), and a tier is handed over only once every
+// replica hears every other (waitTierExchange).
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,6 +23,7 @@ import {
   type Proc,
 } from './bench-procs.ts';
 import { postStream } from './replay-client.ts';
+import { writeTierFile, type TierMember } from './tier-file.ts';
 
 export const MODEL = 'sim/llama-8b';
 /**
@@ -48,6 +53,11 @@ export interface FleetContext {
   readonly timeScale?: number;
   /** More fields of the gateway's route (e.g. `l3Roles`: the fleet shares a HiCache L3 tier). */
   readonly routeExtra?: Readonly<Record<string, unknown>>;
+  /**
+   * False: gateway replicas run without the load exchange, each on its own share of the load (the
+   * control for what the exchange changes; never what production runs). Default true.
+   */
+  readonly loadExchange?: boolean;
 }
 
 // ---------------------------------------------------------------- simulators
@@ -186,6 +196,14 @@ export interface Router {
   readonly statusUrls?: readonly string[];
   /** Stops what the router runs besides `procs` (an Envoy in front of it). */
   readonly close?: () => Promise<void>;
+  /** Gateway replicas sharing load: the tier they follow (a restarted replica joins it). */
+  readonly tier?: GatewayTier;
+}
+
+/** A gateway tier sharing load: the file its replicas follow, and who is in it now. */
+export interface GatewayTier {
+  readonly file: string;
+  members: TierMember[];
 }
 
 export async function stopRouter(r: Router): Promise<void> {
@@ -290,7 +308,7 @@ async function spawnGateway(
   routes: string,
   logName: string,
   extra: readonly string[] = [],
-): Promise<{ url: string; proc: Proc; pickerPort?: number }> {
+): Promise<{ url: string; proc: Proc; pickerPort?: number; exchange?: string }> {
   const proc = startProcess(
     `gateway-${name}`,
     process.execPath,
@@ -317,7 +335,43 @@ async function spawnGateway(
     url: `http://127.0.0.1:${port}`,
     proc,
     ...(extra.includes('--picker-port') ? { pickerPort: portIn(line, 'pickerPort') } : {}),
+    ...(typeof line['exchange'] === 'string' ? { exchange: loopbackEndpoint(line['exchange']) } : {}),
   };
+}
+
+/** How many other replicas a gateway hears over the load exchange (its /metrics); null: no exchange. */
+export async function readExchangePeers(url: string): Promise<number | null> {
+  const text = await (await fetchOk(`${url}/metrics`, {}, 10_000)).text();
+  const m = /^cacheroute_gateway_load_exchange_peers (\S+)$/m.exec(text);
+  return m ? Number(m[1]) : null;
+}
+
+/** Every replica at `urls` hears `peers` others over the load exchange; throws saying which does not. */
+export async function waitTierExchange(
+  urls: readonly string[],
+  peers: number,
+  timeoutMs = 20_000,
+): Promise<void> {
+  await waitUntil(
+    `load exchange among ${urls.length} replica(s)`,
+    async () => {
+      const heard = await Promise.all(urls.map(readExchangePeers));
+      if (heard.every((n) => n === peers)) return true;
+      throw new Error(
+        `each should hear ${peers} peer(s); they hear ${heard.map((n) => (n === null ? 'no exchange' : n)).join(', ')}`,
+      );
+    },
+    timeoutMs,
+    undefined,
+    250,
+  );
+}
+
+export interface StartRouterOptions {
+  /** Join this gateway tier (a replica started again), instead of a tier of the replicas started. */
+  readonly join?: GatewayTier;
+  /** Replicas that leave the tier as these join (killed: as their pods leave the EndpointSlices). */
+  readonly leaving?: readonly string[];
 }
 
 /**
@@ -475,6 +529,34 @@ async function waitServing(name: string, url: string, proc: Proc): Promise<void>
   );
 }
 
+/** `started` gateway replicas join `tier` as `leaving` leave it; resolves once each hears every other. */
+async function joinTier(
+  name: string,
+  tier: GatewayTier,
+  started: readonly { name: string; url: string; exchange?: string }[],
+  leaving: readonly string[],
+): Promise<void> {
+  const joined = started.map((s) => ({ name: s.name, exchange: s.exchange ?? '' }));
+  if (joined.some((m) => m.exchange === '')) throw new Error(`${name}: a replica said no exchange address`);
+  tier.members = [...tier.members.filter((m) => !leaving.includes(m.name)), ...joined];
+  writeTierFile(tier.file, tier.members);
+  await waitTierExchange(
+    started.map((s) => s.url),
+    tier.members.length - 1,
+  );
+}
+
+/** Gateway replicas share load whenever there is more than one, as in production; one joining a tier too. */
+function tierFor(
+  ctx: FleetContext,
+  key: string,
+  replicas: number,
+  join: GatewayTier | undefined,
+): GatewayTier | undefined {
+  if (join) return join;
+  return replicas > 1 ? { file: path.join(ctx.logDir, `tier-${key}.json`), members: [] } : undefined;
+}
+
 /** `router` started as `replicas` processes on `endpoints`; a Python router that cannot start is a SkipError. */
 export async function startRouter(
   ctx: FleetContext,
@@ -482,19 +564,25 @@ export async function startRouter(
   endpoints: readonly Sim[],
   tag: string,
   replicas = 1,
+  opts: StartRouterOptions = {},
 ): Promise<Router> {
-  const started: { url: string; proc: Proc }[] = [];
+  const started: { url: string; proc: Proc; exchange?: string; name: string }[] = [];
   const gateway = isGateway(name);
+  const tier =
+    gateway && ctx.loadExchange !== false ? tierFor(ctx, `${name}-${tag}`, replicas, opts.join) : undefined;
   try {
     const routes = gateway ? writeRoutes(ctx, `${name}-${tag}`, GATEWAY_ROUTING[name] ?? {}, endpoints) : '';
     for (let r = 0; r < replicas; r++) {
       const logName = `${gateway ? `gateway-${name}` : name}-${tag}${replicas > 1 ? `-r${r}` : ''}`;
-      started.push(
-        gateway
-          ? await spawnGateway(ctx, name, routes, logName)
-          : await spawnPythonRouter(ctx, name, endpoints, logName),
-      );
+      const tierArgs = tier ? ['--tier-file', tier.file, '--replica-name', logName] : [];
+      started.push({
+        name: logName,
+        ...(gateway
+          ? await spawnGateway(ctx, name, routes, logName, tierArgs)
+          : await spawnPythonRouter(ctx, name, endpoints, logName)),
+      });
     }
+    if (tier) await joinTier(name, tier, started, opts.leaving ?? []);
     for (const s of started) await waitServing(name, s.url, s.proc);
   } catch (e) {
     await Promise.all(started.map((s) => stopProcess(s.proc)));
@@ -508,6 +596,7 @@ export async function startRouter(
     urls: started.map((s) => s.url),
     procs: started.map((s) => s.proc),
     kvIndexed: gateway && endpoints.some((e) => e.events),
+    ...(tier ? { tier } : {}),
   };
 }
 

@@ -3,6 +3,8 @@
 import type { OverheadStats } from './bench-overhead.ts';
 import type { TierMetrics } from './tier-report.ts';
 
+import type { ExchangeLag } from './exchange-lag.ts';
+
 export interface RouterResult {
   /** Router processes the requests were spread over, in turn (bench-replicas.ts). */
   readonly replicas: number;
@@ -39,6 +41,10 @@ export interface RouterResult {
   readonly first_error?: string;
   /** Gateway rows: (replica, endpoint) pairs whose KV index routing could use at the end, e.g. "12/12". */
   readonly kv_index_usable?: string;
+  /** Gateway rows at R > 1: how stale the replicas' view of each other's load was (exchange-lag.ts). */
+  readonly exchange_lag?: ExchangeLag;
+  /** Gateway rows at R > 1: how many peers each replica heard over the load exchange at the end. */
+  readonly exchange_peers_at_end?: readonly (number | null)[];
 }
 
 export type RouterEntry = RouterResult | { readonly skipped: string } | { readonly failed: string };

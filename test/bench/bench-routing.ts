@@ -8,6 +8,7 @@
 //        [--gateway-replicas 1,3] [--replicated-routers cache-aware,sglang-router,smg]
 //        [--profile dense|hicache|hicache-l3] [--smg-args '...'] [--sglang-router-args '...']
 //        [--no-overhead] [--overhead-rate 500] [--overhead-rounds 4] [--log-dir DIR]
+//        [--load-exchange on|off]
 //
 // Choices (see the report's `setup` object):
 // - Simulators: SGLang's defaults for an 8B model on one H100 (test/sim/config.ts:
@@ -40,6 +41,11 @@
 // - --gateway-replicas 1,3: each router of --replicated-routers runs again as
 //   3 processes on the same fleet, each request sent to the next in turn (as a
 //   Service spreads connections); rows "<router>@3" (bench-replicas.ts).
+//   The gateway's replicas share their load over the load exchange, as in
+//   production (bench-fleet.ts); each @R row carries the staleness it measured
+//   (exchange_lag) and whom each replica still heard at the end.
+//   --load-exchange off runs them without it, each on its own share of the
+//   load: the control for what the exchange changes, not a production set-up.
 // - Latency: TTFT, inter-token (gaps between streamed output chunks, the
 //   simulators stream a token a chunk) and end-to-end, p50 and p99. Noise:
 //   each row's `spread` is half the difference between the requests of even
@@ -73,6 +79,7 @@ import {
   MODEL,
   PY_ROUTERS,
   readCounters,
+  readExchangePeers,
   SkipError,
   smgDefaultArgs,
   startNodeFloorProxy,
@@ -95,7 +102,8 @@ import {
   type OverheadStats,
   type OverheadTarget,
 } from './bench-overhead.ts';
-import { installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
+import { fetchOk, installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
+import { computeExchangeLag } from './exchange-lag.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
 import {
   judgeGoals,
@@ -151,6 +159,7 @@ const { values } = parseArgs({
     'overhead-round-ms': { type: 'string', default: '1500' },
     'log-dir': { type: 'string' },
     'run-timeout-s': { type: 'string' },
+    'load-exchange': { type: 'string', default: 'on' },
   },
 });
 
@@ -159,6 +168,8 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
+if (values['load-exchange'] !== 'on' && values['load-exchange'] !== 'off')
+  usage(`--load-exchange is on or off, not ${values['load-exchange']}`);
 const N = Number(values.n);
 const SKIP = Number(values.skip);
 const SCALE = Number(values.scale);
@@ -217,6 +228,7 @@ const ctx: FleetContext = {
     'sglang-router': splitArgs(values['sglang-router-args']),
   },
   timeScale: SCALE,
+  loadExchange: values['load-exchange'] === 'on',
 };
 
 // ---------------------------------------------------------------- replay
@@ -371,6 +383,18 @@ async function flushForRouter(router: Router, sims: readonly Sim[]): Promise<voi
   }
 }
 
+/** A gateway tier's load exchange after a replay: the lag it measured, and whom each replica still hears. */
+async function readTierExchange(
+  urls: readonly string[],
+): Promise<Pick<RouterResult, 'exchange_lag' | 'exchange_peers_at_end'>> {
+  const texts = await Promise.all(urls.map(async (u) => (await fetchOk(`${u}/metrics`, {}, 10_000)).text()));
+  const lag = computeExchangeLag(texts);
+  return {
+    exchange_peers_at_end: await Promise.all(urls.map(readExchangePeers)),
+    ...(lag ? { exchange_lag: lag } : {}),
+  };
+}
+
 async function runRouter(
   name: string,
   replicas: number,
@@ -402,6 +426,7 @@ async function runRouter(
     const out = await replay(router.urls, records, texts, stretch, timeoutMs, () => stopRouter(router));
     const load = sampler.stop();
     const kv = router.kvIndexed && !out.timedOut ? await countKvIndexUsable(router) : undefined;
+    const exchange = router.tier && !out.timedOut ? await readTierExchange(router.urls) : undefined;
     // Let the simulators settle their counters for aborted streams.
     const after = await Promise.all(sims.map((s) => readCounters(s.url)));
     const fleet = diffCounters(sims, before, after);
@@ -437,6 +462,7 @@ async function runRouter(
             kv_index_usable: `${kv.usable}/${kv.total}${kv.reasons.length > 0 ? ` (${kv.reasons.join('; ')})` : ''}`,
           }
         : {}),
+      ...exchange,
     };
     log(`${key}: ${JSON.stringify(result)}`);
     if (out.timedOut)
@@ -730,6 +756,7 @@ function describeSetup(run: {
     expected_replay_s: Number(run.expectedS.toFixed(1)),
     latency_unit: 'wall-clock ms (x time_scale = model ms)',
     gateway_admission: 'maxConcurrency 100000, maxQueue 1000000, adaptive off; reuse off',
+    gateway_load_exchange: values['load-exchange'],
     cpus: os.cpus().length,
     loadavg_start: os.loadavg().map((x) => Number(x.toFixed(2))),
     log_dir: logDir,

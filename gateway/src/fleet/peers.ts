@@ -11,6 +11,12 @@ export interface PeerSet {
    * (load-exchange.ts) hears each; absent where the set knows names only.
    */
   addresses?(): readonly string[];
+  /**
+   * Where each replica's load exchange listens (`tcp://host:port`), when the replicas do not all
+   * listen on one port (processes on one host, as in the routing bench): the exchange dials these
+   * instead of addresses() on its own port.
+   */
+  exchangeEndpoints?(): readonly string[];
 }
 
 /** A replica that knows of no peers: it takes every bound whole (one replica, or no peer source). */

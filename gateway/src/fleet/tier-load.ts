@@ -2,9 +2,11 @@
 // socket on --load-exchange-port, follow the tier's addresses (the gateway
 // Service's EndpointSlices, every replica on the same port) once a second,
 // and record how old each caught-up change was in
-// cacheroute_gateway_peer_load_lag_seconds.
+// cacheroute_gateway_peer_load_lag_seconds; how many peers it hears from now
+// is cacheroute_gateway_load_exchange_peers (absent without an exchange).
 
 import os from 'node:os';
+import { Gauge } from 'prom-client';
 import { isIPv6 } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { GatewayMetrics } from '../metrics/index.ts';
@@ -23,6 +25,8 @@ export interface LoadExchangeSettings {
   /** Every replica binds and dials this port; 0 binds one the kernel picks (a lone replica, tests). */
   readonly port: number;
   readonly host?: string;
+  /** The address bound (`tcp://host:port`), once bound: how whoever started a replica on port 0 learns it. */
+  readonly onBound?: (address: string) => void;
 }
 
 /** `tcp://host:port`, IPv6 hosts bracketed. */
@@ -51,15 +55,29 @@ export function openTierLoad(
     self: peers?.self ?? os.hostname(),
     onLag: (ms) => metrics.peerLoadLagSeconds.observe(ms / 1000),
   });
+  new Gauge({
+    name: 'cacheroute_gateway_load_exchange_peers',
+    help: "Other gateway replicas whose load this replica heard within the exchange's staleness bound.",
+    registers: [metrics.registry],
+    collect() {
+      this.set(exchange.livePeers().length);
+    },
+  });
   let timer: ReturnType<typeof setInterval> | undefined;
   const follow = (): void =>
-    exchange.connect((peers?.addresses?.() ?? []).map((a) => formatZmqAddress(a, settings.port)));
+    exchange.connect(
+      peers?.exchangeEndpoints?.() ??
+        (peers?.addresses?.() ?? []).map((a) => formatZmqAddress(a, settings.port)),
+    );
   return {
     gatewayOptions: { tierLoad: exchange },
     start() {
       exchange
         .bind(formatZmqAddress(settings.host ?? '0.0.0.0', settings.port))
-        .then((address) => log.info({ address }, 'load exchange: listening for the tier'))
+        .then((address) => {
+          log.info({ address }, 'load exchange: listening for the tier');
+          settings.onBound?.(address);
+        })
         .catch((err: unknown) =>
           log.error({ err }, 'load exchange: cannot bind; this replica routes on its own share of the load'),
         );
