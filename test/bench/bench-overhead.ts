@@ -155,10 +155,7 @@ export async function measureOverhead(
     stream: false,
   });
   const perRound = Math.max(1, Math.round((opts.rate * opts.roundMs) / 1000));
-  const collected = new Map<
-    string,
-    { samples: Sample[]; elapsedMs: number; cpuMs: number; partsMs: Record<string, number> }
-  >();
+  const collected = new Map<string, Collected>();
   for (const t of targets) collected.set(t.name, { samples: [], elapsedMs: 0, cpuMs: 0, partsMs: {} });
   const readParts = (t: OverheadTarget): Record<string, number> =>
     Object.fromEntries(Object.entries(t.cpuParts ?? {}).map(([part, g]) => [part, readGroupCpuMs(g)]));
@@ -188,31 +185,43 @@ export async function measureOverhead(
   const out: Record<string, OverheadStats> = {};
   for (const [name, c] of collected) {
     const target = targets.find((t) => t.name === name);
-    const ok = c.samples.filter((s) => s.ok);
-    const lat = ok.map((s) => s.ms);
-    const firstError = c.samples.find((s) => !s.ok)?.error;
-    out[name] = {
-      sent: c.samples.length,
-      ok: ok.length,
-      errors: c.samples.length - ok.length,
-      p50_ms: round3(percentile(lat, 50)),
-      p99_ms: round3(percentile(lat, 99)),
-      max_ms: round3(lat.length > 0 ? Math.max(...lat) : 0),
-      rps: c.elapsedMs > 0 ? Number(((ok.length * 1000) / c.elapsedMs).toFixed(1)) : 0,
-      ...(target?.pgids?.length && c.samples.length > 0
-        ? { cpu_ms_per_req: round3(c.cpuMs / c.samples.length) }
-        : {}),
-      ...(target?.cpuParts && c.samples.length > 0
-        ? {
-            cpu_ms_per_req_parts: Object.fromEntries(
-              Object.entries(c.partsMs).map(([part, ms]) => [part, round3(ms / c.samples.length)]),
-            ),
-          }
-        : {}),
-      ...(firstError === undefined ? {} : { first_error: firstError }),
-    };
+    out[name] = summarizeTarget(target, c);
   }
   return out;
+}
+
+interface Collected {
+  samples: Sample[];
+  elapsedMs: number;
+  cpuMs: number;
+  partsMs: Record<string, number>;
+}
+
+/** One target's figures from its measured rounds. */
+function summarizeTarget(target: OverheadTarget | undefined, c: Collected): OverheadStats {
+  const ok = c.samples.filter((s) => s.ok);
+  const lat = ok.map((s) => s.ms);
+  const firstError = c.samples.find((s) => !s.ok)?.error;
+  return {
+    sent: c.samples.length,
+    ok: ok.length,
+    errors: c.samples.length - ok.length,
+    p50_ms: round3(percentile(lat, 50)),
+    p99_ms: round3(percentile(lat, 99)),
+    max_ms: round3(lat.length > 0 ? Math.max(...lat) : 0),
+    rps: c.elapsedMs > 0 ? Number(((ok.length * 1000) / c.elapsedMs).toFixed(1)) : 0,
+    ...(target?.pgids?.length && c.samples.length > 0
+      ? { cpu_ms_per_req: round3(c.cpuMs / c.samples.length) }
+      : {}),
+    ...(target?.cpuParts && c.samples.length > 0
+      ? {
+          cpu_ms_per_req_parts: Object.fromEntries(
+            Object.entries(c.partsMs).map(([part, ms]) => [part, round3(ms / c.samples.length)]),
+          ),
+        }
+      : {}),
+    ...(firstError === undefined ? {} : { first_error: firstError }),
+  };
 }
 
 const round3 = (x: number): number => Number(x.toFixed(3));

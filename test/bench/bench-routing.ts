@@ -482,6 +482,54 @@ async function runRouter(
 
 // ---------------------------------------------------------------- overhead
 
+/** The standalone gateway, with its KV index and without (approximate tokens), as wanted. */
+async function startGatewayTargets(zero: Sim, routers: Router[]): Promise<OverheadTarget[]> {
+  const targets: OverheadTarget[] = [];
+  if (measures('gateway')) {
+    const gw = await startRouter(ctx, 'cache-aware', [zero], 'overhead');
+    routers.push(gw);
+    await waitKvIndexUsable(gw);
+    targets.push({ name: 'gateway', url: gw.urls[0] ?? '', pgids: groupsOf(gw.procs) });
+  }
+  if (measures('gateway-approx')) {
+    // The same gateway where the runtime publishes no events: approximate tokens, no tokenizer, no index.
+    const approx = await startRouter(
+      ctx,
+      'cache-aware',
+      [{ id: zero.id, url: zero.url, proc: zero.proc }],
+      'overhead-approx',
+    );
+    routers.push(approx);
+    targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '', pgids: groupsOf(approx.procs) });
+  }
+  return targets;
+}
+
+/**
+ * Envoy asking the endpoint picker of the checkout at `repo` (this one, or --overhead-baseline's)
+ * over its own gateway state, as an overhead target; its CPU split into Envoy's and the picker's.
+ */
+async function startPickerTarget(
+  name: string,
+  repo: string,
+  zero: Sim,
+  envoys: RunningEnvoy[],
+  pickerProcs: Proc[],
+): Promise<OverheadTarget> {
+  const picker = await startPickerGateway({ ...ctx, repo }, [zero], `overhead-${name.replace('@', '-')}`);
+  pickerProcs.push(picker.proc);
+  await waitKvIndexUsable({ name: 'cache-aware', urls: [picker.url], procs: [picker.proc], kvIndexed: true });
+  const envoyPicker = await startEnvoy({ kind: 'picker', pickerPort: picker.pickerPort }, { detached: true });
+  envoys.push(envoyPicker);
+  const pickerGroups = groupsOf([picker.proc]);
+  return {
+    name,
+    url: envoyPicker.url,
+    pgids: [envoyPicker.proc.pid, ...pickerGroups],
+    cpuParts: { envoy: [envoyPicker.proc.pid], picker: pickerGroups },
+  };
+}
+
 /** The overhead phase starts once the CPUs are this little busy (the note says the same figure). */
 const SETTLE_MAX_BUSY = 0.35;
 
@@ -514,23 +562,7 @@ async function runOverhead(
   const pickerProcs: Proc[] = [];
   try {
     const targets: OverheadTarget[] = [{ name: 'direct', url: zero.url }];
-    if (measures('gateway')) {
-      const gw = await startRouter(ctx, 'cache-aware', [zero], 'overhead');
-      routers.push(gw);
-      await waitKvIndexUsable(gw);
-      targets.push({ name: 'gateway', url: gw.urls[0] ?? '', pgids: groupsOf(gw.procs) });
-    }
-    if (measures('gateway-approx')) {
-      // The same gateway where the runtime publishes no events: approximate tokens, no tokenizer, no index.
-      const approx = await startRouter(
-        ctx,
-        'cache-aware',
-        [{ id: zero.id, url: zero.url, proc: zero.proc }],
-        'overhead-approx',
-      );
-      routers.push(approx);
-      targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '', pgids: groupsOf(approx.procs) });
-    }
+    targets.push(...(await startGatewayTargets(zero, routers)));
     if (measures('node-floor')) {
       floor = await startNodeFloorProxy(ctx, zero.url);
       targets.push({ name: 'node-floor', url: floor.url, pgids: groupsOf([floor.proc]) });
@@ -546,28 +578,8 @@ async function runOverhead(
       ...(measures('envoy-picker') ? [['envoy-picker', REPO] as [string, string]] : []),
       ...(OVERHEAD_BASELINE ? [['envoy-picker@baseline', OVERHEAD_BASELINE] as [string, string]] : []),
     ];
-    for (const [name, repo] of pickers) {
-      const picker = await startPickerGateway({ ...ctx, repo }, [zero], `overhead-${name.replace('@', '-')}`);
-      pickerProcs.push(picker.proc);
-      await waitKvIndexUsable({
-        name: 'cache-aware',
-        urls: [picker.url],
-        procs: [picker.proc],
-        kvIndexed: true,
-      });
-      const envoyPicker = await startEnvoy(
-        { kind: 'picker', pickerPort: picker.pickerPort },
-        { detached: true },
-      );
-      envoys.push(envoyPicker);
-      const pickerGroups = groupsOf([picker.proc]);
-      targets.push({
-        name,
-        url: envoyPicker.url,
-        pgids: [envoyPicker.proc.pid, ...pickerGroups],
-        cpuParts: { envoy: [envoyPicker.proc.pid], picker: pickerGroups },
-      });
-    }
+    for (const [name, repo] of pickers)
+      targets.push(await startPickerTarget(name, repo, zero, envoys, pickerProcs));
     for (const name of PY_ROUTERS) {
       if (!wanted.includes(name) || skipped.has(name) || !measures(name)) {
         notes[name] = 'skipped (not run in the replay, or not in --overhead-targets)';

@@ -84,6 +84,68 @@ const ODD_MESSAGES: Record<string, unknown> = {
     request: 'request_body',
     metadata_context: { filter_metadata: [{ key: 1 }] },
   },
+  headerWithExtraKey: {
+    request_headers: { headers: { headers: [{ key: 'a', raw_value: Buffer.from('x'), extra: 1 }] } },
+    request: 'request_headers',
+  },
+  headerValueNotText: {
+    request_headers: { headers: { headers: [{ key: 'a', value: 1 }] } },
+    request: 'request_headers',
+  },
+  rawValueNotBytes: {
+    request_headers: { headers: { headers: [{ key: 'a', raw_value: 'x' }] } },
+    request: 'request_headers',
+  },
+  headerListNotList: { request_headers: { headers: { headers: {} } }, request: 'request_headers' },
+  headerMapNotObject: { request_headers: { headers: 'x' }, request: 'request_headers' },
+  endNotFlag: { request_body: { end_of_stream: 'yes' }, request: 'request_body' },
+  trailersWithFields: { response_trailers: { trailers: { headers: [] } }, request: 'response_trailers' },
+  metadataNotList: { request_body: {}, request: 'request_body', metadata_context: { filter_metadata: {} } },
+  structWithoutFields: {
+    request_body: {},
+    request: 'request_body',
+    metadata_context: { filter_metadata: [{ key: 'envoy.lb', value: {} }] },
+  },
+  structWithoutValue: {
+    request_body: {},
+    request: 'request_body',
+    metadata_context: { filter_metadata: [{ key: 'envoy.lb' }] },
+  },
+  valuesNested: {
+    request_body: {},
+    request: 'request_body',
+    metadata_context: {
+      filter_metadata: [
+        {
+          key: 'n',
+          value: {
+            fields: [
+              { key: 'empty', value: { list_value: {}, kind: 'list_value' } },
+              {
+                key: 'nested',
+                value: { list_value: { values: [{ list_value: { values: [{ string_value: 'a' }] } }] } },
+              },
+              { key: 'other', value: { number_value: 1, kind: 'number_value' } },
+            ],
+          },
+        },
+      ],
+    },
+  },
+  stringValueNotText: {
+    request_body: {},
+    request: 'request_body',
+    metadata_context: {
+      filter_metadata: [{ key: 'n', value: { fields: [{ key: 'k', value: { string_value: 1 } }] } }],
+    },
+  },
+  listValueNotObject: {
+    request_body: {},
+    request: 'request_body',
+    metadata_context: {
+      filter_metadata: [{ key: 'n', value: { fields: [{ key: 'k', value: { list_value: [] } }] } }],
+    },
+  },
   namesAnotherMember: { request_body: {}, request: 'request_headers' },
   twoMembers: { request_body: {}, response_body: {}, request: 'request_body' },
   inheritedName: { request: 'toString' },

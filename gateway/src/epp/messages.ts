@@ -2,8 +2,11 @@
 // checked with zod as it arrives: the request's headers and body chunks, the
 // response's headers, and the metadata Envoy forwards (GIE's subset hint, the
 // served endpoint). Fields are named as in the protos (loaded with keepCase).
+// The schema is the contract; readProcessingRequest reads the shapes Envoy
+// sends by hand with the schema's own result (message-shapes.ts).
 
 import { z } from 'zod';
+import { readBody, readHeaders, readLoose, readMetadata } from './message-shapes.ts';
 
 const HeaderValue = z.object({
   key: z.string(),
@@ -28,7 +31,7 @@ const StructValue: z.ZodType<ProtoValue> = z.lazy(() =>
     list_value: z.object({ values: z.array(StructValue).default([]) }).optional(),
   }),
 );
-interface ProtoValue {
+export interface ProtoValue {
   readonly string_value?: string | undefined;
   readonly list_value?: { readonly values: readonly ProtoValue[] } | undefined;
 }
@@ -60,27 +63,26 @@ export const ProcessingRequest = z.looseObject({
 });
 export type ProcessingRequest = z.infer<typeof ProcessingRequest>;
 export type HttpHeaders = z.infer<typeof HttpHeaders>;
+export type HttpBody = z.infer<typeof HttpBody>;
+export type MetadataContext = NonNullable<ProcessingRequest['metadata_context']>;
 
-const MetadataContext = ProcessingRequest.shape.metadata_context.unwrap();
-
-/** The oneof `request`'s members, each with its schema (as in ProcessingRequest). */
+/** The oneof `request`'s members, each read as its schema reads it (message-shapes.ts). */
 const BRANCHES = {
-  request_headers: HttpHeaders,
-  request_body: HttpBody,
-  request_trailers: z.looseObject({}),
-  response_headers: HttpHeaders,
-  response_body: HttpBody,
-  response_trailers: z.looseObject({}),
+  request_headers: readHeaders,
+  request_body: readBody,
+  request_trailers: readLoose,
+  response_headers: readHeaders,
+  response_body: readBody,
+  response_trailers: readLoose,
 } as const;
 type Branch = keyof typeof BRANCHES;
 const BRANCH_NAMES = Object.keys(BRANCHES) as Branch[];
 
 /**
- * A ProcessingRequest as it arrives, checked against the same schemas as `ProcessingRequest`
- * and with the same result, for a third of the cost (several messages a request): only the
- * oneof member the message names (`request`, set by the proto loader) is parsed, and the
- * metadata only when there is some (Envoy sends an empty `metadata_context` with each message).
- * A message in any other shape takes the whole schema.
+ * A ProcessingRequest as it arrives, with the result `ProcessingRequest` (the schema) gives it,
+ * at a small part of the cost (several messages a request): the oneof member the message names
+ * (`request`, set by the proto loader) and the metadata are read by hand (message-shapes.ts);
+ * a message in any other shape, or one the hand reading would not take, goes to the schema.
  */
 export function readProcessingRequest(raw: unknown): z.ZodSafeParseResult<ProcessingRequest> {
   const fast = readNamedBranch(raw);
@@ -95,24 +97,16 @@ function readNamedBranch(raw: unknown): z.ZodSafeParseResult<ProcessingRequest> 
   const branch = name as Branch;
   // One member present, the one named: what the proto loader's oneof decoding always gives.
   for (const other of BRANCH_NAMES) if (other !== branch && msg[other] !== undefined) return undefined;
-  const parsed = BRANCHES[branch].safeParse(msg[branch]);
-  if (!parsed.success) return undefined; // the whole schema's error names the path
-  const out: Record<string, unknown> = { ...msg, [branch]: parsed.data };
+  const member = BRANCHES[branch](msg[branch]);
+  if (member === undefined) return undefined; // the schema's error names the path
+  const out: Record<string, unknown> = { ...msg, [branch]: member };
   const metadata = msg['metadata_context'];
-  if (isEmptyMetadata(metadata)) out['metadata_context'] = { filter_metadata: {} };
-  else if (metadata !== undefined) {
-    const m = MetadataContext.safeParse(metadata);
-    if (!m.success) return undefined;
-    out['metadata_context'] = m.data;
+  if (metadata !== undefined) {
+    const read = readMetadata(metadata);
+    if (read === undefined) return undefined;
+    out['metadata_context'] = read;
   }
-  return { success: true, data: out as ProcessingRequest };
-}
-
-/** `{}` or `{filter_metadata: []}`: what the whole schema reads as no metadata. */
-function isEmptyMetadata(m: unknown): boolean {
-  if (typeof m !== 'object' || m === null || Array.isArray(m)) return false;
-  const entries = (m as { filter_metadata?: unknown }).filter_metadata;
-  return entries === undefined || (Array.isArray(entries) && entries.length === 0);
+  return { success: true, data: out };
 }
 
 /** Headers as the proxy reads them: lower-case names, repeated names joined by ', '. */
