@@ -353,6 +353,25 @@ export async function startPickerGateway(
   return { url: started.url, proc: started.proc, pickerPort: started.pickerPort };
 }
 
+/** ext-proc-floor.ts naming `upstream` (host:port): the floor under the endpoint picker, for Envoy to ask. */
+export async function startExtProcFloor(
+  ctx: FleetContext,
+  upstream: string,
+): Promise<{ proc: Proc; pickerPort: number }> {
+  const proc = startProcess(
+    'ext-proc-floor',
+    process.execPath,
+    [
+      '--max-semi-space-size=32', // as the picker runs
+      path.join(ctx.repo, 'test/bench/ext-proc-floor.ts'),
+      '--upstream',
+      upstream,
+    ],
+    path.join(ctx.logDir, 'ext-proc-floor.log'),
+  );
+  return { proc, pickerPort: portIn(await startupLine(proc, 'listening'), 'pickerPort') };
+}
+
 /** node-floor-proxy.ts in front of `upstream`: the floor under any Node gateway, for the overhead phase. */
 export async function startNodeFloorProxy(
   ctx: FleetContext,

@@ -56,7 +56,8 @@
 //   floor of any Node gateway), Envoy alone on a static route (the floor of the picker path),
 //   Envoy + picker, SGLang's router and smg, in interleaved rounds; the load average is in
 //   `overhead_notes`. `--overhead-only` runs this phase alone (no trace replay),
-//   `--overhead-targets` only the targets it names (`direct` always; smg and sglang-router also
+//   `envoy-floor` is Envoy asking ext-proc-floor.ts (the picker's gRPC stack, no decision: the
+//   floor of the picker's own process); `--overhead-targets` only the targets it names (`direct` always; smg and sglang-router also
 //   need --routers to name them), and `--overhead-baseline DIR` adds `envoy-picker@baseline`:
 //   the picker as another checkout (DIR) builds it, behind its own Envoy, in the same rounds
 //   (a change's before and after on one machine at one time). The picker's CPU is also given
@@ -84,6 +85,7 @@ import {
   SkipError,
   smgDefaultArgs,
   startNodeFloorProxy,
+  startExtProcFloor,
   startPickerGateway,
   startRouter,
   startSim,
@@ -180,6 +182,7 @@ const OVERHEAD_TARGETS = [
   'gateway-approx',
   'node-floor',
   'envoy-static',
+  'envoy-floor',
   'envoy-picker',
   ...PY_ROUTERS,
 ] as const;
@@ -505,6 +508,25 @@ async function startGatewayTargets(zero: Sim, routers: Router[]): Promise<Overhe
   return targets;
 }
 
+/** Envoy asking ext-proc-floor.ts (a gRPC stream a request, no decision): the picker's floor. */
+async function startExtProcFloorTarget(
+  zero: Sim,
+  envoys: RunningEnvoy[],
+  procs: Proc[],
+): Promise<OverheadTarget> {
+  const floor = await startExtProcFloor(ctx, new URL(zero.url).host);
+  procs.push(floor.proc);
+  const envoy = await startEnvoy({ kind: 'picker', pickerPort: floor.pickerPort }, { detached: true });
+  envoys.push(envoy);
+  const groups = groupsOf([floor.proc]);
+  return {
+    name: 'envoy-floor',
+    url: envoy.url,
+    pgids: [envoy.proc.pid, ...groups],
+    cpuParts: { envoy: [envoy.proc.pid], picker: groups },
+  };
+}
+
 /**
  * Envoy asking the endpoint picker of the checkout at `repo` (this one, or --overhead-baseline's)
  * over its own gateway state, as an overhead target; its CPU split into Envoy's and the picker's.
@@ -578,6 +600,7 @@ async function runOverhead(
       ...(measures('envoy-picker') ? [['envoy-picker', REPO] as [string, string]] : []),
       ...(OVERHEAD_BASELINE ? [['envoy-picker@baseline', OVERHEAD_BASELINE] as [string, string]] : []),
     ];
+    if (measures('envoy-floor')) targets.push(await startExtProcFloorTarget(zero, envoys, pickerProcs));
     for (const [name, repo] of pickers)
       targets.push(await startPickerTarget(name, repo, zero, envoys, pickerProcs));
     for (const name of PY_ROUTERS) {
