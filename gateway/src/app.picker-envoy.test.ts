@@ -534,4 +534,40 @@ describe('the endpoint picker behind a real Envoy, a recording runtime behind it
     up.headGate.open();
     expect((await held).status).toBe(200);
   });
+
+  // The pick's wait is aborted only while it waits (an abort costs a DOMException, so a stream
+  // ending after its pick aborts nothing): a client leaving mid-wait must still free its place.
+  it('gives up its place in the admission queue when the client leaves while it waits', async () => {
+    up = await startFakeUpstream();
+    up.headGate = new Gate();
+    const admission = Admission.parse({ adaptive: false, maxConcurrency: 1, maxQueue: 1 });
+    const { app, envoy } = await setupOver([up.url], { admission });
+    const queued = (): number =>
+      app.gateway.admission.entries().reduce((n, [, ctl]) => n + ctl.snapshot().queued, 0);
+    const held = chat(envoy, 'first');
+    await up.headGate.untilWaiting(1);
+    const leaving = new AbortController();
+    const gone = fetch(`${envoy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'second' }], max_tokens: 4 }),
+      signal: leaving.signal,
+    }).catch((err: unknown) => err);
+    await until(() => queued() === 1);
+    leaving.abort();
+    await gone;
+    await until(() => queued() === 0);
+    up.headGate.open();
+    expect((await held).status).toBe(200);
+    expect(up.received).toHaveLength(1);
+  });
 });
+
+/** Polls `cond` until it holds (a bound only against a hang; no timing is asserted). */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('condition not reached in 4 s');
+}

@@ -308,12 +308,14 @@ async function spawnGateway(
   routes: string,
   logName: string,
   extra: readonly string[] = [],
+  nodeArgs: readonly string[] = [],
 ): Promise<{ url: string; proc: Proc; pickerPort?: number; exchange?: string }> {
   const proc = startProcess(
     `gateway-${name}`,
     process.execPath,
     [
       '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)
+      ...nodeArgs,
       path.join(ctx.repo, 'test/bench/bench-gateway.ts'),
       '--routes',
       routes,
@@ -375,6 +377,14 @@ export interface StartRouterOptions {
 }
 
 /**
+ * Node flags for the endpoint picker's process only, from CACHEROUTE_BENCH_PICKER_NODE_ARGS
+ * (space-separated): to profile it under the bench's own load, e.g. `--cpu-prof
+ * --cpu-prof-dir=/tmp/prof` (written when the bench stops it) or `--trace-gc` (into its log).
+ */
+export const pickerNodeArgs = (): string[] =>
+  (process.env['CACHEROUTE_BENCH_PICKER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+
+/**
  * The cache-aware gateway on `endpoints` serving its endpoint picker too (bench-gateway.ts
  * --picker-port), for Envoy to ask: the overhead phase's Envoy + picker row.
  */
@@ -384,13 +394,36 @@ export async function startPickerGateway(
   tag: string,
 ): Promise<{ url: string; proc: Proc; pickerPort: number }> {
   const routes = writeRoutes(ctx, `cache-aware-${tag}`, GATEWAY_ROUTING['cache-aware'] ?? {}, endpoints);
-  const started = await spawnGateway(ctx, 'cache-aware', routes, `gateway-cache-aware-${tag}`, [
-    '--picker-port',
-    '0',
-  ]);
+  const started = await spawnGateway(
+    ctx,
+    'cache-aware',
+    routes,
+    `gateway-cache-aware-${tag}`,
+    ['--picker-port', '0'],
+    pickerNodeArgs(),
+  );
   await waitServing('cache-aware', started.url, started.proc);
   if (started.pickerPort === undefined) throw new Error('the picker gateway named no picker port');
   return { url: started.url, proc: started.proc, pickerPort: started.pickerPort };
+}
+
+/** ext-proc-floor.ts naming `upstream` (host:port): the floor under the endpoint picker, for Envoy to ask. */
+export async function startExtProcFloor(
+  ctx: FleetContext,
+  upstream: string,
+): Promise<{ proc: Proc; pickerPort: number }> {
+  const proc = startProcess(
+    'ext-proc-floor',
+    process.execPath,
+    [
+      '--max-semi-space-size=32', // as the picker runs
+      path.join(ctx.repo, 'test/bench/ext-proc-floor.ts'),
+      '--upstream',
+      upstream,
+    ],
+    path.join(ctx.logDir, 'ext-proc-floor.log'),
+  );
+  return { proc, pickerPort: portIn(await startupLine(proc, 'listening'), 'pickerPort') };
 }
 
 /** node-floor-proxy.ts in front of `upstream`: the floor under any Node gateway, for the overhead phase. */

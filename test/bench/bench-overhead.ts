@@ -12,6 +12,8 @@ export interface OverheadTarget {
   readonly url: string;
   /** Process groups whose CPU time is the target's cost (a router's processes; none for `direct`). */
   readonly pgids?: readonly number[];
+  /** The same cost split by part (Envoy's and the picker's), each part's process groups. */
+  readonly cpuParts?: Readonly<Record<string, readonly number[]>>;
 }
 
 export interface OverheadStats {
@@ -25,6 +27,8 @@ export interface OverheadStats {
   readonly rps: number;
   /** CPU time the target's processes spent per measured request (user + system), when known. */
   readonly cpu_ms_per_req?: number | undefined;
+  /** `cpu_ms_per_req` by the target's parts (OverheadTarget.cpuParts), when it names them. */
+  readonly cpu_ms_per_req_parts?: Readonly<Record<string, number>> | undefined;
   readonly first_error?: string | undefined;
 }
 
@@ -151,13 +155,16 @@ export async function measureOverhead(
     stream: false,
   });
   const perRound = Math.max(1, Math.round((opts.rate * opts.roundMs) / 1000));
-  const collected = new Map<string, { samples: Sample[]; elapsedMs: number; cpuMs: number }>();
-  for (const t of targets) collected.set(t.name, { samples: [], elapsedMs: 0, cpuMs: 0 });
+  const collected = new Map<string, Collected>();
+  for (const t of targets) collected.set(t.name, { samples: [], elapsedMs: 0, cpuMs: 0, partsMs: {} });
+  const readParts = (t: OverheadTarget): Record<string, number> =>
+    Object.fromEntries(Object.entries(t.cpuParts ?? {}).map(([part, g]) => [part, readGroupCpuMs(g)]));
   for (let r = -opts.warmupRounds; r < opts.rounds; r++) {
     // Rotate the order each round so no target always follows the same one.
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(k + r + opts.warmupRounds) % targets.length] as OverheadTarget;
       const cpuBefore = readGroupCpuMs(t.pgids ?? []);
+      const partsBefore = readParts(t);
       const res = await runOpenLoop(
         new URL('/v1/chat/completions', t.url),
         payload,
@@ -170,30 +177,51 @@ export async function measureOverhead(
         c.samples.push(...res.samples);
         c.elapsedMs += res.elapsedMs;
         c.cpuMs += readGroupCpuMs(t.pgids ?? []) - cpuBefore;
+        for (const [part, ms] of Object.entries(readParts(t)))
+          c.partsMs[part] = (c.partsMs[part] ?? 0) + ms - (partsBefore[part] ?? 0);
       }
     }
   }
   const out: Record<string, OverheadStats> = {};
   for (const [name, c] of collected) {
     const target = targets.find((t) => t.name === name);
-    const ok = c.samples.filter((s) => s.ok);
-    const lat = ok.map((s) => s.ms);
-    const firstError = c.samples.find((s) => !s.ok)?.error;
-    out[name] = {
-      sent: c.samples.length,
-      ok: ok.length,
-      errors: c.samples.length - ok.length,
-      p50_ms: round3(percentile(lat, 50)),
-      p99_ms: round3(percentile(lat, 99)),
-      max_ms: round3(lat.length > 0 ? Math.max(...lat) : 0),
-      rps: c.elapsedMs > 0 ? Number(((ok.length * 1000) / c.elapsedMs).toFixed(1)) : 0,
-      ...(target?.pgids?.length && c.samples.length > 0
-        ? { cpu_ms_per_req: round3(c.cpuMs / c.samples.length) }
-        : {}),
-      ...(firstError === undefined ? {} : { first_error: firstError }),
-    };
+    out[name] = summarizeTarget(target, c);
   }
   return out;
+}
+
+interface Collected {
+  samples: Sample[];
+  elapsedMs: number;
+  cpuMs: number;
+  partsMs: Record<string, number>;
+}
+
+/** One target's figures from its measured rounds. */
+function summarizeTarget(target: OverheadTarget | undefined, c: Collected): OverheadStats {
+  const ok = c.samples.filter((s) => s.ok);
+  const lat = ok.map((s) => s.ms);
+  const firstError = c.samples.find((s) => !s.ok)?.error;
+  return {
+    sent: c.samples.length,
+    ok: ok.length,
+    errors: c.samples.length - ok.length,
+    p50_ms: round3(percentile(lat, 50)),
+    p99_ms: round3(percentile(lat, 99)),
+    max_ms: round3(lat.length > 0 ? Math.max(...lat) : 0),
+    rps: c.elapsedMs > 0 ? Number(((ok.length * 1000) / c.elapsedMs).toFixed(1)) : 0,
+    ...(target?.pgids?.length && c.samples.length > 0
+      ? { cpu_ms_per_req: round3(c.cpuMs / c.samples.length) }
+      : {}),
+    ...(target?.cpuParts && c.samples.length > 0
+      ? {
+          cpu_ms_per_req_parts: Object.fromEntries(
+            Object.entries(c.partsMs).map(([part, ms]) => [part, round3(ms / c.samples.length)]),
+          ),
+        }
+      : {}),
+    ...(firstError === undefined ? {} : { first_error: firstError }),
+  };
 }
 
 const round3 = (x: number): number => Number(x.toFixed(3));

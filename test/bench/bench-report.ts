@@ -222,14 +222,14 @@ export function renderTable(
   if (overhead) {
     lines.push('', 'overhead (tiny requests, zero-latency simulator; ms):');
     lines.push(
-      `  ${pad('target', 14)} ${lpad('p50', 8)} ${lpad('p99', 8)} ${lpad('+p50', 8)} ${lpad('+p99', 8)} ${lpad('req/s', 8)} ${lpad('err', 5)} ${lpad('cpu/req', 8)}`,
+      `  ${pad('target', 21)} ${lpad('p50', 8)} ${lpad('p99', 8)} ${lpad('+p50', 8)} ${lpad('+p99', 8)} ${lpad('req/s', 8)} ${lpad('err', 5)} ${lpad('cpu/req', 8)}`,
     );
     const direct = overhead['direct'];
     for (const [name, s] of Object.entries(overhead)) {
       const d50 = direct ? (s.p50_ms - direct.p50_ms).toFixed(3) : '-';
       const d99 = direct ? (s.p99_ms - direct.p99_ms).toFixed(3) : '-';
       lines.push(
-        `  ${pad(name, 14)} ${lpad(s.p50_ms.toFixed(3), 8)} ${lpad(s.p99_ms.toFixed(3), 8)} ${lpad(d50, 8)} ${lpad(d99, 8)} ${lpad(s.rps.toFixed(1), 8)} ${lpad(String(s.errors), 5)} ${lpad(s.cpu_ms_per_req?.toFixed(3) ?? '-', 8)}`,
+        `  ${pad(name, 21)} ${lpad(s.p50_ms.toFixed(3), 8)} ${lpad(s.p99_ms.toFixed(3), 8)} ${lpad(d50, 8)} ${lpad(d99, 8)} ${lpad(s.rps.toFixed(1), 8)} ${lpad(String(s.errors), 5)} ${lpad(s.cpu_ms_per_req?.toFixed(3) ?? '-', 8)}${renderCpuParts(s)}`,
       );
     }
   }
@@ -239,4 +239,10 @@ export function renderTable(
     lines.push(`  [${mark}] ${g.goal} — ${g.detail}`);
   }
   return lines.join('\n');
+}
+
+/** ` (envoy 0.3 + picker 0.6)`: a target's CPU a request by part, where it names parts. */
+function renderCpuParts(s: OverheadStats): string {
+  const parts = Object.entries(s.cpu_ms_per_req_parts ?? {});
+  return parts.length === 0 ? '' : ` (${parts.map(([p, ms]) => `${p} ${ms.toFixed(3)}`).join(' + ')})`;
 }

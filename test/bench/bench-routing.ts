@@ -9,6 +9,8 @@
 //        [--profile dense|hicache|hicache-l3] [--smg-args '...'] [--sglang-router-args '...']
 //        [--no-overhead] [--overhead-rate 500] [--overhead-rounds 4] [--log-dir DIR]
 //        [--load-exchange on|off]
+//        [--overhead-only] [--overhead-targets envoy-static,envoy-picker,smg]
+//        [--overhead-baseline ../main]
 //
 // Choices (see the report's `setup` object):
 // - Simulators: SGLang's defaults for an 8B model on one H100 (test/sim/config.ts:
@@ -59,14 +61,21 @@
 // - Overhead phase: direct, the gateway (with and without KV events), a bare Node proxy (the
 //   floor of any Node gateway), Envoy alone on a static route (the floor of the picker path),
 //   Envoy + picker, SGLang's router and smg, in interleaved rounds; the load average is in
-//   `overhead_notes`.
+//   `overhead_notes`. `--overhead-only` runs this phase alone (no trace replay),
+//   `envoy-floor` is Envoy asking ext-proc-floor.ts (the picker's gRPC stack, no decision: the
+//   floor of the picker's own process); `--overhead-targets` only the targets it names (`direct` always; smg and sglang-router also
+//   need --routers to name them), and `--overhead-baseline DIR` adds `envoy-picker@baseline`:
+//   the picker as another checkout (DIR) builds it, behind its own Envoy, in the same rounds
+//   (a change's before and after on one machine at one time). The picker's CPU is also given
+//   split into Envoy's and the picker's (`cpu_ms_per_req_parts`); CACHEROUTE_BENCH_PICKER_NODE_ARGS
+//   passes Node flags to the picker's process (`--cpu-prof --cpu-prof-dir=DIR`, `--trace-gc`).
 // - Bounds: the infinite-cache bound, and the pooled-cache bound: one LRU of
 //   the fleet's total KV pool replayed over the slice (pooled-bound.ts; with
 //   --profile hicache the host tier's tokens too). hit_rate_vs_bound is
 //   against the pooled bound.
 
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,6 +92,7 @@ import {
   SkipError,
   smgDefaultArgs,
   startNodeFloorProxy,
+  startExtProcFloor,
   startPickerGateway,
   startRouter,
   startSim,
@@ -157,6 +167,8 @@ const { values } = parseArgs({
     'overhead-rate': { type: 'string', default: '500' },
     'overhead-rounds': { type: 'string', default: '4' },
     'overhead-round-ms': { type: 'string', default: '1500' },
+    'overhead-targets': { type: 'string' },
+    'overhead-baseline': { type: 'string' },
     'log-dir': { type: 'string' },
     'run-timeout-s': { type: 'string' },
     'load-exchange': { type: 'string', default: 'on' },
@@ -176,6 +188,27 @@ const SCALE = Number(values.scale);
 const LOAD = Number(values.load);
 const WORKERS = Number(values.workers);
 const OVERHEAD_RATE = Number(values['overhead-rate']);
+const OVERHEAD_TARGETS = [
+  'gateway',
+  'gateway-approx',
+  'node-floor',
+  'envoy-static',
+  'envoy-floor',
+  'envoy-picker',
+  ...PY_ROUTERS,
+] as const;
+const overheadTargets = values['overhead-targets']?.split(',').filter((t) => t !== '' && t !== 'direct');
+for (const t of overheadTargets ?? [])
+  if (!(OVERHEAD_TARGETS as readonly string[]).includes(t))
+    usage(`--overhead-targets: unknown target ${t} (one of direct, ${OVERHEAD_TARGETS.join(', ')})`);
+/** Whether the overhead phase measures `name` (all by default). */
+const measures = (name: (typeof OVERHEAD_TARGETS)[number]): boolean =>
+  overheadTargets === undefined || overheadTargets.includes(name);
+const OVERHEAD_BASELINE = values['overhead-baseline'] && path.resolve(values['overhead-baseline']);
+if (OVERHEAD_BASELINE && !existsSync(path.join(OVERHEAD_BASELINE, 'test/bench/bench-gateway.ts')))
+  usage(
+    `--overhead-baseline: ${OVERHEAD_BASELINE} holds no test/bench/bench-gateway.ts (a cacheroute checkout)`,
+  );
 if (!(N > 0) || !(SCALE > 0) || !(WORKERS >= 1) || !(SKIP >= 0))
   usage('--n, --scale, --workers must be positive');
 const POOL_ARG = values['max-total-tokens'] ?? 'auto';
@@ -478,6 +511,73 @@ async function runRouter(
 
 // ---------------------------------------------------------------- overhead
 
+/** The standalone gateway, with its KV index and without (approximate tokens), as wanted. */
+async function startGatewayTargets(zero: Sim, routers: Router[]): Promise<OverheadTarget[]> {
+  const targets: OverheadTarget[] = [];
+  if (measures('gateway')) {
+    const gw = await startRouter(ctx, 'cache-aware', [zero], 'overhead');
+    routers.push(gw);
+    await waitKvIndexUsable(gw);
+    targets.push({ name: 'gateway', url: gw.urls[0] ?? '', pgids: groupsOf(gw.procs) });
+  }
+  if (measures('gateway-approx')) {
+    // The same gateway where the runtime publishes no events: approximate tokens, no tokenizer, no index.
+    const approx = await startRouter(
+      ctx,
+      'cache-aware',
+      [{ id: zero.id, url: zero.url, proc: zero.proc }],
+      'overhead-approx',
+    );
+    routers.push(approx);
+    targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '', pgids: groupsOf(approx.procs) });
+  }
+  return targets;
+}
+
+/** Envoy asking ext-proc-floor.ts (a gRPC stream a request, no decision): the picker's floor. */
+async function startExtProcFloorTarget(
+  zero: Sim,
+  envoys: RunningEnvoy[],
+  procs: Proc[],
+): Promise<OverheadTarget> {
+  const floor = await startExtProcFloor(ctx, new URL(zero.url).host);
+  procs.push(floor.proc);
+  const envoy = await startEnvoy({ kind: 'picker', pickerPort: floor.pickerPort }, { detached: true });
+  envoys.push(envoy);
+  const groups = groupsOf([floor.proc]);
+  return {
+    name: 'envoy-floor',
+    url: envoy.url,
+    pgids: [envoy.proc.pid, ...groups],
+    cpuParts: { envoy: [envoy.proc.pid], picker: groups },
+  };
+}
+
+/**
+ * Envoy asking the endpoint picker of the checkout at `repo` (this one, or --overhead-baseline's)
+ * over its own gateway state, as an overhead target; its CPU split into Envoy's and the picker's.
+ */
+async function startPickerTarget(
+  name: string,
+  repo: string,
+  zero: Sim,
+  envoys: RunningEnvoy[],
+  pickerProcs: Proc[],
+): Promise<OverheadTarget> {
+  const picker = await startPickerGateway({ ...ctx, repo }, [zero], `overhead-${name.replace('@', '-')}`);
+  pickerProcs.push(picker.proc);
+  await waitKvIndexUsable({ name: 'cache-aware', urls: [picker.url], procs: [picker.proc], kvIndexed: true });
+  const envoyPicker = await startEnvoy({ kind: 'picker', pickerPort: picker.pickerPort }, { detached: true });
+  envoys.push(envoyPicker);
+  const pickerGroups = groupsOf([picker.proc]);
+  return {
+    name,
+    url: envoyPicker.url,
+    pgids: [envoyPicker.proc.pid, ...pickerGroups],
+    cpuParts: { envoy: [envoyPicker.proc.pid], picker: pickerGroups },
+  };
+}
+
 /** The overhead phase starts once the CPUs are this little busy (the note says the same figure). */
 const SETTLE_MAX_BUSY = 0.35;
 
@@ -510,47 +610,28 @@ async function runOverhead(
   const pickerProcs: Proc[] = [];
   try {
     const targets: OverheadTarget[] = [{ name: 'direct', url: zero.url }];
-    const gw = await startRouter(ctx, 'cache-aware', [zero], 'overhead');
-    routers.push(gw);
-    await waitKvIndexUsable(gw);
-    targets.push({ name: 'gateway', url: gw.urls[0] ?? '', pgids: groupsOf(gw.procs) });
-    // The same gateway where the runtime publishes no events: approximate tokens, no tokenizer, no index.
-    const approx = await startRouter(
-      ctx,
-      'cache-aware',
-      [{ id: zero.id, url: zero.url, proc: zero.proc }],
-      'overhead-approx',
-    );
-    routers.push(approx);
-    targets.push({ name: 'gateway-approx', url: approx.urls[0] ?? '', pgids: groupsOf(approx.procs) });
-    floor = await startNodeFloorProxy(ctx, zero.url);
-    targets.push({ name: 'node-floor', url: floor.url, pgids: groupsOf([floor.proc]) });
+    targets.push(...(await startGatewayTargets(zero, routers)));
+    if (measures('node-floor')) {
+      floor = await startNodeFloorProxy(ctx, zero.url);
+      targets.push({ name: 'node-floor', url: floor.url, pgids: groupsOf([floor.proc]) });
+    }
     // Envoy alone on a static route (the picker path's floor), then Envoy asking the gateway's
     // endpoint picker (ext_proc) over the same gateway state; CPU: Envoy's and the gateway's.
-    const envoyStatic = await startEnvoy({ kind: 'static', upstream: zero.url }, { detached: true });
-    envoys.push(envoyStatic);
-    targets.push({ name: 'envoy-static', url: envoyStatic.url, pgids: [envoyStatic.proc.pid] });
-    const picker = await startPickerGateway(ctx, [zero], 'overhead-picker');
-    pickerProcs.push(picker.proc);
-    await waitKvIndexUsable({
-      name: 'cache-aware',
-      urls: [picker.url],
-      procs: [picker.proc],
-      kvIndexed: true,
-    });
-    const envoyPicker = await startEnvoy(
-      { kind: 'picker', pickerPort: picker.pickerPort },
-      { detached: true },
-    );
-    envoys.push(envoyPicker);
-    targets.push({
-      name: 'envoy-picker',
-      url: envoyPicker.url,
-      pgids: [envoyPicker.proc.pid, ...groupsOf([picker.proc])],
-    });
+    if (measures('envoy-static')) {
+      const envoyStatic = await startEnvoy({ kind: 'static', upstream: zero.url }, { detached: true });
+      envoys.push(envoyStatic);
+      targets.push({ name: 'envoy-static', url: envoyStatic.url, pgids: [envoyStatic.proc.pid] });
+    }
+    const pickers: [string, string][] = [
+      ...(measures('envoy-picker') ? [['envoy-picker', REPO] as [string, string]] : []),
+      ...(OVERHEAD_BASELINE ? [['envoy-picker@baseline', OVERHEAD_BASELINE] as [string, string]] : []),
+    ];
+    if (measures('envoy-floor')) targets.push(await startExtProcFloorTarget(zero, envoys, pickerProcs));
+    for (const [name, repo] of pickers)
+      targets.push(await startPickerTarget(name, repo, zero, envoys, pickerProcs));
     for (const name of PY_ROUTERS) {
-      if (!wanted.includes(name) || skipped.has(name)) {
-        notes[name] = 'skipped (not run in the replay)';
+      if (!wanted.includes(name) || skipped.has(name) || !measures(name)) {
+        notes[name] = 'skipped (not run in the replay, or not in --overhead-targets)';
         continue;
       }
       try {
@@ -627,6 +708,7 @@ function summarizeOverhead(
             overhead_p99_ms: computeDelta(o, k, 'p99_ms'),
             rps: o?.[k]?.rps,
             cpu_ms_per_req: o?.[k]?.cpu_ms_per_req ?? null,
+            ...(o?.[k]?.cpu_ms_per_req_parts ? { cpu_ms_per_req_parts: o[k].cpu_ms_per_req_parts } : {}),
           },
         ]),
     ),
@@ -677,6 +759,7 @@ const OverheadStatsSchema = z.object({
   max_ms: z.number(),
   rps: z.number(),
   cpu_ms_per_req: z.number().optional(),
+  cpu_ms_per_req_parts: z.record(z.string(), z.number()).optional(),
   first_error: z.string().optional(),
 }) satisfies z.ZodType<OverheadStats>;
 const OverheadReport = z.object({

@@ -17,7 +17,7 @@ import { buildErrorBody, GatewayError } from '../errors/index.ts';
 import { ENDPOINT_HEADER } from '../forward/served.ts';
 import type { KvIndexFleet } from '../kv-index/fleet.ts';
 import type { Picker } from '../picker/pick.ts';
-import type { DecisionLog, Decision, PickLease } from '../picker/types.ts';
+import type { DecisionLog, Decision, PickLease, PickResult } from '../picker/types.ts';
 import { kindOfPath } from '../request/routes.ts';
 import type { RouteKind } from '../request/shape.ts';
 import type { RouteEndpoint } from '../routing/table.ts';
@@ -75,10 +75,18 @@ export interface PickerHost {
   readonly decodeEstimate?: DecodeEstimate;
 }
 
+/** Addresses already worked out: an endpoint is named in every pick that can choose it. */
+const ADDRESSES = new WeakMap<RouteEndpoint, string>();
+
 /** `ip:port` of an endpoint, as GIE names endpoints (the URL's host; port 80 when it has none). */
 export function addressOf(endpoint: RouteEndpoint): string {
-  const url = new URL(endpoint.url);
-  return url.port ? url.host : `${url.host}:${url.protocol === 'https:' ? 443 : 80}`;
+  let address = ADDRESSES.get(endpoint);
+  if (address === undefined) {
+    const url = new URL(endpoint.url);
+    address = url.port ? url.host : `${url.host}:${url.protocol === 'https:' ? 443 : 80}`;
+    ADDRESSES.set(endpoint, address);
+  }
+  return address;
 }
 
 interface Routed {
@@ -99,7 +107,14 @@ export class PickerExchange {
   readonly #host: PickerHost;
   readonly #send: (r: ProcessingResponse) => void;
   readonly #id: string;
-  readonly #abort = new AbortController();
+  /** The stream is over (cancelled, broken or ended): a pick not yet made starts aborted. */
+  #over = false;
+  /**
+   * The pick's signal while it may wait (admission, wake, an identical request): the only one
+   * listening for the stream's end. Aborting costs a DOMException with its stack, so a stream
+   * that ends after its pick (nearly all) aborts nothing.
+   */
+  #waiting: AbortController | undefined;
   #headers: Record<string, string> = {};
   #kind: RouteKind | undefined;
   #path = '';
@@ -143,14 +158,15 @@ export class PickerExchange {
 
   /** The stream is over or broke: waits (admission, wake, an identical request) end now. */
   cancel(): void {
-    this.#abort.abort();
+    this.#over = true;
+    this.#waiting?.abort();
   }
 
   /** After the last message was handled: the request is done either way, its lease settled. */
   end(): void {
     if (this.#ended) return;
     this.#ended = true;
-    this.#abort.abort();
+    this.cancel();
     const r = this.#routed;
     if (!r) return;
     r.guard.release();
@@ -221,19 +237,27 @@ export class PickerExchange {
       });
     }
     const within = candidatesWithin(msg, this.#headers, host.conformanceHooks === true);
-    const picked = await host.picker.pick(
-      {
-        id: this.#id,
-        kind,
-        path: this.#path,
-        body,
-        headers: this.#headers,
-        tenant: this.#tenant,
-        fallbacks: host.fallbacks,
-        ...(within ? { within: (e: RouteEndpoint) => within(addressOf(e)) } : {}),
-      },
-      { signal: this.#abort.signal, log: host.log },
-    );
+    const waiting = new AbortController();
+    if (this.#over) waiting.abort();
+    this.#waiting = waiting;
+    let picked: PickResult;
+    try {
+      picked = await host.picker.pick(
+        {
+          id: this.#id,
+          kind,
+          path: this.#path,
+          body,
+          headers: this.#headers,
+          tenant: this.#tenant,
+          fallbacks: host.fallbacks,
+          ...(within ? { within: (e: RouteEndpoint) => within(addressOf(e)) } : {}),
+        },
+        { signal: waiting.signal, log: host.log },
+      );
+    } finally {
+      this.#waiting = undefined;
+    }
     if (picked.kind === 'refused') {
       const v = picked.verdict;
       const headers = {
@@ -253,7 +277,7 @@ export class PickerExchange {
     const { decision, lease } = picked;
     // The answer goes from the runtime through Envoy to the client, never here: nothing to store.
     void lease.reuse?.fail();
-    if (this.#abort.signal.aborted) {
+    if (this.#over) {
       lease.release(undefined);
       return;
     }

@@ -2,8 +2,11 @@
 // checked with zod as it arrives: the request's headers and body chunks, the
 // response's headers, and the metadata Envoy forwards (GIE's subset hint, the
 // served endpoint). Fields are named as in the protos (loaded with keepCase).
+// The schema is the contract; readProcessingRequest reads the shapes Envoy
+// sends by hand with the schema's own result (message-shapes.ts).
 
 import { z } from 'zod';
+import { readBody, readHeaders, readLoose, readMetadata } from './message-shapes.ts';
 
 const HeaderValue = z.object({
   key: z.string(),
@@ -28,7 +31,7 @@ const StructValue: z.ZodType<ProtoValue> = z.lazy(() =>
     list_value: z.object({ values: z.array(StructValue).default([]) }).optional(),
   }),
 );
-interface ProtoValue {
+export interface ProtoValue {
   readonly string_value?: string | undefined;
   readonly list_value?: { readonly values: readonly ProtoValue[] } | undefined;
 }
@@ -60,6 +63,51 @@ export const ProcessingRequest = z.looseObject({
 });
 export type ProcessingRequest = z.infer<typeof ProcessingRequest>;
 export type HttpHeaders = z.infer<typeof HttpHeaders>;
+export type HttpBody = z.infer<typeof HttpBody>;
+export type MetadataContext = NonNullable<ProcessingRequest['metadata_context']>;
+
+/** The oneof `request`'s members, each read as its schema reads it (message-shapes.ts). */
+const BRANCHES = {
+  request_headers: readHeaders,
+  request_body: readBody,
+  request_trailers: readLoose,
+  response_headers: readHeaders,
+  response_body: readBody,
+  response_trailers: readLoose,
+} as const;
+type Branch = keyof typeof BRANCHES;
+const BRANCH_NAMES = Object.keys(BRANCHES) as Branch[];
+
+/**
+ * A ProcessingRequest as it arrives, with the result `ProcessingRequest` (the schema) gives it,
+ * at a small part of the cost (several messages a request): the oneof member the message names
+ * (`request`, set by the proto loader) and the metadata are read by hand (message-shapes.ts);
+ * a message in any other shape, or one the hand reading would not take, goes to the schema.
+ */
+export function readProcessingRequest(raw: unknown): z.ZodSafeParseResult<ProcessingRequest> {
+  const fast = readNamedBranch(raw);
+  return fast ?? ProcessingRequest.safeParse(raw);
+}
+
+function readNamedBranch(raw: unknown): z.ZodSafeParseResult<ProcessingRequest> | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const msg = raw as Record<string, unknown>;
+  const name = msg['request'];
+  if (typeof name !== 'string' || !Object.hasOwn(BRANCHES, name)) return undefined;
+  const branch = name as Branch;
+  // One member present, the one named: what the proto loader's oneof decoding always gives.
+  for (const other of BRANCH_NAMES) if (other !== branch && msg[other] !== undefined) return undefined;
+  const member = BRANCHES[branch](msg[branch]);
+  if (member === undefined) return undefined; // the schema's error names the path
+  const out: Record<string, unknown> = { ...msg, [branch]: member };
+  const metadata = msg['metadata_context'];
+  if (metadata !== undefined) {
+    const read = readMetadata(metadata);
+    if (read === undefined) return undefined;
+    out['metadata_context'] = read;
+  }
+  return { success: true, data: out };
+}
 
 /** Headers as the proxy reads them: lower-case names, repeated names joined by ', '. */
 export function toHeaderRecord(h: HttpHeaders): Record<string, string> {

@@ -5,10 +5,16 @@
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Server, ServerCredentials, status, type ServerDuplexStream } from '@grpc/grpc-js';
+import {
+  Server,
+  ServerCredentials,
+  status,
+  type ServerDuplexStream,
+  type ServerOptions,
+} from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { PickerExchange, type PickerHost } from './exchange.ts';
-import { ProcessingRequest } from './messages.ts';
+import { readProcessingRequest } from './messages.ts';
 import { EXT_PROC_SERVICE, extProcService } from './protos.ts';
 import { allowDataPlaneResets } from './stream-resets.ts';
 
@@ -31,6 +37,12 @@ export interface PickerServer {
   close(): Promise<void>;
 }
 
+/**
+ * No channelz (gRPC's introspection service, which the picker does not serve): grpc-js otherwise
+ * keeps per-call and per-message counters and timestamps on every stream, a request's cost here.
+ */
+const SERVER_OPTIONS: ServerOptions = { 'grpc.enable_channelz': 0 };
+
 type Stream = ServerDuplexStream<unknown, Record<string, unknown>>;
 
 export async function startPickerServer(host: PickerHost, opts: PickerServerOptions): Promise<PickerServer> {
@@ -41,7 +53,7 @@ export async function startPickerServer(host: PickerHost, opts: PickerServerOpti
         false,
       )
     : ServerCredentials.createInsecure();
-  const server = new Server();
+  const server = new Server(SERVER_OPTIONS);
   allowDataPlaneResets(server);
   server.addService(extProcService(), { Process: (call: Stream) => serveStream(host, call) });
   const health = new HealthImplementation({ '': 'SERVING', liveness: 'SERVING' });
@@ -53,7 +65,7 @@ export async function startPickerServer(host: PickerHost, opts: PickerServerOpti
   };
   setReady();
   const timer = setInterval(setReady, 1000).unref();
-  const healthServer = new Server();
+  const healthServer = new Server(SERVER_OPTIONS);
   health.addToServer(healthServer);
   const bind = (s: Server, port: number): Promise<number> =>
     new Promise((resolve, reject) =>
@@ -98,7 +110,7 @@ function serveStream(host: PickerHost, call: Stream): void {
   call.on('data', (raw: unknown) => {
     queue = queue
       .then(async () => {
-        const msg = ProcessingRequest.safeParse(raw);
+        const msg = readProcessingRequest(raw);
         if (!msg.success) {
           host.log.warn(
             { issue: msg.error.issues[0]?.message, path: msg.error.issues[0]?.path.join('.') },
