@@ -84,7 +84,7 @@ function buildPrompt(id: string, bytes: number): string {
   let size = parts[0]?.length ?? 0;
   let seed = [...id].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7);
   while (size < bytes) {
-    seed = (seed * 1_103_515_245 + 12_345) >>> 0;
+    seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
     const w = WORDS[seed % 9_900] ?? ''; // four letters
     parts.push(w);
     size += w.length + 1;

@@ -30,12 +30,12 @@
 //   a store of its own: its removal says nothing of what else is old
 //   (feed.ts, convergence).
 //
-// Memory, measured on Node 24 (heap after GC, 1M blocks): 117 bytes a block
-// stored one per event, 94 in 128-page chains (Map slot, bigint key, entry;
-// a chain's first block also keeps a parent bigint of its own, the others
-// share their predecessor's key). The runtime's own capacity bounds what a
+// Memory, measured on Node 24 (heap and array buffers after GC, 2^20 blocks
+// stored in 128-page chains): ~31 bytes a block, in typed arrays the
+// collector does not trace (block-table.ts, ADR 0043; the Map of bigints it
+// replaced took 94-117). The runtime's own capacity bounds what a
 // consistent stream can hold ((device + host tokens) / page size); maxBlocks
-// (default 2^20, about 120 MB) bounds what a faulty one can: stores past it
+// (default 2^20, about 32 MB) bounds what a faulty one can: stores past it
 // are dropped and counted, so the index under-reports, the safe direction
 // for routing.
 //
