@@ -199,7 +199,7 @@ bench-failover: deps ## Failover: 3 gateway replicas replay a slice, once as is 
 	$(NODE) test/bench/bench-failover.ts --n $(or $(N),2000) $(ARGS)
 
 .PHONY: bench-picker-prompts
-bench-picker-prompts: deps envoy ## GIE #2928's case: 220 KB prompts at concurrency 150, Envoy + the endpoint picker vs Envoy alone on one simulator; TTFT p50/p99, the picker's addition and CPU per request; last line JSON (ARGS='--requests 900 --concurrency 150 --prompt-kb 220 --rounds 3')
+bench-picker-prompts: deps envoy ## GIE #2928's case: 220 KB prompts at concurrency 150, Envoy + the endpoint picker vs Envoy alone on one simulator; TTFT p50/p99, the picker's addition, CPU per request (path, simulator, client); last line JSON (ARGS='--requests 900 --concurrency 150 --prompt-kb 220 --rounds 3 [--rate 4] [--baseline DIR]')
 	$(NODE) test/bench/bench-picker-prompts.ts $(ARGS)
 
 .PHONY: bench-picker-progress

@@ -21,7 +21,7 @@
 // connection closes after --connection-timeout-seconds (default 600) with no
 // traffic either way (request/client-timeouts.ts). Every runtime's KV index
 // together holds at most --kv-index-max-blocks blocks (default 4,194,304, about
-// 400 MB); past it the largest index gives up its oldest (kv-index/block-budget.ts).
+// 130 MB); past it the largest index gives up its oldest (kv-index/block-budget.ts).
 // SIGTERM drains: /readyz turns 503 and new requests get 503 GW_DRAINING at
 // once, requests in flight (streams included) finish for up to
 // --drain-timeout-seconds, then the process exits 0.

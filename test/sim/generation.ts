@@ -2,7 +2,7 @@
 // chat template, and SGLang's meta_info / finish_reason shapes.
 
 import type { RequestResult } from './engine.ts';
-import { ROLE_TOKEN_IDS, decode, encode, generateTokens } from './tokenizer.ts';
+import { ROLE_TOKEN_IDS, decode, encodeInto, generateTokens } from './tokenizer.ts';
 
 export type FinishReason =
   | { readonly type: 'length'; readonly length: number }
@@ -83,7 +83,7 @@ export function applyChatTemplate(messages: readonly ChatMessageInput[]): number
     out.push(ROLE_TOKEN_IDS[role]);
     const content =
       typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
-    for (const id of encode(content)) out.push(id);
+    encodeInto(out, content);
   }
   out.push(ROLE_TOKEN_IDS.assistant);
   return out;

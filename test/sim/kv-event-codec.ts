@@ -27,6 +27,8 @@ const floatEncoder = new Encoder({ forceIntegerToFloat: true });
 
 /** msgspec's integer width: 32-bit forms as numbers, wider ones as 64-bit. */
 function toWireInt(v: bigint | number): bigint | number {
+  // Token ids and sizes are small numbers: no bigint for them (a 220 KB prompt stores ~45k ids).
+  if (typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 32) return v;
   const b = BigInt(v);
   return b >= -(2n ** 31n) && b < 2n ** 32n ? Number(b) : b;
 }

@@ -49,3 +49,59 @@ describe('tokenizer', () => {
     expect(encode(decode(a))).toEqual(a);
   });
 });
+
+// The pattern encode() took pieces with before it became a scan (one match object and slice a word):
+// the scan must cut and map every text the same way.
+function encodeByPattern(text: string): number[] {
+  const piece = /<\|(?:endoftext|system|user|assistant)\|>| [a-z]+|[^ <]+| |</gy;
+  const specials = ['<|endoftext|>', '<|system|>', '<|user|>', '<|assistant|>'];
+  const out: number[] = [];
+  const bytes = (p: string): void => {
+    for (const b of new TextEncoder().encode(p)) out.push(4 + b);
+  };
+  for (let m = piece.exec(text); m !== null; m = piece.exec(text)) {
+    const p = m[0];
+    if (p.startsWith('<|')) out.push(specials.indexOf(p));
+    else if (p.length > 1 && p.charCodeAt(0) === 32) {
+      const n = readWord(p, 1);
+      if (n >= 0) out.push(WORD_BASE + n);
+      else bytes(p);
+    } else bytes(p);
+  }
+  return out;
+}
+
+describe('encode', () => {
+  it('cuts every text as the pattern did: words, specials, bytes, non-ASCII', () => {
+    const alphabet = [
+      ' ',
+      ' ',
+      ' ',
+      'ba',
+      'ko',
+      'zu',
+      'x',
+      'q',
+      'é',
+      '日',
+      '<',
+      '|',
+      '<|user|>',
+      '<|assistant|',
+      'A',
+      '\n',
+      '🙂',
+    ];
+    let seed = 7;
+    const random = (): number => (seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32;
+    for (let t = 0; t < 2_000; t++) {
+      const parts = Array.from(
+        { length: 1 + Math.floor(random() * 30) },
+        () => alphabet[Math.floor(random() * alphabet.length)],
+      );
+      const text = parts.join('');
+      expect(encode(text), JSON.stringify(text)).toEqual(encodeByPattern(text));
+    }
+    expect(encode(' baba ba zuzuzu <|system|>')).toEqual(encodeByPattern(' baba ba zuzuzu <|system|>'));
+  });
+});

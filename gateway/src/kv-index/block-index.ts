@@ -30,12 +30,12 @@
 //   a store of its own: its removal says nothing of what else is old
 //   (feed.ts, convergence).
 //
-// Memory, measured on Node 24 (heap after GC, 1M blocks): 117 bytes a block
-// stored one per event, 94 in 128-page chains (Map slot, bigint key, entry;
-// a chain's first block also keeps a parent bigint of its own, the others
-// share their predecessor's key). The runtime's own capacity bounds what a
+// Memory, measured on Node 24 (heap and array buffers after GC, 2^20 blocks
+// stored in 128-page chains): ~31 bytes a block, in typed arrays the
+// collector does not trace (block-table.ts, ADR 0043; the Map of bigints it
+// replaced took 94-117). The runtime's own capacity bounds what a
 // consistent stream can hold ((device + host tokens) / page size); maxBlocks
-// (default 2^20, about 120 MB) bounds what a faulty one can: stores past it
+// (default 2^20, about 32 MB) bounds what a faulty one can: stores past it
 // are dropped and counted, so the index under-reports, the safe direction
 // for routing.
 //
@@ -45,6 +45,8 @@
 // Pure: plain data in, plain data out.
 
 import type { BudgetedIndex, KvBlockBudget } from './block-budget.ts';
+import { BlockTable, NO_ENTRY } from './block-table.ts';
+import { PackedBlockHashes, joinBlockHash, splitBlockHash, splitHi, splitLo } from './packed-hashes.ts';
 import { STORAGE_MEDIA, type KvCacheEvent, type StorageMedium } from '#sglang/kv-events.ts';
 
 export const DEFAULT_MAX_BLOCKS = 1 << 20;
@@ -80,11 +82,6 @@ export interface BlockEntry {
   readonly parent: bigint | null;
   /** Bit i set: STORAGE_MEDIA[i] holds the block. */
   readonly media: number;
-}
-
-interface MutableEntry {
-  parent: bigint | null;
-  media: number;
 }
 
 const MEDIUM_BIT = new Map<StorageMedium, number>(STORAGE_MEDIA.map((m, i) => [m, 1 << i]));
@@ -132,9 +129,8 @@ export interface KvBlockIndexOptions {
 }
 
 export class KvBlockIndex implements BudgetedIndex {
-  readonly #blocks = new Map<bigint, MutableEntry>();
-  /** Blocks held only because a store named them as its parent (see above). */
-  readonly #implied = new Set<bigint>();
+  /** The blocks, first stored first (block-table.ts); implied ones flagged (see above). */
+  readonly #table = new BlockTable();
   readonly #maxBlocks: number;
   readonly #budget: KvBlockBudget | undefined;
 
@@ -146,7 +142,7 @@ export class KvBlockIndex implements BudgetedIndex {
 
   /** Blocks held on at least one tier. */
   get size(): number {
-    return this.#blocks.size;
+    return this.#table.size;
   }
 
   /** Apply one batch's events in order. */
@@ -170,45 +166,53 @@ export class KvBlockIndex implements BudgetedIndex {
   }
 
   clear(): void {
-    this.#budget?.count(-this.#blocks.size);
-    this.#blocks.clear();
-    this.#implied.clear();
+    this.#budget?.count(-this.#table.size);
+    this.#table.clear();
   }
 
   /** The index is no longer used: its blocks leave the gateway's budget. */
   release(): void {
     this.#budget?.leave(this);
-    this.#blocks.clear();
-    this.#implied.clear();
+    this.#table.clear();
   }
 
   evictOldest(): boolean {
-    for (const h of this.#blocks.keys()) {
-      this.#blocks.delete(h);
-      this.#implied.delete(h);
-      this.#budget?.count(-1);
-      return true;
-    }
-    return false;
+    const e = this.#table.oldest();
+    if (e === NO_ENTRY) return false;
+    this.#table.delete(e);
+    this.#budget?.count(-1);
+    return true;
   }
 
   get(hash: bigint): BlockEntry | undefined {
-    return this.#blocks.get(hash);
+    const e = this.#find(hash);
+    if (e === NO_ENTRY) return undefined;
+    const t = this.#table;
+    return {
+      parent: t.hasParent(e) ? joinBlockHash(t.parentHiOf(e), t.parentLoOf(e)) : null,
+      media: t.mediaOf(e),
+    };
   }
 
   /** The tiers holding `hash`, fastest first. */
   mediaOf(hash: bigint): StorageMedium[] {
-    const media = this.#blocks.get(hash)?.media ?? 0;
+    const e = this.#find(hash);
+    const media = e === NO_ENTRY ? 0 : this.#table.mediaOf(e);
     return STORAGE_MEDIA.filter((_, i) => (media & (1 << i)) !== 0);
   }
 
-  matchPrefix(blockHashes: readonly bigint[]): PrefixMatch {
+  matchPrefix(blockHashes: readonly bigint[] | PackedBlockHashes): PrefixMatch {
+    const halves = (
+      blockHashes instanceof PackedBlockHashes ? blockHashes : PackedBlockHashes.from(blockHashes)
+    ).halves;
+    const t = this.#table;
     const counts = new Uint32Array(STORAGE_MEDIA.length);
     let pages = 0;
     // From the last page back: the deepest held page sets the length, unheld ancestors take the tier after them.
     let tier = -1;
-    for (let i = blockHashes.length - 1; i >= 0; i--) {
-      const media = this.#blocks.get(blockHashes[i] as bigint)?.media ?? 0;
+    for (let i = halves.length / 2 - 1; i >= 0; i--) {
+      const e = t.find(halves[2 * i] ?? 0, halves[2 * i + 1] ?? 0);
+      const media = e === NO_ENTRY ? 0 : t.mediaOf(e);
       // The lowest set bit: the fastest tier holding the page.
       if (media !== 0) tier = 31 - Math.clz32(media & -media);
       if (tier < 0) continue;
@@ -220,59 +224,88 @@ export class KvBlockIndex implements BudgetedIndex {
     return { pages, byMedium };
   }
 
+  #find(hash: bigint): number {
+    splitBlockHash(hash);
+    return this.#table.find(splitHi(), splitLo());
+  }
+
   #store(hashes: readonly bigint[], parent: bigint | null, bit: number, stats: ApplyStats): void {
+    const t = this.#table;
+    // The block before the next one stored: its parent (within a chain, the block before it).
+    let hasPrior = parent !== null;
+    let priorHi = 0;
+    let priorLo = 0;
+    if (parent !== null) {
+      splitBlockHash(parent);
+      priorHi = splitHi();
+      priorLo = splitLo();
+    }
     // Only under a device page: a host copy's parent may be on the device alone, and its removal from there
     // would leave a host bit set here that no event clears.
-    const implies = parent !== null && bit === DEVICE_BIT && !this.#blocks.has(parent);
-    if (implies && this.#add(parent, null, bit, stats)) {
-      this.#implied.add(parent);
-      stats.impliedParents++;
+    if (hasPrior && bit === DEVICE_BIT && t.find(priorHi, priorLo) === NO_ENTRY) {
+      const implied = this.#add(priorHi, priorLo, bit, stats);
+      if (implied !== NO_ENTRY) {
+        t.setImplied(implied, true);
+        stats.impliedParents++;
+      }
     }
-    let prior = parent;
     for (const h of hashes) {
-      const entry = this.#blocks.get(h);
-      this.#implied.delete(h);
-      if (entry) {
-        if ((entry.media & bit) === 0) {
+      splitBlockHash(h);
+      const hi = splitHi();
+      const lo = splitLo();
+      let e = t.find(hi, lo);
+      if (e !== NO_ENTRY) {
+        t.setImplied(e, false);
+        const media = t.mediaOf(e);
+        if ((media & bit) === 0) {
           stats.stored++;
           stats.storedMedia |= bit;
         }
-        entry.media |= bit;
-        entry.parent = prior;
-      } else if (this.#add(h, prior, bit, stats)) {
-        stats.stored++;
-        stats.storedMedia |= bit;
+        t.setMedia(e, media | bit);
+      } else {
+        e = this.#add(hi, lo, bit, stats);
+        if (e !== NO_ENTRY) {
+          stats.stored++;
+          stats.storedMedia |= bit;
+        }
       }
-      // Within a stored chain each block's parent is the block before it (the same bigint, shared).
-      prior = h;
+      if (e !== NO_ENTRY) {
+        if (hasPrior) t.setParent(e, priorHi, priorLo);
+        else t.clearParent(e);
+      }
+      hasPrior = true;
+      priorHi = hi;
+      priorLo = lo;
     }
   }
 
-  /** A new entry, unless the index is at maxBlocks (counted). */
-  #add(h: bigint, parent: bigint | null, bit: number, stats: ApplyStats): boolean {
-    if (this.#blocks.size >= this.#maxBlocks) {
+  /** A new entry holding `bit`, without a parent, unless the index is at maxBlocks (counted: NO_ENTRY). */
+  #add(hi: number, lo: number, bit: number, stats: ApplyStats): number {
+    if (this.#table.size >= this.#maxBlocks) {
       stats.droppedStores++;
-      return false;
+      return NO_ENTRY;
     }
     this.#budget?.makeRoom();
-    this.#blocks.set(h, { parent, media: bit });
+    const e = this.#table.insert(hi, lo);
+    this.#table.setMedia(e, bit);
     this.#budget?.count(1);
-    return true;
+    return e;
   }
 
   #remove(hashes: readonly bigint[], bit: number, stats: ApplyStats): void {
+    const t = this.#table;
     for (const h of hashes) {
-      const entry = this.#blocks.get(h);
-      if (!entry || (entry.media & bit) === 0) {
+      const e = this.#find(h);
+      const media = e === NO_ENTRY ? 0 : t.mediaOf(e);
+      if ((media & bit) === 0) {
         stats.unknownRemovals++;
         continue;
       }
-      entry.media &= ~bit;
+      t.setMedia(e, media & ~bit);
       stats.removed++;
-      if (!this.#implied.has(h)) stats.removedMedia |= bit;
-      if (entry.media === 0) {
-        this.#blocks.delete(h);
-        this.#implied.delete(h);
+      if (!t.isImplied(e)) stats.removedMedia |= bit;
+      if ((media & ~bit) === 0) {
+        t.delete(e);
         this.#budget?.count(-1);
       }
     }

@@ -23,6 +23,7 @@
 
 import { Decoder } from '@msgpack/msgpack';
 import { STORAGE_MEDIA, StorageMedium, type KvCacheEvent } from '#sglang/kv-events.ts';
+import { readFastBatch } from './decode-fast.ts';
 
 export interface KvEventBatch {
   /** Publisher's wall clock when it took the batch, in ms since the epoch. */
@@ -59,6 +60,13 @@ class ShapeError extends Error {
 }
 
 export function decodeEventBatch(payload: Uint8Array): DecodeResult {
+  // SGLang's usual shape straight off the bytes (decode-fast.ts); anything else the general way.
+  const fast = readFastBatch(payload);
+  return fast ? { ok: true, value: fast } : decodeEventBatchGenerally(payload);
+}
+
+/** decodeEventBatch through @msgpack/msgpack and the checks below, whatever the payload's shape. */
+export function decodeEventBatchGenerally(payload: Uint8Array): DecodeResult {
   let raw: unknown;
   try {
     raw = decoder.decode(payload);

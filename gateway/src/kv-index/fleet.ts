@@ -26,7 +26,8 @@ import type { StorageMedium } from '#sglang/kv-events.ts';
 import type { EndpointRole, RouteEndpoint } from '../routing/table.ts';
 import type { Clock } from '#kube/clock.ts';
 import { DEFAULT_GATEWAY_MAX_BLOCKS, KvBlockBudget } from './block-budget.ts';
-import { computeRequestBlockHashes } from './request-hashes.ts';
+import type { PackedBlockHashes } from './packed-hashes.ts';
+import { computeRequestPackedHashes } from './request-hashes.ts';
 import { SharedL3Index, type L3Unit, type L3UnitStatus } from './shared-l3.ts';
 import { KvEventSubscriber, KvIndexState, type KvIndexStatus } from './subscriber.ts';
 
@@ -171,11 +172,11 @@ export class KvIndexFleet {
     const out = new Map<string, KvMatch>();
     // SGLang matches at most all but the last prompt token (its logits are computed).
     const matchable = tokens.length > 0 ? tokens.slice(0, -1) : tokens;
-    const hashesBySize = new Map<number, bigint[]>();
-    const hashesOf = (blockSize: number): bigint[] => {
+    const hashesBySize = new Map<number, PackedBlockHashes>();
+    const hashesOf = (blockSize: number): PackedBlockHashes => {
       let hashes = hashesBySize.get(blockSize);
       if (!hashes) {
-        hashes = computeRequestBlockHashes(matchable, blockSize, salt);
+        hashes = computeRequestPackedHashes(matchable, blockSize, salt);
         hashesBySize.set(blockSize, hashes);
       }
       return hashes;
@@ -205,11 +206,11 @@ export class KvIndexFleet {
   #creditL3(
     endpointId: string,
     own: KvMatch | undefined,
-    hashesOf: (blockSize: number) => bigint[],
+    hashesOf: (blockSize: number) => PackedBlockHashes,
   ): KvMatch | undefined {
     const blockSize = this.l3.blockSizeOf(endpointId);
     if (blockSize === undefined) return own;
-    const l3Tokens = this.l3.matchPages(endpointId, hashesOf(blockSize)) * blockSize;
+    const l3Tokens = this.l3.matchPages(endpointId, hashesOf(blockSize).toBigInts()) * blockSize;
     const held = own ? total(own) : 0;
     if (l3Tokens <= held) return own;
     const base = own ?? { deviceTokens: 0, hostTokens: 0, storageTokens: 0, partial: true };

@@ -8,12 +8,21 @@
 // logits must be computed), so a caller predicting the cached_tokens the
 // runtime will report passes tokens.slice(0, -1).
 //
-// Cost: one SHA-256 a page (about 1.4 us, kv-event-hash.ts): a 2k-token
-// prompt is 128 hashes at page size 16, 2k at page size 1. The salt's seed is
+// Cost: one SHA-256 a page (about 1 us, kv-event-hash.ts): a 2k-token
+// prompt is 128 hashes at page size 16, 2k at page size 1; a 220 KB prompt
+// (~45k tokens) 2,800. The index reads them packed (no bigint a page:
+// computeRequestPackedHashes). The salt's seed is
 // one more, computed once per salt: a gateway sees a few salts (one per
 // policy, tenant and client salt), every request of each.
 
-import { computePageDigest, computeSaltSeed, toBlockHash, type Digest } from '#sglang/kv-event-hash.ts';
+import {
+  computePackedBlockHashes,
+  computePageDigest,
+  computeSaltSeed,
+  toBlockHash,
+  type Digest,
+} from '#sglang/kv-event-hash.ts';
+import { PackedBlockHashes } from './packed-hashes.ts';
 
 /** Seeds kept; past it the memo starts again (salts come from a few policies and tenants). */
 const MAX_SEEDS = 4096;
@@ -45,4 +54,14 @@ export function computeRequestBlockHashes(
     out[p] = toBlockHash(prior);
   }
   return out;
+}
+
+/** computeRequestBlockHashes, packed as the KV index reads them (packed-hashes.ts). */
+export function computeRequestPackedHashes(
+  tokens: ArrayLike<number>,
+  pageSize: number,
+  cacheSalt: string | null,
+): PackedBlockHashes {
+  if (!Number.isInteger(pageSize) || pageSize < 1) throw new RangeError('pageSize must be >= 1');
+  return new PackedBlockHashes(computePackedBlockHashes(readSaltSeed(cacheSalt), tokens, pageSize));
 }
