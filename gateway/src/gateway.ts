@@ -155,7 +155,11 @@ export class Gateway {
       ...(tierLoad
         ? {
             tierStanding: () =>
-              tier.standing(tierLoad.unheardMs?.() ?? EXCHANGE_UNHEARD_MS, tierLoad.bursty?.() ?? false),
+              tier.standing(
+                tierLoad.unheardMs?.() ?? EXCHANGE_UNHEARD_MS,
+                tierLoad.bursty?.() ?? false,
+                tierLoad.unheardPicks?.() ?? 0,
+              ),
           }
         : {}),
       reuser: this.#reuser,

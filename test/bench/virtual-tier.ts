@@ -15,8 +15,9 @@
 //   in order. Staleness is sampled at every decision: for each peer and
 //   endpoint, how long the oldest change not yet delivered has waited (0 when
 //   the view is current); the sample is the worst over peers and endpoints.
-// - with the exchange on, its rank in the tier (RouteInput.tier) and the
-//   exchange's lag as it measured it (fleet/lag-window.ts): a policy
+// - with the exchange on, its rank in the tier (RouteInput.tier), the
+//   exchange's lag as it measured it (fleet/lag-window.ts) and the peers'
+//   picks in transit (fleet/unheard-picks.ts): a policy
 //   may hold a choice (Policy.holdMs, as the gateway's picker sleeps it), and
 //   the hold counts in the request's TTFT and e2e.
 // Request i goes to replica i mod R (a Service spreading connections).
@@ -31,6 +32,7 @@ import {
 import type { RoutingSettings } from '#api';
 import { LagWindow } from '../../gateway/src/fleet/lag-window.ts';
 import { TierBursts } from '../../gateway/src/fleet/tier-bursts.ts';
+import { UnheardPicks } from '../../gateway/src/fleet/unheard-picks.ts';
 import type { z } from 'zod';
 import { VirtualClock } from '../sim/clock.ts';
 import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
@@ -99,6 +101,8 @@ interface Replica {
   readonly lags: LagWindow;
   /** The tier's arrivals as this replica knows them: its own at once, the peers' exchangeMs later. */
   readonly bursts: TierBursts;
+  /** The peers' picks as they reach this replica: how many are in transit (fleet/unheard-picks.ts). */
+  readonly peerPicks: UnheardPicks;
 }
 
 /** The gateway reports a stream's progress every this many events (upstream/relay.ts). */
@@ -126,6 +130,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
     undelivered: engines.map(() => []),
     lags: new LagWindow(),
     bursts: new TierBursts(),
+    peerPicks: new UnheardPicks(),
   }));
 
   const shareOf = (r: Replica, w: number): PeerShare => {
@@ -151,7 +156,11 @@ export function runTier(o: TierRunOptions): TierRunResult {
     r.bursts.note(arrivedAt);
     if (o.exchangeMs === undefined || o.replicas === 1) return;
     clock.setTimer(o.exchangeMs, () => {
-      for (const p of replicas) if (p !== r) p.bursts.note(arrivedAt);
+      for (const p of replicas)
+        if (p !== r) {
+          p.bursts.note(arrivedAt);
+          p.peerPicks.note(arrivedAt);
+        }
     });
   };
 
@@ -251,6 +260,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
                 size: o.replicas,
                 unheardMs: r.lags.unheardMs(clock.now()),
                 bursty: r.bursts.bursty(r.lags.unheardMs(clock.now())),
+                unheardPicks: r.peerPicks.expected(clock.now(), r.lags.meanMs(clock.now())),
               },
             }
           : {}),

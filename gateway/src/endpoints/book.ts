@@ -45,6 +45,8 @@ export interface TierLoad {
   notePick?(arrivedAt: number): void;
   /** Whether the tier's requests (this replica's and the peers') arrive in bursts. */
   bursty?(): boolean;
+  /** The peers' picks expected on their way to this replica now (fleet/unheard-picks.ts). */
+  unheardPicks?(): number;
 }
 
 export interface LoadGuard {

@@ -33,4 +33,10 @@ describe('LagWindow', () => {
     for (let i = 0; i < 20; i++) small.add(2, 20 + i);
     expect(small.unheardMs(40)).toBe(2);
   });
+
+  it('answers the mean of the recent lags for the picks in transit, each within the ceiling', () => {
+    const lags = [...Array<number>(98).fill(0.3), 7, 900];
+    expect(filled(lags).meanMs(100)).toBeCloseTo((98 * 0.3 + 7 + 40) / 100, 6);
+    expect(filled([1, 1, 1]).meanMs(3)).toBe(20);
+  });
 });

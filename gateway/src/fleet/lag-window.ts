@@ -59,6 +59,22 @@ export class LagWindow {
     this.#cached = undefined;
   }
 
+  /**
+   * The mean of the recent lags (ms), each within the ceiling, or the fallback while there are too
+   * few: how long a pick is on its way on average, for counting the picks in transit
+   * (unheard-picks.ts), where the quantile above is what a hold must wait out.
+   */
+  meanMs(now: number): number {
+    let sum = 0;
+    let n = 0;
+    this.#lags.forEach((lag, i) => {
+      if (now - (this.#at[i] as number) > this.#maxAgeMs) return;
+      sum += Math.min(this.#ceilingMs, lag);
+      n++;
+    });
+    return n < this.#minSamples ? this.#fallbackMs : sum / n;
+  }
+
   /** The bounded quantile of the recent lags (ms), or the fallback while there are too few. */
   unheardMs(now: number): number {
     const c = this.#cached;

@@ -30,6 +30,7 @@ import { monotonicClock, type Clock } from '#kube/clock.ts';
 import type { PeerShare } from '../policies/index.ts';
 import { LagWindow, type LagWindowOptions } from './lag-window.ts';
 import { TierBursts } from './tier-bursts.ts';
+import { UnheardPicks } from './unheard-picks.ts';
 
 const TOPIC = 'share';
 const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -97,6 +98,7 @@ export class LoadExchange {
   readonly #onLag: ((ms: number) => void) | undefined;
   readonly #lags: LagWindow;
   readonly #bursts = new TierBursts();
+  readonly #peerPicks = new UnheardPicks();
   #picks: number[] = [];
   readonly #pub = new Publisher({ linger: 0, sendHighWaterMark: 64 });
   readonly #sub = new Subscriber({ linger: 0, maxMessageSize: MAX_MESSAGE_BYTES });
@@ -204,6 +206,11 @@ export class LoadExchange {
     this.#picks.push(at);
   }
 
+  /** The peers' picks expected in transit to this replica now: their rate x the mean lag (unheard-picks.ts). */
+  unheardPicks(): number {
+    return this.#peerPicks.expected(this.#wall(), this.#lags.meanMs(this.#clock.now()));
+  }
+
   /** Whether the tier's requests arrive together, within the exchange's lag (tier-bursts.ts). */
   bursty(): boolean {
     return this.#bursts.bursty(this.unheardMs());
@@ -259,7 +266,10 @@ export class LoadExchange {
           if (inFlight > 0 || prefillTokens > 0 || decodeTokens > 0)
             shares.set(id, { inFlight, prefillTokens, decodeTokens });
         this.#peers.set(msg.from, { life: msg.life, shares, seq: msg.seq, at: this.#clock.now() });
-        for (const at of msg.picks ?? []) this.#bursts.note(at);
+        for (const at of msg.picks ?? []) {
+          this.#bursts.note(at);
+          this.#peerPicks.note(at);
+        }
         if (msg.changedAt !== undefined) {
           const lag = Math.max(0, this.#wall() - msg.changedAt);
           this.#lags.add(lag, this.#clock.now());

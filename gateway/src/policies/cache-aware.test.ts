@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CacheAwarePolicy, type CacheAwareConfig } from './cache-aware.ts';
+import type { EndpointView } from './policy.ts';
 import {
   buildEndpoint as ep,
   buildInput as input,
@@ -309,6 +310,54 @@ describe('CacheAwarePolicy', () => {
       it('hold nothing when the tier takes no bursts, or alone in the tier', () => {
         expect(fresh().holdMs([ep('a'), ep('b')], at(2, range(90_000, 40), false))).toBe(0);
         expect(fresh().holdMs([ep('a'), ep('b')], input('r', range(90_000, 40)))).toBe(0);
+      });
+    });
+
+    describe("the peers' picks in transit (ADR 0043)", () => {
+      /** A replica that has routed one 40-token miss: a pick usually adds 40 tokens of backlog. */
+      const oneReplica = (): CacheAwarePolicy => {
+        const p = fresh();
+        p.observe({ kind: 'routed', endpoint: 'c', input: input('x', range(5000, 40)) });
+        return p;
+      };
+      const miss = (id: string, rank: number, unheardPicks: number) =>
+        input(id, range(9000, 40), { tier: { rank, size: 8, unheardMs: 20, bursty: false, unheardPicks } });
+      /** How often each endpoint is chosen over 400 requests spread over eight ranks. */
+      const tally = (fleet: () => EndpointView[], unheardPicks: number): [number, number] => {
+        const counts: [number, number] = [0, 0];
+        for (let i = 0; i < 400; i++) {
+          const k = oneReplica().select(fleet(), miss(`q${i}`, i % 8, unheardPicks));
+          counts[k === 0 ? 0 : 1]++;
+        }
+        return counts;
+      };
+      // A miss costs a: 100 + 2 x 40 = 180, b: 110 + 80 = 190; one pick in transit adds 40.
+      const nearTie = () => [ep('a', peers(100)), ep('b', peers(110))];
+
+      it('draw apart between runtimes whose costs the unheard picks could level', () => {
+        const [a, b] = tally(nearTie, 1);
+        // Poured over 180 and 190, 40 levels them at 205: a takes 25/40 of the draws, b 15/40.
+        expect(a).toBeGreaterThan(200);
+        expect(b).toBeGreaterThan(100);
+        expect(a + b).toBe(400);
+      });
+
+      it('take the cheapest when nothing is in transit, as one replica would', () => {
+        expect(tally(nearTie, 0)).toEqual([400, 0]);
+      });
+
+      it('keep the cheapest when its lead is more than the picks in transit add (a cache hit stays)', () => {
+        expect(tally(() => [ep('a', peers(100)), ep('b', peers(200))], 1)).toEqual([400, 0]);
+        const held = { deviceTokens: 40, hostTokens: 0, storageTokens: 0 };
+        // a holds the prompt: 30 of backlog against b's 80 tokens to compute.
+        expect(tally(() => [ep('a', { cached: held, ...peers(30) }), ep('b')], 1)).toEqual([400, 0]);
+      });
+
+      it('draw the same for the same request and rank, apart for another rank', () => {
+        const picks = (rank: number) =>
+          Array.from({ length: 32 }, (_x, i) => oneReplica().select(nearTie(), miss(`q${i}`, rank, 1)));
+        expect(picks(3)).toEqual(picks(3));
+        expect(picks(3)).not.toEqual(picks(4));
       });
     });
 

@@ -59,6 +59,13 @@
 //   exchange's measured lag before select (holdMs), so replicas that take parts of one burst
 //   choose in turn, each after hearing the lower ranks' picks, instead of
 //   all sending their misses to the one least-loaded runtime.
+// - The peers' picks in transit (RouteInput.tier.unheardPicks: their pick
+//   rate x the exchange's mean lag): on a steady stream they went where this
+//   replica would go now, so the cost is poured over by what they add (their
+//   number x what this replica's own picks usually add) and the choice drawn
+//   among the runtimes it reaches, in proportion to each one's fill, by a
+//   hash of the request id and rank (unheard-fill.ts, ADR 0043). A lead
+//   larger than that volume (a cache hit) keeps its runtime.
 // - Decode, not only prefill (decodeWeight > 0):
 //     decode(e)   = output tokens still to generate by the requests on e,
 //                   this replica's and its peers', each predicted as
@@ -86,6 +93,7 @@ import {
   type RouteInput,
   type RouteOutcome,
 } from './policy.ts';
+import { pickByFill, pourOver, unitDraw } from './unheard-fill.ts';
 
 export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWeight'> & {
   /** Weight of a host-tier (HiCache) match relative to a device match, 0..1 (CachePolicy default 0.5). */
@@ -96,6 +104,7 @@ export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWe
 
 const HOST_SHARE_ALPHA = 0.2;
 const OUTPUT_ALPHA = 0.05;
+const PICK_ALPHA = 0.05;
 /** Output tokens assumed before the runtime reported any and with no max_tokens (OpenAI's usual answers). */
 const DEFAULT_OUTPUT_TOKENS = 256;
 const MAX_PENDING = 100_000;
@@ -138,6 +147,10 @@ export class CacheAwarePolicy implements Policy {
   readonly #decode = new Map<string, number>();
   /** The usual output length (EWMA of completion tokens); undefined until the runtime reported one. */
   #meanOutput: number | undefined;
+  /** What a pick usually adds to its runtime: predicted uncached prompt tokens and output tokens (EWMAs). */
+  #pickUncached = 0;
+  #pickDecode = 0;
+  #picks = 0;
 
   constructor(cfg: CacheAwareConfig) {
     this.#cfg = cfg;
@@ -171,6 +184,8 @@ export class CacheAwarePolicy implements Policy {
           w * Math.max(0, total - (scores[i] as number) * bt) +
           (d > 0 ? d * this.#tierDecode(e) : 0),
       );
+      const spread = this.#pickInTransit(cost, req, d);
+      if (spread !== undefined) return spread;
       const bestCost = Math.min(...cost);
       // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
       return indexOfMin(endpoints, (_e, i) =>
@@ -180,6 +195,21 @@ export class CacheAwarePolicy implements Policy {
     const best = Math.max(...scores);
     if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
     return indexOfMin(endpoints, (_e, i) => (scores[i] === best ? (loads[i] as number) : Infinity));
+  }
+
+  /**
+   * With the peers' latest picks still in transit (RouteInput.tier.unheardPicks), the cheapest
+   * runtime is the one they all just took: pour what those picks add over the costs and draw
+   * among the runtimes it reaches, in proportion (unheard-fill.ts, ADR 0043). Undefined when
+   * nothing is in transit, or it reaches one runtime only: the cheapest then, as before.
+   */
+  #pickInTransit(cost: readonly number[], req: RouteInput, decodeWeight: number): number | undefined {
+    const unheard = req.tier?.unheardPicks ?? 0;
+    const perPick = this.#pickUncached + decodeWeight * this.#pickDecode;
+    if (!(unheard > 0) || !(perPick > 0)) return undefined;
+    const fills = pourOver(cost, unheard * perPick);
+    if (fills.filter((f) => f > 0).length < 2) return undefined;
+    return pickByFill(fills, unitDraw(`${req.tier?.rank ?? 0}:${req.id}`));
   }
 
   /**
@@ -245,6 +275,7 @@ export class CacheAwarePolicy implements Policy {
     const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
     const decode = this.expectedOutput(input);
     this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, decoded: 0, started: false });
+    this.#learnPick(uncached, decode);
     this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
     this.#addDecode(endpoint, decode);
     this.#tree.insert(key, endpoint, input.now);
@@ -360,6 +391,14 @@ export class CacheAwarePolicy implements Policy {
 
   #tierDecode(e: EndpointView): number {
     return (this.#decode.get(e.id) ?? 0) + (e.peers?.decodeTokens ?? 0);
+  }
+
+  /** The usual pick's load, from this replica's own: the mean while few, then an EWMA. */
+  #learnPick(uncached: number, decode: number): void {
+    this.#picks++;
+    const a = Math.max(PICK_ALPHA, 1 / this.#picks);
+    this.#pickUncached += a * (uncached - this.#pickUncached);
+    this.#pickDecode += a * (decode - this.#pickDecode);
   }
 
   #learnOutput(tokens: number | undefined): void {

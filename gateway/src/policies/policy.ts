@@ -84,6 +84,11 @@ export interface TierStanding {
   readonly unheardMs: number;
   /** The tier's requests arrive together, more than a steady stream explains (fleet/tier-bursts.ts). */
   readonly bursty: boolean;
+  /**
+   * The peers' picks expected on their way to this replica now, not yet in EndpointView.peers: their
+   * pick rate x the exchange's mean lag (fleet/unheard-picks.ts). Absent: none counted.
+   */
+  readonly unheardPicks?: number;
 }
 
 export interface CacheReport {
