@@ -118,6 +118,7 @@ import {
   judgePickerOverhead,
   renderPickerLines,
 } from './picker-report.ts';
+import { traceArgOrExit } from './default-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 // The picker row right after the standalone gateway's: the two it is compared with run closest in time.
@@ -129,7 +130,7 @@ const PREFILL_TPS = 8000;
 
 const { values } = parseArgs({
   options: {
-    trace: { type: 'string', default: path.join(REPO, '../shared/data/mooncake_conversation_trace.jsonl') },
+    trace: { type: 'string' },
     n: { type: 'string', default: '2000' },
     skip: { type: 'string', default: '0' },
     scale: { type: 'string', default: '8' },
@@ -159,6 +160,7 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
+const TRACE = traceArgOrExit(values.trace, REPO, 'bench');
 const N = Number(values.n);
 const SKIP = Number(values.skip);
 const SCALE = Number(values.scale);
@@ -200,7 +202,7 @@ const PROFILE = values.profile ?? 'dense';
 if (PROFILE === 'hicache-l3') {
   // Its own fleets, workloads and report (bench-hicache-l3.ts); the routers' overhead is the dense run's.
   const { runHicacheL3Bench } = await import('./bench-hicache-l3.ts');
-  process.exit(await runHicacheL3Bench(REPO, values));
+  process.exit(await runHicacheL3Bench(REPO, { ...values, trace: TRACE }));
 }
 const profileFlags = PROFILE_FLAGS[PROFILE] ?? usage(`--profile is dense or hicache, not ${PROFILE}`);
 const logDir = values['log-dir'] ?? mkdtempSync(path.join(os.tmpdir(), 'cacheroute-bench-'));
@@ -708,7 +710,7 @@ function describeSetup(run: {
   expectedS: number;
 }) {
   return {
-    trace: path.relative(REPO, path.resolve(values.trace ?? '')),
+    trace: path.relative(REPO, path.resolve(TRACE)),
     n: run.records,
     skip: SKIP,
     workers: WORKERS,
@@ -746,7 +748,7 @@ function renderPhaseLoad(overhead: OverheadOut | undefined): string[] {
 
 async function main(): Promise<void> {
   installCleanup();
-  const parsed = parseTrace(readFileSync(values.trace ?? '', 'utf8'), N, SKIP);
+  const parsed = parseTrace(readFileSync(TRACE, 'utf8'), N, SKIP);
   if (!parsed.ok) usage(parsed.error);
   const records = parsed.value;
   if (records.length < N) log(`the trace has only ${records.length} requests after --skip`);
