@@ -94,6 +94,7 @@ import {
   waitForQuietCpus,
   type OverheadStats,
   type OverheadTarget,
+  ZERO_LATENCY_SIM_ARGS,
 } from './bench-overhead.ts';
 import { installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
 import { computeScaling, judgeReplicaGoals, parseReplicaList, rowKey } from './bench-replicas.ts';
@@ -465,18 +466,7 @@ async function runOverhead(
   const zero = await startSim(
     ctx,
     'zero',
-    [
-      '--sim-prefill-tps',
-      '1e12',
-      '--sim-decode-base-ms',
-      '0',
-      '--sim-decode-per-req-ms',
-      '0',
-      '--sim-host-load-tps',
-      '1e12',
-      '--page-size',
-      String(PAGE_SIZE),
-    ],
+    [...ZERO_LATENCY_SIM_ARGS, '--page-size', String(PAGE_SIZE)],
     PAGE_SIZE,
   );
   const routers: Router[] = [];
