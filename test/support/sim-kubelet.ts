@@ -411,6 +411,8 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   /** A deleted pod: its init containers stop, its runtime terminates as on a node. */
   function forgetPod(pod: PodObject): void {
     const name = pod.metadata?.name ?? '';
+    if (realWaiters.has(name))
+      settleReal(name, new Error(`pod ${name} was deleted before its server answered`));
     initialized.delete(name);
     const init = initRuns.get(name);
     if (init && init.uid === pod.metadata?.uid) {
