@@ -13,21 +13,17 @@ import { DEFAULT_CONTROLLERS } from './components.ts';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 import { eventually } from './kubectl.ts';
 import { removeKitModelLink } from './real-sglang.ts';
+import { cacheable, L3_PAGE, L3_PROMPT } from './hicache-l3.ts';
 import { buildRuntimeAuthHeader } from './sim-kubelet.ts';
 
-export const L3_PAGE = 16;
-// The tiny model's tokenizer was trained on this sentence: about ten tokens a copy.
-const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
-export const L3_PROMPT = `A handbook chapter. ${SENTENCE.repeat(36)}`;
+// The prompt and its pages, as the conformance suites use them too.
+export { cacheable, L3_PAGE, L3_PROMPT };
 
 export interface L3MetaInfo {
   prompt_tokens: number;
   cached_tokens: number;
   cached_tokens_details: { device: number; host: number; storage?: number; storage_backend?: string } | null;
 }
-
-/** The prompt's cacheable pages: SGLang always computes the last token. */
-export const cacheable = (promptTokens: number): number => Math.floor((promptTokens - 1) / L3_PAGE) * L3_PAGE;
 
 /** An e2e stack whose pods of Deployment `name` run the real SGLang; the kit's model link removed at stop. */
 export async function startRealL3Stack(
