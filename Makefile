@@ -152,7 +152,7 @@ replay: deps ## Replay a Mooncake trace: make replay TRACE=f.jsonl URL=http://h:
 
 .PHONY: replay-fleet
 replay-fleet: deps ## 4 simulators + replay: make replay-fleet [TRACE=f.jsonl] [N=2000] [SCALE=5]
-	$(NODE) test/bench/replay-fleet.ts --trace $(or $(TRACE),../shared/data/mooncake_conversation_trace.jsonl) --n $(or $(N),2000) --scale $(or $(SCALE),5)
+	$(NODE) test/bench/replay-fleet.ts $(if $(TRACE),--trace $(TRACE)) --n $(or $(N),2000) --scale $(or $(SCALE),5)
 
 .PHONY: sim-bench
 sim-bench: deps ## Simulator throughput on one core (tiny /generate requests/s)

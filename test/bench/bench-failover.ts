@@ -68,6 +68,7 @@ import {
 import { postStream } from './replay-client.ts';
 import { buildStreamRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { BLOCK_TOKENS, buildPromptText, parseTrace, type TraceRecord } from './replay-trace.ts';
+import { traceArgOrExit } from './default-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const PREFILL_TPS = 8000;
@@ -75,7 +76,7 @@ const KILLED = 1;
 
 const { values } = parseArgs({
   options: {
-    trace: { type: 'string', default: path.join(REPO, '../shared/data/mooncake_conversation_trace.jsonl') },
+    trace: { type: 'string' },
     n: { type: 'string', default: '2000' },
     skip: { type: 'string', default: '0' },
     scale: { type: 'string', default: '8' },
@@ -97,6 +98,7 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
+const TRACE = traceArgOrExit(values.trace, REPO, 'bench-failover');
 const N = Number(values.n);
 const SCALE = Number(values.scale);
 const WORKERS = Number(values.workers);
@@ -297,7 +299,7 @@ function summarize(out: RunOut): Record<string, unknown> {
 
 async function main(): Promise<void> {
   installCleanup();
-  const parsed = parseTrace(readFileSync(values.trace ?? '', 'utf8'), N, Number(values.skip));
+  const parsed = parseTrace(readFileSync(TRACE, 'utf8'), N, Number(values.skip));
   if (!parsed.ok) usage(parsed.error);
   const records = parsed.value;
   const poolArg = values['max-total-tokens'] ?? 'auto';
@@ -373,7 +375,7 @@ async function main(): Promise<void> {
       spread,
       goals,
       setup: {
-        trace: path.relative(REPO, path.resolve(values.trace ?? '')),
+        trace: path.relative(REPO, path.resolve(TRACE)),
         n: records.length,
         workers: WORKERS,
         max_total_tokens: pool,

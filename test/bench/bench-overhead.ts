@@ -7,6 +7,21 @@ import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { percentile } from './replay-stats.ts';
 
+/**
+ * The overhead phase's simulator: prefill, decode and host loads take no time, so what a
+ * request costs beyond `direct` is the router's (the page size is the caller's).
+ */
+export const ZERO_LATENCY_SIM_ARGS: readonly string[] = [
+  '--sim-prefill-tps',
+  '1e12',
+  '--sim-decode-base-ms',
+  '0',
+  '--sim-decode-per-req-ms',
+  '0',
+  '--sim-host-load-tps',
+  '1e12',
+];
+
 export interface OverheadTarget {
   readonly name: string;
   readonly url: string;

@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startEnvoy, type RunningEnvoy } from '../support/envoy.ts';
 import { MODEL, startPickerGateway, startSim, waitKvIndexUsable, type Sim } from './bench-fleet.ts';
-import { readGroupCpuMs } from './bench-overhead.ts';
+import { readGroupCpuMs, ZERO_LATENCY_SIM_ARGS } from './bench-overhead.ts';
 import { installCleanup, stopProcess, type Proc } from './bench-procs.ts';
 import { spellWord } from '../sim/tokenizer.ts';
 import { postStream } from './replay-client.ts';
@@ -182,14 +182,7 @@ try {
     ctx,
     'sim0',
     [
-      '--sim-prefill-tps',
-      '1e12',
-      '--sim-decode-base-ms',
-      '0',
-      '--sim-decode-per-req-ms',
-      '0',
-      '--sim-host-load-tps',
-      '1e12',
+      ...ZERO_LATENCY_SIM_ARGS,
       '--page-size',
       String(PAGE_SIZE),
       // Room for every prompt at once (~45,000 tokens each): never queued in the runtime.

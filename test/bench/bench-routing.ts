@@ -111,6 +111,7 @@ import {
   waitForQuietCpus,
   type OverheadStats,
   type OverheadTarget,
+  ZERO_LATENCY_SIM_ARGS,
 } from './bench-overhead.ts';
 import { fetchOk, installCleanup, sleep, stopAll, stopProcess, type Proc } from './bench-procs.ts';
 import { computeExchangeLag } from './exchange-lag.ts';
@@ -136,6 +137,7 @@ import {
   judgePickerOverhead,
   renderPickerLines,
 } from './picker-report.ts';
+import { traceArgOrExit } from './default-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 // The picker row right after the standalone gateway's: the two it is compared with run closest in time.
@@ -147,7 +149,7 @@ const PREFILL_TPS = 8000;
 
 const { values } = parseArgs({
   options: {
-    trace: { type: 'string', default: path.join(REPO, '../shared/data/mooncake_conversation_trace.jsonl') },
+    trace: { type: 'string' },
     n: { type: 'string', default: '2000' },
     skip: { type: 'string', default: '0' },
     scale: { type: 'string', default: '8' },
@@ -182,6 +184,7 @@ function usage(msg: string): never {
 
 if (values['load-exchange'] !== 'on' && values['load-exchange'] !== 'off')
   usage(`--load-exchange is on or off, not ${values['load-exchange']}`);
+const TRACE = traceArgOrExit(values.trace, REPO, 'bench');
 const N = Number(values.n);
 const SKIP = Number(values.skip);
 const SCALE = Number(values.scale);
@@ -244,7 +247,7 @@ const PROFILE = values.profile ?? 'dense';
 if (PROFILE === 'hicache-l3') {
   // Its own fleets, workloads and report (bench-hicache-l3.ts); the routers' overhead is the dense run's.
   const { runHicacheL3Bench } = await import('./bench-hicache-l3.ts');
-  process.exit(await runHicacheL3Bench(REPO, values));
+  process.exit(await runHicacheL3Bench(REPO, { ...values, trace: TRACE }));
 }
 const profileFlags = PROFILE_FLAGS[PROFILE] ?? usage(`--profile is dense or hicache, not ${PROFILE}`);
 const logDir = values['log-dir'] ?? mkdtempSync(path.join(os.tmpdir(), 'cacheroute-bench-'));
@@ -589,18 +592,7 @@ async function runOverhead(
   const zero = await startSim(
     ctx,
     'zero',
-    [
-      '--sim-prefill-tps',
-      '1e12',
-      '--sim-decode-base-ms',
-      '0',
-      '--sim-decode-per-req-ms',
-      '0',
-      '--sim-host-load-tps',
-      '1e12',
-      '--page-size',
-      String(PAGE_SIZE),
-    ],
+    [...ZERO_LATENCY_SIM_ARGS, '--page-size', String(PAGE_SIZE)],
     PAGE_SIZE,
   );
   const routers: Router[] = [];
@@ -817,7 +809,7 @@ function describeSetup(run: {
   expectedS: number;
 }) {
   return {
-    trace: path.relative(REPO, path.resolve(values.trace ?? '')),
+    trace: path.relative(REPO, path.resolve(TRACE)),
     n: run.records,
     skip: SKIP,
     workers: WORKERS,
@@ -856,7 +848,7 @@ function renderPhaseLoad(overhead: OverheadOut | undefined): string[] {
 
 async function main(): Promise<void> {
   installCleanup();
-  const parsed = parseTrace(readFileSync(values.trace ?? '', 'utf8'), N, SKIP);
+  const parsed = parseTrace(readFileSync(TRACE, 'utf8'), N, SKIP);
   if (!parsed.ok) usage(parsed.error);
   const records = parsed.value;
   if (records.length < N) log(`the trace has only ${records.length} requests after --skip`);

@@ -23,11 +23,12 @@ import { parseReplicaList } from './bench-replicas.ts';
 import { buildTierRow, judgeTierGoals, renderTierTable, type TierRow } from './tier-report.ts';
 import { parseTrace } from './replay-trace.ts';
 import { runTier } from './virtual-tier.ts';
+import { traceArgOrExit } from './default-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({
   options: {
-    trace: { type: 'string', default: path.join(REPO, '../shared/data/mooncake_conversation_trace.jsonl') },
+    trace: { type: 'string' },
     n: { type: 'string', default: '2000' },
     load: { type: 'string', default: '0.8' },
     workers: { type: 'string', default: '4' },
@@ -61,7 +62,8 @@ if (!(workers >= 1) || !(prefillTps > 0) || !(exchangeMs >= 0) || !(runtimeLoadM
   );
 const replicaList = parseReplicaList(values.replicas ?? '');
 if (typeof replicaList === 'string') usage(replicaList);
-const trace = parseTrace(readFileSync(values.trace ?? '', 'utf8'), Number(values.n));
+const TRACE = traceArgOrExit(values.trace, REPO, 'bench-tier-virtual');
+const trace = parseTrace(readFileSync(TRACE, 'utf8'), Number(values.n));
 if (!trace.ok) usage(trace.error);
 const records = trace.value;
 // As `make bench`: the KV pool at which placement matters most (bench-workload.ts choosePool).
@@ -113,14 +115,14 @@ for (const R of replicaList.filter((r) => r > 1)) {
 }
 const goals = judgeTierGoals(rows);
 const header = [
-  `virtual-time tier bench: ${records.length} requests of ${path.basename(values.trace ?? '')}, ${workers} simulated engines (prefill ${prefillTps} tok/s, KV pool ${pool}), stretch ${stretch.toFixed(3)} (load ${values.load}), pooled bound ${bound.toFixed(3)}`,
+  `virtual-time tier bench: ${records.length} requests of ${path.basename(TRACE)}, ${workers} simulated engines (prefill ${prefillTps} tok/s, KV pool ${pool}), stretch ${stretch.toFixed(3)} (load ${values.load}), pooled bound ${bound.toFixed(3)}`,
   `${base.spreadBursts ? 'bursts spread over their gap, ' : ''}exchange delay ${exchangeMs} ms, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 ];
 console.error(renderTierTable(rows, goals, header));
 console.log(
   JSON.stringify({
     setup: {
-      trace: path.basename(values.trace ?? ''),
+      trace: path.basename(TRACE),
       n: records.length,
       workers,
       pool,

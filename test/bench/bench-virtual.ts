@@ -18,7 +18,6 @@
 // Latencies are model ms. Prints one JSON line.
 
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { RoutingSettings } from '#api';
@@ -39,11 +38,12 @@ import { computeStretch, computeWorkload } from './bench-workload.ts';
 import { buildVirtualRecord, computeSummary, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, parseTrace } from './replay-trace.ts';
 import { SglangRouterEmulation } from './virtual-sglang-router.ts';
+import { traceArgOrExit } from './default-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const { values } = parseArgs({
   options: {
-    trace: { type: 'string', default: path.join(REPO, '../shared/data/mooncake_conversation_trace.jsonl') },
+    trace: { type: 'string' },
     n: { type: 'string', default: '2000' },
     policy: { type: 'string', default: 'cache-aware' },
     settings: { type: 'string', default: '{}' },
@@ -60,7 +60,8 @@ const { values } = parseArgs({
 const workers = Number(values.workers);
 const pool = Number(values['max-total-tokens']);
 const prefillTps = Number(values['prefill-tps']);
-const trace = parseTrace(readFileSync(values.trace ?? '', 'utf8'), Number(values.n));
+const TRACE = traceArgOrExit(values.trace, REPO, 'bench-virtual');
+const trace = parseTrace(readFileSync(TRACE, 'utf8'), Number(values.n));
 if (!trace.ok) throw new Error(trace.error);
 const records = trace.value;
 const workload = computeWorkload(records, pool, workers);

@@ -1,7 +1,9 @@
 // Start a fleet of simulators, replay a trace slice round-robin over them, stop them.
 //
-//   node test/bench/replay-fleet.ts --trace FILE [--workers 4] [--n 2000] [--scale 20] [--base-port 31100]
+//   node test/bench/replay-fleet.ts [--trace FILE] [--workers 4] [--n 2000] [--scale 20] [--base-port 31100]
 //        [--mode chat|generate] [-- <extra simulator flags>]
+//
+// Without --trace, the conversation trace where default-trace.ts finds it.
 //
 // The simulators run with --sim-time-scale equal to --scale, so trace time and
 // service time are compressed alike. Prints the replay's summary line.
@@ -9,6 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { traceArgOrExit } from './default-trace.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -21,10 +24,7 @@ const { values, positionals } = parseArgs({
     mode: { type: 'string', default: 'chat' },
   },
 });
-if (!values.trace) {
-  console.error('replay-fleet: --trace is required');
-  process.exit(2);
-}
+const TRACE = traceArgOrExit(values.trace, fileURLToPath(new URL('../../', import.meta.url)), 'replay-fleet');
 const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url));
 const workers = Number(values.workers);
 const basePort = Number(values['base-port']);
@@ -68,7 +68,7 @@ try {
     [
       here('replay.ts'),
       '--trace',
-      values.trace,
+      TRACE,
       '--url',
       urls.join(','),
       '--n',

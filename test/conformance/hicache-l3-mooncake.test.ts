@@ -6,32 +6,12 @@
 // (cached_tokens_details.storage) and the master's own gauges. (The file backend, provisioned
 // by the operator, is test/e2e/real-sglang-l3.test.ts.) At most two real servers at once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildHicacheL3Args, cacheable, L3_PAGE, L3_PROMPT } from '../support/hicache-l3.ts';
 import { eventually } from '../support/kubectl.ts';
 import { startMooncakeStore, type MooncakeStore } from '../support/mooncake.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 
-const PAGE = 16;
-const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
-const PROMPT = `A handbook chapter. ${SENTENCE.repeat(36)}`;
-const ARGS = [
-  '--served-model-name',
-  'tiny',
-  '--page-size',
-  String(PAGE),
-  '--max-total-tokens',
-  '2048',
-  '--enable-metrics',
-  '--enable-cache-report',
-  '--enable-hierarchical-cache',
-  '--hicache-ratio',
-  '2',
-  '--hicache-write-policy',
-  'write_through',
-  '--hicache-storage-backend',
-  'mooncake',
-  '--hicache-storage-prefetch-policy',
-  'wait_complete',
-];
+const ARGS = buildHicacheL3Args({ backend: 'mooncake', prefetchPolicy: 'wait_complete', metrics: true });
 
 interface MetaInfo {
   prompt_tokens: number;
@@ -39,14 +19,12 @@ interface MetaInfo {
   cached_tokens_details: { device: number; host: number; storage?: number; storage_backend?: string } | null;
 }
 
-const cacheable = (promptTokens: number): number => Math.floor((promptTokens - 1) / PAGE) * PAGE;
-
 async function generate(server: RealSglang, cacheSalt?: string): Promise<MetaInfo> {
   const r = await fetch(`${server.url}/generate`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
-      text: PROMPT,
+      text: L3_PROMPT,
       sampling_params: { max_new_tokens: 1, temperature: 0 },
       ...(cacheSalt === undefined ? {} : { cache_salt: cacheSalt }),
     }),
@@ -80,7 +58,7 @@ describe('HiCache mooncake backend on the real server', () => {
     const keysBefore = (await store.readMetrics()).get('master_key_count') ?? 0;
     const onA = await generate(a);
     expect(onA.cached_tokens).toBe(0);
-    const pages = cacheable(onA.prompt_tokens) / PAGE;
+    const pages = cacheable(onA.prompt_tokens) / L3_PAGE;
     // A K and a V object a page.
     await eventually(
       async () =>

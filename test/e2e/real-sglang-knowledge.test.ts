@@ -11,19 +11,19 @@
 // - another tenant's salt gets nothing of it.
 // SGLang's own prefetch policy is left at its default (timeout): the check below is what a
 // Deployment gets without tuning. At most two real servers at once.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CachePolicyStatus, Endpoint } from '#api';
 import { WARMUP_DOCUMENTS_METRIC } from '../../operator/src/controllers/cachepolicy/warmup-metrics.ts';
-import { MODEL_DIR } from '../../operator/src/controllers/deployment/model-cache/names.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
-import { DEFAULT_CONTROLLERS } from '../support/components.ts';
-import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
+import type { E2eStack } from '../support/e2e-stack.ts';
 import { eventually } from '../support/kubectl.ts';
-import { removeKitModelLink } from '../support/real-sglang.ts';
-import { buildRuntimeAuthHeader } from '../support/sim-kubelet.ts';
+import {
+  provideSharedVolume,
+  runtimeAuthOf,
+  startRealL3Stack,
+  verifiedEndpoints as verifiedOf,
+  type SharedVolume,
+} from '../support/real-sglang-l3.ts';
 
 const NS = 'e2e-real-sglang-knowledge';
 const NAME = 'tiny-kdn';
@@ -35,8 +35,7 @@ const HANDBOOK = `The handbook. ${SENTENCE.repeat(40)}`;
 const QUESTION = 'What does the handbook say about the fox?';
 
 let stack: E2eStack;
-let pvDir = '';
-let linkedModelDir = false;
+let volume: SharedVolume | undefined;
 
 interface MetaInfo {
   prompt_tokens: number;
@@ -44,33 +43,12 @@ interface MetaInfo {
   cached_tokens_details: { device: number; host: number; storage?: number } | null;
 }
 
-async function verifiedEndpoints(count: number): Promise<Endpoint[]> {
-  return eventually(
-    async () => {
-      const s = await stack.status(NAME);
-      const verified = (s.endpoints ?? []).filter((e) => e.verified);
-      expect(verified).toHaveLength(count);
-      return verified;
-    },
-    { timeoutMs: 400_000, intervalMs: 1_000 },
-  );
-}
-
-async function authOf(e: Endpoint): Promise<Record<string, string>> {
-  return eventually(
-    () => {
-      const real = stack.kubelet.reals.get(e.pod);
-      expect(real).toBeDefined();
-      return buildRuntimeAuthHeader(real?.argv ?? []);
-    },
-    { timeoutMs: 60_000 },
-  );
-}
+const verifiedEndpoints = (count: number): Promise<Endpoint[]> => verifiedOf(stack, NAME, count);
 
 async function post<T>(e: Endpoint, path: string, body: unknown): Promise<T> {
   const r = await fetch(`http://${e.ip}:${e.port}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(await authOf(e)) },
+    headers: { 'content-type': 'application/json', ...(await runtimeAuthOf(stack, e)) },
     body: JSON.stringify(body),
   });
   expect(r.status).toBe(200);
@@ -135,42 +113,13 @@ async function warmedEntry(pod: string) {
 }
 
 beforeAll(async () => {
-  linkedModelDir = !existsSync(MODEL_DIR);
-  pvDir = mkdtempSync(join(tmpdir(), 'cacheroute-kdn-pv-'));
-  stack = await startE2eStack(NS, {
-    controllers: [...DEFAULT_CONTROLLERS, 'persistentvolume-binder', 'pvc-protection'],
-    kubelet: {
-      realSglang: (pod) => (pod.metadata?.labels?.['cacheroute.dev/deployment'] === NAME ? [] : undefined),
-    },
-  });
-  for (const o of [
-    {
-      apiVersion: 'storage.k8s.io/v1',
-      kind: 'StorageClass',
-      metadata: { name: CLASS },
-      provisioner: 'kubernetes.io/no-provisioner',
-      volumeBindingMode: 'Immediate',
-    },
-    {
-      apiVersion: 'v1',
-      kind: 'PersistentVolume',
-      metadata: { name: `${NS}-l3` },
-      spec: {
-        capacity: { storage: '1Gi' },
-        accessModes: ['ReadWriteMany'],
-        storageClassName: CLASS,
-        persistentVolumeReclaimPolicy: 'Retain',
-        hostPath: { path: pvDir, type: 'Directory' },
-      },
-    },
-  ])
-    await stack.k(['apply', '-f', '-'], JSON.stringify(o));
+  stack = await startRealL3Stack(NS, NAME, ['persistentvolume-binder', 'pvc-protection']);
+  volume = await provideSharedVolume(stack, `${NS}-l3`, CLASS);
 });
 
 afterAll(async () => {
   await stack?.stop();
-  if (linkedModelDir) removeKitModelLink(MODEL_DIR);
-  if (pvDir) rmSync(pvDir, { recursive: true, force: true });
+  volume?.remove();
 });
 
 describe('real-sglang knowledge delivery (warm-up once into the shared L3 tier)', () => {
@@ -283,5 +232,7 @@ describe('real-sglang knowledge delivery (warm-up once into the shared L3 tier)'
     // Still delivered once, by A: one prefill for the Deployment, every other replica from storage.
     expect((await policyStatus()).targets?.[0]?.delivered).toEqual([expect.objectContaining({ pod: a.pod })]);
     expect(await warmupDocuments()).toEqual({ prefill: 1, storage: 2 });
-  });
+    // Three real server starts, one after the other: each has its own bound (verifiedEndpoints,
+    // the kit's start), which the suite's 300 s default is not.
+  }, 1_200_000);
 });

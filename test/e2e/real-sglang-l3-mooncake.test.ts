@@ -17,6 +17,7 @@ import { eventually } from '../support/kubectl.ts';
 import {
   buildL3Deployment,
   cacheable,
+  expectBothTenantsFromStorage,
   generateOn,
   L3_PAGE,
   replaceOneReplica,
@@ -88,19 +89,7 @@ describe('real-sglang L3 (HiCache mooncake backend on an operator-run store)', (
 
     // One replica goes, another comes: a fresh server, an empty device and host cache; the store stays.
     const fresh = await replaceOneReplica(stack, NAME, [a, b]);
-    const tenantB = await generateOn(stack, fresh, 'tenant-b');
-    expect(tenantB.cached_tokens_details).toMatchObject({
-      device: 0,
-      host: 0,
-      storage: cacheable(tenantB.prompt_tokens),
-    });
-    const unsalted = await generateOn(stack, fresh);
-    expect(unsalted.cached_tokens_details).toMatchObject({
-      device: 0,
-      host: 0,
-      storage: cacheable(unsalted.prompt_tokens),
-    });
-    expect((await generateOn(stack, fresh, 'tenant-c')).cached_tokens).toBe(0);
+    await expectBothTenantsFromStorage(stack, fresh);
     // Three real server starts (A, B, the replacement), one after the other on this machine.
   }, 1_200_000);
 });

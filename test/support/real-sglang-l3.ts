@@ -2,7 +2,9 @@
 // two-replica HiCache Deployment of the tiny model on the real SGLang, the prompt whose prefix
 // one replica computes and another loads from L3, and each replica's own report of where its
 // cached tokens came from (cached_tokens_details). Backends differ in what they provision.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { Endpoint } from '#api';
 import { MODEL_DIR } from '../../operator/src/controllers/deployment/model-cache/names.ts';
@@ -11,21 +13,17 @@ import { DEFAULT_CONTROLLERS } from './components.ts';
 import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 import { eventually } from './kubectl.ts';
 import { removeKitModelLink } from './real-sglang.ts';
+import { cacheable, L3_PAGE, L3_PROMPT } from './hicache-l3.ts';
 import { buildRuntimeAuthHeader } from './sim-kubelet.ts';
 
-export const L3_PAGE = 16;
-// The tiny model's tokenizer was trained on this sentence: about ten tokens a copy.
-const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
-export const L3_PROMPT = `A handbook chapter. ${SENTENCE.repeat(36)}`;
+// The prompt and its pages, as the conformance suites use them too.
+export { cacheable, L3_PAGE, L3_PROMPT };
 
 export interface L3MetaInfo {
   prompt_tokens: number;
   cached_tokens: number;
   cached_tokens_details: { device: number; host: number; storage?: number; storage_backend?: string } | null;
 }
-
-/** The prompt's cacheable pages: SGLang always computes the last token. */
-export const cacheable = (promptTokens: number): number => Math.floor((promptTokens - 1) / L3_PAGE) * L3_PAGE;
 
 /** An e2e stack whose pods of Deployment `name` run the real SGLang; the kit's model link removed at stop. */
 export async function startRealL3Stack(
@@ -85,19 +83,20 @@ export async function verifiedEndpoints(stack: E2eStack, name: string, count: nu
   );
 }
 
+/**
+ * The header that opens a replica's runtime, once its server answers /health: a verified
+ * endpoint may still be in SGLang's warm-up (sim-kubelet.ts realReady), so this waits for the
+ * kubelet's own outcome of the start, not a fixed time.
+ */
+export async function runtimeAuthOf(stack: E2eStack, e: Endpoint): Promise<Record<string, string>> {
+  return buildRuntimeAuthHeader((await stack.kubelet.realReady(e.pod)).argv);
+}
+
 /** /generate of the L3 prompt on one replica, with its own API key, as the gateway would send it. */
 export async function generateOn(stack: E2eStack, e: Endpoint, cacheSalt?: string): Promise<L3MetaInfo> {
-  const auth = await eventually(
-    () => {
-      const real = stack.kubelet.reals.get(e.pod);
-      expect(real).toBeDefined();
-      return buildRuntimeAuthHeader(real?.argv ?? []);
-    },
-    { timeoutMs: 60_000 },
-  );
   const r = await fetch(`http://${e.ip}:${e.port}/generate`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...auth },
+    headers: { 'content-type': 'application/json', ...(await runtimeAuthOf(stack, e)) },
     body: JSON.stringify({
       text: L3_PROMPT,
       sampling_params: { max_new_tokens: 1, temperature: 0 },
@@ -118,4 +117,62 @@ export async function replaceOneReplica(stack: E2eStack, name: string, before: r
   if (!fresh) throw new Error('no new replica');
   expect(before.map((e) => e.pod)).not.toContain(fresh.pod);
   return fresh;
+}
+
+/**
+ * What a replacement replica (empty device and host tiers) finds in L3: both tenants' prefixes
+ * (tenant-b's salt and the unsalted one), each whole from storage; a third tenant, nothing.
+ */
+export async function expectBothTenantsFromStorage(stack: E2eStack, fresh: Endpoint): Promise<void> {
+  for (const salt of ['tenant-b', undefined]) {
+    const m = await generateOn(stack, fresh, salt);
+    expect(m.cached_tokens_details, `salt ${salt ?? '(none)'}`).toMatchObject({
+      device: 0,
+      host: 0,
+      storage: cacheable(m.prompt_tokens),
+    });
+  }
+  expect((await generateOn(stack, fresh, 'tenant-c')).cached_tokens).toBe(0);
+}
+
+export interface SharedVolume {
+  /** The local directory the PersistentVolume is (a hostPath here). */
+  readonly dir: string;
+  remove(): void;
+}
+
+/**
+ * A StorageClass without a provisioner and one ReadWriteMany PersistentVolume of 1Gi on a fresh
+ * local directory: what the file backend's operator-made claim binds to (the stack runs the
+ * persistentvolume-binder).
+ */
+export async function provideSharedVolume(
+  stack: E2eStack,
+  volumeName: string,
+  storageClass: string,
+): Promise<SharedVolume> {
+  const dir = mkdtempSync(join(tmpdir(), 'cacheroute-l3-pv-'));
+  for (const o of [
+    {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: storageClass },
+      provisioner: 'kubernetes.io/no-provisioner',
+      volumeBindingMode: 'Immediate',
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: volumeName },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteMany'],
+        storageClassName: storageClass,
+        persistentVolumeReclaimPolicy: 'Retain',
+        hostPath: { path: dir, type: 'Directory' },
+      },
+    },
+  ])
+    await stack.k(['apply', '-f', '-'], JSON.stringify(o));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }

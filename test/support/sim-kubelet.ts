@@ -101,8 +101,14 @@ export interface RunningPodSim {
 export interface SimKubelet {
   /** Simulators by pod name. */
   readonly sims: ReadonlyMap<string, RunningPodSim>;
-  /** Real SGLang servers by pod name. */
+  /** Real SGLang servers by pod name, once each answers /health. */
   readonly reals: ReadonlyMap<string, RunningPodReal>;
+  /**
+   * A pod's real server once it answers /health; rejects with why its start failed. The
+   * operator may verify a pod before then (its /server_info answers during SGLang's warm-up,
+   * and KWOK has no readiness probe), so a test that found a verified endpoint waits here.
+   */
+  realReady(pod: string): Promise<RunningPodReal>;
   /** Mooncake store pods running their real processes, by pod name. */
   readonly stores: ReadonlyMap<string, RunningStorePod>;
   /** Where each fake node's hostPath trees are. */
@@ -169,6 +175,30 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     (isMooncakePod(pod) ? enqueueStore : enqueue)(fn);
 
   const reals = new Map<string, RunningPodReal>();
+  // How each pod's real start ended, for realReady: its waiters, or why it failed.
+  const realWaiters = new Map<
+    string,
+    { resolve: (r: RunningPodReal) => void; reject: (e: Error) => void }[]
+  >();
+  const realFailures = new Map<string, Error>();
+  function settleReal(name: string, outcome: RunningPodReal | Error): void {
+    if (outcome instanceof Error) realFailures.set(name, outcome);
+    else realFailures.delete(name);
+    for (const w of realWaiters.get(name) ?? []) {
+      if (outcome instanceof Error) w.reject(outcome);
+      else w.resolve(outcome);
+    }
+    realWaiters.delete(name);
+  }
+  function realReady(name: string): Promise<RunningPodReal> {
+    const running = reals.get(name);
+    if (running) return Promise.resolve(running);
+    const failed = realFailures.get(name);
+    if (failed) return Promise.reject(failed);
+    return new Promise((resolve, reject) =>
+      realWaiters.set(name, [...(realWaiters.get(name) ?? []), { resolve, reject }]),
+    );
+  }
   const stores = new Map<string, RunningStorePod>();
 
   // Pods being deleted, their runtimes terminating; aborted when the kubelet stops (SIGKILL at once).
@@ -302,17 +332,21 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     const parsed = parseSimArgs(argv);
     if (!parsed.ok) {
       log(`real SGLang for ${name} refused its arguments: ${parsed.error}`);
+      settleReal(name, new Error(`real SGLang for ${name} refused its arguments: ${parsed.error}`));
       return;
     }
     // The pod's env, a path under a claim's mount (HiCache's L3 directory) mapped to its local directory.
     const podEnv = Object.fromEntries([...env].map(([k, v]) => [k, mapContainerPath(v, claims)]));
-    const sglang = await startRealSglang({
-      args: argv,
-      host: ip,
-      port: parsed.value.sglang.port,
-      env: podEnv,
-    });
-    reals.set(name, { pod: name, ip, argv, sglang });
+    let sglang: RealSglang;
+    try {
+      sglang = await startRealSglang({ args: argv, host: ip, port: parsed.value.sglang.port, env: podEnv });
+    } catch (err) {
+      settleReal(name, new Error(`real SGLang for ${name} did not start: ${(err as Error).message}`));
+      throw err;
+    }
+    const real = { pod: name, ip, argv, sglang };
+    reals.set(name, real);
+    settleReal(name, real);
     log(`real SGLang for ${name} on ${ip}:${parsed.value.sglang.port} (${Math.round(sglang.startupMs)} ms)`);
   }
 
@@ -377,6 +411,8 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   /** A deleted pod: its init containers stop, its runtime terminates as on a node. */
   function forgetPod(pod: PodObject): void {
     const name = pod.metadata?.name ?? '';
+    if (realWaiters.has(name))
+      settleReal(name, new Error(`pod ${name} was deleted before its server answered`));
     initialized.delete(name);
     const init = initRuns.get(name);
     if (init && init.uid === pod.metadata?.uid) {
@@ -465,11 +501,13 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   return {
     sims,
     reals,
+    realReady,
     stores,
     nodeRoot,
     hostPathOn: (nodeName, path) => buildHostPathDir(nodeRoot, nodeName, path),
     async stop() {
       stopped = true;
+      for (const name of [...realWaiters.keys()]) settleReal(name, new Error('the sim-kubelet stopped'));
       await informer.stop();
       await Promise.all([...initRuns.values()].map((i) => i.run.cancel()));
       const terminations = [...terminating.values()];

@@ -5,6 +5,7 @@ import {
   type CachePolicyStatus,
   type DeploymentResource,
   type Endpoint,
+  type KnowledgeDelivery,
 } from '#api';
 import { loadSample } from '../../../../test/support/samples.ts';
 import {
@@ -283,6 +284,9 @@ describe('planCachePolicyStep: warm-up off the reconcile loop', () => {
 });
 
 describe('planCachePolicyStep: knowledge delivered once into a shared L3 tier (ADR 0042)', () => {
+  type Target = NonNullable<CachePolicyStatus['targets']>[number];
+  type WarmupEntry = NonNullable<Target['warmup']>[number];
+
   function withL3(endpoints: Endpoint[], reachable = true): DeploymentResource {
     const d = deployment(endpoints);
     return {
@@ -302,6 +306,35 @@ describe('planCachePolicyStep: knowledge delivered once into a shared L3 tier (A
     documents: docs,
     ...o,
   });
+  /** A policy whose one target (llama-8b, accepted) has `o`: its warm-up entries, its deliveries. */
+  const policyWithTarget = (o: Partial<Target>): CachePolicyResource =>
+    policyWith({ targets: [{ name: 'llama-8b', accepted: true, reason: 'Accepted', ...o }] });
+  /** A warm-up entry of the first container (restart 0) since the start. */
+  const entry = (pod: string, state: WarmupEntry['state'], o: Partial<WarmupEntry> = {}): WarmupEntry => ({
+    pod,
+    restartCount: 0,
+    state,
+    since: iso(0),
+    ...o,
+  });
+  /** Replica a's delivery at 4 s of the rendering r1 (412 tokens, 400 stored). */
+  const delivery = (o: Partial<KnowledgeDelivery> = {}): KnowledgeDelivery => ({
+    role: 'standalone',
+    fingerprint: 'f1',
+    pod: 'a',
+    restartCount: 0,
+    deliveredAt: iso(4),
+    cacheSalt: '',
+    rendered: 'r1',
+    tokens: 412,
+    storedTokens: 400,
+    ...o,
+  });
+  /** The warm-up job of a pod's container that succeeded: one document, prefilled, rendered r1. */
+  const succeeded = (key: string, o: Partial<Extract<WarmupJobState, { state: 'succeeded' }>> = {}) =>
+    new Map<string, WarmupJobState>([
+      [key, { state: 'succeeded', at: T0 + 4000, documents: 1, source: 'prefill', rendered: 'r1', ...o }],
+    ]);
   const delivered = (s: CachePolicyStatus) => s.targets?.[0]?.delivered;
   const saltOf = (p: CachePolicyResource, endpoints: Endpoint[]) =>
     planCachePolicyStep(p, observeL3(p, endpoints), at(0)).status.targets?.[0]?.cacheSalt ?? '';
@@ -313,14 +346,8 @@ describe('planCachePolicyStep: knowledge delivered once into a shared L3 tier (A
     const step = planCachePolicyStep(p, observeL3(p, [ep('a'), ep('b')]), at(0));
     expect(starts(step).map((t) => [t.pod, t.l3, t.deliveredRendering])).toEqual([['a', true, undefined]]);
     expect(warmupOf(step.status)).toEqual([
-      { pod: 'a', restartCount: 0, state: 'Warming', since: iso(0) },
-      {
-        pod: 'b',
-        restartCount: 0,
-        state: 'Pending',
-        since: iso(0),
-        message: 'waiting for a to deliver the documents into the L3 tier',
-      },
+      entry('a', 'Warming'),
+      entry('b', 'Pending', { message: 'waiting for a to deliver the documents into the L3 tier' }),
     ]);
   });
 
@@ -334,101 +361,25 @@ describe('planCachePolicyStep: knowledge delivered once into a shared L3 tier (A
   });
 
   it('records the delivery, then starts the others with its rendering: they load, not prefill', () => {
-    const p = policyWith({
-      targets: [
-        {
-          name: 'llama-8b',
-          accepted: true,
-          reason: 'Accepted',
-          warmup: [
-            { pod: 'a', restartCount: 0, state: 'Warming', since: iso(0) },
-            { pod: 'b', restartCount: 0, state: 'Pending', since: iso(0) },
-          ],
-        },
-      ],
-    });
+    const p = policyWithTarget({ warmup: [entry('a', 'Warming'), entry('b', 'Pending')] });
     const salt = saltOf(p, [ep('a'), ep('b')]);
-    const jobs = new Map<string, WarmupJobState>([
-      [
-        'ns/a#0',
-        {
-          state: 'succeeded',
-          at: T0 + 4000,
-          documents: 1,
-          source: 'prefill',
-          rendered: 'r1',
-          tokens: 412,
-          storedTokens: 400,
-          warnings: [],
-        },
-      ],
-    ]);
+    const jobs = succeeded('ns/a#0', { tokens: 412, storedTokens: 400, warnings: [] });
     const step = planCachePolicyStep(p, observeL3(p, [ep('a'), ep('b')], { jobs }), at(5));
-    expect(delivered(step.status)).toEqual([
-      {
-        role: 'standalone',
-        fingerprint: 'f1',
-        pod: 'a',
-        restartCount: 0,
-        deliveredAt: iso(4),
-        cacheSalt: salt,
-        rendered: 'r1',
-        tokens: 412,
-        storedTokens: 400,
-      },
-    ]);
+    expect(delivered(step.status)).toEqual([delivery({ cacheSalt: salt })]);
     expect(starts(step).map((t) => [t.pod, t.deliveredRendering])).toEqual([['b', 'r1']]);
     expect(warmupOf(step.status)?.[0]).toMatchObject({ pod: 'a', state: 'Warmed', source: 'prefill' });
     expect(step.events.map((e) => e.reason)).toEqual(['DeliveredToL3', 'WarmedUp']);
   });
 
   it('marks a replica that loads from the tier Warmed from storage, and keeps the delivery', () => {
-    const p0 = policyWith();
-    const salt = saltOf(p0, [ep('a'), ep('b')]);
-    const record = {
-      role: 'standalone',
-      fingerprint: 'f1',
-      pod: 'a',
-      restartCount: 0,
-      deliveredAt: iso(4),
-      cacheSalt: salt,
-      rendered: 'r1',
-      tokens: 412,
-      storedTokens: 400,
-    };
-    const p = policyWith({
-      targets: [
-        {
-          name: 'llama-8b',
-          accepted: true,
-          reason: 'Accepted',
-          delivered: [record],
-          warmup: [
-            {
-              pod: 'a',
-              restartCount: 0,
-              state: 'Warmed',
-              since: iso(0),
-              warmedAt: iso(4),
-              source: 'prefill',
-            },
-            { pod: 'b', restartCount: 0, state: 'Warming', since: iso(0) },
-          ],
-        },
-      ],
+    const record = delivery({ cacheSalt: saltOf(policyWith(), [ep('a'), ep('b')]) });
+    const p = policyWithTarget({
+      delivered: [record],
+      warmup: [entry('a', 'Warmed', { warmedAt: iso(4), source: 'prefill' }), entry('b', 'Warming')],
     });
-    const jobs = new Map<string, WarmupJobState>([
-      ['ns/b#0', { state: 'succeeded', at: T0 + 6000, documents: 1, source: 'storage', rendered: 'r1' }],
-    ]);
+    const jobs = succeeded('ns/b#0', { at: T0 + 6000, source: 'storage' });
     const step = planCachePolicyStep(p, observeL3(p, [ep('a'), ep('b')], { jobs }), at(7));
-    expect(warmupOf(step.status)?.[1]).toEqual({
-      pod: 'b',
-      restartCount: 0,
-      state: 'Warmed',
-      since: iso(0),
-      warmedAt: iso(6),
-      source: 'storage',
-    });
+    expect(warmupOf(step.status)?.[1]).toEqual(entry('b', 'Warmed', { warmedAt: iso(6), source: 'storage' }));
     expect(delivered(step.status)).toEqual([record]);
     expect(step.events.map((e) => e.reason)).toEqual(['LoadsFromL3']);
 
@@ -442,28 +393,7 @@ describe('planCachePolicyStep: knowledge delivered once into a shared L3 tier (A
   });
 
   it('delivers again under a new salt: a delivery of another salt is dropped', () => {
-    const p = policyWith({
-      targets: [
-        {
-          name: 'llama-8b',
-          accepted: true,
-          reason: 'Accepted',
-          delivered: [
-            {
-              role: 'standalone',
-              fingerprint: 'f1',
-              pod: 'a',
-              restartCount: 0,
-              deliveredAt: iso(4),
-              cacheSalt: 'an-old-salt',
-              rendered: 'r1',
-              tokens: 412,
-              storedTokens: 400,
-            },
-          ],
-        },
-      ],
-    });
+    const p = policyWithTarget({ delivered: [delivery({ cacheSalt: 'an-old-salt' })] });
     const step = planCachePolicyStep(p, observeL3(p, [ep('b')]), at(10));
     expect(delivered(step.status)).toBeUndefined();
     expect(starts(step).map((t) => [t.pod, t.deliveredRendering])).toEqual([['b', undefined]]);
@@ -472,19 +402,7 @@ describe('planCachePolicyStep: knowledge delivered once into a shared L3 tier (A
   it('says when the chat template makes the prefix vary: a Warning and the entry message', () => {
     const p = policyWith();
     const warning = 'warmup.documents[0]: the chat template writes the date into the prompt';
-    const jobs = new Map<string, WarmupJobState>([
-      [
-        'ns/a#0',
-        {
-          state: 'succeeded',
-          at: T0 + 1000,
-          documents: 1,
-          source: 'prefill',
-          rendered: 'r',
-          warnings: [warning],
-        },
-      ],
-    ]);
+    const jobs = succeeded('ns/a#0', { at: T0 + 1000, rendered: 'r', warnings: [warning] });
     const step = planCachePolicyStep(p, observeL3(p, [ep('a')], { jobs }), at(2));
     expect(step.events).toContainEqual({ type: 'Warning', reason: 'WarmupPrefixVaries', message: warning });
     expect(warmupOf(step.status)?.[0]).toMatchObject({ state: 'Warmed', message: warning });

@@ -1,5 +1,6 @@
 // A pass against a real simulator process (test/sim): what a runtime reports
 // (cached tokens, the simulator header) is read from its answers.
+import { setTimeout as sleepFor } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrapPortOf, startSim, type RunningSim } from '../../../../test/support/sim/testing.ts';
 import { runPass, type PassOptions } from './traffic.ts';
@@ -78,6 +79,29 @@ describe('runPass', () => {
     const closed = await runPass(requests, options('closed-1'));
     const [first, second] = closed.requests;
     expect(second?.sentAtMs ?? 0).toBeGreaterThanOrEqual((first?.sentAtMs ?? 0) + (first?.e2eMs ?? 0) - 0.02);
+  });
+
+  it('an open loop sends in order, and none before its arrival', async () => {
+    // Node's timers fire up to a millisecond early, and a timer per request lets close
+    // arrivals go out of order (a loaded machine's e2e record had request 1 after 2 and 3).
+    const offsetsMs = requests.map((_, i) => Math.round(i * 1.37 * 100) / 100);
+    for (let round = 0; round < 5; round++) {
+      const pass = await runPass(requests, {
+        ...options(`on-time-${round}`),
+        pace: { kind: 'open', offsetsMs },
+      });
+      const sent = pass.requests.map((r) => r.sentAtMs ?? -1);
+      for (const [i, at] of sent.entries()) expect(at).toBeGreaterThanOrEqual(offsetsMs[i] ?? 0);
+    }
+    // A timer source that ends the first wait last (the worst it can do): still in order.
+    let calls = 0;
+    const late = await runPass(requests, {
+      ...options('late-first'),
+      pace: { kind: 'open', offsetsMs: [0, 100, 101] },
+      sleep: (ms) => sleepFor(calls++ === 0 ? ms + 30 : 0),
+    });
+    const sent = late.requests.map((r) => r.sentAtMs ?? -1);
+    expect([...sent].sort((a, b) => a - b)).toEqual(sent);
   });
 
   it('a disaggregated arm: each request goes to the prefill and the decode with one room', async () => {

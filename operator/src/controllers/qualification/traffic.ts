@@ -39,8 +39,16 @@ export interface PassOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-const defaultSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  sleepFor(ms, undefined, signal ? { signal } : {}).catch(() => undefined);
+/**
+ * Node starts a timer at the loop's millisecond, rounded down, so it can fire up
+ * to a millisecond early: sleep again for what is left, so no request goes out
+ * before its arrival.
+ */
+async function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0 && !signal?.aborted; left = until - performance.now())
+    await sleepFor(left, undefined, signal ? { signal } : {}).catch(() => undefined);
+}
 
 const Counter = z.number().int().nonnegative().nullish();
 const Meta = z.looseObject({
@@ -216,6 +224,8 @@ function round(ms: number): number {
  * The requests in order: a closed loop keeps `concurrency` in flight; an open
  * loop sends request i at its arrival offset, whether or not earlier ones were
  * answered. The pass's wall time runs from its start to the last answer.
+ * Either way request i is sent no earlier than request i-1, so a record's
+ * `sentAtMs` never decreases.
  */
 export async function runPass(requests: readonly WorkloadRequest[], opts: PassOptions): Promise<PassRecord> {
   const clock = opts.clock ?? (() => performance.now());
@@ -230,13 +240,15 @@ export async function runPass(requests: readonly WorkloadRequest[], opts: PassOp
   const pace = opts.pace;
   if (pace.kind === 'open') {
     const sleep = opts.sleep ?? defaultSleep;
-    await Promise.all(
-      requests.map(async (_, i) => {
-        const wait = (pace.offsetsMs[i] ?? 0) - (clock() - start);
-        if (wait > 0) await sleep(wait, opts.signal);
-        await send(i);
-      }),
-    );
+    // One loop sends them all, each after the one before: a timer per request
+    // would let arrivals less than a millisecond apart fire out of order.
+    const sent: Promise<void>[] = [];
+    for (let i = 0; i < requests.length; i++) {
+      const wait = (pace.offsetsMs[i] ?? 0) - (clock() - start);
+      if (wait > 0) await sleep(wait, opts.signal);
+      sent.push(send(i));
+    }
+    await Promise.all(sent);
   } else {
     let next = 0;
     const worker = async () => {

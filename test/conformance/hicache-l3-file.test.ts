@@ -1,6 +1,9 @@
-// HiCache's L3 `file` tier, differential (issue 33 item 2): two real SGLang 0.5.23 servers on
-// CPU sharing one L3 directory (as ADR 0029 provisions it: SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR)
-// and two simulators launched with the same arguments sharing another get the same script:
+// HiCache's L3 `file` tier on the real SGLang 0.5.23 (issue 33 items 2 and 4): one pair of real
+// servers sharing one L3 directory (as ADR 0029 provisions it: SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR)
+// serves both parts of this file, started once (a start costs a minute of this 2-core machine).
+//
+// The differential: the pair and two simulators launched with the same arguments sharing another
+// directory get the same script:
 //   A computes a prompt (a miss) and again (a device hit);
 //   B with another tenant's cache_salt (nothing in L3 for it);
 //   B unsalted: every cacheable page loaded from L3 (B never computed it);
@@ -10,41 +13,34 @@
 // each answer is compared as where its cached tokens came from: each tier's count as a share of
 // the prompt's cacheable pages, the key set of cached_tokens_details and its storage_backend.
 // Every differing field is a mismatch, counted into the conformance line
-// (l3_differential_mismatches). At most two real servers, --sleep-on-idle (kit serve).
+// (l3_differential_mismatches).
+//
+// The first request on a replica that never computed a prefix (ADR 0042), under a salt of its
+// own so nothing of the differential counts: a prefix is looked up in L3 only when the
+// request's part past the replica's own match, page-aligned, reaches `prefetch_threshold`
+// (default 256 tokens; UnifiedRadixCache.prefetch_from_storage, mem_cache/unified_radix_cache.py),
+// so a short request is computed though L3 holds it, until the extra config lowers the
+// threshold; with SGLang's default prefetch policy (timeout) a long one is loaded whole. B then
+// gives way to C, a server with the default policy and a threshold of one page.
+// At most two real servers at once, --sleep-on-idle (kit serve).
 
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordConformance } from '../support/conformance-report.ts';
+import { buildHicacheL3Args, cacheable, L3_PAGE, L3_PROMPT, L3_SENTENCE } from '../support/hicache-l3.ts';
 import { eventually } from '../support/kubectl.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 
-const PAGE = 16;
-const SENTENCE = 'the quick brown fox jumps over the lazy dog ';
-const PROMPT = `A handbook chapter. ${SENTENCE.repeat(36)}`;
 // Under 256 tokens with either tokenizer (the simulator spells these words in bytes).
-const SHORT = `A note. ${SENTENCE.repeat(4)}`;
-const ARGS = [
-  '--served-model-name',
-  'tiny',
-  '--page-size',
-  String(PAGE),
-  '--max-total-tokens',
-  '2048',
-  '--enable-metrics',
-  '--enable-cache-report',
-  '--enable-hierarchical-cache',
-  '--hicache-ratio',
-  '2',
-  '--hicache-write-policy',
-  'write_through',
-  '--hicache-storage-backend',
-  'file',
-  '--hicache-storage-prefetch-policy',
-  'wait_complete',
-];
+const DIFF_SHORT = `A note. ${L3_SENTENCE.repeat(4)}`;
+/** About 130 tokens: under the default threshold. */
+const FIRST_SHORT = `A note. ${L3_SENTENCE.repeat(12)}`;
+const FIRST_SALT = 'first-request';
+// The differential's servers wait for a prefetch to finish: what B reports is then what L3 held.
+const ARGS = buildHicacheL3Args({ backend: 'file', prefetchPolicy: 'wait_complete', metrics: true });
 
 interface Server {
   readonly url: string;
@@ -56,10 +52,14 @@ interface Side {
   untilWritten(promptTokens: number): Promise<void>;
 }
 
+interface MetaInfo {
+  prompt_tokens: number;
+  cached_tokens: number;
+  cached_tokens_details: { device: number; host: number; storage?: number } | null;
+}
+
 /** An answer as compared: where its cached tokens came from. */
 type Outcome = Record<string, unknown>;
-
-const cacheable = (promptTokens: number): number => Math.floor((promptTokens - 1) / PAGE) * PAGE;
 
 function outcomeOf(status: number, body: unknown): Outcome {
   if (status !== 200) return { status };
@@ -94,25 +94,32 @@ async function runScript(side: Side): Promise<Map<string, Outcome>> {
     const r = await fetch(`${s.url}/flush_cache`, { method: 'POST' });
     expect(r.status).toBe(200);
   };
-  const promptTokens = await ask('a_miss', side.a, PROMPT);
-  await ask('a_device_hit', side.a, PROMPT);
+  const promptTokens = await ask('a_miss', side.a, L3_PROMPT);
+  await ask('a_device_hit', side.a, L3_PROMPT);
   await side.untilWritten(promptTokens);
-  await ask('b_other_tenant', side.b, PROMPT, 'tenant-b');
-  await ask('b_from_l3', side.b, PROMPT);
+  await ask('b_other_tenant', side.b, L3_PROMPT, 'tenant-b');
+  await ask('b_from_l3', side.b, L3_PROMPT);
   await flush(side.b);
-  await ask('b_after_flush', side.b, PROMPT);
+  await ask('b_after_flush', side.b, L3_PROMPT);
   await flush(side.a);
-  await ask('a_after_flush', side.a, PROMPT);
-  await ask('a_short', side.a, SHORT);
-  await ask('b_short', side.b, SHORT);
+  await ask('a_after_flush', side.a, L3_PROMPT);
+  await ask('a_short', side.a, DIFF_SHORT);
+  await ask('b_short', side.b, DIFF_SHORT);
   return out;
 }
 
-/** The real backend's page files (<hash>_<model>_<rank>_<size>.bin). */
-function countL3Pages(dir: string): number {
-  return readdirSync(dir).filter((f) => f.endsWith('.bin')).length;
+/** /generate of `text` under the first-request part's salt, on a real server. */
+async function generate(server: Server, text: string): Promise<MetaInfo> {
+  const r = await postJson(`${server.url}/generate`, {
+    text,
+    sampling_params: { max_new_tokens: 1, temperature: 0 },
+    cache_salt: FIRST_SALT,
+  });
+  expect(r.status).toBe(200);
+  return (r.json as { meta_info: MetaInfo }).meta_info;
 }
 
+let realDir = '';
 const dirs: string[] = [];
 const reals: RealSglang[] = [];
 const sims: RunningSim[] = [];
@@ -120,20 +127,26 @@ let real: Map<string, Outcome>;
 let sim: Map<string, Outcome>;
 const mismatches: string[] = [];
 
+/** The real backend's page files (<hash>_<model>_<rank>_<size>.bin). */
+const countL3Pages = (): number => readdirSync(realDir).filter((f) => f.endsWith('.bin')).length;
+const startReal = async (args: readonly string[]): Promise<RealSglang> => {
+  const s = await startRealSglang({
+    args,
+    env: { SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR: realDir },
+    // On a loaded 2-core machine one start-up alone can take minutes.
+    startTimeoutMs: 600_000,
+  });
+  reals.push(s);
+  return s;
+};
+
 beforeAll(async () => {
-  const realDir = mkdtempSync(join(tmpdir(), 'cacheroute-l3-diff-real-'));
+  realDir = mkdtempSync(join(tmpdir(), 'cacheroute-l3-diff-real-'));
   const simDir = mkdtempSync(join(tmpdir(), 'cacheroute-l3-diff-sim-'));
   dirs.push(realDir, simDir);
-  const realEnv = { SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR: realDir };
-  // Together, with time to spare: on a loaded 2-core machine one start-up alone can take minutes.
-  reals.push(
-    ...(await Promise.all(
-      [0, 1].map(() => startRealSglang({ args: ARGS, env: realEnv, startTimeoutMs: 600_000 })),
-    )),
-  );
+  const [ra, rb] = await Promise.all([startReal(ARGS), startReal(ARGS)]);
   const simEnv = { SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR: simDir };
   for (let i = 0; i < 2; i++) sims.push(await startSim(['--model-path', 'tiny', ...ARGS], { env: simEnv }));
-  const [ra, rb] = reals;
   const [sa, sb] = sims;
   if (!ra || !rb || !sa || !sb) throw new Error('two servers a side');
   real = await runScript({
@@ -141,7 +154,7 @@ beforeAll(async () => {
     b: rb,
     // Every cacheable page of the prompt A computed is on disk before B asks.
     untilWritten: (tokens) =>
-      eventually(() => expect(countL3Pages(realDir)).toBeGreaterThanOrEqual(cacheable(tokens) / PAGE), {
+      eventually(() => expect(countL3Pages()).toBeGreaterThanOrEqual(cacheable(tokens) / L3_PAGE), {
         timeoutMs: 60_000,
       }),
   });
@@ -178,5 +191,44 @@ describe('HiCache L3 (file backend), real server against the simulator', () => {
 
   it('the simulator answers every step as the real servers do', () => {
     expect(mismatches).toEqual([]);
+  });
+});
+
+describe('the first request on a replica that never computed the prefix (file L3)', () => {
+  it('loads a prefix past prefetch_threshold from L3; a shorter one only once the threshold is lowered', async () => {
+    const [a, b] = reals;
+    if (!a || !b) throw new Error('the pair');
+    const before = countL3Pages();
+    const long = await generate(a, L3_PROMPT);
+    const short = await generate(a, FIRST_SHORT);
+    expect(short.prompt_tokens).toBeLessThan(256);
+    const written = cacheable(long.prompt_tokens) / L3_PAGE + cacheable(short.prompt_tokens) / L3_PAGE;
+    await eventually(() => expect(countL3Pages() - before).toBeGreaterThanOrEqual(written), {
+      timeoutMs: 30_000,
+    });
+
+    // Under the threshold L3 is never asked (whatever the prefetch policy): computed on B,
+    // though L3 holds every page of it.
+    expect((await generate(b, FIRST_SHORT)).cached_tokens).toBe(0);
+
+    // B gives way to C: SGLang's default policy (timeout), a threshold of one page.
+    await b.stop();
+    const c = await startReal(
+      buildHicacheL3Args({ backend: 'file', extraConfig: { prefetch_threshold: L3_PAGE } }),
+    );
+    // The default policy waits for the read: all of it, from storage.
+    const longOnC = await generate(c, L3_PROMPT);
+    expect(longOnC.cached_tokens_details).toMatchObject({
+      device: 0,
+      host: 0,
+      storage: cacheable(longOnC.prompt_tokens),
+    });
+    // The lowered threshold loads the short one too.
+    const shortOnC = await generate(c, FIRST_SHORT);
+    expect(shortOnC.cached_tokens_details).toMatchObject({
+      device: 0,
+      host: 0,
+      storage: cacheable(shortOnC.prompt_tokens),
+    });
   });
 });
