@@ -32,7 +32,7 @@
 //
 // Memory, measured on Node 24 (heap and array buffers after GC, 2^20 blocks
 // stored in 128-page chains): ~31 bytes a block, in typed arrays the
-// collector does not trace (block-table.ts, ADR 0043; the Map of bigints it
+// collector does not trace (block-table.ts, ADR 0045; the Map of bigints it
 // replaced took 94-117). The runtime's own capacity bounds what a
 // consistent stream can hold ((device + host tokens) / page size); maxBlocks
 // (default 2^20, about 32 MB) bounds what a faulty one can: stores past it

@@ -1,7 +1,7 @@
 // The KV index's storage: SGLang's int64 block hashes, each held as two
 // int32 halves (high, low) in typed arrays, with the block's tiers, its
 // parent and whether it is only implied (block-index.ts), in first-stored
-// order. ADR 0043.
+// order. ADR 0045.
 //
 // Why not a Map<bigint, entry>: a 220 KB prompt stores ~2,800 pages at page
 // size 16, and every page was a bigint key, an entry object and a Map slot

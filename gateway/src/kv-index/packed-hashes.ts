@@ -1,6 +1,6 @@
 // A request's block hashes as the KV index reads them: SGLang's signed int64s
 // packed as int32 halves, [high 0, low 0, high 1, low 1, ...] (block-table.ts,
-// ADR 0043), and the conversions from and to the bigints events carry.
+// ADR 0045), and the conversions from and to the bigints events carry.
 
 /** Block hashes packed as int32 halves; page i is halves[2i] (high) and halves[2i + 1] (low). */
 export class PackedBlockHashes {

@@ -313,7 +313,7 @@ describe('CacheAwarePolicy', () => {
       });
     });
 
-    describe("the peers' picks in transit (ADR 0043)", () => {
+    describe("the peers' picks in transit (ADR 0046)", () => {
       /** A replica that has routed one 40-token miss: a pick usually adds 40 tokens of backlog. */
       const oneReplica = (): CacheAwarePolicy => {
         const p = fresh();

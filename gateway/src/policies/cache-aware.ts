@@ -64,7 +64,7 @@
 //   replica would go now, so the cost is poured over by what they add (their
 //   number x what this replica's own picks usually add) and the choice drawn
 //   among the runtimes it reaches, in proportion to each one's fill, by a
-//   hash of the request id and rank (unheard-fill.ts, ADR 0043). A lead
+//   hash of the request id and rank (unheard-fill.ts, ADR 0046). A lead
 //   larger than that volume (a cache hit) keeps its runtime.
 // - Decode, not only prefill (decodeWeight > 0):
 //     decode(e)   = output tokens still to generate by the requests on e,
@@ -200,7 +200,7 @@ export class CacheAwarePolicy implements Policy {
   /**
    * With the peers' latest picks still in transit (RouteInput.tier.unheardPicks), the cheapest
    * runtime is the one they all just took: pour what those picks add over the costs and draw
-   * among the runtimes it reaches, in proportion (unheard-fill.ts, ADR 0043). Undefined when
+   * among the runtimes it reaches, in proportion (unheard-fill.ts, ADR 0046). Undefined when
    * nothing is in transit, or it reaches one runtime only: the cheapest then, as before.
    */
   #pickInTransit(cost: readonly number[], req: RouteInput, decodeWeight: number): number | undefined {

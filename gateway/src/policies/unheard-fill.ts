@@ -1,5 +1,5 @@
 // Choosing among runtimes when the peers' latest picks are not yet in view
-// (cache-aware.ts, ADR 0043). Every replica of a tier sees the same shared
+// (cache-aware.ts, ADR 0046). Every replica of a tier sees the same shared
 // load; on a steady stream, picks the peers made within the exchange's lag are
 // missing from it, and each of them went where this replica would now go. If
 // every replica takes the cheapest runtime, they all take the same one.
