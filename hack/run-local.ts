@@ -27,7 +27,8 @@
 // (hack/envoy/install.sh) stands for a GIE gateway with one HTTPRoute to the served sample's
 // pool: its bootstrap (hack/envoy/bootstrap.ts) follows the pool's failureMode, read once at
 // start (hack/envoy/pool-route.ts: FailClose, GIE's reference bootstrap; FailOpen, the picker
-// health-checked and the pool's Ready pods behind it). The printed curl goes through Envoy.
+// health-checked and the pool's Ready pods behind it, with their runtime keys). The printed
+// curl goes through Envoy.
 //
 // --real-node (make run REAL_NODE=1): the operator and the gateway run as the chart's pods,
 // `helm install`ed with the images `make images` built, on a real node beside the fake
@@ -159,7 +160,7 @@ async function startPickerEnvoy(
 function envoyLines(pool: PoolView, envoyPort: number, demoKey: string, request: string): string[] {
   const outage =
     pool.failureMode === 'FailOpen'
-      ? `with the picker down, Envoy sends to the pool's ${pool.endpoints.length} pod(s) itself`
+      ? `with the picker down, Envoy sends to the pool's ${pool.endpoints.length} pod(s) itself, with their runtime key and no tenant's`
       : 'with the picker down, Envoy answers 500';
   return [
     '',

@@ -49,6 +49,8 @@ export const DESTINATION_CLUSTER = 'original_destination_cluster';
 const SERVED_BY_HEADER = 'x-cacheroute-test-upstream-address';
 
 const PICK_HEADER = 'x-gateway-destination-endpoint';
+/** The endpoint metadata namespace holding each pool endpoint's runtime Authorization. */
+const RUNTIME_KEY_METADATA = 'cacheroute.runtime';
 
 /**
  * FailOpen, part 1: Envoy asks the picker's gRPC health (its ext_proc service) every second and
@@ -94,7 +96,7 @@ function pickerHealth(f: FailOpen, pickerPort: number): object {
  * nowhere to go without the picker's header): Envoy's override_host policy sends each request to
  * the endpoint the picker named, and round robin over the pool when none was named.
  */
-function poolCluster(pool: readonly string[]): object {
+function poolCluster(pool: readonly string[], runtimeKeys?: Readonly<Record<string, string>>): object {
   const typed = (name: string, type: string, config: object = {}): object => ({
     typed_extension_config: {
       name,
@@ -111,10 +113,18 @@ function poolCluster(pool: readonly string[]): object {
         {
           lb_endpoints: pool.map((hostPort) => {
             const url = new URL(`http://${hostPort}`);
+            const key = runtimeKeys?.[hostPort];
             return {
               endpoint: {
                 address: { socket_address: { address: url.hostname, port_value: Number(url.port) } },
               },
+              ...(key !== undefined
+                ? {
+                    metadata: {
+                      filter_metadata: { [RUNTIME_KEY_METADATA]: { authorization: `Bearer ${key}` } },
+                    },
+                  }
+                : {}),
             };
           }),
         },
@@ -139,7 +149,16 @@ function poolCluster(pool: readonly string[]): object {
         ),
       ],
     },
-    ...runtimeConnections,
+    ...(runtimeKeys
+      ? {
+          typed_extension_protocol_options: {
+            [HTTP_OPTIONS]: {
+              ...runtimeConnections.typed_extension_protocol_options[HTTP_OPTIONS],
+              ...runtimeAuthFilters(pool, runtimeKeys),
+            },
+          },
+        }
+      : runtimeConnections),
   };
 }
 
@@ -160,6 +179,58 @@ export interface FailOpen {
   readonly pool: readonly string[];
   /** The picker's gRPC health port on 127.0.0.1 (its ext_proc service's status). */
   readonly pickerHealthPort: number;
+  /**
+   * `host:port` → the SGLang API key that endpoint's runtime was started with (`--api-key`, its
+   * Deployment's runtime key Secret). Given, every pool endpoint must have one (runtimeAuthFilters).
+   */
+  readonly runtimeKeys?: Readonly<Record<string, string>>;
+}
+
+/**
+ * FailOpen, part 4: the runtimes refuse a request without their key (the operator starts SGLang
+ * with --api-key) and only the picker adds it, so with the picker down the fallback got 401.
+ * An upstream filter of the pool's cluster sets the key of the endpoint the router chose (its
+ * metadata, part 2) on every request that leaves for it, after ext_proc and the route: it
+ * overwrites whatever came before, the client's own Authorization (a tenant's key, never the
+ * runtime's to see) and the picker's (the same key, for the endpoint it named). Not the route's
+ * request_headers_to_add: Envoy 1.40 evaluates those before it chooses the host, so
+ * %UPSTREAM_METADATA% there is empty and the header is not set (seen: the client's went through).
+ */
+function runtimeAuthFilters(pool: readonly string[], runtimeKeys: Readonly<Record<string, string>>): object {
+  const missing = pool.filter((hostPort) => runtimeKeys[hostPort] === undefined);
+  if (missing.length > 0)
+    throw new Error(
+      `FailOpen with runtime keys needs one for every pool endpoint; none for ${missing.join(', ')}`,
+    );
+  return {
+    http_filters: [
+      {
+        name: 'envoy.filters.http.header_mutation',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation',
+          mutations: {
+            request_mutations: [
+              {
+                append: {
+                  header: {
+                    key: 'authorization',
+                    value: `%UPSTREAM_METADATA(["${RUNTIME_KEY_METADATA}", "authorization"])%`,
+                  },
+                  append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
+                },
+              },
+            ],
+          },
+        },
+      },
+      {
+        name: 'envoy.filters.http.upstream_codec',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec',
+        },
+      },
+    ],
+  };
 }
 
 const h2Options = {
@@ -174,9 +245,10 @@ const h2Options = {
  * an idle keep-alive connection (5 s, uvicorn's and Node's default): Envoy never sends a request
  * on a connection the runtime is closing at that moment.
  */
+const HTTP_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 const runtimeConnections = {
   typed_extension_protocol_options: {
-    'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+    [HTTP_OPTIONS]: {
       '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
       common_http_protocol_options: { idle_timeout: '3s' },
       explicit_http_config: { http_protocol_options: {} },
@@ -188,7 +260,10 @@ const runtimeConnections = {
 function pickerClusters(route: Extract<EnvoyRoute, { kind: 'picker' }>, extProcCluster: object): object[] {
   const failOpen = route.failOpen;
   return failOpen
-    ? [{ ...extProcCluster, ...pickerHealth(failOpen, route.pickerPort) }, poolCluster(failOpen.pool)]
+    ? [
+        { ...extProcCluster, ...pickerHealth(failOpen, route.pickerPort) },
+        poolCluster(failOpen.pool, failOpen.runtimeKeys),
+      ]
     : [
         extProcCluster,
         route.poolEndpoints

@@ -2,9 +2,12 @@
 // (FailClose: GIE's reference one, the picked header on an ORIGINAL_DST cluster, a picker that
 // does not answer is Envoy's 500; FailOpen: the picker health-checked and the pool's endpoints
 // behind it, ADR 0037), and its selector and targetPorts give the endpoints FailOpen falls back
-// to: the Ready pods it selects, each on each target port. `make run PICKER=1` and the e2e suite
+// to: the Ready pods it selects, each on each target port, each with the runtime key its pod
+// reads from the Deployment's Secret (ADR 0044). `make run PICKER=1` and the e2e suite
 // `picker` render Envoy from the operator's pool so.
 import { z } from 'zod';
+import { buildRuntimeKeySecretName, DEPLOYMENT_LABEL } from '#api';
+import { readRuntimeKeys } from '#api/runtime-key.ts';
 import { kubectlOk } from '../../test/support/kubectl.ts';
 import type { EnvoyRoute } from './bootstrap.ts';
 
@@ -21,9 +24,25 @@ const InferencePool = z.object({
   }),
 });
 
+const SecretKeyRefs = z
+  .array(
+    z.object({
+      env: z
+        .array(
+          z.object({
+            valueFrom: z.object({ secretKeyRef: z.object({ name: z.string(), key: z.string() }) }).optional(),
+          }),
+        )
+        .optional(),
+    }),
+  )
+  .optional();
+
 const Pods = z.object({
   items: z.array(
     z.object({
+      metadata: z.object({ name: z.string() }),
+      spec: z.object({ containers: SecretKeyRefs }).optional(),
       status: z
         .object({
           podIP: z.string().optional(),
@@ -40,7 +59,14 @@ export interface PoolView {
   readonly failureMode: PoolFailureMode;
   /** `ip:port` of each Ready pod the selector picks, on each target port. */
   readonly endpoints: readonly string[];
+  /**
+   * FailOpen only: `ip:port` → the API key its runtime was started with (the Deployment's runtime
+   * key Secret, the entry the pod's env names): what Envoy sends the pool with the picker down.
+   */
+  readonly runtimeKeys?: Readonly<Record<string, string>>;
 }
+
+const SecretData = z.object({ data: z.record(z.string(), z.string()).optional() });
 
 /** The pool `namespace/name` and its endpoints now, from the API server. */
 export async function readInferencePool(
@@ -62,17 +88,40 @@ export async function readInferencePool(
   const pods = Pods.parse(
     JSON.parse(await kubectlOk(['get', 'pods', '-n', namespace, '-l', selector, '-o', 'json'], k)),
   );
-  const ready = pods.items.flatMap((p) =>
-    p.status?.podIP && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
-      ? [p.status.podIP]
-      : [],
+  const ready = pods.items
+    .flatMap((p) =>
+      p.status?.podIP && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+        ? [{ pod: p, ip: p.status.podIP }]
+        : [],
+    )
+    .sort((a, b) => a.ip.localeCompare(b.ip));
+  const onPorts = (ip: string): string[] => pool.spec.targetPorts.map((t) => `${ip}:${t.number}`);
+  const failureMode = pool.spec.endpointPickerRef?.failureMode ?? 'FailClose';
+  const view = { namespace, name, failureMode, endpoints: ready.flatMap((r) => onPorts(r.ip)) };
+  if (failureMode === 'FailClose') return view;
+
+  // FailOpen: each pod's key, by the Secret entry its env reads (a rollout runs two fingerprints).
+  const deployment = pool.spec.selector.matchLabels[DEPLOYMENT_LABEL] ?? name;
+  const secretName = buildRuntimeKeySecretName(deployment);
+  const keys = readRuntimeKeys(
+    SecretData.parse(
+      JSON.parse(await kubectlOk(['get', 'secret', '-n', namespace, secretName, '-o', 'json'], k)),
+    ),
   );
-  return {
-    namespace,
-    name,
-    failureMode: pool.spec.endpointPickerRef?.failureMode ?? 'FailClose',
-    endpoints: ready.sort().flatMap((ip) => pool.spec.targetPorts.map((t) => `${ip}:${t.number}`)),
-  };
+  const runtimeKeys: Record<string, string> = {};
+  for (const { pod, ip } of ready) {
+    const entry = (pod.spec?.containers ?? [])
+      .flatMap((c) => c.env ?? [])
+      .find((e) => e.valueFrom?.secretKeyRef.name === secretName)?.valueFrom?.secretKeyRef.key;
+    const key = entry === undefined ? undefined : keys[entry];
+    if (key === undefined)
+      throw new Error(
+        `pod ${namespace}/${pod.metadata.name} of FailOpen pool ${name} has no key in Secret ${secretName} ` +
+          `(entry ${entry ?? 'not named by its env'}): Envoy could not serve it with the picker down`,
+      );
+    for (const endpoint of onPorts(ip)) runtimeKeys[endpoint] = key;
+  }
+  return { ...view, runtimeKeys };
 }
 
 /** Envoy's route for a pool whose picker listens on 127.0.0.1 (`port`, gRPC health on `healthPort`). */
@@ -88,6 +137,10 @@ export function buildPickerRouteForPool(
   return {
     kind: 'picker',
     pickerPort: picker.port,
-    failOpen: { pool: pool.endpoints, pickerHealthPort: picker.healthPort },
+    failOpen: {
+      pool: pool.endpoints,
+      pickerHealthPort: picker.healthPort,
+      ...(pool.runtimeKeys ? { runtimeKeys: pool.runtimeKeys } : {}),
+    },
   };
 }

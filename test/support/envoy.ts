@@ -60,7 +60,8 @@ export async function startEnvoy(
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-envoy-'));
   const config = join(dir, 'envoy.yaml');
   const adminPath = join(dir, 'admin-address');
-  writeFileSync(config, stringify(buildEnvoyBootstrap(route)));
+  // Owner-only: a FailOpen bootstrap holds the pool's runtime keys.
+  writeFileSync(config, stringify(buildEnvoyBootstrap(route)), { mode: 0o600 });
   const proc = spawnManaged(
     'envoy',
     envoyBinary(),
