@@ -33,6 +33,8 @@ export const LOCAL_PORTS = {
   picker: 9002,
   pickerHealth: 9003,
 } as const;
+/** The chart's picker Service (release cacheroute) the operator's InferencePools name. */
+export const PICKER_SERVICE = 'cacheroute-picker';
 // The sample whose pods run the real SGLang under `real: 'dense'`.
 export const REAL_SAMPLE = 'llama-8b';
 // Under `real: 'pd'`: the dense sample split into one prefill and one decode part over
@@ -217,7 +219,12 @@ export async function startLocalSystem(opts: LocalSystemOptions): Promise<LocalS
 
 /** The operator and the gateway as local processes, with exactly the chart's RBAC, as they would run in a cluster. */
 async function startProcesses(cp: ControlPlane, dir: string, picker: boolean): Promise<Components> {
-  const identity = { release: 'cacheroute', namespace: SYSTEM_NS };
+  // In picker mode the chart's picker RBAC too (InferencePools, the picker's mirrors).
+  const identity = {
+    release: 'cacheroute',
+    namespace: SYSTEM_NS,
+    ...(picker ? { values: { 'gateway.mode': 'both' } } : {}),
+  };
   const operatorKubeconfig = await createChartIdentity(cp, { ...identity, component: 'operator' });
   const gatewayKubeconfig = await createChartIdentity(cp, { ...identity, component: 'gateway' });
   const operator = startProcess(dir, 'operator', [
@@ -230,6 +237,14 @@ async function startProcesses(cp: ControlPlane, dir: string, picker: boolean): P
     `--gateway-admin-url=http://127.0.0.1:${LOCAL_PORTS.admin}`,
     // The one Secret the gateway reads keys from, as the chart names it (ADR 0027).
     `--gateway-keys-secret=${SYSTEM_NS}/cacheroute-gateway-keys`,
+    // As the chart runs it in picker mode: an InferencePool per Deployment, naming the picker.
+    ...(picker
+      ? [
+          `--inference-pool-picker-service=${PICKER_SERVICE}`,
+          `--inference-pool-picker-namespace=${SYSTEM_NS}`,
+          `--inference-pool-picker-port=${LOCAL_PORTS.picker}`,
+        ]
+      : []),
   ]);
   const gateway = startProcess(dir, 'gateway', [
     '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)

@@ -23,8 +23,12 @@
 // with the chart's alerts loaded (hack/monitoring/local-prometheus.ts).
 //
 // --picker (make run PICKER=1): the gateway also serves as an ext_proc endpoint picker
-// (--mode both), and a real Envoy (hack/envoy/install.sh, GIE's kind of bootstrap:
-// test/support/envoy.ts) asks it for every request; the printed curl goes through Envoy.
+// (--mode both), the operator keeps an InferencePool per Deployment, and a real Envoy
+// (hack/envoy/install.sh) stands for a GIE gateway with one HTTPRoute to the served sample's
+// pool: its bootstrap (hack/envoy/bootstrap.ts) follows the pool's failureMode, read once at
+// start (hack/envoy/pool-route.ts: FailClose, GIE's reference bootstrap; FailOpen, the picker
+// health-checked and the pool's Ready pods behind it, with their runtime keys). The printed
+// curl goes through Envoy.
 //
 // --real-node (make run REAL_NODE=1): the operator and the gateway run as the chart's pods,
 // `helm install`ed with the images `make images` built, on a real node beside the fake
@@ -37,7 +41,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
-import { startEnvoy } from '../test/support/envoy.ts';
+import { eventually } from '../test/support/kubectl.ts';
+import { startEnvoy, type RunningEnvoy } from '../test/support/envoy.ts';
+import { buildPickerRouteForPool, readInferencePool, type PoolView } from './envoy/pool-route.ts';
 import {
   LOCAL_PORTS as LOCAL_SYSTEM_PORTS,
   ROOT,
@@ -131,6 +137,41 @@ function realMode(): RealMode {
   );
 }
 
+/**
+ * Envoy as a GIE gateway with one HTTPRoute to the served sample's pool, which the operator keeps
+ * (the samples go to the default namespace): its bootstrap follows the pool's failureMode.
+ */
+async function startPickerEnvoy(
+  kubeconfig: string,
+  model: string,
+): Promise<{ envoy: RunningEnvoy; pool: PoolView }> {
+  const pool = await eventually(() => readInferencePool(kubeconfig, 'default', model), {
+    timeoutMs: 60_000,
+    intervalMs: 500,
+  });
+  const route = buildPickerRouteForPool(pool, {
+    port: LOCAL_SYSTEM_PORTS.picker,
+    healthPort: LOCAL_SYSTEM_PORTS.pickerHealth,
+  });
+  return { envoy: await startEnvoy(route), pool };
+}
+
+/** The lines that say how to go through Envoy, and what a picker outage does there. */
+function envoyLines(pool: PoolView, envoyPort: number, demoKey: string, request: string): string[] {
+  const outage =
+    pool.failureMode === 'FailOpen'
+      ? `with the picker down, Envoy sends to the pool's ${pool.endpoints.length} pod(s) itself, with their runtime key and no tenant's`
+      : 'with the picker down, Envoy answers 500';
+  return [
+    '',
+    `Through Envoy 1.40 asking the gateway's endpoint picker (ext_proc) which pod serves it, as a GIE gateway`,
+    `routing to the InferencePool ${pool.namespace}/${pool.name} would (failureMode ${pool.failureMode}: ${outage};`,
+    `the CachePolicy's inferencePool.failureMode sets it, read at start):`,
+    `curl -si http://127.0.0.1:${envoyPort}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
+    '(x-cacheroute-endpoint in the answer names the pod the picker chose)',
+  ];
+}
+
 async function inside(dir: string): Promise<void> {
   const ports = LOCAL_PORTS();
   const real = realMode();
@@ -154,16 +195,14 @@ async function inside(dir: string): Promise<void> {
     : undefined;
   if (prometheus)
     bridges.push(await forwardUnixToTcp(join(dir, 'prometheus.sock'), '127.0.0.1', prometheus.port));
-  const envoy = picker
-    ? await startEnvoy({ kind: 'picker', pickerPort: LOCAL_SYSTEM_PORTS.picker })
-    : undefined;
+  const model = servedSample(real);
+  const { envoy, pool } = picker ? await startPickerEnvoy(cp.kubeconfig, model) : {};
   if (envoy) {
     const at = new URL(envoy.url);
     bridges.push(await forwardUnixToTcp(join(dir, 'envoy.sock'), at.hostname, Number(at.port)));
   }
 
   const kubectl = join(cp.binDir, 'kubectl');
-  const model = servedSample(real);
   const request = JSON.stringify({
     model,
     messages: [{ role: 'user', content: 'Say hello to cacheroute.' }],
@@ -202,14 +241,7 @@ async function inside(dir: string): Promise<void> {
             curl(streamed, 'N'),
           ]
         : []),
-      ...(envoy
-        ? [
-            '',
-            `Through Envoy 1.40 asking the gateway's endpoint picker (ext_proc) which pod serves it:`,
-            `curl -si http://127.0.0.1:${ports.envoy}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
-            '(x-cacheroute-endpoint in the answer names the pod the picker chose)',
-          ]
-        : []),
+      ...(envoy && pool ? envoyLines(pool, ports.envoy, demoKey, request) : []),
       '',
       `Logs: ${system.logs}. Ctrl-C stops everything.`,
       '',

@@ -54,6 +54,8 @@ interface SetupOptions {
   tenants?: TenantDirectory;
   /** The pool's failureMode FailOpen (Envoy's fallback to the pool: test/support/envoy.ts). */
   failOpen?: boolean;
+  /** FailOpen: Envoy's runtime key per pool endpoint (url's host:port → key), as pool-route.ts reads them. */
+  failOpenKeys?: (urls: readonly string[]) => Record<string, string>;
   responseBody?: boolean;
   subsetHint?: (urls: readonly string[]) => string[];
   /** Envoy's ext_proc graceful close (test/support/envoy.ts; default on). */
@@ -107,7 +109,13 @@ async function setupOver(
     kind: 'picker',
     pickerPort: epp.port,
     ...(opts.failOpen
-      ? { failOpen: { pool: urls.map((u) => new URL(u).host), pickerHealthPort: epp.healthPort } }
+      ? {
+          failOpen: {
+            pool: urls.map((u) => new URL(u).host),
+            pickerHealthPort: epp.healthPort,
+            ...(opts.failOpenKeys ? { runtimeKeys: opts.failOpenKeys(urls) } : {}),
+          },
+        }
       : {}),
     responseBody: opts.responseBody ?? false,
     ...(opts.subsetHint ? { subsetHint: opts.subsetHint(urls) } : {}),
@@ -445,6 +453,72 @@ describe('the endpoint picker behind a real Envoy, a recording runtime behind it
     ]);
     const r = await chat(envoy, 'with the runtime key', { authorization: `Bearer ${KEY_A}` });
     expect(r.status, JSON.stringify(r.json)).toBe(200);
+  });
+
+  // Every runtime the operator starts takes requests only with its key (--api-key), and only the
+  // picker adds it: a FailOpen fallback without Envoy's own copy got the runtimes' 401.
+  it("fails open to runtimes that want their key: Envoy sets each endpoint's, the client's never reaches them", async () => {
+    const key = (i: number): string => String(i + 1).repeat(64);
+    const sims = await Promise.all(
+      [0, 1].map((i) => startSim(['--model-path', 'm', '--enable-metrics', '--api-key', key(i)])),
+    );
+    const keys = new RuntimeKeys();
+    keys.replace({
+      keys: new Map([['ns/m', new Map([0, 1].map((i) => [`fp${i}`, key(i)]))]]),
+      issues: [],
+    });
+    keys.ready = true;
+    const urls = sims.map((s) => s.url);
+    const { envoy, epp } = await setupOver(
+      urls,
+      {
+        policy: 'round-robin',
+        endpoint: (i) => ({ fingerprint: `fp${i}` }),
+        tenants: tenantDirectory(),
+        app: { runtimeKeys: keys },
+        failOpen: true,
+        failOpenKeys: (u) => Object.fromEntries(u.map((url, i) => [new URL(url).host, key(i)])),
+      },
+      sims,
+    );
+    // Picker up: it swaps the tenant's key for the runtime's; Envoy's router then sets the same
+    // one again (after ext_proc), for the endpoint the picker named.
+    for (let i = 0; i < 2; i++)
+      expect((await chat(envoy, `picked ${i}`, { authorization: `Bearer ${KEY_A}` })).status).toBe(200);
+    await epp.close();
+    await untilPickerMarkedDown(envoy);
+    // Picker down: no tenant is checked (FailOpen), and the client's Authorization is overwritten.
+    const during: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await chat(envoy, `during the outage ${i}`, { authorization: 'Bearer wrong' });
+      during.push(r.status);
+      expect(r.endpoint, 'no picker answered').toBeNull();
+    }
+    expect(during).toEqual([200, 200, 200, 200]);
+    // Round robin over both runtimes, each with its own key.
+    expect((await Promise.all(sims.map(servedCount))).every((n) => n >= 3)).toBe(true);
+  }, 30_000);
+
+  it("Envoy's runtime key wins over the picker's: the router sets it after ext_proc", async () => {
+    const sim = await startSim(['--model-path', 'm', '--api-key', RUNTIME_KEY]);
+    const keys = new RuntimeKeys();
+    keys.replace({ keys: new Map([['ns/m', new Map([['fp1', RUNTIME_KEY]])]]), issues: [] });
+    keys.ready = true;
+    // Envoy given a stale key (as after a rotation it did not see): the runtime refuses the
+    // request the picker had authorised, so the router's header is the one that left Envoy.
+    const { envoy } = await setupOver(
+      [sim.url],
+      {
+        tenants: tenantDirectory(),
+        app: { runtimeKeys: keys },
+        failOpen: true,
+        failOpenKeys: (u) => ({ [new URL(u[0] ?? '').host]: 'stale' }),
+      },
+      [sim],
+    );
+    const r = await chat(envoy, 'picked, then overwritten', { authorization: `Bearer ${KEY_A}` });
+    expect(r.endpoint).toBe('sim0');
+    expect(r.status).toBe(401);
   });
 
   // Envoy closes the ext_proc stream after the last phase it sends: with response trailers SEND

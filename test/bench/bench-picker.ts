@@ -2,7 +2,7 @@
 // (ext_proc, gateway/src/epp) behind a real Envoy 1.40 (hack/envoy/install.sh), on the same
 // simulators the standalone gateway's row replays on. Clients send to Envoy; Envoy asks the
 // picker, routes on the header it sets (ORIGINAL_DST) and streams SGLang's answer itself.
-// The bootstrap is the tests' own (test/support/envoy.ts), not a second one.
+// The bootstrap is the one hack/envoy/bootstrap.ts builds, not a second one.
 
 import { startEnvoy } from '../support/envoy.ts';
 import { MODEL, startPickerGateway, type FleetContext, type Router, type Sim } from './bench-fleet.ts';

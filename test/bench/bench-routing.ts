@@ -55,7 +55,7 @@
 //   it is not a result. `make bench VIRTUAL=1` runs the gateway tier in
 //   virtual time instead (bench-tier-virtual.ts).
 // - The `picker` row (bench-picker.ts): the cache-aware gateway as GIE's endpoint picker
-//   (ext_proc) behind a real Envoy 1.40 with the tests' bootstrap (test/support/envoy.ts), on
+//   (ext_proc) behind a real Envoy 1.40 with the bootstrap hack/envoy/bootstrap.ts builds, on
 //   the same simulators; `picker_vs_standalone` holds its ratios to the `cache-aware` row, each
 //   with the two rows' spreads carried into it (picker-report.ts).
 // - Overhead phase: direct, the gateway (with and without KV events), a bare Node proxy (the

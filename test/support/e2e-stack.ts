@@ -44,6 +44,16 @@ async function prepareMetricsApi(
   };
 }
 
+/** The operator options the stack passes on, those given. */
+function pickDefined(
+  o: Pick<OperatorOptions, 'modelCache' | 'picker'>,
+): Pick<OperatorOptions, 'modelCache' | 'picker'> {
+  return {
+    ...(o.modelCache ? { modelCache: o.modelCache } : {}),
+    ...(o.picker ? { picker: o.picker } : {}),
+  };
+}
+
 export async function startE2eStack(
   namespace: string,
   opts: {
@@ -57,7 +67,7 @@ export async function startE2eStack(
     /** kube-controller-manager --controllers (default: the harness's list). */
     controllers?: readonly string[];
     /** More operator options (e.g. modelCache) and where its log lines go. */
-    operator?: Pick<OperatorOptions, 'modelCache'> & { logWrite?: (line: string) => void };
+    operator?: Pick<OperatorOptions, 'modelCache' | 'picker'> & { logWrite?: (line: string) => void };
     /** KWOK GPU nodes (default 1). */
     gpuNodes?: number;
     /** The real LeaderWorkerSet controller too (multi-node Deployments; lws.ts). */
@@ -92,7 +102,7 @@ export async function startE2eStack(
       level: 'warn',
       ...(opts.operator?.logWrite ? { level: 'info', write: opts.operator.logWrite } : {}),
     }),
-    ...(opts.operator?.modelCache ? { modelCache: opts.operator.modelCache } : {}),
+    ...pickDefined(opts.operator ?? {}),
     leaderElection: false,
     http: false,
     gatewayKeysSecret: testKeysSecret(namespace),

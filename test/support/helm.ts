@@ -79,9 +79,21 @@ const IDENTITY_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', '
  */
 export async function createChartIdentity(
   cp: Pick<ControlPlaneInfo, 'dir' | 'server' | 'kubeconfig'>,
-  opts: { release: string; namespace: string; component: 'operator' | 'gateway' },
+  opts: {
+    release: string;
+    namespace: string;
+    component: 'operator' | 'gateway';
+    /** Chart values (`--set`), e.g. gateway.mode picker: its RBAC follows them. */
+    values?: Record<string, string>;
+  },
 ): Promise<string> {
-  const objects = (await helmTemplate({ release: opts.release, namespace: opts.namespace })).filter(
+  const objects = (
+    await helmTemplate({
+      release: opts.release,
+      namespace: opts.namespace,
+      ...(opts.values ? { values: opts.values } : {}),
+    })
+  ).filter(
     (o) =>
       IDENTITY_KINDS.includes(o.kind) &&
       o.metadata.labels?.['app.kubernetes.io/component'] === opts.component,

@@ -44,6 +44,12 @@ import { traceReconciler } from './reconcile-spans.ts';
 export interface Watch {
   resource: ResourceType;
   labelSelector?: string;
+  /**
+   * Only this namespace, whatever the manager watches: an object the operator reads where it
+   * reconciles nothing (the chart's picker Service in the release namespace), granted by a Role
+   * there alone.
+   */
+  namespace?: string;
   // Keys of the primary objects to reconcile when this object changes.
   map(obj: KubeObject): ObjectKey[];
 }
@@ -147,10 +153,15 @@ export class Manager {
     });
   }
 
-  // The shared informer (cache) of a resource; reconcilers read through it.
-  informer<T extends KubeObject = KubeObject>(rt: ResourceType, labelSelector?: string): ResourceCache<T> {
+  // The shared informer (cache) of a resource; reconcilers read through it. With `namespace`,
+  // of that one namespace only, watched or not (see Watch.namespace).
+  informer<T extends KubeObject = KubeObject>(
+    rt: ResourceType,
+    labelSelector?: string,
+    namespace?: string,
+  ): ResourceCache<T> {
     const selector = labelSelector ?? this.opts.cacheSelectors?.[resourceLabel(rt)];
-    const id = `${resourceLabel(rt)}?${selector ?? ''}`;
+    const id = `${resourceLabel(rt)}?${selector ?? ''}${namespace === undefined ? '' : `@${namespace}`}`;
     let inf = this.informers.get(id);
     if (!inf) {
       const opts = {
@@ -162,9 +173,11 @@ export class Manager {
         clock: this.clock,
       };
       inf =
-        rt.namespaced && this.namespaces
-          ? new NamespacedInformers([...this.namespaces], opts)
-          : new Informer(opts);
+        namespace !== undefined
+          ? new Informer({ ...opts, namespace })
+          : rt.namespaced && this.namespaces
+            ? new NamespacedInformers([...this.namespaces], opts)
+            : new Informer(opts);
       this.informers.set(id, inf);
       if (this.started) inf.start();
     }
@@ -225,7 +238,7 @@ export class Manager {
     }
     for (const w of def.watches ?? []) {
       const mapped = (o: KubeObject): void => w.map(o).forEach(enqueue);
-      this.informer(w.resource, w.labelSelector).addEventHandler({
+      this.informer(w.resource, w.labelSelector, w.namespace).addEventHandler({
         onAdd: mapped,
         onUpdate: (a, b) => (mapped(a), mapped(b)),
         onDelete: mapped,

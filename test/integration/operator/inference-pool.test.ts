@@ -18,7 +18,10 @@ import { REPO_ROOT } from '../../support/samples.ts';
 
 let cp: ControlPlane;
 beforeAll(async () => {
-  cp = await startControlPlane({ full: true, controllers: ['deployment', 'replicaset', 'garbagecollector'] });
+  cp = await startControlPlane({
+    full: true,
+    controllers: ['deployment', 'replicaset', 'garbagecollector', 'endpointslice'],
+  });
   const crds = join(REPO_ROOT, 'crds');
   await kubectlOk(['apply', '--server-side', '-f', crds], { kubeconfig: cp.kubeconfig });
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', crds], {
@@ -158,24 +161,149 @@ describe('InferencePool per Deployment', () => {
     expect(await pool(ns, 'other')).toBeDefined();
   });
 
-  it('names no Service of another namespace: a Warning and no pool there', async () => {
-    const ns = await createTestNamespace(cp.kubeconfig, 'pool-elsewhere');
+  it('a Deployment in a team namespace: its pool there, naming a mirror of the picker Service', async () => {
+    const pickerNs = await createTestNamespace(cp.kubeconfig, 'pool-release');
+    const team = await createTestNamespace(cp.kubeconfig, 'pool-team');
+    const taken = await createTestNamespace(cp.kubeconfig, 'pool-taken');
+    await installGieCrds(cp.kubeconfig);
+    // The chart's picker Service and the EndpointSlice the endpointslice controller keeps for it
+    // (this plane runs no kubelet, so the picker pods' addresses are written as it would).
+    await apply(pickerNs, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'cacheroute-picker' },
+      spec: {
+        ports: [
+          { name: 'grpc', port: 9002, targetPort: 'grpc', appProtocol: 'kubernetes.io/h2c' },
+          { name: 'grpc-health', port: 9003, targetPort: 'grpc-health', appProtocol: 'kubernetes.io/h2c' },
+        ],
+      },
+    });
+    const pickerSlice = (endpoints: object[]) => ({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: {
+        name: 'cacheroute-picker-abcde',
+        labels: {
+          'kubernetes.io/service-name': 'cacheroute-picker',
+          'endpointslice.kubernetes.io/managed-by': 'test.cacheroute.dev',
+        },
+      },
+      addressType: 'IPv4',
+      endpoints,
+      ports: [
+        { name: 'grpc', port: 9002, protocol: 'TCP', appProtocol: 'kubernetes.io/h2c' },
+        { name: 'grpc-health', port: 9003, protocol: 'TCP', appProtocol: 'kubernetes.io/h2c' },
+      ],
+    });
+    await apply(pickerNs, pickerSlice([{ addresses: ['10.1.0.5'], conditions: { ready: true } }]));
+    // Someone's own Service of the picker's name: not the operator's to overwrite.
+    await apply(taken, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'cacheroute-picker' },
+      spec: { ports: [{ port: 80 }] },
+    });
+    // Namespaced, as a platform team runs it: the picker's namespace is not one it watches.
     const op = await startOperator({
       kubeconfig: cp.kubeconfig,
-      namespaces: [ns],
+      namespaces: [team, taken],
       logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
       leaderElection: false,
       http: false,
-      picker: { namespace: 'cacheroute-system', name: 'cacheroute-picker', port: 9002 },
+      picker: { namespace: pickerNs, name: 'cacheroute-picker', port: 9002 },
     });
     onTestFinished(() => op.stop());
-    await apply(ns, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
+    await apply(team, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
+    await apply(team, buildDeploymentManifest({ name: 'qwen', replicas: 1 }));
+    await apply(taken, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
+
     await eventually(async () => {
-      const events = await listEvents(cp.kubeconfig, ns, 'llama-8b');
+      const p = await pool(team, 'llama-8b');
+      expect(p?.spec.endpointPickerRef).toMatchObject({ name: 'cacheroute-picker', port: { number: 9002 } });
+    });
+    const get = async <T>(kind: string, ns: string, name: string): Promise<T> =>
+      JSON.parse(await kubectlOk(['get', kind, '-n', ns, name, '-o', 'json'], k())) as T;
+    interface Svc {
+      metadata: { ownerReferences?: { name: string; controller?: boolean }[] };
+      spec: { selector?: object; clusterIP: string; ports: { name: string; port: number }[] };
+    }
+    interface Slice {
+      endpoints: { addresses: string[]; conditions?: { ready?: boolean } }[] | null;
+      ports: { name: string; port: number }[];
+    }
+    // The mirror: a ClusterIP Service of the picker's name and ports with no selector, owned by
+    // both Deployments of the namespace, and an EndpointSlice of the picker's addresses.
+    const svc = await get<Svc>('service', team, 'cacheroute-picker');
+    expect(svc.spec.selector).toBeUndefined();
+    expect(svc.spec.clusterIP).not.toBe('None');
+    expect(svc.spec.ports.map((p) => `${p.name}:${p.port}`)).toEqual(['grpc:9002', 'grpc-health:9003']);
+    await eventually(async () =>
+      expect(
+        (await get<Svc>('service', team, 'cacheroute-picker')).metadata.ownerReferences?.map((o) => o.name),
+      ).toEqual(['llama-8b', 'qwen']),
+    );
+    const mirrored = async () => {
+      const out = await kubectlOk(
+        [
+          'get',
+          'endpointslices',
+          '-n',
+          team,
+          '-l',
+          'kubernetes.io/service-name=cacheroute-picker',
+          '-o',
+          'json',
+        ],
+        k(),
+      );
+      return (JSON.parse(out) as { items: Slice[] }).items;
+    };
+    await eventually(async () => {
+      const slices = await mirrored();
+      expect(slices).toHaveLength(1);
+      expect(slices[0]?.endpoints).toEqual([{ addresses: ['10.1.0.5'], conditions: { ready: true } }]);
+      expect(slices[0]?.ports.map((p) => `${p.name}:${p.port}`)).toEqual(['grpc:9002', 'grpc-health:9003']);
+    });
+
+    // The picker's endpoints change (a rollout): the mirror follows.
+    await apply(
+      pickerNs,
+      pickerSlice([
+        { addresses: ['10.1.0.5'], conditions: { ready: false, terminating: true } },
+        { addresses: ['10.1.0.6'], conditions: { ready: true } },
+      ]),
+    );
+    await eventually(async () =>
+      expect((await mirrored())[0]?.endpoints).toEqual([
+        { addresses: ['10.1.0.5'], conditions: { ready: false, terminating: true } },
+        { addresses: ['10.1.0.6'], conditions: { ready: true } },
+      ]),
+    );
+
+    // Where the name is taken: a Warning, no pool, and the Service left as it was.
+    await eventually(async () => {
+      const events = await listEvents(cp.kubeconfig, taken, 'llama-8b');
       expect(events).toContainEqual(
-        expect.objectContaining({ type: 'Warning', reason: 'PickerInOtherNamespace' }),
+        expect.objectContaining({ type: 'Warning', reason: 'PickerServiceNameTaken' }),
       );
     });
-    expect(await pool(ns, 'llama-8b')).toBeUndefined();
+    expect(await pool(taken, 'llama-8b')).toBeUndefined();
+    expect((await get<Svc>('service', taken, 'cacheroute-picker')).spec.ports.map((p) => p.port)).toEqual([
+      80,
+    ]);
+
+    // The last Deployment gone: pools, mirror Service and EndpointSlice go with them.
+    await kubectlOk(['delete', 'deployments.cacheroute.dev', '--all', '-n', team, '--wait=false'], k());
+    await eventually(
+      async () => {
+        expect(await pool(team, 'llama-8b')).toBeUndefined();
+        expect(
+          await kubectlOk(['get', 'service', '-n', team, '--ignore-not-found', 'cacheroute-picker'], k()),
+        ).toBe('');
+        expect(await mirrored()).toEqual([]);
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 });

@@ -34,6 +34,7 @@ import type { ResourceType } from '#kube/resources.ts';
 import { FIXTURE_API_KEY, startOpenRouterFixture } from '../../fixtures/openrouter/server.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../../support/builders.ts';
 import { createUserKubeconfig } from '../../support/controlplane.ts';
+import { installGieCrds } from '../../support/gie.ts';
 import { helmTemplate } from '../../support/helm.ts';
 import type { RenderedObject } from '../../support/helm.ts';
 import { createTestNamespace, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
@@ -125,6 +126,14 @@ const OPERATOR_RULES: readonly TableRule[] = [
     verbs: ['get', 'list', 'create', 'patch'],
     pickerOnly: true,
   },
+  // The picker Service's mirror beside a pool outside the release namespace (picker-mirror.ts):
+  // its EndpointSlice applied by name, read first with a get (the Service is granted above).
+  {
+    apiGroups: ['discovery.k8s.io'],
+    resources: ['endpointslices'],
+    verbs: ['get', 'create', 'patch'],
+    pickerOnly: true,
+  },
   // The daily-cap ledger of paid calls, by name: replaced with its resourceVersion.
   {
     apiGroups: [''],
@@ -171,6 +180,13 @@ const leaderRules = (leaseName: string): Rule[] => [
     resourceNames: [leaseName],
     verbs: ['get', 'update'],
   },
+];
+
+// Role in the release namespace (picker mode): the picker Service and its EndpointSlices, which
+// the InferencePool controller mirrors into the Deployments' namespaces (informers there only).
+const pickerRules: Rule[] = [
+  { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch'] },
+  { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
 ];
 
 // Role in the release namespace: the gateway's keys Secret (controllers/gateway-keys), written by
@@ -231,7 +247,12 @@ const DIRECT_REQUESTS: Record<string, DirectRequest[]> = {
     { rt: Resources.pods, verbs: ['patch'], subresource: 'status' },
   ],
   // InferencePools (picker mode): applyOwned with a GET for the live pool, a list for the API.
-  inferencepool: [{ rt: Resources.inferencePools, verbs: ['get', 'list', 'create', 'patch'] }],
+  // The picker's mirror: its EndpointSlice applied with a GET for the live one (the Service comes
+  // from the Services informer).
+  inferencepool: [
+    { rt: Resources.inferencePools, verbs: ['get', 'list', 'create', 'patch'] },
+    { rt: Resources.endpointSlices, verbs: ['get', 'create', 'patch'] },
+  ],
   // A Tenant's Ready condition reads only informer caches (never its key Secret: the gateway judges keys).
   tenant: [],
   // The gateway's keys Secret: informer caches in, one server-side apply out, by name in the
@@ -288,12 +309,14 @@ function grant(rt: ResourceType, verbs: readonly string[], sub?: string): Rule {
 function deriveRules(
   defs: readonly ControllerDefinition[],
   o: { paidCalls: boolean },
-): { namespaced: Rule[]; clusterScoped: Rule[] } {
+): { namespaced: Rule[]; clusterScoped: Rule[]; oneNamespace: Rule[] } {
   const needs: { rt: ResourceType; rule: Rule }[] = RUNTIME_CLUSTER_NEEDS.map((n) => ({
     rt: n.rt,
     rule: grant(n.rt, n.verbs),
   }));
   const need = (rt: ResourceType, rule: Rule): void => void needs.push({ rt, rule });
+  // Watches of one named namespace (Watch.namespace: the picker's), granted by a Role there.
+  const oneNamespace: Rule[] = [];
   for (const d of defs) {
     need(d.primary, grant(d.primary, LIST_WATCH));
     need(d.primary, grant(d.primary, ['update'], 'status'));
@@ -301,7 +324,9 @@ function deriveRules(
       need(rt, grant(rt, APPLY));
       need(d.primary, grant(d.primary, ['update'], 'finalizers'));
     }
-    for (const w of d.watches ?? []) need(w.resource, grant(w.resource, LIST_WATCH));
+    for (const w of d.watches ?? [])
+      if (w.namespace === undefined) need(w.resource, grant(w.resource, LIST_WATCH));
+      else oneNamespace.push(grant(w.resource, LIST_WATCH));
     for (const r of DIRECT_REQUESTS[d.name] ?? []) {
       if (r.paidCallsOnly && !o.paidCalls) continue;
       need(r.rt, {
@@ -313,6 +338,7 @@ function deriveRules(
   return {
     namespaced: needs.filter((n) => n.rt.namespaced).map((n) => n.rule),
     clusterScoped: needs.filter((n) => !n.rt.namespaced).map((n) => n.rule),
+    oneNamespace,
   };
 }
 
@@ -426,6 +452,9 @@ describe('chart RBAC equals what the code uses', () => {
       });
       expect(expand(rulesOf(picker, 'ClusterRole', 'cr-cacheroute-operator'))).toEqual(
         expand(operatorRules({ paidCalls: false, picker: true })),
+      );
+      expect(expand(rulesOf(picker, 'Role', 'cr-cacheroute-operator-picker', 'cacheroute-system'))).toEqual(
+        expand(pickerRules),
       );
       expect(operatorArgs(picker).filter((a) => a.startsWith('--inference-pool-picker'))).toEqual([
         '--inference-pool-picker-service=cr-cacheroute-picker',
@@ -547,6 +576,7 @@ describe('chart RBAC equals what the code uses', () => {
         // Nothing cluster-scoped: a namespaced install needs no ClusterRole at all.
         expect(derived.clusterScoped).toEqual([]);
         expect(expand(derived.namespaced)).toEqual(expand(operatorRules({ paidCalls, picker })));
+        expect(expand(derived.oneNamespace)).toEqual(picker ? expand(pickerRules) : []);
       }
     }
   });
@@ -555,6 +585,7 @@ describe('chart RBAC equals what the code uses', () => {
     expect(referencedResources()).toEqual(
       resourcesOf([
         ...operatorRules({ paidCalls: true, picker: true }),
+        ...pickerRules,
         ...leaderRules('x'),
         ...metricsApiRules,
       ]),
@@ -1036,5 +1067,103 @@ describe('the operator as the chart ServiceAccount', () => {
     ).toEqual([]);
     expect(requests.filter((r) => r.code === 401 || r.code === 403)).toEqual([]);
     console.log(`operator-rbac (namespaced): requests by verb and resource ${JSON.stringify(seen)}`);
+  });
+
+  it('picker mode, namespaced: a team namespace gets its pool and the picker mirror, nothing denied', async () => {
+    const ns = await createTestNamespace(kubeconfig, 'rbacp');
+    const team = await createTestNamespace(kubeconfig, 'op-pick-team');
+    await installGieCrds(kubeconfig);
+    const { who, userKubeconfig, release } = await chartIdentity(
+      ns,
+      { 'operator.watchNamespaces': `{${team}}`, 'gateway.mode': 'picker' },
+      [
+        'Role',
+        'Role',
+        'Role',
+        'Role',
+        'RoleBinding',
+        'RoleBinding',
+        'RoleBinding',
+        'RoleBinding',
+        'ServiceAccount',
+      ],
+    );
+    const picker = `${release}-cacheroute-picker`;
+    // The chart's picker Service and the EndpointSlice its controller keeps (no kubelet here).
+    await applyIn(ns, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: picker },
+      spec: { ports: [{ name: 'grpc', port: 9002, targetPort: 'grpc', appProtocol: 'kubernetes.io/h2c' }] },
+    });
+    await applyIn(ns, {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: {
+        name: `${picker}-x`,
+        labels: {
+          'kubernetes.io/service-name': picker,
+          'endpointslice.kubernetes.io/managed-by': 'test.cacheroute.dev',
+        },
+      },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.2.0.7'], conditions: { ready: true } }],
+      ports: [{ name: 'grpc', port: 9002, protocol: 'TCP' }],
+    });
+    const canI = async (...args: string[]): Promise<boolean> =>
+      (await kubectl(['auth', 'can-i', ...args], { kubeconfig: userKubeconfig })).code === 0;
+    // Reads the picker's endpoints in the release namespace only; writes mirrors only where it works.
+    expect(await canI('watch', 'endpointslices.discovery.k8s.io', '-n', ns)).toBe(true);
+    expect(await canI('create', 'endpointslices.discovery.k8s.io', '-n', ns)).toBe(false);
+    expect(await canI('patch', 'services', '-n', ns)).toBe(false);
+    expect(await canI('list', 'endpointslices.discovery.k8s.io', '-n', team)).toBe(false);
+    expect(await canI('create', 'endpointslices.discovery.k8s.io', '-n', team)).toBe(true);
+    expect(await canI('delete', 'endpointslices.discovery.k8s.io', '-n', team)).toBe(false);
+    expect(await canI('list', 'endpointslices.discovery.k8s.io', '--all-namespaces')).toBe(false);
+
+    await applyIn(team, buildDeploymentManifest({ name: 'llama-8b', replicas: 1 }));
+    const counter = createRequestCounter();
+    countNextClient(counter);
+    const op = await startOperator({
+      kubeconfig: userKubeconfig,
+      namespaces: [team],
+      logger: createLogger({ level: 'error', fields: { component: 'operator' } }),
+      leaderElection: { namespace: ns, name: 'cacheroute-operator' },
+      http: false,
+      picker: { namespace: ns, name: picker, port: 9002 },
+    });
+    let stopped = false;
+    onTestFinished(async () => {
+      if (!stopped) await op.stop();
+    });
+    await eventually(() =>
+      getJson(['get', 'inferencepools.inference.networking.k8s.io', 'llama-8b', '-n', team]),
+    );
+    await eventually(async () => {
+      const slice = await getJson<{ endpoints?: { addresses: string[] }[] }>([
+        'get',
+        'endpointslices.discovery.k8s.io',
+        `${picker}-mirror`,
+        '-n',
+        team,
+      ]);
+      expect(slice.endpoints?.map((e) => e.addresses[0])).toEqual(['10.2.0.7']);
+    });
+    stopped = true;
+    await op.stop();
+    const requests = counter.requests();
+    const seen = counter.snapshot().byVerbResource;
+    for (const used of [
+      'list endpointslices.discovery.k8s.io',
+      'apply endpointslices.discovery.k8s.io',
+      'apply services',
+      'apply inferencepools.inference.networking.k8s.io',
+    ])
+      expect(seen[used], used).toBeGreaterThan(0);
+    const denied: RequestInfo[] = [];
+    for (const r of requests.filter((x) => x.code === 401 || x.code === 403))
+      if (!(await isAllowed(who, r))) denied.push(r);
+    expect(denied).toEqual([]);
+    expect(requests.filter((r) => r.code === 401 || r.code === 403)).toEqual([]);
   });
 });

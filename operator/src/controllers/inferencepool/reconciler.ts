@@ -1,12 +1,14 @@
 // The InferencePool controller: one pool per Deployment (ADR 0026), kept while the operator runs
 // with the chart's endpoint picker (--inference-pool-picker-service) and the cluster serves
-// inference.networking.k8s.io/v1. The pool is owned by its Deployment (the garbage collector
-// deletes it with it) and re-applied on every change of the Deployment or of the CachePolicy
-// that governs it (its inferencePool.failureMode). Where the API is missing, or the picker's
-// Service is in another namespace (a pool's endpointPickerRef names a Service in its own), the
-// Deployment gets a Warning Event and no pool; the missing API is asked again every minute, so
-// installing the CRD later needs no restart. A picker Service that does not exist: the pool is
-// kept, and the Deployment gets a Warning Event (PickerServiceMissing) while it is missing. No status is written: the Deployment's conditions
+// inference.networking.k8s.io/v1. The pool lives in its Deployment's namespace, owned by it (the
+// garbage collector deletes it with it), and is re-applied on every change of the Deployment or
+// of the CachePolicy that governs it (its inferencePool.failureMode). A pool's endpointPickerRef
+// names a Service of its own namespace, so outside the picker's namespace the controller first
+// keeps a mirror of the picker Service there (picker-mirror.ts, ADR 0047), copied again whenever
+// the picker's endpoints change. Where the API is missing the Deployment gets a Warning Event and
+// no pool, and is asked again every minute, so installing the CRD later needs no restart. A
+// picker Service that does not exist: the pool is kept, and the Deployment gets a Warning Event
+// (PickerServiceMissing) while it is missing. No status is written: the Deployment's conditions
 // are the Deployment controller's to write.
 import { validateResource, type CachePolicyResource, type DeploymentResource } from '#api';
 import { isNotFound, type KubeClient } from '#kube/client.ts';
@@ -18,12 +20,15 @@ import type { ReconcileContext, ReconcileResult } from '../../manager/reconcile.
 import { findGoverningPolicy } from '../cachepolicy/targets.ts';
 import { INFERENCE_POOL_MISSING, INFERENCE_POOL_MISSING_MESSAGE, inferencePoolApi } from './availability.ts';
 import { buildInferencePool, type PickerService } from './desired.ts';
+import { buildPickerMirror, isPickerMirror } from './picker-mirror.ts';
 
 const CONTROLLER = 'inferencepool';
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** How soon a Deployment is looked at again while the cluster lacks the API. */
 const RECHECK_MISSING_MS = 60_000;
 
-export const PICKER_IN_OTHER_NAMESPACE = 'PickerInOtherNamespace';
+/** A Service of the picker's name exists in the Deployment's namespace and is not the operator's mirror. */
+export const PICKER_NAME_TAKEN = 'PickerServiceNameTaken';
 /**
  * The pool is kept, but the Service its endpointPickerRef names does not exist: a GIE gateway
  * reports the pool ResolvedRefs False and answers its route 5xx (GIE conformance:
@@ -45,8 +50,13 @@ export interface InferencePoolControllerOptions {
 
 export function buildInferencePoolController(opts: InferencePoolControllerOptions): ControllerDefinition {
   const { manager, client, picker } = opts;
+  const pickerSliceSelector = `${SERVICE_NAME_LABEL}=${picker.name}`;
   const roots = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
+  // The picker Service and its EndpointSlices, in the picker's namespace only (a Role there).
+  const pickerServices = manager.informer(Resources.services, undefined, picker.namespace);
+  const pickerSlices = manager.informer(Resources.endpointSlices, pickerSliceSelector, picker.namespace);
+  // Where the mirrors go: the Deployments' namespaces (the operator's own Services informer).
   const services = manager.informer(Resources.services);
   const api = inferencePoolApi(client);
 
@@ -60,6 +70,49 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
     );
   }
 
+  /**
+   * The picker Service's mirror in `namespace` (picker-mirror.ts): false, with a Warning Event,
+   * when a Service of that name there is someone else's.
+   */
+  async function applyMirror(obj: DeploymentObject, namespace: string, pickerService: KubeObject) {
+    const live = services.get(namespace, picker.name);
+    if (live && !isPickerMirror(live)) {
+      manager.events.event(
+        obj,
+        'Warning',
+        PICKER_NAME_TAKEN,
+        `no InferencePool: its endpointPickerRef names Service ${picker.name} in ${namespace}, where the operator ` +
+          `would mirror the picker Service ${picker.namespace}/${picker.name}, but a Service of that name is ` +
+          "already there and not the operator's; rename or delete it, or run this Deployment elsewhere",
+      );
+      return false;
+    }
+    const deployments = roots.list({ namespace }).flatMap((d) => {
+      const r = validateResource(d);
+      return r.ok && r.value.kind === 'Deployment' && !d.metadata?.deletionTimestamp ? [r.value] : [];
+    });
+    const mirror = buildPickerMirror(
+      {
+        namespace: picker.namespace,
+        name: picker.name,
+        service: pickerService,
+        slices: pickerSlices.list({ namespace: picker.namespace }),
+      },
+      namespace,
+      deployments,
+    );
+    if (!mirror) return true;
+    const applied = await applyOwned(client, Resources.services, mirror.service, { live: live ?? null });
+    if (!applied.ok) return false;
+    const slice = await applyOwned(
+      client,
+      Resources.endpointSlices,
+      mirror.slice(applied.object.metadata?.uid ?? ''),
+    );
+    if (!slice.ok) manager.events.event(obj, 'Warning', 'AdoptionRefused', slice.error.message);
+    return slice.ok;
+  }
+
   async function reconcile(key: ObjectKey, ctx: ReconcileContext): Promise<ReconcileResult> {
     const obj = roots.get(key.namespace, key.name);
     // Gone or going: the garbage collector deletes the pool with its owner.
@@ -68,23 +121,13 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
     // An invalid spec is the Deployment controller's to report.
     if (!parsed.ok || parsed.value.kind !== 'Deployment') return;
     const root = parsed.value;
-    if (key.namespace !== picker.namespace) {
-      manager.events.event(
-        obj,
-        'Warning',
-        PICKER_IN_OTHER_NAMESPACE,
-        `no InferencePool: its endpointPickerRef can name only a Service in ${key.namespace}, and the picker ` +
-          `Service ${picker.name} is in ${picker.namespace}; run this Deployment in ${picker.namespace}, or route ` +
-          'to it through the standalone gateway',
-      );
-      return;
-    }
     if (!(await api.available(key.namespace))) {
       manager.events.event(obj, 'Warning', INFERENCE_POOL_MISSING, INFERENCE_POOL_MISSING_MESSAGE);
       ctx.logger.info('InferencePool API not served: asked again later', { deployment: key.name });
       return { requeueAfterMs: opts.recheckMissingMs ?? RECHECK_MISSING_MS };
     }
-    if (!services.get(picker.namespace, picker.name))
+    const pickerService = pickerServices.get(picker.namespace, picker.name);
+    if (!pickerService)
       manager.events.event(
         obj,
         'Warning',
@@ -93,6 +136,8 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
           'not exist: a gateway reports the pool ResolvedRefs False and fails its requests; install the chart ' +
           'with gateway.mode picker or both, or give the operator the right --inference-pool-picker-service',
       );
+    else if (key.namespace !== picker.namespace && !(await applyMirror(obj, key.namespace, pickerService)))
+      return;
     const desired = buildInferencePool(root, picker, failureModeOf(root));
     try {
       const result = await applyOwned(client, Resources.inferencePools, desired, {
@@ -110,19 +155,45 @@ export function buildInferencePoolController(opts: InferencePoolControllerOption
     }
   }
 
+  function everyDeployment(): ObjectKey[] {
+    return roots
+      .list()
+      .map((d) => ({ namespace: d.metadata?.namespace ?? '', name: d.metadata?.name ?? '' }));
+  }
+
+  function onePerOtherNamespace(): ObjectKey[] {
+    const first = new Map<string, string>();
+    for (const { namespace, name } of everyDeployment()) {
+      const seen = first.get(namespace);
+      if (namespace !== picker.namespace && (seen === undefined || name < seen)) first.set(namespace, name);
+    }
+    return [...first].map(([namespace, name]) => ({ namespace, name }));
+  }
+
   return {
     name: CONTROLLER,
     primary: Resources.sglangDeployments,
     watches: [
       {
-        // The picker Service coming or going: every pool of its namespace names it.
+        // The picker Service coming or going: every pool names it (or its mirror).
+        resource: Resources.services,
+        namespace: picker.namespace,
+        map: (svc) => (svc.metadata?.name === picker.name ? everyDeployment() : []),
+      },
+      {
+        // The picker's endpoints changing: each namespace's mirror copies them again (one
+        // Deployment a namespace does it for all of that namespace).
+        resource: Resources.endpointSlices,
+        labelSelector: pickerSliceSelector,
+        namespace: picker.namespace,
+        map: () => onePerOtherNamespace(),
+      },
+      {
+        // A mirror edited or deleted by hand is put back.
         resource: Resources.services,
         map: (svc) =>
-          svc.metadata?.namespace === picker.namespace && svc.metadata.name === picker.name
-            ? roots.list({ namespace: picker.namespace }).map((d) => ({
-                namespace: picker.namespace,
-                name: d.metadata?.name ?? '',
-              }))
+          svc.metadata?.name === picker.name && svc.metadata.namespace !== picker.namespace
+            ? onePerOtherNamespace().filter((k) => k.namespace === svc.metadata?.namespace)
             : [],
       },
       {
