@@ -82,6 +82,7 @@
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
+import { hashToUnit } from '#kube/seeded-random.ts';
 import { computeBlockKeys, PrefixTree, type BlockKey, type PrefixKey } from '../radix/index.ts';
 import {
   indexOfMin,
@@ -93,7 +94,7 @@ import {
   type RouteInput,
   type RouteOutcome,
 } from './policy.ts';
-import { pickByFill, pourOver, unitDraw } from './unheard-fill.ts';
+import { pickByFill, pourOver } from './unheard-fill.ts';
 
 export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWeight'> & {
   /** Weight of a host-tier (HiCache) match relative to a device match, 0..1 (CachePolicy default 0.5). */
@@ -209,7 +210,7 @@ export class CacheAwarePolicy implements Policy {
     if (!(unheard > 0) || !(perPick > 0)) return undefined;
     const fills = pourOver(cost, unheard * perPick);
     if (fills.filter((f) => f > 0).length < 2) return undefined;
-    return pickByFill(fills, unitDraw(`${req.tier?.rank ?? 0}:${req.id}`));
+    return pickByFill(fills, hashToUnit(`${req.tier?.rank ?? 0}:${req.id}`));
   }
 
   /**

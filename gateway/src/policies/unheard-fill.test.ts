@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { pickByFill, pourOver, unitDraw } from './unheard-fill.ts';
+import { hashToUnit } from '#kube/seeded-random.ts';
+import { pickByFill, pourOver } from './unheard-fill.ts';
 
 describe('pourOver', () => {
   it('raises the cheapest costs to one level, the volume shared among them', () => {
@@ -27,10 +28,10 @@ describe('pickByFill', () => {
   });
 });
 
-describe('unitDraw', () => {
+describe('hashToUnit, as the draw among runtimes', () => {
   it('is the same for a key, within [0, 1), and spread evenly over sequential keys', () => {
-    expect(unitDraw('3:q1')).toBe(unitDraw('3:q1'));
-    const draws = Array.from({ length: 4000 }, (_x, i) => unitDraw(`${i % 8}:${i}`));
+    expect(hashToUnit('3:q1')).toBe(hashToUnit('3:q1'));
+    const draws = Array.from({ length: 4000 }, (_x, i) => hashToUnit(`${i % 8}:${i}`));
     expect(Math.min(...draws)).toBeGreaterThanOrEqual(0);
     expect(Math.max(...draws)).toBeLessThan(1);
     const tenths = Array<number>(10).fill(0);

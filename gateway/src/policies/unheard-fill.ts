@@ -47,22 +47,3 @@ export function pickByFill(fills: readonly number[], u: number): number | undefi
   }
   return last;
 }
-
-/**
- * A number in [0, 1) from `key`, the same every time and spread evenly (FNV-1a, then murmur3's
- * finaliser): replicas deciding on one view draw apart because their requests' ids and ranks differ,
- * and a test can say which way a draw goes.
- */
-export function unitDraw(key: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) {
-    h ^= key.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return (h >>> 0) / 2 ** 32;
-}

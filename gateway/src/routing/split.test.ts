@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { chooseWeighted, hashToUnit } from './split.ts';
+import { hashToUnit } from '#kube/seeded-random.ts';
+import { chooseWeighted } from './split.ts';
 import type { ModelRoute } from './table.ts';
 
 const route = (deployment: string, weight?: number): ModelRoute => ({

@@ -6,6 +6,7 @@
 // even when every request shares one long system prompt (a prefix hash would
 // send them all one way). Pure but for `random`.
 
+import { hashToUnit } from '#kube/seeded-random.ts';
 import type { ModelRoute } from './table.ts';
 
 export function chooseWeighted(
@@ -23,19 +24,4 @@ export function chooseWeighted(
     if (point < 0) return c;
   }
   return candidates.at(-1);
-}
-
-/**
- * FNV-1a over the key's UTF-16 units, then murmur3's finaliser (FNV alone spreads keys
- * that differ only at the end, `user-17` and `user-18`, poorly), as a fraction in [0, 1).
- */
-export function hashToUnit(key: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return (h >>> 0) / 2 ** 32;
 }
