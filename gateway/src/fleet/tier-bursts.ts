@@ -16,6 +16,8 @@
 // BURST_EXCESS; never when a steady stream alone fills half the window's gaps
 // (every pick then has unheard peers, held or not).
 
+import { PickTimes } from './pick-times.ts';
+
 /** Pick times kept (the most recent by time). */
 const PICKS = 129;
 /** Fewer gaps than this: no verdict (not bursty); a few let the first bursts be seen. */
@@ -28,23 +30,16 @@ const STEADY_CEILING = 0.5;
 const MAX_GAP_MS = 10_000;
 
 export class TierBursts {
-  /** Pick times, ascending. */
-  readonly #times: number[] = [];
+  readonly #picks = new PickTimes(PICKS);
 
   /** A pick at `at` (ms; a peer's may come late and is placed by time). */
   note(at: number): void {
-    if (!Number.isFinite(at)) return;
-    const t = this.#times;
-    if (t.length >= PICKS && at <= (t[0] as number)) return;
-    let i = t.length;
-    while (i > 0 && (t[i - 1] as number) > at) i--;
-    t.splice(i, 0, at);
-    if (t.length > PICKS) t.shift();
+    this.#picks.note(at);
   }
 
   /** Whether recent picks came together within `windowMs` more than a steady stream explains. */
   bursty(windowMs: number): boolean {
-    const t = this.#times;
+    const t = this.#picks.times;
     const n = t.length - 1;
     if (n < MIN_GAPS || !(windowMs > 0)) return false;
     let close = 0;

@@ -9,32 +9,25 @@
 // The rate is the peers' picks only (this replica's own are in its view at
 // once), counted over the recent ones by the times their senders stamped.
 
+import { PickTimes } from './pick-times.ts';
+
 /** Peer pick times kept (the most recent by time). */
 const PICKS = 128;
 /** Picks older than this (ms) no longer count toward the rate: an idle spell is not a rate. */
 const WINDOW_MS = 10_000;
 
 export class UnheardPicks {
-  /** Peer pick times, ascending. */
-  readonly #times: number[] = [];
+  readonly #picks = new PickTimes(PICKS);
 
   /** A peer's pick at `at` (ms, the clock `expected` is given); late ones go in their place. */
   note(at: number): void {
-    if (!Number.isFinite(at)) return;
-    const t = this.#times;
-    if (t.length >= PICKS && at <= (t[0] as number)) return;
-    let i = t.length;
-    while (i > 0 && (t[i - 1] as number) > at) i--;
-    t.splice(i, 0, at);
-    if (t.length > PICKS) t.shift();
+    this.#picks.note(at);
   }
 
   /** The peers' picks per ms over the last WINDOW_MS before `now` (at most PICKS of them). */
   ratePerMs(now: number): number {
-    const t = this.#times;
-    let i = 0;
-    while (i < t.length && now - (t[i] as number) > WINDOW_MS) i++;
-    if (i > 0) t.splice(0, i);
+    this.#picks.dropBefore(now - WINDOW_MS);
+    const t = this.#picks.times;
     const n = t.length;
     if (n === 0) return 0;
     // Full window unless the kept picks are fewer than it holds: then the span they cover.
