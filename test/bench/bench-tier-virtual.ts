@@ -5,18 +5,25 @@
 // (row "cache-aware@R/own", the gateway before the exchange). Human table on
 // stderr, one JSON line last on stdout. No HTTP and no wall clock
 // (virtual-tier.ts): eight replicas fit two cores, and host load cannot move
-// the figures; the exchange's delay is a flag (--exchange-ms), its measured
-// default, 20 ms, is about the p99 bench-exchange-lag.ts measured on real
-// sockets on a loaded 2-core host (p50 0.2 ms).
+// the figures; the exchange's delay is a flag (--exchange-ms): a constant, by
+// default 20 ms, about the p99 bench-exchange-lag.ts measured on real sockets
+// on a loaded 2-core host (p50 0.2 ms), the stress case; or
+// `measured:FILE[,FILE]`, drawn per message and receiver from the lag
+// distribution that `bench-exchange-lag.ts --replicas R --out FILE` wrote (for
+// each R the file measured nearest R; --exchange-seed seeds the draws), each
+// link delivering in order (exchange-delay.ts).
 //
 //   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
-//        [--replicas 3,8] [--exchange-ms 20] [--runtime-load-ms 30] [--settings '{...}'] [--no-own]
+//        [--replicas 3,8] [--exchange-ms 20|measured:FILE,...] [--exchange-seed 1] [--runtime-load-ms 30]
+//        [--settings '{...}'] [--no-own]
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { RoutingSettings } from '#api';
+import { createSeededRandom } from '#kube/seeded-random.ts';
+import { createDelaySampler, parseExchangeDelay, pickDistribution } from './exchange-delay.ts';
 import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
 import { computePooledBound } from './pooled-bound.ts';
 import { parseReplicaList } from './bench-replicas.ts';
@@ -36,6 +43,7 @@ const { values } = parseArgs({
     'prefill-tps': { type: 'string', default: '8000' },
     replicas: { type: 'string', default: '3,8' },
     'exchange-ms': { type: 'string', default: '20' },
+    'exchange-seed': { type: 'string', default: '1' },
     'runtime-load-ms': { type: 'string', default: '30' },
     settings: { type: 'string', default: '{}' },
     'no-own': { type: 'boolean', default: false },
@@ -54,12 +62,22 @@ function usage(msg: string): never {
 const workers = Number(values.workers);
 const poolFlag = values['max-total-tokens'] ?? 'auto';
 const prefillTps = Number(values['prefill-tps']);
-const exchangeMs = Number(values['exchange-ms']);
+const exchange = parseExchangeDelay(values['exchange-ms'] ?? '20');
+if (typeof exchange === 'string') usage(exchange);
+const exchangeSeed = Number(values['exchange-seed']);
+if (!Number.isInteger(exchangeSeed)) usage('--exchange-seed: give an integer');
+/** The exchange's delay for a tier of R: the constant, or draws from the distribution measured nearest R. */
+const exchangeFor = (R: number): number | (() => number) =>
+  exchange.kind === 'constant'
+    ? exchange.ms
+    : createDelaySampler(pickDistribution(exchange.dists, R), createSeededRandom(exchangeSeed));
+const exchangeLabel =
+  exchange.kind === 'constant'
+    ? `exchange delay ${exchange.ms} ms`
+    : `exchange delay drawn from ${exchange.files.map((f, i) => `${path.basename(f)} (R=${exchange.dists[i]?.replicas ?? '?'})`).join(', ')}, seed ${exchangeSeed}, in order per link`;
 const runtimeLoadMs = Number(values['runtime-load-ms']);
-if (!(workers >= 1) || !(prefillTps > 0) || !(exchangeMs >= 0) || !(runtimeLoadMs > 0))
-  usage(
-    '--workers, --max-total-tokens, --prefill-tps, --runtime-load-ms must be positive, --exchange-ms >= 0',
-  );
+if (!(workers >= 1) || !(prefillTps > 0) || !(runtimeLoadMs > 0))
+  usage('--workers, --max-total-tokens, --prefill-tps, --runtime-load-ms must be positive');
 const replicaList = parseReplicaList(values.replicas ?? '');
 if (typeof replicaList === 'string') usage(replicaList);
 const TRACE = traceArgOrExit(values.trace, REPO, 'bench-tier-virtual');
@@ -101,7 +119,7 @@ const run = (
     ...base,
     router,
     replicas,
-    ...(shared ? { exchangeMs } : {}),
+    ...(shared ? { exchangeMs: exchangeFor(replicas) } : {}),
     ...(router === 'cache-aware' ? { runtimeLoadMs } : {}),
   });
   rows[key] = buildTierRow(router, replicas, res.records, res.itl, bound, res.staleness);
@@ -116,7 +134,7 @@ for (const R of replicaList.filter((r) => r > 1)) {
 const goals = judgeTierGoals(rows);
 const header = [
   `virtual-time tier bench: ${records.length} requests of ${path.basename(TRACE)}, ${workers} simulated engines (prefill ${prefillTps} tok/s, KV pool ${pool}), stretch ${stretch.toFixed(3)} (load ${values.load}), pooled bound ${bound.toFixed(3)}`,
-  `${base.spreadBursts ? 'bursts spread over their gap, ' : ''}exchange delay ${exchangeMs} ms, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  `${base.spreadBursts ? 'bursts spread over their gap, ' : ''}${exchangeLabel}, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 ];
 console.error(renderTierTable(rows, goals, header));
 console.log(
@@ -128,7 +146,8 @@ console.log(
       pool,
       prefillTps,
       stretch,
-      exchangeMs,
+      exchangeMs: exchange.kind === 'constant' ? exchange.ms : values['exchange-ms'],
+      exchangeSeed,
       runtimeLoadMs,
       routing,
     },

@@ -35,4 +35,23 @@ describe('runTier', () => {
       expect(used.size, `burst ${b}`).toBe(4);
     }
   });
+
+  it("keeps each link's messages in order when a later one draws a shorter delay", () => {
+    // One message in three is slow (a stall): unordered, an older share lands last and sticks.
+    let n = 0;
+    const res = runTier({
+      records: missBursts(6, 4),
+      stretch: 1,
+      workers: 4,
+      maxTotalTokens: 200_000,
+      prefillTps: 8000,
+      replicas: 3,
+      router: 'cache-aware',
+      routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+      exchangeMs: () => (n++ % 3 === 0 ? 50 : 0.1),
+      runtimeLoadMs: 30,
+    });
+    expect(res.records).toHaveLength(24);
+    expect(res.unsettledViews).toBe(0);
+  });
 });

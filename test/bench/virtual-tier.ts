@@ -11,10 +11,13 @@
 //   tokens), refreshed every `runtimeLoadMs` as the publisher's throttle
 //   allows (five scheduler steps);
 // - with `exchangeMs` set, the other replicas' shares (fleet/load-exchange.ts)
-//   as they were `exchangeMs` ago: each change is delivered after that delay,
-//   in order. Staleness is sampled at every decision: for each peer and
-//   endpoint, how long the oldest change not yet delivered has waited (0 when
-//   the view is current); the sample is the worst over peers and endpoints.
+//   as they were when the last message reached it: each change (and the pick
+//   that made it) goes to each peer after a delay, a constant or drawn per
+//   message and receiver (exchange-delay.ts), and a link delivers in order, as
+//   the real exchange's per-peer TCP connection does. Staleness is sampled at
+//   every decision: for each peer and endpoint, how long the oldest change not
+//   yet delivered to the deciding replica has waited (0 when its view is
+//   current); the sample is the worst over peers and endpoints.
 // - with the exchange on, its rank in the tier (RouteInput.tier), the
 //   exchange's lag as it measured it (fleet/lag-window.ts) and the peers'
 //   picks in transit (fleet/unheard-picks.ts): a policy
@@ -33,6 +36,7 @@ import type { RoutingSettings } from '#api';
 import { LagWindow } from '../../gateway/src/fleet/lag-window.ts';
 import { TierBursts } from '../../gateway/src/fleet/tier-bursts.ts';
 import { UnheardPicks } from '../../gateway/src/fleet/unheard-picks.ts';
+import { OrderedLink } from './exchange-delay.ts';
 import type { z } from 'zod';
 import { VirtualClock } from '../sim/clock.ts';
 import { buildEngineConfig, parseSimArgs } from '../sim/config.ts';
@@ -53,8 +57,11 @@ export interface TierRunOptions {
   readonly replicas: number;
   readonly router: 'cache-aware' | 'sglang-router';
   readonly routing: z.output<typeof RoutingSettings>;
-  /** Delay of the replicas' load exchange (virtual ms); undefined: no exchange (each sees its own share). */
-  readonly exchangeMs?: number;
+  /**
+   * Delay of the replicas' load exchange (virtual ms): a constant, or a draw per message and
+   * receiver (exchange-delay.ts); undefined: no exchange (each sees its own share).
+   */
+  readonly exchangeMs?: number | (() => number);
   /** How often a runtime's pushed load is refreshed (virtual ms); undefined: not used. */
   readonly runtimeLoadMs?: number;
   /**
@@ -87,19 +94,24 @@ export interface TierRunResult {
   readonly itl: Map<number, number[]>;
   /** Per decision, how stale the deciding replica's view of its peers was (ms). */
   readonly staleness: number[];
+  /**
+   * After the run, how many (replica, peer, endpoint) views differ from the peer's own share:
+   * 0 when every message arrived and none overtook an earlier one on its link.
+   */
+  readonly unsettledViews: number;
   readonly durationMs: number;
 }
 
 interface Replica {
   readonly policy: Policy;
   readonly inFlight: number[];
-  /** What the others last heard from this replica, per endpoint. */
-  readonly delivered: PeerShare[];
-  /** Change times not yet delivered, per endpoint, oldest first. */
-  readonly undelivered: number[][];
+  /** What this replica last heard from each peer, per endpoint: heard[peer][endpoint]. */
+  readonly heard: PeerShare[][];
+  /** Each peer's change times not yet delivered here, per endpoint, oldest first: unheard[peer][endpoint]. */
+  readonly unheard: number[][][];
   /** The lags of the peers' changes as they reached this replica: its unheardMs, as the gateway's. */
   readonly lags: LagWindow;
-  /** The tier's arrivals as this replica knows them: its own at once, the peers' exchangeMs later. */
+  /** The tier's arrivals as this replica knows them: its own at once, the peers' as their messages arrive. */
   readonly bursts: TierBursts;
   /** The peers' picks as they reach this replica: how many are in transit (fleet/unheard-picks.ts). */
   readonly peerPicks: UnheardPicks;
@@ -126,8 +138,8 @@ export function runTier(o: TierRunOptions): TierRunResult {
         ? new SglangRouterEmulation((req) => texts.get(req.id) ?? '')
         : buildPolicy(o.routing),
     inFlight: engines.map(() => 0),
-    delivered: engines.map(() => ZERO),
-    undelivered: engines.map(() => []),
+    heard: Array.from({ length: o.replicas }, () => engines.map(() => ZERO)),
+    unheard: Array.from({ length: o.replicas }, () => engines.map(() => [])),
     lags: new LagWindow(),
     bursts: new TierBursts(),
     peerPicks: new UnheardPicks(),
@@ -137,30 +149,33 @@ export function runTier(o: TierRunOptions): TierRunResult {
     const s = r.policy.shareOf?.(ids[w] ?? '') ?? { prefillTokens: 0, decodeTokens: 0 };
     return { inFlight: r.inFlight[w] ?? 0, ...s };
   };
-  /** A change on replica r for worker w: the others hear of it exchangeMs later. */
-  const changed = (r: Replica, w: number): void => {
-    const delay = o.exchangeMs;
-    if (delay === undefined || o.replicas === 1) return;
-    const snap = shareOf(r, w);
+  const exchangeOn = o.exchangeMs !== undefined && o.replicas > 1;
+  const exchangeMs = o.exchangeMs;
+  const drawDelay: () => number = typeof exchangeMs === 'function' ? exchangeMs : () => exchangeMs ?? 0;
+  /** links[from][to]: in order, as one TCP connection per publisher and subscriber. */
+  const links = replicas.map(() => replicas.map(() => new OrderedLink()));
+  /**
+   * A change on replica `from` for worker w, with the arrival of the request it routed if a pick
+   * made it (the gateway's book sends it with the share): each peer hears of it after its delay.
+   */
+  const changed = (from: number, w: number, pickAt?: number): void => {
+    if (!exchangeOn) return;
+    const snap = shareOf(replicas[from] as Replica, w);
     const at = clock.now();
-    (r.undelivered[w] as number[]).push(at);
-    clock.setTimer(delay, () => {
-      r.delivered[w] = snap;
-      (r.undelivered[w] as number[]).shift();
-      for (const p of replicas) if (p !== r) p.lags.add(clock.now() - at, clock.now());
-    });
-  };
-
-  /** As the gateway's book: a routed request's arrival, to this replica now and its peers with the share. */
-  const notePick = (r: Replica, arrivedAt: number): void => {
-    r.bursts.note(arrivedAt);
-    if (o.exchangeMs === undefined || o.replicas === 1) return;
-    clock.setTimer(o.exchangeMs, () => {
-      for (const p of replicas)
-        if (p !== r) {
-          p.bursts.note(arrivedAt);
-          p.peerPicks.note(arrivedAt);
+    replicas.forEach((to, k) => {
+      if (k === from) return;
+      const queue = (to.unheard[from] as number[][])[w] as number[];
+      queue.push(at);
+      const deliverAt = (links[from]?.[k] as OrderedLink).deliverAt(at, drawDelay());
+      clock.setTimer(deliverAt - at, () => {
+        if (pickAt !== undefined) {
+          to.bursts.note(pickAt);
+          to.peerPicks.note(pickAt);
         }
+        (to.heard[from] as PeerShare[])[w] = snap;
+        queue.shift();
+        to.lags.add(clock.now() - at, clock.now());
+      });
     });
   };
 
@@ -182,13 +197,13 @@ export function runTier(o: TierRunOptions): TierRunResult {
   const view = (self: number, w: number, tokens: readonly number[]): EndpointView => {
     const r = replicas[self] as Replica;
     let peers: PeerShare | undefined;
-    if (o.exchangeMs !== undefined && o.replicas > 1) {
+    if (exchangeOn) {
       let inFlight = 0;
       let prefillTokens = 0;
       let decodeTokens = 0;
-      replicas.forEach((p, k) => {
+      r.heard.forEach((fromPeer, k) => {
         if (k === self) return;
-        const d = p.delivered[w] as PeerShare;
+        const d = fromPeer[w] as PeerShare;
         inFlight += d.inFlight;
         prefillTokens += d.prefillTokens;
         decodeTokens += d.decodeTokens;
@@ -213,12 +228,12 @@ export function runTier(o: TierRunOptions): TierRunResult {
 
   const staleness: number[] = [];
   const sampleStaleness = (self: number): void => {
-    if (o.exchangeMs === undefined || o.replicas === 1) return;
+    if (!exchangeOn) return;
     const now = clock.now();
     let worst = 0;
-    replicas.forEach((p, k) => {
+    (replicas[self] as Replica).unheard.forEach((fromPeer, k) => {
       if (k === self) return;
-      for (const q of p.undelivered) if (q.length > 0) worst = Math.max(worst, now - (q[0] as number));
+      for (const q of fromPeer) if (q.length > 0) worst = Math.max(worst, now - (q[0] as number));
     });
     staleness.push(worst);
   };
@@ -253,7 +268,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
         tokens: promptIds,
         now: clock.now(),
         maxTokens,
-        ...(o.exchangeMs !== undefined && o.replicas > 1
+        ...(exchangeOn
           ? {
               tier: {
                 rank: self,
@@ -281,8 +296,9 @@ export function runTier(o: TierRunOptions): TierRunResult {
         const id = ids[w] ?? '';
         r.policy.observe?.({ kind: 'routed', endpoint: id, input });
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
-        notePick(r, input.now);
-        changed(r, w);
+        // As the gateway's book: the arrival counts here at once, at the peers with the share.
+        r.bursts.note(input.now);
+        changed(self, w, input.now);
         const gaps: number[] = [];
         itl.set(i, gaps);
         let last = 0;
@@ -300,11 +316,11 @@ export function runTier(o: TierRunOptions): TierRunResult {
               // As the gateway's stream relay: progress every 16 events, so the decode load falls.
               if (generated > 1 && generated % PROGRESS_EVENTS === 0) {
                 r.policy.observe?.({ kind: 'decoding', endpoint: id, input, tokens: generated });
-                changed(r, w);
+                changed(self, w);
               }
               if (generated !== 1) return;
               r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
-              changed(r, w);
+              changed(self, w);
             },
             onFinish: (res: RequestResult) => {
               r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
@@ -318,7 +334,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
                   completionTokens: res.completionTokens,
                 },
               });
-              changed(r, w);
+              changed(self, w);
               texts.delete(String(i));
               out.push(
                 buildVirtualRecord(i, id, { ...res, ttftMs: res.ttftMs + defer, e2eMs: res.e2eMs + defer }),
@@ -332,5 +348,21 @@ export function runTier(o: TierRunOptions): TierRunResult {
     });
   });
   clock.runAll(Infinity);
-  return { records: out, itl, staleness, durationMs: clock.now() };
+  let unsettledViews = 0;
+  if (exchangeOn)
+    replicas.forEach((to, k) =>
+      to.heard.forEach((fromPeer, from) => {
+        if (from === k) return;
+        fromPeer.forEach((seen, w) => {
+          const own = shareOf(replicas[from] as Replica, w);
+          if (
+            seen.inFlight !== own.inFlight ||
+            seen.prefillTokens !== own.prefillTokens ||
+            seen.decodeTokens !== own.decodeTokens
+          )
+            unsettledViews++;
+        });
+      }),
+    );
+  return { records: out, itl, staleness, unsettledViews, durationMs: clock.now() };
 }
