@@ -13,6 +13,7 @@ import {
   subscribeEvents,
   treeEvents,
   type DecodedMessage,
+  type Subscription,
   type TreeOp,
 } from '../support/sglang-kit-events.ts';
 
@@ -69,23 +70,58 @@ async function startSimWithEvents(
   return { sim, kvPort: portOf(eventEndpoint(sim, 'kv')), replayPort: portOf(eventEndpoint(sim, 'replay')) };
 }
 
-/** A repeat, a salted and an extra-keyed request, then a flush. */
+/**
+ * A repeat, a salted and an extra-keyed request, then a flush, each sent once the server has
+ * published what the one before recorded. SGLang publishes at its next stats log or idle pass,
+ * so a request sent before that pass lands in the same batch as the step before it (seen on a
+ * loaded machine: a request's finishing store and the next one's prompt store in one batch).
+ * The batches SGLang's own tree takes for the steps so far are what the stream must reach.
+ */
 async function runSequence(server: Server): Promise<Sent[]> {
-  const sent: Sent[] = [];
-  for (const ns of [{}, {}, { cache_salt: 'tenant-a' }, { extra_key: 'x' }]) {
-    const r = await postJson(`${server.url}/generate`, {
-      input_ids: PROMPT,
-      sampling_params: { max_new_tokens: 10, temperature: 0, ignore_eos: true },
-      ...ns,
-    });
-    expect(r.status).toBe(200);
-    sent.push({ prompt: PROMPT, output: (r.json as { output_ids: number[] }).output_ids, ns });
+  const stream = subscribeEvents({
+    endpoint: `tcp://127.0.0.1:${server.kvPort}`,
+    replay: `tcp://127.0.0.1:${server.replayPort}`,
+    topic: 'kv',
+    count: 10_000,
+    timeoutS: 900,
+  });
+  // Stopped below, before its count: that end is not a failure here.
+  stream.messages.catch(() => undefined);
+  try {
+    await stream.ready;
+    const sent: Sent[] = [];
+    for (const ns of [{}, {}, { cache_salt: 'tenant-a' }, { extra_key: 'x' }]) {
+      const r = await postJson(`${server.url}/generate`, {
+        input_ids: PROMPT,
+        sampling_params: { max_new_tokens: 10, temperature: 0, ignore_eos: true },
+        ...ns,
+      });
+      expect(r.status).toBe(200);
+      sent.push({ prompt: PROMPT, output: (r.json as { output_ids: number[] }).output_ids, ns });
+      await untilPublished(server, stream, scheduleOps(sent, { flushed: false }));
+    }
+    expect((await postJson(`${server.url}/flush_cache`, {})).status).toBe(200);
+    await untilPublished(server, stream, scheduleOps(sent, { flushed: true }));
+    return sent;
+  } finally {
+    stream.stop();
   }
-  expect((await postJson(`${server.url}/flush_cache`, {})).status).toBe(200);
-  return sent;
 }
 
-function scheduleOps(sent: readonly Sent[]): TreeOp[] {
+/** Waits until `stream` holds as many batches as SGLang's tree takes for `ops`. */
+async function untilPublished(server: Server, stream: Subscription, ops: readonly TreeOp[]): Promise<void> {
+  const want = (await treeEvents(PAGE, ops)).filter((b) => b.length > 0).length;
+  const deadline = Date.now() + 60_000;
+  while (stream.received() < want) {
+    if (Date.now() > deadline)
+      throw new Error(
+        `${server.url} published ${stream.received()} KV event batches in 60 s; SGLang's tree takes ${want}`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function scheduleOps(sent: readonly Sent[], opts: { readonly flushed: boolean }): TreeOp[] {
   return [
     { op: 'take' },
     ...sent.flatMap((s): TreeOp[] => [
@@ -95,8 +131,7 @@ function scheduleOps(sent: readonly Sent[]): TreeOp[] {
       { op: 'insert', tokens: [...s.prompt, ...s.output.slice(0, -1)], ...s.ns },
       { op: 'take' },
     ]),
-    { op: 'reset' },
-    { op: 'take' },
+    ...(opts.flushed ? [{ op: 'reset' } as const, { op: 'take' } as const] : []),
   ];
 }
 
@@ -151,8 +186,8 @@ describe('KV events: the simulator next to the real SGLang server', () => {
     const simSent = await runSequence(simServer);
     const [realStream, simStream] = [await streamOf(realServer), await streamOf(simServer)];
     const [realWant, simWant] = [
-      await treeEvents(PAGE, scheduleOps(realSent)),
-      await treeEvents(PAGE, scheduleOps(simSent)),
+      await treeEvents(PAGE, scheduleOps(realSent, { flushed: true })),
+      await treeEvents(PAGE, scheduleOps(simSent, { flushed: true })),
     ];
     const batches = (stream: DecodedMessage[]) => stream.map((m) => m.events);
     expect(batches(realStream)).toEqual(realWant.filter((b) => b.length > 0));

@@ -101,6 +101,8 @@ export interface Subscription {
   readonly ready: Promise<void>;
   /** Every message, in sequence order, once `count` arrived; rejects on a timeout or a kit failure. */
   readonly messages: Promise<DecodedMessage[]>;
+  /** How many messages arrived so far. */
+  received(): number;
   stop(): void;
 }
 
@@ -137,7 +139,7 @@ export function subscribeEvents(opts: SubscribeOptions): Subscription {
       }
     });
   });
-  return { ready, messages, stop: () => void child.kill('SIGTERM') };
+  return { ready, messages, received: () => out.length, stop: () => void child.kill('SIGTERM') };
 }
 
 /** Everything the replay endpoint still keeps from `from` on, decoded by SGLang (one replay request, no waiting). */
