@@ -36,6 +36,7 @@ import type { RoutingSettings } from '#api';
 import { LagWindow } from '../../gateway/src/fleet/lag-window.ts';
 import { TierBursts } from '../../gateway/src/fleet/tier-bursts.ts';
 import { UnheardPicks } from '../../gateway/src/fleet/unheard-picks.ts';
+import { PROGRESS_EVENTS } from '../../gateway/src/upstream/report.ts';
 import { OrderedLink } from './exchange-delay.ts';
 import type { z } from 'zod';
 import { VirtualClock } from '../sim/clock.ts';
@@ -116,9 +117,6 @@ interface Replica {
   /** The peers' picks as they reach this replica: how many are in transit (fleet/unheard-picks.ts). */
   readonly peerPicks: UnheardPicks;
 }
-
-/** The gateway reports a stream's progress every this many events (upstream/relay.ts). */
-const PROGRESS_EVENTS = 16;
 
 const ZERO: PeerShare = { inFlight: 0, prefillTokens: 0, decodeTokens: 0 };
 

@@ -8,7 +8,7 @@
 
 import type { CacheReport } from '../policies/index.ts';
 import { SseReportSniffer } from '../upstream/report.ts';
-import { PROGRESS_TOKENS, type DecodeEstimate, type DecodingStream } from './decode-estimate.ts';
+import type { DecodeEstimate, DecodingStream } from './decode-estimate.ts';
 
 export class AnswerProgress {
   readonly #report: (tokens: number) => void;
@@ -31,11 +31,7 @@ export class AnswerProgress {
       this.#estimate.end(false);
       this.#estimate = undefined;
     }
-    const sniffer = (this.#counted ??= new SseReportSniffer());
-    const before = sniffer.dataEvents;
-    sniffer.push(chunk);
-    if (Math.floor(sniffer.dataEvents / PROGRESS_TOKENS) > Math.floor(before / PROGRESS_TOKENS))
-      this.#report(sniffer.dataEvents);
+    (this.#counted ??= new SseReportSniffer()).pushCountingProgress(chunk, this.#report);
   }
 
   /** The answer is over (`complete`: ran to its end); the counted body's cache report, if any. */

@@ -17,9 +17,8 @@
 // events: docs/picker.md, "A streamed answer's progress".
 
 import type { Clock, Timer } from '#kube/clock.ts';
+import { passedProgressStep } from '../upstream/report.ts';
 
-/** As the proxy's relay (upstream/relay.ts PROGRESS_EVENTS): a report every this many tokens. */
-export const PROGRESS_TOKENS = 16;
 /** How often streams are looked at: a 16-token step of a 30 ms/token stream is ~0.5 s. */
 export const TICK_MS = 100;
 /** Weight of the newest stream in an endpoint's pace: about the last 10 streams. */
@@ -57,7 +56,7 @@ export class DecodeEstimate {
 
   /**
    * A streamed answer's first byte: from now until `end`, `report(tokens)` is called each time
-   * the estimate passes a multiple of PROGRESS_TOKENS (tokens: the estimate, at most `predicted`).
+   * the estimate passes a multiple of PROGRESS_EVENTS (upstream/report.ts; tokens: the estimate, at most `predicted`).
    */
   start(endpoint: string, predicted: number, report: (tokens: number) => void): DecodingStream {
     const s: Stream = { endpoint, predicted, startedAt: this.#clock.now(), report, reported: 0 };
@@ -101,7 +100,7 @@ export class DecodeEstimate {
       const pace = this.#pace.get(s.endpoint);
       if (pace === undefined) continue;
       const tokens = Math.min(s.predicted, pace > 0 ? Math.floor((now - s.startedAt) / pace) : s.predicted);
-      const step = Math.floor(tokens / PROGRESS_TOKENS) > Math.floor(s.reported / PROGRESS_TOKENS);
+      const step = passedProgressStep(s.reported, tokens);
       // The whole prediction streamed: said once, also when it is not a multiple of the step.
       if (!step && !(tokens === s.predicted && tokens > s.reported)) continue;
       s.reported = tokens;

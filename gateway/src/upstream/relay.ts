@@ -9,11 +9,6 @@ import type { ResponseSink } from './sink.ts';
 import type { UsageEventFilter } from './strip-usage.ts';
 import { AnswerInterruptedError, type BufferedResponse, type StreamedResponse } from './answer.ts';
 
-/**
- * A stream's progress goes to the policy every this many events: its decode load falls as the
- * answer streams, without a policy update (and a load exchange message) per token.
- */
-const PROGRESS_EVENTS = 16;
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** The metrics' reason for a failed attempt: an error, or an answer with a 5xx status. */
@@ -118,10 +113,7 @@ export async function pipeStream(
         first = false;
         onFirstChunk();
       }
-      const before = sniffer.dataEvents;
-      sniffer.push(chunk);
-      if (Math.floor(sniffer.dataEvents / PROGRESS_EVENTS) > Math.floor(before / PROGRESS_EVENTS))
-        onProgress(sniffer.dataEvents);
+      sniffer.pushCountingProgress(chunk, onProgress);
       const out = usageFilter ? usageFilter.push(chunk) : chunk;
       if (out.length > 0) await sink.write(out, signal);
     }

@@ -110,6 +110,18 @@ const MAX_PENDING_CHARS = 1 << 20;
  * its own running completion_tokens: those are summed over the items, the
  * last event alone being one item's.
  */
+/**
+ * A stream's progress goes to the policy every this many data events (output tokens): its decode
+ * load falls as the answer streams, without a policy update (and a load exchange message) per
+ * token. The proxy's relay counts them; behind Envoy the picker counts or estimates them.
+ */
+export const PROGRESS_EVENTS = 16;
+
+/** Whether going from `before` to `after` output tokens passed a multiple of PROGRESS_EVENTS. */
+export function passedProgressStep(before: number, after: number): boolean {
+  return Math.floor(after / PROGRESS_EVENTS) > Math.floor(before / PROGRESS_EVENTS);
+}
+
 export class SseReportSniffer {
   #tail = '';
   #last: string | undefined;
@@ -126,6 +138,13 @@ export class SseReportSniffer {
   /** Data events read so far, `[DONE]` aside: each carries one output token or more, but a final usage event. */
   get dataEvents(): number {
     return this.#dataEvents;
+  }
+
+  /** `push`, then `onProgress(dataEvents)` if the chunk passed a multiple of PROGRESS_EVENTS. */
+  pushCountingProgress(chunk: Uint8Array, onProgress: (tokens: number) => void): void {
+    const before = this.#dataEvents;
+    this.push(chunk);
+    if (passedProgressStep(before, this.#dataEvents)) onProgress(this.#dataEvents);
   }
 
   push(chunk: Uint8Array): void {
