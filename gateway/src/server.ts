@@ -233,6 +233,8 @@ export async function startEndpointPicker(
   const gateway = app.gateway;
   // Behind Envoy the answers stream past the picker: their progress is estimated (ADR 0043).
   const decodeEstimate = new DecodeEstimate(gateway.clock);
+  // Output lengths the runtimes' KV events measure calibrate it (ADR 0049).
+  gateway.kvIndex.onOutput((endpoint, measured) => decodeEstimate.measured(endpoint, measured));
   const server = await startPickerServer(
     {
       picker: gateway.picker,
@@ -262,6 +264,7 @@ export async function startEndpointPicker(
   return {
     ...server,
     close: async () => {
+      gateway.kvIndex.onOutput(undefined);
       decodeEstimate.close();
       await server.close();
     },

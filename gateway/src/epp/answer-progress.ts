@@ -8,7 +8,7 @@
 
 import type { CacheReport } from '../policies/index.ts';
 import { SseReportSniffer } from '../upstream/report.ts';
-import type { DecodeEstimate, DecodingStream } from './decode-estimate.ts';
+import type { DecodeEstimate, DecodingStream, StreamIdentity } from './decode-estimate.ts';
 
 export class AnswerProgress {
   readonly #report: (tokens: number) => void;
@@ -21,8 +21,8 @@ export class AnswerProgress {
   }
 
   /** A streamed answer started on `endpoint`: estimated from now, unless its body is seen. */
-  estimate(estimate: DecodeEstimate, endpoint: string, predicted: number): void {
-    this.#estimate = estimate.start(endpoint, predicted, this.#report);
+  estimate(estimate: DecodeEstimate, endpoint: string, predicted: number, who?: StreamIdentity): void {
+    this.#estimate = estimate.start(endpoint, predicted, this.#report, who);
   }
 
   /** A chunk of the response body (the data plane sends it): counted; the estimate stops. */

@@ -58,4 +58,63 @@ describe('DecodeEstimate', () => {
     clock.advance(100);
     expect(clock.pendingTimers).toBe(0);
   });
+
+  /** Eight answers of `output` real tokens at 10 ms a token, each asked up to `cap`, measured after their end. */
+  function measureEight(clock: ManualClock, estimate: DecodeEstimate, output: number, cap: number): void {
+    for (let i = 0; i < 8; i++) {
+      const s = estimate.start('e', cap, () => undefined, { id: `m${i}`, cap });
+      clock.advance((output - 1) * 10);
+      s.end(true);
+      clock.advance(100);
+      estimate.measured('e', { id: `m${i}`, min: output, max: output, cap });
+    }
+  }
+
+  it("counts a running answer's decode as what measured answers still ran, not its max_tokens", () => {
+    const { clock, estimate, reports } = setup();
+    // Answers stop at 100 tokens though each may run 1,000.
+    measureEight(clock, estimate, 100, 1000);
+    expect(estimate.realPaceOf('e')).toBeCloseTo(10);
+    estimate.start('e', 1000, (t) => reports.push(t), { id: 'r', cap: 1000 });
+    clock.advance(100);
+    // At the first look 1 + 100 / 10 tokens are out and 89 to come: 1,000 - 89 on the books' terms.
+    expect(reports).toEqual([911]);
+    clock.advance(500);
+    expect(reports.at(-1)).toBe(961);
+  });
+
+  it('keeps max_tokens - streamed where measured answers ran to their cap', () => {
+    const { clock, estimate, reports } = setup();
+    measureEight(clock, estimate, 200, 200);
+    estimate.start('e', 200, (t) => reports.push(t), { id: 'r', cap: 200 });
+    clock.advance(300);
+    // 1 + t / 10 tokens out, said as it passes 16 (at 200 ms: 21), and 32 (at 400 ms: 41).
+    expect(reports).toEqual([21]);
+    clock.advance(100);
+    expect(reports).toEqual([21, 41]);
+  });
+
+  it('ends a stream whose output was measured while it streamed: the runtime finished it', () => {
+    const { clock, estimate, reports } = setup();
+    estimate.start('e', 300, (t) => reports.push(t), { id: 'r', cap: 300 });
+    clock.advance(50);
+    estimate.measured('e', { id: 'r', min: 40, max: 40, cap: 300 });
+    expect(reports).toEqual([300]);
+    expect(estimate.lengthsOf('e')?.observations).toBe(1);
+  });
+
+  it('learns the real pace from a measurement up to 5 s after the end, not later', () => {
+    const { clock, estimate } = setup();
+    const a = estimate.start('e', 100, () => undefined, { id: 'a' });
+    const b = estimate.start('e', 100, () => undefined, { id: 'b' });
+    clock.advance(990);
+    a.end(true);
+    b.end(true);
+    clock.advance(5000);
+    estimate.measured('e', { id: 'a', min: 100, max: 100 });
+    expect(estimate.realPaceOf('e')).toBeCloseTo(10);
+    clock.advance(1);
+    estimate.measured('e', { id: 'b', min: 50, max: 50 });
+    expect(estimate.realPaceOf('e')).toBeCloseTo(10);
+  });
 });

@@ -15,14 +15,42 @@
 // first measured stream nothing is reported (the decode load stays whole
 // until the end, as before). Measured on the simulators against the counted
 // events: docs/picker.md, "A streamed answer's progress".
+//
+// Where the runtime's KV events measure answers' real output lengths
+// (kv-index/output-attribution.ts, ADR 0049), the unit is the real token:
+//   realPace(e)   = EWMA of (end - first byte) / (output - 1) over e's measured streams
+//   streamed(r)   = 1 + (now - r's first byte) / realPace(e)
+//   to come(r)    = E[min(L, max_tokens) - streamed | L > streamed], L drawn from
+//                   e's measured lengths (output-length-model.ts)
+// and the request is reported as having streamed predicted - to come, so its
+// decode load is that expectation (it can only fall: 'decoding' lowers it).
+// A measurement that comes while the answer still streams means the runtime
+// has finished it: the rest is on its way, nothing is left to decode.
 
 import type { Clock, Timer } from '#kube/clock.ts';
 import { passedProgressStep } from '../upstream/report.ts';
+import { OutputLengthModel } from './output-length-model.ts';
 
 /** How often streams are looked at: a 16-token step of a 30 ms/token stream is ~0.5 s. */
 export const TICK_MS = 100;
 /** Weight of the newest stream in an endpoint's pace: about the last 10 streams. */
 const ALPHA = 0.1;
+/** An answer's output length is taken this long after it ended (SGLang publishes a finishing store late). */
+const MEASURE_GRACE_MS = 5_000;
+
+/** A stream's identity for its measured output: the request id and its max_tokens. */
+export interface StreamIdentity {
+  readonly id: string;
+  readonly cap?: number;
+}
+
+/** An output length measured from the runtime's KV events (exact when min === max). */
+export interface OutputMeasurement {
+  readonly id: string;
+  readonly min: number;
+  readonly max: number;
+  readonly cap?: number;
+}
 
 /** One streamed answer being decoded on an endpoint. */
 export interface DecodingStream {
@@ -35,14 +63,31 @@ interface Stream {
   readonly predicted: number;
   readonly startedAt: number;
   readonly report: (tokens: number) => void;
+  readonly who: StreamIdentity | undefined;
   reported: number;
+  /** Its output, measured while it still streamed. */
+  measured?: number;
+}
+
+/** A stream that ran to its end, waiting for its output's measurement. */
+interface Ended {
+  readonly endpoint: string;
+  readonly ms: number;
+  readonly at: number;
 }
 
 export class DecodeEstimate {
   readonly #clock: Clock;
   /** Per endpoint: ms per predicted output token, from streams that ended. */
   readonly #pace = new Map<string, number>();
+  /** Per endpoint: ms per real output token, from measured streams. */
+  readonly #realPace = new Map<string, number>();
+  /** Per endpoint: its measured output lengths. */
+  readonly #lengths = new Map<string, OutputLengthModel>();
   readonly #streams = new Set<Stream>();
+  readonly #byId = new Map<string, Stream>();
+  /** Streams that ended complete and unmeasured, in the order they ended. */
+  readonly #ended = new Map<string, Ended>();
   #timer: Timer | undefined;
 
   constructor(clock: Clock) {
@@ -54,13 +99,55 @@ export class DecodeEstimate {
     return this.#pace.get(endpoint);
   }
 
+  /** An endpoint's pace in real output tokens (ms a token); undefined before a measured stream. */
+  realPaceOf(endpoint: string): number | undefined {
+    return this.#realPace.get(endpoint);
+  }
+
+  /** An endpoint's measured output lengths. */
+  lengthsOf(endpoint: string): OutputLengthModel | undefined {
+    return this.#lengths.get(endpoint);
+  }
+
+  /**
+   * A request's output length, measured from `endpoint`'s KV events: the endpoint's lengths learn
+   * it, and its stream (still streaming, or ended within a few seconds) the real pace.
+   */
+  measured(endpoint: string, m: OutputMeasurement): void {
+    let lengths = this.#lengths.get(endpoint);
+    if (!lengths) this.#lengths.set(endpoint, (lengths = new OutputLengthModel()));
+    lengths.learn(m.min, m.max, m.cap);
+    const output = (m.min + m.max) / 2;
+    const open = this.#byId.get(m.id);
+    if (open?.endpoint === endpoint) {
+      open.measured = output;
+      // The runtime finished it: what is left is in transit, not to decode.
+      if (open.reported < open.predicted) {
+        open.reported = open.predicted;
+        open.report(open.predicted);
+      }
+      return;
+    }
+    this.#expireEnded();
+    const ended = this.#ended.get(m.id);
+    if (ended?.endpoint !== endpoint) return;
+    this.#ended.delete(m.id);
+    this.#learnReal(endpoint, ended.ms, output);
+  }
+
   /**
    * A streamed answer's first byte: from now until `end`, `report(tokens)` is called each time
    * the estimate passes a multiple of PROGRESS_EVENTS (upstream/report.ts; tokens: the estimate, at most `predicted`).
    */
-  start(endpoint: string, predicted: number, report: (tokens: number) => void): DecodingStream {
-    const s: Stream = { endpoint, predicted, startedAt: this.#clock.now(), report, reported: 0 };
+  start(
+    endpoint: string,
+    predicted: number,
+    report: (tokens: number) => void,
+    who?: StreamIdentity,
+  ): DecodingStream {
+    const s: Stream = { endpoint, predicted, startedAt: this.#clock.now(), report, who, reported: 0 };
     this.#streams.add(s);
+    if (who) this.#byId.set(who.id, s);
     this.#arm();
     let ended = false;
     return {
@@ -68,7 +155,16 @@ export class DecodeEstimate {
         if (ended) return;
         ended = true;
         this.#streams.delete(s);
-        if (complete && predicted > 0) this.#learn(endpoint, (this.#clock.now() - s.startedAt) / predicted);
+        if (who && this.#byId.get(who.id) === s) this.#byId.delete(who.id);
+        const now = this.#clock.now();
+        const ms = now - s.startedAt;
+        if (complete && predicted > 0) this.#learn(endpoint, ms / predicted);
+        if (!complete || !who) return;
+        if (s.measured !== undefined) this.#learnReal(endpoint, ms, s.measured);
+        else {
+          this.#expireEnded();
+          this.#ended.set(who.id, { endpoint, ms, at: now });
+        }
       },
     };
   }
@@ -77,6 +173,24 @@ export class DecodeEstimate {
     this.#timer?.cancel();
     this.#timer = undefined;
     this.#streams.clear();
+    this.#byId.clear();
+    this.#ended.clear();
+  }
+
+  /** A stream of `output` tokens took `ms` from its first byte to its end. */
+  #learnReal(endpoint: string, ms: number, output: number): void {
+    if (!(output > 1)) return;
+    const msPerToken = ms / (output - 1);
+    const prev = this.#realPace.get(endpoint);
+    this.#realPace.set(endpoint, prev === undefined ? msPerToken : prev + ALPHA * (msPerToken - prev));
+  }
+
+  #expireEnded(): void {
+    const now = this.#clock.now();
+    for (const [id, e] of this.#ended) {
+      if (now - e.at <= MEASURE_GRACE_MS) return;
+      this.#ended.delete(id);
+    }
   }
 
   #learn(endpoint: string, msPerToken: number): void {
@@ -97,14 +211,31 @@ export class DecodeEstimate {
   #tick(): void {
     const now = this.#clock.now();
     for (const s of this.#streams) {
-      const pace = this.#pace.get(s.endpoint);
-      if (pace === undefined) continue;
-      const tokens = Math.min(s.predicted, pace > 0 ? Math.floor((now - s.startedAt) / pace) : s.predicted);
+      const tokens = this.#measuredEstimate(s, now) ?? this.#timeEstimate(s, now);
+      if (tokens === undefined) continue;
       const step = passedProgressStep(s.reported, tokens);
       // The whole prediction streamed: said once, also when it is not a multiple of the step.
       if (!step && !(tokens === s.predicted && tokens > s.reported)) continue;
       s.reported = tokens;
       s.report(tokens);
     }
+  }
+
+  /** Streamed in units of the prediction, at the endpoint's pace in them (undefined before it has one). */
+  #timeEstimate(s: Stream, now: number): number | undefined {
+    const pace = this.#pace.get(s.endpoint);
+    if (pace === undefined) return undefined;
+    return Math.min(s.predicted, pace > 0 ? Math.floor((now - s.startedAt) / pace) : s.predicted);
+  }
+
+  /** predicted - the output expected still to come (undefined before the endpoint's lengths and real pace are known). */
+  #measuredEstimate(s: Stream, now: number): number | undefined {
+    const pace = this.#realPace.get(s.endpoint);
+    const lengths = this.#lengths.get(s.endpoint);
+    if (pace === undefined || !lengths || !(pace > 0)) return undefined;
+    const streamed = 1 + (now - s.startedAt) / pace;
+    const toCome = lengths.remaining(streamed, s.who?.cap);
+    if (toCome === undefined) return undefined;
+    return Math.max(0, Math.min(s.predicted, Math.floor(s.predicted - toCome)));
   }
 }

@@ -174,6 +174,9 @@ export class PickerExchange {
     const input = r.decision.input;
     const ok = r.status !== undefined && r.status < 500;
     const report = r.progress?.end(ok);
+    // Its finishing KV store, if it made one, may come a little after its last byte.
+    if (ok) this.#host.kvIndex.outputEnded(input.id);
+    else this.#host.kvIndex.outputDropped(input.id);
     this.#host.book.observe(
       policy,
       ok
@@ -357,7 +360,10 @@ export class PickerExchange {
     const estimate = this.#host.decodeEstimate;
     const predicted = policy.expectedOutput?.(input);
     const streamed = (answer['content-type'] ?? '').includes('event-stream');
-    if (estimate && predicted !== undefined && streamed) progress.estimate(estimate, endpoint, predicted);
+    if (estimate && predicted !== undefined && streamed) {
+      const who = { id: input.id, ...(input.maxTokens !== undefined ? { cap: input.maxTokens } : {}) };
+      progress.estimate(estimate, endpoint, predicted, who);
+    }
     return progress;
   }
 

@@ -22,11 +22,12 @@
 // member, including one whose own index cannot answer (then as a partial
 // match: a floor beside the tree).
 
-import type { StorageMedium } from '#sglang/kv-events.ts';
+import type { KvCacheEvent, StorageMedium } from '#sglang/kv-events.ts';
 import type { EndpointRole, RouteEndpoint } from '../routing/table.ts';
 import type { Clock } from '#kube/clock.ts';
 import { DEFAULT_GATEWAY_MAX_BLOCKS, KvBlockBudget } from './block-budget.ts';
-import type { PackedBlockHashes } from './packed-hashes.ts';
+import { OutputAttribution, type MeasuredOutput } from './output-attribution.ts';
+import { PackedBlockHashes } from './packed-hashes.ts';
 import { computeRequestPackedHashes } from './request-hashes.ts';
 import { SharedL3Index, type L3Unit, type L3UnitStatus } from './shared-l3.ts';
 import { KvEventSubscriber, KvIndexState, type KvIndexStatus } from './subscriber.ts';
@@ -78,6 +79,9 @@ export interface KvIndexFleetOptions {
   readonly open?: (opts: Parameters<typeof KvEventSubscriber.start>[0]) => KvEventSubscriber;
 }
 
+/** An output length measured from `endpoint`'s KV events; `cap`: the request's max_tokens. */
+export type OutputListener = (endpoint: string, measured: MeasuredOutput & { readonly cap?: number }) => void;
+
 interface Subscription {
   readonly key: string;
   readonly blockSize: number;
@@ -94,6 +98,11 @@ export class KvIndexFleet {
   readonly #opts: KvIndexFleetOptions;
   readonly #open: NonNullable<KvIndexFleetOptions['open']>;
   readonly #subs = new Map<string, Subscription>();
+  /** Routed requests' finishing stores (output-attribution.ts), followed while someone listens. */
+  readonly #outputs = new OutputAttribution();
+  #onOutput: OutputListener | undefined;
+  /** Each prompt's packed page hashes by page size and salt, from the match to the pick's expectOutput. */
+  readonly #promptHashes = new WeakMap<readonly number[], Map<string, PackedBlockHashes>>();
   #closed = false;
 
   constructor(opts: KvIndexFleetOptions = {}) {
@@ -121,7 +130,10 @@ export class KvIndexFleet {
       const ranks = ev.kv.map((endpoint, r) =>
         this.#open({
           endpoint,
-          onEvents: (events) => this.l3.record(id, events),
+          onEvents: (events) => {
+            this.l3.record(id, events);
+            if (this.#onOutput) this.#measureOutputs(id, events);
+          },
           replayEndpoint: ev.replay?.[r] ?? null,
           topic: ev.topic,
           budget: this.budget,
@@ -170,13 +182,16 @@ export class KvIndexFleet {
    */
   match(endpoints: readonly RouteEndpoint[], tokens: readonly number[], salt: string): Map<string, KvMatch> {
     const out = new Map<string, KvMatch>();
-    // SGLang matches at most all but the last prompt token (its logits are computed).
-    const matchable = tokens.length > 0 ? tokens.slice(0, -1) : tokens;
     const hashesBySize = new Map<number, PackedBlockHashes>();
     const hashesOf = (blockSize: number): PackedBlockHashes => {
       let hashes = hashesBySize.get(blockSize);
       if (!hashes) {
-        hashes = computeRequestPackedHashes(matchable, blockSize, salt);
+        // SGLang matches at most all but the last prompt token (its logits are computed): the
+        // prompt's pages are hashed once (expectOutput reads its last whole page), matched but the last.
+        const whole = this.#promptHashesOf(tokens, blockSize, salt);
+        const matchable = Math.floor(Math.max(0, tokens.length - 1) / blockSize);
+        hashes =
+          matchable === whole.length ? whole : new PackedBlockHashes(whole.halves.subarray(0, 2 * matchable));
         hashesBySize.set(blockSize, hashes);
       }
       return hashes;
@@ -217,6 +232,75 @@ export class KvIndexFleet {
     return { ...base, storageTokens: base.storageTokens + l3Tokens - held };
   }
 
+  /** Output lengths measured from the KV events go to `listener` (one; undefined: none are followed). */
+  onOutput(listener: OutputListener | undefined): void {
+    this.#onOutput = listener;
+  }
+
+  /**
+   * Request `id` with prompt `tokens` (exact ids, as match took them) under `salt` went to
+   * `endpointId`: its finishing store will say its output length (output-attribution.ts).
+   * Nothing while no one listens, or the endpoint publishes no events.
+   */
+  expectOutput(
+    endpointId: string,
+    id: string,
+    tokens: readonly number[],
+    salt: string,
+    maxTokens?: number,
+  ): void {
+    const sub = this.#subs.get(endpointId);
+    if (!this.#onOutput || !sub) return;
+    const bs = sub.blockSize;
+    const hashes = this.#promptHashesOf(tokens, bs, salt);
+    const pages = hashes.length;
+    this.#outputs.expect(endpointId, {
+      id,
+      lastPage: pages > 0 ? hashes.at(pages - 1) : null,
+      tail: tokens.slice(pages * bs),
+      blockSize: bs,
+      cacheSalt: salt,
+      ...(maxTokens !== undefined ? { maxTokens } : {}),
+    });
+  }
+
+  /** Request `id`'s answer ended: its finishing store is still taken for a few seconds. */
+  outputEnded(id: string): void {
+    this.#outputs.ended(id, this.#now());
+  }
+
+  /** Request `id` will store no output (it failed before an answer). */
+  outputDropped(id: string): void {
+    this.#outputs.drop(id);
+  }
+
+  /** Finishing stores that could not be told apart (the same prompt twice at once), for tests and status. */
+  get ambiguousOutputs(): number {
+    return this.#outputs.ambiguous;
+  }
+
+  #measureOutputs(endpointId: string, events: readonly KvCacheEvent[]): void {
+    const now = this.#now();
+    for (const ev of events) {
+      if (ev.type !== 'BlockStored') continue;
+      const m = this.#outputs.stored(endpointId, ev, now);
+      if (m) this.#onOutput?.(endpointId, m);
+    }
+  }
+
+  #promptHashesOf(tokens: readonly number[], blockSize: number, salt: string): PackedBlockHashes {
+    let bySize = this.#promptHashes.get(tokens);
+    if (!bySize) this.#promptHashes.set(tokens, (bySize = new Map()));
+    const key = `${blockSize}:${salt}`;
+    let hashes = bySize.get(key);
+    if (!hashes) bySize.set(key, (hashes = computeRequestPackedHashes(tokens, blockSize, salt)));
+    return hashes;
+  }
+
+  #now(): number {
+    return this.#opts.clock?.now() ?? Date.now();
+  }
+
   /** A request that will store pages went to `endpointId`: its events are now due (stale detection). */
   expectEvents(endpointId: string): void {
     for (const rank of this.#subs.get(endpointId)?.ranks ?? []) rank.expectBatch();
@@ -248,6 +332,7 @@ export class KvIndexFleet {
 
   #closeSub(id: string, sub: Subscription): void {
     this.#subs.delete(id);
+    this.#outputs.forget(id);
     for (const r of sub.ranks) void r.close();
   }
 }

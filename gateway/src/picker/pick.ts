@@ -276,11 +276,19 @@ export class Picker {
         const endpoint = selectEndpoint(s, sel, []);
         if (!endpoint) throw noEndpoint();
         record(endpoint, undefined, 0, sel.cached);
+        // Its finishing KV store will tell its output length (kv-index/output-attribution.ts).
+        const expectOutput = (e: RouteEndpoint): void => {
+          if (exact) s.kvIndex.expectOutput(e.id, input.id, exact, salt, input.maxTokens);
+        };
+        expectOutput(endpoint);
         const fallbacks = req.fallbacks ? selectFallbacks(s, sel, endpoint, req.fallbacks) : [];
         target = { kind: 'standalone', endpoint, fallbacks };
         repick = (tried, attempt) => {
           const next = selectEndpoint(s, sel, tried);
-          if (next) record(next, undefined, attempt, sel.cached);
+          if (next) {
+            record(next, undefined, attempt, sel.cached);
+            expectOutput(next);
+          }
           return next;
         };
       }
