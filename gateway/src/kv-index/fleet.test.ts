@@ -195,4 +195,60 @@ describe('KvIndexFleet', () => {
     expect(storageOf(f.match([b], tokens, 's'), 'b')).toBe(0);
     expect(f.l3.units).toBe(0);
   });
+
+  it("measures a routed request's output from the store that extends its prompt, once someone listens", async () => {
+    const pub = await ZmqEventPublisher.open({
+      endpoint: 'tcp://127.0.0.1:0',
+      bind: true,
+      replayEndpoint: 'tcp://127.0.0.1:0',
+      bufferSteps: 100,
+      hwm: 1000,
+      topic: 'kv',
+    });
+    publisher = pub;
+    const f = new KvIndexFleet();
+    fleet = f;
+    const a: RouteEndpoint = {
+      ...(await endpoint('a', 'g')),
+      events: {
+        kv: [pub.boundEndpoint ?? ''],
+        replay: [pub.boundReplayEndpoint ?? ''],
+        topic: 'kv',
+        blockSize: 16,
+      },
+    };
+    f.sync([a], new Set(['a']));
+    const measured: unknown[] = [];
+    // 40 prompt tokens: two whole pages, a tail of 8.
+    const prompt = Array.from({ length: 40 }, (_, i) => 100 + i);
+    const output = Array.from({ length: 30 }, (_, i) => 300 + i);
+    f.expectOutput('a', 'before-listening', prompt, 's', 64);
+    f.onOutput((endpoint, m) => measured.push({ endpoint, ...m }));
+    f.match([a], prompt, 's');
+    f.expectOutput('a', 'r1', prompt, 's', 64);
+    // As SGLang stores it: the prompt's whole pages at prefill, prompt + output - 1 (69 tokens: 4 pages) at the end.
+    const seq = [...prompt, ...output.slice(0, -1)];
+    const [h0, h1, h2, h3] = computeRequestBlockHashes(seq, 16, 's') as [bigint, bigint, bigint, bigint];
+    const page = (p: number): number[] => seq.slice(16 * p, 16 * (p + 1));
+    const store = (hashes: bigint[], parent: bigint | null, tokenIds: number[]): KvCacheEvent => ({
+      type: 'BlockStored',
+      blockHashes: hashes,
+      parentBlockHash: parent,
+      tokenIds,
+      blockSize: 16,
+      loraId: null,
+      medium: 'GPU',
+      cacheSalt: 's',
+    });
+    for (const events of [
+      [CLEARED, store([h0, h1], null, [...page(0), ...page(1)])],
+      [store([h2, h3], h1, [...page(2), ...page(3)])],
+    ]) {
+      pub.publish(encodeEventBatch(Date.now() / 1000, events, 0));
+      await pub.flushed();
+    }
+    for (let i = 0; i < 200 && measured.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    // 40 + output - 1 in [64, 80): output in [25, 40], at most max_tokens.
+    expect(measured).toEqual([{ endpoint: 'a', id: 'r1', min: 25, max: 40, cap: 64 }]);
+  });
 });

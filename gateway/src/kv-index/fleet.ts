@@ -80,7 +80,7 @@ export interface KvIndexFleetOptions {
 }
 
 /** An output length measured from `endpoint`'s KV events; `cap`: the request's max_tokens. */
-export type OutputListener = (endpoint: string, measured: MeasuredOutput & { readonly cap?: number }) => void;
+export type OutputListener = (endpoint: string, measured: MeasuredOutput) => void;
 
 interface Subscription {
   readonly key: string;

@@ -46,11 +46,12 @@ export interface ExpectedOutput {
   readonly maxTokens?: number;
 }
 
-/** A request's output length as its finishing store bounds it (exact when min === max). */
+/** A request's output length as its finishing store bounds it (exact when min === max); `cap`: its max_tokens. */
 export interface MeasuredOutput {
   readonly id: string;
   readonly min: number;
   readonly max: number;
+  readonly cap?: number;
 }
 
 export interface OutputAttributionOptions {
@@ -159,7 +160,7 @@ export class OutputAttribution {
     const max = Math.min((n + 1) * page - e.tail.length, e.maxTokens ?? Infinity);
     // Longer than the request may run: not its output (a peer replica's request on the same prompt).
     if (max < min) return undefined;
-    return { id: e.id, min, max };
+    return { id: e.id, min, max, ...(e.maxTokens !== undefined ? { cap: e.maxTokens } : {}) };
   }
 
   /** Same namespace and page size, and the stored tokens start with the prompt's tail. */
