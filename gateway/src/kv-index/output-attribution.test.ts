@@ -56,6 +56,7 @@ describe('OutputAttribution', () => {
       id: 'r1',
       min: 7,
       max: 8,
+      cap: 8,
     });
   });
 
