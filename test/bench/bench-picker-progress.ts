@@ -8,7 +8,12 @@
 //   same answers counted whole until their end). The first quarter (the pace is learned) is left out.
 // - cpu: the picker as its own process (as the bench's overhead phase runs it), one Envoy per
 //   bootstrap, interleaved rounds of streamed answers and of 1-token ones; CPU per request.
+// - lengths: `max` (default) answers run to their max_tokens (16-255); `stop` answers stop on
+//   their own (stop_token_ids the simulator meets ~1 token in 150) under a max_tokens of 512.
+// - kv-events: `on` (default) the simulator publishes KV events, the picker follows them and
+//   learns real output lengths from them (ADR 0049); `off` the estimate runs on time alone.
 // node test/bench/bench-picker-progress.ts [--answers 160] [--requests 300] [--rounds 3]
+//   [--lengths max|stop] [--kv-events on|off] [--page-size 16] [--accuracy-only]
 // Last line: JSON.
 
 import { mkdtempSync } from 'node:fs';
@@ -22,10 +27,12 @@ import { startEndpointPicker } from '../../gateway/src/server.ts';
 import { OPEN_DIRECTORY } from '../../gateway/src/tenancy/tenant.ts';
 import { startEnvoy, type EnvoyRoute, type RunningEnvoy } from '../support/envoy.ts';
 import { buildTestEndpoint, buildTestRoute } from '../support/gateway/routes.ts';
+import { WORD_BASE, WORD_COUNT } from '../sim/tokenizer.ts';
 import { MODEL, startPickerGateway, startSim, type FleetContext } from './bench-fleet.ts';
 import { readGroupCpuMs } from './bench-overhead.ts';
 import { stopAll } from './bench-procs.ts';
 import { percentile } from './replay-stats.ts';
+import { buildSimTokenizer } from './sim-tokenizer.ts';
 
 const { values } = parseArgs({
   options: {
@@ -33,8 +40,18 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '300' },
     rounds: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '16' },
+    lengths: { type: 'string', default: 'max' },
+    'kv-events': { type: 'string', default: 'on' },
+    'page-size': { type: 'string', default: '16' },
+    'accuracy-only': { type: 'boolean', default: false },
   },
 });
+if (!['max', 'stop'].includes(values.lengths)) throw new Error('--lengths: max or stop');
+if (!['on', 'off'].includes(values['kv-events'])) throw new Error('--kv-events: on or off');
+const KV_EVENTS = values['kv-events'] === 'on';
+const PAGE = Number(values['page-size']);
+/** Ids the simulator's answers stop at: about one word in 150 (its words are drawn uniformly). */
+const STOP_IDS = Array.from({ length: Math.round(WORD_COUNT / 150) }, (_, i) => WORD_BASE + i * 150);
 
 type PickerRoute = Extract<EnvoyRoute, { kind: 'picker' }>;
 const BOOTSTRAPS: Readonly<Record<string, Partial<PickerRoute>>> = {
@@ -82,18 +99,35 @@ async function streamAnswer(url: string, body: object, t0: number): Promise<Answ
 }
 
 async function accuracy(name: string): Promise<Record<string, number>> {
-  const sim = await startSim(ctx, `acc-${name}`, [
-    '--sim-decode-base-ms',
-    '6',
-    '--sim-decode-per-req-ms',
-    '0.35',
-    '--sim-prefill-tps',
-    '1e6',
-  ]);
+  const sim = await startSim(
+    ctx,
+    `acc-${name}`,
+    [
+      '--sim-decode-base-ms',
+      '6',
+      '--sim-decode-per-req-ms',
+      '0.35',
+      '--sim-prefill-tps',
+      '1e6',
+      '--page-size',
+      String(PAGE),
+    ],
+    KV_EVENTS ? PAGE : undefined,
+  );
+  const events = sim.events
+    ? { kv: [sim.events.kv], replay: [sim.events.replay], topic: 'kv', blockSize: sim.events.blockSize }
+    : undefined;
   const table = new StaticRoutingTable([
-    buildTestRoute([buildTestEndpoint('sim0', sim.url)], { policy: 'cache-aware' }, {}),
+    buildTestRoute(
+      [buildTestEndpoint('sim0', sim.url, events ? { events } : {})],
+      { policy: 'cache-aware' },
+      {},
+    ),
   ]);
-  const app = build({ table, tenants: OPEN_DIRECTORY });
+  // The simulator's own tokenizer: the picker matches and expects the exact prompt (as --tokenizers gives it).
+  const app = build({ table, tenants: OPEN_DIRECTORY, tokenizers: new Map([['m', buildSimTokenizer()]]) });
+  for (let i = 0; events && i < 500 && !app.gateway.kvIndex.usability('sim0').usable; i++)
+    await new Promise((r) => setTimeout(r, 20));
   const epp = await startEndpointPicker(
     app,
     { mode: 'picker', port: 0, healthPort: 0 },
@@ -117,8 +151,16 @@ async function accuracy(name: string): Promise<Record<string, number>> {
     Array.from({ length: 8 }, async () => {
       while (next < total) {
         const i = next++;
-        const maxTokens = 16 + ((i * 37) % 240);
-        const body = { model: 'm', messages: [{ role: 'user', content: `q ${i}` }], max_tokens: maxTokens };
+        const stop = values.lengths === 'stop';
+        const maxTokens = stop ? 512 : 16 + ((i * 37) % 240);
+        // Over a page of prompt (a prompt under one page is not followed: output-attribution.ts).
+        const content = `q ${i} ${'x '.repeat(2 * PAGE)}`;
+        const body = {
+          model: 'm',
+          messages: [{ role: 'user', content }],
+          max_tokens: maxTokens,
+          ...(stop ? { stop_token_ids: STOP_IDS } : {}),
+        };
         answers.push({ ...(await streamAnswer(envoy.url, body, t0)), maxTokens });
       }
     }),
@@ -272,7 +314,7 @@ try {
     ctx.log(`accuracy ${name}: ${JSON.stringify(acc[name])}`);
   }
   result['accuracy'] = acc;
-  result['cpu'] = await cpu();
+  if (!values['accuracy-only']) result['cpu'] = await cpu();
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } finally {
   await stopAll();
