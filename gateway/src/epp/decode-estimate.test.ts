@@ -117,4 +117,14 @@ describe('DecodeEstimate', () => {
     estimate.measured('e', { id: 'b', min: 50, max: 50 });
     expect(estimate.realPaceOf('e')).toBeCloseTo(10);
   });
+
+  it('takes an answer whose page-wide measurement reaches its max_tokens as having run to it', () => {
+    const { clock, estimate } = setup();
+    const s = estimate.start('e', 20, () => undefined, { id: 'r', cap: 20 });
+    clock.advance(190);
+    s.end(true);
+    // At page size 16 its store says 13-20 tokens: 20, at 10 ms each after the first (the middle would say 12.3).
+    estimate.measured('e', { id: 'r', min: 13, max: 20, cap: 20 });
+    expect(estimate.realPaceOf('e')).toBeCloseTo(10);
+  });
 });

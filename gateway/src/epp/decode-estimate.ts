@@ -117,7 +117,8 @@ export class DecodeEstimate {
     let lengths = this.#lengths.get(endpoint);
     if (!lengths) this.#lengths.set(endpoint, (lengths = new OutputLengthModel()));
     lengths.learn(m.min, m.max, m.cap);
-    const output = (m.min + m.max) / 2;
+    // One that may have reached its max_tokens did (exact at page size 1); else the page's middle.
+    const output = m.cap !== undefined && m.max >= m.cap ? m.cap : (m.min + m.max) / 2;
     const open = this.#byId.get(m.id);
     if (open?.endpoint === endpoint) {
       open.measured = output;
