@@ -290,7 +290,7 @@ export class KvIndexFleet {
 
   #promptHashesOf(tokens: readonly number[], blockSize: number, salt: string): PackedBlockHashes {
     let bySize = this.#promptHashes.get(tokens);
-    if (!bySize) this.#promptHashes.set(tokens, (bySize = new Map()));
+    if (!bySize) this.#promptHashes.set(tokens, (bySize = new Map<string, PackedBlockHashes>()));
     const key = `${blockSize}:${salt}`;
     let hashes = bySize.get(key);
     if (!hashes) bySize.set(key, (hashes = computeRequestPackedHashes(tokens, blockSize, salt)));

@@ -93,14 +93,14 @@ export class OutputAttribution {
     this.drop(e.id);
     if (e.lastPage === null) return;
     let waiting = this.#byEndpoint.get(endpoint);
-    if (!waiting) this.#byEndpoint.set(endpoint, (waiting = new Map()));
+    if (!waiting) this.#byEndpoint.set(endpoint, (waiting = new Map<string, Waiting>()));
     if (waiting.size >= this.#maxExpected) {
       const oldest = waiting.keys().next().value;
       if (oldest !== undefined) this.#remove(endpoint, oldest);
     }
     waiting.set(e.id, { e, endedAt: undefined });
     let pages = this.#byLastPage.get(endpoint);
-    if (!pages) this.#byLastPage.set(endpoint, (pages = new Map()));
+    if (!pages) this.#byLastPage.set(endpoint, (pages = new Map<bigint, Set<string>>()));
     let ids = pages.get(e.lastPage);
     if (!ids) pages.set(e.lastPage, (ids = new Set()));
     ids.add(e.id);
