@@ -16,10 +16,10 @@ import {
 } from '../../test/support/gateway/fake-upstream.ts';
 import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';
 import { ManualClock } from '../../test/support/manual-clock.ts';
-import { bootstrapPortOf, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import { buildSimTokenizer } from '../../test/bench/sim-tokenizer.ts';
+import { bootstrapPortOf, eventEndpoint, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build, type BuildOptions } from './app.ts';
 import { RuntimeKeys } from './discovery/runtime-keys.ts';
-import type { PickerServer } from './epp/server.ts';
 import type { CacheAwarePolicy } from './policies/cache-aware.ts';
 import type { ModelRoute, RouteEndpoint } from './routing/table.ts';
 import { StaticRoutingTable } from './routing/table.ts';
@@ -29,7 +29,7 @@ import { KeyDirectory, OPEN_DIRECTORY, type TenantDirectory } from './tenancy/te
 
 interface Stack {
   readonly app: FastifyInstance;
-  readonly epp: PickerServer;
+  readonly epp: Awaited<ReturnType<typeof startEndpointPicker>>;
   readonly envoy: RunningEnvoy;
   readonly sims: readonly RunningSim[];
 }
@@ -592,6 +592,43 @@ describe('the endpoint picker behind a real Envoy, a recording runtime behind it
     second.gate.open();
     await second.res.text();
     await eventually(() => policy().decodeTokens('e') === 0);
+  });
+
+  it("learns its answers' real output lengths from the runtime's KV events (ADR 0049)", async () => {
+    const config = {
+      publisher: 'zmq',
+      endpoint: 'tcp://*:5557',
+      replay_endpoint: 'tcp://*:5558',
+      topic: 'kv',
+    };
+    const sim = await startSim([
+      '--model-path',
+      'm',
+      '--page-size',
+      '1',
+      '--kv-events-config',
+      JSON.stringify(config),
+    ]);
+    const events = {
+      kv: [eventEndpoint(sim, 'kv')],
+      replay: [eventEndpoint(sim, 'replay')],
+      topic: 'kv',
+      blockSize: 1,
+    };
+    // The simulator's own tokenizer: the picker knows each prompt's exact tokens, as --tokenizers gives it.
+    const { envoy, app, epp } = await setupOver(
+      [sim.url],
+      { endpoint: () => ({ events }), app: { tokenizers: new Map([['m', buildSimTokenizer()]]) } },
+      [sim],
+    );
+    await until(() => app.gateway.kvIndex.usability('sim0').usable);
+    for (const [i, tokens] of [12, 30, 7].entries()) {
+      const res = await streamChat(envoy, `answer ${i} of three`, tokens);
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    await until(() => epp.decodeEstimate.lengthsOf('sim0')?.observations === 3);
+    expect(epp.decodeEstimate.realPaceOf('sim0')).toBeGreaterThan(0);
   });
 
   it('sheds with 429 and Retry-After when admission is full, as an ImmediateResponse', async () => {

@@ -229,7 +229,7 @@ export async function startEndpointPicker(
   host: string,
   tenants: TenantDirectory,
   ready: () => boolean,
-): Promise<PickerServer> {
+): Promise<PickerServer & { readonly decodeEstimate: DecodeEstimate }> {
   const gateway = app.gateway;
   // Behind Envoy the answers stream past the picker: their progress is estimated (ADR 0043).
   const decodeEstimate = new DecodeEstimate(gateway.clock);
@@ -263,6 +263,7 @@ export async function startEndpointPicker(
   );
   return {
     ...server,
+    decodeEstimate,
     close: async () => {
       gateway.kvIndex.onOutput(undefined);
       decodeEstimate.close();
