@@ -203,7 +203,7 @@ bench-picker-prompts: deps envoy ## GIE #2928's case: 220 KB prompts at concurre
 	$(NODE) test/bench/bench-picker-prompts.ts $(ARGS)
 
 .PHONY: bench-picker-progress
-bench-picker-progress: deps envoy ## What the endpoint picker behind Envoy knows of an answer after its first byte, per bootstrap (old: trailers SKIP; end: trailers SEND, progress estimated; body: counted): decode-load error against the tokens still to come, picker CPU per request; last line JSON (ARGS='--answers 160 --requests 300 --rounds 3')
+bench-picker-progress: deps envoy ## What the endpoint picker behind Envoy knows of an answer after its first byte, per bootstrap (old: trailers SKIP; end: trailers SEND, progress estimated; body: counted): decode-load error against the tokens still to come, picker CPU per request; last line JSON (ARGS='--answers 160 --requests 300 --rounds 3 --lengths max|stop --kv-events on|off --accuracy-only')
 	$(NODE) test/bench/bench-picker-progress.ts $(ARGS)
 
 .PHONY: bench
