@@ -66,5 +66,10 @@ it('follows the pool endpoints file: new endpoints and their keys, Envoy never r
   // The key alone changes (a new identity's): followed too, seen as B refusing a key not its own.
   replacePoolEndpointsFile(file, renderPoolEndpointsFile([hostB], { [hostB]: 'c'.repeat(64) }));
   await eventually(async () => expect((await send(envoy)).status).toBe(401), { timeoutMs: 10_000 });
+  // No Ready pod left: no endpoint, Envoy's own 503 (no healthy upstream) and no runtime's answer.
+  replacePoolEndpointsFile(file, renderPoolEndpointsFile([], {}));
+  await eventually(async () => expect(await send(envoy)).toEqual({ status: 503, worker: null }), {
+    timeoutMs: 10_000,
+  });
   expect(envoy.proc.isRunning(), 'the same Envoy throughout').toBe(true);
 }, 60_000);
