@@ -182,7 +182,9 @@ function envoyLines(pool: PoolView, envoyPort: number, demoKey: string, request:
     '',
     `Through Envoy 1.40 asking the gateway's endpoint picker (ext_proc) which pod serves it, as a GIE gateway`,
     `routing to the InferencePool ${pool.namespace}/${pool.name} would (failureMode ${pool.failureMode}: ${outage};`,
-    `the CachePolicy's inferencePool.failureMode sets it, read at start; the pool's pods and keys are followed):`,
+    pool.failureMode === 'FailOpen'
+      ? `the CachePolicy's inferencePool.failureMode sets it, read at start; the pool's pods and keys are followed):`
+      : `the CachePolicy's inferencePool.failureMode sets it, read at start):`,
     `curl -si http://127.0.0.1:${envoyPort}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
     '(x-cacheroute-endpoint in the answer names the pod the picker chose)',
   ];
