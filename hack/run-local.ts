@@ -25,10 +25,12 @@
 // --picker (make run PICKER=1): the gateway also serves as an ext_proc endpoint picker
 // (--mode both), the operator keeps an InferencePool per Deployment, and a real Envoy
 // (hack/envoy/install.sh) stands for a GIE gateway with one HTTPRoute to the served sample's
-// pool: its bootstrap (hack/envoy/bootstrap.ts) follows the pool's failureMode, read once at
-// start (hack/envoy/pool-route.ts: FailClose, GIE's reference bootstrap; FailOpen, the picker
-// health-checked and the pool's Ready pods behind it, with their runtime keys). The printed
-// curl goes through Envoy.
+// pool: its bootstrap (hack/envoy/bootstrap.ts) follows the pool's failureMode, read at start
+// (hack/envoy/pool-route.ts: FailClose, GIE's reference bootstrap; FailOpen, the picker
+// health-checked and the pool's Ready pods behind it, with their runtime keys), and a watch on
+// the pool keeps Envoy on it (hack/envoy/follow-pool.ts: FailOpen's endpoints and keys from a
+// file Envoy follows; a failureMode change is logged, and needs a restart). The printed curl
+// goes through Envoy.
 //
 // --real-node (make run REAL_NODE=1): the operator and the gateway run as the chart's pods,
 // `helm install`ed with the images `make images` built, on a real node beside the fake
@@ -43,6 +45,7 @@ import { parse, stringify } from 'yaml';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { eventually } from '../test/support/kubectl.ts';
 import { startEnvoy, type RunningEnvoy } from '../test/support/envoy.ts';
+import { followInferencePool, type PoolFollower } from './envoy/follow-pool.ts';
 import { buildPickerRouteForPool, readInferencePool, type PoolView } from './envoy/pool-route.ts';
 import {
   LOCAL_PORTS as LOCAL_SYSTEM_PORTS,
@@ -139,12 +142,13 @@ function realMode(): RealMode {
 
 /**
  * Envoy as a GIE gateway with one HTTPRoute to the served sample's pool, which the operator keeps
- * (the samples go to the default namespace): its bootstrap follows the pool's failureMode.
+ * (the samples go to the default namespace): its bootstrap follows the pool's failureMode, and
+ * the follower the pool's endpoints and keys from then on.
  */
 async function startPickerEnvoy(
   kubeconfig: string,
   model: string,
-): Promise<{ envoy: RunningEnvoy; pool: PoolView }> {
+): Promise<{ envoy: RunningEnvoy; pool: PoolView; follower: PoolFollower }> {
   const pool = await eventually(() => readInferencePool(kubeconfig, 'default', model), {
     timeoutMs: 60_000,
     intervalMs: 500,
@@ -153,20 +157,34 @@ async function startPickerEnvoy(
     port: LOCAL_SYSTEM_PORTS.picker,
     healthPort: LOCAL_SYSTEM_PORTS.pickerHealth,
   });
-  return { envoy: await startEnvoy(route), pool };
+  const envoy = await startEnvoy(route);
+  const follower = await followInferencePool({
+    kubeconfig,
+    namespace: pool.namespace,
+    name: pool.name,
+    failureMode: pool.failureMode,
+    file: envoy.poolEndpointsFile,
+    onOutcome: (o) => {
+      if (o.kind === 'written') log(`Envoy's pool: ${o.view.endpoints.join(', ') || 'no Ready pod'}`);
+      if (o.kind === 'not-followed') log(`Envoy's pool not followed: ${o.reason}`);
+    },
+  });
+  return { envoy, pool, follower };
 }
 
 /** The lines that say how to go through Envoy, and what a picker outage does there. */
 function envoyLines(pool: PoolView, envoyPort: number, demoKey: string, request: string): string[] {
   const outage =
     pool.failureMode === 'FailOpen'
-      ? `with the picker down, Envoy sends to the pool's ${pool.endpoints.length} pod(s) itself, with their runtime key and no tenant's`
+      ? `with the picker down, Envoy sends to the pool's Ready pods itself (${pool.endpoints.length} now), with their runtime key and no tenant's`
       : 'with the picker down, Envoy answers 500';
   return [
     '',
     `Through Envoy 1.40 asking the gateway's endpoint picker (ext_proc) which pod serves it, as a GIE gateway`,
     `routing to the InferencePool ${pool.namespace}/${pool.name} would (failureMode ${pool.failureMode}: ${outage};`,
-    `the CachePolicy's inferencePool.failureMode sets it, read at start):`,
+    pool.failureMode === 'FailOpen'
+      ? `the CachePolicy's inferencePool.failureMode sets it, read at start; the pool's pods and keys are followed):`
+      : `the CachePolicy's inferencePool.failureMode sets it, read at start):`,
     `curl -si http://127.0.0.1:${envoyPort}/v1/chat/completions -H 'authorization: Bearer ${demoKey}' -H 'content-type: application/json' -d '${request}'`,
     '(x-cacheroute-endpoint in the answer names the pod the picker chose)',
   ];
@@ -196,7 +214,7 @@ async function inside(dir: string): Promise<void> {
   if (prometheus)
     bridges.push(await forwardUnixToTcp(join(dir, 'prometheus.sock'), '127.0.0.1', prometheus.port));
   const model = servedSample(real);
-  const { envoy, pool } = picker ? await startPickerEnvoy(cp.kubeconfig, model) : {};
+  const { envoy, pool, follower } = picker ? await startPickerEnvoy(cp.kubeconfig, model) : {};
   if (envoy) {
     const at = new URL(envoy.url);
     bridges.push(await forwardUnixToTcp(join(dir, 'envoy.sock'), at.hostname, Number(at.port)));
@@ -251,6 +269,7 @@ async function inside(dir: string): Promise<void> {
   log('stopping');
   for (const b of bridges) b.close();
   await prometheus?.stop();
+  await follower?.stop();
   await envoy?.close();
   await system.stop();
 }

@@ -2,8 +2,9 @@
 // that `make run PICKER=1`, the endpoint picker's tests and the bench run: one like GIE's
 // reference bootstrap (the ext_proc filter asking the picker, an ORIGINAL_DST cluster routing on
 // the header it sets; with an InferencePool's failureMode FailOpen, the pool's endpoints behind
-// a health-checked picker, ADR 0037), or a static route to one address (Envoy alone, the path's
-// floor). Every address is bound on port 0 and read back from Envoy's admin API. Here, not in
+// a health-checked picker, ADR 0037; their endpoints and keys in a file Envoy follows, ADR 0049:
+// renderPoolEndpointsFile), or a static route to one address (Envoy alone, the path's floor).
+// Every address is bound on port 0 and read back from Envoy's admin API. Here, not in
 // test/support, because `make run` renders it from the pool as a GIE gateway would
 // (pool-route.ts); the tests import it from here.
 
@@ -98,45 +99,97 @@ function pickerHealth(f: FailOpen, pickerPort: number): object {
   };
 }
 
+/** Where the pool cluster's endpoints come from: the bootstrap itself, or a file Envoy follows. */
+type PoolSource =
+  | { readonly kind: 'static'; readonly pool: readonly string[] }
+  | { readonly kind: 'file'; readonly path: string; readonly keyed: boolean };
+
+const LOAD_ASSIGNMENT_TYPE = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+
+/**
+ * The pool's endpoints as Envoy's EDS takes them (a ClusterLoadAssignment of the destination
+ * cluster), each with its runtime key in its endpoint metadata when keys are given (part 4).
+ * Given keys, every endpoint must have one: an endpoint without would be sent the client's
+ * Authorization (or none) and answer 401, so rendering refuses it and says which.
+ */
+export function buildPoolLoadAssignment(
+  pool: readonly string[],
+  runtimeKeys?: Readonly<Record<string, string>>,
+): object {
+  if (runtimeKeys) {
+    const missing = pool.filter((hostPort) => runtimeKeys[hostPort] === undefined);
+    if (missing.length > 0)
+      throw new Error(
+        `FailOpen with runtime keys needs one for every pool endpoint; none for ${missing.join(', ')}`,
+      );
+  }
+  return {
+    cluster_name: DESTINATION_CLUSTER,
+    endpoints: [
+      {
+        lb_endpoints: pool.map((hostPort) => {
+          const url = new URL(`http://${hostPort}`);
+          const key = runtimeKeys?.[hostPort];
+          return {
+            endpoint: {
+              address: { socket_address: { address: url.hostname, port_value: Number(url.port) } },
+            },
+            ...(key !== undefined
+              ? {
+                  metadata: {
+                    filter_metadata: { [RUNTIME_KEY_METADATA]: { authorization: `Bearer ${key}` } },
+                  },
+                }
+              : {}),
+          };
+        }),
+      },
+    ],
+  };
+}
+
+/**
+ * The pool endpoints file a FailOpen Envoy follows (its filesystem EDS subscription reads a
+ * DiscoveryResponse): written whole to a temporary name and renamed over the old one, the only
+ * change Envoy sees (pool-endpoints-file.ts). JSON, which Envoy reads by the `.json` name.
+ */
+export function renderPoolEndpointsFile(
+  pool: readonly string[],
+  runtimeKeys?: Readonly<Record<string, string>>,
+): string {
+  const assignment = buildPoolLoadAssignment(pool, runtimeKeys);
+  return `${JSON.stringify({ resources: [{ '@type': LOAD_ASSIGNMENT_TYPE, ...assignment }] }, null, 2)}\n`;
+}
+
 /**
  * FailOpen, part 2: the destination is the pool itself, not an ORIGINAL_DST cluster (which has
  * nowhere to go without the picker's header): Envoy's override_host policy sends each request to
- * the endpoint the picker named, and round robin over the pool when none was named.
+ * the endpoint the picker named, and round robin over the pool when none was named. Under
+ * FailOpen its endpoints come from a file Envoy watches (EDS on a filesystem subscription, no
+ * xDS server): a rollout's new pods and their keys are followed without restarting Envoy.
  */
-function poolCluster(pool: readonly string[], runtimeKeys?: Readonly<Record<string, string>>): object {
+function poolCluster(source: PoolSource): object {
   const typed = (name: string, type: string, config: object = {}): object => ({
     typed_extension_config: {
       name,
       typed_config: { '@type': `type.googleapis.com/${type}`, ...config },
     },
   });
+  const keyed = source.kind === 'file' && source.keyed;
   return {
     name: DESTINATION_CLUSTER,
-    type: 'STATIC',
     connect_timeout: '10s',
-    load_assignment: {
-      cluster_name: DESTINATION_CLUSTER,
-      endpoints: [
-        {
-          lb_endpoints: pool.map((hostPort) => {
-            const url = new URL(`http://${hostPort}`);
-            const key = runtimeKeys?.[hostPort];
-            return {
-              endpoint: {
-                address: { socket_address: { address: url.hostname, port_value: Number(url.port) } },
-              },
-              ...(key !== undefined
-                ? {
-                    metadata: {
-                      filter_metadata: { [RUNTIME_KEY_METADATA]: { authorization: `Bearer ${key}` } },
-                    },
-                  }
-                : {}),
-            };
-          }),
-        },
-      ],
-    },
+    ...(source.kind === 'static'
+      ? { type: 'STATIC', load_assignment: buildPoolLoadAssignment(source.pool) }
+      : {
+          type: 'EDS',
+          // Envoy reloads the file when a file is renamed onto its path (inotify IN_MOVED_TO);
+          // a file rewritten in place is not seen (tried on 1.40). No watched_directory: that is
+          // for a directory swapped by symlink (a mounted ConfigMap), not a file renamed.
+          eds_cluster_config: {
+            eds_config: { resource_api_version: 'V3', path_config_source: { path: source.path } },
+          },
+        }),
     load_balancing_policy: {
       policies: [
         typed(
@@ -156,12 +209,12 @@ function poolCluster(pool: readonly string[], runtimeKeys?: Readonly<Record<stri
         ),
       ],
     },
-    ...(runtimeKeys
+    ...(keyed
       ? {
           typed_extension_protocol_options: {
             [HTTP_OPTIONS]: {
               ...runtimeConnections.typed_extension_protocol_options[HTTP_OPTIONS],
-              ...runtimeAuthFilters(pool, runtimeKeys),
+              ...runtimeAuthFilters,
             },
           },
         }
@@ -182,13 +235,18 @@ const dropClientPick = {
 };
 
 export interface FailOpen {
-  /** The pool's endpoints, `host:port`: the picker's choices, and the fallback's. */
+  /**
+   * The pool's endpoints, `host:port`, at start: the picker's choices, and the fallback's. Envoy
+   * reads them from the pool endpoints file (startEnvoy writes this first one; a new file renamed
+   * over it changes them: pool-endpoints-file.ts), never from the bootstrap.
+   */
   readonly pool: readonly string[];
   /** The picker's gRPC health port on 127.0.0.1 (its ext_proc service's status). */
   readonly pickerHealthPort: number;
   /**
    * `host:port` → the SGLang API key that endpoint's runtime was started with (`--api-key`, its
-   * Deployment's runtime key Secret). Given, every pool endpoint must have one (runtimeAuthFilters).
+   * Deployment's runtime key Secret), at start. Given, every pool endpoint must have one
+   * (buildPoolLoadAssignment), in this file and every later one: Envoy then sets them (part 4).
    */
   readonly runtimeKeys?: Readonly<Record<string, string>>;
 }
@@ -203,42 +261,36 @@ export interface FailOpen {
  * request_headers_to_add: Envoy 1.40 evaluates those before it chooses the host, so
  * %UPSTREAM_METADATA% there is empty and the header is not set (seen: the client's went through).
  */
-function runtimeAuthFilters(pool: readonly string[], runtimeKeys: Readonly<Record<string, string>>): object {
-  const missing = pool.filter((hostPort) => runtimeKeys[hostPort] === undefined);
-  if (missing.length > 0)
-    throw new Error(
-      `FailOpen with runtime keys needs one for every pool endpoint; none for ${missing.join(', ')}`,
-    );
-  return {
-    http_filters: [
-      {
-        name: 'envoy.filters.http.header_mutation',
-        typed_config: {
-          '@type': 'type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation',
-          mutations: {
-            request_mutations: [
-              {
-                append: {
-                  header: {
-                    key: 'authorization',
-                    value: `%UPSTREAM_METADATA(["${RUNTIME_KEY_METADATA}", "authorization"])%`,
-                  },
-                  append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
+const runtimeAuthFilters = {
+  http_filters: [
+    {
+      name: 'envoy.filters.http.header_mutation',
+      typed_config: {
+        '@type': 'type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation',
+        mutations: {
+          request_mutations: [
+            {
+              append: {
+                header: {
+                  key: 'authorization',
+                  // The colon form: Envoy 1.40 warns that the JSON list form is obsolete.
+                  value: `%UPSTREAM_METADATA(${RUNTIME_KEY_METADATA}:authorization)%`,
                 },
+                append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
               },
-            ],
-          },
+            },
+          ],
         },
       },
-      {
-        name: 'envoy.filters.http.upstream_codec',
-        typed_config: {
-          '@type': 'type.googleapis.com/envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec',
-        },
+    },
+    {
+      name: 'envoy.filters.http.upstream_codec',
+      typed_config: {
+        '@type': 'type.googleapis.com/envoy.extensions.filters.http.upstream_codec.v3.UpstreamCodec',
       },
-    ],
-  };
-}
+    },
+  ],
+};
 
 const h2Options = {
   'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
@@ -264,17 +316,29 @@ const runtimeConnections = {
 };
 
 /** The picker's clusters: ext_proc, and the destination (ORIGINAL_DST, or the pool's endpoints). */
-function pickerClusters(route: Extract<EnvoyRoute, { kind: 'picker' }>, extProcCluster: object): object[] {
+function pickerClusters(
+  route: Extract<EnvoyRoute, { kind: 'picker' }>,
+  extProcCluster: object,
+  files: BootstrapFiles,
+): object[] {
   const failOpen = route.failOpen;
+  if (failOpen && files.poolEndpoints === undefined)
+    throw new Error(
+      'a FailOpen bootstrap reads its pool from a file: pass files.poolEndpoints (startEnvoy does)',
+    );
   return failOpen
     ? [
         { ...extProcCluster, ...pickerHealth(failOpen, route.pickerPort) },
-        poolCluster(failOpen.pool, failOpen.runtimeKeys),
+        poolCluster({
+          kind: 'file',
+          path: files.poolEndpoints ?? '',
+          keyed: failOpen.runtimeKeys !== undefined,
+        }),
       ]
     : [
         extProcCluster,
         route.poolEndpoints
-          ? poolCluster(route.poolEndpoints)
+          ? poolCluster({ kind: 'static', pool: route.poolEndpoints })
           : {
               name: DESTINATION_CLUSTER,
               type: 'ORIGINAL_DST',
@@ -317,8 +381,13 @@ function trailerMode(route: EnvoyRoute): 'SEND' | 'SKIP' {
   return route.responseBody === true || route.untilResponseEnd !== false ? 'SEND' : 'SKIP';
 }
 
+export interface BootstrapFiles {
+  /** FailOpen: the pool endpoints file Envoy follows (renderPoolEndpointsFile; absolute path). */
+  readonly poolEndpoints?: string;
+}
+
 /** The bootstrap, as an object (yaml stringifies it). */
-export function buildEnvoyBootstrap(route: EnvoyRoute): object {
+export function buildEnvoyBootstrap(route: EnvoyRoute, files: BootstrapFiles = {}): object {
   const failOpen = route.kind === 'picker' ? route.failOpen : undefined;
   const loopback = (port: number): object => ({ socket_address: { address: '127.0.0.1', port_value: port } });
   const staticCluster = (name: string, host: string, port: number, h2: boolean): object => ({
@@ -411,9 +480,11 @@ export function buildEnvoyBootstrap(route: EnvoyRoute): object {
   );
   const clusters =
     route.kind === 'picker'
-      ? pickerClusters(route, extProcCluster)
+      ? pickerClusters(route, extProcCluster, files)
       : [staticCluster(DESTINATION_CLUSTER, upstream?.hostname ?? '', Number(upstream?.port), false)];
   return {
+    // Envoy's xDS (here the pool endpoints file) wants a node to speak as; nothing else reads it.
+    node: { id: 'cacheroute-envoy', cluster: 'cacheroute' },
     admin: { address: loopback(0) },
     ...gracefulCloseRuntime(route),
     static_resources: {

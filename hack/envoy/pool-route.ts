@@ -4,7 +4,8 @@
 // behind it, ADR 0037), and its selector and targetPorts give the endpoints FailOpen falls back
 // to: the Ready pods it selects, each on each target port, each with the runtime key its pod
 // reads from the Deployment's Secret (ADR 0048). `make run PICKER=1` and the e2e suite
-// `picker` render Envoy from the operator's pool so.
+// `picker` render Envoy from the operator's pool so, and follow it (follow-pool.ts): the view is
+// built from the objects alone (buildPoolView), read once here or kept by watches there.
 import { z } from 'zod';
 import { buildRuntimeKeySecretName, DEPLOYMENT_LABEL } from '#api';
 import { readRuntimeKeys } from '#api/runtime-key.ts';
@@ -38,19 +39,20 @@ const SecretKeyRefs = z
   )
   .optional();
 
-const Pods = z.object({
-  items: z.array(
-    z.object({
-      metadata: z.object({ name: z.string() }),
-      spec: z.object({ containers: SecretKeyRefs }).optional(),
-      status: z
-        .object({
-          podIP: z.string().optional(),
-          conditions: z.array(z.object({ type: z.string(), status: z.string() })).optional(),
-        })
-        .optional(),
-    }),
-  ),
+const Pod = z.object({
+  metadata: z.object({ name: z.string(), labels: z.record(z.string(), z.string()).optional() }),
+  spec: z.object({ containers: SecretKeyRefs }).optional(),
+  status: z
+    .object({
+      podIP: z.string().optional(),
+      conditions: z.array(z.object({ type: z.string(), status: z.string() })).optional(),
+    })
+    .optional(),
+});
+
+const Secret = z.object({
+  metadata: z.object({ name: z.string() }),
+  data: z.record(z.string(), z.string()).optional(),
 });
 
 export interface PoolView {
@@ -66,29 +68,34 @@ export interface PoolView {
   readonly runtimeKeys?: Readonly<Record<string, string>>;
 }
 
-const SecretData = z.object({ data: z.record(z.string(), z.string()).optional() });
+/** The objects a pool's view is made of, as the API server sends them. */
+export interface PoolObjects {
+  /** The InferencePool. */
+  readonly pool: unknown;
+  /** Pods of its namespace (those its selector does not pick are left out here). */
+  readonly pods: readonly unknown[];
+  /** Secrets of its namespace: FailOpen reads the Deployment's runtime key Secret among them. */
+  readonly secrets: readonly unknown[];
+}
 
-/** The pool `namespace/name` and its endpoints now, from the API server. */
-export async function readInferencePool(
-  kubeconfig: string,
-  namespace: string,
-  name: string,
-): Promise<PoolView> {
-  const k = { kubeconfig };
-  const raw: unknown = JSON.parse(
-    await kubectlOk(
-      ['get', 'inferencepools.inference.networking.k8s.io', '-n', namespace, name, '-o', 'json'],
-      k,
-    ),
-  );
-  const pool = InferencePool.parse(raw);
-  const selector = Object.entries(pool.spec.selector.matchLabels)
-    .map(([key, value]) => `${key}=${value}`)
-    .join(',');
-  const pods = Pods.parse(
-    JSON.parse(await kubectlOk(['get', 'pods', '-n', namespace, '-l', selector, '-o', 'json'], k)),
-  );
-  const ready = pods.items
+/** The runtime key Secret a pool's pods read their key from (its Deployment's). */
+export function poolRuntimeKeySecretName(rawPool: unknown): string {
+  const pool = InferencePool.parse(rawPool);
+  return buildRuntimeKeySecretName(pool.spec.selector.matchLabels[DEPLOYMENT_LABEL] ?? pool.metadata.name);
+}
+
+/**
+ * The pool's failure mode and endpoints (and under FailOpen each endpoint's runtime key) from its
+ * objects: what Envoy routes on. Pure: readInferencePool (kubectl, once) and followInferencePool
+ * (watches) both build their view here.
+ */
+export function buildPoolView(objects: PoolObjects): PoolView {
+  const pool = InferencePool.parse(objects.pool);
+  const { namespace, name } = pool.metadata;
+  const selector = pool.spec.selector.matchLabels;
+  const ready = objects.pods
+    .map((raw) => Pod.parse(raw))
+    .filter((p) => Object.entries(selector).every(([key, value]) => p.metadata.labels?.[key] === value))
     .flatMap((p) =>
       p.status?.podIP && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
         ? [{ pod: p, ip: p.status.podIP }]
@@ -101,13 +108,13 @@ export async function readInferencePool(
   if (failureMode === 'FailClose') return view;
 
   // FailOpen: each pod's key, by the Secret entry its env reads (a rollout runs two fingerprints).
-  const deployment = pool.spec.selector.matchLabels[DEPLOYMENT_LABEL] ?? name;
-  const secretName = buildRuntimeKeySecretName(deployment);
-  const keys = readRuntimeKeys(
-    SecretData.parse(
-      JSON.parse(await kubectlOk(['get', 'secret', '-n', namespace, secretName, '-o', 'json'], k)),
-    ),
-  );
+  const secretName = poolRuntimeKeySecretName(objects.pool);
+  const secret = objects.secrets.map((raw) => Secret.parse(raw)).find((s) => s.metadata.name === secretName);
+  if (secret === undefined)
+    throw new Error(
+      `FailOpen pool ${namespace}/${name} has no runtime key Secret ${secretName}: Envoy could not serve its pods with the picker down`,
+    );
+  const keys = readRuntimeKeys(secret);
   const runtimeKeys: Record<string, string> = {};
   for (const { pod, ip } of ready) {
     const entry = (pod.spec?.containers ?? [])
@@ -122,6 +129,27 @@ export async function readInferencePool(
     for (const endpoint of onPorts(ip)) runtimeKeys[endpoint] = key;
   }
   return { ...view, runtimeKeys };
+}
+
+const Items = z.object({ items: z.array(z.unknown()) });
+
+/** The pool `namespace/name` and its endpoints now, from the API server (kubectl, once). */
+export async function readInferencePool(
+  kubeconfig: string,
+  namespace: string,
+  name: string,
+): Promise<PoolView> {
+  const k = { kubeconfig };
+  const get = async (args: string[]): Promise<unknown> =>
+    JSON.parse(await kubectlOk(['get', '-n', namespace, ...args, '-o', 'json'], k));
+  const pool = await get(['inferencepools.inference.networking.k8s.io', name]);
+  const selector = Object.entries(InferencePool.parse(pool).spec.selector.matchLabels)
+    .map(([key, value]) => `${key}=${value}`)
+    .join(',');
+  const pods = Items.parse(await get(['pods', '-l', selector])).items;
+  const failOpen = InferencePool.parse(pool).spec.endpointPickerRef?.failureMode === 'FailOpen';
+  const secrets = failOpen ? [await get(['secret', poolRuntimeKeySecretName(pool)])] : [];
+  return buildPoolView({ pool, pods, secrets });
 }
 
 /** Envoy's route for a pool whose picker listens on 127.0.0.1 (`port`, gRPC health on `healthPort`). */

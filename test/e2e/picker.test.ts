@@ -5,11 +5,13 @@
 // the pool's failureMode chooses the bootstrap), asks the picker for every request.
 // Requests reach only verified pods, a conversation stays on its pod, a runtime scaled away
 // leaves the pick; a picker outage is Envoy's 500 under FailClose and goes to the pool's pods
-// under FailOpen, with each pod's runtime key set by Envoy.
+// under FailOpen, with each pod's runtime key set by Envoy, and a pod scaled in later joins that
+// fallback without Envoy restarted (hack/envoy/follow-pool.ts, as make run PICKER=1 follows).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PickerServer } from '../../gateway/src/epp/server.ts';
 import { startEndpointPicker } from '../../gateway/src/server.ts';
 import { OPEN_DIRECTORY } from '../../gateway/src/tenancy/tenant.ts';
+import { followInferencePool, type FollowOutcome, type PoolFollower } from '../../hack/envoy/follow-pool.ts';
 import { buildPickerRouteForPool, readInferencePool } from '../../hack/envoy/pool-route.ts';
 import { buildCachePolicyManifest, buildDeploymentManifest } from '../support/builders.ts';
 import { startE2eStack, type E2eStack } from '../support/e2e-stack.ts';
@@ -20,6 +22,7 @@ const NS = 'e2e-picker';
 let stack: E2eStack;
 let epp: PickerServer | undefined;
 let envoy: RunningEnvoy | undefined;
+let follower: PoolFollower | undefined;
 
 beforeAll(async () => {
   // The operator keeps InferencePools (GIE's CRDs installed) naming the chart's picker Service.
@@ -30,6 +33,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await follower?.stop();
   await envoy?.close();
   await epp?.close();
   await stack?.stop();
@@ -141,7 +145,7 @@ describe('the endpoint picker behind Envoy on the control plane', () => {
     envoy = undefined;
   });
 
-  it('FailOpen from the CachePolicy: the pool re-rendered, a picker outage sent to the pool', async () => {
+  it('FailOpen from the CachePolicy: the pool re-rendered, a picker outage sent to the pool, followed', async () => {
     // FailOpen lets requests past the picker without a tenant's salt: the API wants sharePrefixes.
     await stack.k(
       ['apply', '-f', '-'],
@@ -168,6 +172,15 @@ describe('the endpoint picker behind Envoy on the control plane', () => {
     // Envoy carries each pod's runtime key (its Deployment's Secret) for the picker's outages.
     expect(Object.keys(route.failOpen?.runtimeKeys ?? {}).sort()).toEqual([...pool.endpoints].sort());
     envoy = await startEnvoy(route);
+    const outcomes: FollowOutcome[] = [];
+    follower = await followInferencePool({
+      kubeconfig: stack.cp.kubeconfig,
+      namespace: NS,
+      name: 'llama',
+      failureMode: 'FailOpen',
+      file: envoy.poolEndpointsFile,
+      onOutcome: (o) => outcomes.push(o),
+    });
 
     // Picker up: it picks, and the pod it named answers (with the runtime key the picker adds).
     const picked = await generate([7, 8, 9, 10]);
@@ -191,5 +204,26 @@ describe('the endpoint picker behind Envoy on the control plane', () => {
     }
     const after = await poolHostRequests(envoy);
     expect(pool.endpoints.map((e) => (after.get(e) ?? 0) - (before.get(e) ?? 0))).toEqual([3, 3]);
+
+    // Scaled to three with the picker still down: the follower renames the pool's new endpoints
+    // file over Envoy's, and the same Envoy sends to all three pods, each with its key.
+    await stack.k(['scale', 'sgd/llama', '--replicas=3']);
+    const three = await eventually(
+      () => {
+        const last = outcomes.at(-1);
+        expect(last?.kind === 'written' ? last.view.endpoints : []).toHaveLength(3);
+        return last?.kind === 'written' ? last.view.endpoints : [];
+      },
+      { timeoutMs: 90_000 },
+    );
+    await eventually(async () => expect((await poolHostRequests(envoy as RunningEnvoy)).size).toBe(3));
+    const beforeThree = await poolHostRequests(envoy);
+    for (let i = 0; i < 6; i++) {
+      const r = await generate([40 + i, 41, 42, 43], { authorization: 'Bearer wrong' });
+      expect(r.status, r.body).toBe(200);
+      expect(r.endpoint).toBeNull();
+    }
+    const afterThree = await poolHostRequests(envoy);
+    expect(three.map((e) => (afterThree.get(e) ?? 0) - (beforeThree.get(e) ?? 0))).toEqual([2, 2, 2]);
   });
 });

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { z } from 'zod';
-import { buildEnvoyBootstrap, type EnvoyRoute } from '../../hack/envoy/bootstrap.ts';
+import { buildEnvoyBootstrap, renderPoolEndpointsFile, type EnvoyRoute } from '../../hack/envoy/bootstrap.ts';
+import { replacePoolEndpointsFile } from '../../hack/envoy/pool-endpoints-file.ts';
 import { spawnManaged, stopManaged, waitUntilAnswering, type ManagedProcess } from './processes.ts';
 
 export {
@@ -40,6 +41,11 @@ export interface RunningEnvoy {
   readonly url: string;
   readonly adminUrl: string;
   readonly proc: ManagedProcess;
+  /**
+   * FailOpen: the pool endpoints file Envoy follows; a file renamed over it (renderPoolEndpointsFile,
+   * replacePoolEndpointsFile) changes the pool's endpoints and keys without a restart.
+   */
+  readonly poolEndpointsFile?: string;
   close(): Promise<void>;
 }
 
@@ -60,8 +66,16 @@ export async function startEnvoy(
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-envoy-'));
   const config = join(dir, 'envoy.yaml');
   const adminPath = join(dir, 'admin-address');
-  // Owner-only: a FailOpen bootstrap holds the pool's runtime keys.
-  writeFileSync(config, stringify(buildEnvoyBootstrap(route)), { mode: 0o600 });
+  // FailOpen: the pool's endpoints and runtime keys in a file of their own, which Envoy follows.
+  const failOpen = route.kind === 'picker' ? route.failOpen : undefined;
+  const poolEndpointsFile = failOpen ? join(dir, 'pool-endpoints.json') : undefined;
+  if (failOpen && poolEndpointsFile)
+    replacePoolEndpointsFile(poolEndpointsFile, renderPoolEndpointsFile(failOpen.pool, failOpen.runtimeKeys));
+  writeFileSync(
+    config,
+    stringify(buildEnvoyBootstrap(route, poolEndpointsFile ? { poolEndpoints: poolEndpointsFile } : {})),
+    { mode: 0o600 },
+  );
   const proc = spawnManaged(
     'envoy',
     envoyBinary(),
@@ -114,6 +128,7 @@ export async function startEnvoy(
     url,
     adminUrl,
     proc,
+    ...(poolEndpointsFile ? { poolEndpointsFile } : {}),
     async close() {
       await stopManaged(proc, 2000);
       if (!process.env['CACHEROUTE_ENVOY_LOG_LEVEL']) rmSync(dir, { recursive: true, force: true });
