@@ -2,7 +2,7 @@
 // that `make run PICKER=1`, the endpoint picker's tests and the bench run: one like GIE's
 // reference bootstrap (the ext_proc filter asking the picker, an ORIGINAL_DST cluster routing on
 // the header it sets; with an InferencePool's failureMode FailOpen, the pool's endpoints behind
-// a health-checked picker, ADR 0037; their endpoints and keys in a file Envoy follows, ADR 0049:
+// a health-checked picker, ADR 0037; their endpoints and keys in a file Envoy follows, ADR 0050:
 // renderPoolEndpointsFile), or a static route to one address (Envoy alone, the path's floor).
 // Every address is bound on port 0 and read back from Envoy's admin API. Here, not in
 // test/support, because `make run` renders it from the pool as a GIE gateway would
