@@ -9,7 +9,9 @@
 // replica hears every other (waitTierExchange).
 
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { listensOn, withFreshPorts } from '../support/fresh-ports.ts';
 import {
@@ -422,6 +424,40 @@ export async function startExtProcFloor(
       upstream,
     ],
     path.join(ctx.logDir, 'ext-proc-floor.log'),
+  );
+  return { proc, pickerPort: portIn(await startupLine(proc, 'listening'), 'pickerPort') };
+}
+
+/**
+ * ext-proc-floor-go (the same floor on grpc-go, the stack GIE's reference picker runs on), built
+ * from its pinned modules into the cache, keyed by its sources, and started naming `upstream`.
+ * Throws when Go is missing or the build fails: the caller reports the target as not measured.
+ */
+export async function startExtProcFloorGo(
+  ctx: FleetContext,
+  upstream: string,
+): Promise<{ proc: Proc; pickerPort: number }> {
+  const src = path.join(ctx.repo, 'test/bench/ext-proc-floor-go');
+  const hash = createHash('sha256');
+  for (const f of ['main.go', 'go.mod', 'go.sum']) hash.update(readFileSync(path.join(src, f)));
+  const cache = process.env.CACHEROUTE_CACHE ?? path.join(os.homedir(), '.cache/cacheroute');
+  const bin = path.join(cache, `ext-proc-floor-go-${hash.digest('hex').slice(0, 12)}`, 'ext-proc-floor-go');
+  if (!existsSync(bin)) {
+    const built = spawnSync('go', ['build', '-trimpath', '-o', bin, '.'], {
+      cwd: src,
+      encoding: 'utf8',
+      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOTOOLCHAIN: 'local' },
+    });
+    if (built.status !== 0)
+      throw new Error(
+        `go build of test/bench/ext-proc-floor-go failed: ${built.error?.message ?? built.stderr}`,
+      );
+  }
+  const proc = startProcess(
+    'ext-proc-floor-go',
+    bin,
+    ['--upstream', upstream],
+    path.join(ctx.logDir, 'ext-proc-floor-go.log'),
   );
   return { proc, pickerPort: portIn(await startupLine(proc, 'listening'), 'pickerPort') };
 }

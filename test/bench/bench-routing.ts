@@ -63,7 +63,8 @@
 //   Envoy + picker, SGLang's router and smg, in interleaved rounds; the load average is in
 //   `overhead_notes`. `--overhead-only` runs this phase alone (no trace replay),
 //   `envoy-floor` is Envoy asking ext-proc-floor.ts (the picker's gRPC stack, no decision: the
-//   floor of the picker's own process); `--overhead-targets` only the targets it names (`direct` always; smg and sglang-router also
+//   floor of the picker's own process), `envoy-floor-go` the same server on grpc-go
+//   (test/bench/ext-proc-floor-go, built with Go: the seat's floor without Node); `--overhead-targets` only the targets it names (`direct` always; smg and sglang-router also
 //   need --routers to name them), and `--overhead-baseline DIR` adds `envoy-picker@baseline`:
 //   the picker as another checkout (DIR) builds it, behind its own Envoy, in the same rounds
 //   (a change's before and after on one machine at one time). The picker's CPU is also given
@@ -93,6 +94,7 @@ import {
   smgDefaultArgs,
   startNodeFloorProxy,
   startExtProcFloor,
+  startExtProcFloorGo,
   startPickerGateway,
   startRouter,
   startSim,
@@ -197,6 +199,7 @@ const OVERHEAD_TARGETS = [
   'node-floor',
   'envoy-static',
   'envoy-floor',
+  'envoy-floor-go',
   'envoy-picker',
   ...PY_ROUTERS,
 ] as const;
@@ -537,19 +540,28 @@ async function startGatewayTargets(zero: Sim, routers: Router[]): Promise<Overhe
   return targets;
 }
 
-/** Envoy asking ext-proc-floor.ts (a gRPC stream a request, no decision): the picker's floor. */
+/**
+ * Envoy asking a server that makes no decision (a gRPC stream a request): the picker's floor,
+ * ext-proc-floor.ts on the picker's own stack (`envoy-floor`) or ext-proc-floor-go on grpc-go
+ * (`envoy-floor-go`: the seat's floor with a compiled server).
+ */
 async function startExtProcFloorTarget(
+  name: 'envoy-floor' | 'envoy-floor-go',
   zero: Sim,
   envoys: RunningEnvoy[],
   procs: Proc[],
 ): Promise<OverheadTarget> {
-  const floor = await startExtProcFloor(ctx, new URL(zero.url).host);
+  const upstream = new URL(zero.url).host;
+  const floor =
+    name === 'envoy-floor'
+      ? await startExtProcFloor(ctx, upstream)
+      : await startExtProcFloorGo(ctx, upstream);
   procs.push(floor.proc);
   const envoy = await startEnvoy({ kind: 'picker', pickerPort: floor.pickerPort }, { detached: true });
   envoys.push(envoy);
   const groups = groupsOf([floor.proc]);
   return {
-    name: 'envoy-floor',
+    name,
     url: envoy.url,
     pgids: [envoy.proc.pid, ...groups],
     cpuParts: { envoy: [envoy.proc.pid], picker: groups },
@@ -618,7 +630,15 @@ async function runOverhead(
       ...(measures('envoy-picker') ? [['envoy-picker', REPO] as [string, string]] : []),
       ...(OVERHEAD_BASELINE ? [['envoy-picker@baseline', OVERHEAD_BASELINE] as [string, string]] : []),
     ];
-    if (measures('envoy-floor')) targets.push(await startExtProcFloorTarget(zero, envoys, pickerProcs));
+    if (measures('envoy-floor'))
+      targets.push(await startExtProcFloorTarget('envoy-floor', zero, envoys, pickerProcs));
+    if (measures('envoy-floor-go')) {
+      try {
+        targets.push(await startExtProcFloorTarget('envoy-floor-go', zero, envoys, pickerProcs));
+      } catch (e) {
+        notes['envoy-floor-go'] = (e as Error).message.slice(0, 300);
+      }
+    }
     for (const [name, repo] of pickers)
       targets.push(await startPickerTarget(name, repo, zero, envoys, pickerProcs));
     for (const name of PY_ROUTERS) {
