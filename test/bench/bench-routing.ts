@@ -568,6 +568,26 @@ async function startExtProcFloorTarget(
   };
 }
 
+/** The floors `--overhead-targets` names (all by default); one that cannot start is noted, not measured. */
+async function startFloorTargets(
+  zero: Sim,
+  envoys: RunningEnvoy[],
+  procs: Proc[],
+  notes: Record<string, string>,
+): Promise<OverheadTarget[]> {
+  const targets: OverheadTarget[] = [];
+  if (measures('envoy-floor'))
+    targets.push(await startExtProcFloorTarget('envoy-floor', zero, envoys, procs));
+  if (measures('envoy-floor-go')) {
+    try {
+      targets.push(await startExtProcFloorTarget('envoy-floor-go', zero, envoys, procs));
+    } catch (e) {
+      notes['envoy-floor-go'] = (e as Error).message.slice(0, 300);
+    }
+  }
+  return targets;
+}
+
 /**
  * Envoy asking the endpoint picker of the checkout at `repo` (this one, or --overhead-baseline's)
  * over its own gateway state, as an overhead target; its CPU split into Envoy's and the picker's.
@@ -630,15 +650,7 @@ async function runOverhead(
       ...(measures('envoy-picker') ? [['envoy-picker', REPO] as [string, string]] : []),
       ...(OVERHEAD_BASELINE ? [['envoy-picker@baseline', OVERHEAD_BASELINE] as [string, string]] : []),
     ];
-    if (measures('envoy-floor'))
-      targets.push(await startExtProcFloorTarget('envoy-floor', zero, envoys, pickerProcs));
-    if (measures('envoy-floor-go')) {
-      try {
-        targets.push(await startExtProcFloorTarget('envoy-floor-go', zero, envoys, pickerProcs));
-      } catch (e) {
-        notes['envoy-floor-go'] = (e as Error).message.slice(0, 300);
-      }
-    }
+    targets.push(...(await startFloorTargets(zero, envoys, pickerProcs, notes)));
     for (const [name, repo] of pickers)
       targets.push(await startPickerTarget(name, repo, zero, envoys, pickerProcs));
     for (const name of PY_ROUTERS) {
