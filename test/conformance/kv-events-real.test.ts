@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withFreshPorts } from '../support/fresh-ports.ts';
 import { eventEndpoint, portOf, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
+import { openKitSession, type KitSession } from '../support/sglang-kit-session.ts';
 import {
   drainReplay,
   subscribeEvents,
@@ -20,6 +21,16 @@ import {
 const PAGE = 16;
 // Inside the tiny model's vocabulary (512), so both servers take the same ids.
 const PROMPT = Array.from({ length: 40 }, (_, i) => 100 + i);
+
+// One kit process for the file: SGLang's tree is asked a dozen times and its stream decoded
+// four, each a fresh tree or decoder as from `kit.sh`, without a Python start and import each.
+let kit: KitSession;
+beforeAll(() => {
+  kit = openKitSession();
+});
+afterAll(async () => {
+  await kit?.close();
+});
 
 interface Server {
   readonly url: string;
@@ -110,7 +121,7 @@ async function runSequence(server: Server): Promise<Sent[]> {
 
 /** Waits until `stream` holds as many batches as SGLang's tree takes for `ops`. */
 async function untilPublished(server: Server, stream: Subscription, ops: readonly TreeOp[]): Promise<void> {
-  const want = (await treeEvents(PAGE, ops)).filter((b) => b.length > 0).length;
+  const want = (await treeEvents(PAGE, ops, kit.run)).filter((b) => b.length > 0).length;
   const deadline = Date.now() + 60_000;
   while (stream.received() < want) {
     if (Date.now() > deadline)
@@ -137,11 +148,14 @@ function scheduleOps(sent: readonly Sent[], opts: { readonly flushed: boolean })
 
 async function streamOf(server: Server): Promise<DecodedMessage[]> {
   // Everything since start-up, from the replay buffer: the publisher keeps 10,000 batches.
-  return drainReplay({
-    endpoint: `tcp://127.0.0.1:${server.kvPort}`,
-    replay: `tcp://127.0.0.1:${server.replayPort}`,
-    topic: 'kv',
-  });
+  return drainReplay(
+    {
+      endpoint: `tcp://127.0.0.1:${server.kvPort}`,
+      replay: `tcp://127.0.0.1:${server.replayPort}`,
+      topic: 'kv',
+    },
+    kit.run,
+  );
 }
 
 describe('KV events: the simulator next to the real SGLang server', () => {
@@ -186,8 +200,8 @@ describe('KV events: the simulator next to the real SGLang server', () => {
     const simSent = await runSequence(simServer);
     const [realStream, simStream] = [await streamOf(realServer), await streamOf(simServer)];
     const [realWant, simWant] = [
-      await treeEvents(PAGE, scheduleOps(realSent, { flushed: true })),
-      await treeEvents(PAGE, scheduleOps(simSent, { flushed: true })),
+      await treeEvents(PAGE, scheduleOps(realSent, { flushed: true }), kit.run),
+      await treeEvents(PAGE, scheduleOps(simSent, { flushed: true }), kit.run),
     ];
     const batches = (stream: DecodedMessage[]) => stream.map((m) => m.events);
     expect(batches(realStream)).toEqual(realWant.filter((b) => b.length > 0));

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest } from '../../operator/src/sglang-client/generate.ts';
 import { recordConformance } from '../support/conformance-report.ts';
 import { validateBodies, type ValidateRequest } from '../support/sglang-kit.ts';
+import { openKitSession, type KitSession } from '../support/sglang-kit-session.ts';
 import { postJson, postSse, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 type Json = Record<string, unknown>;
@@ -17,7 +18,10 @@ let sim: RunningSim;
 let hicache: RunningSim;
 let prefill: RunningSim;
 let decode: RunningSim;
+// One kit process judges every batch below: SGLang's models imported once, not once a batch.
+let kit: KitSession;
 beforeAll(async () => {
+  kit = openKitSession();
   const common = ['--served-model-name', 'tiny', '--enable-metrics', '--enable-cache-report'];
   sim = await startSim(['--model-path', '/models', ...common]);
   hicache = await startSim([
@@ -51,6 +55,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([sim, hicache, prefill, decode].map((s) => s.close()));
+  await kit?.close();
 });
 
 const gen = { text: 'hello there', sampling_params: { max_new_tokens: 4 } };
@@ -149,7 +154,7 @@ async function collectResponses(): Promise<ValidateRequest[]> {
 describe("the simulator's answers against SGLang's models", () => {
   it('validates every kind of response, strictly', async () => {
     const responses = await collectResponses();
-    const results = await validateBodies(responses);
+    const results = await validateBodies(responses, kit.run);
     const failed = results.filter((r) => !r.ok).map((r) => `${r.id}: ${r.errors.join('; ')}`);
     recordConformance('sim-responses', { responses_validated: results.filter((r) => r.ok).length });
     expect(failed).toEqual([]);
@@ -159,24 +164,33 @@ describe("the simulator's answers against SGLang's models", () => {
   it('refuses, as SGLang does, answers with a field its model does not declare or a wrong type', async () => {
     const good = (await answer(`${sim.url}/v1/chat/completions`, chat, 200)) as Json;
     const message = { role: 'assistant', content: 'x', reasoning_content: null };
-    const results = await validateBodies([
-      { id: 'extra top-level', model: 'openai.ChatCompletionResponse', body: { ...good, extra: 1 } },
-      {
-        id: 'tool_calls null kept',
-        model: 'openai.ChatCompletionResponse',
-        body: {
-          ...good,
-          choices: [{ index: 0, message: { ...message, bogus: null }, finish_reason: 'stop' }],
+    const results = await validateBodies(
+      [
+        { id: 'extra top-level', model: 'openai.ChatCompletionResponse', body: { ...good, extra: 1 } },
+        {
+          id: 'tool_calls null kept',
+          model: 'openai.ChatCompletionResponse',
+          body: {
+            ...good,
+            choices: [{ index: 0, message: { ...message, bogus: null }, finish_reason: 'stop' }],
+          },
         },
-      },
-      { id: 'usage null', model: 'openai.ChatCompletionResponse', body: { ...good, usage: null } },
-      { id: 'wrong type', model: 'api.GenerateResponse', body: { text: 3 } },
-      {
-        id: 'loads extra',
-        model: 'kit.V1Loads',
-        body: { timestamp: 't', version: 'v', accelerator: null, num_accelerators: 1, loads: [{ bogus: 1 }] },
-      },
-    ]);
+        { id: 'usage null', model: 'openai.ChatCompletionResponse', body: { ...good, usage: null } },
+        { id: 'wrong type', model: 'api.GenerateResponse', body: { text: 3 } },
+        {
+          id: 'loads extra',
+          model: 'kit.V1Loads',
+          body: {
+            timestamp: 't',
+            version: 'v',
+            accelerator: null,
+            num_accelerators: 1,
+            loads: [{ bogus: 1 }],
+          },
+        },
+      ],
+      kit.run,
+    );
     expect(results.map((r) => [r.id, r.ok])).toEqual(results.map((r) => [r.id, false]));
   });
 });
@@ -190,10 +204,13 @@ describe('requests our code sends SGLang', () => {
       rid: 'r1',
       stream: false,
     };
-    const [admitted, refused] = await validateBodies([
-      { id: 'operator', model: 'GenerateReqInput', body: ours },
-      { id: 'seed', model: 'GenerateReqInput', body: { ...ours, sampling_params: { seed: 7 } } },
-    ]);
+    const [admitted, refused] = await validateBodies(
+      [
+        { id: 'operator', model: 'GenerateReqInput', body: ours },
+        { id: 'seed', model: 'GenerateReqInput', body: { ...ours, sampling_params: { seed: 7 } } },
+      ],
+      kit.run,
+    );
     expect(admitted).toMatchObject({ ok: true, errors: [] });
     expect(refused?.errors[0]).toMatch(/^400 unknown field `seed`/);
   });
@@ -207,6 +224,7 @@ describe('requests our code sends SGLang', () => {
     ];
     const sglang = await validateBodies(
       bodies.map(([id, body]) => ({ id, model: 'GenerateReqInput', body })),
+      kit.run,
     );
     const simulator = await Promise.all(bodies.map(([, body]) => postJson(`${sim.url}/generate`, body)));
     expect(sglang.map((r) => r.ok)).toEqual(bodies.map(([, , ok]) => ok));

@@ -143,7 +143,10 @@ describe('autoscaling on the gateway tier’s load', () => {
   );
 });
 
-describe('wake from zero', () => {
+// The two wake tests run at once: each spends most of its time waiting out idleSeconds (30 s, the
+// shortest the API takes) and the pods' end, with nothing to do; apart, they waited in turn.
+// Each has its own Deployment, served name and pods (label selectors), and the gateway serves both.
+describe.concurrent('wake from zero', () => {
   it(
     'a request to a sleeping Deployment is held, wakes it, and is served; idle, it sleeps again',
     { timeout: 240_000 },
@@ -197,9 +200,7 @@ describe('wake from zero', () => {
       );
     },
   );
-});
 
-describe('autoscaling: a prefill/decode pair wakes from zero', () => {
   it(
     'a request to a pair at 0 and 0 is held, wakes both parts, and is served; idle, both sleep again',
     { timeout: 180_000 },

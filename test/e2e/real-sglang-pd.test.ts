@@ -22,7 +22,7 @@ import { removeKitModelLink } from '../support/real-sglang.ts';
 import { postJson } from '../support/sim/testing.ts';
 import { parseRuntimeMetrics } from '../../gateway/src/endpoints/runtime-load.ts';
 import { readMetricSamples } from '#sglang/metrics-text.ts';
-import { buildRuntimeAuthHeader, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+import { realRuntimeAuth, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const NS = 'e2e-real-sglang-pd';
 const NAME = 'tiny-pd';
@@ -163,8 +163,10 @@ describe('real-sglang PD', () => {
           radixCache: false,
         },
       });
-      // Both are the real server, started from their pods' arguments.
-      await eventually(() => expect(kubelet.reals.size).toBe(2), { timeoutMs: 60_000 });
+      // Both are the real server, started from their pods' arguments; the kubelet records each
+      // once it answers /health, which can be after the operator verified it (realReady).
+      await Promise.all((s.endpoints ?? []).map((e) => kubelet.realReady(e.pod)));
+      expect(kubelet.reals.size).toBe(2);
     },
   );
 
@@ -183,10 +185,10 @@ describe('real-sglang PD', () => {
     const s = await status();
     for (const role of ['prefill', 'decode']) {
       const e = s.endpoints?.find((x) => x.role === role);
-      const real = kubelet.reals.get(e?.pod ?? '');
-      const r = await fetch(`http://${e?.ip ?? ''}:${e?.port ?? 0}/generate`, {
+      if (!e) throw new Error(`no ${role} endpoint`);
+      const r = await fetch(`http://${e.ip}:${e.port}/generate`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...buildRuntimeAuthHeader(real?.argv ?? []) },
+        headers: { 'content-type': 'application/json', ...(await realRuntimeAuth(kubelet, e.pod)) },
         body: JSON.stringify({ text: 'no room', sampling_params: { max_new_tokens: 1 } }),
       });
       expect(r.status, role).toBe(400);
@@ -271,23 +273,23 @@ describe('real-sglang PD', () => {
     });
     await k(['apply', '-f', '-'], JSON.stringify(policy));
     const prefill = (await status()).endpoints?.find((e) => e.role === 'prefill');
+    if (!prefill) throw new Error('no prefill endpoint');
     await eventually(
       async () => {
         const p = JSON.parse(await k(['get', 'cachepolicies.cacheroute.dev', 'team-a', '-o', 'json'])) as {
           status?: CachePolicyStatus;
         };
         expect(p.status?.targets?.[0]?.warmup).toEqual([
-          expect.objectContaining({ pod: prefill?.pod, state: 'Warmed' }),
+          expect.objectContaining({ pod: prefill.pod, state: 'Warmed' }),
         ]);
       },
       { timeoutMs: 120_000, intervalMs: 1_000 },
     );
     // What the warm-up prefilled, as the real prefill counts it (its own template and tokenizer).
-    const real = kubelet.reals.get(prefill?.pod ?? '');
     const rendered = await postJson(
-      `http://${prefill?.ip ?? ''}:${prefill?.port ?? 0}/tokenize`,
+      `http://${prefill.ip}:${prefill.port}/tokenize`,
       { messages: [{ role: 'system', content: HANDBOOK }] },
-      buildRuntimeAuthHeader(real?.argv ?? []),
+      await realRuntimeAuth(kubelet, prefill.pod),
     );
     const count = (rendered.json as { count: number }).count;
     const usage = await chat([

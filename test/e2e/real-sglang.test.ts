@@ -21,7 +21,7 @@ import { removeKitModelLink } from '../support/real-sglang.ts';
 import { drainReplay } from '../support/sglang-kit-events.ts';
 import { runKit } from '../support/sglang-kit.ts';
 import { loadTokenizer, type Tokenizer } from '../../gateway/src/tokenize/index.ts';
-import { buildRuntimeAuthHeader, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
+import { realRuntimeAuth, startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
 const NS = 'e2e-real-sglang';
 const REAL: Readonly<Record<string, readonly string[]>> = {
@@ -138,8 +138,10 @@ describe('real-sglang', () => {
       hicache: false,
       disaggregationMode: 'null',
     });
-    // The kubelet records the server once its start-up returns, which can be after it first answers.
-    await eventually(() => expect(kubelet.reals.has(e.pod)).toBe(true), { timeoutMs: 60_000 });
+    // The kubelet records the server once it answers /health, which can be after the operator
+    // verified it (SGLang serves /server_info during its warm-up): its start's own outcome.
+    await kubelet.realReady(e.pod);
+    expect(kubelet.reals.has(e.pod)).toBe(true);
   });
 
   it('an impostor real runtime (another served model) stays unverified, with a Warning event', async () => {
@@ -246,14 +248,7 @@ describe('real-sglang', () => {
     expect(e.reported).toMatchObject({ hicache: true, radixCache: true });
     const base = `http://${e.ip}:${e.port}`;
     // The real server takes its own API key (--api-key from the pod's Secret), as from the gateway.
-    const auth = await eventually(
-      () => {
-        const real = kubelet.reals.get(e.pod);
-        expect(real).toBeDefined();
-        return buildRuntimeAuthHeader(real?.argv ?? []);
-      },
-      { timeoutMs: 60_000 },
-    );
+    const auth = await realRuntimeAuth(kubelet, e.pod);
     const generate = async (text: string) => {
       const r = await fetch(`${base}/generate`, {
         method: 'POST',

@@ -14,7 +14,7 @@ import { startE2eStack, type E2eStack } from './e2e-stack.ts';
 import { eventually } from './kubectl.ts';
 import { removeKitModelLink } from './real-sglang.ts';
 import { cacheable, L3_PAGE, L3_PROMPT } from './hicache-l3.ts';
-import { buildRuntimeAuthHeader } from './sim-kubelet.ts';
+import { realRuntimeAuth } from './sim-kubelet.ts';
 
 // The prompt and its pages, as the conformance suites use them too.
 export { cacheable, L3_PAGE, L3_PROMPT };
@@ -89,7 +89,7 @@ export async function verifiedEndpoints(stack: E2eStack, name: string, count: nu
  * kubelet's own outcome of the start, not a fixed time.
  */
 export async function runtimeAuthOf(stack: E2eStack, e: Endpoint): Promise<Record<string, string>> {
-  return buildRuntimeAuthHeader((await stack.kubelet.realReady(e.pod)).argv);
+  return realRuntimeAuth(stack.kubelet, e.pod);
 }
 
 /** /generate of the L3 prompt on one replica, with its own API key, as the gateway would send it. */

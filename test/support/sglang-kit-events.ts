@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { ensureSglangKit, runKit } from './sglang-kit.ts';
+import { ensureSglangKit, runKit, type KitRunner } from './sglang-kit.ts';
 
 const KIT = resolve(import.meta.dirname, '../../hack/sglang/kit.sh');
 
@@ -143,16 +143,19 @@ export function subscribeEvents(opts: SubscribeOptions): Subscription {
 }
 
 /** Everything the replay endpoint still keeps from `from` on, decoded by SGLang (one replay request, no waiting). */
-export async function drainReplay(opts: {
-  readonly endpoint: string;
-  readonly replay: string;
-  readonly from?: number;
-  readonly topic?: string;
-}): Promise<DecodedMessage[]> {
+export async function drainReplay(
+  opts: {
+    readonly endpoint: string;
+    readonly replay: string;
+    readonly from?: number;
+    readonly topic?: string;
+  },
+  kit: KitRunner = runKit,
+): Promise<DecodedMessage[]> {
   const args = ['decode-events', '--endpoint', opts.endpoint, '--replay', opts.replay];
   args.push('--from', String(opts.from ?? 0), '--drain');
   if (opts.topic !== undefined) args.push('--topic', opts.topic);
-  return parseLines(await runKit(args), DecodedMessage);
+  return parseLines(await kit(args), DecodedMessage);
 }
 
 export type TreeOp =
@@ -168,9 +171,16 @@ export type TreeOp =
 
 const TakeLine = z.object({ events: z.array(KvEventJson) });
 
-/** The events SGLang's own radix cache records for `ops`: one list per `take`. */
-export async function treeEvents(pageSize: number, ops: readonly TreeOp[]): Promise<KvEventJson[][]> {
+/**
+ * The events SGLang's own radix cache records for `ops`: one list per `take`. A fresh cache each
+ * call, whichever `kit` runs it (a test asking many times passes a session's).
+ */
+export async function treeEvents(
+  pageSize: number,
+  ops: readonly TreeOp[],
+  kit: KitRunner = runKit,
+): Promise<KvEventJson[][]> {
   const input = ops.map((o) => JSON.stringify(o)).join('\n');
-  const stdout = await runKit(['tree-events', '--page-size', String(pageSize)], `${input}\n`);
+  const stdout = await kit(['tree-events', '--page-size', String(pageSize)], `${input}\n`);
   return parseLines(stdout, TakeLine).map((t) => t.events);
 }

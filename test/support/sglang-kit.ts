@@ -28,6 +28,12 @@ function kitEnv(): NodeJS.ProcessEnv {
   return { ...process.env, SGLANG_KIT_VENV: ensureSglangKit() };
 }
 
+/**
+ * A kit command with `input` on stdin: its stdout, or a rejection on a non-zero exit. `runKit`
+ * starts a process for it; a `KitSession`'s `run` (sglang-kit-session.ts) reuses one.
+ */
+export type KitRunner = (args: readonly string[], input?: string) => Promise<string>;
+
 /** Runs one kit command with `input` on stdin; resolves with its stdout, rejects on a non-zero exit. */
 export function runKit(args: readonly string[], input = ''): Promise<string> {
   return new Promise((resolvePromise, reject) => {
@@ -70,10 +76,11 @@ async function runBatch<S extends z.ZodType>(
   command: string,
   requests: readonly unknown[],
   answer: S,
+  kit: KitRunner = runKit,
 ): Promise<z.infer<S>[]> {
   if (requests.length === 0) return [];
   const input = requests.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  const stdout = await runKit([command, '--batch'], input);
+  const stdout = await kit([command, '--batch'], input);
   const results = stdout
     .split('\n')
     .filter((l) => l.trim() !== '')
@@ -136,7 +143,10 @@ export const ValidateResult = z.object({
 });
 export type ValidateResult = z.infer<typeof ValidateResult>;
 
-/** Each body judged by SGLang's own request/response models, in one SGLang process. */
-export function validateBodies(requests: readonly ValidateRequest[]): Promise<ValidateResult[]> {
-  return runBatch('validate', requests, ValidateResult);
+/** Each body judged by SGLang's own request/response models, in one SGLang process (`kit`'s). */
+export function validateBodies(
+  requests: readonly ValidateRequest[],
+  kit: KitRunner = runKit,
+): Promise<ValidateResult[]> {
+  return runBatch('validate', requests, ValidateResult, kit);
 }

@@ -128,6 +128,18 @@ export function buildRuntimeAuthHeader(argv: readonly string[]): Record<string, 
   return key ? { authorization: `Bearer ${key}` } : {};
 }
 
+/**
+ * The header that opens a pod's real runtime, once its server answers /health: the operator may
+ * verify the pod earlier (realReady), so this waits for the kubelet's outcome of the start, and
+ * rejects saying why it failed, instead of polling for a fixed time.
+ */
+export async function realRuntimeAuth(
+  kubelet: Pick<SimKubelet, 'realReady'>,
+  pod: string,
+): Promise<Record<string, string>> {
+  return buildRuntimeAuthHeader((await kubelet.realReady(pod)).argv);
+}
+
 /** The simulator command line for a pod: its container args (env expanded), bound to the pod IP. */
 export function buildSimArgv(
   pod: PodObject,

@@ -8,6 +8,8 @@
   auth               (SGLang's API-key decisions for cases on stdin, and its admin-optional routes)
   make-model DIR     (the tiny Llama the real CPU server runs)
   serve ARGV...      (the real server on CPU; see serve.py for what CPU adapts)
+  session            (one process running tree-events, validate, auth, decode-events --drain/--stdin
+                      per JSON line on stdin: SGLang imported once; see session.py)
 
 Run through hack/sglang/kit.sh, which installs the pinned SGLang first.
 """
@@ -80,6 +82,10 @@ def main(argv):
         from . import serve
 
         return serve.main(args)
+    if command == "session":
+        from . import session
+
+        return session.main(args, main)
     print(f"unknown command {command!r}\n{__doc__}", file=sys.stderr)
     return 2
 

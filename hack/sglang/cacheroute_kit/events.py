@@ -137,6 +137,12 @@ class Stream:
         self.ask_replay(sys.maxsize)
         return 0
 
+    def close(self):
+        # What a process's exit does; a kit session (session.py) lives on after the command.
+        self.sub.close()
+        if self.replay is not None:
+            self.replay.close()
+
     def run(self, count, timeout):
         deadline = time.monotonic() + timeout
         self.ask_replay(count)
@@ -182,4 +188,7 @@ def main(argv):
     if args.drain and not args.replay:
         p.error("--drain needs --replay and --from")
     stream = Stream(args, printer)
-    return stream.drain() if args.drain else stream.run(args.count, args.timeout)
+    try:
+        return stream.drain() if args.drain else stream.run(args.count, args.timeout)
+    finally:
+        stream.close()
