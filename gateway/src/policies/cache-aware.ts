@@ -79,6 +79,12 @@
 //   per request in it: a request sent where many tokens are still to come
 //   starts as soon (prefill goes first) but finishes later, and slows them;
 //   the longer its own answer, the more of those steps it shares (scale).
+// - An idle runtime (nothing in flight, waiting or decoding) that would
+//   prefill the request's whole uncached part before the usual pick's backlog
+//   is through takes it, so a hot prefix's first holder does not keep it
+//   alone behind a long queue; in a tier only the replica its id hashes to
+//   does, so the tier spills once, not every replica at once (idle-spill.ts,
+//   ADR 0049).
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -94,6 +100,7 @@ import {
   type RouteInput,
   type RouteOutcome,
 } from './policy.ts';
+import { chooseSpill } from './idle-spill.ts';
 import { pickByFill, pourOver } from './unheard-fill.ts';
 
 export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWeight'> & {
@@ -185,13 +192,23 @@ export class CacheAwarePolicy implements Policy {
           w * Math.max(0, total - (scores[i] as number) * bt) +
           (d > 0 ? d * this.#tierDecode(e) : 0),
       );
-      const spread = this.#pickInTransit(cost, req, d);
-      if (spread !== undefined) return spread;
       const bestCost = Math.min(...cost);
       // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
-      return indexOfMin(endpoints, (_e, i) =>
+      const usual = indexOfMin(endpoints, (_e, i) =>
         (cost[i] as number) > bestCost ? Infinity : (loads[i] as number),
+      ) as number;
+      const spill = chooseSpill(
+        endpoints.map((e, i) => ({
+          id: e.id,
+          idle: this.#idle(e),
+          uncached: Math.max(0, total - (scores[i] as number) * bt),
+          backlog: this.#tierBacklog(e),
+        })),
+        usual,
+        req.tier,
       );
+      if (spill !== undefined) return spill;
+      return this.#pickInTransit(cost, req, d) ?? usual;
     }
     const best = Math.max(...scores);
     if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
@@ -388,6 +405,13 @@ export class CacheAwarePolicy implements Policy {
   #tierBacklog(e: EndpointView): number {
     const predicted = (this.#backlog.get(e.id) ?? 0) + (e.peers?.prefillTokens ?? 0);
     return Math.max(predicted, e.waitingUncachedTokens ?? 0);
+  }
+
+  /** Nothing in flight, queued, waiting or decoding on e, by the tier's counts and the runtime's own. */
+  #idle(e: EndpointView): boolean {
+    return (
+      loadOf(e) === 0 && !((e.running ?? 0) > 0) && !(this.#tierBacklog(e) > 0) && !(this.#tierDecode(e) > 0)
+    );
   }
 
   #tierDecode(e: EndpointView): number {
