@@ -81,10 +81,10 @@
 //   the longer its own answer, the more of those steps it shares (scale).
 // - An idle runtime (nothing in flight, waiting or decoding) that would
 //   prefill the request's whole uncached part before the usual pick's backlog
-//   is through takes it, so a hot prefix's first holder does not keep it
-//   alone behind a long queue; in a tier only the replica its id hashes to
-//   does, so the tier spills once, not every replica at once (idle-spill.ts,
-//   ADR 0049).
+//   is through takes it, if that discards at most a usual prompt's length of
+//   cache, so a hot prefix's first holder does not keep it alone behind a
+//   long queue; in a tier only the replica its id hashes to does, so the
+//   tier spills once, not every replica at once (idle-spill.ts, ADR 0049).
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -158,6 +158,8 @@ export class CacheAwarePolicy implements Policy {
   /** What a pick usually adds to its runtime: predicted uncached prompt tokens and output tokens (EWMAs). */
   #pickUncached = 0;
   #pickDecode = 0;
+  /** The usual prompt's length, in tokens (EWMA): the most cache a spill onto an idle runtime discards. */
+  #pickPrompt = 0;
   #picks = 0;
 
   constructor(cfg: CacheAwareConfig) {
@@ -202,10 +204,12 @@ export class CacheAwarePolicy implements Policy {
           id: e.id,
           idle: this.#idle(e),
           uncached: Math.max(0, total - (scores[i] as number) * bt),
+          cached: Math.min(total, (scores[i] as number) * bt),
           backlog: this.#tierBacklog(e),
         })),
         usual,
         req.tier,
+        this.#picks > 0 ? this.#pickPrompt : total,
       );
       if (spill !== undefined) return spill;
       return this.#pickInTransit(cost, req, d) ?? usual;
@@ -293,7 +297,7 @@ export class CacheAwarePolicy implements Policy {
     const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
     const decode = this.expectedOutput(input);
     this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, decoded: 0, started: false });
-    this.#learnPick(uncached, decode);
+    this.#learnPick(uncached, decode, input.tokens.length);
     this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
     this.#addDecode(endpoint, decode);
     this.#tree.insert(key, endpoint, input.now);
@@ -419,11 +423,12 @@ export class CacheAwarePolicy implements Policy {
   }
 
   /** The usual pick's load, from this replica's own: the mean while few, then an EWMA. */
-  #learnPick(uncached: number, decode: number): void {
+  #learnPick(uncached: number, decode: number, prompt: number): void {
     this.#picks++;
     const a = Math.max(PICK_ALPHA, 1 / this.#picks);
     this.#pickUncached += a * (uncached - this.#pickUncached);
     this.#pickDecode += a * (decode - this.#pickDecode);
+    this.#pickPrompt += a * (prompt - this.#pickPrompt);
   }
 
   #learnOutput(tokens: number | undefined): void {

@@ -1,13 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { chooseSpill, ownsSpill, type SpillCandidate } from './idle-spill.ts';
 
-const busy = (id: string, backlog: number, uncached = 0): SpillCandidate => ({
+const busy = (id: string, backlog: number, uncached = 0, cached = 0): SpillCandidate => ({
   id,
   idle: false,
   uncached,
+  cached,
   backlog,
 });
-const idle = (id: string, uncached: number): SpillCandidate => ({ id, idle: true, uncached, backlog: 0 });
+const idle = (id: string, uncached: number, cached = 0): SpillCandidate => ({
+  id,
+  idle: true,
+  uncached,
+  cached,
+  backlog: 0,
+});
 
 describe('ownsSpill', () => {
   it('gives every runtime to a replica alone in the tier', () => {
@@ -49,6 +56,17 @@ describe('chooseSpill', () => {
 
   it('takes the idle runtime with least to prefill', () => {
     expect(chooseSpill([busy('a', 60_000), idle('b', 9_000), idle('c', 5_000)], 0, undefined)).toBe(2);
+  });
+
+  it('discards at most maxLoss of the cache the request has on the usual pick', () => {
+    // a holds 30,000 tokens of a 31,000-token conversation behind 90,000 of backlog.
+    const fleet = [busy('a', 90_000, 1_000, 30_000), idle('b', 31_000)];
+    expect(chooseSpill(fleet, 0, undefined, 12_000)).toBeUndefined();
+    expect(chooseSpill(fleet, 0, undefined, 30_000)).toBe(1);
+    // What the idle runtime holds of it is not lost.
+    expect(
+      chooseSpill([busy('a', 90_000, 1_000, 30_000), idle('b', 13_000, 18_000)], 0, undefined, 12_000),
+    ).toBe(1);
   });
 
   it('spills once per tier: only the rank that owns the idle runtime', () => {
