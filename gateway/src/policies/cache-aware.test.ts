@@ -361,6 +361,42 @@ describe('CacheAwarePolicy', () => {
       });
     });
 
+    describe('an idle runtime beside a hot prefix (ADR 0049)', () => {
+      const held = { deviceTokens: 32, hostTokens: 0, storageTokens: 0 };
+      // a holds the prompt's 32-token prefix behind 500 tokens of the peers' backlog: at costWeight 64
+      // its hit is worth 64 x 32, so cost routing keeps it there; b has nothing to do and would
+      // prefill all 40 tokens long before a is through.
+      const fleet = () => [ep('a', { cached: held, ...peers(500, 0, 3) }), ep('b')];
+      const hot = (id: string, tier?: { rank: number; size: number }) =>
+        input(id, range(0, 40), tier ? { tier: { ...tier, unheardMs: 1, bursty: false } } : {});
+
+      it('takes the request alone in the tier', () => {
+        expect(fresh({ costWeight: 64 }).select(fleet(), hot('r'))).toBe(1);
+      });
+
+      it('is taken by one replica of a tier, the others routing as usual', () => {
+        for (const size of [3, 8]) {
+          const picks = Array.from({ length: size }, (_x, rank) =>
+            fresh({ costWeight: 64 }).select(fleet(), hot('r', { rank, size })),
+          );
+          expect(picks.filter((k) => k === 1)).toHaveLength(1);
+        }
+      });
+
+      it('is not idle while anything of the tier or the runtime is on it', () => {
+        const p = fresh({ costWeight: 64 });
+        const a = ep('a', { cached: held, ...peers(500, 0, 3) });
+        expect(p.select([a, ep('b', { running: 1 })], hot('r'))).toBe(0);
+        expect(p.select([a, ep('b', peers(0, 10))], hot('r'))).toBe(0);
+        expect(p.select([a, ep('b', { waitingUncachedTokens: 8 })], hot('r'))).toBe(0);
+      });
+
+      it('leaves a backlog shorter than the request where it is', () => {
+        const a = ep('a', { cached: held, ...peers(30, 0, 1) });
+        expect(fresh({ costWeight: 64 }).select([a, ep('b')], hot('r'))).toBe(0);
+      });
+    });
+
     it("predicts the backlog from the KV index's match (every replica's traffic), not this replica's tree", () => {
       const p = fresh();
       const held = { deviceTokens: 64, hostTokens: 0, storageTokens: 0 };

@@ -79,6 +79,12 @@
 //   per request in it: a request sent where many tokens are still to come
 //   starts as soon (prefill goes first) but finishes later, and slows them;
 //   the longer its own answer, the more of those steps it shares (scale).
+// - An idle runtime (nothing in flight, waiting or decoding) that would
+//   prefill the request's whole uncached part before the usual pick's backlog
+//   is through takes it, if that discards at most a usual prompt's length of
+//   cache, so a hot prefix's first holder does not keep it alone behind a
+//   long queue; in a tier only the replica its id hashes to does, so the
+//   tier spills once, not every replica at once (idle-spill.ts, ADR 0049).
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -94,6 +100,7 @@ import {
   type RouteInput,
   type RouteOutcome,
 } from './policy.ts';
+import { chooseSpill } from './idle-spill.ts';
 import { pickByFill, pourOver } from './unheard-fill.ts';
 
 export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWeight'> & {
@@ -151,6 +158,8 @@ export class CacheAwarePolicy implements Policy {
   /** What a pick usually adds to its runtime: predicted uncached prompt tokens and output tokens (EWMAs). */
   #pickUncached = 0;
   #pickDecode = 0;
+  /** The usual prompt's length, in tokens (EWMA): the most cache a spill onto an idle runtime discards. */
+  #pickPrompt = 0;
   #picks = 0;
 
   constructor(cfg: CacheAwareConfig) {
@@ -185,13 +194,25 @@ export class CacheAwarePolicy implements Policy {
           w * Math.max(0, total - (scores[i] as number) * bt) +
           (d > 0 ? d * this.#tierDecode(e) : 0),
       );
-      const spread = this.#pickInTransit(cost, req, d);
-      if (spread !== undefined) return spread;
       const bestCost = Math.min(...cost);
       // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
-      return indexOfMin(endpoints, (_e, i) =>
+      const usual = indexOfMin(endpoints, (_e, i) =>
         (cost[i] as number) > bestCost ? Infinity : (loads[i] as number),
+      ) as number;
+      const spill = chooseSpill(
+        endpoints.map((e, i) => ({
+          id: e.id,
+          idle: this.#idle(e),
+          uncached: Math.max(0, total - (scores[i] as number) * bt),
+          cached: Math.min(total, (scores[i] as number) * bt),
+          backlog: this.#tierBacklog(e),
+        })),
+        usual,
+        req.tier,
+        this.#picks > 0 ? this.#pickPrompt : total,
       );
+      if (spill !== undefined) return spill;
+      return this.#pickInTransit(cost, req, d) ?? usual;
     }
     const best = Math.max(...scores);
     if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
@@ -276,7 +297,7 @@ export class CacheAwarePolicy implements Policy {
     const uncached = Math.max(0, input.tokens.length - matched * this.#cfg.blockTokens);
     const decode = this.expectedOutput(input);
     this.#pending.set(input.id, { endpoint, predictedBlocks, uncached, decode, decoded: 0, started: false });
-    this.#learnPick(uncached, decode);
+    this.#learnPick(uncached, decode, input.tokens.length);
     this.#backlog.set(endpoint, (this.#backlog.get(endpoint) ?? 0) + uncached);
     this.#addDecode(endpoint, decode);
     this.#tree.insert(key, endpoint, input.now);
@@ -390,16 +411,24 @@ export class CacheAwarePolicy implements Policy {
     return Math.max(predicted, e.waitingUncachedTokens ?? 0);
   }
 
+  /** Nothing in flight, queued, waiting or decoding on e, by the tier's counts and the runtime's own. */
+  #idle(e: EndpointView): boolean {
+    return (
+      loadOf(e) === 0 && !((e.running ?? 0) > 0) && !(this.#tierBacklog(e) > 0) && !(this.#tierDecode(e) > 0)
+    );
+  }
+
   #tierDecode(e: EndpointView): number {
     return (this.#decode.get(e.id) ?? 0) + (e.peers?.decodeTokens ?? 0);
   }
 
   /** The usual pick's load, from this replica's own: the mean while few, then an EWMA. */
-  #learnPick(uncached: number, decode: number): void {
+  #learnPick(uncached: number, decode: number, prompt: number): void {
     this.#picks++;
     const a = Math.max(PICK_ALPHA, 1 / this.#picks);
     this.#pickUncached += a * (uncached - this.#pickUncached);
     this.#pickDecode += a * (decode - this.#pickDecode);
+    this.#pickPrompt += a * (prompt - this.#pickPrompt);
   }
 
   #learnOutput(tokens: number | undefined): void {
