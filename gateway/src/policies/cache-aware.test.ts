@@ -361,7 +361,7 @@ describe('CacheAwarePolicy', () => {
       });
     });
 
-    describe('an idle runtime beside a hot prefix (ADR 0049)', () => {
+    describe('an idle runtime beside a hot prefix (ADR 0052)', () => {
       const held = { deviceTokens: 32, hostTokens: 0, storageTokens: 0 };
       // a holds the prompt's 32-token prefix behind 500 tokens of the peers' backlog: at costWeight 64
       // its hit is worth 64 x 32, so cost routing keeps it there; b has nothing to do and would

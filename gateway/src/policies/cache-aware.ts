@@ -84,7 +84,7 @@
 //   is through takes it, if that discards at most a usual prompt's length of
 //   cache, so a hot prefix's first holder does not keep it alone behind a
 //   long queue; in a tier only the replica its id hashes to does, so the
-//   tier spills once, not every replica at once (idle-spill.ts, ADR 0049).
+//   tier spills once, not every replica at once (idle-spill.ts, ADR 0052).
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';

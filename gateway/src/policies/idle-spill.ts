@@ -1,4 +1,4 @@
-// Spilling a request onto an idle runtime, once per tier (cache-aware.ts, ADR 0049, provisional).
+// Spilling a request onto an idle runtime, once per tier (cache-aware.ts, ADR 0052).
 //
 // Cost routing values a cached prefix at costWeight x the tokens it saves, so
 // the first runtime to hold a hot shared prefix leads every other one by
