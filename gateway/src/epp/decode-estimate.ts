@@ -28,6 +28,7 @@
 // has finished it: the rest is on its way, nothing is left to decode.
 
 import type { Clock, Timer } from '#kube/clock.ts';
+import { FINISHING_STORE_GRACE_MS, type MeasuredOutput } from '../kv-index/output-attribution.ts';
 import { passedProgressStep } from '../upstream/report.ts';
 import { OutputLengthModel } from './output-length-model.ts';
 
@@ -35,20 +36,10 @@ import { OutputLengthModel } from './output-length-model.ts';
 export const TICK_MS = 100;
 /** Weight of the newest stream in an endpoint's pace: about the last 10 streams. */
 const ALPHA = 0.1;
-/** An answer's output length is taken this long after it ended (SGLang publishes a finishing store late). */
-const MEASURE_GRACE_MS = 5_000;
 
 /** A stream's identity for its measured output: the request id and its max_tokens. */
 export interface StreamIdentity {
   readonly id: string;
-  readonly cap?: number;
-}
-
-/** An output length measured from the runtime's KV events (exact when min === max). */
-export interface OutputMeasurement {
-  readonly id: string;
-  readonly min: number;
-  readonly max: number;
   readonly cap?: number;
 }
 
@@ -113,7 +104,7 @@ export class DecodeEstimate {
    * A request's output length, measured from `endpoint`'s KV events: the endpoint's lengths learn
    * it, and its stream (still streaming, or ended within a few seconds) the real pace.
    */
-  measured(endpoint: string, m: OutputMeasurement): void {
+  measured(endpoint: string, m: MeasuredOutput): void {
     let lengths = this.#lengths.get(endpoint);
     if (!lengths) this.#lengths.set(endpoint, (lengths = new OutputLengthModel()));
     lengths.learn(m.min, m.max, m.cap);
@@ -189,7 +180,7 @@ export class DecodeEstimate {
   #expireEnded(): void {
     const now = this.#clock.now();
     for (const [id, e] of this.#ended) {
-      if (now - e.at <= MEASURE_GRACE_MS) return;
+      if (now - e.at <= FINISHING_STORE_GRACE_MS) return;
       this.#ended.delete(id);
     }
   }

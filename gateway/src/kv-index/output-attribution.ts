@@ -66,7 +66,8 @@ interface Waiting {
   endedAt: number | undefined;
 }
 
-const DEFAULT_GRACE_MS = 5_000;
+/** How long after its answer ended a request's finishing store is still taken (SGLang publishes it late). */
+export const FINISHING_STORE_GRACE_MS = 5_000;
 const DEFAULT_MAX_EXPECTED = 10_000;
 
 export class OutputAttribution {
@@ -84,7 +85,7 @@ export class OutputAttribution {
   ambiguous = 0;
 
   constructor(opts: OutputAttributionOptions = {}) {
-    this.#graceMs = opts.graceMs ?? DEFAULT_GRACE_MS;
+    this.#graceMs = opts.graceMs ?? FINISHING_STORE_GRACE_MS;
     this.#maxExpected = opts.maxExpected ?? DEFAULT_MAX_EXPECTED;
   }
 
