@@ -10,6 +10,13 @@ import type { CacheReport } from '../policies/index.ts';
 import { SseReportSniffer } from '../upstream/report.ts';
 import type { DecodeEstimate, DecodingStream, StreamIdentity } from './decode-estimate.ts';
 
+/** How an answer ended: its counted body's cache report; its estimated stream's timing, to be measured. */
+export interface AnswerEnd {
+  readonly report?: CacheReport;
+  /** First byte to end, when the estimate ran to the end unmeasured (DecodingStream.end). */
+  readonly streamedMs?: number;
+}
+
 export class AnswerProgress {
   readonly #report: (tokens: number) => void;
   #estimate: DecodingStream | undefined;
@@ -34,10 +41,11 @@ export class AnswerProgress {
     (this.#counted ??= new SseReportSniffer()).pushCountingProgress(chunk, this.#report);
   }
 
-  /** The answer is over (`complete`: ran to its end); the counted body's cache report, if any. */
-  end(complete: boolean): CacheReport | undefined {
-    this.#estimate?.end(complete);
+  /** The answer is over (`complete`: ran to its end). */
+  end(complete: boolean): AnswerEnd {
+    const streamedMs = this.#estimate?.end(complete);
     this.#estimate = undefined;
-    return this.#counted?.report();
+    const report = this.#counted?.report();
+    return { ...(report ? { report } : {}), ...(streamedMs !== undefined ? { streamedMs } : {}) };
   }
 }

@@ -1,10 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { assert, describe, expect, it } from 'vitest';
+import type { BlockStored } from '#sglang/kv-events.ts';
 import { ManualClock } from '../../../test/support/manual-clock.ts';
-import { DecodeEstimate } from './decode-estimate.ts';
+import { OutputAttribution, type MeasuredOutput } from '../kv-index/output-attribution.ts';
+import { DecodeEstimate, type DecodingStream } from './decode-estimate.ts';
 
 function setup(): { clock: ManualClock; estimate: DecodeEstimate; reports: number[] } {
   const clock = new ManualClock();
   return { clock, estimate: new DecodeEstimate(clock), reports: [] };
+}
+
+/** Ends `s` as having run to its end, unmeasured: its timing, to be handed back with its measurement. */
+function endTimed(s: DecodingStream): number {
+  const ms = s.end(true);
+  assert(ms !== undefined, 'a stream that ran to its end unmeasured hands out its timing');
+  return ms;
 }
 
 describe('DecodeEstimate', () => {
@@ -64,9 +73,9 @@ describe('DecodeEstimate', () => {
     for (let i = 0; i < 8; i++) {
       const s = estimate.start('e', cap, () => undefined, { id: `m${i}`, cap });
       clock.advance((output - 1) * 10);
-      s.end(true);
+      const streamedMs = endTimed(s);
       clock.advance(100);
-      estimate.measured('e', { id: `m${i}`, min: output, max: output, cap });
+      estimate.measured('e', { id: `m${i}`, min: output, max: output, cap, streamedMs });
     }
   }
 
@@ -103,28 +112,60 @@ describe('DecodeEstimate', () => {
     expect(estimate.lengthsOf('e')?.observations).toBe(1);
   });
 
-  it('learns the real pace from a measurement up to 5 s after the end, not later', () => {
+  it("hands an ended stream's timing out once, and learns no real pace from a measurement without it", () => {
     const { clock, estimate } = setup();
+    const s = estimate.start('e', 100, () => undefined, { id: 'r' });
+    clock.advance(990);
+    expect(s.end(true)).toBe(990);
+    expect(s.end(true)).toBeUndefined();
+    estimate.measured('e', { id: 'r', min: 100, max: 100 });
+    expect(estimate.realPaceOf('e')).toBeUndefined();
+    expect(estimate.start('e', 100, () => undefined, { id: 'x' }).end(false)).toBeUndefined();
+  });
+
+  it('learns the real pace from a store the attribution takes up to 5 s after the end, not later', () => {
+    // The attribution keeps the only book of ended answers: the stream's timing goes in with its end
+    // (as the exchange hands it over) and comes back with its measurement, within the grace.
+    const { clock, estimate } = setup();
+    const attribution = new OutputAttribution();
+    const page = (lastPage: bigint): BlockStored => ({
+      type: 'BlockStored',
+      blockHashes: [lastPage + 1n],
+      parentBlockHash: lastPage,
+      tokenIds: [1],
+      blockSize: 1,
+      loraId: null,
+      medium: 'GPU',
+      cacheSalt: null,
+    });
+    for (const [id, lastPage] of [
+      ['a', 10n],
+      ['b', 20n],
+    ] as const)
+      attribution.expect('e', { id, lastPage, tail: [], blockSize: 1, cacheSalt: null });
     const a = estimate.start('e', 100, () => undefined, { id: 'a' });
     const b = estimate.start('e', 100, () => undefined, { id: 'b' });
     clock.advance(990);
-    a.end(true);
-    b.end(true);
+    attribution.ended('a', clock.now(), a.end(true));
+    attribution.ended('b', clock.now(), b.end(true));
     clock.advance(5000);
-    estimate.measured('e', { id: 'a', min: 100, max: 100 });
-    expect(estimate.realPaceOf('e')).toBeCloseTo(10);
+    // At page size 1 one stored page past the prompt: an output of 2 tokens, 990 ms after the first.
+    const ma = attribution.stored('e', page(10n), clock.now());
+    expect(ma).toEqual({ id: 'a', min: 2, max: 2, streamedMs: 990 });
+    estimate.measured('e', ma as MeasuredOutput);
+    expect(estimate.realPaceOf('e')).toBeCloseTo(990);
     clock.advance(1);
-    estimate.measured('e', { id: 'b', min: 50, max: 50 });
-    expect(estimate.realPaceOf('e')).toBeCloseTo(10);
+    expect(attribution.stored('e', page(20n), clock.now())).toBeUndefined();
+    expect(attribution.sizeOf('e')).toBe(0);
   });
 
   it('takes an answer whose page-wide measurement reaches its max_tokens as having run to it', () => {
     const { clock, estimate } = setup();
     const s = estimate.start('e', 20, () => undefined, { id: 'r', cap: 20 });
     clock.advance(190);
-    s.end(true);
+    const streamedMs = endTimed(s);
     // At page size 16 its store says 13-20 tokens: 20, at 10 ms each after the first (the middle would say 12.3).
-    estimate.measured('e', { id: 'r', min: 13, max: 20, cap: 20 });
+    estimate.measured('e', { id: 'r', min: 13, max: 20, cap: 20, streamedMs });
     expect(estimate.realPaceOf('e')).toBeCloseTo(10);
   });
 });

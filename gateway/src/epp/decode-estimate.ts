@@ -25,10 +25,13 @@
 // and the request is reported as having streamed predicted - to come, so its
 // decode load is that expectation (it can only fall: 'decoding' lowers it).
 // A measurement that comes while the answer still streams means the runtime
-// has finished it: the rest is on its way, nothing is left to decode.
+// has finished it: the rest is on its way, nothing is left to decode. One that
+// comes after the answer ended carries the stream's timing back (the
+// attribution keeps the only book of ended answers and their grace): `end`
+// returns it, the exchange hands it to the attribution with the answer's end.
 
 import type { Clock, Timer } from '#kube/clock.ts';
-import { FINISHING_STORE_GRACE_MS, type MeasuredOutput } from '../kv-index/output-attribution.ts';
+import type { MeasuredOutput } from '../kv-index/output-attribution.ts';
 import { passedProgressStep } from '../upstream/report.ts';
 import { OutputLengthModel } from './output-length-model.ts';
 
@@ -45,8 +48,12 @@ export interface StreamIdentity {
 
 /** One streamed answer being decoded on an endpoint. */
 export interface DecodingStream {
-  /** The answer ended (the ext_proc stream's end); `complete`: it ran to its end (a 2xx, streamed). */
-  end(complete: boolean): void;
+  /**
+   * The answer ended (the ext_proc stream's end); `complete`: it ran to its end (a 2xx, streamed).
+   * Returns how long it streamed (first byte to end) when it ran to its end unmeasured: its
+   * measurement, coming later, brings it back (MeasuredOutput.streamedMs).
+   */
+  end(complete: boolean): number | undefined;
 }
 
 interface Stream {
@@ -60,13 +67,6 @@ interface Stream {
   measured?: number;
 }
 
-/** A stream that ran to its end, waiting for its output's measurement. */
-interface Ended {
-  readonly endpoint: string;
-  readonly ms: number;
-  readonly at: number;
-}
-
 export class DecodeEstimate {
   readonly #clock: Clock;
   /** Per endpoint: ms per predicted output token, from streams that ended. */
@@ -77,8 +77,6 @@ export class DecodeEstimate {
   readonly #lengths = new Map<string, OutputLengthModel>();
   readonly #streams = new Set<Stream>();
   readonly #byId = new Map<string, Stream>();
-  /** Streams that ended complete and unmeasured, in the order they ended. */
-  readonly #ended = new Map<string, Ended>();
   #timer: Timer | undefined;
 
   constructor(clock: Clock) {
@@ -102,7 +100,7 @@ export class DecodeEstimate {
 
   /**
    * A request's output length, measured from `endpoint`'s KV events: the endpoint's lengths learn
-   * it, and its stream (still streaming, or ended within a few seconds) the real pace.
+   * it, and its stream (still streaming, or ended and timed: `m.streamedMs`) the real pace.
    */
   measured(endpoint: string, m: MeasuredOutput): void {
     let lengths = this.#lengths.get(endpoint);
@@ -120,11 +118,7 @@ export class DecodeEstimate {
       }
       return;
     }
-    this.#expireEnded();
-    const ended = this.#ended.get(m.id);
-    if (ended?.endpoint !== endpoint) return;
-    this.#ended.delete(m.id);
-    this.#learnReal(endpoint, ended.ms, output);
+    if (m.streamedMs !== undefined) this.#learnReal(endpoint, m.streamedMs, output);
   }
 
   /**
@@ -144,19 +138,16 @@ export class DecodeEstimate {
     let ended = false;
     return {
       end: (complete) => {
-        if (ended) return;
+        if (ended) return undefined;
         ended = true;
         this.#streams.delete(s);
         if (who && this.#byId.get(who.id) === s) this.#byId.delete(who.id);
-        const now = this.#clock.now();
-        const ms = now - s.startedAt;
+        const ms = this.#clock.now() - s.startedAt;
         if (complete && predicted > 0) this.#learn(endpoint, ms / predicted);
-        if (!complete || !who) return;
-        if (s.measured !== undefined) this.#learnReal(endpoint, ms, s.measured);
-        else {
-          this.#expireEnded();
-          this.#ended.set(who.id, { endpoint, ms, at: now });
-        }
+        if (!complete || !who) return undefined;
+        if (s.measured === undefined) return ms;
+        this.#learnReal(endpoint, ms, s.measured);
+        return undefined;
       },
     };
   }
@@ -166,7 +157,6 @@ export class DecodeEstimate {
     this.#timer = undefined;
     this.#streams.clear();
     this.#byId.clear();
-    this.#ended.clear();
   }
 
   /** A stream of `output` tokens took `ms` from its first byte to its end. */
@@ -175,14 +165,6 @@ export class DecodeEstimate {
     const msPerToken = ms / (output - 1);
     const prev = this.#realPace.get(endpoint);
     this.#realPace.set(endpoint, prev === undefined ? msPerToken : prev + ALPHA * (msPerToken - prev));
-  }
-
-  #expireEnded(): void {
-    const now = this.#clock.now();
-    for (const [id, e] of this.#ended) {
-      if (now - e.at <= FINISHING_STORE_GRACE_MS) return;
-      this.#ended.delete(id);
-    }
   }
 
   #learn(endpoint: string, msPerToken: number): void {

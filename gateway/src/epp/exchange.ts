@@ -173,9 +173,9 @@ export class PickerExchange {
     const { policy } = r.lease;
     const input = r.decision.input;
     const ok = r.status !== undefined && r.status < 500;
-    const report = r.progress?.end(ok);
+    const { report, streamedMs } = r.progress?.end(ok) ?? {};
     // Its finishing KV store, if it made one, may come a little after its last byte.
-    if (ok) this.#host.kvIndex.outputEnded(input.id);
+    if (ok) this.#host.kvIndex.outputEnded(input.id, streamedMs);
     else this.#host.kvIndex.outputDropped(input.id);
     this.#host.book.observe(
       policy,

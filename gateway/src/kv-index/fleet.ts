@@ -264,9 +264,12 @@ export class KvIndexFleet {
     });
   }
 
-  /** Request `id`'s answer ended: its finishing store is still taken for a few seconds. */
-  outputEnded(id: string): void {
-    this.#outputs.ended(id, this.#now());
+  /**
+   * Request `id`'s answer ended: its finishing store is still taken for a few seconds, and its
+   * measurement hands back `streamedMs` (the picker's timing of its stream, first byte to end).
+   */
+  outputEnded(id: string, streamedMs?: number): void {
+    this.#outputs.ended(id, this.#now(), streamedMs);
   }
 
   /** Request `id` will store no output (it failed before an answer). */

@@ -29,7 +29,9 @@
 // A request is expected from its pick until `graceMs` after its answer ended:
 // SGLang publishes events at a prefill, an idle pass or every 40 decode steps
 // (metrics_reporter.py decode_log_interval), so the store may come after the
-// answer's last byte.
+// answer's last byte. The answer's end is kept here only: what the picker timed
+// of its stream (first byte to end) comes back with the measurement, so the
+// decode estimate (epp/decode-estimate.ts) keeps no book of ended answers.
 
 import type { BlockStored } from '#sglang/kv-events.ts';
 
@@ -52,6 +54,8 @@ export interface MeasuredOutput {
   readonly min: number;
   readonly max: number;
   readonly cap?: number;
+  /** Its answer ended before the store came, having streamed this long from first byte to end. */
+  readonly streamedMs?: number;
 }
 
 export interface OutputAttributionOptions {
@@ -64,10 +68,11 @@ export interface OutputAttributionOptions {
 interface Waiting {
   readonly e: ExpectedOutput;
   endedAt: number | undefined;
+  streamedMs: number | undefined;
 }
 
 /** How long after its answer ended a request's finishing store is still taken (SGLang publishes it late). */
-export const FINISHING_STORE_GRACE_MS = 5_000;
+const FINISHING_STORE_GRACE_MS = 5_000;
 const DEFAULT_MAX_EXPECTED = 10_000;
 
 export class OutputAttribution {
@@ -99,7 +104,7 @@ export class OutputAttribution {
       const oldest = waiting.keys().next().value;
       if (oldest !== undefined) this.#remove(endpoint, oldest);
     }
-    waiting.set(e.id, { e, endedAt: undefined });
+    waiting.set(e.id, { e, endedAt: undefined, streamedMs: undefined });
     let pages = this.#byLastPage.get(endpoint);
     if (!pages) this.#byLastPage.set(endpoint, (pages = new Map<bigint, Set<string>>()));
     let ids = pages.get(e.lastPage);
@@ -108,12 +113,16 @@ export class OutputAttribution {
     this.#endpointOf.set(e.id, endpoint);
   }
 
-  /** The request's answer ended at `now`: its store is taken until now + graceMs. */
-  ended(id: string, now: number): void {
+  /**
+   * The request's answer ended at `now`: its store is taken until now + graceMs, and its
+   * measurement carries `streamedMs` (how long its stream ran, first byte to end), if given.
+   */
+  ended(id: string, now: number, streamedMs?: number): void {
     const endpoint = this.#endpointOf.get(id);
     const w = endpoint === undefined ? undefined : this.#byEndpoint.get(endpoint)?.get(id);
     if (!w || w.endedAt !== undefined) return;
     w.endedAt = now;
+    w.streamedMs = streamedMs;
     this.#ended.set(id, now);
   }
 
@@ -153,7 +162,7 @@ export class OutputAttribution {
       this.ambiguous++;
       return undefined;
     }
-    const { e } = candidates[0] as Waiting;
+    const { e, streamedMs } = candidates[0] as Waiting;
     this.#remove(endpoint, e.id);
     const page = e.blockSize;
     const n = ev.blockHashes.length;
@@ -161,7 +170,13 @@ export class OutputAttribution {
     const max = Math.min((n + 1) * page - e.tail.length, e.maxTokens ?? Infinity);
     // Longer than the request may run: not its output (a peer replica's request on the same prompt).
     if (max < min) return undefined;
-    return { id: e.id, min, max, ...(e.maxTokens !== undefined ? { cap: e.maxTokens } : {}) };
+    return {
+      id: e.id,
+      min,
+      max,
+      ...(e.maxTokens !== undefined ? { cap: e.maxTokens } : {}),
+      ...(streamedMs !== undefined ? { streamedMs } : {}),
+    };
   }
 
   /** Same namespace and page size, and the stored tokens start with the prompt's tail. */
