@@ -16,7 +16,7 @@ import type { KubeObject } from '#kube/objects.ts';
 import { eventually } from '../../test/support/gateway/fake-upstream.ts';
 import { MemoryApi } from '../../test/support/gateway/memory-api.ts';
 import { loadSample } from '../../test/support/samples.ts';
-import { startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import { startSimWithKvEvents, type RunningSim } from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import { DiscoveryWatcher } from './discovery/watcher.ts';
 import type { StatusView } from './status/view.ts';
@@ -36,23 +36,8 @@ afterEach(async () => {
 
 /** A simulator serving `model` with KV events on (and a replay); `hostile` flags are the simulator's lies. */
 async function startRuntime(model: string, hostile: readonly string[]): Promise<RunningSim> {
-  // Placeholder ports: startSim binds the event sockets on ports the kernel picks, and
-  // /server_info advertises those.
-  const config = {
-    publisher: 'zmq',
-    endpoint: 'tcp://*:5557',
-    replay_endpoint: 'tcp://*:5558',
-    topic: 'kv',
-  };
-  const sim = await startSim([
-    '--model-path',
-    model,
-    '--page-size',
-    '16',
-    '--kv-events-config',
-    JSON.stringify(config),
-    ...hostile,
-  ]);
+  // The event sockets are bound on ports the kernel picks, and /server_info advertises those.
+  const sim = await startSimWithKvEvents(['--model-path', model, '--page-size', '16', ...hostile]);
   sims.push(sim);
   return sim;
 }

@@ -11,7 +11,12 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, ResultReuse, RoutingSettings } from '#api';
-import { eventEndpoint, postJson, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import {
+  postJson,
+  routeEventsOf,
+  startSimWithKvEvents,
+  type RunningSim,
+} from '../../test/support/sim/testing.ts';
 import { build } from './app.ts';
 import { StaticRoutingTable, type ModelRoute, type RouteEndpoint } from './routing/table.ts';
 import { createRng, shuffle } from '../../test/support/gateway/rng.ts';
@@ -34,21 +39,12 @@ afterEach(async () => {
 async function startFleet(events: boolean): Promise<RouteEndpoint[]> {
   const endpoints: RouteEndpoint[] = [];
   for (let i = 0; i < 3; i++) {
-    // Placeholder ports: startSim binds the event sockets on ports the kernel picks.
-    const config = {
-      publisher: 'zmq',
-      endpoint: 'tcp://*:5557',
-      replay_endpoint: 'tcp://*:5558',
-      topic: 'kv',
-    };
-    const sim = await startSim([
+    const sim = await startSimWithKvEvents([
       '--model-path',
       'm',
       '--page-size',
       String(PAGE),
       '--enable-cache-report',
-      '--kv-events-config',
-      JSON.stringify(config),
     ]);
     sims.push(sim);
     endpoints.push({
@@ -59,16 +55,7 @@ async function startFleet(events: boolean): Promise<RouteEndpoint[]> {
       verified: true,
       ready: true,
       generation: `g${i}`,
-      ...(events
-        ? {
-            events: {
-              kv: [eventEndpoint(sim, 'kv')],
-              replay: [eventEndpoint(sim, 'replay')],
-              topic: 'kv',
-              blockSize: PAGE,
-            },
-          }
-        : {}),
+      ...(events ? { events: routeEventsOf(sim, PAGE) } : {}),
     });
   }
   return endpoints;

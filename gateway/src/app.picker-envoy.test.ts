@@ -17,7 +17,13 @@ import {
 import { buildTestEndpoint, buildTestRoute } from '../../test/support/gateway/routes.ts';
 import { ManualClock } from '../../test/support/manual-clock.ts';
 import { buildSimTokenizer } from '../../test/bench/sim-tokenizer.ts';
-import { bootstrapPortOf, eventEndpoint, startSim, type RunningSim } from '../../test/support/sim/testing.ts';
+import {
+  bootstrapPortOf,
+  routeEventsOf,
+  startSim,
+  startSimWithKvEvents,
+  type RunningSim,
+} from '../../test/support/sim/testing.ts';
 import { build, type BuildOptions } from './app.ts';
 import { RuntimeKeys } from './discovery/runtime-keys.ts';
 import type { CacheAwarePolicy } from './policies/cache-aware.ts';
@@ -595,26 +601,8 @@ describe('the endpoint picker behind a real Envoy, a recording runtime behind it
   });
 
   it("learns its answers' real output lengths from the runtime's KV events (ADR 0049)", async () => {
-    const config = {
-      publisher: 'zmq',
-      endpoint: 'tcp://*:5557',
-      replay_endpoint: 'tcp://*:5558',
-      topic: 'kv',
-    };
-    const sim = await startSim([
-      '--model-path',
-      'm',
-      '--page-size',
-      '1',
-      '--kv-events-config',
-      JSON.stringify(config),
-    ]);
-    const events = {
-      kv: [eventEndpoint(sim, 'kv')],
-      replay: [eventEndpoint(sim, 'replay')],
-      topic: 'kv',
-      blockSize: 1,
-    };
+    const sim = await startSimWithKvEvents(['--model-path', 'm', '--page-size', '1']);
+    const events = routeEventsOf(sim, 1);
     // The simulator's own tokenizer: the picker knows each prompt's exact tokens, as --tokenizers gives it.
     const { envoy, app, epp } = await setupOver(
       [sim.url],

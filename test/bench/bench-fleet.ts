@@ -14,6 +14,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { listensOn, withFreshPorts } from '../support/fresh-ports.ts';
+import { kvEventsConfigArgs, PLACEHOLDER_EVENT_PORTS } from '../support/kv-events-config.ts';
 import {
   fetchOk,
   loopbackEndpoint,
@@ -88,16 +89,10 @@ export async function startSim(
   const eventArgs: string[] = [];
   if (eventsPageSize !== undefined) {
     // Placeholder ports: --sim-ephemeral-event-ports binds on ports the kernel picks, said at start-up.
-    const config = {
-      ...(process.env['BENCH_KV_BUFFER_STEPS']
-        ? { buffer_steps: Number(process.env['BENCH_KV_BUFFER_STEPS']) }
-        : {}),
-      publisher: 'zmq',
-      endpoint: 'tcp://*:5557',
-      replay_endpoint: 'tcp://*:5558',
-      topic: EVENTS_TOPIC,
-    };
-    eventArgs.push('--kv-events-config', JSON.stringify(config), '--sim-ephemeral-event-ports');
+    const bufferSteps = process.env['BENCH_KV_BUFFER_STEPS'];
+    const extra = bufferSteps ? { buffer_steps: Number(bufferSteps) } : {};
+    const config = { ...PLACEHOLDER_EVENT_PORTS, topic: EVENTS_TOPIC, extra };
+    eventArgs.push(...kvEventsConfigArgs(config), '--sim-ephemeral-event-ports');
   }
   const args = [
     path.join(ctx.repo, 'test/sim/main.ts'),

@@ -6,7 +6,8 @@
 // but the stores of generated tokens.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withFreshPorts } from '../support/fresh-ports.ts';
-import { eventEndpoint, portOf, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
+import { kvEventsConfigArgs } from '../support/kv-events-config.ts';
+import { portOf, postJson, startSimWithKvEvents, type RunningSim } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { openKitSession, type KitSession } from '../support/sglang-kit-session.ts';
 import {
@@ -46,13 +47,7 @@ interface Sent {
 
 /** SGLang's flags for KV events on `kvPort` and `replayPort`. */
 function kvArgs(kvPort: number, replayPort: number, extra: readonly string[] = []): string[] {
-  const config = {
-    publisher: 'zmq',
-    endpoint: `tcp://*:${kvPort}`,
-    replay_endpoint: `tcp://*:${replayPort}`,
-    topic: 'kv',
-  };
-  return ['--page-size', String(PAGE), ...extra, '--kv-events-config', JSON.stringify(config)];
+  return ['--page-size', String(PAGE), ...extra, ...kvEventsConfigArgs({ kv: kvPort, replay: replayPort })];
 }
 
 /**
@@ -73,12 +68,12 @@ function startRealWithEvents(
   );
 }
 
-/** The simulator publishing KV events: placeholder ports, bound on ones the kernel picks (startSim), read back. */
+/** The simulator publishing KV events: placeholder ports, bound on ones the kernel picks, read back. */
 async function startSimWithEvents(
   extra: readonly string[] = [],
 ): Promise<{ sim: RunningSim; kvPort: number; replayPort: number }> {
-  const sim = await startSim(['--model-path', 'm', ...kvArgs(5557, 5558, extra)]);
-  return { sim, kvPort: portOf(eventEndpoint(sim, 'kv')), replayPort: portOf(eventEndpoint(sim, 'replay')) };
+  const sim = await startSimWithKvEvents(['--model-path', 'm', '--page-size', String(PAGE), ...extra]);
+  return { sim, kvPort: portOf(sim.kv), replayPort: portOf(sim.replay) };
 }
 
 /**

@@ -4,7 +4,14 @@
 // cache, driven through the same cache operations the scheduler performs for
 // the same requests, says which events (block hashes included) it publishes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventEndpoint, portOf, postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
+import {
+  eventEndpoint,
+  portOf,
+  postJson,
+  startSimWithKvEvents,
+  type RunningSim,
+  type SimWithKvEvents,
+} from '../support/sim/testing.ts';
 import {
   subscribeEvents,
   treeEvents,
@@ -54,33 +61,25 @@ function requestOps(s: Sent): TreeOp[] {
 }
 
 describe('KV events: the simulator publishes what SGLang 0.5.23 publishes', () => {
-  let sim: RunningSim;
+  let sim: SimWithKvEvents;
   let kvPort: number;
   let replayPort: number;
   let loadBase: number;
 
   beforeAll(async () => {
-    // Placeholder ports, checked as SGLang checks them: startSim binds on ports the kernel picks.
-    const config = {
-      publisher: 'zmq',
-      endpoint: 'tcp://*:5557',
-      replay_endpoint: 'tcp://*:5558',
-      topic: 'kv',
-    };
-    sim = await startSim([
+    // Placeholder ports, checked as SGLang checks them: the sockets bind on ports the kernel picks.
+    sim = await startSimWithKvEvents([
       '--model-path',
       'm',
       '--page-size',
       String(PAGE),
       '--max-total-tokens',
       String(MAX_TOTAL_TOKENS),
-      '--kv-events-config',
-      JSON.stringify(config),
       '--load-publish-endpoint',
       'tcp://*:5600',
     ]);
-    kvPort = portOf(eventEndpoint(sim, 'kv'));
-    replayPort = portOf(eventEndpoint(sim, 'replay'));
+    kvPort = portOf(sim.kv);
+    replayPort = portOf(sim.replay);
     loadBase = portOf(eventEndpoint(sim, 'load'));
   });
 

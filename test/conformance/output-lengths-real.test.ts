@@ -12,6 +12,7 @@ import { KvIndexFleet } from '../../gateway/src/kv-index/fleet.ts';
 import type { MeasuredOutput } from '../../gateway/src/kv-index/output-attribution.ts';
 import type { RouteEndpoint } from '../../gateway/src/routing/table.ts';
 import { withFreshPorts } from '../support/fresh-ports.ts';
+import { kvEventsConfigArgs } from '../support/kv-events-config.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { postJson } from '../support/sim/testing.ts';
 
@@ -29,13 +30,7 @@ async function startFollowed(page: number): Promise<Followed> {
   const { real, kvPort, replayPort } = await withFreshPorts(
     2,
     async ([kvPort = 0, replayPort = 0]) => {
-      const config = {
-        publisher: 'zmq',
-        endpoint: `tcp://*:${kvPort}`,
-        replay_endpoint: `tcp://*:${replayPort}`,
-        topic: 'kv',
-      };
-      const args = ['--page-size', String(page), '--kv-events-config', JSON.stringify(config)];
+      const args = ['--page-size', String(page), ...kvEventsConfigArgs({ kv: kvPort, replay: replayPort })];
       return { real: await startRealSglang({ args: [...args, '--skip-server-warmup'] }), kvPort, replayPort };
     },
     { what: 'sglang (KV events)' },

@@ -15,6 +15,7 @@ import { parseSglangArgs } from '#sglang/flags.ts';
 import { checkSglangArgs } from '#sglang/startup-checks.ts';
 import { recordConformance } from '../support/conformance-report.ts';
 import { expandArgs } from '../support/container-args.ts';
+import { kvEventsConfigArgs, PLACEHOLDER_EVENT_PORTS } from '../support/kv-events-config.ts';
 import { checkArgs, type CheckArgsRequest } from '../support/sglang-kit.ts';
 import {
   buildRandomSpecs,
@@ -118,12 +119,10 @@ function buildArgvMatrix(): CheckArgsRequest[] {
   ];
   const storage = [[], ['--hicache-storage-backend', 'file']];
   const sparse = [[], ['--enable-hisparse'], ['--enable-hisparse', '--enable-mixed-chunk']];
-  const kvEvents =
-    '{"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558","topic":"kv"}';
   const events = [
     [],
     ['--load-publish-endpoint', 'auto'],
-    ['--kv-events-config', kvEvents, '--load-publish-endpoint', 'auto'],
+    [...kvEventsConfigArgs(PLACEHOLDER_EVENT_PORTS), '--load-publish-endpoint', 'auto'],
   ];
   // The native gRPC listener against the API keys (the operator always renders --api-key).
   const grpc = [['--grpc-port', '50051'], ['--grpc-port', '50051', '--grpc-mode'], ['--smg-grpc-mode']];

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type ChatMessage, type Tokenizer } from '../../gateway/src/tokenize/index.ts';
 import { withFreshPorts } from '../support/fresh-ports.ts';
+import { kvEventsConfigArgs } from '../support/kv-events-config.ts';
 import { postJson } from '../support/sim/testing.ts';
 import { startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { drainReplay, type DecodedMessage } from '../support/sglang-kit-events.ts';
@@ -67,20 +68,13 @@ describe('the gateway tokenizer next to the real SGLang server (tiny Llama)', ()
       2,
       ([kv = 0, replay = 0]) => {
         [kvPort, replayPort] = [kv, replay];
-        const config = {
-          publisher: 'zmq',
-          endpoint: `tcp://*:${kv}`,
-          replay_endpoint: `tcp://*:${replay}`,
-          topic: 'kv',
-        };
         return startRealSglang({
           args: [
             '--served-model-name',
             'tiny',
             '--page-size',
             String(PAGE),
-            '--kv-events-config',
-            JSON.stringify(config),
+            ...kvEventsConfigArgs({ kv, replay }),
           ],
         });
       },

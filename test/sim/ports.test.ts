@@ -3,6 +3,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnSim } from '../support/sim/process.ts';
+import { kvEventsConfigArgs, PLACEHOLDER_EVENT_PORTS } from '../support/kv-events-config.ts';
 import { bootstrapPortOf, eventEndpoint, portOf, startSim, type RunningSim } from '../support/sim/testing.ts';
 
 const running: RunningSim[] = [];
@@ -11,10 +12,7 @@ afterEach(async () => {
 });
 
 // The same configured event ports for every simulator: bound, they would collide.
-const EVENTS = [
-  '--kv-events-config',
-  '{"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558"}',
-];
+const EVENTS = kvEventsConfigArgs(PLACEHOLDER_EVENT_PORTS);
 
 interface KvEventsInfo {
   readonly endpoint_port_base: number;

@@ -2,7 +2,7 @@
 // on both ends), as SGLang 0.5.23 publishes it with --load-publish-endpoint.
 import { Encoder } from '@msgpack/msgpack';
 import { afterEach, describe, expect, it } from 'vitest';
-import { postJson, startSim, type RunningSim } from '../../../test/support/sim/testing.ts';
+import { postJson, startSimWithKvEvents, type RunningSim } from '../../../test/support/sim/testing.ts';
 import { ManualClock } from '../../../test/support/manual-clock.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import { decodeLoadStat, RuntimeLoadEvents } from './load-events.ts';
@@ -41,15 +41,12 @@ describe('decodeLoadStat', () => {
 
 describe('RuntimeLoadEvents on the simulator', () => {
   it('gives the runtime its pushed queue and KV usage, and nothing once it falls silent', async () => {
-    // The configured port is a placeholder: startSim binds the event sockets on ports the kernel picks.
-    const config = { publisher: 'zmq', endpoint: 'tcp://*:5557', topic: 'kv' };
-    sim = await startSim([
+    // The event sockets bind on ports the kernel picks; /server_info advertises the load one's.
+    sim = await startSimWithKvEvents([
       '--model-path',
       'm',
       '--max-total-tokens',
       '4096',
-      '--kv-events-config',
-      JSON.stringify(config),
       '--load-publish-endpoint',
       'auto',
     ]);

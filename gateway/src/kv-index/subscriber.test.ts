@@ -4,7 +4,7 @@ import type { KvCacheEvent } from '#sglang/kv-events.ts';
 import { decodeSeq } from '#sglang/kv-events.ts';
 import { encodeEventBatch } from '../../../test/sim/kv-event-codec.ts';
 import { ZmqEventPublisher } from '../../../test/sim/kv-event-publisher.ts';
-import { eventEndpoint, portOf, postJson, startSim } from '../../../test/support/sim/testing.ts';
+import { portOf, postJson, startSimWithKvEvents } from '../../../test/support/sim/testing.ts';
 import { ManualClock } from '../../../test/support/manual-clock.ts';
 import { computeRequestBlockHashes } from './request-hashes.ts';
 import { KvEventSubscriber, type KvEventSubscriberOptions, type KvIndexStatus } from './subscriber.ts';
@@ -322,26 +322,9 @@ describe('KvEventSubscriber (libzmq, against the simulator publisher)', () => {
 
 describe('KvEventSubscriber on the simulator server (--kv-events-config)', () => {
   it("indexes a request's prompt pages under the request's salt, and empties on /flush_cache", async () => {
-    // Placeholder ports: startSim binds the event sockets on ports the kernel picks.
-    const config = {
-      publisher: 'zmq',
-      endpoint: 'tcp://*:5557',
-      replay_endpoint: 'tcp://*:5558',
-      topic: 'kv',
-    };
-    const sim = await startSim([
-      '--model-path',
-      'm',
-      '--page-size',
-      '16',
-      '--kv-events-config',
-      JSON.stringify(config),
-    ]);
+    const sim = await startSimWithKvEvents(['--model-path', 'm', '--page-size', '16']);
     cleanups.push(() => sim.close());
-    const s = subscribe({
-      pub: portOf(eventEndpoint(sim, 'kv')),
-      replay: portOf(eventEndpoint(sim, 'replay')),
-    });
+    const s = subscribe({ pub: portOf(sim.kv), replay: portOf(sim.replay) });
     await until('caught up', () => s.status().state === 'live' && s.status().complete);
 
     const prompt = Array.from({ length: 100 }, (_, i) => 200 + i);

@@ -8,6 +8,7 @@
 import { InstantClock } from '../../sim/clock.ts';
 import { parseSimArgs, type SimConfig } from '../../sim/config.ts';
 import { SimServer, silentLogger } from '../../sim/server.ts';
+import { kvEventsConfigArgs, PLACEHOLDER_EVENT_PORTS } from '../kv-events-config.ts';
 
 /** The simulator's event sockets, as a client on this host reaches them (tcp://127.0.0.1:PORT). */
 export interface SimEventEndpoints {
@@ -65,6 +66,31 @@ export async function startSim(
     untilWaiting,
     close: () => server.close(),
   };
+}
+
+/** A simulator publishing KV events, with where a client reaches the sockets it bound. */
+export interface SimWithKvEvents extends RunningSim {
+  /** Its KV event socket, tcp://127.0.0.1:PORT. */
+  readonly kv: string;
+  /** Its replay socket, tcp://127.0.0.1:PORT. */
+  readonly replay: string;
+}
+
+/**
+ * A simulator started with `argv` and KV events on, with a replay, under topic 'kv': the
+ * configured ports are placeholders, the sockets bound on ports the kernel picks and read back.
+ */
+export async function startSimWithKvEvents(argv: readonly string[]): Promise<SimWithKvEvents> {
+  const sim = await startSim([...argv, ...kvEventsConfigArgs(PLACEHOLDER_EVENT_PORTS)]);
+  return { ...sim, kv: eventEndpoint(sim, 'kv'), replay: eventEndpoint(sim, 'replay') };
+}
+
+/** The events a routing table names for `sim` at `blockSize` tokens a page. */
+export function routeEventsOf(
+  sim: SimWithKvEvents,
+  blockSize: number,
+): { kv: string[]; replay: string[]; topic: string; blockSize: number } {
+  return { kv: [sim.kv], replay: [sim.replay], topic: 'kv', blockSize };
 }
 
 function parseOnPortZero(argv: readonly string[]): SimConfig {
