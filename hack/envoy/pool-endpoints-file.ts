@@ -3,10 +3,8 @@
 // over it. Envoy's filesystem subscription reloads on the rename (a file rewritten in place is
 // never seen, and a half-written one could be read), so each change is one atomic rename.
 // Owner-only: the file holds the runtimes' keys.
-import { renameSync, writeFileSync } from 'node:fs';
+import { replaceFile } from '../../test/support/replace-file.ts';
 
 export function replacePoolEndpointsFile(path: string, text: string): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, text, { mode: 0o600 });
-  renameSync(temporary, path);
+  replaceFile(path, text, 0o600);
 }

@@ -8,10 +8,11 @@
 // server every few seconds: Ready pods of the PodMonitor's selector, their
 // `http` port. Used by `make run MONITORING=1` and make test-monitoring.
 
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { kubectlOk } from '../../test/support/kubectl.ts';
+import { replaceFile } from '../../test/support/replace-file.ts';
 import { httpStatus, spawnManaged, stopManaged, waitUntilAnswering } from '../../test/support/processes.ts';
 import { LOCAL_PORTS, ROOT, SYSTEM_NS } from '../local-system.ts';
 
@@ -111,8 +112,7 @@ export async function startLocalPrometheus(opts: LocalPrometheusOptions): Promis
       }),
     ) as PodList;
     // Written whole, then renamed: Prometheus never reads half a file.
-    writeFileSync(`${targetsFile}.tmp`, JSON.stringify(buildSglangTargets(pods)));
-    renameSync(`${targetsFile}.tmp`, targetsFile);
+    replaceFile(targetsFile, JSON.stringify(buildSglangTargets(pods)));
   };
   await syncTargets();
   let syncing = true;

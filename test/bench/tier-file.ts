@@ -6,9 +6,10 @@
 // (writeTierFile) and each replica follows it (FileTierPeers), as a replica
 // follows the slices: a replica killed leaves the file, one restarted joins.
 
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { PeerSet } from '../../gateway/src/fleet/peers.ts';
+import { replaceFile } from '../support/replace-file.ts';
 
 const TierFile = z.object({
   replicas: z.array(z.object({ name: z.string().min(1), exchange: z.string().startsWith('tcp://') })),
@@ -17,9 +18,7 @@ export type TierMember = z.infer<typeof TierFile>['replicas'][number];
 
 /** The tier, replaced whole (a rename: a reader never sees half a file). */
 export function writeTierFile(file: string, replicas: readonly TierMember[]): void {
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ replicas }, null, 2));
-  renameSync(tmp, file);
+  replaceFile(file, JSON.stringify({ replicas }, null, 2));
 }
 
 /** The tier in a file's text; none when it is not a tier file. */
