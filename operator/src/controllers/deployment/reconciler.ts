@@ -159,26 +159,24 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const generateKey = opts.generateKey ?? (() => randomBytes(32).toString('hex'));
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 5_000;
   const pendingRequeueMs = opts.pendingRequeueMs ?? 5_000;
+  // What each leader pass over the Deployments is given: the informer's list, leadership, this
+  // controller's queue for what it found changed, its log and the operator's stop.
+  const overDeployments = (component: string) => ({
+    deployments: () => roots.list(),
+    isLeader: () => manager.isLeader(),
+    onChanged: (key: ObjectKey) => manager.enqueue(CONTROLLER, key),
+    logger: manager.logger.child({ component }),
+    signal: manager.stopSignal,
+  });
   const cacheHealth = opts.cacheHealth?.periodMs
-    ? new CacheHealthProber({
-        ...opts.cacheHealth,
-        deployments: () => roots.list(),
-        isLeader: () => manager.isLeader(),
-        onChanged: (key) => manager.enqueue(CONTROLLER, key),
-        logger: manager.logger.child({ component: 'cache-health' }),
-        signal: manager.stopSignal,
-      })
+    ? new CacheHealthProber({ ...opts.cacheHealth, ...overDeployments('cache-health') })
     : undefined;
   cacheHealth?.start();
   const wake = opts.wake
     ? new WakeWatcher({
         gatewayAdminUrl: opts.wake.gatewayAdminUrl,
         periodMs: opts.wake.periodMs ?? 2_000,
-        deployments: () => roots.list(),
-        isLeader: () => manager.isLeader(),
-        onChanged: (key) => manager.enqueue(CONTROLLER, key),
-        logger: manager.logger.child({ component: 'wake' }),
-        signal: manager.stopSignal,
+        ...overDeployments('wake'),
       })
     : undefined;
   wake?.start();
