@@ -17,6 +17,17 @@ const Decimal = z
   .regex(/^[0-9]+(\.[0-9]+)?$/)
   .max(32);
 
+/** A pseudo-random draw's seed (0 to 2^31, default 1); `description` says what it draws. */
+function seedField(description: string) {
+  return z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31)
+    .default(1)
+    .meta({ description });
+}
+
 export const QualificationArm = z
   .object({
     name: DnsLabel.meta({ description: 'Short name of the arm in the report, e.g. dense or hicache.' }),
@@ -64,15 +75,7 @@ export const SharedDocuments = z
 export const WorkloadGenerator = withRules(
   z
     .object({
-      seed: z
-        .number()
-        .int()
-        .min(0)
-        .max(2 ** 31)
-        .default(1)
-        .meta({
-          description: 'Seed of the generated text: the same seed gives the same requests.',
-        }),
+      seed: seedField('Seed of the generated text: the same seed gives the same requests.'),
       sharedPrefix: SharedPrefixConversations.optional(),
       documents: SharedDocuments.optional(),
     })
@@ -135,16 +138,9 @@ export const RequestRate = z
       )
       .max(MAX_REQUESTS_PER_SECOND)
       .meta({ description: 'Mean arrival rate of the Poisson process, requests per second.' }),
-    seed: z
-      .number()
-      .int()
-      .min(0)
-      .max(2 ** 31)
-      .default(1)
-      .meta({
-        description:
-          'Seed of the arrival times: every pass of both arms sends its requests at the same offsets.',
-      }),
+    seed: seedField(
+      'Seed of the arrival times: every pass of both arms sends its requests at the same offsets.',
+    ),
   })
   .meta({
     description:
