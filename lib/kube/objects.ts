@@ -121,6 +121,32 @@ export function controllerReference(owner: {
   };
 }
 
+/** A ConfigMap or a Secret: an object whose payload is string data. */
+export type DataObject = KubeObject & { data?: Record<string, string> };
+
+/**
+ * ConfigMap `name` in `owner`'s namespace holding `data`, labelled `labels` and controlled by
+ * `owner`: garbage-collected with it, no finalizer.
+ */
+export function buildOwnedConfigMap(
+  owner: Parameters<typeof controllerReference>[0] & { metadata?: { namespace?: string | undefined } },
+  name: string,
+  labels: Record<string, string>,
+  data: Record<string, string>,
+): DataObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name,
+      namespace: owner.metadata?.namespace ?? '',
+      labels,
+      ownerReferences: [controllerReference(owner)],
+    },
+    data,
+  };
+}
+
 export function controllerOf(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata?.ownerReferences?.find((r) => r.controller === true);
 }

@@ -11,7 +11,13 @@ import { validateResource, type DeploymentResource, type QualificationResource }
 import { buildRuntimeKeyLookup } from '#api/runtime-key.ts';
 import { API_VERSION } from '#api/resources.ts';
 import { isConflict, type KubeClient } from '#kube/client.ts';
-import { controllerReference, keyOf, type KubeObject, type ObjectKey } from '#kube/objects.ts';
+import {
+  buildOwnedConfigMap,
+  keyOf,
+  type DataObject,
+  type KubeObject,
+  type ObjectKey,
+} from '#kube/objects.ts';
 import { Resources } from '#kube/resources.ts';
 import { applyOwned } from '../../manager/apply.ts';
 import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
@@ -40,7 +46,6 @@ export interface QualificationControllerOptions {
 
 type QualificationObject = KubeObject & QualificationResource;
 type DeploymentObject = KubeObject & DeploymentResource;
-type DataObject = KubeObject & { data?: Record<string, string> };
 
 function parseAs<T>(obj: KubeObject | undefined, kind: string): T | undefined {
   if (!obj) return undefined;
@@ -63,17 +68,8 @@ export function mapArmDeployment(obj: KubeObject, all: readonly KubeObject[]): O
 
 export function buildRecordConfigMap(q: QualificationResource, data: Record<string, string>): DataObject {
   const name = q.metadata.name ?? '';
-  return {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: {
-      name: recordConfigMapName(name),
-      namespace: q.metadata.namespace ?? '',
-      labels: { [LABEL_QUALIFICATION]: name },
-      ownerReferences: [controllerReference({ ...q, apiVersion: API_VERSION, kind: 'Qualification' })],
-    },
-    data,
-  };
+  const owner = { ...q, apiVersion: API_VERSION, kind: 'Qualification' };
+  return buildOwnedConfigMap(owner, recordConfigMapName(name), { [LABEL_QUALIFICATION]: name }, data);
 }
 
 export function buildQualificationController(opts: QualificationControllerOptions): ControllerDefinition {

@@ -17,9 +17,9 @@
 // call (operator restart): it fails closed with UsageUnknown and is not retried.
 // A Rework decision counts once: it starts a new attempt only when its feedback
 // differs from the last consumed one (status.attempts keeps them).
-import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { TaskResource } from '#api/resources.ts';
 import type { TaskPhase, TaskStatus } from '#api/task.ts';
+import type { DataObject } from '#kube/objects.ts';
 import { computeMaxNewTokens, planBudgetAfter, planBudgetBefore } from './attempt/budget.ts';
 import { findInvalidCheck, runChecks } from './checks.ts';
 import { computeTaskFingerprint } from './attempt/fingerprint.ts';
@@ -68,7 +68,7 @@ export interface TaskObservations {
 
 export type TaskAction =
   | { type: 'generate'; call: GenerateCall }
-  | { type: 'applyConfigMap'; configMap: V1ConfigMap }
+  | { type: 'applyConfigMap'; configMap: DataObject }
   | { type: 'readSourceResult'; source: string; configMapRef: { name: string; key: string } }
   | { type: 'readResult'; configMapRef: { name: string; key: string } }
   | { type: 'requeue'; afterMs: number };

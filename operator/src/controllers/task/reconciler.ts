@@ -19,7 +19,7 @@ import { buildRuntimeKeyLookup } from '#api/runtime-key.ts';
 import { applyOwned } from '../../manager/apply.ts';
 import { isAlreadyExists, isConflict, type KubeClient } from '#kube/client.ts';
 import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
-import { keyOf, type KubeObject, type ObjectKey } from '#kube/objects.ts';
+import { keyOf, type DataObject, type KubeObject, type ObjectKey } from '#kube/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
 import { apiVersionOf, Resources, type ResourceType } from '#kube/resources.ts';
 import { writeStatusIfChanged } from '../../manager/status.ts';
@@ -59,7 +59,6 @@ export interface TaskControllerOptions {
 type TaskObject = KubeObject & TaskResource;
 type DeploymentObject = KubeObject & DeploymentResource;
 type PolicyObject = KubeObject & CachePolicyResource;
-type DataObject = KubeObject & { data?: Record<string, string> };
 export type LeaseObject = KubeObject & {
   spec?: { holderIdentity?: string; acquireTime?: string; renewTime?: string };
 };
@@ -229,8 +228,7 @@ export function buildTaskController(opts: TaskControllerOptions): ControllerDefi
     const uid = obj.metadata?.uid ?? '';
     for (const a of step.actions) {
       if (a.type !== 'applyConfigMap') continue;
-      // buildResultConfigMap sets no Date-typed field: the V1 shape is already the wire shape.
-      const cm = a.configMap as unknown as KubeObject;
+      const cm = a.configMap;
       const r = await applyOwned(client, Resources.configMaps, cm, {
         live: configMaps.get(cm.metadata?.namespace ?? '', cm.metadata?.name ?? '') ?? null,
         ownerUid: uid,

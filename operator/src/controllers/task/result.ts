@@ -1,9 +1,8 @@
 // Where a result lives: inline in status up to INLINE_RESULT_MAX_BYTES, else
 // in a ConfigMap owned by the Task (garbage-collected with it; no finalizer).
 // status.result.sha256 always covers the full text, wherever it lives.
-import type { V1ConfigMap } from '@kubernetes/client-node';
 import { API_VERSION, type TaskResource } from '#api/resources.ts';
-import { controllerReference } from '#kube/objects.ts';
+import { buildOwnedConfigMap, type DataObject } from '#kube/objects.ts';
 import type { TaskStatus } from '#api/task.ts';
 import { computeSha256 } from './attempt/fingerprint.ts';
 import { TaskReason } from './attempt/reasons.ts';
@@ -28,25 +27,23 @@ export function buildResultConfigMapName(taskName: string): string {
   return `${taskName.slice(0, 253 - 24).replace(/[-.]+$/, '')}-${computeSha256(taskName).slice(7, 23)}`;
 }
 
-export function buildResultConfigMap(task: TaskResource, text: string): V1ConfigMap {
+export function buildResultConfigMap(task: TaskResource, text: string): DataObject {
   const name = task.metadata.name ?? '';
-  return {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: {
-      name: buildResultConfigMapName(name),
-      namespace: task.metadata.namespace ?? '',
-      labels: { [LABEL_TASK]: name },
-      ownerReferences: [controllerReference({ ...task, apiVersion: API_VERSION, kind: 'Task' })],
+  const owner = { ...task, apiVersion: API_VERSION, kind: 'Task' };
+  return buildOwnedConfigMap(
+    owner,
+    buildResultConfigMapName(name),
+    { [LABEL_TASK]: name },
+    {
+      [RESULT_KEY]: text,
     },
-    data: { [RESULT_KEY]: text },
-  };
+  );
 }
 
 export interface StoredResult {
   result: TaskResult;
   /** To apply (server-side, our field manager) before the status that references it is written. */
-  configMap?: V1ConfigMap;
+  configMap?: DataObject;
 }
 
 export function buildResultStorage(task: TaskResource, text: string): Result<StoredResult, AttemptError> {
