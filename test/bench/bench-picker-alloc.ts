@@ -1,0 +1,272 @@
+// What one request costs the endpoint picker's process, deterministically: no
+// Envoy, no wall-clock latency. This client speaks Envoy's side of ext_proc
+// (request headers, the body, the answer's headers, the stream's end: what
+// Envoy 1.40 sends with the reference bootstrap) to the picker of a gateway on
+// a simulator publishing KV events, then to the Node floor (ext-proc-floor.ts:
+// the same gRPC stack deciding nothing), `--requests` each after `--warmup`,
+// `--concurrency` streams at a time. Each server process measures itself
+// (alloc-probe.ts, loaded with --import, a window opened and closed by
+// SIGUSR2): per request, CPU microseconds, bytes allocated on V8's heap, and
+// scavenges / mark-compacts per 10k requests; then the picker minus the floor
+// and their ratio. The last line is JSON.
+//
+//   node test/bench/bench-picker-alloc.ts [--requests 20000] [--warmup 3000]
+//        [--concurrency 8] [--system-words 300] [--user-words 120] [--stream]
+//        [--targets picker,floor]
+//
+// The chat is a shared system prompt (its blocks in the KV index: the gateway serves a few
+// requests through its own proxy first, so the simulator publishes them) and a user turn
+// unique to each request. CACHEROUTE_BENCH_PICKER_NODE_ARGS adds node flags to the picker's
+// process (e.g. `--cpu-prof --cpu-prof-dir=DIR`, `--heap-prof --heap-prof-dir=DIR`).
+
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { credentials, makeClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
+import { extProcService } from '../../gateway/src/epp/protos.ts';
+import { spellWord } from '../sim/tokenizer.ts';
+import { MODEL, pickerNodeArgs, startExtProcFloor, startPickerGateway, startSim } from './bench-fleet.ts';
+import { ZERO_LATENCY_SIM_ARGS } from './bench-overhead.ts';
+import { installCleanup, stopProcess, type Proc } from './bench-procs.ts';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '20000' },
+    warmup: { type: 'string', default: '3000' },
+    concurrency: { type: 'string', default: '8' },
+    'system-words': { type: 'string', default: '300' },
+    'user-words': { type: 'string', default: '120' },
+    stream: { type: 'boolean', default: false },
+    targets: { type: 'string', default: 'picker,floor' },
+  },
+});
+const REQUESTS = Number(values.requests);
+const WARMUP = Number(values.warmup);
+const CONCURRENCY = Number(values.concurrency);
+const SYSTEM_WORDS = Number(values['system-words']);
+const USER_WORDS = Number(values['user-words']);
+for (const [name, v] of Object.entries({ REQUESTS, WARMUP, CONCURRENCY, SYSTEM_WORDS, USER_WORDS }))
+  if (!Number.isInteger(v) || v < 0) throw new Error(`bench-picker-alloc: ${name} must be an integer >= 0`);
+const TARGETS = values.targets.split(',').filter((t) => t !== '');
+for (const t of TARGETS)
+  if (t !== 'picker' && t !== 'floor') throw new Error(`bench-picker-alloc: --targets: unknown '${t}'`);
+
+const PAGE_SIZE = 16;
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const logDir = mkdtempSync(path.join(os.tmpdir(), 'cacheroute-bench-picker-alloc-'));
+const log = (msg: string): void => void process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
+const ctx = { repo, logDir, log };
+const PROBE = ['--import', path.join(repo, 'test/bench/alloc-probe.ts')];
+
+// A token a word in the simulator's tokenizer (test/sim/tokenizer.ts), as bench-picker-prompts.
+const words = (from: number, n: number): string =>
+  Array.from({ length: n }, (_, i) => spellWord(100 + ((from + i) % 9_900))).join(' ');
+const SYSTEM = words(0, SYSTEM_WORDS);
+
+function chatBody(i: number): Buffer {
+  return Buffer.from(
+    JSON.stringify({
+      model: MODEL,
+      messages: [
+        { role: 'system', content: SYSTEM },
+        { role: 'user', content: `${i} ${words(SYSTEM_WORDS + ((i * 7919) % 9_000), USER_WORDS)}` },
+      ],
+      max_tokens: 1,
+      ...(values.stream ? { stream: true } : {}),
+    }),
+  );
+}
+
+const header = (key: string, value: string): object => ({ key, raw_value: Buffer.from(value) });
+
+/** Request headers as Envoy 1.40 sends them (raw_value; pseudo-headers first). */
+function requestHeaders(i: number, length: number): object {
+  return {
+    request_headers: {
+      headers: {
+        headers: [
+          header(':authority', '127.0.0.1:10000'),
+          header(':path', '/v1/chat/completions'),
+          header(':method', 'POST'),
+          header(':scheme', 'http'),
+          header('content-type', 'application/json'),
+          header('content-length', String(length)),
+          header('user-agent', 'bench-picker-alloc'),
+          header('x-forwarded-proto', 'http'),
+          header('x-request-id', `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`),
+        ],
+      },
+      end_of_stream: false,
+    },
+  };
+}
+
+const RESPONSE_HEADERS = {
+  response_headers: {
+    headers: {
+      headers: [
+        header(':status', '200'),
+        header('content-type', values.stream ? 'text/event-stream' : 'application/json'),
+        header('date', 'Sat, 05 Dec 2026 17:00:00 GMT'),
+        header('server', 'envoy'),
+        header('x-envoy-upstream-service-time', '1'),
+      ],
+    },
+    end_of_stream: false,
+  },
+};
+
+interface ExtProcClient {
+  Process(): ClientDuplexStream<object, Record<string, unknown>>;
+  close(): void;
+}
+
+/** One request through the ext_proc stream, as Envoy drives it; rejects on anything but a pick. */
+function exchange(client: ExtProcClient, i: number): Promise<void> {
+  const body = chatBody(i);
+  return new Promise((resolve, reject) => {
+    const call = client.Process();
+    call.on('data', (m: Record<string, unknown>) => {
+      if (m['immediate_response'] !== undefined) {
+        reject(new Error(`an immediate response, not a pick: ${JSON.stringify(m['immediate_response'])}`));
+        call.cancel();
+        return;
+      }
+      const rb = m['request_body'] as
+        | { response?: { body_mutation?: { streamed_response?: { end_of_stream?: boolean } } } }
+        | undefined;
+      if (rb?.response?.body_mutation?.streamed_response?.end_of_stream === true) call.write(RESPONSE_HEADERS);
+      else if (m['response_headers'] !== undefined) call.end();
+    });
+    call.on('error', reject);
+    call.on('status', (s: { code: number; details: string }) =>
+      s.code === 0 ? resolve() : reject(new Error(`status ${s.code}: ${s.details}`)),
+    );
+    call.write(requestHeaders(i, body.length));
+    call.write({ request_body: { body, end_of_stream: true } });
+  });
+}
+
+async function drive(client: ExtProcClient, from: number, n: number): Promise<void> {
+  let next = from;
+  const end = from + n;
+  const worker = async (): Promise<void> => {
+    while (next < end) await exchange(client, next++);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}
+
+/** The probe's next line of `msg` from the process's stdout, after sending it SIGUSR2. */
+function probe(proc: Proc, msg: string): Promise<Record<string, unknown>> {
+  const stdout = proc.child.stdout;
+  if (!stdout) throw new Error(`${proc.name}: no stdout`);
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: stdout });
+    const timer = setTimeout(() => {
+      lines.close();
+      reject(new Error(`${proc.name}: no '${msg}' line from alloc-probe (is it loaded?)`));
+    }, 10_000);
+    lines.on('line', (line) => {
+      if (!line.includes('"alloc-probe')) return;
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      if (parsed['msg'] !== msg) return;
+      clearTimeout(timer);
+      lines.close();
+      resolve(parsed);
+    });
+    proc.child.kill('SIGUSR2');
+  });
+}
+
+interface Cost {
+  readonly requests: number;
+  readonly cpu_us_per_req: number;
+  readonly heap_bytes_per_req: number;
+  readonly scavenges_per_10k: number;
+  readonly mark_compacts_per_10k: number;
+  readonly gc_us_per_req: number;
+}
+
+async function measure(proc: Proc, port: number, seed: number): Promise<Cost> {
+  const Client = makeClientConstructor(extProcService(), 'ExternalProcessor');
+  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure()) as unknown as ExtProcClient;
+  try {
+    await drive(client, seed, WARMUP);
+    await probe(proc, 'alloc-probe-open');
+    await drive(client, seed + WARMUP, REQUESTS);
+    const r = await probe(proc, 'alloc-probe');
+    const gcs = r['gcs'] as Record<string, number>;
+    const per = (v: unknown): number => Number((Number(v) / REQUESTS).toFixed(1));
+    const per10k = (v: number): number => Number(((v * 10_000) / REQUESTS).toFixed(1));
+    return {
+      requests: REQUESTS,
+      cpu_us_per_req: per(Number(r['cpuUserUs']) + Number(r['cpuSystemUs'])),
+      heap_bytes_per_req: Math.round(Number(r['heapAllocatedBytes']) / REQUESTS),
+      scavenges_per_10k: per10k(gcs['Scavenge'] ?? 0),
+      mark_compacts_per_10k: per10k((gcs['MarkSweepCompact'] ?? 0) + (gcs['MarkCompact'] ?? 0)),
+      gc_us_per_req: per(r['gcCost']),
+    };
+  } finally {
+    client.close();
+  }
+}
+
+installCleanup();
+const sim = await startSim(ctx, 'sim', [...ZERO_LATENCY_SIM_ARGS, '--page-size', String(PAGE_SIZE)], PAGE_SIZE);
+const out: Record<string, Cost> = {};
+try {
+  if (TARGETS.includes('picker')) {
+    const picker = await startPickerGateway(ctx, [sim], 'alloc', [...pickerNodeArgs(), ...PROBE]);
+    // The system prompt's blocks into the KV index, as a conversation's earlier turns put them.
+    for (let i = 0; i < 8; i++) {
+      const res = await fetch(`${picker.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chatBody(1_000_000 + i),
+      });
+      if (!res.ok) throw new Error(`warming the KV index: ${res.status} ${await res.text()}`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    log(`picker: ${WARMUP} + ${REQUESTS} requests`);
+    out['picker'] = await measure(picker.proc, picker.pickerPort, 0);
+    await stopProcess(picker.proc);
+  }
+  if (TARGETS.includes('floor')) {
+    const floor = await startExtProcFloor(ctx, new URL(sim.url).host, PROBE);
+    log(`floor: ${WARMUP} + ${REQUESTS} requests`);
+    out['floor'] = await measure(floor.proc, floor.pickerPort, 0);
+    await stopProcess(floor.proc);
+  }
+} finally {
+  await stopProcess(sim.proc);
+}
+const p = out['picker'];
+const f = out['floor'];
+const minus = (k: keyof Cost): number => Number(((p?.[k] ?? 0) - (f?.[k] ?? 0)).toFixed(1));
+const ratio = (k: keyof Cost): number => Number(((p?.[k] ?? 0) / (f?.[k] || 1)).toFixed(2));
+const result = {
+  ...out,
+  ...(p && f
+    ? {
+        picker_minus_floor: {
+          cpu_us_per_req: minus('cpu_us_per_req'),
+          heap_bytes_per_req: minus('heap_bytes_per_req'),
+          scavenges_per_10k: minus('scavenges_per_10k'),
+        },
+        picker_over_floor: {
+          cpu_us_per_req: ratio('cpu_us_per_req'),
+          heap_bytes_per_req: ratio('heap_bytes_per_req'),
+          scavenges_per_10k: ratio('scavenges_per_10k'),
+        },
+      }
+    : {}),
+  concurrency: CONCURRENCY,
+  warmup: WARMUP,
+  body_bytes: chatBody(0).length,
+  stream: values.stream,
+  logs: logDir,
+};
+console.log(JSON.stringify(result));
