@@ -10,7 +10,8 @@
 // With CACHEROUTE_ALLOC_PROBE_PROFILE=DIR the window is also profiled through
 // the inspector: a sampling heap profile that keeps the objects collected since
 // (where the garbage comes from; `node --heap-prof` keeps only the survivors)
-// and a CPU profile, written to DIR as .heapprofile and .cpuprofile.
+// and a CPU profile, written to DIR as .heapprofile and .cpuprofile;
+// CACHEROUTE_ALLOC_PROBE_HEAP=promoted|survivors narrows the heap profile (below).
 
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -18,6 +19,12 @@ import path from 'node:path';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
 
 const PROFILE_DIR = process.env['CACHEROUTE_ALLOC_PROBE_PROFILE'];
+/**
+ * What the heap profile keeps: everything allocated (default), `promoted` what no scavenge took
+ * (outlived the young generation: the scavenges' copying and the mark-compacts' work), or
+ * `survivors` only what is still on the heap at the window's end.
+ */
+const HEAP_MODE = process.env['CACHEROUTE_ALLOC_PROBE_HEAP'] ?? 'all';
 /** Bytes between heap samples: fine enough for a request's few hundred objects. */
 const SAMPLING_INTERVAL = 4096;
 
@@ -37,8 +44,8 @@ async function startProfiles(): Promise<void> {
   session.connect();
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: SAMPLING_INTERVAL,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMajorGC: HEAP_MODE !== 'survivors',
+    includeObjectsCollectedByMinorGC: HEAP_MODE === 'all',
   });
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 200 });
@@ -69,6 +76,12 @@ function open(): Window {
   };
 }
 
+type GcRecord = NonNullable<ReturnType<GCProfiler['stop']>>['statistics'][number]['afterGC'];
+
+function oldSpaceUsed(at: GcRecord): number {
+  return at.heapSpaceStatistics.find((s) => s.spaceName === 'old_space')?.spaceUsedSize ?? 0;
+}
+
 function close(w: Window): object {
   const cpu = process.cpuUsage(w.cpu);
   const elapsedUs = Number(process.hrtime.bigint() - w.startedAt) / 1000;
@@ -78,7 +91,9 @@ function close(w: Window): object {
   let leftover = w.used;
   const kinds: Record<string, number> = {};
   let gcCost = 0;
+  let promoted = 0;
   for (const gc of profile?.statistics ?? []) {
+    if (gc.gcType === 'Scavenge') promoted += Math.max(0, oldSpaceUsed(gc.afterGC) - oldSpaceUsed(gc.beforeGC));
     allocated += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - leftover);
     leftover = gc.afterGC.heapStatistics.usedHeapSize;
     kinds[gc.gcType] = (kinds[gc.gcType] ?? 0) + 1;
@@ -91,6 +106,9 @@ function close(w: Window): object {
     cpuSystemUs: cpu.system,
     elapsedUs,
     heapAllocatedBytes: allocated,
+    // What scavenges moved to the old generation: objects that outlived two of them (each one
+    // copied their bytes), for mark-compacts to collect later.
+    scavengePromotedBytes: promoted,
     gcs: kinds,
     // V8's own figure for the collections' cost (GCProfiler's `cost`).
     gcCost,

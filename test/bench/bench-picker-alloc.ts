@@ -4,7 +4,9 @@
 // Envoy 1.40 sends with the reference bootstrap) to the picker of a gateway on
 // a simulator publishing KV events, then to the Node floor (ext-proc-floor.ts:
 // the same gRPC stack deciding nothing), `--requests` each after `--warmup`,
-// `--concurrency` streams at a time. Each server process measures itself
+// `--concurrency` streams at a time; each picked body is sent on to the
+// simulator as Envoy would send it, and the simulator's answer headers back
+// to the server (its KV events reach the picker as behind Envoy). Each server process measures itself
 // (alloc-probe.ts, loaded with --import, a window opened and closed by
 // SIGUSR2): per request, CPU microseconds, bytes allocated on V8's heap, and
 // scavenges / mark-compacts per 10k requests; then the picker minus the floor
@@ -104,20 +106,47 @@ function requestHeaders(i: number, length: number): object {
   };
 }
 
-const RESPONSE_HEADERS = {
-  response_headers: {
-    headers: {
-      headers: [
-        header(':status', '200'),
-        header('content-type', values.stream ? 'text/event-stream' : 'application/json'),
-        header('date', 'Sat, 05 Dec 2026 17:00:00 GMT'),
-        header('server', 'envoy'),
-        header('x-envoy-upstream-service-time', '1'),
-      ],
+/** The answer's headers as Envoy passes them on: the runtime's status and content type. */
+function responseHeaders(status: number, contentType: string): object {
+  return {
+    response_headers: {
+      headers: {
+        headers: [
+          header(':status', String(status)),
+          header('content-type', contentType),
+          header('date', 'Sat, 05 Dec 2026 17:00:00 GMT'),
+          header('server', 'envoy'),
+          header('x-envoy-upstream-service-time', '1'),
+        ],
+      },
+      end_of_stream: false,
     },
-    end_of_stream: false,
-  },
-};
+  };
+}
+
+interface PickAnswer {
+  request_headers?: {
+    response?: { header_mutation?: { set_headers?: { header?: { key?: string; raw_value?: Buffer } }[] } };
+  };
+  request_body?: {
+    response?: { body_mutation?: { streamed_response?: { body?: Buffer; end_of_stream?: boolean } } };
+  };
+}
+
+/**
+ * The body the picker sent back, to the endpoint it named, as Envoy forwards it: the runtime
+ * answers, and its KV events reach the picker as they would (its index and output attribution
+ * then hold what they hold behind Envoy, not every request waiting for a store that never comes).
+ */
+async function forward(address: string, body: Buffer): Promise<{ status: number; contentType: string }> {
+  const res = await fetch(`http://${address}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
+  await res.arrayBuffer();
+  return { status: res.status, contentType: res.headers.get('content-type') ?? '' };
+}
 
 interface ExtProcClient {
   Process(): ClientDuplexStream<object, Record<string, unknown>>;
@@ -129,17 +158,32 @@ function exchange(client: ExtProcClient, i: number): Promise<void> {
   const body = chatBody(i);
   return new Promise((resolve, reject) => {
     const call = client.Process();
-    call.on('data', (m: Record<string, unknown>) => {
+    let address: string | undefined;
+    const sent: Buffer[] = [];
+    call.on('data', (m: Record<string, unknown> & PickAnswer) => {
       if (m['immediate_response'] !== undefined) {
         reject(new Error(`an immediate response, not a pick: ${JSON.stringify(m['immediate_response'])}`));
         call.cancel();
         return;
       }
-      const rb = m['request_body'] as
-        | { response?: { body_mutation?: { streamed_response?: { end_of_stream?: boolean } } } }
-        | undefined;
-      if (rb?.response?.body_mutation?.streamed_response?.end_of_stream === true) call.write(RESPONSE_HEADERS);
-      else if (m['response_headers'] !== undefined) call.end();
+      for (const h of m.request_headers?.response?.header_mutation?.set_headers ?? [])
+        if (h.header?.key === 'x-gateway-destination-endpoint') address = h.header.raw_value?.toString();
+      const streamed = m.request_body?.response?.body_mutation?.streamed_response;
+      if (streamed?.body) sent.push(streamed.body);
+      if (streamed?.end_of_stream === true) {
+        if (address === undefined) {
+          reject(new Error('the pick named no endpoint'));
+          call.cancel();
+          return;
+        }
+        forward(address, Buffer.concat(sent)).then(
+          (r) => call.write(responseHeaders(r.status, r.contentType)),
+          (err: unknown) => {
+            reject(err instanceof Error ? err : new Error(String(err)));
+            call.cancel();
+          },
+        );
+      } else if (m['response_headers'] !== undefined) call.end();
     });
     call.on('error', reject);
     call.on('status', (s: { code: number; details: string }) =>
@@ -185,6 +229,8 @@ interface Cost {
   readonly requests: number;
   readonly cpu_us_per_req: number;
   readonly heap_bytes_per_req: number;
+  /** Bytes a request left for the old generation (scavenges promoted them): longer-lived state. */
+  readonly promoted_bytes_per_req: number;
   readonly scavenges_per_10k: number;
   readonly mark_compacts_per_10k: number;
   readonly gc_us_per_req: number;
@@ -205,6 +251,7 @@ async function measure(proc: Proc, port: number, seed: number): Promise<Cost> {
       requests: REQUESTS,
       cpu_us_per_req: per(Number(r['cpuUserUs']) + Number(r['cpuSystemUs'])),
       heap_bytes_per_req: Math.round(Number(r['heapAllocatedBytes']) / REQUESTS),
+      promoted_bytes_per_req: Math.round(Number(r['scavengePromotedBytes']) / REQUESTS),
       scavenges_per_10k: per10k(gcs['Scavenge'] ?? 0),
       mark_compacts_per_10k: per10k((gcs['MarkSweepCompact'] ?? 0) + (gcs['MarkCompact'] ?? 0)),
       gc_us_per_req: per(r['gcCost']),
@@ -254,6 +301,8 @@ const result = {
         picker_minus_floor: {
           cpu_us_per_req: minus('cpu_us_per_req'),
           heap_bytes_per_req: minus('heap_bytes_per_req'),
+          promoted_bytes_per_req: minus('promoted_bytes_per_req'),
+          gc_us_per_req: minus('gc_us_per_req'),
           scavenges_per_10k: minus('scavenges_per_10k'),
         },
         picker_over_floor: {
