@@ -168,6 +168,12 @@ export class PickerExchange {
     this.#ended = true;
     this.cancel();
     const r = this.#routed;
+    // The request's state goes with it: grpc-js keeps a finished call (and its listeners, this
+    // exchange among them) for a while, and all it reaches outlived the young generation (the
+    // tokens, the parsed body: copied by two scavenges, then promoted for a mark-compact).
+    this.#routed = undefined;
+    this.#headers = {};
+    this.#tenant = undefined;
     if (!r) return;
     r.guard.release();
     const { policy } = r.lease;
@@ -233,7 +239,11 @@ export class PickerExchange {
     this.#answered = true;
     let body: unknown;
     try {
-      body = JSON.parse(Buffer.concat(this.#chunks).toString('utf8'));
+      const chunks = this.#chunks;
+      // Envoy sends a small body in one chunk: read in place, not copied first.
+      const raw = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
+      chunks.length = 0;
+      body = JSON.parse(raw.toString('utf8'));
     } catch (err) {
       throw new GatewayError('GW_BAD_REQUEST', {
         detail: `body: not JSON (${err instanceof Error ? err.message : String(err)})`,
