@@ -93,7 +93,8 @@ function close(w: Window): object {
   let gcCost = 0;
   let promoted = 0;
   for (const gc of profile?.statistics ?? []) {
-    if (gc.gcType === 'Scavenge') promoted += Math.max(0, oldSpaceUsed(gc.afterGC) - oldSpaceUsed(gc.beforeGC));
+    if (gc.gcType === 'Scavenge')
+      promoted += Math.max(0, oldSpaceUsed(gc.afterGC) - oldSpaceUsed(gc.beforeGC));
     allocated += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - leftover);
     leftover = gc.afterGC.heapStatistics.usedHeapSize;
     kinds[gc.gcType] = (kinds[gc.gcType] ?? 0) + 1;

@@ -262,7 +262,12 @@ async function measure(proc: Proc, port: number, seed: number): Promise<Cost> {
 }
 
 installCleanup();
-const sim = await startSim(ctx, 'sim', [...ZERO_LATENCY_SIM_ARGS, '--page-size', String(PAGE_SIZE)], PAGE_SIZE);
+const sim = await startSim(
+  ctx,
+  'sim',
+  [...ZERO_LATENCY_SIM_ARGS, '--page-size', String(PAGE_SIZE)],
+  PAGE_SIZE,
+);
 const out: Record<string, Cost> = {};
 try {
   if (TARGETS.includes('picker')) {
