@@ -132,28 +132,44 @@ export class PickerExchange {
     this.#send = send;
   }
 
-  async receive(msg: ProcessingRequest): Promise<void> {
+  /**
+   * One message, handled at once; a promise only while it waits (the body's end: the pick).
+   * Most messages need none, and a stream's promises were a good part of a request's garbage.
+   */
+  receive(msg: ProcessingRequest): Promise<void> | undefined {
     try {
-      if (msg.request_headers) this.#onRequestHeaders(msg.request_headers);
-      else if (msg.request_body) {
-        if (this.#answered) return;
-        this.#onBodyChunk(msg.request_body.body);
-        if (msg.request_body.end_of_stream) await this.#pick(msg, false);
-      } else if (msg.request_trailers) {
-        if (!this.#answered) await this.#pick(msg, true);
-        this.#send(buildContinue('request_trailers'));
-      } else if (msg.response_headers) this.#onResponseHeaders(msg);
-      else if (msg.response_body) {
-        // Only where the data plane sends the response body too (not by default): passed on as
-        // is, its events counted.
-        const { body, end_of_stream } = msg.response_body;
-        this.#routed?.progress?.body(body);
-        this.#send(buildResponseChunk(body, end_of_stream));
-      } else if (msg.response_trailers) this.#send(buildContinue('response_trailers'));
+      return this.#dispatch(msg)?.catch((err: unknown) => this.#answerGatewayError(err));
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      this.#answerError(err);
+      this.#answerGatewayError(err);
+      return undefined;
     }
+  }
+
+  #dispatch(msg: ProcessingRequest): Promise<void> | undefined {
+    if (msg.request_headers) this.#onRequestHeaders(msg.request_headers);
+    else if (msg.request_body) {
+      if (this.#answered) return undefined;
+      this.#onBodyChunk(msg.request_body.body);
+      if (msg.request_body.end_of_stream) return this.#pick(msg, false);
+    } else if (msg.request_trailers) {
+      const trailersContinue = (): void => this.#send(buildContinue('request_trailers'));
+      if (!this.#answered) return this.#pick(msg, true).then(trailersContinue);
+      trailersContinue();
+    } else if (msg.response_headers) this.#onResponseHeaders(msg);
+    else if (msg.response_body) {
+      // Only where the data plane sends the response body too (not by default): passed on as
+      // is, its events counted.
+      const { body, end_of_stream } = msg.response_body;
+      this.#routed?.progress?.body(body);
+      this.#send(buildResponseChunk(body, end_of_stream));
+    } else if (msg.response_trailers) this.#send(buildContinue('response_trailers'));
+    return undefined;
+  }
+
+  /** A refusal or error the gateway names becomes Envoy's answer; anything else breaks the stream. */
+  #answerGatewayError(err: unknown): void {
+    if (!(err instanceof GatewayError)) throw err;
+    this.#answerError(err);
   }
 
   /** The stream is over or broke: waits (admission, wake, an identical request) end now. */
