@@ -14,7 +14,11 @@
 //
 //   node test/bench/bench-picker-alloc.ts [--requests 20000] [--warmup 3000]
 //        [--concurrency 8] [--system-words 300] [--user-words 120] [--stream]
-//        [--targets picker,floor]
+//        [--targets picker,floor] [--rounds 1] [--baseline DIR]
+//
+// --baseline DIR adds `picker@baseline`, the picker of another checkout (e.g. `git archive` of
+// main, node_modules linked), measured the same way on the same simulator: a change's before
+// and after. --rounds R measures the targets in turn R times and reports each figure's median.
 //
 // The chat is a shared system prompt (its blocks in the KV index: the gateway serves a few
 // requests through its own proxy first, so the simulator publishes them) and a user turn
@@ -30,7 +34,14 @@ import { parseArgs } from 'node:util';
 import { credentials, makeClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
 import { extProcService } from '../../gateway/src/epp/protos.ts';
 import { spellWord } from '../sim/tokenizer.ts';
-import { MODEL, pickerNodeArgs, startExtProcFloor, startPickerGateway, startSim } from './bench-fleet.ts';
+import {
+  MODEL,
+  pickerNodeArgs,
+  startExtProcFloor,
+  startPickerGateway,
+  startSim,
+  type Sim,
+} from './bench-fleet.ts';
 import { ZERO_LATENCY_SIM_ARGS } from './bench-overhead.ts';
 import { installCleanup, stopProcess, type Proc } from './bench-procs.ts';
 
@@ -43,14 +54,18 @@ const { values } = parseArgs({
     'user-words': { type: 'string', default: '120' },
     stream: { type: 'boolean', default: false },
     targets: { type: 'string', default: 'picker,floor' },
+    rounds: { type: 'string', default: '1' },
+    baseline: { type: 'string' },
   },
 });
 const REQUESTS = Number(values.requests);
 const WARMUP = Number(values.warmup);
 const CONCURRENCY = Number(values.concurrency);
+const ROUNDS = Number(values.rounds);
+const BASELINE = values.baseline;
 const SYSTEM_WORDS = Number(values['system-words']);
 const USER_WORDS = Number(values['user-words']);
-for (const [name, v] of Object.entries({ REQUESTS, WARMUP, CONCURRENCY, SYSTEM_WORDS, USER_WORDS }))
+for (const [name, v] of Object.entries({ REQUESTS, WARMUP, CONCURRENCY, SYSTEM_WORDS, USER_WORDS, ROUNDS }))
   if (!Number.isInteger(v) || v < 0) throw new Error(`bench-picker-alloc: ${name} must be an integer >= 0`);
 const TARGETS = values.targets.split(',').filter((t) => t !== '');
 for (const t of TARGETS)
@@ -261,17 +276,30 @@ async function measure(proc: Proc, port: number, seed: number): Promise<Cost> {
   }
 }
 
-installCleanup();
-const sim = await startSim(
-  ctx,
-  'sim',
-  [...ZERO_LATENCY_SIM_ARGS, '--page-size', String(PAGE_SIZE)],
-  PAGE_SIZE,
-);
-const out: Record<string, Cost> = {};
-try {
-  if (TARGETS.includes('picker')) {
-    const picker = await startPickerGateway(ctx, [sim], 'alloc', [...pickerNodeArgs(), ...PROBE]);
+/** Each metric's median over the rounds (the CPU figures move with the machine's other work). */
+function median(costs: readonly Cost[]): Cost {
+  const mid = (k: keyof Cost): number => {
+    const v = costs.map((c) => c[k]).sort((a, b) => a - b);
+    return v[Math.floor((v.length - 1) / 2)] ?? 0;
+  };
+  return {
+    requests: mid('requests'),
+    cpu_us_per_req: mid('cpu_us_per_req'),
+    heap_bytes_per_req: mid('heap_bytes_per_req'),
+    promoted_bytes_per_req: mid('promoted_bytes_per_req'),
+    scavenges_per_10k: mid('scavenges_per_10k'),
+    mark_compacts_per_10k: mid('mark_compacts_per_10k'),
+    gc_us_per_req: mid('gc_us_per_req'),
+  };
+}
+
+/** A picker (this checkout's, or --baseline's), its KV index warm, measured, stopped. */
+async function measurePicker(name: string, repo: string, sim: Sim, seed: number): Promise<Cost> {
+  const picker = await startPickerGateway({ ...ctx, repo }, [sim], name.replace('@', '-'), [
+    ...pickerNodeArgs(),
+    ...PROBE,
+  ]);
+  try {
     // The system prompt's blocks into the KV index, as a conversation's earlier turns put them.
     for (let i = 0; i < 8; i++) {
       const res = await fetch(`${picker.url}/v1/chat/completions`, {
@@ -282,41 +310,75 @@ try {
       if (!res.ok) throw new Error(`warming the KV index: ${res.status} ${await res.text()}`);
     }
     await new Promise((r) => setTimeout(r, 500));
-    log(`picker: ${WARMUP} + ${REQUESTS} requests`);
-    out['picker'] = await measure(picker.proc, picker.pickerPort, 0);
+    log(`${name}: ${WARMUP} + ${REQUESTS} requests`);
+    return await measure(picker.proc, picker.pickerPort, seed);
+  } finally {
     await stopProcess(picker.proc);
   }
-  if (TARGETS.includes('floor')) {
-    const floor = await startExtProcFloor(ctx, new URL(sim.url).host, PROBE);
+}
+
+async function measureFloor(sim: Sim, seed: number): Promise<Cost> {
+  const floor = await startExtProcFloor(ctx, new URL(sim.url).host, PROBE);
+  try {
     log(`floor: ${WARMUP} + ${REQUESTS} requests`);
-    out['floor'] = await measure(floor.proc, floor.pickerPort, 0);
+    return await measure(floor.proc, floor.pickerPort, seed);
+  } finally {
     await stopProcess(floor.proc);
   }
+}
+
+installCleanup();
+const sim = await startSim(
+  ctx,
+  'sim',
+  [...ZERO_LATENCY_SIM_ARGS, '--page-size', String(PAGE_SIZE)],
+  PAGE_SIZE,
+);
+const names = [
+  ...(TARGETS.includes('picker') ? ['picker'] : []),
+  ...(BASELINE !== undefined ? ['picker@baseline'] : []),
+  ...(TARGETS.includes('floor') ? ['floor'] : []),
+];
+const rounds: Record<string, Cost[]> = Object.fromEntries(names.map((n) => [n, []]));
+try {
+  for (let round = 0; round < ROUNDS; round++)
+    for (const name of names) {
+      // Each round's prompts are new ones: the index holds the same share of them for every target.
+      const seed = round * (WARMUP + REQUESTS);
+      const cost =
+        name === 'floor'
+          ? await measureFloor(sim, seed)
+          : await measurePicker(name, name === 'picker' ? repo : (BASELINE ?? repo), sim, seed);
+      rounds[name]?.push(cost);
+    }
 } finally {
   await stopProcess(sim.proc);
 }
-const p = out['picker'];
-const f = out['floor'];
-const minus = (k: keyof Cost): number => Number(((p?.[k] ?? 0) - (f?.[k] ?? 0)).toFixed(1));
-const ratio = (k: keyof Cost): number => Number(((p?.[k] ?? 0) / (f?.[k] || 1)).toFixed(2));
+const out: Record<string, Cost> = Object.fromEntries(
+  Object.entries(rounds).map(([n, costs]) => [n, median(costs)]),
+);
+const COMPARED: readonly (keyof Cost)[] = [
+  'cpu_us_per_req',
+  'heap_bytes_per_req',
+  'promoted_bytes_per_req',
+  'gc_us_per_req',
+  'scavenges_per_10k',
+];
+const compare = (
+  a: Cost | undefined,
+  b: Cost | undefined,
+  op: (x: number, y: number) => number,
+): Record<string, number> | undefined =>
+  a && b ? Object.fromEntries(COMPARED.map((k) => [k, Number(op(a[k], b[k]).toFixed(2))])) : undefined;
+const minus = (x: number, y: number): number => x - y;
+const over = (x: number, y: number): number => x / (y || 1);
 const result = {
   ...out,
-  ...(p && f
-    ? {
-        picker_minus_floor: {
-          cpu_us_per_req: minus('cpu_us_per_req'),
-          heap_bytes_per_req: minus('heap_bytes_per_req'),
-          promoted_bytes_per_req: minus('promoted_bytes_per_req'),
-          gc_us_per_req: minus('gc_us_per_req'),
-          scavenges_per_10k: minus('scavenges_per_10k'),
-        },
-        picker_over_floor: {
-          cpu_us_per_req: ratio('cpu_us_per_req'),
-          heap_bytes_per_req: ratio('heap_bytes_per_req'),
-          scavenges_per_10k: ratio('scavenges_per_10k'),
-        },
-      }
-    : {}),
+  picker_minus_floor: compare(out['picker'], out['floor'], minus),
+  picker_over_floor: compare(out['picker'], out['floor'], over),
+  baseline_minus_floor: compare(out['picker@baseline'], out['floor'], minus),
+  picker_over_baseline: compare(out['picker'], out['picker@baseline'], over),
+  rounds: ROUNDS,
   concurrency: CONCURRENCY,
   warmup: WARMUP,
   body_bytes: chatBody(0).length,
