@@ -202,6 +202,10 @@ bench-failover: deps ## Failover: 3 gateway replicas replay a slice, once as is 
 bench-picker-prompts: deps envoy ## GIE #2928's case: 220 KB prompts at concurrency 150, Envoy + the endpoint picker vs Envoy alone on one simulator; TTFT p50/p99, the picker's addition, CPU per request (path, simulator, client); last line JSON (ARGS='--requests 900 --concurrency 150 --prompt-kb 220 --rounds 3 [--rate 4] [--baseline DIR]')
 	$(NODE) test/bench/bench-picker-prompts.ts $(ARGS)
 
+.PHONY: bench-picker-alloc
+bench-picker-alloc: deps ## The endpoint picker's cost a request without Envoy or wall-clock latency: this client speaks Envoy's side of ext_proc to the picker (a simulator behind) and to the Node floor, each process measuring itself: CPU us, V8 heap bytes allocated and promoted, collections per request, picker minus floor; last line JSON (ARGS='--requests 20000 --concurrency 8 --rounds 1 [--baseline DIR]'; CACHEROUTE_ALLOC_PROBE_PROFILE=DIR: heap and CPU profiles of the window)
+	$(NODE) test/bench/bench-picker-alloc.ts $(ARGS)
+
 .PHONY: bench-picker-progress
 bench-picker-progress: deps envoy ## What the endpoint picker behind Envoy knows of an answer after its first byte, per bootstrap (old: trailers SKIP; end: trailers SEND, progress estimated; body: counted): decode-load error against the tokens still to come, picker CPU per request; last line JSON (ARGS='--answers 160 --requests 300 --rounds 3 --lengths max|stop --kv-events on|off --accuracy-only')
 	$(NODE) test/bench/bench-picker-progress.ts $(ARGS)

@@ -389,6 +389,7 @@ export async function startPickerGateway(
   ctx: FleetContext,
   endpoints: readonly Sim[],
   tag: string,
+  nodeArgs: readonly string[] = pickerNodeArgs(),
 ): Promise<{ url: string; proc: Proc; pickerPort: number }> {
   const routes = writeRoutes(ctx, `cache-aware-${tag}`, GATEWAY_ROUTING['cache-aware'] ?? {}, endpoints);
   const started = await spawnGateway(
@@ -397,7 +398,7 @@ export async function startPickerGateway(
     routes,
     `gateway-cache-aware-${tag}`,
     ['--picker-port', '0'],
-    pickerNodeArgs(),
+    nodeArgs,
   );
   await waitServing('cache-aware', started.url, started.proc);
   if (started.pickerPort === undefined) throw new Error('the picker gateway named no picker port');
@@ -408,12 +409,14 @@ export async function startPickerGateway(
 export async function startExtProcFloor(
   ctx: FleetContext,
   upstream: string,
+  nodeArgs: readonly string[] = [],
 ): Promise<{ proc: Proc; pickerPort: number }> {
   const proc = startProcess(
     'ext-proc-floor',
     process.execPath,
     [
       '--max-semi-space-size=32', // as the picker runs
+      ...nodeArgs,
       path.join(ctx.repo, 'test/bench/ext-proc-floor.ts'),
       '--upstream',
       upstream,

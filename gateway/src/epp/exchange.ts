@@ -132,28 +132,44 @@ export class PickerExchange {
     this.#send = send;
   }
 
-  async receive(msg: ProcessingRequest): Promise<void> {
+  /**
+   * One message, handled at once; a promise only while it waits (the body's end: the pick).
+   * Most messages need none, and a stream's promises were a good part of a request's garbage.
+   */
+  receive(msg: ProcessingRequest): Promise<void> | undefined {
     try {
-      if (msg.request_headers) this.#onRequestHeaders(msg.request_headers);
-      else if (msg.request_body) {
-        if (this.#answered) return;
-        this.#onBodyChunk(msg.request_body.body);
-        if (msg.request_body.end_of_stream) await this.#pick(msg, false);
-      } else if (msg.request_trailers) {
-        if (!this.#answered) await this.#pick(msg, true);
-        this.#send(buildContinue('request_trailers'));
-      } else if (msg.response_headers) this.#onResponseHeaders(msg);
-      else if (msg.response_body) {
-        // Only where the data plane sends the response body too (not by default): passed on as
-        // is, its events counted.
-        const { body, end_of_stream } = msg.response_body;
-        this.#routed?.progress?.body(body);
-        this.#send(buildResponseChunk(body, end_of_stream));
-      } else if (msg.response_trailers) this.#send(buildContinue('response_trailers'));
+      return this.#dispatch(msg)?.catch((err: unknown) => this.#answerGatewayError(err));
     } catch (err) {
-      if (!(err instanceof GatewayError)) throw err;
-      this.#answerError(err);
+      this.#answerGatewayError(err);
+      return undefined;
     }
+  }
+
+  #dispatch(msg: ProcessingRequest): Promise<void> | undefined {
+    if (msg.request_headers) this.#onRequestHeaders(msg.request_headers);
+    else if (msg.request_body) {
+      if (this.#answered) return undefined;
+      this.#onBodyChunk(msg.request_body.body);
+      if (msg.request_body.end_of_stream) return this.#pick(msg, false);
+    } else if (msg.request_trailers) {
+      const trailersContinue = (): void => this.#send(buildContinue('request_trailers'));
+      if (!this.#answered) return this.#pick(msg, true).then(trailersContinue);
+      trailersContinue();
+    } else if (msg.response_headers) this.#onResponseHeaders(msg);
+    else if (msg.response_body) {
+      // Only where the data plane sends the response body too (not by default): passed on as
+      // is, its events counted.
+      const { body, end_of_stream } = msg.response_body;
+      this.#routed?.progress?.body(body);
+      this.#send(buildResponseChunk(body, end_of_stream));
+    } else if (msg.response_trailers) this.#send(buildContinue('response_trailers'));
+    return undefined;
+  }
+
+  /** A refusal or error the gateway names becomes Envoy's answer; anything else breaks the stream. */
+  #answerGatewayError(err: unknown): void {
+    if (!(err instanceof GatewayError)) throw err;
+    this.#answerError(err);
   }
 
   /** The stream is over or broke: waits (admission, wake, an identical request) end now. */
@@ -168,6 +184,12 @@ export class PickerExchange {
     this.#ended = true;
     this.cancel();
     const r = this.#routed;
+    // The request's state goes with it: grpc-js keeps a finished call (and its listeners, this
+    // exchange among them) for a while, and all it reaches outlived the young generation (the
+    // tokens, the parsed body: copied by two scavenges, then promoted for a mark-compact).
+    this.#routed = undefined;
+    this.#headers = {};
+    this.#tenant = undefined;
     if (!r) return;
     r.guard.release();
     const { policy } = r.lease;
@@ -233,7 +255,11 @@ export class PickerExchange {
     this.#answered = true;
     let body: unknown;
     try {
-      body = JSON.parse(Buffer.concat(this.#chunks).toString('utf8'));
+      const chunks = this.#chunks;
+      // Envoy sends a small body in one chunk: read in place, not copied first.
+      const raw = chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks);
+      chunks.length = 0;
+      body = JSON.parse(raw.toString('utf8'));
     } catch (err) {
       throw new GatewayError('GW_BAD_REQUEST', {
         detail: `body: not JSON (${err instanceof Error ? err.message : String(err)})`,

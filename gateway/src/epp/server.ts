@@ -106,29 +106,57 @@ function serveStream(host: PickerHost, call: Stream): void {
     if (!call.writableEnded && !call.destroyed) call.write(r);
   });
   // One message at a time, in order: a pick may wait (admission, wake) while later ones arrive.
-  let queue = Promise.resolve();
+  // A message is handled as it comes unless one waits (only a pick does); those that come
+  // meanwhile queue behind it. No promise a message: they were a good part of a stream's garbage.
+  const backlog: unknown[] = [];
+  /** A message is being handled, or its pick waits: later ones queue (and nothing re-enters). */
+  let busy = false;
+  /** The stream ended or broke: the exchange ends after the last message was handled. */
+  let over = false;
+  const failed = (err: unknown): void => {
+    host.log.warn({ err }, 'ext_proc: stream failed');
+    failStream(call, err instanceof Error ? err.message : String(err));
+  };
+  const handle = (raw: unknown): Promise<void> | undefined => {
+    const msg = readProcessingRequest(raw);
+    if (!msg.success) {
+      host.log.warn(
+        { issue: msg.error.issues[0]?.message, path: msg.error.issues[0]?.path.join('.') },
+        'ext_proc: a message the picker cannot read',
+      );
+      failStream(call, 'unreadable ProcessingRequest');
+      return undefined;
+    }
+    return exchange.receive(msg.data);
+  };
+  const drain = (): void => {
+    busy = true;
+    while (backlog.length > 0) {
+      let wait: Promise<void> | undefined;
+      try {
+        wait = handle(backlog.shift());
+      } catch (err) {
+        failed(err);
+      }
+      if (wait) {
+        wait.then(drain, (err: unknown) => {
+          failed(err);
+          drain();
+        });
+        return;
+      }
+    }
+    busy = false;
+    if (over) exchange.end();
+  };
   call.on('data', (raw: unknown) => {
-    queue = queue
-      .then(async () => {
-        const msg = readProcessingRequest(raw);
-        if (!msg.success) {
-          host.log.warn(
-            { issue: msg.error.issues[0]?.message, path: msg.error.issues[0]?.path.join('.') },
-            'ext_proc: a message the picker cannot read',
-          );
-          failStream(call, 'unreadable ProcessingRequest');
-          return;
-        }
-        await exchange.receive(msg.data);
-      })
-      .catch((err: unknown) => {
-        host.log.warn({ err }, 'ext_proc: stream failed');
-        failStream(call, err instanceof Error ? err.message : String(err));
-      });
+    backlog.push(raw);
+    if (!busy) drain();
   });
   const finish = (): void => {
     exchange.cancel();
-    void queue.then(() => exchange.end());
+    over = true;
+    if (!busy) drain();
   };
   call.on('end', () => {
     finish();

@@ -90,6 +90,16 @@ describe('readFastBatch', () => {
     if (read !== null) expect(got).toBe(read);
   });
 
+  it('gives a string read before only for the same bytes (salts of one length, non-ASCII)', () => {
+    const salts = ['tenant-a', 'tenant-b', 'tenant-ä', 'tenant-a', 'tenant-ab', 'tenant-', 'tenant-b'];
+    for (const cache_salt of salts) {
+      const payload = encoder.encode([1_700_000_000, [stored({ cache_salt })], null]);
+      expect(expectAgreesOrDeclines(payload, cache_salt)).toBe(true);
+      const event = readFastBatch(payload)?.events[0];
+      expect(event?.type === 'BlockStored' ? event.cacheSalt : undefined).toBe(cache_salt);
+    }
+  });
+
   it('agrees or declines on damaged bytes: flipped, cut short, with bytes left over', () => {
     const rng = createRng(43);
     const good = encodeEventBatch(

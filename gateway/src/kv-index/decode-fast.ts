@@ -23,10 +23,37 @@ const MEDIA: ReadonlySet<string> = new Set(['GPU', 'CPU_PINNED', 'DISK', 'EXTERN
 /** Thrown to decline; caught in readFastBatch only (one instance: no stack captured a throw). */
 const DECLINE = new Error('not the usual batch shape');
 
+/** One decoder for every batch (a native object: not one a batch). */
+const TEXT = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Short ASCII strings already read: every event repeats the same few (its keys, its type, the
+ * medium, a route's salt), so bytes equal to one give that string, neither a view nor a decode
+ * (they were most of a batch's garbage after the ids and hashes). The first ones seen are kept.
+ */
+const KNOWN_MAX = 64;
+const KNOWN_MAX_LENGTH = 64;
+const known: string[] = [];
+
+function knownString(bytes: Uint8Array, at: number, n: number): string | undefined {
+  next: for (const s of known) {
+    if (s.length !== n) continue;
+    for (let i = 0; i < n; i++) if (s.charCodeAt(i) !== bytes[at + i]) continue next;
+    return s;
+  }
+  return undefined;
+}
+
+function remember(s: string): void {
+  if (known.length >= KNOWN_MAX || s.length > KNOWN_MAX_LENGTH) return;
+  // ASCII only: one byte a character, so a string's bytes are its character codes.
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return;
+  known.push(s);
+}
+
 class Reader {
   readonly #bytes: Uint8Array;
   readonly #view: DataView;
-  readonly #text = new TextDecoder('utf-8', { fatal: true });
   at = 0;
 
   constructor(bytes: Uint8Array) {
@@ -110,11 +137,16 @@ class Reader {
     else if (b === 0xdb) n = this.#view.getUint32(this.#need(4));
     else throw DECLINE;
     const at = this.#need(n);
+    const seen = n <= KNOWN_MAX_LENGTH ? knownString(this.#bytes, at, n) : undefined;
+    if (seen !== undefined) return seen;
+    let s: string;
     try {
-      return this.#text.decode(this.#bytes.subarray(at, at + n));
+      s = TEXT.decode(this.#bytes.subarray(at, at + n));
     } catch {
       throw DECLINE;
     }
+    remember(s);
+    return s;
   }
 
   /** An integer msgpack gives as a number (every width but 64-bit); else declines. */

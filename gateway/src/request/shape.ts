@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { computeTextTokens } from '../radix/index.ts';
 import type { TokenizerInput } from '../tokenize/request.ts';
+import { readChatBody } from './chat-body.ts';
 
 /** Sequences sampled per prompt (request/rules.ts caps it and counts it against a tenant's limits). */
 const N = z.number().int().min(1, 'n must be at least 1');
@@ -99,6 +100,9 @@ export function parseBody(kind: RouteKind, raw: unknown): ParseResult {
     return { ok: false, error: 'body: a JSON object is required' };
   switch (kind) {
     case 'chat': {
+      // Read by hand where the schema would take the body as it is (chat-body.ts).
+      const read = readChatBody(raw);
+      if (read) return { ok: true, value: { kind, body: read } };
       const r = ChatBody.safeParse(raw);
       return r.success
         ? { ok: true, value: { kind, body: r.data } }

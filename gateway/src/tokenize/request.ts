@@ -4,6 +4,7 @@
 // content the runtime does not turn into text: routing then uses
 // approximate tokens, and the request still goes upstream unchanged.
 
+import { readChatMessages } from './message-shapes.ts';
 import { ChatMessage } from './messages.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
@@ -21,7 +22,9 @@ export type TokenizerInput =
 export async function encodeRequest(tok: Tokenizer, input: TokenizerInput): Promise<number[] | undefined> {
   try {
     if (input.kind === 'text') return await tok.encodeText(input.text);
-    const messages = ChatMessages.safeParse(input.messages);
+    // Read by hand where the schema would take them as they are (message-shapes.ts).
+    const read = readChatMessages(input.messages);
+    const messages = read ? { success: true as const, data: read } : ChatMessages.safeParse(input.messages);
     if (!messages.success) return undefined;
     const ids = await tok.encodeChat(messages.data, { templateKwargs: input.templateKwargs });
     return ids.ok ? ids.value : undefined;
