@@ -8,7 +8,10 @@
 import { isBodyMessage, isObject } from '../tokenize/message-shapes.ts';
 import type { ChatBody } from './shape.ts';
 
-const CACHE_SALT_MAX = 512;
+/** The longest cache_salt a body may carry (shape.ts's schemas read the same). */
+export const CACHE_SALT_MAX = 512;
+/** The highest temperature a chat or completion body may ask (shape.ts's Sampling). */
+export const TEMPERATURE_MAX = 100;
 
 /** z.number().int(): a safe integer. */
 const isInt = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v);
@@ -22,7 +25,7 @@ function isSampling(b: Readonly<Record<string, unknown>>): boolean {
       (typeof temperature === 'number' &&
         Number.isFinite(temperature) &&
         temperature >= 0 &&
-        temperature <= 100)) &&
+        temperature <= TEMPERATURE_MAX)) &&
     (seed === undefined || isInt(seed)) &&
     (salt === undefined || (typeof salt === 'string' && salt.length <= CACHE_SALT_MAX))
   );

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { computeTextTokens } from '../radix/index.ts';
 import type { TokenizerInput } from '../tokenize/request.ts';
-import { readChatBody } from './chat-body.ts';
+import { CACHE_SALT_MAX, readChatBody, TEMPERATURE_MAX } from './chat-body.ts';
 
 /** Sequences sampled per prompt (request/rules.ts caps it and counts it against a tenant's limits). */
 const N = z.number().int().min(1, 'n must be at least 1');
@@ -12,9 +12,9 @@ const N = z.number().int().min(1, 'n must be at least 1');
 const Sampling = {
   n: N.optional(),
   stream: z.boolean().optional(),
-  temperature: z.number().min(0).max(100).optional(),
+  temperature: z.number().min(0).max(TEMPERATURE_MAX).optional(),
   seed: z.number().int().optional(),
-  cache_salt: z.string().max(512).optional(),
+  cache_salt: z.string().max(CACHE_SALT_MAX).optional(),
 };
 
 /**
@@ -71,7 +71,7 @@ export const GenerateBody = z
       })
       .optional(),
     stream: z.boolean().optional(),
-    cache_salt: z.string().max(512).optional(),
+    cache_salt: z.string().max(CACHE_SALT_MAX).optional(),
   })
   .refine((b) => [b.text, b.input_ids, b.input_embeds].filter((x) => x !== undefined).length === 1, {
     message: 'give exactly one of text, input_ids, input_embeds',
