@@ -367,19 +367,28 @@ describe('CacheAwarePolicy', () => {
       // its hit is worth 64 x 32, so cost routing keeps it there; b has nothing to do and would
       // prefill all 40 tokens long before a is through.
       const fleet = () => [ep('a', { cached: held, ...peers(500, 0, 3) }), ep('b')];
-      const hot = (id: string, tier?: { rank: number; size: number }) =>
-        input(id, range(0, 40), tier ? { tier: { ...tier, unheardMs: 1, bursty: false } } : {});
+      const hot = (id: string, tier?: { rank: number; size: number; bursty: boolean }) =>
+        input(id, range(0, 40), tier ? { tier: { ...tier, unheardMs: 1 } } : {});
 
       it('takes the request alone in the tier', () => {
         expect(fresh({ costWeight: 64 }).select(fleet(), hot('r'))).toBe(1);
       });
 
-      it('is taken by one replica of a tier, the others routing as usual', () => {
+      it('is taken by one replica of a tier in a burst, the others routing as usual', () => {
         for (const size of [3, 8]) {
           const picks = Array.from({ length: size }, (_x, rank) =>
-            fresh({ costWeight: 64 }).select(fleet(), hot('r', { rank, size })),
+            fresh({ costWeight: 64 }).select(fleet(), hot('r', { rank, size, bursty: true })),
           );
           expect(picks.filter((k) => k === 1)).toHaveLength(1);
+        }
+      });
+
+      it('is taken by whichever replica of a steady tier gets the request first (ADR 0053)', () => {
+        for (const size of [3, 8]) {
+          const picks = Array.from({ length: size }, (_x, rank) =>
+            fresh({ costWeight: 64 }).select(fleet(), hot('r', { rank, size, bursty: false })),
+          );
+          expect(picks.filter((k) => k === 1)).toHaveLength(size);
         }
       });
 

@@ -83,8 +83,9 @@
 //   prefill the request's whole uncached part before the usual pick's backlog
 //   is through takes it, if that discards at most a usual prompt's length of
 //   cache, so a hot prefix's first holder does not keep it alone behind a
-//   long queue; in a tier only the replica its id hashes to does, so the
-//   tier spills once, not every replica at once (idle-spill.ts, ADR 0052).
+//   long queue; in a tier, while its picks come together, only the replica
+//   its id hashes to does, so the tier spills once, not every replica at
+//   once; otherwise whichever gets the request (idle-spill.ts, ADRs 0052, 0053).
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -188,11 +189,9 @@ export class CacheAwarePolicy implements Policy {
       const bt = this.#cfg.blockTokens;
       // A long answer decodes in e's batch for many steps: it is the one whose e2e the batch decides.
       const d = this.#cfg.decodeWeight * this.#outputScale(req);
+      const uncached = scores.map((s) => Math.max(0, total - s * bt));
       const cost = endpoints.map(
-        (e, i) =>
-          this.#tierBacklog(e) +
-          w * Math.max(0, total - (scores[i] as number) * bt) +
-          (d > 0 ? d * this.#tierDecode(e) : 0),
+        (e, i) => this.#tierBacklog(e) + w * (uncached[i] as number) + (d > 0 ? d * this.#tierDecode(e) : 0),
       );
       const bestCost = Math.min(...cost);
       // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
@@ -203,8 +202,8 @@ export class CacheAwarePolicy implements Policy {
         endpoints.map((e, i) => ({
           id: e.id,
           idle: this.#idle(e),
-          uncached: Math.max(0, total - (scores[i] as number) * bt),
-          cached: Math.min(total, (scores[i] as number) * bt),
+          uncached: uncached[i] as number,
+          cached: total - (uncached[i] as number),
           backlog: this.#tierBacklog(e),
         })),
         usual,

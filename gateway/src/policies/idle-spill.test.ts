@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseSpill, ownsSpill, type SpillCandidate } from './idle-spill.ts';
+import { chooseSpill, maySpill, ownsSpill, type SpillCandidate } from './idle-spill.ts';
 
 const busy = (id: string, backlog: number, uncached = 0, cached = 0): SpillCandidate => ({
   id,
@@ -69,12 +69,44 @@ describe('chooseSpill', () => {
     ).toBe(1);
   });
 
-  it('spills once per tier: only the rank that owns the idle runtime', () => {
+  it('spills once per tier while its picks come in bursts: only the rank that owns the idle runtime', () => {
     const fleet = [busy('a', 60_000), idle('b', 10_000)];
     for (const size of [3, 8]) {
-      const spills = Array.from({ length: size }, (_x, rank) => chooseSpill(fleet, 0, { rank, size }));
+      const spills = Array.from({ length: size }, (_x, rank) =>
+        chooseSpill(fleet, 0, { rank, size, bursty: true }),
+      );
       expect(spills.filter((s) => s === 1)).toHaveLength(1);
       expect(spills.filter((s) => s === undefined)).toHaveLength(size - 1);
     }
+  });
+
+  it('spills at any replica of a steady tier, on the first request that qualifies, as one replica does', () => {
+    const fleet = [busy('a', 60_000), idle('b', 10_000)];
+    for (const size of [3, 8]) {
+      const spills = Array.from({ length: size }, (_x, rank) =>
+        chooseSpill(fleet, 0, { rank, size, bursty: false, unheardPicks: 0.01 }),
+      );
+      expect(spills).toEqual(Array.from({ length: size }, () => 1));
+    }
+  });
+});
+
+describe('maySpill', () => {
+  const owner = (id: string, size: number) =>
+    Array.from({ length: size }, (_x, rank) => rank).find((rank) => ownsSpill(id, { rank, size })) as number;
+
+  it('lets any replica spill while no peer is likely deciding on the same view', () => {
+    expect(maySpill('w1', undefined)).toBe(true);
+    for (let rank = 0; rank < 8; rank++) expect(maySpill('w1', { rank, size: 8, bursty: false })).toBe(true);
+  });
+
+  it('leaves the spill to the owner in a burst or with a peer pick likely in transit', () => {
+    const o = owner('w1', 8);
+    const other = (o + 1) % 8;
+    for (const contested of [{ bursty: true }, { bursty: false, unheardPicks: 0.5 }, { unheardPicks: 3 }]) {
+      expect(maySpill('w1', { rank: o, size: 8, ...contested })).toBe(true);
+      expect(maySpill('w1', { rank: other, size: 8, ...contested })).toBe(false);
+    }
+    expect(maySpill('w1', { rank: other, size: 8, bursty: false, unheardPicks: 0.49 })).toBe(true);
   });
 });
