@@ -85,6 +85,12 @@
 //   cache, so a hot prefix's first holder does not keep it alone behind a
 //   long queue; in a tier only the replica its id hashes to does, so the
 //   tier spills once, not every replica at once (idle-spill.ts, ADR 0052).
+// - What its prefill does to the answers streaming there (decode-stall.ts, ADR 0053): the
+//   runtime prefills before its next decode step, so the n requests decoding on e when it
+//   runs each wait uncached(e) / rate; cost adds decodeWeight x n x uncached(e) / (prefill
+//   tokens per decode step), n counted fresh (the tier's in flight on e, queued ones too, or
+//   the runtime's running count if larger). A miss goes where fewer answers would pause; a
+//   hit, with little to prefill, stays.
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -100,6 +106,7 @@ import {
   type RouteInput,
   type RouteOutcome,
 } from './policy.ts';
+import { stallCost } from './decode-stall.ts';
 import { chooseSpill } from './idle-spill.ts';
 import { pickByFill, pourOver } from './unheard-fill.ts';
 
@@ -108,6 +115,8 @@ export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWe
   readonly hostWeight?: number;
   /** Drop tree entries idle longer than this (same unit as `now`). */
   readonly maxIdle?: number;
+  /** Prefill tokens a runtime computes in one decode step's time (decode-stall.ts; default 80). */
+  readonly prefillTokensPerDecodeStep?: number;
 };
 
 const HOST_SHARE_ALPHA = 0.2;
@@ -188,12 +197,15 @@ export class CacheAwarePolicy implements Policy {
       const bt = this.#cfg.blockTokens;
       // A long answer decodes in e's batch for many steps: it is the one whose e2e the batch decides.
       const d = this.#cfg.decodeWeight * this.#outputScale(req);
-      const cost = endpoints.map(
-        (e, i) =>
+      const cost = endpoints.map((e, i) => {
+        const uncached = Math.max(0, total - (scores[i] as number) * bt);
+        return (
           this.#tierBacklog(e) +
-          w * Math.max(0, total - (scores[i] as number) * bt) +
-          (d > 0 ? d * this.#tierDecode(e) : 0),
-      );
+          w * uncached +
+          (d > 0 ? d * this.#tierDecode(e) : 0) +
+          stallCost(e, uncached, this.#cfg.decodeWeight, this.#cfg.prefillTokensPerDecodeStep)
+        );
+      });
       const bestCost = Math.min(...cost);
       // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
       const usual = indexOfMin(endpoints, (_e, i) =>
