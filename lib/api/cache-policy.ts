@@ -78,8 +78,9 @@ export const CacheAwareSettings = z
       .meta({
         description:
           'Cost routing weighs decode too: costWeight x uncached prompt tokens + prefill backlog + decodeWeight x ' +
-          'output tokens the endpoint still has to generate (predicted from max_tokens and the usual output), ' +
-          'so requests finish sooner, not only start sooner; 0 = prefill only.',
+          'output tokens the endpoint still has to generate (predicted from max_tokens and the usual output) + the pause ' +
+          "this request's prefill puts on the requests decoding there, so requests finish sooner, not only start " +
+          'sooner; 0 = prefill only.',
       }),
     hostWeight: z
       .number()

@@ -291,6 +291,44 @@ describe('CacheAwarePolicy', () => {
       expect(viaPeers.select([ep('a', peers(0, 1000)), ep('b')], input('r', range(9000, 40)))).toBe(1);
     });
 
+    describe('what a prefill does to the answers streaming beside it (decode-stall.ts)', () => {
+      const miss = () => input('r', range(9000, 40));
+
+      it('sends a miss where fewer answers would pause for its prefill', () => {
+        const eps = [ep('a', { running: 20 }), ep('b', { running: 0 })];
+        const withBacklogOnB = (cfg: Partial<CacheAwareConfig>): CacheAwarePolicy => {
+          const p = fresh(cfg);
+          p.observe({ kind: 'routed', endpoint: 'b', input: input('x', range(5000, 10), { maxTokens: 1 }) });
+          return p;
+        };
+        // b has 10 tokens of backlog: alone, a wins.
+        expect(withBacklogOnB({ decodeWeight: 0 }).select(eps, miss())).toBe(0);
+        // A 40-token prefill pauses a's 20 answers for half a decode step each: 8 x 20 x 40 / 80 = 80.
+        expect(withBacklogOnB({ decodeWeight: 8 }).select(eps, miss())).toBe(1);
+        // Weighed against the runtime's speed: where prefill is fast, the pause is short.
+        const fast = withBacklogOnB({ decodeWeight: 8, prefillTokensPerDecodeStep: 100_000 });
+        expect(fast.select(eps, miss())).toBe(0);
+      });
+
+      it("counts the tier's requests in flight where the runtime publishes no running count", () => {
+        const p = fresh({ decodeWeight: 8, balanceAbsThreshold: 64 });
+        p.observe({ kind: 'routed', endpoint: 'b', input: input('x', range(5000, 10), { maxTokens: 1 }) });
+        // b: 10 tokens of backlog, 1 in flight; a: the peers' 10 in flight, no backlog.
+        const eps = [ep('a', peers(0, 0, 10)), ep('b', { inFlight: 1 })];
+        expect(p.select(eps, miss())).toBe(1);
+      });
+
+      it('keeps a hit where it is held, though answers stream there', () => {
+        const p = fresh({ decodeWeight: 8 });
+        const held = input('w', range(0, 64), { maxTokens: 1 });
+        p.observe({ kind: 'routed', endpoint: 'a', input: held });
+        p.observe({ kind: 'completed', endpoint: 'a', input: held });
+        const eps = [ep('a', { running: 40 }), ep('b', { running: 0 })];
+        expect(p.select(eps, input('r', range(0, 64)))).toBe(0); // nothing to prefill on a
+        expect(p.select(eps, miss())).toBe(1);
+      });
+    });
+
     describe('replicas deciding one burst at one instant', () => {
       const tierOf = (rank: number) => ({ rank, size: 3, unheardMs: 20 });
       const at = (rank: number, tokens: number[], bursty = true) =>

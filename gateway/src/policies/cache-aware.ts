@@ -86,6 +86,12 @@
 //   long queue; in a tier, while its picks come together, only the replica
 //   its id hashes to does, so the tier spills once, not every replica at
 //   once; otherwise whichever gets the request (idle-spill.ts, ADRs 0052, 0053).
+// - What its prefill does to the answers streaming there (decode-stall.ts, ADR 0054): the
+//   runtime prefills before its next decode step, so the n requests decoding on e when it
+//   runs each wait uncached(e) / rate; cost adds decodeWeight x n x uncached(e) / (prefill
+//   tokens per decode step), n counted fresh (the tier's in flight on e, queued ones too, or
+//   the runtime's running count if larger). A miss goes where fewer answers would pause; a
+//   hit, with little to prefill, stays.
 
 import type { z } from 'zod';
 import type { CacheAwareSettings } from '#api';
@@ -101,6 +107,7 @@ import {
   type RouteInput,
   type RouteOutcome,
 } from './policy.ts';
+import { stallCost } from './decode-stall.ts';
 import { chooseSpill } from './idle-spill.ts';
 import { pickByFill, pourOver } from './unheard-fill.ts';
 
@@ -109,6 +116,8 @@ export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWe
   readonly hostWeight?: number;
   /** Drop tree entries idle longer than this (same unit as `now`). */
   readonly maxIdle?: number;
+  /** Prefill tokens a runtime computes in one decode step's time (decode-stall.ts; default 80). */
+  readonly prefillTokensPerDecodeStep?: number;
 };
 
 const HOST_SHARE_ALPHA = 0.2;
@@ -190,9 +199,15 @@ export class CacheAwarePolicy implements Policy {
       // A long answer decodes in e's batch for many steps: it is the one whose e2e the batch decides.
       const d = this.#cfg.decodeWeight * this.#outputScale(req);
       const uncached = scores.map((s) => Math.max(0, total - s * bt));
-      const cost = endpoints.map(
-        (e, i) => this.#tierBacklog(e) + w * (uncached[i] as number) + (d > 0 ? d * this.#tierDecode(e) : 0),
-      );
+      const cost = endpoints.map((e, i) => {
+        const u = uncached[i] as number;
+        return (
+          this.#tierBacklog(e) +
+          w * u +
+          (d > 0 ? d * this.#tierDecode(e) : 0) +
+          stallCost(e, u, this.#cfg.decodeWeight, this.#cfg.prefillTokensPerDecodeStep)
+        );
+      });
       const bestCost = Math.min(...cost);
       // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
       const usual = indexOfMin(endpoints, (_e, i) =>

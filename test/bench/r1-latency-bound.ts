@@ -1,0 +1,151 @@
+// How low the TTFT and e2e tails can go at one gateway replica (pure, printed), timed by the
+// simulator's own model (test/sim/engine.ts: a prefill of U uncached tokens takes
+// U / prefillTps; a decode step decodeBaseMs + decodePerReqMs x the batch), on the bench's own
+// KV pool and arrival stretch (bench-workload.ts), with the best cache a router could give:
+//
+// - floor: every request served alone on an idle runtime. TTFT = uncached / prefillTps,
+//   e2e = TTFT + (output - 1) steps of a batch of one. No routing beats it.
+// - least-work FCFS: every runtime prefills FCFS and each request goes to the one that frees
+//   first (for FCFS servers the same start times as one central queue), prefill only (no decode
+//   step in between, no batching), every runtime holding the whole cache. Not a proof, a
+//   reference: a router bound to per-runtime caches and decode steps does no better in practice.
+//
+// Two caches: pooled (one LRU pool of the whole fleet's KV, pooled-bound.ts) and infinite (every
+// reuse hits).
+//
+//   node test/bench/r1-latency-bound.ts [--trace FILE] [--n 2000] [--workers 4] [--prefill-tps 8000] [--load 0.8]
+
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
+import { percentile } from './replay-stats.ts';
+import { BLOCK_TOKENS, parseTrace, type TraceRecord } from './replay-trace.ts';
+import { traceArgOrExit } from './default-trace.ts';
+
+/** Cached tokens of each request under one LRU pool of `capacity` tokens (pooled-bound.ts's model). */
+export function cachedPerRequest(records: readonly TraceRecord[], capacity: number): number[] {
+  const held = new Map<string, number>();
+  let used = 0;
+  return records.map((rec) => {
+    const chains: { key: string; len: number }[] = [];
+    let chain = '';
+    let remaining = rec.input_length;
+    for (const h of rec.hash_ids) {
+      if (remaining <= 0) break;
+      chain = chain === '' ? String(h) : `${chain},${h}`;
+      chains.push({ key: chain, len: Math.min(BLOCK_TOKENS, remaining) });
+      remaining -= BLOCK_TOKENS;
+    }
+    let matched = 0;
+    for (const c of chains) {
+      if ((held.get(c.key) ?? -1) < c.len || c.len === 0) break;
+      matched += c.len;
+    }
+    for (let i = chains.length - 1; i >= 0; i--) {
+      const c = chains[i] as { key: string; len: number };
+      const before = held.get(c.key);
+      const len = Math.max(before ?? 0, c.len);
+      if (before !== undefined) held.delete(c.key);
+      used += len - (before ?? 0);
+      held.set(c.key, len);
+    }
+    for (const [key, len] of held) {
+      if (used <= capacity) break;
+      held.delete(key);
+      used -= len;
+    }
+    return Math.min(matched, Math.max(0, rec.input_length - 1));
+  });
+}
+
+export interface Timing {
+  readonly prefillTps: number;
+  readonly decodeBaseMs: number;
+  readonly decodePerReqMs: number;
+}
+
+/** Each request alone on an idle runtime: its TTFT and e2e, ms. */
+export function aloneLatency(
+  records: readonly TraceRecord[],
+  cached: readonly number[],
+  t: Timing,
+): { ttftMs: number[]; e2eMs: number[] } {
+  const ttftMs = records.map((r, i) => ((r.input_length - (cached[i] ?? 0)) / t.prefillTps) * 1000);
+  const e2eMs = records.map(
+    (r, i) => (ttftMs[i] ?? 0) + Math.max(0, r.output_length - 1) * (t.decodeBaseMs + t.decodePerReqMs),
+  );
+  return { ttftMs, e2eMs };
+}
+
+/**
+ * TTFT, ms, of each request when `workers` runtimes prefill FCFS and each request goes to the one
+ * that frees first; `arrivalsMs` ascending, `prefillMs[i]` request i's prefill time.
+ */
+export function leastWorkTtft(
+  arrivalsMs: readonly number[],
+  prefillMs: readonly number[],
+  workers: number,
+): number[] {
+  const free = Array.from({ length: workers }, () => 0);
+  return arrivalsMs.map((at, i) => {
+    const w = free.indexOf(Math.min(...free));
+    const done = Math.max(at, free[w] as number) + (prefillMs[i] ?? 0);
+    free[w] = done;
+    return done - at;
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const REPO = fileURLToPath(new URL('../../', import.meta.url));
+  const { values } = parseArgs({
+    options: {
+      trace: { type: 'string' },
+      n: { type: 'string', default: '2000' },
+      workers: { type: 'string', default: '4' },
+      'prefill-tps': { type: 'string', default: '8000' },
+      load: { type: 'string', default: '0.8' },
+      'decode-base-ms': { type: 'string', default: '6' },
+      'decode-per-req-ms': { type: 'string', default: '0.35' },
+    },
+  });
+  const file = traceArgOrExit(values.trace, REPO, 'r1-latency-bound');
+  const trace = parseTrace(readFileSync(file, 'utf8'), Number(values.n));
+  if (!trace.ok) throw new Error(trace.error);
+  const records = trace.value;
+  const workers = Number(values.workers);
+  const timing: Timing = {
+    prefillTps: Number(values['prefill-tps']),
+    decodeBaseMs: Number(values['decode-base-ms']),
+    decodePerReqMs: Number(values['decode-per-req-ms']),
+  };
+  // As bench-tier-virtual.ts: the pool where placement matters most, arrivals stretched to the load.
+  const pool = choosePool(records, workers).pool;
+  const stretch = computeStretch(
+    computeWorkload(records, pool, workers).prompt_tps,
+    workers * timing.prefillTps,
+    Number(values.load),
+  );
+  const t0 = records[0]?.timestamp ?? 0;
+  const arrivals = records.map((r) => (r.timestamp - t0) * stretch);
+  for (const [cache, capacity] of [
+    ['pooled', pool * workers],
+    ['infinite', Infinity],
+  ] as const) {
+    const alone = aloneLatency(records, cachedPerRequest(records, capacity), timing);
+    const fcfs = leastWorkTtft(arrivals, alone.ttftMs, workers);
+    const ms = (xs: number[], p: number): number => Math.round(percentile(xs, p));
+    console.log(
+      JSON.stringify({
+        cache,
+        floor: {
+          ttft_p50_ms: ms(alone.ttftMs, 50),
+          ttft_p99_ms: ms(alone.ttftMs, 99),
+          e2e_p50_ms: ms(alone.e2eMs, 50),
+          e2e_p99_ms: ms(alone.e2eMs, 99),
+        },
+        least_work_fcfs: { ttft_p50_ms: ms(fcfs, 50), ttft_p99_ms: ms(fcfs, 99) },
+      }),
+    );
+  }
+}
