@@ -35,15 +35,29 @@ export function computePooledBound(
   capacityTokens: number,
   pageSize = 1,
 ): PooledBound {
+  const perRequest = pooledCachedPerRequest(records, capacityTokens, pageSize);
+  const cached = perRequest.reduce((sum, c) => sum + c, 0);
+  const prompt = records.reduce((sum, r) => sum + r.input_length, 0);
+  const capacity = floorToPage(Math.max(0, capacityTokens), pageSize);
+  return { cached, prompt, hitRate: prompt > 0 ? cached / prompt : 0, capacityTokens: capacity };
+}
+
+/** Whole pages of `n` tokens; an unbounded pool stays unbounded. */
+const floorToPage = (n: number, pageSize: number): number => (Number.isFinite(n) ? n - (n % pageSize) : n);
+
+/** Each request's cached tokens under the one pool, in trace order (the model above). */
+export function pooledCachedPerRequest(
+  records: readonly TraceRecord[],
+  capacityTokens: number,
+  pageSize = 1,
+): number[] {
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new RangeError('pageSize must be >= 1');
-  const floor = (n: number): number => n - (n % pageSize);
+  const floor = (n: number): number => floorToPage(n, pageSize);
   const capacity = floor(Math.max(0, capacityTokens));
   // Chain key → tokens held; Map order is LRU order (first = least recent).
   const held = new Map<string, number>();
   let used = 0;
-  let cached = 0;
-  let prompt = 0;
-  for (const rec of records) {
+  return records.map((rec) => {
     const chains: { key: string; len: number }[] = [];
     let chain = '';
     let remaining = rec.input_length;
@@ -58,8 +72,6 @@ export function computePooledBound(
       if ((held.get(c.key) ?? -1) < c.len || c.len === 0) break;
       matched += c.len;
     }
-    cached += floor(Math.min(matched, Math.max(0, rec.input_length - 1)));
-    prompt += rec.input_length;
     // Deepest first, so the request's first block ends up the most recent.
     for (let i = chains.length - 1; i >= 0; i--) {
       const c = chains[i] as { key: string; len: number };
@@ -74,6 +86,6 @@ export function computePooledBound(
       held.delete(key);
       used -= len;
     }
-  }
-  return { cached, prompt, hitRate: prompt > 0 ? cached / prompt : 0, capacityTokens: capacity };
+    return floor(Math.min(matched, Math.max(0, rec.input_length - 1)));
+  });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { aloneLatency, cachedPerRequest, leastWorkTtft } from './r1-latency-bound.ts';
-import { computePooledBound } from './pooled-bound.ts';
+import { computePooledBound, pooledCachedPerRequest } from './pooled-bound.ts';
+import { aloneLatency, leastWorkTtft } from './r1-latency-bound.ts';
 import { BLOCK_TOKENS, type TraceRecord } from './replay-trace.ts';
 
 const B = BLOCK_TOKENS;
@@ -11,14 +11,14 @@ const req = (hash_ids: number[], output_length = 1, input_length = hash_ids.leng
   hash_ids,
 });
 
-describe('cachedPerRequest', () => {
+describe('pooledCachedPerRequest', () => {
   it('sums to the pooled bound, request by request', () => {
     const records = [req([1, 2]), req([3, 4]), req([1, 2]), req([1, 2, 5]), req([3])];
     for (const cap of [2 * B, 3 * B, 1e9]) {
-      const each = cachedPerRequest(records, cap);
+      const each = pooledCachedPerRequest(records, cap);
       expect(each.reduce((s, x) => s + x, 0)).toBe(computePooledBound(records, cap).cached);
     }
-    expect(cachedPerRequest(records, Infinity)).toEqual([0, 0, 2 * B - 1, 2 * B, B - 1]);
+    expect(pooledCachedPerRequest(records, Infinity)).toEqual([0, 0, 2 * B - 1, 2 * B, B - 1]);
   });
 });
 

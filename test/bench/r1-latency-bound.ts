@@ -20,44 +20,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
 import { percentile } from './replay-stats.ts';
-import { BLOCK_TOKENS, parseTrace, type TraceRecord } from './replay-trace.ts';
+import { pooledCachedPerRequest } from './pooled-bound.ts';
+import { parseTrace, type TraceRecord } from './replay-trace.ts';
 import { traceArgOrExit } from './default-trace.ts';
-
-/** Cached tokens of each request under one LRU pool of `capacity` tokens (pooled-bound.ts's model). */
-export function cachedPerRequest(records: readonly TraceRecord[], capacity: number): number[] {
-  const held = new Map<string, number>();
-  let used = 0;
-  return records.map((rec) => {
-    const chains: { key: string; len: number }[] = [];
-    let chain = '';
-    let remaining = rec.input_length;
-    for (const h of rec.hash_ids) {
-      if (remaining <= 0) break;
-      chain = chain === '' ? String(h) : `${chain},${h}`;
-      chains.push({ key: chain, len: Math.min(BLOCK_TOKENS, remaining) });
-      remaining -= BLOCK_TOKENS;
-    }
-    let matched = 0;
-    for (const c of chains) {
-      if ((held.get(c.key) ?? -1) < c.len || c.len === 0) break;
-      matched += c.len;
-    }
-    for (let i = chains.length - 1; i >= 0; i--) {
-      const c = chains[i] as { key: string; len: number };
-      const before = held.get(c.key);
-      const len = Math.max(before ?? 0, c.len);
-      if (before !== undefined) held.delete(c.key);
-      used += len - (before ?? 0);
-      held.set(c.key, len);
-    }
-    for (const [key, len] of held) {
-      if (used <= capacity) break;
-      held.delete(key);
-      used -= len;
-    }
-    return Math.min(matched, Math.max(0, rec.input_length - 1));
-  });
-}
 
 export interface Timing {
   readonly prefillTps: number;
@@ -132,7 +97,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ['pooled', pool * workers],
     ['infinite', Infinity],
   ] as const) {
-    const alone = aloneLatency(records, cachedPerRequest(records, capacity), timing);
+    const alone = aloneLatency(records, pooledCachedPerRequest(records, capacity), timing);
     const fcfs = leastWorkTtft(arrivals, alone.ttftMs, workers);
     const ms = (xs: number[], p: number): number => Math.round(percentile(xs, p));
     console.log(
