@@ -7,14 +7,10 @@
 // the schema stays the contract and names every error; messages.test.ts
 // compares the two on Envoy's shapes and odd ones.
 
+import { isObject } from '../tokenize/message-shapes.ts';
 import type { HttpBody, HttpHeaders, MetadataContext, ProtoValue } from './messages.ts';
 
 type Fields = Record<string, unknown>;
-
-/** What zod's z.object takes: any non-null object but an array. */
-function isObject(v: unknown): v is Fields {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 const HEADER_VALUE_KEYS: ReadonlySet<string> = new Set(['key', 'value', 'raw_value']);
 
