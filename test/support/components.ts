@@ -176,6 +176,27 @@ export function buildGpuNode(name: string): object {
   };
 }
 
+/**
+ * A pod that only takes an IP on `node`, made and deleted before any other pod goes there.
+ * KWOK 0.8.0 makes a node's pod IP pool on the first pod it renders there with a Load and then
+ * a Store (pod_controller.go, ipPool): pods its four stage workers render at once can each make
+ * a pool and each take the CIDR's first address (two Ready pods on 10.244.0.1, once in CI). One
+ * pod alone first makes the pool; every later pod takes from that one.
+ */
+export function buildIpPoolWarmupPod(node: string): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `kwok-ip-pool-${node}`, namespace: 'default' },
+    spec: {
+      nodeName: node,
+      tolerations: [{ operator: 'Exists' }],
+      automountServiceAccountToken: false,
+      containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.10' }],
+    },
+  };
+}
+
 // kube-controller-manager and kube-scheduler: admin client, loopback health port.
 function clientFlags(kubeconfig: string): string[] {
   return [

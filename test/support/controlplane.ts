@@ -22,6 +22,7 @@ import {
   buildControllerManagerArgs,
   buildEtcdArgs,
   buildGpuNode,
+  buildIpPoolWarmupPod,
   buildKwokArgs,
   buildSchedulerArgs,
 } from './components.ts';
@@ -196,11 +197,7 @@ async function startControlPlaneOn(ports: Ports, opts: ControlPlaneOptions): Pro
             (await httpStatus(healthz(ports.scheduler))) === 200 && listensOn(scheduler.pid, ports.scheduler),
         ),
       ]);
-      const names = Array.from({ length: opts.gpuNodes ?? 0 }, (_, i) => `gpu-node-${i}`);
-      for (const name of names) await apiJson(admin, 'POST', '/api/v1/nodes', buildGpuNode(name));
-      await waitFor(`${names.length} GPU node(s) Ready`, deadline, async () =>
-        (await Promise.all(names.map((n) => isNodeSchedulable(admin, n)))).every(Boolean),
-      );
+      const names = await addGpuNodes(admin, opts.gpuNodes ?? 0, deadline);
       log(`full control plane with ${names.length} GPU node(s) ready in ${ms(started)}`);
       // hostIP is set: a full plane runs only inside the namespace (checked above).
       if (opts.leaderWorkerSet)
@@ -257,6 +254,35 @@ async function isNodeSchedulable(admin: Credentials, name: string): Promise<bool
   const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
   const notReadyTaint = node.spec?.taints?.some((t) => t.key.startsWith('node.kubernetes.io/')) ?? false;
   return ready && !notReadyTaint && node.spec?.podCIDR !== undefined;
+}
+
+// gpu-node-0.. `count`-1, schedulable, each with its KWOK IP pool made.
+async function addGpuNodes(admin: Credentials, count: number, deadline: number): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `gpu-node-${i}`);
+  for (const name of names) await apiJson(admin, 'POST', '/api/v1/nodes', buildGpuNode(name));
+  await waitFor(`${names.length} GPU node(s) Ready`, deadline, async () =>
+    (await Promise.all(names.map((n) => isNodeSchedulable(admin, n)))).every(Boolean),
+  );
+  for (const name of names) await warmIpPool(admin, name, deadline);
+  return names;
+}
+
+// KWOK's IP pool for `node`, made by one pod alone (buildIpPoolWarmupPod says why); the pod goes.
+async function warmIpPool(admin: Credentials, node: string, deadline: number): Promise<void> {
+  const pod = buildIpPoolWarmupPod(node) as { metadata: { name: string; namespace: string } };
+  const path = `/api/v1/namespaces/${pod.metadata.namespace}/pods`;
+  // Retried: with ServiceAccount admission on, the namespace's default account comes a moment later.
+  await waitFor(`KWOK's IP pool on ${node}`, deadline, async () => {
+    const got = await apiRequest(admin, 'GET', `${path}/${pod.metadata.name}`);
+    if (got.status === 404) await apiJson(admin, 'POST', path, pod);
+    const status =
+      got.status === 200 ? (JSON.parse(got.body) as { status?: { podIP?: string } }).status : undefined;
+    return status?.podIP !== undefined;
+  });
+  await apiJson(admin, 'DELETE', `${path}/${pod.metadata.name}`, { gracePeriodSeconds: 0 });
+  await waitFor(`${pod.metadata.name} gone`, deadline, async () => {
+    return (await apiRequest(admin, 'GET', `${path}/${pod.metadata.name}`)).status === 404;
+  });
 }
 
 // Polls check until it returns true. Given a process, fails as soon as it exits.
