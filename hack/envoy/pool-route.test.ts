@@ -21,9 +21,13 @@ const pod = (
   name: string,
   ip: string,
   entry: string,
-  opts: { ready?: boolean; deployment?: string } = {},
+  opts: { ready?: boolean; deployment?: string; deleting?: boolean } = {},
 ) => ({
-  metadata: { name, labels: { 'cacheroute.dev/deployment': opts.deployment ?? 'llama' } },
+  metadata: {
+    name,
+    labels: { 'cacheroute.dev/deployment': opts.deployment ?? 'llama' },
+    ...(opts.deleting ? { deletionTimestamp: '2026-12-05T20:00:00Z' } : {}),
+  },
   spec: {
     containers: [{ env: [{ valueFrom: { secretKeyRef: { name: SECRET, key: entry } } }] }],
   },
@@ -46,6 +50,8 @@ describe('buildPoolView', () => {
         pod('new', '10.0.0.2', 'fp-new'),
         pod('old', '10.0.0.1', 'fp-old'),
         pod('starting', '10.0.0.3', 'fp-new', { ready: false }),
+        // Deleted, its Ready condition not yet turned: draining, out of the pool.
+        pod('leaving', '10.0.0.5', 'fp-old', { deleting: true }),
         pod('other', '10.0.0.4', 'fp-old', { deployment: 'mistral' }),
       ],
       secrets: [secret({ 'fp-old': 'key-old', 'fp-new': 'key-new' }), { metadata: { name: 'unrelated' } }],

@@ -40,7 +40,11 @@ const SecretKeyRefs = z
   .optional();
 
 const Pod = z.object({
-  metadata: z.object({ name: z.string(), labels: z.record(z.string(), z.string()).optional() }),
+  metadata: z.object({
+    name: z.string(),
+    labels: z.record(z.string(), z.string()).optional(),
+    deletionTimestamp: z.string().optional(),
+  }),
   spec: z.object({ containers: SecretKeyRefs }).optional(),
   status: z
     .object({
@@ -96,8 +100,12 @@ export function buildPoolView(objects: PoolObjects): PoolView {
   const ready = objects.pods
     .map((raw) => Pod.parse(raw))
     .filter((p) => Object.entries(selector).every(([key, value]) => p.metadata.labels?.[key] === value))
+    // As GIE's own IsPodReady (pkg/lwepp/util/pod): a pod being deleted is out of the pool even
+    // while its Ready condition still says True, so a draining runtime gets no new request.
     .flatMap((p) =>
-      p.status?.podIP && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+      p.status?.podIP &&
+      p.metadata.deletionTimestamp === undefined &&
+      p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
         ? [{ pod: p, ip: p.status.podIP }]
         : [],
     )
