@@ -10,7 +10,7 @@ import { validateResource, type CachePolicyResource, type DeploymentResource } f
 import type { KubeClient } from '#kube/client.ts';
 import { isNotFound } from '#kube/client.ts';
 import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
-import type { KubeObject, ObjectKey } from '#kube/objects.ts';
+import type { DataObject, KubeObject, ObjectKey } from '#kube/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
 import { Resources } from '#kube/resources.ts';
 import { writeStatusIfChanged } from '../../manager/status.ts';
@@ -27,8 +27,6 @@ import { WarmupWorker } from './warmup-worker.ts';
 
 type PolicyObject = KubeObject & CachePolicyResource;
 type DeploymentObject = KubeObject & DeploymentResource;
-type ConfigMapObject = KubeObject & { data?: Record<string, string> };
-type SecretObject = KubeObject & { data?: Record<string, string> };
 
 const CONTROLLER = 'cachepolicy';
 
@@ -53,7 +51,7 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
   const policies = manager.informer<PolicyObject>(Resources.cachePolicies);
   const deployments = manager.informer<DeploymentObject>(Resources.sglangDeployments);
   // The runtimes' API keys, from the Deployments' key Secrets (the only Secrets cached).
-  const runtimeKey = buildRuntimeKeyLookup(manager.informer<SecretObject>(Resources.secrets));
+  const runtimeKey = buildRuntimeKeyLookup(manager.informer<DataObject>(Resources.secrets));
   const documentsCounter = registerWarmupMetrics(manager.metrics.registry);
   const worker = new WarmupWorker({
     concurrency: opts.warmupConcurrency ?? 4,
@@ -74,9 +72,9 @@ export function buildCachePolicyController(opts: CachePolicyControllerOptions): 
   async function readDocuments(policy: CachePolicyResource): Promise<WarmupDocuments> {
     const texts: string[] = [];
     for (const ref of policy.spec.warmup?.documents ?? []) {
-      let cm: ConfigMapObject | undefined;
+      let cm: DataObject | undefined;
       try {
-        cm = await client.get<ConfigMapObject>(Resources.configMaps, policy.metadata.namespace, ref.name);
+        cm = await client.get<DataObject>(Resources.configMaps, policy.metadata.namespace, ref.name);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }

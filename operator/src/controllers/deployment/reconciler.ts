@@ -11,7 +11,7 @@ import {
 import { applyOwned, FIELD_MANAGER } from '../../manager/apply.ts';
 import { isNotFound, type KubeClient } from '#kube/client.ts';
 import type { ControllerDefinition, Manager } from '../../manager/manager.ts';
-import { controllerOf, formatKey, type KubeObject, type ObjectKey } from '#kube/objects.ts';
+import { controllerOf, formatKey, type DataObject, type KubeObject, type ObjectKey } from '#kube/objects.ts';
 import { TerminalError, type ReconcileContext, type ReconcileResult } from '../../manager/reconcile.ts';
 import { Resources, type ResourceType } from '#kube/resources.ts';
 import { writeStatusIfChanged } from '../../manager/status.ts';
@@ -118,7 +118,6 @@ interface PodsByOwner {
   owned: readonly PodObject[];
   unowned: ReadonlyMap<string, string>;
 }
-type SecretObject = KubeObject & { data?: Record<string, string> };
 type ClaimObject = KubeObject & LiveClaim;
 
 const POD_SELECTOR = LABEL_DEPLOYMENT;
@@ -137,7 +136,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
   const workloads = manager.informer(Resources.deployments);
   const services = manager.informer(Resources.services);
   // Only the runtime key Secrets are cached (the operator's cacheSelectors), never other Secrets.
-  const secrets = manager.informer<SecretObject>(Resources.secrets);
+  const secrets = manager.informer<DataObject>(Resources.secrets);
   const networkPolicies = manager.informer(Resources.networkPolicies);
   const parts = manager.informer(Resources.deploymentParts);
   // Only the L3 claims the operator made are cached (l3/plan.ts); a claim a user names is read.
@@ -230,7 +229,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
       (root.status?.endpoints ?? []).flatMap((e) => e.fingerprint ?? []),
       ctx.now().getTime(),
     );
-    const planWith = (live: SecretObject | undefined) =>
+    const planWith = (live: DataObject | undefined) =>
       planRuntimeKeys(
         {
           current: desired.fingerprint,
@@ -243,7 +242,7 @@ export function buildDeploymentController(opts: DeploymentControllerOptions): Co
     let live = secrets.get(ns, secretName);
     let plan = planWith(live);
     if (plan.added !== undefined) {
-      live = await client.get<SecretObject>(Resources.secrets, ns, secretName);
+      live = await client.get<DataObject>(Resources.secrets, ns, secretName);
       plan = planWith(live);
     }
     const result = await applyOwned(

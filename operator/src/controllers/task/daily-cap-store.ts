@@ -5,7 +5,7 @@
 // conflicts, re-reads and decides again.
 
 import { isAlreadyExists, isConflict, type KubeClient } from '#kube/client.ts';
-import type { KubeObject } from '#kube/objects.ts';
+import type { DataObject } from '#kube/objects.ts';
 import { Resources } from '#kube/resources.ts';
 import {
   addToLedger,
@@ -17,8 +17,6 @@ import {
 } from './daily-cap.ts';
 import type { Budget } from './attempt/budget.ts';
 import { ok, type AttemptError, type Result } from './attempt/types.ts';
-
-type LedgerObject = KubeObject & { data?: Record<string, string> };
 
 /** Writes that lost to another writer are read and tried again, after a short random pause. */
 const MAX_WRITE_ATTEMPTS = 32;
@@ -65,7 +63,7 @@ export class DailyCapLedger {
 
   /** Today's spending in `namespace` (reservations included). */
   async spentToday(namespace: string, now: Date): Promise<bigint> {
-    const live = await this.#client.get<LedgerObject>(Resources.configMaps, namespace, LEDGER_CONFIGMAP);
+    const live = await this.#client.get<DataObject>(Resources.configMaps, namespace, LEDGER_CONFIGMAP);
     return readSpent(live?.data, computeLedgerKey(now, this.#cap.currency));
   }
 
@@ -78,7 +76,7 @@ export class DailyCapLedger {
     },
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const live = await this.#client.get<LedgerObject>(Resources.configMaps, namespace, LEDGER_CONFIGMAP);
+      const live = await this.#client.get<DataObject>(Resources.configMaps, namespace, LEDGER_CONFIGMAP);
       const { write, result } = change(live?.data);
       if (!write) return result;
       try {
@@ -93,7 +91,7 @@ export class DailyCapLedger {
   }
 }
 
-function buildLedger(namespace: string, data: Record<string, string>, now: Date): LedgerObject {
+function buildLedger(namespace: string, data: Record<string, string>, now: Date): DataObject {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
