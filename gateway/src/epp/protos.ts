@@ -87,18 +87,18 @@ function encode(type: protobuf.Type, msg: object): Buffer {
 }
 
 /**
- * Decoded messages read as proto-loader's plain objects (defaults: false): protobufjs keeps
- * each field's default on its message prototype (an absent message field reads null, absent
- * bytes an empty array) and enumerable `$type`, `constructor` and `toJSON` behind them. Each
- * prototype here keeps only what it needs, not enumerable: its oneofs' getters (`request`
- * names the member present), `$type`, `constructor`. Done once, before any message decodes
- (the fields are resolved by then: protobufjs writes no default again).
+ * Decoded messages read as proto-loader's plain objects (defaults: false). protobufjs's own
+ * message classes keep each field's default on the prototype (an absent message field reads
+ * null, absent bytes an empty array), give every repeated field an empty array, and have
+ * enumerable `$type`, `constructor` and `toJSON` behind them. Each type here gets a constructor
+ * that sets nothing (the decoder makes the repeated fields present) and a prototype keeping
+ * only, not enumerable, its oneofs' getters (`request` names the member present), `$type` and
+ * `constructor`. Done once, before any message decodes: the fields are resolved by then, so
+ * protobufjs writes no default onto the new prototypes (deleted anyway, should it have).
  */
 function readAsPlainObjects(ns: protobuf.NamespaceBase): void {
   for (const nested of ns.nestedArray) {
     if (nested instanceof protobuf.Type) {
-      // Not protobufjs's generated constructor, which gives every repeated field an empty
-      // array: the decoder makes the ones present.
       nested.ctor = function DecodedMessage() {} as unknown as protobuf.Constructor<object>;
       const proto = nested.ctor.prototype as Record<string, unknown>;
       for (const field of nested.fieldsArray) delete proto[field.name];
