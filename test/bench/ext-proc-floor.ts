@@ -24,7 +24,7 @@ if (upstream === undefined) {
   process.exit(2);
 }
 
-/** What the floor reads of a message (grpc-js hands over proto-loader's plain objects). */
+/** What the floor reads of a message (as protos.ts decodes it: fields present, nothing else). */
 interface Message {
   readonly request_body?: { readonly body?: Buffer; readonly end_of_stream?: boolean };
   readonly response_headers?: object;

@@ -2,7 +2,8 @@
 // (ext_proc v3, field names as in the protos), in GIE's endpoint picker
 // protocol: the pick in the `x-gateway-destination-endpoint` request header
 // and in `envoy.lb` dynamic metadata; the body (salt stamped) streamed back in
-// chunks, as FULL_DUPLEX_STREAMED requires; or an ImmediateResponse.
+// chunks, as FULL_DUPLEX_STREAMED requires; or an ImmediateResponse. Enums
+// are numbers (protos.ts encodes answers without converting them).
 
 /** GIE's names (docs/proposals/004-endpoint-picker-protocol). */
 export const DESTINATION_HEADER = 'x-gateway-destination-endpoint';
@@ -16,8 +17,15 @@ export const BODY_CHUNK_BYTES = 62_000;
 
 export type ProcessingResponse = Record<string, unknown>;
 
-function headerOption(key: string, value: string): object {
-  return { header: { key, raw_value: Buffer.from(value) }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' };
+/**
+ * HeaderValueOption.HeaderAppendAction OVERWRITE_IF_EXISTS_OR_ADD (envoy.config.core.v3): an
+ * answer is encoded as built (protos.ts), so an enum is written as its number.
+ */
+export const OVERWRITE_IF_EXISTS_OR_ADD = 2;
+
+/** A header the answer sets, replacing any of that name. */
+export function headerOption(key: string, value: string): object {
+  return { header: { key, raw_value: Buffer.from(value) }, append_action: OVERWRITE_IF_EXISTS_OR_ADD };
 }
 
 /**

@@ -32,6 +32,7 @@ import {
   buildPickHeaders,
   buildResponseChunk,
   DESTINATION_NAMESPACE,
+  headerOption,
   SERVED_KEY,
   SUBSET_KEY,
   SUBSET_NAMESPACE,
@@ -364,10 +365,7 @@ export class PickerExchange {
       response_headers: {
         response: {
           header_mutation: {
-            set_headers: Object.entries(clientHeaders).map(([key, value]) => ({
-              header: { key, raw_value: Buffer.from(value) },
-              append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
-            })),
+            set_headers: Object.entries(clientHeaders).map(([key, value]) => headerOption(key, value)),
           },
         },
       },

@@ -1,7 +1,7 @@
 // What the endpoint picker reads of Envoy's ProcessingRequest (ext_proc v3),
 // checked with zod as it arrives: the request's headers and body chunks, the
 // response's headers, and the metadata Envoy forwards (GIE's subset hint, the
-// served endpoint). Fields are named as in the protos (loaded with keepCase).
+// served endpoint). Fields are named as in the protos (protos.ts).
 // The schema is the contract; readProcessingRequest reads the shapes Envoy
 // sends by hand with the schema's own result (message-shapes.ts).
 
@@ -24,7 +24,7 @@ const HttpBody = z.object({
   end_of_stream: z.boolean().default(false),
 });
 
-/** google.protobuf.Value as proto-loader decodes it (oneof `kind`). */
+/** google.protobuf.Value as decoded (protos.ts): the members read here; others pass. */
 const StructValue: z.ZodType<ProtoValue> = z.lazy(() =>
   z.looseObject({
     string_value: z.string().optional(),
@@ -81,7 +81,7 @@ const BRANCH_NAMES = Object.keys(BRANCHES) as Branch[];
 /**
  * A ProcessingRequest as it arrives, with the result `ProcessingRequest` (the schema) gives it,
  * at a small part of the cost (several messages a request): the oneof member the message names
- * (`request`, set by the proto loader) and the metadata are read by hand (message-shapes.ts);
+ * (`request`, the decoded oneof's name) and the metadata are read by hand (message-shapes.ts);
  * a message in any other shape, or one the hand reading would not take, goes to the schema.
  */
 export function readProcessingRequest(raw: unknown): z.ZodSafeParseResult<ProcessingRequest> {
@@ -95,7 +95,7 @@ function readNamedBranch(raw: unknown): z.ZodSafeParseResult<ProcessingRequest> 
   const name = msg['request'];
   if (typeof name !== 'string' || !Object.hasOwn(BRANCHES, name)) return undefined;
   const branch = name as Branch;
-  // One member present, the one named: what the proto loader's oneof decoding always gives.
+  // One member present, the one named: what protobuf decoding of the oneof always gives.
   for (const other of BRANCH_NAMES) if (other !== branch && msg[other] !== undefined) return undefined;
   const member = BRANCHES[branch](msg[branch]);
   if (member === undefined) return undefined; // the schema's error names the path
