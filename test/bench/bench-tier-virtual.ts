@@ -15,7 +15,7 @@
 //
 //   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
 //        [--replicas 3,8] [--exchange-ms 20|measured:FILE,...] [--exchange-seed 1] [--runtime-load-ms 30]
-//        [--settings '{...}'] [--no-own]
+//        [--settings '{...}'] [--no-own] [--draw-salts a,b,c]
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -27,7 +27,14 @@ import { createDelaySampler, parseExchangeDelay, pickDistribution } from './exch
 import { choosePool, computeStretch, computeWorkload } from './bench-workload.ts';
 import { computePooledBound } from './pooled-bound.ts';
 import { parseReplicaList } from './bench-replicas.ts';
-import { buildTierRow, judgeTierGoals, renderTierTable, type TierRow } from './tier-report.ts';
+import {
+  buildTierRow,
+  computeTierRatios,
+  judgeTierGoals,
+  renderTierTable,
+  type TierRow,
+} from './tier-report.ts';
+import { renderDrawSummary, summarizeDraws } from './draw-spread.ts';
 import { parseTrace } from './replay-trace.ts';
 import { runTier } from './virtual-tier.ts';
 import { traceArgOrExit } from './default-trace.ts';
@@ -51,6 +58,11 @@ const { values } = parseArgs({
     'spread-bursts': { type: 'boolean', default: false },
     /** Only these rows (comma-separated keys), for sweeps; goals then judge what ran. */
     rows: { type: 'string' },
+    /**
+     * Run the rows above one replica once per salt (comma-separated), each a different draw of
+     * the same trace (draw-spread.ts), and report each goal's mean and range over the draws.
+     */
+    'draw-salts': { type: 'string' },
   },
 });
 
@@ -104,14 +116,19 @@ const base = {
   routing,
   spreadBursts: values['spread-bursts'] === true,
 };
+const salts = values['draw-salts']?.split(',').map((s) => s.trim()) ?? [];
+if (salts.some((s) => s === '') || new Set(salts).size !== salts.length)
+  usage('--draw-salts: give distinct, non-empty salts, comma-separated');
 const rows: Record<string, TierRow> = {};
 const started = Date.now();
 const only = values.rows?.split(',').map((k) => k.trim());
 const run = (
+  into: Record<string, TierRow>,
   key: string,
   router: 'cache-aware' | 'sglang-router',
   replicas: number,
   shared: boolean,
+  drawSalt?: string,
 ): void => {
   if (only && !only.includes(key)) return;
   const t = Date.now();
@@ -121,22 +138,38 @@ const run = (
     replicas,
     ...(shared ? { exchangeMs: exchangeFor(replicas) } : {}),
     ...(router === 'cache-aware' ? { runtimeLoadMs } : {}),
+    ...(drawSalt === undefined ? {} : { drawSalt }),
   });
-  rows[key] = buildTierRow(router, replicas, res.records, res.itl, bound, res.staleness);
-  console.error(`  ${key}: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  into[key] = buildTierRow(router, replicas, res.records, res.itl, bound, res.staleness);
+  console.error(
+    `  ${key}${drawSalt === undefined ? '' : ` (salt ${drawSalt})`}: ${((Date.now() - t) / 1000).toFixed(1)} s`,
+  );
 };
-run('sglang-router', 'sglang-router', 1, false);
-run('cache-aware', 'cache-aware', 1, true);
-for (const R of replicaList.filter((r) => r > 1)) {
-  run(`cache-aware@${R}`, 'cache-aware', R, true);
-  if (!values['no-own']) run(`cache-aware@${R}/own`, 'cache-aware', R, false);
-}
+const runTierRows = (into: Record<string, TierRow>, drawSalt?: string): void => {
+  for (const R of replicaList.filter((r) => r > 1)) {
+    run(into, `cache-aware@${R}`, 'cache-aware', R, true, drawSalt);
+    if (!values['no-own']) run(into, `cache-aware@${R}/own`, 'cache-aware', R, false, drawSalt);
+  }
+};
+run(rows, 'sglang-router', 'sglang-router', 1, false);
+run(rows, 'cache-aware', 'cache-aware', 1, true);
+runTierRows(rows);
+// One replica draws nothing (no peer picks in transit): its rows serve every salt.
+const draws = salts.map((salt) => {
+  const salted: Record<string, TierRow> = {};
+  for (const key of ['sglang-router', 'cache-aware']) if (rows[key]) salted[key] = rows[key];
+  runTierRows(salted, salt);
+  return { salt, rows: salted, ratios: computeTierRatios(salted) };
+});
+const drawSummary =
+  draws.length > 0 ? summarizeDraws([computeTierRatios(rows), ...draws.map((d) => d.ratios)]) : undefined;
 const goals = judgeTierGoals(rows);
 const header = [
   `virtual-time tier bench: ${records.length} requests of ${path.basename(TRACE)}, ${workers} simulated engines (prefill ${prefillTps} tok/s, KV pool ${pool}), stretch ${stretch.toFixed(3)} (load ${values.load}), pooled bound ${bound.toFixed(3)}`,
   `${base.spreadBursts ? 'bursts spread over their gap, ' : ''}${exchangeLabel}, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 ];
 console.error(renderTierTable(rows, goals, header));
+if (drawSummary) console.error(`\n${renderDrawSummary(['(none)', ...salts], drawSummary)}`);
 console.log(
   JSON.stringify({
     setup: {
@@ -154,5 +187,8 @@ console.log(
     pooled_bound: bound,
     rows,
     goals,
+    ...(drawSummary
+      ? { draws: draws.map(({ salt, rows: r }) => ({ salt, rows: r })), draw_summary: drawSummary }
+      : {}),
   }),
 );

@@ -111,29 +111,80 @@ export function buildTierRow(
 
 const fmt = (x: number, d = 3): string => x.toFixed(d);
 
+/** One goal's ratio: the value, and the limit it must stay within (`atLeast`: a floor). */
+export interface TierRatio {
+  readonly value: number;
+  readonly limit: number;
+  readonly atLeast: boolean;
+}
+
+const ratio = (a: number, b: number): number => (b > 0 ? a / b : Infinity);
+
 /**
- * The issue's goals: at every R > 1 (shared load), hit >= 0.97 and TTFT p50 <= 1.05 of R = 1;
- * at R = 1, TTFT p50 and p99 <= 0.7 of SGLang's router and e2e p99 <= SGLang's router.
+ * The issue's goal ratios from one run's rows, by goal: at each R > 1 (shared load) hit and
+ * TTFT p50 against R = 1; at R = 1 TTFT p50, p99 and e2e p99 against SGLang's router.
+ */
+export function computeTierRatios(rows: Readonly<Record<string, TierRow>>): Record<string, TierRatio> {
+  const out: Record<string, TierRatio> = {};
+  const one = rows['cache-aware'];
+  if (!one) return out;
+  for (const [key, row] of Object.entries(rows)) {
+    if (!key.startsWith('cache-aware@') || key.includes('/')) continue;
+    out[`${key} hit >= 0.97 of 1 replica`] = {
+      value: one.hit_rate > 0 ? row.hit_rate / one.hit_rate : 0,
+      limit: 0.97,
+      atLeast: true,
+    };
+    out[`${key} TTFT p50 <= 1.05 of 1 replica`] = {
+      value: one.ttft_p50_ms > 0 ? row.ttft_p50_ms / one.ttft_p50_ms : 0,
+      limit: 1.05,
+      atLeast: false,
+    };
+  }
+  const sg = rows['sglang-router'];
+  if (!sg) return out;
+  out['TTFT p50 <= 0.7 of SGLang router'] = {
+    value: ratio(one.ttft_p50_ms, sg.ttft_p50_ms),
+    limit: 0.7,
+    atLeast: false,
+  };
+  out['TTFT p99 <= 0.7 of SGLang router'] = {
+    value: ratio(one.ttft_p99_ms, sg.ttft_p99_ms),
+    limit: 0.7,
+    atLeast: false,
+  };
+  out['e2e p99 <= SGLang router'] = { value: ratio(one.e2e_p99_ms, sg.e2e_p99_ms), limit: 1, atLeast: false };
+  return out;
+}
+
+export function isRatioMet(r: TierRatio): boolean {
+  return r.atLeast ? r.value >= r.limit : r.value <= r.limit;
+}
+
+/**
+ * The issue's goals judged on one run's ratios (computeTierRatios), each with the figures it
+ * came from and their spreads.
  */
 export function judgeTierGoals(rows: Readonly<Record<string, TierRow>>): Goal[] {
-  const goals: Goal[] = [];
   const one = rows['cache-aware'];
   const sg = rows['sglang-router'];
   if (!one) return [{ goal: 'cache-aware ran at 1 replica', met: false, detail: 'missing row' }];
+  const ratios = computeTierRatios(rows);
+  const judged = (goal: string, detail: (value: string) => string): Goal => {
+    const r = ratios[goal] as TierRatio;
+    return { goal, met: isRatioMet(r), detail: detail(fmt(r.value)) };
+  };
+  const goals: Goal[] = [];
   for (const [key, row] of Object.entries(rows)) {
     if (!key.startsWith('cache-aware@') || key.includes('/')) continue;
-    const hit = one.hit_rate > 0 ? row.hit_rate / one.hit_rate : 0;
-    const ttft = one.ttft_p50_ms > 0 ? row.ttft_p50_ms / one.ttft_p50_ms : 0;
-    goals.push({
-      goal: `${key} hit >= 0.97 of 1 replica`,
-      met: hit >= 0.97,
-      detail: `${fmt(row.hit_rate)} / ${fmt(one.hit_rate)} = ${fmt(hit)}`,
-    });
-    goals.push({
-      goal: `${key} TTFT p50 <= 1.05 of 1 replica`,
-      met: ttft <= 1.05,
-      detail: `${row.ttft_p50_ms} / ${one.ttft_p50_ms} = ${fmt(ttft)} (spreads ±${row.spread.ttft_p50_ms}, ±${one.spread.ttft_p50_ms})`,
-    });
+    goals.push(
+      judged(`${key} hit >= 0.97 of 1 replica`, (v) => `${fmt(row.hit_rate)} / ${fmt(one.hit_rate)} = ${v}`),
+      judged(
+        `${key} TTFT p50 <= 1.05 of 1 replica`,
+        (v) =>
+          `${row.ttft_p50_ms} / ${one.ttft_p50_ms} = ${v} (spreads ±${row.spread.ttft_p50_ms}, ±${one.spread.ttft_p50_ms})`,
+      ),
+    );
   }
   if (!sg) {
     goals.push({
@@ -143,17 +194,15 @@ export function judgeTierGoals(rows: Readonly<Record<string, TierRow>>): Goal[] 
     });
     return goals;
   }
-  const ratio = (a: number, b: number): number => (b > 0 ? a / b : Infinity);
-  const p50 = ratio(one.ttft_p50_ms, sg.ttft_p50_ms);
-  const p99 = ratio(one.ttft_p99_ms, sg.ttft_p99_ms);
-  const e2e = ratio(one.e2e_p99_ms, sg.e2e_p99_ms);
-  goals.push({ goal: 'TTFT p50 <= 0.7 of SGLang router', met: p50 <= 0.7, detail: fmt(p50) });
-  goals.push({ goal: 'TTFT p99 <= 0.7 of SGLang router', met: p99 <= 0.7, detail: fmt(p99) });
-  goals.push({
-    goal: 'e2e p99 <= SGLang router',
-    met: e2e <= 1,
-    detail: `${fmt(e2e)} (${one.e2e_p99_ms} ±${one.spread.e2e_p99_ms} vs ${sg.e2e_p99_ms} ±${sg.spread.e2e_p99_ms})`,
-  });
+  goals.push(
+    judged('TTFT p50 <= 0.7 of SGLang router', (v) => v),
+    judged('TTFT p99 <= 0.7 of SGLang router', (v) => v),
+    judged(
+      'e2e p99 <= SGLang router',
+      (v) =>
+        `${v} (${one.e2e_p99_ms} ±${one.spread.e2e_p99_ms} vs ${sg.e2e_p99_ms} ±${sg.spread.e2e_p99_ms})`,
+    ),
+  );
   return goals;
 }
 

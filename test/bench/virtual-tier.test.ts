@@ -54,4 +54,32 @@ describe('runTier', () => {
     expect(res.records).toHaveLength(24);
     expect(res.unsettledViews).toBe(0);
   });
+
+  it('draws again under another salt: picks in transit split differently, one replica alone does not', () => {
+    // Misses 5 ms apart, under the exchange's 20 ms: each replica's pick meets the peers' in transit.
+    const records = Array.from({ length: 48 }, (_, i) => ({
+      timestamp: i * 5,
+      input_length: 2048,
+      output_length: 4,
+      hash_ids: [4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4],
+    }));
+    const workersOf = (replicas: number, drawSalt?: string): string[] => {
+      const res = runTier({
+        records,
+        stretch: 1,
+        workers: 4,
+        maxTotalTokens: 200_000,
+        prefillTps: 8000,
+        replicas,
+        router: 'cache-aware',
+        routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+        exchangeMs: 20,
+        runtimeLoadMs: 30,
+        ...(drawSalt === undefined ? {} : { drawSalt }),
+      });
+      return [...res.records].sort((a, b) => a.index - b.index).map((r) => r.worker);
+    };
+    expect(workersOf(3, 'a')).not.toEqual(workersOf(3, 'b'));
+    expect(workersOf(1, 'a')).toEqual(workersOf(1));
+  });
 });

@@ -70,6 +70,11 @@ export interface TierRunOptions {
    * conversation trace's stamps come in steps of about 3 s), instead of all at one instant.
    */
   readonly spreadBursts?: boolean;
+  /**
+   * Prefixes each request's id, which the policy's draws hash (cache-aware's in-transit draw):
+   * the same trace, another draw (draw-spread.ts). Undefined: the index alone.
+   */
+  readonly drawSalt?: string;
 }
 
 /** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
@@ -258,10 +263,11 @@ export function runTier(o: TierRunOptions): TierRunResult {
       const r = replicas[self] as Replica;
       const text = buildPromptText(rec);
       const promptIds = applyChatTemplate([{ role: 'user', content: text }]);
-      if (o.router === 'sglang-router') texts.set(String(i), text);
+      const requestId = o.drawSalt === undefined ? String(i) : `${o.drawSalt}:${i}`;
+      if (o.router === 'sglang-router') texts.set(requestId, text);
       const maxTokens = Math.max(1, rec.output_length);
       const input: RouteInput = {
-        id: String(i),
+        id: requestId,
         salt: 'bench-salt',
         tokens: promptIds,
         now: clock.now(),
