@@ -75,6 +75,14 @@ export interface TierRunOptions {
    * the same trace, another draw (draw-spread.ts). Undefined: the index alone.
    */
   readonly drawSalt?: string;
+  /**
+   * What-if (no gateway does this yet): each replica sends an endpoint at most one of its requests
+   * whose prefill has not produced a first token, holding the others in its own queue and
+   * releasing, at each first token, the held request with the fewest uncached tokens (by the KV
+   * index at release), so a runtime prefills them one at a time, shortest first, instead of
+   * batching whatever queued behind a long prefill.
+   */
+  readonly gatewayQueue?: boolean;
 }
 
 /** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
@@ -252,6 +260,25 @@ export function runTier(o: TierRunOptions): TierRunResult {
 
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
+  /** Per replica and endpoint: its requests sent and not yet past prefill (o.gatewayQueue). */
+  const unstarted = replicas.map(() => engines.map(() => 0));
+  /** Per replica and endpoint: the requests it holds back (o.gatewayQueue). */
+  const held = replicas.map(() => engines.map((): { uncached: () => number; send: () => void }[] => []));
+  const release = (self: number, w: number): void => {
+    const q = held[self]![w]!;
+    if (q.length === 0 || (unstarted[self]![w] ?? 0) > 0) return;
+    let best = 0;
+    let bestCost = Infinity;
+    q.forEach((h, k) => {
+      const c = h.uncached();
+      if (c < bestCost) {
+        best = k;
+        bestCost = c;
+      }
+    });
+    const [h] = q.splice(best, 1);
+    h?.send();
+  };
   const arrivals = computeArrivals(
     o.records.map((r) => r.timestamp),
     o.spreadBursts === true,
@@ -306,46 +333,70 @@ export function runTier(o: TierRunOptions): TierRunResult {
         const gaps: number[] = [];
         itl.set(i, gaps);
         let last = 0;
-        (engines[w] as Engine).submit(
-          {
-            rid: String(i),
-            namespace: 'bench-salt',
-            promptIds,
-            outputIds: Array.from({ length: maxTokens }, () => filler),
-          },
-          {
-            onTokens: (generated: number, now: number) => {
-              if (generated > 1) gaps.push(now - last);
-              last = now;
-              // As the gateway's stream relay: progress every 16 events, so the decode load falls.
-              if (generated > 1 && generated % PROGRESS_EVENTS === 0) {
-                r.policy.observe?.({ kind: 'decoding', endpoint: id, input, tokens: generated });
+        let heldMs = 0;
+        const send = (): void => {
+          unstarted[self]![w] = (unstarted[self]![w] ?? 0) + 1;
+          (engines[w] as Engine).submit(
+            {
+              rid: String(i),
+              namespace: 'bench-salt',
+              promptIds,
+              outputIds: Array.from({ length: maxTokens }, () => filler),
+            },
+            {
+              onTokens: (generated: number, now: number) => {
+                if (generated > 1) gaps.push(now - last);
+                last = now;
+                // As the gateway's stream relay: progress every 16 events, so the decode load falls.
+                if (generated > 1 && generated % PROGRESS_EVENTS === 0) {
+                  r.policy.observe?.({ kind: 'decoding', endpoint: id, input, tokens: generated });
+                  changed(self, w);
+                }
+                if (generated !== 1) return;
+                r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
                 changed(self, w);
-              }
-              if (generated !== 1) return;
-              r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
-              changed(self, w);
+                unstarted[self]![w] = (unstarted[self]![w] ?? 1) - 1;
+                // The next held request reaches the runtime a moment later (the stream's relay, the
+                // connection), after the decode step the runtime starts meanwhile.
+                if (o.gatewayQueue === true) clock.setTimer(1, () => release(self, w));
+              },
+              onFinish: (res: RequestResult) => {
+                r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
+                r.policy.observe?.({
+                  kind: 'completed',
+                  endpoint: id,
+                  input: { ...input, now: clock.now() },
+                  report: {
+                    promptTokens: res.promptTokens,
+                    cachedTokens: res.cachedTokens,
+                    completionTokens: res.completionTokens,
+                  },
+                });
+                changed(self, w);
+                texts.delete(String(i));
+                out.push(
+                  buildVirtualRecord(i, id, {
+                    ...res,
+                    ttftMs: res.ttftMs + defer + heldMs,
+                    e2eMs: res.e2eMs + defer + heldMs,
+                  }),
+                );
+              },
             },
-            onFinish: (res: RequestResult) => {
-              r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
-              r.policy.observe?.({
-                kind: 'completed',
-                endpoint: id,
-                input: { ...input, now: clock.now() },
-                report: {
-                  promptTokens: res.promptTokens,
-                  cachedTokens: res.cachedTokens,
-                  completionTokens: res.completionTokens,
-                },
-              });
-              changed(self, w);
-              texts.delete(String(i));
-              out.push(
-                buildVirtualRecord(i, id, { ...res, ttftMs: res.ttftMs + defer, e2eMs: res.e2eMs + defer }),
-              );
+          );
+        };
+        if (o.gatewayQueue === true && (unstarted[self]![w] ?? 0) > 0) {
+          const heldAt = clock.now();
+          held[self]![w]!.push({
+            uncached: () =>
+              promptIds.length -
+              (engines[w] as Engine).tree.peek('bench-salt', promptIds.slice(0, -1)).deviceTokens,
+            send: () => {
+              heldMs = clock.now() - heldAt;
+              send();
             },
-          },
-        );
+          });
+        } else send();
       };
       if (defer > 0) clock.setTimer(defer, decide);
       else decide();
