@@ -156,6 +156,16 @@ export function runTier(o: TierRunOptions): TierRunResult {
     peerPicks: new UnheardPicks(),
   }));
 
+  /** Per replica and endpoint: its requests sent and not yet past prefill (o.gatewayQueue). */
+  const unstarted = replicas.map(() => engines.map(() => 0));
+  /** Per replica and endpoint: the requests it holds back (o.gatewayQueue). */
+  const held = replicas.map(() => engines.map((): { uncached: () => number; send: () => void }[] => []));
+  /** What each replica last heard of each peer's `unstarted`: heardUnstarted[to][from][w]. */
+  const heardUnstarted = replicas.map(() => replicas.map(() => engines.map(() => 0)));
+  /** Some request of the tier, as this replica knows, is in prefill on w: the next one waits. */
+  const gateShut = (self: number, w: number): boolean =>
+    (unstarted[self]![w] ?? 0) > 0 ||
+    heardUnstarted[self]!.some((fromPeer, k) => k !== self && (fromPeer[w] ?? 0) > 0);
   const shareOf = (r: Replica, w: number): PeerShare => {
     const s = r.policy.shareOf?.(ids[w] ?? '') ?? { prefillTokens: 0, decodeTokens: 0 };
     return { inFlight: r.inFlight[w] ?? 0, ...s };
@@ -172,6 +182,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
   const changed = (from: number, w: number, pickAt?: number): void => {
     if (!exchangeOn) return;
     const snap = shareOf(replicas[from] as Replica, w);
+    const snapUnstarted = unstarted[from]![w] ?? 0;
     const at = clock.now();
     replicas.forEach((to, k) => {
       if (k === from) return;
@@ -184,6 +195,8 @@ export function runTier(o: TierRunOptions): TierRunResult {
           to.peerPicks.note(pickAt);
         }
         (to.heard[from] as PeerShare[])[w] = snap;
+        heardUnstarted[k]![from]![w] = snapUnstarted;
+        if (o.gatewayQueue === true && snapUnstarted === 0) release(k, w);
         queue.shift();
         to.lags.add(clock.now() - at, clock.now());
       });
@@ -260,13 +273,9 @@ export function runTier(o: TierRunOptions): TierRunResult {
 
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
-  /** Per replica and endpoint: its requests sent and not yet past prefill (o.gatewayQueue). */
-  const unstarted = replicas.map(() => engines.map(() => 0));
-  /** Per replica and endpoint: the requests it holds back (o.gatewayQueue). */
-  const held = replicas.map(() => engines.map((): { uncached: () => number; send: () => void }[] => []));
   const release = (self: number, w: number): void => {
     const q = held[self]![w]!;
-    if (q.length === 0 || (unstarted[self]![w] ?? 0) > 0) return;
+    if (q.length === 0 || gateShut(self, w)) return;
     let best = 0;
     let bestCost = Infinity;
     q.forEach((h, k) => {
@@ -277,6 +286,8 @@ export function runTier(o: TierRunOptions): TierRunResult {
       }
     });
     const [h] = q.splice(best, 1);
+    unstarted[self]![w] = (unstarted[self]![w] ?? 0) + 1;
+    changed(self, w);
     h?.send();
   };
   const arrivals = computeArrivals(
@@ -329,13 +340,14 @@ export function runTier(o: TierRunOptions): TierRunResult {
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
         // As the gateway's book: the arrival counts here at once, at the peers with the share.
         r.bursts.note(input.now);
+        const gated = o.gatewayQueue === true && gateShut(self, w);
+        if (o.gatewayQueue === true && !gated) unstarted[self]![w] = (unstarted[self]![w] ?? 0) + 1;
         changed(self, w, input.now);
         const gaps: number[] = [];
         itl.set(i, gaps);
         let last = 0;
         let heldMs = 0;
         const send = (): void => {
-          unstarted[self]![w] = (unstarted[self]![w] ?? 0) + 1;
           (engines[w] as Engine).submit(
             {
               rid: String(i),
@@ -354,8 +366,8 @@ export function runTier(o: TierRunOptions): TierRunResult {
                 }
                 if (generated !== 1) return;
                 r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
+                if (o.gatewayQueue === true) unstarted[self]![w] = (unstarted[self]![w] ?? 1) - 1;
                 changed(self, w);
-                unstarted[self]![w] = (unstarted[self]![w] ?? 1) - 1;
                 // The next held request reaches the runtime a moment later (the stream's relay, the
                 // connection), after the decode step the runtime starts meanwhile.
                 if (o.gatewayQueue === true) clock.setTimer(1, () => release(self, w));
@@ -385,7 +397,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
             },
           );
         };
-        if (o.gatewayQueue === true && (unstarted[self]![w] ?? 0) > 0) {
+        if (gated) {
           const heldAt = clock.now();
           held[self]![w]!.push({
             uncached: () =>
