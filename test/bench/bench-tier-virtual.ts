@@ -64,9 +64,9 @@ const { values } = parseArgs({
      */
     'draw-salts': { type: 'string' },
     /**
-     * What-if: the cache-aware rows' replicas each hold their requests for an endpoint while one
-     * of theirs is still in prefill there, and release the shortest first (virtual-tier.ts
-     * gatewayQueue). No gateway does this yet.
+     * What-if: the cache-aware rows' replicas hold their requests for an endpoint while a
+     * request of the tier is in prefill there, and release the shortest first (virtual-tier.ts
+     * gatewayQueue, ADR 0056). No gateway does this yet.
      */
     'gateway-queue': { type: 'boolean', default: false },
   },

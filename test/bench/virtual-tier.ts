@@ -76,10 +76,11 @@ export interface TierRunOptions {
    */
   readonly drawSalt?: string;
   /**
-   * What-if (no gateway does this yet): each replica sends an endpoint at most one of its requests
-   * whose prefill has not produced a first token, holding the others in its own queue and
-   * releasing, at each first token, the held request with the fewest uncached tokens (by the KV
-   * index at release), so a runtime prefills them one at a time, shortest first, instead of
+   * What-if (no gateway does this yet; ADR 0056): a replica holds its request for an endpoint
+   * while a request of the tier, as it knows (its own at once, the peers' as the exchange
+   * delivers them), is in prefill there, and releases the held request with the fewest uncached
+   * tokens (by the KV index at release) when its own first token arrives or a peer reports its
+   * prefills there over: the runtime prefills one request at a time, shortest first, instead of
    * batching whatever queued behind a long prefill.
    */
   readonly gatewayQueue?: boolean;
