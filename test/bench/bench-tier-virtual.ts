@@ -15,7 +15,7 @@
 //
 //   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
 //        [--replicas 3,8] [--exchange-ms 20|measured:FILE,...] [--exchange-seed 1] [--runtime-load-ms 30]
-//        [--settings '{...}'] [--no-own] [--draw-salts a,b,c]
+//        [--settings '{...}'] [--no-own] [--draw-salts a,b,c] [--gateway-queue]
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -63,6 +63,12 @@ const { values } = parseArgs({
      * the same trace (draw-spread.ts), and report each goal's mean and range over the draws.
      */
     'draw-salts': { type: 'string' },
+    /**
+     * What-if: the cache-aware rows' replicas hold their requests for an endpoint while a
+     * request of the tier is in prefill there, and release the shortest first (virtual-tier.ts
+     * gatewayQueue, ADR 0056). No gateway does this yet.
+     */
+    'gateway-queue': { type: 'boolean', default: false },
   },
 });
 
@@ -138,6 +144,7 @@ const run = (
     replicas,
     ...(shared ? { exchangeMs: exchangeFor(replicas) } : {}),
     ...(router === 'cache-aware' ? { runtimeLoadMs } : {}),
+    ...(router === 'cache-aware' && values['gateway-queue'] === true ? { gatewayQueue: true } : {}),
     ...(drawSalt === undefined ? {} : { drawSalt }),
   });
   into[key] = buildTierRow(router, replicas, res.records, res.itl, bound, res.staleness);
@@ -166,7 +173,7 @@ const drawSummary =
 const goals = judgeTierGoals(rows);
 const header = [
   `virtual-time tier bench: ${records.length} requests of ${path.basename(TRACE)}, ${workers} simulated engines (prefill ${prefillTps} tok/s, KV pool ${pool}), stretch ${stretch.toFixed(3)} (load ${values.load}), pooled bound ${bound.toFixed(3)}`,
-  `${base.spreadBursts ? 'bursts spread over their gap, ' : ''}${exchangeLabel}, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  `${values['gateway-queue'] === true ? 'cache-aware behind a gateway queue (one prefill per endpoint, shortest first), ' : ''}${base.spreadBursts ? 'bursts spread over their gap, ' : ''}${exchangeLabel}, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 ];
 console.error(renderTierTable(rows, goals, header));
 if (drawSummary) console.error(`\n${renderDrawSummary(['(none)', ...salts], drawSummary)}`);

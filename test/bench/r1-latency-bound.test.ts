@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { computePooledBound, pooledCachedPerRequest } from './pooled-bound.ts';
-import { aloneLatency, leastWorkTtft } from './r1-latency-bound.ts';
+import { aloneLatency, leastWorkTtft, shortestFirstTtft } from './r1-latency-bound.ts';
 import { BLOCK_TOKENS, type TraceRecord } from './replay-trace.ts';
 
 const B = BLOCK_TOKENS;
@@ -35,5 +35,19 @@ describe('leastWorkTtft', () => {
   it('sends each request to the runtime that frees first, each prefilling FCFS', () => {
     // Two runtimes; three arrive at 0 (1,000, 1,000 and 500 ms), one at 1,800 (100 ms).
     expect(leastWorkTtft([0, 0, 0, 1800], [1000, 1000, 500, 100], 2)).toEqual([1000, 1000, 1500, 100]);
+  });
+});
+
+describe('shortestFirstTtft', () => {
+  it('starts the shortest waiting prefill whenever a runtime frees', () => {
+    // One runtime: a long one at 0, then while it runs a 900-ms one and a 100-ms one.
+    expect(shortestFirstTtft([0, 10, 20], [1000, 900, 100], 1)).toEqual([1000, 1990, 1080]);
+  });
+
+  it('is FCFS when nothing waits, and fills every runtime', () => {
+    expect(shortestFirstTtft([0, 0, 0, 1800], [1000, 1000, 500, 100], 2)).toEqual([1000, 1500, 500, 100]);
+    expect(shortestFirstTtft([0, 5000], [100, 100], 3)).toEqual([100, 100]);
+    // A runtime idle since 0 does not start a request before it arrives.
+    expect(shortestFirstTtft([5000, 5000], [100, 300], 2)).toEqual([100, 300]);
   });
 });

@@ -9,6 +9,10 @@
 //   first (for FCFS servers the same start times as one central queue), prefill only (no decode
 //   step in between, no batching), every runtime holding the whole cache. Not a proof, a
 //   reference: a router bound to per-runtime caches and decode steps does no better in practice.
+// - shortest-first: one central queue that, whenever a runtime frees, starts the waiting request
+//   with the shortest prefill (non-preemptive SJF), the same runtimes and cache. The median a
+//   scheduler that may also reorder reaches; what a router in front of FCFS runtimes could at best
+//   approach by holding requests back and releasing the shortest first.
 //
 // Two caches: pooled (one LRU pool of the whole fleet's KV, pooled-bound.ts) and infinite (every
 // reuse hits).
@@ -61,6 +65,42 @@ export function leastWorkTtft(
   });
 }
 
+/**
+ * TTFT, ms, of each request when one central queue feeds `workers` runtimes and each runtime, as
+ * it frees, starts the waiting request with the shortest prefill (ties: the earlier arrival);
+ * `arrivalsMs` ascending. A request arriving at the instant a runtime frees is waiting then.
+ */
+export function shortestFirstTtft(
+  arrivalsMs: readonly number[],
+  prefillMs: readonly number[],
+  workers: number,
+): number[] {
+  const free = Array.from({ length: workers }, () => 0);
+  const out = arrivalsMs.map(() => 0);
+  const waiting: number[] = [];
+  let next = 0;
+  for (let done = 0; done < arrivalsMs.length; done++) {
+    const w = free.indexOf(Math.min(...free));
+    // The runtime starts at once, or when the first request it could start arrives.
+    const first = Math.min(
+      ...waiting.map((i) => arrivalsMs[i] as number),
+      next < arrivalsMs.length ? (arrivalsMs[next] as number) : Infinity,
+    );
+    const at = Math.max(free[w] as number, first);
+    while (next < arrivalsMs.length && (arrivalsMs[next] as number) <= at) waiting.push(next++);
+    let k = -1;
+    waiting.forEach((i, j) => {
+      if ((arrivalsMs[i] as number) > at) return;
+      const best = k < 0 ? Infinity : (prefillMs[waiting[k] as number] ?? 0);
+      if ((prefillMs[i] ?? 0) < best) k = j;
+    });
+    const [i] = waiting.splice(k, 1) as [number];
+    free[w] = at + (prefillMs[i] ?? 0);
+    out[i] = free[w] - (arrivalsMs[i] as number);
+  }
+  return out;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const REPO = fileURLToPath(new URL('../../', import.meta.url));
   const { values } = parseArgs({
@@ -99,6 +139,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   ] as const) {
     const alone = aloneLatency(records, pooledCachedPerRequest(records, capacity), timing);
     const fcfs = leastWorkTtft(arrivals, alone.ttftMs, workers);
+    const sjf = shortestFirstTtft(arrivals, alone.ttftMs, workers);
     const ms = (xs: number[], p: number): number => Math.round(percentile(xs, p));
     console.log(
       JSON.stringify({
@@ -110,6 +151,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
           e2e_p99_ms: ms(alone.e2eMs, 99),
         },
         least_work_fcfs: { ttft_p50_ms: ms(fcfs, 50), ttft_p99_ms: ms(fcfs, 99) },
+        shortest_first: { ttft_p50_ms: ms(sjf, 50), ttft_p99_ms: ms(sjf, 99) },
       }),
     );
   }

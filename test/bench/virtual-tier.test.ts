@@ -82,4 +82,38 @@ describe('runTier', () => {
     expect(workersOf(3, 'a')).not.toEqual(workersOf(3, 'b'));
     expect(workersOf(1, 'a')).toEqual(workersOf(1));
   });
+
+  it('behind the gateway queue, prefills one request at a time on a runtime, the shortest held first', () => {
+    // A long prompt, then while it prefills a middling one and a short one, on one runtime.
+    let id = 0;
+    const prompt = (at: number, blocks: number): TraceRecord => ({
+      timestamp: at,
+      input_length: blocks * 512,
+      output_length: 4,
+      hash_ids: Array.from({ length: blocks }, () => ++id),
+    });
+    const records = [prompt(0, 16), prompt(10, 8), prompt(20, 2)];
+    const ttft = (gatewayQueue: boolean): number[] =>
+      runTier({
+        records,
+        stretch: 1,
+        workers: 1,
+        maxTotalTokens: 200_000,
+        prefillTps: 8000,
+        replicas: 1,
+        router: 'cache-aware',
+        routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+        runtimeLoadMs: 30,
+        gatewayQueue,
+      })
+        .records.sort((a, b) => a.index - b.index)
+        .map((r) => r.ttftMs);
+    // The runtime batches the two that queued: the short one waits for the middling one's prefill.
+    const batched = ttft(false);
+    expect(batched[2]).toBeCloseTo((batched[1] as number) - 10, 0);
+    // Held and released shortest first: the short one's prefill (about 130 ms) follows the long one's.
+    const queued = ttft(true);
+    expect(queued[2]).toBeLessThan((batched[2] as number) - 400);
+    expect(queued[1]).toBeGreaterThan(queued[2] as number);
+  });
 });

@@ -75,6 +75,15 @@ export interface TierRunOptions {
    * the same trace, another draw (draw-spread.ts). Undefined: the index alone.
    */
   readonly drawSalt?: string;
+  /**
+   * What-if (no gateway does this yet; ADR 0056): a replica holds its request for an endpoint
+   * while a request of the tier, as it knows (its own at once, the peers' as the exchange
+   * delivers them), is in prefill there, and releases the held request with the fewest uncached
+   * tokens (by the KV index at release) when its own first token arrives or a peer reports its
+   * prefills there over: the runtime prefills one request at a time, shortest first, instead of
+   * batching whatever queued behind a long prefill.
+   */
+  readonly gatewayQueue?: boolean;
 }
 
 /** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
@@ -148,6 +157,16 @@ export function runTier(o: TierRunOptions): TierRunResult {
     peerPicks: new UnheardPicks(),
   }));
 
+  /** Per replica and endpoint: its requests sent and not yet past prefill (o.gatewayQueue). */
+  const unstarted = replicas.map(() => engines.map(() => 0));
+  /** Per replica and endpoint: the requests it holds back (o.gatewayQueue). */
+  const held = replicas.map(() => engines.map((): { uncached: () => number; send: () => void }[] => []));
+  /** What each replica last heard of each peer's `unstarted`: heardUnstarted[to][from][w]. */
+  const heardUnstarted = replicas.map(() => replicas.map(() => engines.map(() => 0)));
+  /** Some request of the tier, as this replica knows, is in prefill on w: the next one waits. */
+  const gateShut = (self: number, w: number): boolean =>
+    (unstarted[self]![w] ?? 0) > 0 ||
+    heardUnstarted[self]!.some((fromPeer, k) => k !== self && (fromPeer[w] ?? 0) > 0);
   const shareOf = (r: Replica, w: number): PeerShare => {
     const s = r.policy.shareOf?.(ids[w] ?? '') ?? { prefillTokens: 0, decodeTokens: 0 };
     return { inFlight: r.inFlight[w] ?? 0, ...s };
@@ -164,6 +183,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
   const changed = (from: number, w: number, pickAt?: number): void => {
     if (!exchangeOn) return;
     const snap = shareOf(replicas[from] as Replica, w);
+    const snapUnstarted = unstarted[from]![w] ?? 0;
     const at = clock.now();
     replicas.forEach((to, k) => {
       if (k === from) return;
@@ -176,6 +196,8 @@ export function runTier(o: TierRunOptions): TierRunResult {
           to.peerPicks.note(pickAt);
         }
         (to.heard[from] as PeerShare[])[w] = snap;
+        heardUnstarted[k]![from]![w] = snapUnstarted;
+        if (o.gatewayQueue === true && snapUnstarted === 0) release(k, w);
         queue.shift();
         to.lags.add(clock.now() - at, clock.now());
       });
@@ -252,6 +274,23 @@ export function runTier(o: TierRunOptions): TierRunResult {
 
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
+  const release = (self: number, w: number): void => {
+    const q = held[self]![w]!;
+    if (q.length === 0 || gateShut(self, w)) return;
+    let best = 0;
+    let bestCost = Infinity;
+    q.forEach((h, k) => {
+      const c = h.uncached();
+      if (c < bestCost) {
+        best = k;
+        bestCost = c;
+      }
+    });
+    const [h] = q.splice(best, 1);
+    unstarted[self]![w] = (unstarted[self]![w] ?? 0) + 1;
+    changed(self, w);
+    h?.send();
+  };
   const arrivals = computeArrivals(
     o.records.map((r) => r.timestamp),
     o.spreadBursts === true,
@@ -302,50 +341,75 @@ export function runTier(o: TierRunOptions): TierRunResult {
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
         // As the gateway's book: the arrival counts here at once, at the peers with the share.
         r.bursts.note(input.now);
+        const gated = o.gatewayQueue === true && gateShut(self, w);
+        if (o.gatewayQueue === true && !gated) unstarted[self]![w] = (unstarted[self]![w] ?? 0) + 1;
         changed(self, w, input.now);
         const gaps: number[] = [];
         itl.set(i, gaps);
         let last = 0;
-        (engines[w] as Engine).submit(
-          {
-            rid: String(i),
-            namespace: 'bench-salt',
-            promptIds,
-            outputIds: Array.from({ length: maxTokens }, () => filler),
-          },
-          {
-            onTokens: (generated: number, now: number) => {
-              if (generated > 1) gaps.push(now - last);
-              last = now;
-              // As the gateway's stream relay: progress every 16 events, so the decode load falls.
-              if (generated > 1 && generated % PROGRESS_EVENTS === 0) {
-                r.policy.observe?.({ kind: 'decoding', endpoint: id, input, tokens: generated });
+        let heldMs = 0;
+        const send = (): void => {
+          (engines[w] as Engine).submit(
+            {
+              rid: String(i),
+              namespace: 'bench-salt',
+              promptIds,
+              outputIds: Array.from({ length: maxTokens }, () => filler),
+            },
+            {
+              onTokens: (generated: number, now: number) => {
+                if (generated > 1) gaps.push(now - last);
+                last = now;
+                // As the gateway's stream relay: progress every 16 events, so the decode load falls.
+                if (generated > 1 && generated % PROGRESS_EVENTS === 0) {
+                  r.policy.observe?.({ kind: 'decoding', endpoint: id, input, tokens: generated });
+                  changed(self, w);
+                }
+                if (generated !== 1) return;
+                r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
+                if (o.gatewayQueue === true) unstarted[self]![w] = (unstarted[self]![w] ?? 1) - 1;
                 changed(self, w);
-              }
-              if (generated !== 1) return;
-              r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
-              changed(self, w);
+                // The next held request reaches the runtime a moment later (the stream's relay, the
+                // connection), after the decode step the runtime starts meanwhile.
+                if (o.gatewayQueue === true) clock.setTimer(1, () => release(self, w));
+              },
+              onFinish: (res: RequestResult) => {
+                r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
+                r.policy.observe?.({
+                  kind: 'completed',
+                  endpoint: id,
+                  input: { ...input, now: clock.now() },
+                  report: {
+                    promptTokens: res.promptTokens,
+                    cachedTokens: res.cachedTokens,
+                    completionTokens: res.completionTokens,
+                  },
+                });
+                changed(self, w);
+                texts.delete(String(i));
+                out.push(
+                  buildVirtualRecord(i, id, {
+                    ...res,
+                    ttftMs: res.ttftMs + defer + heldMs,
+                    e2eMs: res.e2eMs + defer + heldMs,
+                  }),
+                );
+              },
             },
-            onFinish: (res: RequestResult) => {
-              r.inFlight[w] = (r.inFlight[w] ?? 1) - 1;
-              r.policy.observe?.({
-                kind: 'completed',
-                endpoint: id,
-                input: { ...input, now: clock.now() },
-                report: {
-                  promptTokens: res.promptTokens,
-                  cachedTokens: res.cachedTokens,
-                  completionTokens: res.completionTokens,
-                },
-              });
-              changed(self, w);
-              texts.delete(String(i));
-              out.push(
-                buildVirtualRecord(i, id, { ...res, ttftMs: res.ttftMs + defer, e2eMs: res.e2eMs + defer }),
-              );
+          );
+        };
+        if (gated) {
+          const heldAt = clock.now();
+          held[self]![w]!.push({
+            uncached: () =>
+              promptIds.length -
+              (engines[w] as Engine).tree.peek('bench-salt', promptIds.slice(0, -1)).deviceTokens,
+            send: () => {
+              heldMs = clock.now() - heldAt;
+              send();
             },
-          },
-        );
+          });
+        } else send();
       };
       if (defer > 0) clock.setTimer(defer, decide);
       else decide();
