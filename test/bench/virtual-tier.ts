@@ -386,7 +386,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
                   },
                 });
                 changed(self, w);
-                texts.delete(String(i));
+                texts.delete(requestId);
                 out.push(
                   buildVirtualRecord(i, id, {
                     ...res,
