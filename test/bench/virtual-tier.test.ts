@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RoutingSettings } from '#api';
 import type { TraceRecord } from './replay-trace.ts';
-import { runTier } from './virtual-tier.ts';
+import { runTier, type TierRunOptions } from './virtual-tier.ts';
 
 /** `bursts` bursts of `size` prompts no runtime holds, all of a burst at one instant, 10 s apart. */
 function missBursts(bursts: number, size: number): TraceRecord[] {
@@ -13,21 +13,30 @@ function missBursts(bursts: number, size: number): TraceRecord[] {
   }));
 }
 
+/** A cache-aware tier of `replicas` on four engines, the engines' and refresh's bench figures. */
+function tierOptions(
+  records: readonly TraceRecord[],
+  replicas: number,
+  extra: Partial<TierRunOptions> = {},
+): TierRunOptions {
+  return {
+    records,
+    stretch: 1,
+    workers: 4,
+    maxTotalTokens: 200_000,
+    prefillTps: 8000,
+    replicas,
+    router: 'cache-aware',
+    routing: RoutingSettings.parse({ policy: 'cache-aware' }),
+    runtimeLoadMs: 30,
+    ...extra,
+  };
+}
+
 describe('runTier', () => {
   it('spreads a burst of misses over every runtime with two replicas sharing load at one instant', () => {
     const records = missBursts(8, 4);
-    const res = runTier({
-      records,
-      stretch: 1,
-      workers: 4,
-      maxTotalTokens: 200_000,
-      prefillTps: 8000,
-      replicas: 2,
-      router: 'cache-aware',
-      routing: RoutingSettings.parse({ policy: 'cache-aware' }),
-      exchangeMs: 20,
-      runtimeLoadMs: 30,
-    });
+    const res = runTier(tierOptions(records, 2, { exchangeMs: 20 }));
     const worker = new Map(res.records.map((r) => [r.index, r.worker]));
     // The first bursts teach each replica that its picks come in bursts; the rest must not pile up.
     for (let b = 4; b < 8; b++) {
@@ -39,18 +48,7 @@ describe('runTier', () => {
   it("keeps each link's messages in order when a later one draws a shorter delay", () => {
     // One message in three is slow (a stall): unordered, an older share lands last and sticks.
     let n = 0;
-    const res = runTier({
-      records: missBursts(6, 4),
-      stretch: 1,
-      workers: 4,
-      maxTotalTokens: 200_000,
-      prefillTps: 8000,
-      replicas: 3,
-      router: 'cache-aware',
-      routing: RoutingSettings.parse({ policy: 'cache-aware' }),
-      exchangeMs: () => (n++ % 3 === 0 ? 50 : 0.1),
-      runtimeLoadMs: 30,
-    });
+    const res = runTier(tierOptions(missBursts(6, 4), 3, { exchangeMs: () => (n++ % 3 === 0 ? 50 : 0.1) }));
     expect(res.records).toHaveLength(24);
     expect(res.unsettledViews).toBe(0);
   });
@@ -64,19 +62,9 @@ describe('runTier', () => {
       hash_ids: [4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4],
     }));
     const workersOf = (replicas: number, drawSalt?: string): string[] => {
-      const res = runTier({
-        records,
-        stretch: 1,
-        workers: 4,
-        maxTotalTokens: 200_000,
-        prefillTps: 8000,
-        replicas,
-        router: 'cache-aware',
-        routing: RoutingSettings.parse({ policy: 'cache-aware' }),
-        exchangeMs: 20,
-        runtimeLoadMs: 30,
-        ...(drawSalt === undefined ? {} : { drawSalt }),
-      });
+      const res = runTier(
+        tierOptions(records, replicas, { exchangeMs: 20, ...(drawSalt === undefined ? {} : { drawSalt }) }),
+      );
       return [...res.records].sort((a, b) => a.index - b.index).map((r) => r.worker);
     };
     expect(workersOf(3, 'a')).not.toEqual(workersOf(3, 'b'));
@@ -94,18 +82,7 @@ describe('runTier', () => {
     });
     const records = [prompt(0, 16), prompt(10, 8), prompt(20, 2)];
     const ttft = (gatewayQueue: boolean): number[] =>
-      runTier({
-        records,
-        stretch: 1,
-        workers: 1,
-        maxTotalTokens: 200_000,
-        prefillTps: 8000,
-        replicas: 1,
-        router: 'cache-aware',
-        routing: RoutingSettings.parse({ policy: 'cache-aware' }),
-        runtimeLoadMs: 30,
-        gatewayQueue,
-      })
+      runTier(tierOptions(records, 1, { workers: 1, gatewayQueue }))
         .records.sort((a, b) => a.index - b.index)
         .map((r) => r.ttftMs);
     // The runtime batches the two that queued: the short one waits for the middling one's prefill.
