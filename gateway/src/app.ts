@@ -1,6 +1,5 @@
 // build(opts): the gateway's fastify app, without listening (server.ts listens).
 
-import { randomUUID } from 'node:crypto';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -25,6 +24,7 @@ import { answerClientError, answerConnect, answerFrameworkError } from './reques
 import { DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts } from './request/client-timeouts.ts';
 import { registerEarlyNotFound } from './request/early-not-found.ts';
 import { registerJsonBodyParser } from './request/json-body.ts';
+import { newRequestId } from './request/request-id.ts';
 import { registerReuseStoreMetrics } from './reuse/metrics.ts';
 import { GENERATION_ROUTES } from './request/routes.ts';
 import { RedisResultStore, type RedisStoreOptions } from './reuse/redis-store.ts';
@@ -113,7 +113,7 @@ export function build(opts: BuildOptions): FastifyInstance {
   const app = Fastify({
     logger: opts.logger ?? false,
     bodyLimit,
-    genReqId: () => randomUUID(),
+    genReqId: newRequestId,
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
     requestTimeout: timeouts.requestTimeoutMs,

@@ -3,7 +3,6 @@
 // (`liveness`, `readiness`, and the ext_proc service's own name, as GIE's
 // protocol lists them). Plaintext unless a certificate and key are given.
 
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
   Server,
@@ -13,6 +12,7 @@ import {
   type ServerOptions,
 } from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
+import { newRequestId } from '../request/request-id.ts';
 import { PickerExchange, type PickerHost } from './exchange.ts';
 import { readProcessingRequest } from './messages.ts';
 import { EXT_PROC_SERVICE, extProcService } from './protos.ts';
@@ -102,7 +102,7 @@ export async function startPickerServer(host: PickerHost, opts: PickerServerOpti
 }
 
 function serveStream(host: PickerHost, call: Stream): void {
-  const exchange = new PickerExchange(host, randomUUID(), (r) => {
+  const exchange = new PickerExchange(host, newRequestId(), (r) => {
     if (!call.writableEnded && !call.destroyed) call.write(r);
   });
   // One message at a time, in order: a pick may wait (admission, wake) while later ones arrive.
