@@ -84,6 +84,22 @@ describe('OutputAttribution', () => {
     expect(a.sizeOf('e')).toBe(2);
   });
 
+  it('keeps the requests waiting on one last page apart as they come and go', () => {
+    const a = new OutputAttribution();
+    for (const id of ['r1', 'r2', 'r3']) a.expect('e', expected(id, 2n, [8, 9]));
+    a.drop('r1');
+    expect(a.stored('e', stored(2n, [3n], [8, 9, 1, 1]), 0)).toBeUndefined();
+    a.drop('r3');
+    // r2 alone waits on the page now: the store is its.
+    expect(a.stored('e', stored(2n, [4n], [8, 9, 1, 1]), 0)?.id).toBe('r2');
+    // Nothing waits on it any more: a later request on it is the only one.
+    expect(a.stored('e', stored(2n, [5n], [8, 9, 1, 1]), 0)).toBeUndefined();
+    a.expect('e', expected('r4', 2n, [8, 9]));
+    expect(a.stored('e', stored(2n, [6n], [8, 9, 1, 1]), 0)?.id).toBe('r4');
+    expect(a.ambiguous).toBe(1);
+    expect(a.sizeOf('e')).toBe(0);
+  });
+
   it("takes a store running through another request's last prompt page for that one's prefill", () => {
     const a = new OutputAttribution();
     // r1's answer stored nothing (under a page); r2 is the next turn, its prompt r1's and more.

@@ -65,6 +65,9 @@ export interface OutputAttributionOptions {
   readonly maxExpected?: number;
 }
 
+/** One request id, or a Set of two or more. */
+type WaitingIds = string | Set<string>;
+
 interface Waiting {
   readonly e: ExpectedOutput;
   endedAt: number | undefined;
@@ -80,8 +83,11 @@ export class OutputAttribution {
   readonly #maxExpected: number;
   /** endpoint -> request id -> what is waited for. */
   readonly #byEndpoint = new Map<string, Map<string, Waiting>>();
-  /** endpoint -> last page hash -> request ids waiting on it. */
-  readonly #byLastPage = new Map<string, Map<bigint, Set<string>>>();
+  /**
+   * endpoint -> last page hash -> the request id waiting on it, or the ids when several do (the
+   * same prompt at once, rare): a Set a request was most of what this book kept of it.
+   */
+  readonly #byLastPage = new Map<string, Map<bigint, WaitingIds>>();
   /** request id -> its endpoint. */
   readonly #endpointOf = new Map<string, string>();
   /** Requests whose answer ended, in the order they ended: id -> when. */
@@ -106,10 +112,11 @@ export class OutputAttribution {
     }
     waiting.set(e.id, { e, endedAt: undefined, streamedMs: undefined });
     let pages = this.#byLastPage.get(endpoint);
-    if (!pages) this.#byLastPage.set(endpoint, (pages = new Map<bigint, Set<string>>()));
-    let ids = pages.get(e.lastPage);
-    if (!ids) pages.set(e.lastPage, (ids = new Set()));
-    ids.add(e.id);
+    if (!pages) this.#byLastPage.set(endpoint, (pages = new Map<bigint, WaitingIds>()));
+    const ids = pages.get(e.lastPage);
+    if (ids === undefined) pages.set(e.lastPage, e.id);
+    else if (typeof ids === 'string') pages.set(e.lastPage, new Set([ids, e.id]));
+    else ids.add(e.id);
     this.#endpointOf.set(e.id, endpoint);
   }
 
@@ -151,7 +158,7 @@ export class OutputAttribution {
     if (!pages || !ids) return undefined;
     const waiting = this.#byEndpoint.get(endpoint);
     const candidates: Waiting[] = [];
-    for (const id of ids) {
+    for (const id of typeof ids === 'string' ? [ids] : ids) {
       const w = waiting?.get(id);
       if (w && this.#fits(w.e, ev)) candidates.push(w);
     }
@@ -203,10 +210,15 @@ export class OutputAttribution {
     this.#endpointOf.delete(id);
     this.#ended.delete(id);
     const pages = this.#byLastPage.get(endpoint);
-    const ids = w.e.lastPage === null ? undefined : pages?.get(w.e.lastPage);
-    if (ids && w.e.lastPage !== null) {
-      ids.delete(id);
-      if (ids.size === 0) pages?.delete(w.e.lastPage);
+    const page = w.e.lastPage;
+    const ids = page === null ? undefined : pages?.get(page);
+    if (pages && page !== null && ids !== undefined) {
+      if (typeof ids === 'string') {
+        if (ids === id) pages.delete(page);
+      } else {
+        ids.delete(id);
+        if (ids.size === 1) pages.set(page, ids.values().next().value as string);
+      }
     }
     if (waiting.size === 0) {
       this.#byEndpoint.delete(endpoint);
