@@ -40,14 +40,38 @@ export interface PrefixMatch {
 
 interface TreeNode {
   key: BlockKey[];
-  readonly children: Map<BlockKey, TreeNode>;
+  /** NO_CHILDREN for a leaf (addChild / removeChild change it). */
+  children: ReadonlyMap<BlockKey, TreeNode>;
   parent: TreeNode | undefined;
   /** owner → last access. Empty only on roots. */
   readonly owners: Map<EndpointId, number>;
 }
 
+/**
+ * A leaf's children, shared and never written: every routed prompt ends in a leaf of its own (its
+ * unique tail), and an empty Map of its own was ~140 bytes the tree kept a request, for as long
+ * as the leaf lives (promoted by the scavenges, for mark-compacts to trace).
+ */
+const NO_CHILDREN: ReadonlyMap<BlockKey, TreeNode> = new Map();
+
 function newNode(key: BlockKey[], parent: TreeNode | undefined): TreeNode {
-  return { key, children: new Map(), parent, owners: new Map() };
+  return { key, children: NO_CHILDREN, parent, owners: new Map() };
+}
+
+function addChild(node: TreeNode, child: TreeNode): void {
+  const children =
+    node.children === NO_CHILDREN
+      ? new Map<BlockKey, TreeNode>()
+      : (node.children as Map<BlockKey, TreeNode>);
+  children.set(child.key[0] as BlockKey, child);
+  node.children = children;
+}
+
+function removeChild(node: TreeNode, child: TreeNode): void {
+  if (node.children === NO_CHILDREN) return;
+  const children = node.children as Map<BlockKey, TreeNode>;
+  children.delete(child.key[0] as BlockKey);
+  if (children.size === 0) node.children = NO_CHILDREN;
 }
 
 /** Length of the common prefix of `edge` and `blocks[from..]`. */
@@ -97,7 +121,7 @@ export class PrefixTree {
       let child = node.children.get(first);
       if (!child) {
         child = newNode(blocks.slice(pos), node);
-        node.children.set(first, child);
+        addChild(node, child);
         this.#nodeCount++;
       } else {
         const common = commonLength(child.key, blocks, pos);
@@ -259,8 +283,8 @@ export class PrefixTree {
     for (const [owner, t] of node.owners) upper.owners.set(owner, t);
     node.key = node.key.slice(at);
     node.parent = upper;
-    upper.children.set(node.key[0] as BlockKey, node);
-    parent.children.set(upper.key[0] as BlockKey, upper);
+    addChild(upper, node);
+    addChild(parent, upper);
     this.#nodeCount++;
     return upper;
   }
@@ -275,7 +299,7 @@ export class PrefixTree {
     if (!node.owners.delete(endpoint)) return;
     this.#sizes.set(endpoint, this.sizeOf(endpoint) - node.key.length);
     if (node.owners.size === 0) {
-      (node.parent as TreeNode).children.delete(node.key[0] as BlockKey);
+      removeChild(node.parent as TreeNode, node);
       this.#nodeCount--;
     }
   }
