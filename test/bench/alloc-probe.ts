@@ -11,18 +11,21 @@
 // the inspector: a sampling heap profile that keeps the objects collected since
 // (where the garbage comes from; `node --heap-prof` keeps only the survivors)
 // and a CPU profile, written to DIR as .heapprofile and .cpuprofile;
-// CACHEROUTE_ALLOC_PROBE_HEAP=promoted|survivors narrows the heap profile (below).
+// CACHEROUTE_ALLOC_PROBE_HEAP=promoted|survivors narrows the heap profile, =snapshot adds a heap
+// snapshot (below).
 
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
-import { GCProfiler, getHeapStatistics } from 'node:v8';
+import { GCProfiler, getHeapStatistics, writeHeapSnapshot } from 'node:v8';
 
 const PROFILE_DIR = process.env['CACHEROUTE_ALLOC_PROBE_PROFILE'];
 /**
  * What the heap profile keeps: everything allocated (default), `promoted` what no scavenge took
  * (outlived the young generation: the scavenges' copying and the mark-compacts' work), or
- * `survivors` only what is still on the heap at the window's end.
+ * `survivors` only what is still on the heap at the window's end; `snapshot` samples as the
+ * default does and also writes a heap snapshot at the window's end (what the process still holds,
+ * each object with its retainers: who keeps a request's state).
  */
 const HEAP_MODE = process.env['CACHEROUTE_ALLOC_PROBE_HEAP'] ?? 'all';
 /** Bytes between heap samples: fine enough for a request's few hundred objects. */
@@ -128,6 +131,8 @@ process.on('SIGUSR2', () => {
     const report = close(window);
     window = undefined;
     if (PROFILE_DIR !== undefined) await writeProfiles(PROFILE_DIR);
+    if (PROFILE_DIR !== undefined && HEAP_MODE === 'snapshot')
+      writeHeapSnapshot(path.join(PROFILE_DIR, `alloc-probe-${process.pid}.heapsnapshot`));
     process.stdout.write(`${JSON.stringify(report)}\n`);
   })();
 });
