@@ -388,6 +388,15 @@ function trailerMode(route: EnvoyRoute): 'SEND' | 'SKIP' {
   return route.responseBody === true || route.untilResponseEnd !== false ? 'SEND' : 'SKIP';
 }
 
+/** Every picker replica's ext_proc port (none for a static route). */
+function pickerPorts(route: EnvoyRoute): number[] {
+  if (route.kind !== 'picker') return [];
+  const more = route.morePickerPorts ?? [];
+  if (route.failOpen && more.length > 0)
+    throw new Error('a FailOpen bootstrap health-checks one picker: morePickerPorts is not for it');
+  return [route.pickerPort, ...more];
+}
+
 export interface BootstrapFiles {
   /** FailOpen: the pool endpoints file Envoy follows (renderPoolEndpointsFile; absolute path). */
   readonly poolEndpoints?: string;
@@ -481,14 +490,7 @@ export function buildEnvoyBootstrap(route: EnvoyRoute, files: BootstrapFiles = {
     typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
   };
   const upstream = route.kind === 'static' ? new URL(route.upstream) : undefined;
-  if (failOpen && route.kind === 'picker' && (route.morePickerPorts?.length ?? 0) > 0)
-    throw new Error('a FailOpen bootstrap health-checks one picker: morePickerPorts is not for it');
-  const extProcCluster = staticCluster(
-    'ext_proc',
-    '127.0.0.1',
-    route.kind === 'picker' ? [route.pickerPort, ...(route.morePickerPorts ?? [])] : [0],
-    true,
-  );
+  const extProcCluster = staticCluster('ext_proc', '127.0.0.1', pickerPorts(route), true);
   const clusters =
     route.kind === 'picker'
       ? pickerClusters(route, extProcCluster, files)
