@@ -227,6 +227,37 @@ describe('the endpoint picker behind a real Envoy', () => {
     await eventually(() => app.gateway.inFlightOf('sim0') + app.gateway.inFlightOf('sim2') === 0);
   });
 
+  it('spreads its requests over every picker replica Envoy names, one ext_proc stream each', async () => {
+    // Each replica routes to its own runtime only, so where a request lands says which replica picked.
+    const sims = await Promise.all([0, 1].map(() => startSim(['--model-path', 'm', '--enable-metrics'])));
+    const replicas = await Promise.all(
+      sims.map(async (sim, i) => {
+        const table = new StaticRoutingTable([buildTestRoute([buildTestEndpoint(`sim${i}`, sim.url)])]);
+        const app = build({ table, tenants: OPEN_DIRECTORY });
+        const epp = await startEndpointPicker(
+          app,
+          { mode: 'picker', port: 0, healthPort: 0 },
+          '127.0.0.1',
+          OPEN_DIRECTORY,
+          () => true,
+        );
+        return { app, epp };
+      }),
+    );
+    const [first, ...more] = replicas.map((r) => r.epp.port);
+    const envoy = await startEnvoy({ kind: 'picker', pickerPort: first ?? 0, morePickerPorts: more });
+    // Closing Envoy twice is harmless; each replica's app and picker close with their own stack.
+    stacks.push(...replicas.map((r, i) => ({ ...r, envoy, sims: sims.slice(i, i + 1) })));
+    const served: (string | null)[] = [];
+    for (let i = 0; i < 8; i++) {
+      const r = await chat(envoy, `question number ${i}`);
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      served.push(r.endpoint);
+    }
+    expect(served.filter((e) => e === 'sim0').length).toBeGreaterThan(0);
+    expect(served.filter((e) => e === 'sim1').length).toBeGreaterThan(0);
+  });
+
   it('keeps a conversation on the endpoint that holds its prefix, turn after turn', async () => {
     const { envoy } = await setup(3);
     const system = { role: 'system', content: 'You are a careful assistant. '.repeat(40) };

@@ -14,6 +14,13 @@ export type EnvoyRoute =
       /** The endpoint picker's ext_proc port on 127.0.0.1 (h2c). */
       readonly pickerPort: number;
       /**
+       * More replicas of the picker (a tier sharing load over the load exchange), on 127.0.0.1:
+       * Envoy's gRPC client balances each ext_proc stream (one a request) over all of them, round
+       * robin, as it does over a picker Service's endpoints. Not with failOpen (one health-checked
+       * picker there).
+       */
+      readonly morePickerPorts?: readonly number[];
+      /**
        * An InferencePool's failureMode FailOpen: with the picker down, requests go to the pool
        * (round robin) instead of Envoy's 500. Needs what the data plane then routes on: the pool's
        * endpoints (`host:port`) and the picker's gRPC health port (see failOpenParts).
@@ -381,6 +388,15 @@ function trailerMode(route: EnvoyRoute): 'SEND' | 'SKIP' {
   return route.responseBody === true || route.untilResponseEnd !== false ? 'SEND' : 'SKIP';
 }
 
+/** Every picker replica's ext_proc port (none for a static route). */
+function pickerPorts(route: EnvoyRoute): number[] {
+  if (route.kind !== 'picker') return [];
+  const more = route.morePickerPorts ?? [];
+  if (route.failOpen && more.length > 0)
+    throw new Error('a FailOpen bootstrap health-checks one picker: morePickerPorts is not for it');
+  return [route.pickerPort, ...more];
+}
+
 export interface BootstrapFiles {
   /** FailOpen: the pool endpoints file Envoy follows (renderPoolEndpointsFile; absolute path). */
   readonly poolEndpoints?: string;
@@ -390,7 +406,7 @@ export interface BootstrapFiles {
 export function buildEnvoyBootstrap(route: EnvoyRoute, files: BootstrapFiles = {}): object {
   const failOpen = route.kind === 'picker' ? route.failOpen : undefined;
   const loopback = (port: number): object => ({ socket_address: { address: '127.0.0.1', port_value: port } });
-  const staticCluster = (name: string, host: string, port: number, h2: boolean): object => ({
+  const staticCluster = (name: string, host: string, ports: readonly number[], h2: boolean): object => ({
     name,
     type: 'STATIC',
     connect_timeout: '5s',
@@ -399,7 +415,9 @@ export function buildEnvoyBootstrap(route: EnvoyRoute, files: BootstrapFiles = {
       cluster_name: name,
       endpoints: [
         {
-          lb_endpoints: [{ endpoint: { address: { socket_address: { address: host, port_value: port } } } }],
+          lb_endpoints: ports.map((port) => ({
+            endpoint: { address: { socket_address: { address: host, port_value: port } } },
+          })),
         },
       ],
     },
@@ -472,16 +490,11 @@ export function buildEnvoyBootstrap(route: EnvoyRoute, files: BootstrapFiles = {
     typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
   };
   const upstream = route.kind === 'static' ? new URL(route.upstream) : undefined;
-  const extProcCluster = staticCluster(
-    'ext_proc',
-    '127.0.0.1',
-    route.kind === 'picker' ? route.pickerPort : 0,
-    true,
-  );
+  const extProcCluster = staticCluster('ext_proc', '127.0.0.1', pickerPorts(route), true);
   const clusters =
     route.kind === 'picker'
       ? pickerClusters(route, extProcCluster, files)
-      : [staticCluster(DESTINATION_CLUSTER, upstream?.hostname ?? '', Number(upstream?.port), false)];
+      : [staticCluster(DESTINATION_CLUSTER, upstream?.hostname ?? '', [Number(upstream?.port)], false)];
   return {
     // Envoy's xDS (here the pool endpoints file) wants a node to speak as; nothing else reads it.
     node: { id: 'cacheroute-envoy', cluster: 'cacheroute' },

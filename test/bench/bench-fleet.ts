@@ -381,6 +381,13 @@ export interface StartRouterOptions {
 export const pickerNodeArgs = (): string[] =>
   (process.env['CACHEROUTE_BENCH_PICKER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
 
+/** One endpoint picker of the bench: its gateway's URL (status, metrics), process and ext_proc port. */
+export interface StartedPicker {
+  readonly url: string;
+  readonly proc: Proc;
+  readonly pickerPort: number;
+}
+
 /**
  * The cache-aware gateway on `endpoints` serving its endpoint picker too (bench-gateway.ts
  * --picker-port), for Envoy to ask: the overhead phase's Envoy + picker row.
@@ -390,19 +397,53 @@ export async function startPickerGateway(
   endpoints: readonly Sim[],
   tag: string,
   nodeArgs: readonly string[] = pickerNodeArgs(),
-): Promise<{ url: string; proc: Proc; pickerPort: number }> {
+): Promise<StartedPicker> {
+  const [picker] = await startPickerTier(ctx, endpoints, tag, 1, nodeArgs);
+  if (!picker) throw new Error('no picker started');
+  return picker;
+}
+
+/**
+ * `replicas` such pickers sharing load over the load exchange, as a picker Deployment's replicas
+ * do behind one Service (a tier file in place of its EndpointSlices); returned once each hears
+ * every other and serves. One replica: no exchange, as startPickerGateway has always run.
+ */
+export async function startPickerTier(
+  ctx: FleetContext,
+  endpoints: readonly Sim[],
+  tag: string,
+  replicas: number,
+  nodeArgs: readonly string[] = pickerNodeArgs(),
+): Promise<StartedPicker[]> {
   const routes = writeRoutes(ctx, `cache-aware-${tag}`, GATEWAY_ROUTING['cache-aware'] ?? {}, endpoints);
-  const started = await spawnGateway(
-    ctx,
-    'cache-aware',
-    routes,
-    `gateway-cache-aware-${tag}`,
-    ['--picker-port', '0'],
-    nodeArgs,
-  );
-  await waitServing('cache-aware', started.url, started.proc);
-  if (started.pickerPort === undefined) throw new Error('the picker gateway named no picker port');
-  return { url: started.url, proc: started.proc, pickerPort: started.pickerPort };
+  const tier = replicas > 1 ? tierFor(ctx, `picker-${tag}`, replicas, undefined) : undefined;
+  const started: { name: string; url: string; proc: Proc; pickerPort?: number; exchange?: string }[] = [];
+  try {
+    for (let r = 0; r < replicas; r++) {
+      const name = `gateway-cache-aware-${tag}${replicas > 1 ? `-r${r}` : ''}`;
+      const tierArgs = tier ? ['--tier-file', tier.file, '--replica-name', name] : [];
+      started.push({
+        name,
+        ...(await spawnGateway(
+          ctx,
+          'cache-aware',
+          routes,
+          name,
+          ['--picker-port', '0', ...tierArgs],
+          nodeArgs,
+        )),
+      });
+    }
+    if (tier) await joinTier('picker', tier, started, []);
+    for (const s of started) await waitServing('cache-aware', s.url, s.proc);
+  } catch (e) {
+    await Promise.all(started.map((s) => stopProcess(s.proc)));
+    throw e;
+  }
+  return started.map(({ url, proc, pickerPort }) => {
+    if (pickerPort === undefined) throw new Error('a picker gateway named no picker port');
+    return { url, proc, pickerPort };
+  });
 }
 
 /** ext-proc-floor.ts naming `upstream` (host:port): the floor under the endpoint picker, for Envoy to ask. */

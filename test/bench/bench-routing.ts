@@ -67,7 +67,9 @@
 //   (test/bench/ext-proc-floor-go, built with Go: the seat's floor without Node); `--overhead-targets` only the targets it names (`direct` always; smg and sglang-router also
 //   need --routers to name them), and `--overhead-baseline DIR` adds `envoy-picker@baseline`:
 //   the picker as another checkout (DIR) builds it, behind its own Envoy, in the same rounds
-//   (a change's before and after on one machine at one time). The picker's CPU is also given
+//   (a change's before and after on one machine at one time); `envoy-picker-x2`, only when
+//   named, is two picker replicas sharing load over the exchange behind one Envoy (a picker
+//   process per core: does a second event loop lower the p99?). The picker's CPU is also given
 //   split into Envoy's and the picker's (`cpu_ms_per_req_parts`); CACHEROUTE_BENCH_PICKER_NODE_ARGS
 //   passes Node flags to the picker's process (`--cpu-prof --cpu-prof-dir=DIR`, `--trace-gc`).
 // - Bounds: the infinite-cache bound, and the pooled-cache bound: one LRU of
@@ -95,7 +97,7 @@ import {
   startNodeFloorProxy,
   startExtProcFloor,
   startExtProcFloorGo,
-  startPickerGateway,
+  startPickerTier,
   startRouter,
   startSim,
   stopRouter,
@@ -201,15 +203,18 @@ const OVERHEAD_TARGETS = [
   'envoy-floor',
   'envoy-floor-go',
   'envoy-picker',
+  'envoy-picker-x2',
   ...PY_ROUTERS,
 ] as const;
+/** Measured only when --overhead-targets names them (not part of `make bench`'s phase). */
+const NAMED_ONLY: ReadonlySet<string> = new Set(['envoy-picker-x2']);
 const overheadTargets = values['overhead-targets']?.split(',').filter((t) => t !== '' && t !== 'direct');
 for (const t of overheadTargets ?? [])
   if (!(OVERHEAD_TARGETS as readonly string[]).includes(t))
     usage(`--overhead-targets: unknown target ${t} (one of direct, ${OVERHEAD_TARGETS.join(', ')})`);
 /** Whether the overhead phase measures `name` (all by default). */
 const measures = (name: (typeof OVERHEAD_TARGETS)[number]): boolean =>
-  overheadTargets === undefined || overheadTargets.includes(name);
+  overheadTargets === undefined ? !NAMED_ONLY.has(name) : overheadTargets.includes(name);
 const OVERHEAD_BASELINE = values['overhead-baseline'] && path.resolve(values['overhead-baseline']);
 if (OVERHEAD_BASELINE && !existsSync(path.join(OVERHEAD_BASELINE, 'test/bench/bench-gateway.ts')))
   usage(
@@ -591,6 +596,8 @@ async function startFloorTargets(
 /**
  * Envoy asking the endpoint picker of the checkout at `repo` (this one, or --overhead-baseline's)
  * over its own gateway state, as an overhead target; its CPU split into Envoy's and the picker's.
+ * With `replicas` > 1 the picker is a tier sharing load over the exchange and Envoy spreads the
+ * ext_proc streams over them (`envoy-picker-x2`: does a second event loop take the p99 down?).
  */
 async function startPickerTarget(
   name: string,
@@ -598,13 +605,24 @@ async function startPickerTarget(
   zero: Sim,
   envoys: RunningEnvoy[],
   pickerProcs: Proc[],
+  replicas = 1,
 ): Promise<OverheadTarget> {
-  const picker = await startPickerGateway({ ...ctx, repo }, [zero], `overhead-${name.replace('@', '-')}`);
-  pickerProcs.push(picker.proc);
-  await waitKvIndexUsable({ name: 'cache-aware', urls: [picker.url], procs: [picker.proc], kvIndexed: true });
-  const envoyPicker = await startEnvoy({ kind: 'picker', pickerPort: picker.pickerPort }, { detached: true });
+  const pickers = await startPickerTier(
+    { ...ctx, repo },
+    [zero],
+    `overhead-${name.replace('@', '-')}`,
+    replicas,
+  );
+  const procs = pickers.map((p) => p.proc);
+  pickerProcs.push(...procs);
+  await waitKvIndexUsable({ name: 'cache-aware', urls: pickers.map((p) => p.url), procs, kvIndexed: true });
+  const [first, ...more] = pickers.map((p) => p.pickerPort);
+  const envoyPicker = await startEnvoy(
+    { kind: 'picker', pickerPort: first ?? 0, ...(more.length > 0 ? { morePickerPorts: more } : {}) },
+    { detached: true },
+  );
   envoys.push(envoyPicker);
-  const pickerGroups = groupsOf([picker.proc]);
+  const pickerGroups = groupsOf(procs);
   return {
     name,
     url: envoyPicker.url,
@@ -653,6 +671,8 @@ async function runOverhead(
     targets.push(...(await startFloorTargets(zero, envoys, pickerProcs, notes)));
     for (const [name, repo] of pickers)
       targets.push(await startPickerTarget(name, repo, zero, envoys, pickerProcs));
+    if (measures('envoy-picker-x2'))
+      targets.push(await startPickerTarget('envoy-picker-x2', REPO, zero, envoys, pickerProcs, 2));
     for (const name of PY_ROUTERS) {
       if (!wanted.includes(name) || skipped.has(name) || !measures(name)) {
         notes[name] = 'skipped (not run in the replay, or not in --overhead-targets)';

@@ -16,6 +16,8 @@ describe('LagWindow', () => {
     const lags = [...Array<number>(98).fill(0.3), 7, 9];
     expect(filled(lags).unheardMs(100)).toBe(7); // p99 of 100: the 99th smallest
     expect(filled(lags, { quantile: 0.5 }).unheardMs(100)).toBe(0.3);
+    // In numeric order, not as strings ("10" < "2"), whatever order they came in.
+    expect(filled([30, 10, ...Array<number>(98).fill(2)]).unheardMs(100)).toBe(10);
   });
 
   it('keeps the answer within its bounds: a stalled process is not what a hold waits out', () => {

@@ -32,6 +32,8 @@ export class LagWindow {
   readonly #ceilingMs: number;
   readonly #lags: number[] = [];
   readonly #at: number[] = [];
+  /** unheardMs's working copy of the recent lags, allocated once. */
+  readonly #scratch: Float64Array;
   #next = 0;
   #cached: { readonly ms: number; readonly until: number } | undefined;
 
@@ -43,6 +45,7 @@ export class LagWindow {
     this.#fallbackMs = o.fallbackMs ?? 20;
     this.#floorMs = o.floorMs ?? 0.25;
     this.#ceilingMs = o.ceilingMs ?? 40;
+    this.#scratch = new Float64Array(this.#size);
   }
 
   add(lagMs: number, now: number): void {
@@ -67,11 +70,11 @@ export class LagWindow {
   meanMs(now: number): number {
     let sum = 0;
     let n = 0;
-    this.#lags.forEach((lag, i) => {
-      if (now - (this.#at[i] as number) > this.#maxAgeMs) return;
-      sum += Math.min(this.#ceilingMs, lag);
+    for (let i = 0; i < this.#lags.length; i++) {
+      if (now - (this.#at[i] as number) > this.#maxAgeMs) continue;
+      sum += Math.min(this.#ceilingMs, this.#lags[i] as number);
       n++;
-    });
+    }
     return n < this.#minSamples ? this.#fallbackMs : sum / n;
   }
 
@@ -80,16 +83,18 @@ export class LagWindow {
     const c = this.#cached;
     if (c && now <= c.until) return c.ms;
     let oldest = Infinity;
-    const recent: number[] = [];
-    this.#lags.forEach((lag, i) => {
+    let n = 0;
+    for (let i = 0; i < this.#lags.length; i++) {
       const at = this.#at[i] as number;
-      if (now - at > this.#maxAgeMs) return;
-      recent.push(lag);
+      if (now - at > this.#maxAgeMs) continue;
+      this.#scratch[n++] = this.#lags[i] as number;
       oldest = Math.min(oldest, at);
-    });
-    if (recent.length < this.#minSamples) return this.#fallbackMs;
-    recent.sort((a, b) => a - b);
-    const v = recent[Math.min(recent.length - 1, Math.ceil(this.#q * recent.length) - 1)] as number;
+    }
+    if (n < this.#minSamples) return this.#fallbackMs;
+    // A typed array sorts numerically in native code: a sample arrives between most picks in a
+    // tier, so this runs about once a pick, where Array.sort with a comparator cost ~30 us.
+    const recent = this.#scratch.subarray(0, n).sort();
+    const v = recent[Math.min(n - 1, Math.ceil(this.#q * n) - 1)] as number;
     const ms = Math.min(this.#ceilingMs, Math.max(this.#floorMs, v));
     // Valid until a sample comes or the oldest one counted ages out.
     this.#cached = { ms, until: oldest + this.#maxAgeMs };
