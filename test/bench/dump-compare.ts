@@ -70,6 +70,7 @@ const lines = [
   ),
   `crossed A's median: ${up.length} up, ${down.length} down (B's median moves up by the difference)`,
   ...groups(`  up, by cause:`, groupSlower(up, 0)),
+  `  up, prefilled in B with a request that reached another replica at the same instant: ${up.filter((d) => d.sameInstantMates > 0).length} (down: ${down.filter((d) => d.sameInstantMates > 0).length}; all slower by > ${minMs} ms: ${deltas.filter((d) => d.delta > minMs && d.sameInstantMates > 0).length}, all faster: ${deltas.filter((d) => d.delta < -minMs && d.sameInstantMates > 0).length})`,
   `  up, the rule that placed them in B: ${tally(upLines.map((l) => l.reason ?? '(none)'))}`,
   `  up, on the runtime it chose the replica did not know of: backlog ${f0(mean(gaps.map((g) => g.unseenBacklog)))} tokens, in flight ${mean(gaps.map((g) => g.unseenInFlight)).toFixed(2)} (means); cheapest by the truth too: ${gaps.filter((g) => g.cheapestByTruth).length} of ${gaps.length}`,
   `  up, the most delayed (index: A -> B ms; hold/queue/batch delta; runtime A -> B; cached A -> B; batch size A -> B; rule):`,

@@ -95,7 +95,20 @@ describe('compareRequests', () => {
       batchSizeA: 1,
       batchSizeB: 3,
       newMates: [1, 2],
+      sameInstantMates: 0,
     });
+  });
+
+  it('counts the batch-mates that reached another replica at the same instant', () => {
+    const a = [0, 1, 2].map((i) => line(i, `w${i}`, { firstTokenMs: 100 }));
+    // 0 and 1 arrive together at replicas 0 and 1 and pile on w0; 2 arrives there later, same replica as 0.
+    const b = [
+      line(0, 'w0', { firstTokenMs: 300 }),
+      { ...line(1, 'w0', { firstTokenMs: 300 }), replica: 1 },
+      { ...line(2, 'w0', { firstTokenMs: 300 }), arrivalMs: 5 },
+    ];
+    const [d0, d1, d2] = compareRequests(a, b);
+    expect([d0?.sameInstantMates, d1?.sameInstantMates, d2?.sameInstantMates]).toEqual([1, 1, 0]);
   });
 
   it('names a lower hit and a longer queue wait on the same runtime', () => {

@@ -151,6 +151,11 @@ export interface RequestDelta {
    * in B made this one's prefill longer; the largest uncached first.
    */
   readonly newMates: readonly number[];
+  /**
+   * B's batch-mates that reached another replica at the same instant as this one: picks made on
+   * one view, none in the others' (the peers' picks in transit; ADR 0046).
+   */
+  readonly sameInstantMates: number;
 }
 
 function queueOf(l: DumpLine): number {
@@ -194,6 +199,10 @@ export function compareRequests(a: readonly DumpLine[], b: readonly DumpLine[]):
       newMates: bb.members
         .filter((m) => m !== lb.i && !ba.members.includes(m))
         .sort((x, y) => uncachedOf(byIndexB.get(y) as DumpLine) - uncachedOf(byIndexB.get(x) as DumpLine)),
+      sameInstantMates: bb.members.filter((m) => {
+        const mate = byIndexB.get(m) as DumpLine;
+        return m !== lb.i && mate.arrivalMs === lb.arrivalMs && mate.replica !== lb.replica;
+      }).length,
     });
   }
   return out;
