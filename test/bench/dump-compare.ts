@@ -12,6 +12,7 @@ import {
   groupSlower,
   medianCrossers,
   parseDump,
+  summarizeViews,
   viewGapOf,
   type CauseGroup,
   type DumpLine,
@@ -58,6 +59,10 @@ const tally = (xs: readonly string[]): string =>
 const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 
 const { medianA, medianB, up, down } = medianCrossers(deltas);
+const views = (name: string, lines: readonly DumpLine[]): string => {
+  const v = summarizeViews(lines);
+  return `${name}: ${v.decisions} decisions, ${v.sameInstant} at an instant another request arrived at; chosen runtime had backlog the replica did not know of: ${v.unseen} (${v.unseenSameInstant} at a shared instant); not the cheapest by the truth: ${v.misPicks} (${v.misPicksSameInstant} at a shared instant)`;
+};
 const upLines = up.map((d) => byIndexB.get(d.i) as DumpLine);
 const gaps = upLines.map(viewGapOf);
 const lines = [
@@ -68,6 +73,8 @@ const lines = [
     `slower in B, by cause (runtime against A's, hit, the part that grew most):`,
     groupSlower(deltas, minMs),
   ),
+  views('A', a),
+  views('B', b),
   `crossed A's median: ${up.length} up, ${down.length} down (B's median moves up by the difference)`,
   ...groups(`  up, by cause:`, groupSlower(up, 0)),
   `  up, prefilled in B with a request that reached another replica at the same instant: ${up.filter((d) => d.sameInstantMates > 0).length} (down: ${down.filter((d) => d.sameInstantMates > 0).length}; all slower by > ${minMs} ms: ${deltas.filter((d) => d.delta > minMs && d.sameInstantMates > 0).length}, all faster: ${deltas.filter((d) => d.delta < -minMs && d.sameInstantMates > 0).length})`,

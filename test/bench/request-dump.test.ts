@@ -5,6 +5,7 @@ import {
   groupSlower,
   medianCrossers,
   parseDump,
+  summarizeViews,
   viewGapOf,
   type DumpLine,
 } from './request-dump.ts';
@@ -161,5 +162,30 @@ describe('viewGapOf', () => {
     };
     expect(viewGapOf(l)).toEqual({ unseenBacklog: 2000, unseenInFlight: 2, cheapestByTruth: false });
     expect(viewGapOf({ ...l, truth: [quiet, quiet] }).cheapestByTruth).toBe(true);
+  });
+});
+
+describe('summarizeViews', () => {
+  it('counts the picks that missed backlog, and those made at an instant another request arrived at', () => {
+    const blind: DumpLine = {
+      ...line(1, 'w0', { firstTokenMs: 100 }),
+      cost: [1000, 1500],
+      truth: [{ ...quiet, backlog: 2000, inFlight: 1 }, quiet],
+    };
+    const lines = [
+      line(0, 'w0', { firstTokenMs: 100 }),
+      // Arrived with 0, at another replica: 0's pick was not in its view.
+      { ...blind, replica: 1 },
+      // Arrived later, knowing nothing of a backlog that did not change the pick.
+      { ...line(2, 'w1', { firstTokenMs: 200 }), arrivalMs: 50, truth: [quiet, { ...quiet, backlog: 10 }] },
+    ];
+    expect(summarizeViews(lines)).toEqual({
+      decisions: 3,
+      sameInstant: 1,
+      unseen: 2,
+      unseenSameInstant: 1,
+      misPicks: 1,
+      misPicksSameInstant: 1,
+    });
   });
 });

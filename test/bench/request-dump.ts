@@ -297,3 +297,46 @@ export function viewGapOf(l: DumpLine): ViewGap {
     cheapestByTruth,
   };
 }
+
+/** How a row's replicas decided against the truth: what they missed, and when it mattered. */
+export interface ViewSummary {
+  readonly decisions: number;
+  /** Decisions made at an instant another request of the trace arrived at, before it (same arrival). */
+  readonly sameInstant: number;
+  /** Decisions whose chosen runtime had backlog the replica did not know of; how many at a shared instant. */
+  readonly unseen: number;
+  readonly unseenSameInstant: number;
+  /** Picks that would not be cheapest with the true backlog in place (viewGapOf); how many at a shared instant. */
+  readonly misPicks: number;
+  readonly misPicksSameInstant: number;
+}
+
+/**
+ * A row's decisions against the truth (one replica's view is the truth but for the runtime's
+ * pushed load): a tier's unseen backlog that comes only from requests that arrived at one instant
+ * is picks made on one view, not the exchange's lag.
+ */
+export function summarizeViews(lines: readonly DumpLine[]): ViewSummary {
+  const firstAt = new Map<number, number>();
+  for (const l of [...lines].sort((x, y) => x.i - y.i))
+    if (!firstAt.has(l.arrivalMs)) firstAt.set(l.arrivalMs, l.i);
+  let sameInstant = 0;
+  let unseen = 0;
+  let unseenSameInstant = 0;
+  let misPicks = 0;
+  let misPicksSameInstant = 0;
+  for (const l of lines) {
+    const shared = firstAt.get(l.arrivalMs) !== l.i;
+    const gap = viewGapOf(l);
+    if (shared) sameInstant++;
+    if (gap.unseenBacklog > 0) {
+      unseen++;
+      if (shared) unseenSameInstant++;
+    }
+    if (!gap.cheapestByTruth) {
+      misPicks++;
+      if (shared) misPicksSameInstant++;
+    }
+  }
+  return { decisions: lines.length, sameInstant, unseen, unseenSameInstant, misPicks, misPicksSameInstant };
+}
