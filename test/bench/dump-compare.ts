@@ -43,6 +43,7 @@ if (fileA === undefined || fileB === undefined) {
 }
 const a = load(fileA);
 const b = load(fileB);
+const byIndexA = new Map(a.map((l) => [l.i, l]));
 const byIndexB = new Map(b.map((l) => [l.i, l]));
 const deltas = compareRequests(a, b);
 const minMs = Number(values['min-ms']);
@@ -85,7 +86,7 @@ const lines = [
     .sort((x, y) => y.delta - x.delta)
     .slice(0, Number(values.show))
     .map((d: RequestDelta) => {
-      const la = a.find((l) => l.i === d.i) as DumpLine;
+      const la = byIndexA.get(d.i) as DumpLine;
       const lb = byIndexB.get(d.i) as DumpLine;
       return `    ${d.i}: ${f0(d.ttftA)} -> ${f0(d.ttftB)}; ${f0(d.holdDelta)}/${f0(d.queueDelta)}/${f0(d.batchDelta)}; ${la.runtime} -> ${lb.runtime}; ${la.cachedTokens} -> ${lb.cachedTokens}; ${d.batchSizeA} -> ${d.batchSizeB}; ${lb.reason ?? '-'}`;
     }),
