@@ -15,9 +15,9 @@
 //
 //   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
 //        [--replicas 3,8] [--exchange-ms 20|measured:FILE,...] [--exchange-seed 1] [--runtime-load-ms 30]
-//        [--settings '{...}'] [--no-own] [--draw-salts a,b,c] [--gateway-queue]
+//        [--settings '{...}'] [--no-own] [--draw-salts a,b,c] [--gateway-queue] [--dump-requests DIR]
 
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -69,6 +69,11 @@ const { values } = parseArgs({
      * gatewayQueue, ADR 0056). No gateway does this yet.
      */
     'gateway-queue': { type: 'boolean', default: false },
+    /**
+     * Write each row's requests (and each draw's) to DIR/ROW[.SALT].jsonl, one line a request
+     * (request-dump.ts); read two rows against each other with dump-compare.ts.
+     */
+    'dump-requests': { type: 'string' },
   },
 });
 
@@ -125,6 +130,8 @@ const base = {
 const salts = values['draw-salts']?.split(',').map((s) => s.trim()) ?? [];
 if (salts.some((s) => s === '') || new Set(salts).size !== salts.length)
   usage('--draw-salts: give distinct, non-empty salts, comma-separated');
+const dumpDir = values['dump-requests'];
+if (dumpDir !== undefined) mkdirSync(dumpDir, { recursive: true });
 const rows: Record<string, TierRow> = {};
 const started = Date.now();
 const only = values.rows?.split(',').map((k) => k.trim());
@@ -146,7 +153,13 @@ const run = (
     ...(router === 'cache-aware' ? { runtimeLoadMs } : {}),
     ...(router === 'cache-aware' && values['gateway-queue'] === true ? { gatewayQueue: true } : {}),
     ...(drawSalt === undefined ? {} : { drawSalt }),
+    ...(dumpDir === undefined ? {} : { dumpRequests: true }),
   });
+  if (dumpDir !== undefined && res.dump)
+    writeFileSync(
+      path.join(dumpDir, `${key.replace('/', '-')}${drawSalt === undefined ? '' : `.${drawSalt}`}.jsonl`),
+      res.dump.map((l) => JSON.stringify(l)).join('\n') + '\n',
+    );
   into[key] = buildTierRow(router, replicas, res.records, res.itl, bound, res.staleness);
   console.error(
     `  ${key}${drawSalt === undefined ? '' : ` (salt ${drawSalt})`}: ${((Date.now() - t) / 1000).toFixed(1)} s`,

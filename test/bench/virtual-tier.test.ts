@@ -93,4 +93,32 @@ describe('runTier', () => {
     expect(queued[2]).toBeLessThan((batched[2] as number) - 400);
     expect(queued[1]).toBeGreaterThan(queued[2] as number);
   });
+
+  it("dumps each request as routed and timed, what the replica knew, and changes none of the run's figures", () => {
+    const records = missBursts(4, 4);
+    const plain = runTier(tierOptions(records, 2, { exchangeMs: 20 }));
+    const dumped = runTier(tierOptions(records, 2, { exchangeMs: 20, dumpRequests: true }));
+    expect(plain.dump).toBeUndefined();
+    expect(dumped.records).toEqual(plain.records);
+    const lines = dumped.dump ?? [];
+    expect(lines.map((l) => l.i)).toEqual(records.map((_r, i) => i));
+    const worker = new Map(plain.records.map((r) => [r.index, r]));
+    for (const l of lines) {
+      const rec = worker.get(l.i);
+      expect(l.runtime).toBe(rec?.worker);
+      expect(l.replica).toBe(l.i % 2);
+      expect(l.ttftMs).toBeCloseTo(rec?.ttftMs ?? NaN, 6);
+      expect(l.ttftMs).toBeCloseTo(l.firstTokenMs - l.sentMs + l.holdMs, 6);
+      expect(l.prefillStartMs).toBeGreaterThanOrEqual(l.sentMs);
+      expect(l.reason).toMatch(/cheapest|spill|in-transit/);
+      expect(l.knew).toHaveLength(4);
+      expect(l.cost).toHaveLength(4);
+    }
+    // The second of a burst at one replica knows its own first pick's backlog at once.
+    const second = lines[2] as (typeof lines)[number];
+    const first = lines[0] as (typeof lines)[number];
+    const w = second.runtimes.indexOf(first.runtime);
+    expect(second.knew[w]?.backlog).toBeGreaterThan(0);
+    expect(second.truth[w]?.backlog).toBeGreaterThanOrEqual(second.knew[w]?.backlog ?? 0);
+  });
 });

@@ -46,6 +46,7 @@ import { applyChatTemplate } from '../sim/generation.ts';
 import { encode } from '../sim/tokenizer.ts';
 import { buildVirtualRecord, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, type TraceRecord } from './replay-trace.ts';
+import type { DumpDecision, DumpLine, EndpointSeen, EndpointTruth } from './request-dump.ts';
 import { SglangRouterEmulation } from './virtual-sglang-router.ts';
 
 export interface TierRunOptions {
@@ -84,6 +85,11 @@ export interface TierRunOptions {
    * batching whatever queued behind a long prefill.
    */
   readonly gatewayQueue?: boolean;
+  /**
+   * Keep one line per request (request-dump.ts): where it went and why, what the deciding
+   * replica knew of each runtime against the tier's truth then, and its timeline.
+   */
+  readonly dumpRequests?: boolean;
 }
 
 /** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
@@ -115,6 +121,8 @@ export interface TierRunResult {
    */
   readonly unsettledViews: number;
   readonly durationMs: number;
+  /** With dumpRequests: one line per request, in trace order. */
+  readonly dump?: DumpLine[];
 }
 
 interface Replica {
@@ -274,6 +282,27 @@ export function runTier(o: TierRunOptions): TierRunResult {
 
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
+  const dump: DumpLine[] = [];
+  /** What the replica's view said of each runtime (as the policy read it). */
+  const seenOf = (self: number, w: number, v: EndpointView): EndpointSeen => ({
+    cached: v.cached?.deviceTokens ?? 0,
+    backlog: shareOf(replicas[self] as Replica, w).prefillTokens + (v.peers?.prefillTokens ?? 0),
+    inFlight: v.inFlight + (v.peers?.inFlight ?? 0),
+    ...(v.waitingUncachedTokens === undefined ? {} : { waitingUncached: v.waitingUncachedTokens }),
+    ...(v.running === undefined ? {} : { running: v.running }),
+  });
+  /** The tier's truth of runtime w now: every replica's shares summed, the engine's own queue. */
+  const truthOf = (w: number): EndpointTruth => {
+    const snap = (engines[w] as Engine).snapshot();
+    let backlog = 0;
+    let inFlight = 0;
+    for (const r of replicas) {
+      const share = shareOf(r, w);
+      backlog += share.prefillTokens;
+      inFlight += share.inFlight;
+    }
+    return { backlog, inFlight, waiting: snap.numWaitingReqs, running: snap.numRunningReqs };
+  };
   const release = (self: number, w: number): void => {
     const q = held[self]![w]!;
     if (q.length === 0 || gateShut(self, w)) return;
@@ -296,6 +325,35 @@ export function runTier(o: TierRunOptions): TierRunResult {
     o.spreadBursts === true,
   );
   const filler = encode(' ba')[0] ?? 0;
+  /** A decision's part of its dump line: who picked what, by which rule, knowing what. */
+  const describeDecision = (
+    i: number,
+    self: number,
+    w: number,
+    views: readonly EndpointView[],
+    input: RouteInput,
+  ): DumpDecision => {
+    const why = (replicas[self] as Replica).policy.explainLastPick?.();
+    const tier = input.tier;
+    return {
+      i,
+      id: input.id,
+      arrivalMs: input.now,
+      replica: self,
+      runtime: ids[w] ?? '',
+      ...(why ? { reason: why.reason, ...(why.cost ? { cost: [...why.cost] } : {}) } : {}),
+      ...(tier
+        ? {
+            unheardMs: tier.unheardMs,
+            bursty: tier.bursty,
+            ...(tier.unheardPicks === undefined ? {} : { unheardPicks: tier.unheardPicks }),
+          }
+        : {}),
+      runtimes: ids,
+      knew: views.map((v, k) => seenOf(self, k, v)),
+      truth: engines.map((_e, k) => truthOf(k)),
+    };
+  };
   o.records.forEach((rec, i) => {
     clock.setTimer((arrivals[i] as number) * o.stretch, () => {
       const self = i % o.replicas;
@@ -331,12 +389,11 @@ export function runTier(o: TierRunOptions): TierRunResult {
         ) ?? 0;
       const decide = (): void => {
         sampleStaleness(self);
-        const w =
-          r.policy.select(
-            engines.map((_e, k) => view(self, k, promptIds)),
-            input,
-          ) ?? 0;
+        const views = engines.map((_e, k) => view(self, k, promptIds));
+        const w = r.policy.select(views, input) ?? 0;
         const id = ids[w] ?? '';
+        // Taken before the pick changes any share: what the replica knew, and what was true.
+        const decision = o.dumpRequests === true ? describeDecision(i, self, w, views, input) : undefined;
         r.policy.observe?.({ kind: 'routed', endpoint: id, input });
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
         // As the gateway's book: the arrival counts here at once, at the peers with the share.
@@ -348,7 +405,10 @@ export function runTier(o: TierRunOptions): TierRunResult {
         itl.set(i, gaps);
         let last = 0;
         let heldMs = 0;
+        let sentMs = 0;
+        let firstTokenMs = 0;
         const send = (): void => {
+          sentMs = clock.now();
           (engines[w] as Engine).submit(
             {
               rid: String(i),
@@ -366,6 +426,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
                   changed(self, w);
                 }
                 if (generated !== 1) return;
+                firstTokenMs = now;
                 r.policy.observe?.({ kind: 'first-token', endpoint: id, input });
                 if (o.gatewayQueue === true) unstarted[self]![w] = (unstarted[self]![w] ?? 1) - 1;
                 changed(self, w);
@@ -387,6 +448,19 @@ export function runTier(o: TierRunOptions): TierRunResult {
                 });
                 changed(self, w);
                 texts.delete(requestId);
+                if (decision)
+                  dump.push({
+                    ...decision,
+                    holdMs: defer + heldMs,
+                    sentMs,
+                    prefillStartMs: res.arrivedAt + res.queueMs,
+                    firstTokenMs,
+                    promptTokens: res.promptTokens,
+                    cachedTokens: res.cachedTokens,
+                    outputTokens: res.completionTokens,
+                    ttftMs: res.ttftMs + defer + heldMs,
+                    e2eMs: res.e2eMs + defer + heldMs,
+                  });
                 out.push(
                   buildVirtualRecord(i, id, {
                     ...res,
@@ -432,5 +506,13 @@ export function runTier(o: TierRunOptions): TierRunResult {
         });
       }),
     );
-  return { records: out, itl, staleness, unsettledViews, durationMs: clock.now() };
+  dump.sort((a, b) => a.i - b.i);
+  return {
+    records: out,
+    itl,
+    staleness,
+    unsettledViews,
+    durationMs: clock.now(),
+    ...(o.dumpRequests === true ? { dump } : {}),
+  };
 }

@@ -40,6 +40,21 @@ describe('CacheAwarePolicy', () => {
     expect(route(p, eps, input('r', tokens))).toBe(expected);
   });
 
+  it('explains its last pick: the rule that chose, and the costs when it weighed any', () => {
+    const p = warmed();
+    const r = input('r', range(0, 64));
+    p.select([ep('a', { inFlight: 10 }), ep('b', { inFlight: 2 })], r);
+    expect(p.explainLastPick()).toEqual({ reason: 'imbalanced' });
+    p.select([ep('a'), ep('b')], r);
+    expect(p.explainLastPick()).toEqual({ reason: 'deepest-match' });
+    p.select([ep('a'), ep('b')], input('r', range(900, 64)));
+    expect(p.explainLastPick()).toEqual({ reason: 'below-threshold' });
+    // a holds the prompt but still owes the warm-up's 64 tokens of prefill: a tie, to the less loaded.
+    const costed = warmed({ costWeight: 1 });
+    expect(costed.select([ep('a'), ep('b', { inFlight: 1 })], r)).toBe(0);
+    expect(costed.explainLastPick()).toEqual({ reason: 'cheapest', cost: [64, 64] });
+  });
+
   it("takes the KV index's match over the tree's, unless the index is partial (then the larger)", () => {
     const p = warmed(); // the tree says a holds 0..63
     const none = { deviceTokens: 0, hostTokens: 0, storageTokens: 0 };

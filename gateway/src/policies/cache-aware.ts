@@ -103,6 +103,8 @@ import {
   type CachedPrefix,
   type CacheReport,
   type EndpointView,
+  type PickExplanation,
+  type PickReason,
   type Policy,
   type RouteInput,
   type RouteOutcome,
@@ -171,6 +173,9 @@ export class CacheAwarePolicy implements Policy {
   /** The usual prompt's length, in tokens (EWMA): the most cache a spill onto an idle runtime discards. */
   #pickPrompt = 0;
   #picks = 0;
+  /** The last select's rule and costs, kept as they are (no object a pick) for explainLastPick. */
+  #lastReason: PickReason = 'no-prefix';
+  #lastCost: readonly number[] | undefined;
 
   constructor(cfg: CacheAwareConfig) {
     this.#cfg = cfg;
@@ -182,14 +187,15 @@ export class CacheAwarePolicy implements Policy {
   }
 
   select(endpoints: readonly EndpointView[], req: RouteInput): number | undefined {
+    this.#lastCost = undefined;
     if (endpoints.length === 0) return undefined;
     const loads = endpoints.map(loadOf);
     const max = Math.max(...loads);
     const min = Math.min(...loads);
     const imbalanced = max - min > this.#cfg.balanceAbsThreshold && max > this.#cfg.balanceRelThreshold * min;
-    if (imbalanced) return this.#leastLoaded(endpoints);
+    if (imbalanced) return this.#because('imbalanced', this.#leastLoaded(endpoints));
     const key = this.#keyOf(req);
-    if (key.blocks.length === 0) return this.#leastLoaded(endpoints);
+    if (key.blocks.length === 0) return this.#because('no-prefix', this.#leastLoaded(endpoints));
     const scores = this.#matchBlocks(endpoints, key);
     this.#seen.set(req, new Map(endpoints.map((e, i) => [e.id, scores[i] as number])));
     const w = this.#cfg.costWeight;
@@ -208,6 +214,7 @@ export class CacheAwarePolicy implements Policy {
           stallCost(e, u, this.#cfg.decodeWeight, this.#cfg.prefillTokensPerDecodeStep)
         );
       });
+      this.#lastCost = cost;
       const bestCost = Math.min(...cost);
       // Ties go to the tier's least load: this replica's tree holds only its own share of the traffic.
       const usual = indexOfMin(endpoints, (_e, i) =>
@@ -225,12 +232,26 @@ export class CacheAwarePolicy implements Policy {
         req.tier,
         this.#picks > 0 ? this.#pickPrompt : total,
       );
-      if (spill !== undefined) return spill;
-      return this.#pickInTransit(cost, req, d) ?? usual;
+      if (spill !== undefined) return this.#because('spill', spill);
+      const drawn = this.#pickInTransit(cost, req, d);
+      return drawn === undefined ? this.#because('cheapest', usual) : this.#because('in-transit', drawn);
     }
     const best = Math.max(...scores);
-    if (best / key.blocks.length <= this.#cfg.matchThreshold) return this.#leastLoaded(endpoints);
-    return indexOfMin(endpoints, (_e, i) => (scores[i] === best ? (loads[i] as number) : Infinity));
+    if (best / key.blocks.length <= this.#cfg.matchThreshold)
+      return this.#because('below-threshold', this.#leastLoaded(endpoints));
+    return this.#because(
+      'deepest-match',
+      indexOfMin(endpoints, (_e, i) => (scores[i] === best ? (loads[i] as number) : Infinity)),
+    );
+  }
+
+  explainLastPick(): PickExplanation {
+    return { reason: this.#lastReason, ...(this.#lastCost ? { cost: this.#lastCost } : {}) };
+  }
+
+  #because(reason: PickReason, pick: number | undefined): number | undefined {
+    this.#lastReason = reason;
+    return pick;
   }
 
   /**

@@ -152,6 +152,23 @@ export interface Policy {
    * replicas (fleet/load-exchange.ts); policies that predict neither leave it out.
    */
   shareOf?(endpointId: string): { readonly prefillTokens: number; readonly decodeTokens: number };
+  /**
+   * Which rule made the last `select`'s choice, and the costs it weighed (one per endpoint) where
+   * it weighed any: for a bench's per-request dump (test/bench/request-dump.ts), not for routing.
+   */
+  explainLastPick?(): PickExplanation;
+}
+
+/**
+ * The rule behind a pick: cost routing's cheapest, idle spill or in-transit draw; threshold
+ * routing's deepest match or its least-loaded fallback; least load when imbalanced or no prefix.
+ */
+export type PickReason =
+  'imbalanced' | 'no-prefix' | 'spill' | 'in-transit' | 'cheapest' | 'deepest-match' | 'below-threshold';
+
+export interface PickExplanation {
+  readonly reason: PickReason;
+  readonly cost?: readonly number[];
 }
 
 /** Requests on the endpoint: this replica's and its peers' in flight, and the runtime's queue. */
