@@ -293,6 +293,7 @@ export function buildEngineConfig(
     hostLoadTps: cfg.sim.hostLoadTps,
     decodeBaseMs: cfg.sim.decodeBaseMs,
     decodePerReqMs: cfg.sim.decodePerReqMs,
+    prefillMaxRequests: typeof a['prefill_max_requests'] === 'number' ? a['prefill_max_requests'] : null,
     priorityScheduling: buildPriorityScheduling(a),
     l3: l3Dir
       ? {

@@ -5,7 +5,8 @@
 //   1. With priority scheduling, order the waiting queue by priority, then
 //      arrival (see PriorityScheduling below). Admit waiting requests in that
 //      (else FCFS) order while the running set is below
-//      maxRunningRequests, the batch's uncached tokens fit maxPrefillTokens
+//      maxRunningRequests, the batch's uncached tokens fit maxPrefillTokens,
+//      it holds at most prefillMaxRequests
 //      (the first request always fits) and the KV pool can hold them. A
 //      request needs the host hits it loads back, its uncached prompt tokens
 //      and room for all its new tokens; unlocked cache leaves are evicted to
@@ -54,6 +55,8 @@ export interface EngineConfig {
   readonly decodePerReqMs: number;
   /** HiCache's shared L3 tier (`--hicache-storage-backend file`); absent or null: none. */
   readonly l3?: L3TierConfig | null;
+  /** `--prefill-max-requests`: at most this many requests in a prefill batch; absent or null: no cap. */
+  readonly prefillMaxRequests?: number | null;
   /** `--enable-priority-scheduling` (with `--schedule-policy fcfs`); absent or null: FCFS. */
   readonly priorityScheduling?: PriorityScheduling | null;
 }
@@ -416,6 +419,12 @@ export class Engine {
       sortByPriorityAndFcfs(this.#waiting, p.lowValuesFirst ? 1 : -1);
   }
 
+  /** PrefillAdder.add_one_req's first check (--prefill-max-requests): the batch closes, nothing is blocked. */
+  #isPrefillBatchClosed(admitted: number): boolean {
+    const cap = this.#cfg.prefillMaxRequests;
+    return cap !== undefined && cap !== null && admitted >= cap;
+  }
+
   #iterate(now: number): void {
     if (this.#busy) return;
     const admitted: Live[] = [];
@@ -427,6 +436,7 @@ export class Engine {
     while (!blocked && this.#waiting.length > 0) {
       const head = this.#waiting[0];
       if (!head) break;
+      if (this.#isPrefillBatchClosed(admitted.length)) break;
       if (this.#running.length + admitted.length >= this.#cfg.maxRunningRequests) {
         this.#blockedAtEpoch = this.#releaseEpoch;
         break;
