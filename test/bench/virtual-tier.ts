@@ -47,6 +47,7 @@ import { encode } from '../sim/tokenizer.ts';
 import { buildVirtualRecord, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, type TraceRecord } from './replay-trace.ts';
 import { SglangRouterEmulation } from './virtual-sglang-router.ts';
+import { computeUncachedPriority, type UncachedBucketing } from './uncached-priority.ts';
 
 export interface TierRunOptions {
   readonly records: readonly TraceRecord[];
@@ -84,6 +85,14 @@ export interface TierRunOptions {
    * batching whatever queued behind a long prefill.
    */
   readonly gatewayQueue?: boolean;
+  /**
+   * What-if (ADR 0056; not adopted): the runtimes run SGLang's priority scheduling (low values first,
+   * preemption off) and the replicas stamp each request's priority from its uncached tokens on
+   * the endpoint picked, by this bucketing (uncached-priority.ts). Undefined: FCFS runtimes.
+   */
+  readonly runtimePriority?: UncachedBucketing;
+  /** The runtimes' `--prefill-max-requests` (every row's: a runtime flag); undefined: no cap. */
+  readonly prefillMaxRequests?: number;
 }
 
 /** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
@@ -140,7 +149,18 @@ export function runTier(o: TierRunOptions): TierRunResult {
   const clock = new VirtualClock();
   const engines = Array.from(
     { length: o.workers },
-    () => new Engine({ ...buildEngineConfig(simCfg.value), prefillTps: o.prefillTps }, clock),
+    () =>
+      new Engine(
+        {
+          ...buildEngineConfig(simCfg.value),
+          prefillTps: o.prefillTps,
+          prefillMaxRequests: o.prefillMaxRequests ?? null,
+          ...(o.runtimePriority === undefined
+            ? {}
+            : { priorityScheduling: { lowValuesFirst: true, defaultPriority: null } }),
+        },
+        clock,
+      ),
   );
   const ids = engines.map((_e, i) => `w${i}`);
   const texts = new Map<string, string>();
@@ -272,6 +292,12 @@ export function runTier(o: TierRunOptions): TierRunResult {
   };
   maintain();
 
+  /** The priority a replica stamps for endpoint w (o.runtimePriority), by the KV index as the pick saw it. */
+  const stampPriority = (w: number, promptIds: readonly number[]): number | undefined => {
+    if (o.runtimePriority === undefined) return undefined;
+    const hit = (engines[w] as Engine).tree.peek('bench-salt', promptIds.slice(0, -1));
+    return computeUncachedPriority(promptIds.length - hit.deviceTokens - hit.hostTokens, o.runtimePriority);
+  };
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
   const release = (self: number, w: number): void => {
@@ -337,6 +363,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
             input,
           ) ?? 0;
         const id = ids[w] ?? '';
+        const priority = stampPriority(w, promptIds);
         r.policy.observe?.({ kind: 'routed', endpoint: id, input });
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
         // As the gateway's book: the arrival counts here at once, at the peers with the share.
@@ -355,6 +382,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
               namespace: 'bench-salt',
               promptIds,
               outputIds: Array.from({ length: maxTokens }, () => filler),
+              ...(priority === undefined ? {} : { priority }),
             },
             {
               onTokens: (generated: number, now: number) => {
