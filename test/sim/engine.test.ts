@@ -206,46 +206,35 @@ describe('Engine priority scheduling (SGLang _sort_by_priority_and_fcfs)', () =>
     expect(firstTokenOrder(p, [undefined, 3, 5])).toEqual(['q2', 'q0', 'q1']);
   });
 
-  it('with --prefill-max-requests 1, prefills the queue one request at a time in its order', () => {
+  // A long and a short prompt (low values first: the short one ahead) queue behind an 8,000-token prefill.
+  function firstTokensOfLongAndShort(prefillMaxRequests: number | null): Map<string, number> {
     const clock = new VirtualClock();
-    const engine = new Engine(
-      { ...base, prefillMaxRequests: 1, priorityScheduling: { lowValuesFirst: true, defaultPriority: null } },
-      clock,
-    );
-    const ends = new Map<string, number>();
+    const priorityScheduling = { lowValuesFirst: true, defaultPriority: null };
+    const engine = new Engine({ ...base, prefillMaxRequests, priorityScheduling }, clock);
+    const firsts = new Map<string, number>();
     const send = (rid: string, prompt: number[], priority: number) =>
       engine.submit(
         { rid, namespace: '', promptIds: prompt, outputIds: [1], priority },
-        { onTokens: (_n, now) => ends.set(rid, now), onFinish: () => undefined },
+        { onTokens: (_n, now) => firsts.set(rid, now), onFinish: () => undefined },
       );
     send('running', seq(0, 8000), 0);
     clock.advanceBy(1);
     send('long', seq(100_000, 4000), 9);
     send('short', seq(200_000, 800), 0);
     clock.runAll();
-    expect(ends.get('short')).toBeCloseTo(1000 + 100, 6);
-    expect(ends.get('long')).toBeCloseTo(1100 + 500, 6);
+    return firsts;
+  }
+
+  it('with --prefill-max-requests 1, prefills the queue one request at a time in its order', () => {
+    const firsts = firstTokensOfLongAndShort(1);
+    expect(firsts.get('short')).toBeCloseTo(1000 + 100, 6);
+    expect(firsts.get('long')).toBeCloseTo(1100 + 500, 6);
   });
 
   it('still batches behind the head whatever fits the prefill budget', () => {
-    const clock = new VirtualClock();
-    const engine = new Engine(
-      { ...base, priorityScheduling: { lowValuesFirst: true, defaultPriority: null } },
-      clock,
-    );
-    const ends = new Map<string, number>();
-    const send = (rid: string, prompt: number[], priority: number) =>
-      engine.submit(
-        { rid, namespace: '', promptIds: prompt, outputIds: [1], priority },
-        { onTokens: (_n, now) => ends.set(rid, now), onFinish: () => undefined },
-      );
-    send('running', seq(0, 8000), 0);
-    clock.advanceBy(1);
-    send('long', seq(100_000, 4000), 9);
-    send('short', seq(200_000, 800), 0);
-    clock.runAll();
+    const firsts = firstTokensOfLongAndShort(null);
     // Ordered short first, but one batch: the short prompt's first token waits for the long one's prefill.
-    expect(ends.get('short')).toBe(ends.get('long'));
-    expect(ends.get('short')).toBeCloseTo(1000 + (4800 / 8000) * 1000, 6);
+    expect(firsts.get('short')).toBe(firsts.get('long'));
+    expect(firsts.get('short')).toBeCloseTo(1000 + (4800 / 8000) * 1000, 6);
   });
 });
