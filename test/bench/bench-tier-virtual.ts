@@ -15,7 +15,7 @@
 //
 //   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
 //        [--replicas 3,8] [--exchange-ms 20|measured:FILE,...] [--exchange-seed 1] [--runtime-load-ms 30]
-//        [--settings '{...}'] [--no-own] [--draw-salts a,b,c] [--gateway-queue] [--runtime-priority log2|log8|exact]
+//        [--settings '{...}'] [--no-own] [--draw-salts a,b,c] [--gateway-queue] [--runtime-priority log2|log8|exact|two]
 //        [--prefill-max-requests N]
 
 import { readFileSync } from 'node:fs';
@@ -73,8 +73,8 @@ const { values } = parseArgs({
     'gateway-queue': { type: 'boolean', default: false },
     /**
      * What-if: the runtimes run SGLang's priority scheduling and the cache-aware rows' replicas
-     * stamp each request's priority from its uncached tokens, by this bucketing (log2, log8,
-     * exact; uncached-priority.ts; ADR 0056). SGLang's router stamps none: its runtimes stay FCFS.
+     * stamp each request's priority from its uncached tokens, by this bucketing (log2, log8, exact,
+     * two; uncached-priority.ts; ADR 0056). SGLang's router stamps none: its runtimes stay FCFS.
      */
     'runtime-priority': { type: 'string' },
     /** Every row's runtimes take --prefill-max-requests N (SGLang's cap on a prefill batch's requests). */
