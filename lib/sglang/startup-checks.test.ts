@@ -20,6 +20,10 @@ describe('checkSglangArgs (SGLang 0.5.23 startup checks)', () => {
     [[...DECODE, '--disaggregation-transfer-backend', 'fake']],
     [[...DECODE, '--enable-hisparse', '--disable-radix-cache']],
     [['--grpc-port', '50051']],
+    [['--enable-priority-scheduling']],
+    [['--enable-priority-scheduling', '--schedule-policy', 'lof']],
+    // Without priority scheduling any policy goes.
+    [['--schedule-policy', 'lpm']],
     // The legacy gRPC server takes precedence over --grpc-port: the native listener's check is not reached.
     [['--grpc-port', '50051', '--grpc-mode', '--api-key', 'k']],
     [
@@ -43,6 +47,10 @@ describe('checkSglangArgs (SGLang 0.5.23 startup checks)', () => {
     [
       ['--grpc-port', '50051', '--admin-api-key', 'k'],
       '--grpc-port is incompatible with --api-key/--admin-api-key',
+    ],
+    [
+      ['--enable-priority-scheduling', '--schedule-policy', 'lpm'],
+      "To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. 'lpm' is not supported.",
     ],
     [
       [...PREFILL, '--disaggregation-transfer-backend', 'fake'],

@@ -157,6 +157,14 @@ export const STARTUP_RULES: readonly StartupRule[] = [
         : undefined,
   },
   {
+    source: 'validation_hook.check_server_args',
+    path: ['enable_priority_scheduling', 'schedule_policy'],
+    check: ({ args: a }) =>
+      a['enable_priority_scheduling'] === true && !['fcfs', 'lof'].includes(a.schedule_policy)
+        ? `To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. '${a.schedule_policy}' is not supported.`
+        : undefined,
+  },
+  {
     source: 'validation_hook.check_load_publish_args',
     path: ['load_publish_endpoint', 'kv_events_config'],
     check: ({ args: a }) =>

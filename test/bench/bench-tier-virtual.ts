@@ -16,6 +16,7 @@
 //   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
 //        [--replicas 3,8] [--exchange-ms 20|measured:FILE,...] [--exchange-seed 1] [--runtime-load-ms 30]
 //        [--settings '{...}'] [--no-own] [--draw-salts a,b,c] [--gateway-queue] [--dump-requests DIR]
+//        [--runtime-priority log2|log8|exact|two] [--prefill-max-requests N]
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -37,6 +38,7 @@ import {
 import { renderDrawSummary, summarizeDraws } from './draw-spread.ts';
 import { parseTrace } from './replay-trace.ts';
 import { runTier } from './virtual-tier.ts';
+import { isUncachedBucketing, UNCACHED_BUCKETINGS } from './uncached-priority.ts';
 import { traceArgOrExit } from './default-trace.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -74,6 +76,14 @@ const { values } = parseArgs({
      * (request-dump.ts); read two rows against each other with dump-compare.ts.
      */
     'dump-requests': { type: 'string' },
+    /**
+     * What-if: the runtimes run SGLang's priority scheduling and the cache-aware rows' replicas
+     * stamp each request's priority from its uncached tokens, by this bucketing (log2, log8, exact,
+     * two; uncached-priority.ts; ADR 0056). SGLang's router stamps none: its runtimes stay FCFS.
+     */
+    'runtime-priority': { type: 'string' },
+    /** Every row's runtimes take --prefill-max-requests N (SGLang's cap on a prefill batch's requests). */
+    'prefill-max-requests': { type: 'string' },
   },
 });
 
@@ -82,6 +92,13 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
+const runtimePriority = values['runtime-priority'];
+if (runtimePriority !== undefined && !isUncachedBucketing(runtimePriority))
+  usage(`--runtime-priority: one of ${UNCACHED_BUCKETINGS.join(', ')}`);
+const prefillMaxRequests =
+  values['prefill-max-requests'] === undefined ? undefined : Number(values['prefill-max-requests']);
+if (prefillMaxRequests !== undefined && !(Number.isInteger(prefillMaxRequests) && prefillMaxRequests >= 1))
+  usage('--prefill-max-requests: give a positive integer');
 const workers = Number(values.workers);
 const poolFlag = values['max-total-tokens'] ?? 'auto';
 const prefillTps = Number(values['prefill-tps']);
@@ -152,6 +169,8 @@ const run = (
     ...(shared ? { exchangeMs: exchangeFor(replicas) } : {}),
     ...(router === 'cache-aware' ? { runtimeLoadMs } : {}),
     ...(router === 'cache-aware' && values['gateway-queue'] === true ? { gatewayQueue: true } : {}),
+    ...(router === 'cache-aware' && runtimePriority !== undefined ? { runtimePriority } : {}),
+    ...(prefillMaxRequests === undefined ? {} : { prefillMaxRequests }),
     ...(drawSalt === undefined ? {} : { drawSalt }),
     ...(dumpDir === undefined ? {} : { dumpRequests: true }),
   });
@@ -186,7 +205,7 @@ const drawSummary =
 const goals = judgeTierGoals(rows);
 const header = [
   `virtual-time tier bench: ${records.length} requests of ${path.basename(TRACE)}, ${workers} simulated engines (prefill ${prefillTps} tok/s, KV pool ${pool}), stretch ${stretch.toFixed(3)} (load ${values.load}), pooled bound ${bound.toFixed(3)}`,
-  `${values['gateway-queue'] === true ? 'cache-aware behind a gateway queue (one prefill per endpoint, shortest first), ' : ''}${base.spreadBursts ? 'bursts spread over their gap, ' : ''}${exchangeLabel}, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  `${values['gateway-queue'] === true ? 'cache-aware behind a gateway queue (one prefill per endpoint, shortest first), ' : ''}${runtimePriority !== undefined ? `cache-aware's runtimes ordered by a stamped priority (${runtimePriority} of uncached tokens), ` : ''}${prefillMaxRequests !== undefined ? `every runtime --prefill-max-requests ${prefillMaxRequests}, ` : ''}${base.spreadBursts ? 'bursts spread over their gap, ' : ''}${exchangeLabel}, runtime load refreshed every ${runtimeLoadMs} ms; cacheAware ${JSON.stringify(routing.cacheAware)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 ];
 console.error(renderTierTable(rows, goals, header));
 if (drawSummary) console.error(`\n${renderDrawSummary(['(none)', ...salts], drawSummary)}`);

@@ -48,6 +48,7 @@ import { buildVirtualRecord, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, type TraceRecord } from './replay-trace.ts';
 import type { DumpDecision, DumpLine, EndpointSeen, EndpointTruth } from './request-dump.ts';
 import { SglangRouterEmulation } from './virtual-sglang-router.ts';
+import { computeUncachedPriority, type UncachedBucketing } from './uncached-priority.ts';
 
 export interface TierRunOptions {
   readonly records: readonly TraceRecord[];
@@ -90,6 +91,14 @@ export interface TierRunOptions {
    * replica knew of each runtime against the tier's truth then, and its timeline.
    */
   readonly dumpRequests?: boolean;
+  /**
+   * What-if (ADR 0056; not adopted): the runtimes run SGLang's priority scheduling (low values first,
+   * preemption off) and the replicas stamp each request's priority from its uncached tokens on
+   * the endpoint picked, by this bucketing (uncached-priority.ts). Undefined: FCFS runtimes.
+   */
+  readonly runtimePriority?: UncachedBucketing;
+  /** The runtimes' `--prefill-max-requests` (every row's: a runtime flag); undefined: no cap. */
+  readonly prefillMaxRequests?: number;
 }
 
 /** Each record's arrival offset (trace ms, before stretch): its stamp, or spread within its burst. */
@@ -148,7 +157,18 @@ export function runTier(o: TierRunOptions): TierRunResult {
   const clock = new VirtualClock();
   const engines = Array.from(
     { length: o.workers },
-    () => new Engine({ ...buildEngineConfig(simCfg.value), prefillTps: o.prefillTps }, clock),
+    () =>
+      new Engine(
+        {
+          ...buildEngineConfig(simCfg.value),
+          prefillTps: o.prefillTps,
+          prefillMaxRequests: o.prefillMaxRequests ?? null,
+          ...(o.runtimePriority === undefined
+            ? {}
+            : { priorityScheduling: { lowValuesFirst: true, defaultPriority: null } }),
+        },
+        clock,
+      ),
   );
   const ids = engines.map((_e, i) => `w${i}`);
   const texts = new Map<string, string>();
@@ -280,6 +300,12 @@ export function runTier(o: TierRunOptions): TierRunResult {
   };
   maintain();
 
+  /** The priority a replica stamps for endpoint w (o.runtimePriority), by the KV index as the pick saw it. */
+  const stampPriority = (w: number, promptIds: readonly number[]): number | undefined => {
+    if (o.runtimePriority === undefined) return undefined;
+    const hit = (engines[w] as Engine).tree.peek('bench-salt', promptIds.slice(0, -1));
+    return computeUncachedPriority(promptIds.length - hit.deviceTokens - hit.hostTokens, o.runtimePriority);
+  };
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
   const dump: DumpLine[] = [];
@@ -394,6 +420,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
         const id = ids[w] ?? '';
         // Taken before the pick changes any share: what the replica knew, and what was true.
         const decision = o.dumpRequests === true ? describeDecision(i, self, w, views, input) : undefined;
+        const priority = stampPriority(w, promptIds);
         r.policy.observe?.({ kind: 'routed', endpoint: id, input });
         r.inFlight[w] = (r.inFlight[w] ?? 0) + 1;
         // As the gateway's book: the arrival counts here at once, at the peers with the share.
@@ -415,6 +442,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
               namespace: 'bench-salt',
               promptIds,
               outputIds: Array.from({ length: maxTokens }, () => filler),
+              ...(priority === undefined ? {} : { priority }),
             },
             {
               onTokens: (generated: number, now: number) => {

@@ -142,6 +142,11 @@ function buildArgvMatrix(): CheckArgsRequest[] {
     argv.push('--node-rank', rank, '--dist-init-addr', 'm-sglang-0.m-sglang.ns:20000');
     out.push({ id: argv.slice(2).join(' '), argv, model: 'llama' });
   }
+  // Priority scheduling takes the fcfs and lof policies only; without it any policy goes.
+  for (const [p, s] of cartesian([[], ['--enable-priority-scheduling']], ['fcfs', 'lof', 'lpm'])) {
+    const argv = ['--model-path', '/models', ...p, '--schedule-policy', s];
+    out.push({ id: argv.slice(2).join(' '), argv, model: 'llama' });
+  }
   // The event publishers are independent of the cache flags: each mode, without the product.
   for (const [m, e] of cartesian(modes, events.slice(1))) {
     const argv = ['--model-path', '/models', ...m, ...(m.length > 0 ? (transfers[0] ?? []) : []), ...e];

@@ -114,6 +114,7 @@ function prepare(
         seed: seedOf(server, sp),
         rules: toStopRules(sp?.stop, sp?.stop_token_ids),
         namespace: buildNamespace(body.cache_salt, body.extra_key),
+        priority: body.priority,
         bootstrap,
         delayMs,
         stream: body.stream === true,

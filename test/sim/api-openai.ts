@@ -77,6 +77,7 @@ function buildInput(server: SimServer, kind: Kind, body: OpenAiBody, delayMs: nu
     seed: body.seed ?? server.config.sglang.random_seed ?? 0,
     rules: toStopRules(body.stop, body.stop_token_ids),
     namespace: buildNamespace(body.cache_salt, body.extra_key),
+    priority: body.priority,
     bootstrap,
     delayMs,
     stream: body.stream === true,

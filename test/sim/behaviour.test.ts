@@ -93,6 +93,24 @@ describe('timing through the API', () => {
       expect(lat[1]!).toBeCloseTo(2 * service, 6);
       expect(lat[2]!).toBeCloseTo(3 * service, 6);
     }));
+
+  it("orders the queue by each request's priority with --enable-priority-scheduling", () =>
+    withSim(
+      ['--max-running-requests', '1', '--enable-priority-scheduling', '--disable-priority-preemption'],
+      async (s) => {
+        s.clock.hold();
+        const pending = [1, 5, 3].map((priority, i) =>
+          gen(s, { input_ids: ids(i * 1000, 800), priority }).then((r) => ({
+            priority,
+            e2e: meta(r)['e2e_latency'] as number,
+          })),
+        );
+        await s.untilWaiting(3);
+        s.clock.release();
+        const done = (await Promise.all(pending)).sort((a, b) => a.e2e - b.e2e);
+        expect(done.map((d) => d.priority)).toEqual([5, 3, 1]);
+      },
+    ));
 });
 
 describe('faults', () => {
@@ -299,6 +317,14 @@ describe('launch flags', () => {
     [
       ['--model-path', 'm', '--disaggregation-mode', 'both'],
       "argument --disaggregation-mode: invalid choice: 'both' (choose from 'null', 'prefill', 'decode')",
+    ],
+    [
+      ['--model-path', 'm', '--enable-priority-scheduling'],
+      'the simulator does not model priority preemption: pass --disable-priority-preemption with --enable-priority-scheduling',
+    ],
+    [
+      ['--model-path', 'm', '--enable-priority-scheduling', '--schedule-policy', 'lpm'],
+      "To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. 'lpm' is not supported.",
     ],
   ])('refuses %j', (argv, error) => {
     expect(parseSimArgs(argv)).toEqual({ ok: false, error });

@@ -17,7 +17,7 @@
 import { parseSglangArgs, type ParsedSglangArgs, type Result, type SglangArgs } from '#sglang/flags.ts';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { checkSglangArgs } from '#sglang/startup-checks.ts';
-import type { EngineConfig } from './engine.ts';
+import type { EngineConfig, PriorityScheduling } from './engine.ts';
 import { openL3Store, resolveL3Directory } from './l3-store.ts';
 
 export interface SimOptions {
@@ -150,6 +150,30 @@ function convertSim(name: string, flag: SimFlag, raw: string): Result<number | s
 
 const ratesArePositive = (o: SimOptions): boolean => o.prefillTps > 0 && o.hostLoadTps > 0 && o.l3LoadTps > 0;
 
+/**
+ * The simulator orders its queue as SGLang's FCFS policy with priority scheduling does, and no
+ * more: it neither retracts running requests for a higher priority (SGLang's default, on when the
+ * running batch is full) nor orders by longest output (lof). Refused rather than served otherwise.
+ */
+function findUnmodelledPriorityScheduling(a: SglangArgs): string | undefined {
+  if (a['enable_priority_scheduling'] !== true) return undefined;
+  if (a['disable_priority_preemption'] !== true)
+    return 'the simulator does not model priority preemption: pass --disable-priority-preemption with --enable-priority-scheduling';
+  if (a.schedule_policy !== 'fcfs')
+    return 'the simulator models priority scheduling with --schedule-policy fcfs only';
+  return undefined;
+}
+
+/** The engine's priority scheduling from the launch flags; null when off. */
+function buildPriorityScheduling(a: SglangArgs): PriorityScheduling | null {
+  if (a['enable_priority_scheduling'] !== true) return null;
+  const fallback = a['default_priority_value'];
+  return {
+    lowValuesFirst: a['schedule_low_priority_values_first'] === true,
+    defaultPriority: typeof fallback === 'number' ? fallback : null,
+  };
+}
+
 /** Parse a simulator command line: SGLang's launch flags plus `--sim-*` flags. */
 export function parseSimArgs(argv: readonly string[]): Result<SimConfig, string> {
   const sim: Record<string, unknown> = { ...SIM_DEFAULTS };
@@ -186,6 +210,8 @@ export function parseSimArgs(argv: readonly string[]): Result<SimConfig, string>
   if (unknownSim.length > 0) return { ok: false, error: `unrecognized arguments: ${unknownSim.join(' ')}` };
   const issues = checkSglangArgs(parsed.value.args);
   if (issues[0]) return { ok: false, error: issues[0].message };
+  const unmodelled = findUnmodelledPriorityScheduling(parsed.value.args);
+  if (unmodelled !== undefined) return { ok: false, error: unmodelled };
   const options = sim as unknown as SimOptions;
   if (!(options.timeScale > 0)) return { ok: false, error: 'argument --sim-time-scale: must be > 0' };
   if (!ratesArePositive(options)) {
@@ -267,6 +293,8 @@ export function buildEngineConfig(
     hostLoadTps: cfg.sim.hostLoadTps,
     decodeBaseMs: cfg.sim.decodeBaseMs,
     decodePerReqMs: cfg.sim.decodePerReqMs,
+    prefillMaxRequests: typeof a['prefill_max_requests'] === 'number' ? a['prefill_max_requests'] : null,
+    priorityScheduling: buildPriorityScheduling(a),
     l3: l3Dir
       ? {
           store: openL3Store(l3Dir),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from './clock.ts';
-import { Engine, type EngineConfig, type RequestResult } from './engine.ts';
+import { Engine, type EngineConfig, type PriorityScheduling, type RequestResult } from './engine.ts';
 
 const base: EngineConfig = {
   maxRunningRequests: 256,
@@ -142,5 +142,99 @@ describe('Engine timing model', () => {
     s.clock.runAll();
     expect(s.engine.flushCache()).toBe(true);
     expect(s.engine.tree.sizes().deviceSize).toBe(0);
+  });
+});
+
+describe('Engine priority scheduling (SGLang _sort_by_priority_and_fcfs)', () => {
+  // One 8,000-token prefill runs while three 10,000-token prompts queue behind it: a prefill batch
+  // holds one of them (maxPrefillTokens 16,384), so the queue's order is the order of their first tokens.
+  function firstTokenOrder(
+    priorityScheduling: PriorityScheduling | null,
+    priorities: readonly (number | undefined)[],
+  ): string[] {
+    const clock = new VirtualClock();
+    const engine = new Engine({ ...base, maxTotalTokens: 200_000, priorityScheduling }, clock);
+    const firsts: string[] = [];
+    const send = (rid: string, prompt: number[], priority?: number) =>
+      engine.submit(
+        {
+          rid,
+          namespace: '',
+          promptIds: prompt,
+          outputIds: [1],
+          ...(priority === undefined ? {} : { priority }),
+        },
+        { onTokens: () => firsts.push(rid), onFinish: () => undefined },
+      );
+    send('running', seq(0, 8000));
+    clock.advanceBy(1);
+    priorities.forEach((p, i) => {
+      clock.advanceBy(1);
+      send(`q${i}`, seq(100_000 * (i + 1), 10_000), p);
+    });
+    clock.runAll();
+    return firsts.filter((rid) => rid !== 'running');
+  }
+
+  it('without it, serves the queue in arrival order whatever the priorities', () => {
+    expect(firstTokenOrder(null, [1, 5, 3])).toEqual(['q0', 'q1', 'q2']);
+  });
+
+  it('serves higher values first by default, arrival order within one value', () => {
+    const p = { lowValuesFirst: false, defaultPriority: null };
+    expect(firstTokenOrder(p, [1, 5, 3])).toEqual(['q1', 'q2', 'q0']);
+    expect(firstTokenOrder(p, [2, 7, 2])).toEqual(['q1', 'q0', 'q2']);
+  });
+
+  it('serves lower values first with --schedule-low-priority-values-first', () => {
+    const p = { lowValuesFirst: true, defaultPriority: null };
+    expect(firstTokenOrder(p, [1, 5, 3])).toEqual(['q0', 'q2', 'q1']);
+  });
+
+  it.each([false, true])(
+    'puts a request without a priority after every one with one (low values first: %s)',
+    (lowValuesFirst) => {
+      const p = { lowValuesFirst, defaultPriority: null };
+      expect(firstTokenOrder(p, [undefined, -1e15, 1e15])).toEqual(
+        lowValuesFirst ? ['q1', 'q2', 'q0'] : ['q2', 'q1', 'q0'],
+      );
+    },
+  );
+
+  it('gives a request without a priority --default-priority-value', () => {
+    const p = { lowValuesFirst: false, defaultPriority: 4 };
+    expect(firstTokenOrder(p, [undefined, 3, 5])).toEqual(['q2', 'q0', 'q1']);
+  });
+
+  // A long and a short prompt (low values first: the short one ahead) queue behind an 8,000-token prefill.
+  function firstTokensOfLongAndShort(prefillMaxRequests: number | null): Map<string, number> {
+    const clock = new VirtualClock();
+    const priorityScheduling = { lowValuesFirst: true, defaultPriority: null };
+    const engine = new Engine({ ...base, prefillMaxRequests, priorityScheduling }, clock);
+    const firsts = new Map<string, number>();
+    const send = (rid: string, prompt: number[], priority: number) =>
+      engine.submit(
+        { rid, namespace: '', promptIds: prompt, outputIds: [1], priority },
+        { onTokens: (_n, now) => firsts.set(rid, now), onFinish: () => undefined },
+      );
+    send('running', seq(0, 8000), 0);
+    clock.advanceBy(1);
+    send('long', seq(100_000, 4000), 9);
+    send('short', seq(200_000, 800), 0);
+    clock.runAll();
+    return firsts;
+  }
+
+  it('with --prefill-max-requests 1, prefills the queue one request at a time in its order', () => {
+    const firsts = firstTokensOfLongAndShort(1);
+    expect(firsts.get('short')).toBeCloseTo(1000 + 100, 6);
+    expect(firsts.get('long')).toBeCloseTo(1100 + 500, 6);
+  });
+
+  it('still batches behind the head whatever fits the prefill budget', () => {
+    const firsts = firstTokensOfLongAndShort(null);
+    // Ordered short first, but one batch: the short prompt's first token waits for the long one's prefill.
+    expect(firsts.get('short')).toBe(firsts.get('long'));
+    expect(firsts.get('short')).toBeCloseTo(1000 + (4800 / 8000) * 1000, 6);
   });
 });

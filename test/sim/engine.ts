@@ -2,8 +2,11 @@
 // Scheduler (python/sglang/srt/managers/scheduler.py), in simulated time.
 //
 // Each iteration:
-//   1. Admit waiting requests in FCFS order while the running set is below
-//      maxRunningRequests, the batch's uncached tokens fit maxPrefillTokens
+//   1. With priority scheduling, order the waiting queue by priority, then
+//      arrival (see PriorityScheduling below). Admit waiting requests in that
+//      (else FCFS) order while the running set is below
+//      maxRunningRequests, the batch's uncached tokens fit maxPrefillTokens,
+//      it holds at most prefillMaxRequests
 //      (the first request always fits) and the KV pool can hold them. A
 //      request needs the host hits it loads back, its uncached prompt tokens
 //      and room for all its new tokens; unlocked cache leaves are evicted to
@@ -52,6 +55,40 @@ export interface EngineConfig {
   readonly decodePerReqMs: number;
   /** HiCache's shared L3 tier (`--hicache-storage-backend file`); absent or null: none. */
   readonly l3?: L3TierConfig | null;
+  /** `--prefill-max-requests`: at most this many requests in a prefill batch; absent or null: no cap. */
+  readonly prefillMaxRequests?: number | null;
+  /** `--enable-priority-scheduling` (with `--schedule-policy fcfs`); absent or null: FCFS. */
+  readonly priorityScheduling?: PriorityScheduling | null;
+}
+
+/**
+ * SGLang's priority scheduling as its FCFS policy applies it, preemption off
+ * (`--disable-priority-preemption`; the simulator does not retract running
+ * requests, and SGLang's preemption only acts when the running batch is full).
+ */
+export interface PriorityScheduling {
+  /** `--schedule-low-priority-values-first`: the smaller value runs first (SGLang's default: the larger). */
+  readonly lowValuesFirst: boolean;
+  /** `--default-priority-value`: the priority of a request that sends none; null: the last of all. */
+  readonly defaultPriority: number | null;
+}
+
+/**
+ * The priority a request without one takes in SGLang's scheduler
+ * (scheduler._set_or_validate_priority): sys.maxsize when low values run first,
+ * -sys.maxsize - 1 otherwise, i.e. after every request that sent one. 2^63 as a
+ * double (sys.maxsize rounds to it), so an explicit extreme value still ties.
+ */
+const UNSET_PRIORITY = 2 ** 63;
+
+/**
+ * A waiting request's effective priority: its own, else the tokenizer's default
+ * (tokenizer_manager._set_default_priority), else the scheduler's last-of-all.
+ */
+export function computeEffectivePriority(own: number | null | undefined, p: PriorityScheduling): number {
+  if (own !== null && own !== undefined) return own;
+  if (p.defaultPriority !== null) return p.defaultPriority;
+  return p.lowValuesFirst ? UNSET_PRIORITY : -UNSET_PRIORITY;
 }
 
 export interface RequestSpec {
@@ -68,6 +105,8 @@ export interface RequestSpec {
    * fake bootstrap host (managers/schedule_batch.py skip_radix_cache_insert).
    */
   readonly skipCacheInsert?: boolean;
+  /** The request's `priority` field; read only with priority scheduling on. */
+  readonly priority?: number | null | undefined;
 }
 
 export interface RequestListener {
@@ -116,6 +155,8 @@ interface Live {
   readonly spec: RequestSpec;
   readonly listener: RequestListener;
   readonly arrivedAt: number;
+  /** Its effective priority with priority scheduling on, else 0 (unused). */
+  readonly priority: number;
   admittedAt: number;
   firstTokenAt: number;
   generated: number;
@@ -226,6 +267,9 @@ export class Engine {
       spec,
       listener,
       arrivedAt: this.#clock.now(),
+      priority: this.#cfg.priorityScheduling
+        ? computeEffectivePriority(spec.priority, this.#cfg.priorityScheduling)
+        : 0,
       admittedAt: -1,
       firstTokenAt: -1,
       generated: 0,
@@ -363,15 +407,36 @@ export class Engine {
     return true;
   }
 
+  /**
+   * SGLang orders the queue before each prefill batch it forms (_get_new_batch_prefill_raw ->
+   * SchedulePolicy.calc_priority), after returning early when the batch is full or no request can
+   * be added (get_num_allocatable_reqs <= 0), as preemption is off. Without priority scheduling
+   * its FCFS policy leaves the queue in arrival order.
+   */
+  #orderWaiting(): void {
+    const p = this.#cfg.priorityScheduling;
+    if (p && this.#running.length < this.#cfg.maxRunningRequests)
+      sortByPriorityAndFcfs(this.#waiting, p.lowValuesFirst ? 1 : -1);
+  }
+
+  /** PrefillAdder.add_one_req's first check (--prefill-max-requests): the batch closes, nothing is blocked. */
+  #isPrefillBatchClosed(admitted: number): boolean {
+    const cap = this.#cfg.prefillMaxRequests;
+    return cap !== undefined && cap !== null && admitted >= cap;
+  }
+
   #iterate(now: number): void {
     if (this.#busy) return;
     const admitted: Live[] = [];
     let budget = this.#cfg.maxPrefillTokens;
-    // A head that did not fit cannot fit before something is released: skip re-matching it every step.
+    // A head that did not fit cannot fit before something is released: skip re-matching it every
+    // step (SGLang's batch_is_full, cleared only by a leaving request).
     const blocked = this.#blockedAtEpoch === this.#releaseEpoch;
+    if (!blocked) this.#orderWaiting();
     while (!blocked && this.#waiting.length > 0) {
       const head = this.#waiting[0];
       if (!head) break;
+      if (this.#isPrefillBatchClosed(admitted.length)) break;
       if (this.#running.length + admitted.length >= this.#cfg.maxRunningRequests) {
         this.#blockedAtEpoch = this.#releaseEpoch;
         break;
@@ -517,4 +582,15 @@ export class Engine {
     };
     l.listener.onFinish(result);
   }
+}
+
+/**
+ * SGLang's SchedulePolicy._sort_by_priority_and_fcfs: the waiting queue sorted
+ * in place by (priority * sign, wait_queue_entry_time), sign 1 when low values
+ * run first, -1 otherwise. Both sorts are stable, so requests with one priority
+ * that entered together keep their order.
+ */
+function sortByPriorityAndFcfs(waiting: Live[], sign: 1 | -1): void {
+  const key = (l: Live): number => l.priority * sign;
+  waiting.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.arrivedAt - b.arrivedAt));
 }

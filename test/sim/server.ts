@@ -56,6 +56,8 @@ export interface GenerationInput {
   readonly rules: StopRules;
   readonly namespace: string;
   readonly bootstrap: Bootstrap | null;
+  /** The request's `priority` (the queue order with --enable-priority-scheduling). */
+  readonly priority?: number | null | undefined;
   /** Injected latency before the request reaches the scheduler (model ms). */
   readonly delayMs?: number;
   /** A streamed request (the is_streaming label of the request metrics). */
@@ -395,6 +397,7 @@ export class SimServer {
           outputIds: engineIds,
           skipPrefill: mode === 'decode',
           skipCacheInsert: b?.host === FAKE_BOOTSTRAP_HOST,
+          priority: input.priority,
         },
         {
           onTokens: (n, _now, cached) =>
