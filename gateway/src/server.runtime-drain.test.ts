@@ -115,7 +115,11 @@ describe('a runtime SIGTERMed directly under load', () => {
       const [code, signal] = await victim.exited;
       const exitedAfterMs = performance.now() - signalledAt;
       clearTimeout(kill);
-      await sleep(1000); // the others keep serving
+      // The others keep serving, and the clients keep sending for a second past the poll's
+      // deadline below: a victim that drained within that deadline left `after` empty.
+      await sleep(
+        Math.max(1000, signalledAt + READY_POLL_MS + READY_POLL_SLACK_MS + 1000 - performance.now()),
+      );
       running = false;
       await Promise.all(clients);
       gateway.proc.kill('SIGTERM');
