@@ -88,6 +88,20 @@ async function setup(n: number, opts: SetupOptions = {}): Promise<Stack> {
   );
 }
 
+/** `app`'s endpoint picker on loopback ports the kernel picks, never draining. */
+function startLoopbackPicker(
+  app: FastifyInstance,
+  tenants: TenantDirectory,
+): ReturnType<typeof startEndpointPicker> {
+  return startEndpointPicker(
+    app,
+    { mode: 'picker', port: 0, healthPort: 0 },
+    '127.0.0.1',
+    tenants,
+    () => true,
+  );
+}
+
 /** Envoy → the picker → `urls` (endpoints sim0, sim1, ... or, over one recording runtime, `e`). */
 async function setupOver(
   urls: readonly string[],
@@ -104,13 +118,7 @@ async function setupOver(
   ]);
   const tenants = opts.tenants ?? OPEN_DIRECTORY;
   const app = build({ table, tenants, ...opts.app });
-  const epp = await startEndpointPicker(
-    app,
-    { mode: 'picker', port: 0, healthPort: 0 },
-    '127.0.0.1',
-    tenants,
-    () => true,
-  );
+  const epp = await startLoopbackPicker(app, tenants);
   const envoy = await startEnvoy({
     kind: 'picker',
     pickerPort: epp.port,
@@ -234,14 +242,7 @@ describe('the endpoint picker behind a real Envoy', () => {
       sims.map(async (sim, i) => {
         const table = new StaticRoutingTable([buildTestRoute([buildTestEndpoint(`sim${i}`, sim.url)])]);
         const app = build({ table, tenants: OPEN_DIRECTORY });
-        const epp = await startEndpointPicker(
-          app,
-          { mode: 'picker', port: 0, healthPort: 0 },
-          '127.0.0.1',
-          OPEN_DIRECTORY,
-          () => true,
-        );
-        return { app, epp };
+        return { app, epp: await startLoopbackPicker(app, OPEN_DIRECTORY) };
       }),
     );
     const [first, ...more] = replicas.map((r) => r.epp.port);
