@@ -77,9 +77,10 @@ const { values } = parseArgs({
      */
     'dump-requests': { type: 'string' },
     /**
-     * What-if: the runtimes run SGLang's priority scheduling and the cache-aware rows' replicas
-     * stamp each request's priority from its uncached tokens, by this bucketing (log2, log8, exact,
-     * two; uncached-priority.ts; ADR 0056). SGLang's router stamps none: its runtimes stay FCFS.
+     * The runtimes run SGLang's priority scheduling and the cache-aware rows' replicas stamp each
+     * request's priority from its uncached tokens, by this bucketing: `two` is the product's stamp
+     * (a Deployment's spec.serving.priorityScheduling; ADR 0057), log2, log8 and exact what-ifs
+     * (uncached-priority.ts; ADR 0056). SGLang's router stamps none: its runtimes stay FCFS.
      */
     'runtime-priority': { type: 'string' },
     /** Every row's runtimes take --prefill-max-requests N (SGLang's cap on a prefill batch's requests). */

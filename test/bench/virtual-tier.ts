@@ -48,7 +48,7 @@ import { buildVirtualRecord, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, type TraceRecord } from './replay-trace.ts';
 import type { DumpDecision, DumpLine, EndpointSeen, EndpointTruth } from './request-dump.ts';
 import { SglangRouterEmulation } from './virtual-sglang-router.ts';
-import { computeUncachedPriority, type UncachedBucketing } from './uncached-priority.ts';
+import { computeUncachedPriority, isLowValuesFirst, type UncachedBucketing } from './uncached-priority.ts';
 
 export interface TierRunOptions {
   readonly records: readonly TraceRecord[];
@@ -92,9 +92,10 @@ export interface TierRunOptions {
    */
   readonly dumpRequests?: boolean;
   /**
-   * What-if (ADR 0056; not adopted): the runtimes run SGLang's priority scheduling (low values first,
-   * preemption off) and the replicas stamp each request's priority from its uncached tokens on
-   * the endpoint picked, by this bucketing (uncached-priority.ts). Undefined: FCFS runtimes.
+   * The runtimes run SGLang's priority scheduling (preemption off) and the replicas stamp each
+   * request's priority from its uncached tokens on the endpoint picked, by this bucketing
+   * (uncached-priority.ts): `two` is the product's stamp (spec.serving.priorityScheduling, ADR
+   * 0057), the others what-ifs (ADR 0056). Undefined: FCFS runtimes.
    */
   readonly runtimePriority?: UncachedBucketing;
   /** The runtimes' `--prefill-max-requests` (every row's: a runtime flag); undefined: no cap. */
@@ -165,7 +166,12 @@ export function runTier(o: TierRunOptions): TierRunResult {
           prefillMaxRequests: o.prefillMaxRequests ?? null,
           ...(o.runtimePriority === undefined
             ? {}
-            : { priorityScheduling: { lowValuesFirst: true, defaultPriority: null } }),
+            : {
+                priorityScheduling: {
+                  lowValuesFirst: isLowValuesFirst(o.runtimePriority),
+                  defaultPriority: null,
+                },
+              }),
         },
         clock,
       ),

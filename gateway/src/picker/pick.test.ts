@@ -1,7 +1,7 @@
 // The picker called directly, as a second front end (an ext_proc server)
 // would: a request as data in, the decision as data out, no HTTP.
 import { afterEach, describe, expect, it } from 'vitest';
-import { Admission, TenantLimits } from '#api';
+import { Admission, RequestRules, TenantLimits } from '#api';
 import { computeTenantSalt } from '#sglang/salt.ts';
 import type { ModelRoute } from '../routing/table.ts';
 import type { Tenant } from '../tenancy/tenant.ts';
@@ -182,6 +182,70 @@ describe('Picker.pick', () => {
       bootstrap_host: '10.0.1.1',
       bootstrap_port: 9000,
       bootstrap_room: 0,
+    });
+  });
+
+  describe('the runtime priority stamp', () => {
+    const LONG = 'A document the runtime has not seen. '.repeat(1200);
+    const onEndpoints = threeEndpoints.map((e) => ({ ...e, priorityScheduling: true }));
+    const alpha = (priority: number): Tenant => ({
+      id: 'team/alpha',
+      deployments: new Set(['ns/m']),
+      limits: TenantLimits.parse({}),
+      priority,
+    });
+
+    it('stamps the tenant priority as the major key, the uncached bucket as the minor', async () => {
+      t = buildTestPicker([buildTestRoute(onEndpoints, { reuse: false })]);
+      expect(routed(await t.pickChat('hi')).decision.body['priority']).toBe(1);
+      expect(routed(await t.pickChat(LONG)).decision.body['priority']).toBe(0);
+      expect(routed(await t.pickChat('hi', { tenant: alpha(3) })).decision.body['priority']).toBe(7);
+      expect(routed(await t.pickChat(LONG, { tenant: alpha(-2) })).decision.body['priority']).toBe(-4);
+    });
+
+    it('stamps nothing on endpoints whose status does not say they order by priority', async () => {
+      t = buildTestPicker([buildTestRoute(threeEndpoints, { reuse: false })]);
+      expect(routed(await t.pickChat('hi', { tenant: alpha(3) })).decision.body).not.toHaveProperty(
+        'priority',
+      );
+    });
+
+    it('stamps nothing when a fallback Envoy may send the same body to does not order by priority', async () => {
+      const mixed = [onEndpoints[0], threeEndpoints[1]].filter((e) => e !== undefined);
+      t = buildTestPicker([buildTestRoute(mixed, { policy: 'least-load', reuse: false })]);
+      expect(routed(await t.pickChat('hi')).decision.body).toHaveProperty('priority', 1);
+      expect(routed(await t.pickChat('hi', { fallbacks: 1 })).decision.body).not.toHaveProperty('priority');
+    });
+
+    it("keeps a client's own priority where the policy allows it", async () => {
+      t = buildTestPicker([
+        buildTestRoute(
+          onEndpoints,
+          { reuse: false },
+          { requests: RequestRules.parse({ allowPrivilegedFields: ['priority'] }) },
+        ),
+      ]);
+      expect(routed(await t.pickChat('hi', { extra: { priority: -9 } })).decision.body['priority']).toBe(-9);
+    });
+
+    it('stamps a prefill/decode pair when both order by priority', async () => {
+      const pair = (on: boolean): ModelRoute =>
+        buildTestRoute(
+          [
+            ep('p', 'http://10.0.1.1:30000', {
+              role: 'prefill',
+              bootstrapPort: 9000,
+              priorityScheduling: true,
+            }),
+            ep('d', 'http://10.0.1.3:30000', { role: 'decode', priorityScheduling: on }),
+          ],
+          { reuse: false },
+        );
+      t = buildTestPicker([pair(true)], { random32: () => 0 });
+      expect(routed(await t.pickChat('hi')).decision.body).toMatchObject({ priority: 1, bootstrap_room: 0 });
+      await t.close();
+      t = buildTestPicker([pair(false)], { random32: () => 0 });
+      expect(routed(await t.pickChat('hi')).decision.body).not.toHaveProperty('priority');
     });
   });
 });

@@ -7,7 +7,8 @@
 // (a stored answer, or the one an identical request in flight produces) →
 // admission (this replica's share of the tier's bounds; may queue) → the
 // endpoint and its fallbacks, or a prefill/decode pair with its bootstrap
-// fields. A step that says no ends the pick with a Refusal (shed, with
+// fields → the runtime's queue priority, stamped where the runtimes order by it
+// (runtime-priority.ts). A step that says no ends the pick with a Refusal (shed, with
 // Retry-After, or refuse); the front end sends, retries (lease.repick),
 // delivers and reports outcomes to lease.policy, then settles the lease.
 //
@@ -48,6 +49,7 @@ import type { Tokenizer } from '../tokenize/tokenizer.ts';
 import { computePromptTokens, enforceRequestRules } from '../request/rules.ts';
 import { recordDecision } from './record.ts';
 import { buildReusedAnswer } from './reused.ts';
+import { computeUncachedTokens, stampRuntimePriority } from './runtime-priority.ts';
 import {
   openSelection,
   selectEndpoint,
@@ -260,6 +262,17 @@ export class Picker {
           trace: scope.trace,
         });
       const noEndpoint = (): GatewayError => new GatewayError('GW_NO_ENDPOINT', { model: route.model });
+      // Stamped for the endpoint chosen first: what it must prefill of this prompt.
+      const stamp = (
+        b: Record<string, unknown>,
+        endpoints: readonly RouteEndpoint[],
+        cached: ReadonlyMap<string, KvMatch>,
+      ): Record<string, unknown> =>
+        stampRuntimePriority(b, {
+          endpoints,
+          tenantPriority: req.tenant?.priority ?? 0,
+          uncachedTokens: computeUncachedTokens(input.tokens.length, cached.get(endpoints[0]?.id ?? '')),
+        });
       let target: Target;
       let body = routed.body;
       let repick: PickLease['repick'] = () => undefined;
@@ -269,7 +282,7 @@ export class Picker {
         record(pair.prefill, pair.decode, 0, pair.cached);
         const bootstrap = buildPairBootstrap(pair.prefill, computeBootstrapRoom(this.#random32));
         target = { kind: 'pair', prefill: pair.prefill, decode: pair.decode, bootstrap };
-        body = buildPdBody(body, bootstrap);
+        body = stamp(buildPdBody(body, bootstrap), [pair.prefill, pair.decode], pair.cached);
       } else {
         const sel = openSelection(route, policy, input, match);
         await this.#holdForPeers(sel, scope.signal);
@@ -283,6 +296,9 @@ export class Picker {
         expectOutput(endpoint);
         const fallbacks = req.fallbacks ? selectFallbacks(s, sel, endpoint, req.fallbacks) : [];
         target = { kind: 'standalone', endpoint, fallbacks };
+        // A retry (repick) sends this body as it is: the stamp of the first choice, ignored by a
+        // runtime without priority scheduling (a Deployment's endpoints share the switch, save mid-rollout).
+        body = stamp(body, [endpoint, ...fallbacks], sel.cached);
         repick = (tried, attempt) => {
           const next = selectEndpoint(s, sel, tried);
           if (next) {

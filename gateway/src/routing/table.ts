@@ -49,6 +49,11 @@ export interface RouteEndpoint {
   readonly events?: RouteEndpointEvents;
   /** Its warm-up, when its CachePolicy declares one; absent: not gated. */
   readonly warmup?: RouteEndpointWarmup;
+  /**
+   * The runtime orders its queue by the request's `priority` (its verified status reports SGLang's
+   * priority scheduling, preemption off, higher first): the gateway stamps one (picker/runtime-priority.ts).
+   */
+  readonly priorityScheduling?: boolean;
 }
 
 export interface RouteEndpointEvents {
