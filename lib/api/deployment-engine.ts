@@ -411,16 +411,41 @@ export const Parallelism = withRules(
   ],
 );
 
+/** SGLang's policies its priority scheduling runs with (validation_hook: an assertion at start). */
+export const PRIORITY_SCHEDULE_POLICIES = ['fcfs', 'lof'] as const;
+
 /** Serving settings common to every engine of a deployment (spec.serving). */
-export const ServingSettings = z.object({
-  pageSize: z.number().int().min(1).max(4096).optional().meta({ description: '--page-size.' }),
-  maxRunningRequests: z.number().int().min(1).optional().meta({ description: '--max-running-requests.' }),
-  maxTotalTokens: z.number().int().min(1).optional().meta({ description: '--max-total-tokens.' }),
-  memFractionStatic: z.number().gt(0).max(1).optional().meta({ description: '--mem-fraction-static.' }),
-  contextLength: z.number().int().min(1).optional().meta({ description: '--context-length.' }),
-  chunkedPrefillSize: z.number().int().min(1).optional().meta({ description: '--chunked-prefill-size.' }),
-  schedulePolicy: z
-    .enum(SGLANG_CHOICES.schedulePolicy)
-    .optional()
-    .meta({ description: '--schedule-policy.' }),
-});
+export const ServingSettings = withRules(
+  z.object({
+    pageSize: z.number().int().min(1).max(4096).optional().meta({ description: '--page-size.' }),
+    maxRunningRequests: z.number().int().min(1).optional().meta({ description: '--max-running-requests.' }),
+    maxTotalTokens: z.number().int().min(1).optional().meta({ description: '--max-total-tokens.' }),
+    memFractionStatic: z.number().gt(0).max(1).optional().meta({ description: '--mem-fraction-static.' }),
+    contextLength: z.number().int().min(1).optional().meta({ description: '--context-length.' }),
+    chunkedPrefillSize: z.number().int().min(1).optional().meta({ description: '--chunked-prefill-size.' }),
+    schedulePolicy: z
+      .enum(SGLANG_CHOICES.schedulePolicy)
+      .optional()
+      .meta({ description: '--schedule-policy.' }),
+    priorityScheduling: z
+      .boolean()
+      .optional()
+      .meta({
+        description:
+          "The runtimes order their waiting queue by each request's priority (--enable-priority-scheduling " +
+          "--disable-priority-preemption) and the gateway stamps one: the tenant's priority first, then " +
+          'a prompt with under 2,048 uncached tokens on the chosen runtime before a longer one. Off by default. ADR 0057.',
+      }),
+  }),
+  [
+    {
+      cel: `!has(self.priorityScheduling) || !self.priorityScheduling || !has(self.schedulePolicy) || self.schedulePolicy in [${PRIORITY_SCHEDULE_POLICIES.map((p) => `'${p}'`).join(', ')}]`,
+      message: `serving.priorityScheduling needs serving.schedulePolicy fcfs or lof: SGLang ${SGLANG_VERSION} runs priority scheduling with those policies only`,
+      fieldPath: '.schedulePolicy',
+      check: (s) =>
+        s.priorityScheduling !== true ||
+        s.schedulePolicy === undefined ||
+        (PRIORITY_SCHEDULE_POLICIES as readonly string[]).includes(s.schedulePolicy),
+    },
+  ],
+);

@@ -19,6 +19,10 @@ export const ReportedIdentity = z.object({
   radixCache: z.boolean().optional(),
   disaggregationMode: z.string().optional(),
   tensorParallel: z.number().int().optional(),
+  priorityScheduling: z.boolean().optional().meta({
+    description:
+      "It orders its queue by the request's priority (SGLang's --enable-priority-scheduling, preemption off, the larger first): the gateway stamps one.",
+  }),
 });
 
 export const EndpointEvents = z

@@ -67,6 +67,13 @@ export const OPERATOR_OWNED_FLAGS = [
   // The runtime's key is the operator's (a per-identity Secret); the admin key would lock it out of /server_info.
   'api-key',
   'admin-api-key',
+  // spec.serving.priorityScheduling: the gateway stamps a priority in SGLang's default sign (larger
+  // first) only where status says the runtime orders by it, and a runtime that aborts a stamp
+  // (--abort-on-priority-when-disabled) or reads it the other way round would undo that (ADR 0057).
+  'enable-priority-scheduling',
+  'disable-priority-preemption',
+  'schedule-low-priority-values-first',
+  'abort-on-priority-when-disabled',
 ] as const;
 
 const IMAGE_DIGEST_RE = '^[^@ ]+@sha256:[a-f0-9]{64}$';

@@ -88,6 +88,9 @@ export const TYPED_DESTS = {
   nnodes: 'int',
   node_rank: 'int',
   dist_init_addr: 'string',
+  // spec.serving.priorityScheduling (false renders nothing: command lines without it are as before).
+  enable_priority_scheduling: 'bool',
+  disable_priority_preemption: 'bool',
 } as const satisfies Record<string, ValueKind>;
 
 export type SglangDest = keyof typeof TYPED_DESTS;

@@ -6,7 +6,17 @@
 export interface MetricSample {
   readonly name: string;
   readonly value: number;
+  /**
+   * SGLang's per-priority breakdown of a queue gauge (a `priority` label other than ""): with
+   * --enable-priority-scheduling the total is under priority="" and each priority's count beside
+   * it (observability/metrics_collector.py _log_gauge_queue_count), so a sum over every sample
+   * counts each request twice. Counters labelled per request's priority are no breakdown of a
+   * total, and carry this too: the caller that sums a queue leaves these out.
+   */
+  readonly byPriority: boolean;
 }
+
+const PRIORITY_LABEL = /[{,]\s*priority="([^"]*)"/;
 
 /** Index just past the label set that opens at `open` (a `{`), honouring quotes and escapes. */
 function skipLabels(line: string, open: number): number {
@@ -32,11 +42,13 @@ export function readMetricSamples(text: string, accept: (name: string) => boolea
     const name = line.slice(0, nameEnd);
     if (!accept(name)) continue;
     const rest = line[nameEnd] === '{' ? skipLabels(line, nameEnd) : nameEnd;
+    const priority = rest > nameEnd ? PRIORITY_LABEL.exec(line.slice(nameEnd, rest))?.[1] : undefined;
     // The value, then an optional timestamp.
     const text = line.slice(rest).trim().split(' ')[0] ?? '';
     // Number('') is 0: a sample without a value (a cut line) is dropped, not read as zero.
     const value = text === '' ? Number.NaN : Number(text);
-    if (Number.isFinite(value)) out.push({ name, value });
+    if (Number.isFinite(value))
+      out.push({ name, value, byPriority: priority !== undefined && priority !== '' });
   }
   return out;
 }

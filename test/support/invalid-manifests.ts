@@ -384,6 +384,24 @@ export const INVALID_CASES: InvalidCase[] = [
     mutate: (m) => (m.spec.events = { load: true }),
     expect: 'events.load needs events.kvCache',
   },
+  {
+    name: 'priority scheduling with a policy SGLang runs it without (lpm)',
+    sample: DENSE,
+    mutate: (m) => (m.spec.serving = { priorityScheduling: true, schedulePolicy: 'lpm' }),
+    expect: 'serving.priorityScheduling needs serving.schedulePolicy fcfs or lof',
+  },
+  {
+    name: "extraArgs read the gateway's priority stamp the other way round",
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--schedule-low-priority-values-first']),
+    expect: 'runtime.extraArgs must not set flags the operator renders',
+  },
+  {
+    name: 'extraArgs turn priority scheduling on beside spec.serving.priorityScheduling',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--enable-priority-scheduling']),
+    expect: 'runtime.extraArgs must not set flags the operator renders',
+  },
   // Deployment: topology and resources
   {
     name: 'disaggregation without transfer backend',

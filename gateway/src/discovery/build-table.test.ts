@@ -136,6 +136,28 @@ describe('buildRoutingTable: endpoints fail closed', () => {
     expect(routes.map((r) => r.endpoints.map((e) => e.id))).toEqual([ids]);
   });
 
+  it('marks an endpoint whose verified status reports priority scheduling: the gateway stamps it', () => {
+    const on = { reported: { priorityScheduling: true } };
+    const { routes } = buildRoutingTable({
+      deployments: [
+        dep({
+          endpoints: [
+            ep('a', on),
+            ep('b', { reported: { priorityScheduling: false } }),
+            ep('c'),
+            ep('d', { ...on, verified: false }),
+          ],
+        }),
+      ],
+      policies: [],
+    });
+    expect(routes[0]?.endpoints.map((e) => [e.id, e.priorityScheduling])).toEqual([
+      ['team-a/a', true],
+      ['team-a/b', undefined],
+      ['team-a/c', undefined],
+    ]);
+  });
+
   it('maps a status endpoint to a route endpoint', () => {
     const { routes } = buildRoutingTable({
       deployments: [

@@ -281,6 +281,8 @@ export function buildRouteEndpoints(
       generation: `${e.ip}#${e.restartCount ?? 0}`,
       ...(e.events ? { events: buildEventAddresses(e.ip, e.events) } : {}),
       ...(gate ? { warmup: gate } : {}),
+      // Verified (the runtime reported what its spec declared): the gateway stamps a priority.
+      ...(e.reported?.priorityScheduling === true ? { priorityScheduling: true } : {}),
     };
   });
 }

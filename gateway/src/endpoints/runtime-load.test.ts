@@ -25,6 +25,15 @@ describe('parseRuntimeMetrics', () => {
       undefined,
     ],
     ['nothing known', '# nothing\nother_metric 1\n', undefined],
+    // SGLang with --enable-priority-scheduling: the total under priority="", each priority beside it.
+    [
+      "a queue by priority counts its total once, not each priority's share again",
+      'sglang:num_queue_reqs{model_name="m",priority="",dp_rank="0"} 3.0\n' +
+        'sglang:num_queue_reqs{model_name="m",priority="1",dp_rank="0"} 2.0\n' +
+        'sglang:num_queue_reqs{model_name="m",priority="0",dp_rank="0"} 1.0\n' +
+        'sglang:num_queue_reqs{model_name="m",priority="",dp_rank="1"} 4.0\n',
+      { queued: 7 },
+    ],
   ])('%s', (_name, text, expected) => {
     expect(parseRuntimeMetrics(text)).toEqual(expected);
   });

@@ -21,13 +21,14 @@ const QUEUE_METRICS = new Set([
   'sglang:num_decode_prealloc_queue_reqs',
 ]);
 
-/** Sums the queues over ranks; KV usage is the busiest rank's. */
+/** Sums the queues over ranks (their totals, not a priority's share); KV usage is the busiest rank's. */
 export function parseRuntimeMetrics(text: string): RuntimeLoad | undefined {
   let queued: number | undefined;
   let tokenUsage: number | undefined;
-  for (const { name, value } of readMetricSamples(text, (n) => n.startsWith('sglang:'))) {
-    if (QUEUE_METRICS.has(name)) queued = (queued ?? 0) + value;
-    else if (name === 'sglang:token_usage') tokenUsage = Math.max(tokenUsage ?? 0, value);
+  for (const { name, value, byPriority } of readMetricSamples(text, (n) => n.startsWith('sglang:'))) {
+    if (QUEUE_METRICS.has(name)) {
+      if (!byPriority) queued = (queued ?? 0) + value;
+    } else if (name === 'sglang:token_usage') tokenUsage = Math.max(tokenUsage ?? 0, value);
   }
   if (queued === undefined && tokenUsage === undefined) return undefined;
   return { queued: queued ?? 0, ...(tokenUsage !== undefined ? { tokenUsage } : {}) };

@@ -32,6 +32,7 @@ describe('computeRuntimeIdentity', () => {
       radixCache: true,
       disaggregationMode: 'null',
       tensorParallel: 1,
+      priorityScheduling: false,
     });
   });
 
@@ -61,6 +62,20 @@ describe('computeRuntimeIdentity', () => {
   ])('radix cache state of %o is %s', (fields, expected) => {
     const info = ServerInfo.parse({ model_path: '/m', ...fields });
     expect(computeRuntimeIdentity(info, model).radixCache).toBe(expected);
+  });
+
+  const on = { enable_priority_scheduling: true, disable_priority_preemption: true };
+  it.each([
+    [{}, false],
+    [on, true],
+    // Preemption on: a running request may be retracted for a stamp (not what the gateway's is for).
+    [{ enable_priority_scheduling: true }, false],
+    // The smaller first: the gateway's stamp would run the long prompts first.
+    [{ ...on, schedule_low_priority_values_first: true }, false],
+    [{ ...on, schedule_low_priority_values_first: false }, true],
+  ])('orders by the stamped priority with %o: %s', (fields, expected) => {
+    const info = ServerInfo.parse({ model_path: '/m', ...fields });
+    expect(computeRuntimeIdentity(info, model).priorityScheduling).toBe(expected);
   });
 });
 

@@ -22,6 +22,9 @@ export const ServerInfo = z.looseObject({
   disaggregation_decode_enable_radix_cache: z.boolean().nullish(),
   disaggregation_bootstrap_port: z.number().int().nullish(),
   max_total_num_tokens: z.number().int().nullish(),
+  enable_priority_scheduling: z.boolean().nullish(),
+  disable_priority_preemption: z.boolean().nullish(),
+  schedule_low_priority_values_first: z.boolean().nullish(),
   // A block we cannot read costs the gateway its exact index, not the runtime its verification.
   kv_events: KvEventsAdvert.nullish().catch(null),
   // In clear (to a caller that sent it): checked by checkReportedApiKey, never copied anywhere.
@@ -51,6 +54,11 @@ export interface RuntimeIdentity {
   radixCache: boolean;
   disaggregationMode: string;
   tensorParallel: number;
+  /**
+   * It orders its queue by a stamped priority as the gateway stamps it: priority scheduling on,
+   * preemption off, the larger value first (ADR 0057).
+   */
+  priorityScheduling: boolean;
 }
 
 /**
@@ -74,7 +82,22 @@ export function computeRuntimeIdentity(server: ServerInfo, model: ModelInfo): Ru
     radixCache,
     disaggregationMode: mode,
     tensorParallel: server.tp_size ?? 1,
+    priorityScheduling: isOrderedByStampedPriority(server),
   };
+}
+
+/**
+ * SGLang 0.5.23's priority scheduling as the gateway's stamp needs it (managers/scheduler.py
+ * Scheduler._set_or_validate_priority, schedule_policy.SchedulePolicy._sort_by_priority_and_fcfs):
+ * on, without preemption, the larger value first (no --schedule-low-priority-values-first). A
+ * runtime on but other than that reports false, so a Deployment that declared it is unverified.
+ */
+function isOrderedByStampedPriority(server: ServerInfo): boolean {
+  return (
+    server.enable_priority_scheduling === true &&
+    server.disable_priority_preemption === true &&
+    server.schedule_low_priority_values_first !== true
+  );
 }
 
 export interface IdentityMismatch {

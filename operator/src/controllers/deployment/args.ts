@@ -29,6 +29,9 @@ export function buildServerArgs(spec: DeploymentSpec, engine: RoleEngine): Sglan
     context_length: spec.serving?.contextLength,
     chunked_prefill_size: spec.serving?.chunkedPrefillSize,
     schedule_policy: spec.serving?.schedulePolicy,
+    // Preemption off: a running request is never retracted for a stamp (the simulator models none either).
+    enable_priority_scheduling: spec.serving?.priorityScheduling,
+    disable_priority_preemption: spec.serving?.priorityScheduling,
   };
   if (spec.model.tokenizerPath !== undefined) args.tokenizer_path = spec.model.tokenizerPath;
   Object.assign(
@@ -152,5 +155,6 @@ export function computeDeclaredIdentity(spec: DeploymentSpec, engine: RoleEngine
         : args.disable_radix_cache !== true,
     disaggregationMode: engine.role === 'standalone' ? 'null' : engine.role,
     tensorParallel: spec.parallelism.tensor,
+    priorityScheduling: args.enable_priority_scheduling === true,
   };
 }

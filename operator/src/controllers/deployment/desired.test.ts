@@ -237,3 +237,38 @@ describe('computeDeclaredIdentity', () => {
     });
   });
 });
+
+describe('spec.serving.priorityScheduling', () => {
+  const withPriority = (on: boolean | undefined): DeploymentResource => {
+    const doc = loadSample('deployment-dense.yaml');
+    doc.spec['serving'] = {
+      ...(doc.spec['serving'] as object),
+      ...(on === undefined ? {} : { priorityScheduling: on }),
+    };
+    return parse(doc);
+  };
+
+  it('renders --enable-priority-scheduling --disable-priority-preemption, SGLang-checked, and declares it', () => {
+    const root = withPriority(true);
+    const [engine] = planRoles(root.spec);
+    if (!engine) throw new Error('no engine');
+    const argv = buildArgv(root.spec, engine);
+    expect(argv).toEqual(
+      expect.arrayContaining(['--enable-priority-scheduling', '--disable-priority-preemption']),
+    );
+    // SGLang's default sign (the larger first): the gateway's stamp is written for it.
+    expect(argv).not.toContain('--schedule-low-priority-values-first');
+    const parsed = parseSglangArgs(argv);
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    expect(checkSglangArgs(parsed.value.args)).toEqual([]);
+    expect(computeDeclaredIdentity(root.spec, engine).priorityScheduling).toBe(true);
+  });
+
+  it.each([false, undefined])('%s renders neither flag and declares it off', (on) => {
+    const root = withPriority(on);
+    const [engine] = planRoles(root.spec);
+    if (!engine) throw new Error('no engine');
+    expect(buildArgv(root.spec, engine).filter((a) => a.includes('priority'))).toEqual([]);
+    expect(computeDeclaredIdentity(root.spec, engine).priorityScheduling).toBe(false);
+  });
+});

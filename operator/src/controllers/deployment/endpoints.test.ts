@@ -89,6 +89,7 @@ describe('buildVerifiedEndpoint', () => {
     radixCache: true,
     disaggregationMode: 'null',
     tensorParallel: 1,
+    priorityScheduling: false,
   };
   it('verifies when nothing differs and stamps the time', () => {
     const e = buildVerifiedEndpoint(pod, undefined, { ok: true, reported, mismatches: '' }, new Date(NOW));

@@ -17,6 +17,7 @@ const DECLARED: RuntimeIdentity = {
   radixCache: true,
   disaggregationMode: 'null',
   tensorParallel: 1,
+  priorityScheduling: false,
 };
 
 describe('readIdentity against a runtime started with --api-key', () => {
@@ -146,5 +147,44 @@ describe('readIdentity against a runtime that lies about its data-parallel ranks
     reportedRanks = 2;
     const r = await readIdentity(url, DECLARED, { timeoutMs: 5000, dataParallel: 2 });
     expect(r).toMatchObject({ ok: true, mismatches: '', events: { port: 5557, ranks: 2, blockSize: 16 } });
+  });
+});
+
+describe('readIdentity: the runtime orders its queue by a stamped priority (spec.serving.priorityScheduling)', () => {
+  const base = ['--model-path', '/models', '--served-model-name', 'llama'];
+  const on = ['--enable-priority-scheduling', '--disable-priority-preemption'];
+  const sims: RunningSim[] = [];
+  afterAll(async () => Promise.all(sims.map((s) => s.close())));
+  const read = async (argv: readonly string[], declared: boolean) => {
+    const sim = await startSim([...base, ...argv]);
+    sims.push(sim);
+    return readIdentity(
+      sim.url,
+      { ...DECLARED, priorityScheduling: declared },
+      { timeoutMs: 5000, dataParallel: 1 },
+    );
+  };
+
+  it('verifies a runtime started with the flags the operator renders, and reports it on', async () => {
+    const r = await read(on, true);
+    expect(r).toMatchObject({ ok: true, mismatches: '', reported: { priorityScheduling: true } });
+  });
+
+  it('is a mismatch when the runtime reads priorities the other way round, or runs without them', async () => {
+    const reversed = await read([...on, '--schedule-low-priority-values-first'], true);
+    expect(reversed).toMatchObject({
+      ok: true,
+      mismatches: 'priorityScheduling: declared true, runtime reports false',
+    });
+    const off = await read([], true);
+    expect(off).toMatchObject({
+      ok: true,
+      mismatches: 'priorityScheduling: declared true, runtime reports false',
+    });
+    const undeclared = await read(on, false);
+    expect(undeclared).toMatchObject({
+      ok: true,
+      mismatches: 'priorityScheduling: declared false, runtime reports true',
+    });
   });
 });
