@@ -157,7 +157,6 @@ const EXTRA_ARGS: readonly (readonly string[])[] = [
   ['--kv-cache-dtype', 'fp8_e4m3'],
   ['--cuda-graph-max-bs', '64'],
   ['--chunked-prefill-size', '4096'],
-  ['--enable-priority-scheduling'],
   ['--sleep-on-idle'],
   ['--max-prefill-tokens', '32k'],
 ];
@@ -217,6 +216,8 @@ export function buildRandomSpecs(count: number, seed: number): GeneratedSpec[] {
       ...(maybe(0.3, () => ({ contextLength: pick([8192, 32768]) })) ?? {}),
       ...(maybe(0.3, () => ({ chunkedPrefillSize: pick([2048, 8192]) })) ?? {}),
       ...(maybe(0.3, () => ({ memFractionStatic: pick([0.8, 0.88]) })) ?? {}),
+      // The operator's own flags now (extraArgs may not set them): --enable-priority-scheduling --disable-priority-preemption.
+      ...(maybe(0.2, () => ({ priorityScheduling: true })) ?? {}),
     };
     if (Object.keys(serving).length > 0) m.spec['serving'] = serving;
     const events = maybe(0.3, () => ({

@@ -262,4 +262,46 @@ describe('gateway with the operator', () => {
     expect(table.split('\n')[0]).toMatch(/HIT-RATE .*CACHE/);
     expect(table).toContain('Healthy');
   });
+
+  // Issue 31: spec.serving.priorityScheduling, from the spec to the runtime's argv, its verified
+  // status, and the gateway's stamp, which goes only to the endpoints that order by it.
+  it('renders priority scheduling into the runtime, verifies it, and stamps only those runtimes', async () => {
+    const m = buildDeploymentManifest({ name: 'ordered', replicas: 1 });
+    m.spec['model'] = { ...(m.spec['model'] as object), servedName: 'ordered-8b' };
+    m.spec['serving'] = { ...(m.spec['serving'] as object), priorityScheduling: true };
+    await k(['apply', '-f', '-'], JSON.stringify(m));
+    await k(['apply', '-f', '-'], JSON.stringify(buildCachePolicyManifest('team-b', ['ordered'])));
+    await eventually(async () => expect((await status('ordered')).verifiedReplicas).toBe(1), {
+      timeoutMs: 60_000,
+    });
+    const [endpoint] = (await status('ordered')).endpoints ?? [];
+    expect(endpoint?.reported?.priorityScheduling).toBe(true);
+    const sim = kubelet.sims.get(endpoint?.pod ?? '');
+    expect(sim?.argv).toEqual(
+      expect.arrayContaining(['--enable-priority-scheduling', '--disable-priority-preemption']),
+    );
+    const prioritized = (pod: string): number =>
+      kubelet.sims.get(pod)?.server.engine.snapshot().counters.prioritized ?? -1;
+    await eventually(
+      async () => {
+        const r = await gateway.app.inject({
+          method: 'POST',
+          url: '/v1/chat/completions',
+          payload: {
+            model: 'ordered-8b',
+            messages: [{ role: 'user', content: 'In order, please' }],
+            max_tokens: 1,
+          },
+        });
+        expect(r.statusCode).toBe(200);
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(prioritized(endpoint?.pod ?? '')).toBeGreaterThan(0);
+    // llama's runtimes run FCFS: the requests of the tests above went without a stamp.
+    const llama = ((await status('llama')).endpoints ?? []).map((e) => e.pod);
+    expect(llama.length).toBeGreaterThan(0);
+    expect(llama.map(prioritized)).toEqual(llama.map(() => 0));
+    expect(llama.map(requestsOf).some((n) => n > 0)).toBe(true);
+  });
 });

@@ -191,6 +191,8 @@ export interface EngineCounters {
   cachedStorageTokens: number;
   requests: number;
   aborted: number;
+  /** Requests that carried their own `priority` (a client's or a gateway's stamp), scheduled by it or not. */
+  prioritized: number;
   evictedDeviceTokens: number;
   loadedBackTokens: number;
   /** Model time spent in prefill steps. */
@@ -213,6 +215,7 @@ export function createEngineCounters(): EngineCounters {
     cachedStorageTokens: 0,
     requests: 0,
     aborted: 0,
+    prioritized: 0,
     evictedDeviceTokens: 0,
     loadedBackTokens: 0,
     prefillBusyMs: 0,
@@ -564,6 +567,7 @@ export class Engine {
     }
     this.counters.requests++;
     if (l.aborted !== null) this.counters.aborted++;
+    if (typeof l.spec.priority === 'number') this.counters.prioritized++;
     const admitted = l.admittedAt >= 0 ? l.admittedAt : now;
     const result: RequestResult = {
       rid: l.spec.rid,
