@@ -49,6 +49,21 @@ const chatWithSystem = (system: string, question: string) =>
     },
   });
 
+/** A chat through the gateway, sent until it is served (the gateway's table follows status). */
+const chatUntilServed = (model: string, content: string, maxTokens: number) =>
+  eventually(
+    async () => {
+      const r = await gateway.app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: { model, messages: [{ role: 'user', content }], max_tokens: maxTokens },
+      });
+      expect(r.statusCode).toBe(200);
+      return r;
+    },
+    { timeoutMs: 30_000 },
+  );
+
 beforeAll(async () => {
   cp = await startControlPlane({ full: true, gpuNodes: 1 });
   const crds = join(REPO_ROOT, 'crds');
@@ -87,22 +102,7 @@ describe('gateway with the operator', () => {
     await eventually(async () => expect((await status('llama')).verifiedReplicas).toBe(2), {
       timeoutMs: 60_000,
     });
-    const res = await eventually(
-      async () => {
-        const r = await gateway.app.inject({
-          method: 'POST',
-          url: '/v1/chat/completions',
-          payload: {
-            model: 'llama-8b',
-            messages: [{ role: 'user', content: 'Hello through the gateway' }],
-            max_tokens: 8,
-          },
-        });
-        expect(r.statusCode).toBe(200);
-        return r;
-      },
-      { timeoutMs: 30_000 },
-    );
+    const res = await chatUntilServed('llama-8b', 'Hello through the gateway', 8);
     const body = res.json<{
       choices: { message: { content: string } }[];
       usage: { completion_tokens: number };
@@ -282,21 +282,7 @@ describe('gateway with the operator', () => {
     );
     const prioritized = (pod: string): number =>
       kubelet.sims.get(pod)?.server.engine.snapshot().counters.prioritized ?? -1;
-    await eventually(
-      async () => {
-        const r = await gateway.app.inject({
-          method: 'POST',
-          url: '/v1/chat/completions',
-          payload: {
-            model: 'ordered-8b',
-            messages: [{ role: 'user', content: 'In order, please' }],
-            max_tokens: 1,
-          },
-        });
-        expect(r.statusCode).toBe(200);
-      },
-      { timeoutMs: 30_000 },
-    );
+    await chatUntilServed('ordered-8b', 'In order, please', 1);
     expect(prioritized(endpoint?.pod ?? '')).toBeGreaterThan(0);
     // llama's runtimes run FCFS: the requests of the tests above went without a stamp.
     const llama = ((await status('llama')).endpoints ?? []).map((e) => e.pod);
