@@ -19,14 +19,21 @@ import {
   computeRuntimeIdentity,
   type RuntimeIdentity,
 } from '../../operator/src/sglang-client/identity.ts';
+import { stampRuntimePriority } from '../../gateway/src/picker/runtime-priority.ts';
+import { buildTestEndpoint } from '../support/gateway/routes.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
 import { isPidAlive } from '../support/processes.ts';
 import { listDescendants, startRealSglang, type RealSglang } from '../support/real-sglang.ts';
 import { runKit } from '../support/sglang-kit.ts';
 
-/** The pod's arguments and declared identity of the dense sample at tensor parallelism 2. */
-function renderPod(modelDir: string): { argv: string[]; declared: RuntimeIdentity } {
-  const manifest = buildDeploymentManifest({ spec: { parallelism: { tensor: 2 }, resources: { gpus: 2 } } });
+const TENSOR_2 = { parallelism: { tensor: 2 }, resources: { gpus: 2 } };
+
+/** The pod's arguments and declared identity of the dense sample with `overrides` (default: at tensor parallelism 2). */
+function renderPod(
+  modelDir: string,
+  overrides: Record<string, unknown> = TENSOR_2,
+): { argv: string[]; declared: RuntimeIdentity } {
+  const manifest = buildDeploymentManifest({ spec: overrides });
   const r = validateResource(manifest);
   if (!r.ok || r.value.kind !== 'Deployment') throw new Error(JSON.stringify(r));
   const spec = r.value.spec;
@@ -89,6 +96,66 @@ describe('kit serve: a pod of the dense sample on the real server', () => {
     await s.stop();
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(tree.filter(isPidAlive)).toEqual([]);
+  });
+});
+
+// spec.serving.priorityScheduling (ADR 0057): the real server takes the flags the operator renders,
+// reports them as the operator verifies them, and serves the body the gateway stamps on every route.
+describe('kit serve: a pod of the dense sample with priority scheduling on', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cacheroute-serve-priority-'));
+  const modelDir = join(dir, 'models');
+  const sample = buildDeploymentManifest().spec['serving'] as object;
+  const pod = renderPod(modelDir, { serving: { ...sample, priorityScheduling: true } });
+  let server: RealSglang | undefined;
+  let reported: RuntimeIdentity | undefined;
+  beforeAll(async () => {
+    server = await startRealSglang({ args: pod.argv });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("reports the arguments the operator's identity check reads, and passes it", async () => {
+    expect(pod.argv).toEqual(
+      expect.arrayContaining(['--enable-priority-scheduling', '--disable-priority-preemption']),
+    );
+    const url = server?.url ?? '';
+    const info = ServerInfo.parse(await (await fetch(`${url}/server_info`)).json());
+    expect(info).toMatchObject({
+      enable_priority_scheduling: true,
+      disable_priority_preemption: true,
+      schedule_low_priority_values_first: false,
+    });
+    reported = computeRuntimeIdentity(info, ModelInfo.parse(await (await fetch(`${url}/model_info`)).json()));
+    expect(reported.priorityScheduling).toBe(true);
+    expect(compareIdentity(pod.declared, reported)).toEqual([]);
+  });
+
+  it.each([
+    ['/generate', { text: 'Hello', sampling_params: { max_new_tokens: 2 } }],
+    ['/v1/completions', { model: 'llama-8b', prompt: 'Hello', max_tokens: 2 }],
+    [
+      '/v1/chat/completions',
+      { model: 'llama-8b', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 2 },
+    ],
+  ])('serves %s with the priority the gateway stamps', async (path, body) => {
+    // The endpoint as the gateway's table has it once status publishes what the runtime reported.
+    const endpoint = buildTestEndpoint('pod', server?.url ?? '', {
+      priorityScheduling: reported?.priorityScheduling === true,
+    });
+    const stamped = stampRuntimePriority(body, {
+      endpoints: [endpoint],
+      tenantPriority: 3,
+      uncachedTokens: 5,
+    });
+    expect(stamped['priority']).toBe(7);
+    const res = await fetch(`${server?.url ?? ''}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(stamped),
+    });
+    expect(res.status).toBe(200);
   });
 });
 
