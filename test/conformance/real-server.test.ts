@@ -19,6 +19,7 @@ import {
   computeRuntimeIdentity,
   type RuntimeIdentity,
 } from '../../operator/src/sglang-client/identity.ts';
+import { parseRuntimeMetrics } from '../../gateway/src/endpoints/runtime-load.ts';
 import { stampRuntimePriority } from '../../gateway/src/picker/runtime-priority.ts';
 import { buildTestEndpoint } from '../support/gateway/routes.ts';
 import { buildDeploymentManifest } from '../support/builders.ts';
@@ -130,6 +131,12 @@ describe('kit serve: a pod of the dense sample with priority scheduling on', () 
     reported = computeRuntimeIdentity(info, ModelInfo.parse(await (await fetch(`${url}/model_info`)).json()));
     expect(reported.priorityScheduling).toBe(true);
     expect(compareIdentity(pod.declared, reported)).toEqual([]);
+  });
+
+  it('labels its queue gauges by priority, the total under priority="" (what the gateway\'s scrape reads)', async () => {
+    const text = await (await fetch(`${server?.url ?? ''}/metrics`)).text();
+    expect(text).toMatch(/^sglang:num_queue_reqs\{[^}]*priority=""[^}]*\} 0\.0$/m);
+    expect(parseRuntimeMetrics(text)).toMatchObject({ queued: 0 });
   });
 
   it.each([
