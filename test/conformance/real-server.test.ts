@@ -57,18 +57,31 @@ function renderPod(
   };
 }
 
-describe('kit serve: a pod of the dense sample on the real server', () => {
+/**
+ * The real server of the dense sample's pod (with `overrides`) for the enclosing describe:
+ * started before its tests, stopped (and its model link removed) after them.
+ */
+function servePod(overrides?: Record<string, unknown>): {
+  modelDir: string;
+  pod: { argv: string[]; declared: RuntimeIdentity };
+  held: { server?: RealSglang };
+} {
   const dir = mkdtempSync(join(tmpdir(), 'cacheroute-serve-'));
   const modelDir = join(dir, 'models');
-  const pod = renderPod(modelDir);
-  let server: RealSglang | undefined;
+  const pod = renderPod(modelDir, overrides);
+  const held: { server?: RealSglang } = {};
   beforeAll(async () => {
-    server = await startRealSglang({ args: pod.argv });
+    held.server = await startRealSglang({ args: pod.argv });
   });
   afterAll(async () => {
-    await server?.stop();
+    await held.server?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
+  return { modelDir, pod, held };
+}
+
+describe('kit serve: a pod of the dense sample on the real server', () => {
+  const { modelDir, pod, held } = servePod();
 
   it('loads the tiny model from the declared path, a link serve made', () => {
     expect(lstatSync(modelDir).isSymbolicLink()).toBe(true);
@@ -76,7 +89,7 @@ describe('kit serve: a pod of the dense sample on the real server', () => {
   });
 
   it("passes the operator's identity check but for tensor parallelism, which a CPU forces to 1", async () => {
-    const url = server?.url ?? '';
+    const url = held.server?.url ?? '';
     const info = ServerInfo.parse(await (await fetch(`${url}/server_info`)).json());
     const model = ModelInfo.parse(await (await fetch(`${url}/model_info`)).json());
     const reported = computeRuntimeIdentity(info, model);
@@ -89,7 +102,7 @@ describe('kit serve: a pod of the dense sample on the real server', () => {
   });
 
   it('stops its whole process tree on SIGTERM within 10 s', async () => {
-    const s = server;
+    const s = held.server;
     if (!s) throw new Error('no server');
     const tree = [s.pid, ...listDescendants(s.pid)];
     expect(tree.length).toBeGreaterThanOrEqual(3); // main, scheduler, detokenizer
@@ -103,25 +116,15 @@ describe('kit serve: a pod of the dense sample on the real server', () => {
 // spec.serving.priorityScheduling (ADR 0057): the real server takes the flags the operator renders,
 // reports them as the operator verifies them, and serves the body the gateway stamps on every route.
 describe('kit serve: a pod of the dense sample with priority scheduling on', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cacheroute-serve-priority-'));
-  const modelDir = join(dir, 'models');
   const sample = buildDeploymentManifest().spec['serving'] as object;
-  const pod = renderPod(modelDir, { serving: { ...sample, priorityScheduling: true } });
-  let server: RealSglang | undefined;
+  const { pod, held } = servePod({ serving: { ...sample, priorityScheduling: true } });
   let reported: RuntimeIdentity | undefined;
-  beforeAll(async () => {
-    server = await startRealSglang({ args: pod.argv });
-  });
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it("reports the arguments the operator's identity check reads, and passes it", async () => {
     expect(pod.argv).toEqual(
       expect.arrayContaining(['--enable-priority-scheduling', '--disable-priority-preemption']),
     );
-    const url = server?.url ?? '';
+    const url = held.server?.url ?? '';
     const info = ServerInfo.parse(await (await fetch(`${url}/server_info`)).json());
     expect(info).toMatchObject({
       enable_priority_scheduling: true,
@@ -134,7 +137,7 @@ describe('kit serve: a pod of the dense sample with priority scheduling on', () 
   });
 
   it('labels its queue gauges by priority, the total under priority="" (what the gateway\'s scrape reads)', async () => {
-    const text = await (await fetch(`${server?.url ?? ''}/metrics`)).text();
+    const text = await (await fetch(`${held.server?.url ?? ''}/metrics`)).text();
     expect(text).toMatch(/^sglang:num_queue_reqs\{[^}]*priority=""[^}]*\} 0\.0$/m);
     expect(parseRuntimeMetrics(text)).toMatchObject({ queued: 0 });
   });
@@ -148,7 +151,7 @@ describe('kit serve: a pod of the dense sample with priority scheduling on', () 
     ],
   ])('serves %s with the priority the gateway stamps', async (path, body) => {
     // The endpoint as the gateway's table has it once status publishes what the runtime reported.
-    const endpoint = buildTestEndpoint('pod', server?.url ?? '', {
+    const endpoint = buildTestEndpoint('pod', held.server?.url ?? '', {
       priorityScheduling: reported?.priorityScheduling === true,
     });
     const stamped = stampRuntimePriority(body, {
@@ -157,7 +160,7 @@ describe('kit serve: a pod of the dense sample with priority scheduling on', () 
       uncachedTokens: 5,
     });
     expect(stamped['priority']).toBe(7);
-    const res = await fetch(`${server?.url ?? ''}${path}`, {
+    const res = await fetch(`${held.server?.url ?? ''}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(stamped),
