@@ -130,6 +130,7 @@ function renderSglangMetrics(): string {
     cacheHitRate: 0.5,
     deviceCachedTokens: 32,
     hostCachedTokens: 16,
+    byPriority: null,
     counters,
   };
   return renderMetrics({

@@ -86,6 +86,8 @@ const VALUE_LABELS = [
   'cache_type',
   'reason',
   'le',
+  // With --enable-priority-scheduling: "" on the totals, each priority a request was seen with.
+  'priority',
 ];
 
 /** Server args SGLang resolves against the device (here: the CPU the real server runs on). */

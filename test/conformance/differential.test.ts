@@ -132,6 +132,44 @@ describe('dense: radix cache, metrics, cache report', () => {
   });
 });
 
+// ADR 0057: the runtime the operator starts with spec.serving.priorityScheduling. Its metrics
+// carry a `priority` label on every scheduler and tokenizer series, and its queue gauges a count
+// per priority beside the total; the label's values are compared (differential-compare.ts).
+describe('dense with priority scheduling: the priority label on every metric', () => {
+  let pair: Pair | undefined;
+  let real: Map<string, Observation>;
+  let sim: Map<string, Observation>;
+  beforeAll(async () => {
+    pair = await startPair([
+      '--served-model-name',
+      MODEL,
+      '--enable-metrics',
+      '--enable-priority-scheduling',
+      '--disable-priority-preemption',
+      '--max-total-tokens',
+      '65536',
+    ]);
+    // One request with the priority the gateway stamps, then the script's (none of them stamped).
+    const stamped = {
+      text: 'hello there',
+      priority: 7,
+      sampling_params: { max_new_tokens: 4, temperature: 0, ignore_eos: true },
+    };
+    for (const url of [pair.real.url, pair.sim.url])
+      expect((await postJson(`${url}/generate`, stamped)).status).toBe(200);
+    real = await runScript(pair.real.url, MODEL);
+    sim = await runScript(pair.sim.url, MODEL);
+    dump('priority', real, sim);
+  });
+  afterAll(() => stopPair(pair));
+
+  it('answers every request with the same shapes, codes, metric families and priority labels', () => {
+    const found = compareObservations(real, sim);
+    mismatches.push(...found);
+    expect(format(found)).toBe('');
+  });
+});
+
 /** input_ids of `n` tokens valid in both vocabularies (the tiny model's is the smaller: 430). */
 function ids(seed: number, n: number): number[] {
   return Array.from({ length: n }, (_, i) => 5 + ((seed * 131 + i * 7) % 400));

@@ -180,7 +180,21 @@ export interface EngineSnapshot {
   readonly cacheHitRate: number;
   readonly deviceCachedTokens: number;
   readonly hostCachedTokens: number;
+  /** With priority scheduling on, the running and waiting requests by effective priority; else null. */
+  readonly byPriority: PriorityCounts | null;
   readonly counters: EngineCounters;
+}
+
+/**
+ * The per-priority breakdown SGLang's queue gauges carry with priority scheduling on
+ * (metrics_collector.QueueCount.from_reqs over running_batch / waiting_queue). `known` is
+ * every priority a request has queued with: the collector keeps a priority it has seen
+ * (`_known_priorities`) and writes 0 for it once its requests are gone.
+ */
+export interface PriorityCounts {
+  readonly known: readonly number[];
+  readonly running: ReadonlyMap<number, number>;
+  readonly waiting: ReadonlyMap<number, number>;
 }
 
 export interface EngineCounters {
@@ -239,6 +253,7 @@ export class Engine {
   #blockedAtEpoch = -1;
   #reservedTotal = 0;
   #lastHitRate = 0;
+  readonly #knownPriorities = new Set<number>();
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
   /**
@@ -285,6 +300,7 @@ export class Engine {
       aborted: null,
     };
     this.#byRid.set(spec.rid, live);
+    if (this.#cfg.priorityScheduling) this.#knownPriorities.add(live.priority);
     this.#waiting.push(live);
     this.#kick();
   }
@@ -339,7 +355,21 @@ export class Engine {
       cacheHitRate: this.#lastHitRate,
       deviceCachedTokens: sizes.deviceSize,
       hostCachedTokens: sizes.hostSize,
+      byPriority: this.#cfg.priorityScheduling ? this.#countByPriority() : null,
       counters: { ...this.counters },
+    };
+  }
+
+  #countByPriority(): PriorityCounts {
+    const count = (ls: readonly Live[]): Map<number, number> => {
+      const out = new Map<number, number>();
+      for (const l of ls) out.set(l.priority, (out.get(l.priority) ?? 0) + 1);
+      return out;
+    };
+    return {
+      known: [...this.#knownPriorities],
+      running: count(this.#running),
+      waiting: count(this.#waiting),
     };
   }
 

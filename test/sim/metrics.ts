@@ -73,40 +73,78 @@ class StreamSplit {
   readonly e2e = new Histogram(E2E_BUCKETS);
 }
 
-export class SimMetrics {
+/** The tokenizer collector's per-request series under one label set. */
+class RequestSeries {
   readonly byStreaming = new Map<'true' | 'false', StreamSplit>();
   readonly itl = new Histogram(ITL_BUCKETS);
-  readonly queue = new Histogram(QUEUE_BUCKETS);
   readonly promptTokens = new Histogram(TOKEN_BUCKETS);
   readonly uncachedPromptTokens = new Histogram(TOKEN_BUCKETS);
   readonly generationTokens = new Histogram(TOKEN_BUCKETS);
   readonly cachedBySource = { device: 0, host: 0, storage: 0 };
   aborted = 0;
+}
+
+export class SimMetrics {
+  /**
+   * The tokenizer's series by their `priority` label: null without priority scheduling (no
+   * label), else the request's priority as the tokenizer saw it, "" when it had none.
+   */
+  readonly byPriority = new Map<string | null, RequestSeries>();
+  readonly queue = new Histogram(QUEUE_BUCKETS);
   readonly pd: PdGauges = { prefillInflight: 0, decodeTransfer: 0, bootstrapFailed: 0 };
 
-  record(r: RequestResult, isStreaming = false): void {
+  /** `priorityLabel`: see {@link tokenizerPriorityLabel}. */
+  record(r: RequestResult, isStreaming = false, priorityLabel: string | null = null): void {
     if (r.rid.startsWith(HEALTH_CHECK_PREFIX)) return;
+    const series = this.byPriority.get(priorityLabel) ?? new RequestSeries();
+    this.byPriority.set(priorityLabel, series);
     if (r.finish === 'abort') {
-      this.aborted++;
+      series.aborted++;
       return;
     }
     const key = isStreaming ? 'true' : 'false';
-    const split = this.byStreaming.get(key) ?? new StreamSplit();
-    this.byStreaming.set(key, split);
+    const split = series.byStreaming.get(key) ?? new StreamSplit();
+    series.byStreaming.set(key, split);
     split.promptTokens += r.promptTokens;
     split.generationTokens += r.completionTokens;
     split.requests++;
     split.ttft.observe(r.ttftMs / 1000);
     split.e2e.observe(r.e2eMs / 1000);
     this.queue.observe(r.queueMs / 1000);
-    if (r.completionTokens > 1) this.itl.observe((r.e2eMs - r.ttftMs) / 1000 / (r.completionTokens - 1));
-    this.promptTokens.observe(r.promptTokens);
-    this.uncachedPromptTokens.observe(r.promptTokens - r.cachedTokens);
-    this.generationTokens.observe(r.completionTokens);
-    this.cachedBySource.device += r.cachedDevice;
-    this.cachedBySource.host += r.cachedHost;
-    this.cachedBySource.storage += r.cachedStorage ?? 0;
+    if (r.completionTokens > 1) series.itl.observe((r.e2eMs - r.ttftMs) / 1000 / (r.completionTokens - 1));
+    series.promptTokens.observe(r.promptTokens);
+    series.uncachedPromptTokens.observe(r.promptTokens - r.cachedTokens);
+    series.generationTokens.observe(r.completionTokens);
+    series.cachedBySource.device += r.cachedDevice;
+    series.cachedBySource.host += r.cachedHost;
+    series.cachedBySource.storage += r.cachedStorage ?? 0;
   }
+}
+
+/**
+ * A priority as Python's str() writes it. The simulator holds SGLang's last-of-all
+ * priorities (-sys.maxsize - 1, sys.maxsize) as +-2^63 (engine.ts), which a double
+ * cannot print exactly.
+ */
+export function formatPriority(p: number): string {
+  if (p === -(2 ** 63)) return '-9223372036854775808';
+  if (p === 2 ** 63) return '9223372036854775807';
+  return String(p);
+}
+
+/**
+ * The `priority` label of a request's tokenizer series (tokenizer_manager.collect_metrics):
+ * null with priority scheduling off (no label); else the request's own priority or
+ * `--default-priority-value` (tokenizer_manager._set_default_priority), "" without either
+ * (tokenizer_metric_labels' default: the scheduler's last-of-all value never reaches it).
+ */
+export function tokenizerPriorityLabel(
+  own: number | null | undefined,
+  scheduling: { readonly defaultPriority: number | null } | null | undefined,
+): string | null {
+  if (!scheduling) return null;
+  const p = own ?? scheduling.defaultPriority;
+  return p === null ? '' : formatPriority(p);
 }
 
 type Labels = Readonly<Record<string, string>>;
@@ -182,12 +220,15 @@ class Exposition {
 
 export function renderMetrics(input: MetricsInput): string {
   const engineType = engineTypeOf(input.pdMode);
+  const byPriority = input.snapshot.byPriority;
   const scheduler: Labels = {
     model_name: input.modelName,
     engine_type: engineType,
     tp_rank: '0',
     pp_rank: '0',
     moe_ep_rank: '0',
+    // SchedulerMetricsCollector.init_new: every scheduler series carries it, the totals under "".
+    ...(byPriority ? { priority: '' } : {}),
     ...(input.dpSize > 1 ? { dp_rank: '0' } : {}),
   };
   const tokenizer: Labels = { model_name: input.modelName, engine_type: engineType };
@@ -202,8 +243,24 @@ export function renderMetrics(input: MetricsInput): string {
   // The snapshot's used tokens are SGLang's: the evictable cache is not among them (engine.ts).
   const kvUsed = s.numUsedTokens;
 
-  gauge('num_running_reqs', 'The number of running requests.', s.numRunningReqs);
-  gauge('num_queue_reqs', 'The number of requests in the waiting queue.', s.numWaitingReqs);
+  // _log_gauge_queue_count: the total, then with priority scheduling each known priority's count.
+  const queueGauge = (
+    name: string,
+    help: string,
+    total: number,
+    counts?: ReadonlyMap<number, number>,
+  ): void => {
+    gauge(name, help, total);
+    for (const p of byPriority?.known ?? [])
+      out.sample(name, { ...scheduler, priority: formatPriority(p) }, counts?.get(p) ?? 0);
+  };
+  queueGauge('num_running_reqs', 'The number of running requests.', s.numRunningReqs, byPriority?.running);
+  queueGauge(
+    'num_queue_reqs',
+    'The number of requests in the waiting queue.',
+    s.numWaitingReqs,
+    byPriority?.waiting,
+  );
   gauge('num_grammar_queue_reqs', 'The number of requests in the grammar waiting queue.', 0);
   gauge('gen_throughput', 'The generation throughput (token/s).', s.genThroughput);
   gauge('cache_hit_rate', 'The prefix cache hit rate.', s.cacheHitRate);
@@ -259,13 +316,20 @@ export function renderMetrics(input: MetricsInput): string {
   return out.text();
 }
 
-/** The tokenizer collector's per-request series. */
-function renderRequestSeries(out: Exposition, labels: Labels, m: SimMetrics): void {
-  const splits = [...m.byStreaming.entries()].sort(([a], [b]) => a.localeCompare(b));
+/** The tokenizer collector's per-request series, one label set per request priority. */
+function renderRequestSeries(out: Exposition, base: Labels, m: SimMetrics): void {
+  const groups = [...m.byPriority.entries()]
+    .sort(([a], [b]) => (a ?? '').localeCompare(b ?? ''))
+    .map(([p, series]) => ({ labels: p === null ? base : { ...base, priority: p }, series }));
+  const splits = groups.flatMap(({ labels, series }) =>
+    [...series.byStreaming.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, s]) => ({ labels: { ...labels, is_streaming: k }, s })),
+  );
   const perStream = (name: string, type: string, help: string, value: (s: StreamSplit) => number): void => {
     if (splits.length === 0) return;
     out.family(name, type, help);
-    for (const [k, s] of splits) out.sample(name, { ...labels, is_streaming: k }, value(s));
+    for (const { labels, s } of splits) out.sample(name, labels, value(s));
   };
   perStream('prompt_tokens_total', 'counter', 'Number of prefill tokens processed.', (s) => s.promptTokens);
   perStream(
@@ -275,46 +339,50 @@ function renderRequestSeries(out: Exposition, labels: Labels, m: SimMetrics): vo
     (s) => s.generationTokens,
   );
   perStream('num_requests_total', 'counter', 'Number of requests processed.', (s) => s.requests);
-  const sources = (['device', 'host', 'storage'] as const).filter((k) => m.cachedBySource[k] > 0);
-  if (sources.length > 0) {
+  const cached = groups.flatMap(({ labels, series }) =>
+    (['device', 'host', 'storage'] as const)
+      .filter((k) => series.cachedBySource[k] > 0)
+      .map((k) => ({ labels: { ...labels, cache_source: k }, v: series.cachedBySource[k] })),
+  );
+  if (cached.length > 0) {
     out.family(
       'cached_tokens_total',
       'counter',
       'Number of cached prompt tokens by source (device/host/storage).',
     );
-    for (const k of sources)
-      out.sample('cached_tokens_total', { ...labels, cache_source: k }, m.cachedBySource[k]);
+    for (const { labels, v } of cached) out.sample('cached_tokens_total', labels, v);
   }
-  if (m.aborted > 0) {
+  const aborted = groups.filter(({ series }) => series.aborted > 0);
+  if (aborted.length > 0) {
     out.family('num_aborted_requests_total', 'counter', 'Number of requests aborted.');
-    out.sample('num_aborted_requests_total', labels, m.aborted);
+    for (const { labels, series } of aborted)
+      out.sample('num_aborted_requests_total', labels, series.aborted);
   }
   if (splits.length > 0) {
     out.family('time_to_first_token_seconds', 'histogram', 'Histogram of time to first token in seconds.');
-    for (const [k, s] of splits)
-      out.histogram('time_to_first_token_seconds', { ...labels, is_streaming: k }, s.ttft);
+    for (const { labels, s } of splits) out.histogram('time_to_first_token_seconds', labels, s.ttft);
     out.family(
       'e2e_request_latency_seconds',
       'histogram',
       'Histogram of End-to-end request latency in seconds',
     );
-    for (const [k, s] of splits)
-      out.histogram('e2e_request_latency_seconds', { ...labels, is_streaming: k }, s.e2e);
+    for (const { labels, s } of splits) out.histogram('e2e_request_latency_seconds', labels, s.e2e);
   }
-  const plain: [string, string, Histogram][] = [
-    ['inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', m.itl],
-    ['prompt_tokens_histogram', 'Histogram of prompt token length.', m.promptTokens],
+  const plain: [string, string, (s: RequestSeries) => Histogram][] = [
+    ['inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', (s) => s.itl],
+    ['prompt_tokens_histogram', 'Histogram of prompt token length.', (s) => s.promptTokens],
     [
       'uncached_prompt_tokens_histogram',
       'Histogram of uncached prompt token length.',
-      m.uncachedPromptTokens,
+      (s) => s.uncachedPromptTokens,
     ],
-    ['generation_tokens_histogram', 'Histogram of generation token length.', m.generationTokens],
+    ['generation_tokens_histogram', 'Histogram of generation token length.', (s) => s.generationTokens],
   ];
-  for (const [name, help, h] of plain) {
-    if (h.count === 0) continue;
+  for (const [name, help, pick] of plain) {
+    const observed = groups.filter(({ series }) => pick(series).count > 0);
+    if (observed.length === 0) continue;
     out.family(name, 'histogram', help);
-    out.histogram(name, labels, h);
+    for (const { labels, series } of observed) out.histogram(name, labels, pick(series));
   }
 }
 

@@ -16,7 +16,7 @@ import { Engine, splitOf, type CachedSplit, type RequestResult } from './engine.
 import { KvEventsService } from './kv-events-service.ts';
 import { abortReason, planOutput, type FinishReason, type OutputPlan, type StopRules } from './generation.ts';
 import { HttpError, errorBody, sendJson } from './http-util.ts';
-import { SimMetrics } from './metrics.ts';
+import { SimMetrics, tokenizerPriorityLabel } from './metrics.ts';
 import { FAKE_BOOTSTRAP_HOST, RoomRegistry, createBootstrapServer, waitForPrefill } from './pd.ts';
 import { SigtermWatchdog } from './sigterm.ts';
 
@@ -432,7 +432,11 @@ export class SimServer {
         this.#rooms.complete(String(b.room), performance.now(), cached);
       }
     }
-    this.metrics.record(result, input.stream === true);
+    this.metrics.record(
+      result,
+      input.stream === true,
+      tokenizerPriorityLabel(input.priority, this.engine.config.priorityScheduling),
+    );
     const completionTokens = Math.min(result.completionTokens, wanted);
     let finish: FinishReason = plan.finish;
     if (result.finish === 'abort')

@@ -1,0 +1,112 @@
+// With --enable-priority-scheduling SGLang 0.5.23 writes every scheduler series with a
+// `priority` label (the totals under priority="") and the running and waiting counts once
+// more per priority (observability/metrics_collector.py: SchedulerMetricsCollector.init_new,
+// _log_gauge_queue_count, QueueCount.from_reqs); the tokenizer's series carry each request's
+// priority (tokenizer_manager.collect_metrics). Held to the real server by
+// test/conformance/differential.test.ts.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseRuntimeMetrics } from '../../gateway/src/endpoints/runtime-load.ts';
+import { postJson, startSim, type RunningSim } from '../support/sim/testing.ts';
+
+const PRIORITY_ARGS = [
+  '--model-path',
+  'm',
+  '--served-model-name',
+  'served',
+  '--enable-metrics',
+  '--max-running-requests',
+  '1',
+  '--enable-priority-scheduling',
+  '--disable-priority-preemption',
+];
+const SCHEDULER = 'model_name="served",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"';
+const LAST_OF_ALL = '-9223372036854775808';
+
+function ids(seed: number, n: number): number[] {
+  return Array.from({ length: n }, (_, i) => 5 + ((seed * 131 + i * 7) % 400));
+}
+
+let sim: RunningSim | undefined;
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
+
+/** Four requests held waiting in the engine (its clock stopped): priorities 7, 7, 3 and none. */
+async function holdFour(s: RunningSim): Promise<Promise<unknown>[]> {
+  s.clock.hold();
+  const pending = [7, 7, 3, undefined].map((priority, i) =>
+    postJson(`${s.url}/generate`, {
+      input_ids: ids(i, 64),
+      sampling_params: { max_new_tokens: 2 },
+      ...(priority === undefined ? {} : { priority }),
+    }),
+  );
+  await s.untilWaiting(4);
+  return pending;
+}
+
+describe('/metrics with priority scheduling', () => {
+  it('writes each queue gauge as its total under priority="" and a count per priority', async () => {
+    sim = await startSim(PRIORITY_ARGS);
+    const pending = await holdFour(sim);
+    const text = await (await fetch(`${sim.url}/metrics`)).text();
+    const samples = (name: string): string[] =>
+      text.split('\n').filter((l) => l.startsWith(`sglang:${name}{`));
+    expect(samples('num_queue_reqs').sort()).toEqual(
+      [
+        `sglang:num_queue_reqs{${SCHEDULER},priority=""} 4`,
+        `sglang:num_queue_reqs{${SCHEDULER},priority="7"} 2`,
+        `sglang:num_queue_reqs{${SCHEDULER},priority="3"} 1`,
+        `sglang:num_queue_reqs{${SCHEDULER},priority="${LAST_OF_ALL}"} 1`,
+      ].sort(),
+    );
+    expect(samples('num_running_reqs')).toContain(`sglang:num_running_reqs{${SCHEDULER},priority="7"} 0`);
+    // Every other scheduler series carries the label, empty.
+    expect(samples('token_usage')).toEqual([
+      expect.stringMatching(`^sglang:token_usage\\{${SCHEDULER},priority=""\\} `),
+    ]);
+    sim.clock.release();
+    await Promise.all(pending);
+  });
+
+  it("keeps a priority it has seen at 0 once its requests are gone, as the collector's known set", async () => {
+    sim = await startSim(PRIORITY_ARGS);
+    await Promise.all(await holdFour(sim).then((p) => (sim?.clock.release(), p)));
+    const text = await (await fetch(`${sim.url}/metrics`)).text();
+    expect(text).toContain(`sglang:num_queue_reqs{${SCHEDULER},priority="3"} 0\n`);
+  });
+
+  it('labels the tokenizer\'s series with the request\'s priority, "" for a request without one', async () => {
+    sim = await startSim(PRIORITY_ARGS);
+    await Promise.all(await holdFour(sim).then((p) => (sim?.clock.release(), p)));
+    const text = await (await fetch(`${sim.url}/metrics`)).text();
+    const tokenizer = 'model_name="served",engine_type="unified"';
+    for (const [p, n] of [
+      ['7', 2],
+      ['3', 1],
+      ['', 1],
+    ] as const)
+      expect(text).toContain(
+        `sglang:num_requests_total{${tokenizer},priority="${p}",is_streaming="false"} ${n}\n`,
+      );
+  });
+
+  it("gives the gateway's load scrape the queue once, not once more per priority", async () => {
+    sim = await startSim(PRIORITY_ARGS);
+    const pending = await holdFour(sim);
+    const text = await (await fetch(`${sim.url}/metrics`)).text();
+    expect(parseRuntimeMetrics(text)).toMatchObject({ queued: 4 });
+    sim.clock.release();
+    await Promise.all(pending);
+  });
+});
+
+describe('/metrics without priority scheduling', () => {
+  it('writes no priority label', async () => {
+    sim = await startSim(PRIORITY_ARGS.slice(0, PRIORITY_ARGS.indexOf('--enable-priority-scheduling')));
+    await Promise.all(await holdFour(sim).then((p) => (sim?.clock.release(), p)));
+    expect(await (await fetch(`${sim.url}/metrics`)).text()).not.toContain('priority=');
+  });
+});
