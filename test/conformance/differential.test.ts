@@ -144,6 +144,7 @@ describe('dense with priority scheduling: the priority label on every metric', (
       '--served-model-name',
       MODEL,
       '--enable-metrics',
+      '--enable-cache-report',
       '--enable-priority-scheduling',
       '--disable-priority-preemption',
       '--max-total-tokens',

@@ -164,6 +164,12 @@ function findUnmodelledPriorityScheduling(a: SglangArgs): string | undefined {
   return undefined;
 }
 
+/** `--decode-log-interval` (SGLang's default 40): the decode batches between two stats reports. */
+export function readDecodeLogInterval(a: SglangArgs): number {
+  const v = a['decode_log_interval'];
+  return typeof v === 'number' && Number.isInteger(v) ? v : 40;
+}
+
 /** The engine's priority scheduling from the launch flags; null when off. */
 function buildPriorityScheduling(a: SglangArgs): PriorityScheduling | null {
   if (a['enable_priority_scheduling'] !== true) return null;
@@ -171,6 +177,7 @@ function buildPriorityScheduling(a: SglangArgs): PriorityScheduling | null {
   return {
     lowValuesFirst: a['schedule_low_priority_values_first'] === true,
     defaultPriority: typeof fallback === 'number' ? fallback : null,
+    decodeLogInterval: readDecodeLogInterval(a),
   };
 }
 

@@ -71,6 +71,11 @@ export interface PriorityScheduling {
   readonly lowValuesFirst: boolean;
   /** `--default-priority-value`: the priority of a request that sends none; null: the last of all. */
   readonly defaultPriority: number | null;
+  /**
+   * `--decode-log-interval`: every this many decode batches the scheduler reports its stats
+   * (the priorities its metrics know); absent: after prefill batches only (no metrics read).
+   */
+  readonly decodeLogInterval?: number;
 }
 
 /**
@@ -188,8 +193,10 @@ export interface EngineSnapshot {
 /**
  * The per-priority breakdown SGLang's queue gauges carry with priority scheduling on
  * (metrics_collector.QueueCount.from_reqs over running_batch / waiting_queue). `known` is
- * every priority a request has queued with: the collector keeps a priority it has seen
- * (`_known_priorities`) and writes 0 for it once its requests are gone.
+ * every priority its stats reports have seen (`_known_priorities`, kept at 0 once its
+ * requests are gone); a report counts the running batch and the waiting queue after each
+ * prefill batch and every decode_log_interval decode batches (metrics_reporter
+ * report_prefill_stats, report_decode_stats), so a request alone never enters it.
  */
 export interface PriorityCounts {
   readonly known: readonly number[];
@@ -254,6 +261,7 @@ export class Engine {
   #reservedTotal = 0;
   #lastHitRate = 0;
   readonly #knownPriorities = new Set<number>();
+  #decodeBatches = 0;
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
   /**
@@ -300,7 +308,6 @@ export class Engine {
       aborted: null,
     };
     this.#byRid.set(spec.rid, live);
-    if (this.#cfg.priorityScheduling) this.#knownPriorities.add(live.priority);
     this.#waiting.push(live);
     this.#kick();
   }
@@ -358,6 +365,13 @@ export class Engine {
       byPriority: this.#cfg.priorityScheduling ? this.#countByPriority() : null,
       counters: { ...this.counters },
     };
+  }
+
+  /** A stats report: the priorities of `running` and of the waiting queue become known. */
+  #reportStats(running: readonly Live[]): void {
+    if (!this.#cfg.priorityScheduling) return;
+    for (const l of running) this.#knownPriorities.add(l.priority);
+    for (const l of this.#waiting) this.#knownPriorities.add(l.priority);
   }
 
   #countByPriority(): PriorityCounts {
@@ -498,7 +512,9 @@ export class Engine {
         (loaded / this.#cfg.hostLoadTps) * 1000 +
         (fromL3 > 0 ? (fromL3 / (this.#cfg.l3?.loadTps ?? Infinity)) * 1000 : 0);
       this.counters.prefillBusyMs += duration;
-      this.#runStep(start, duration, this.#endPrefill(prefill), 'prefill');
+      // PrefillStats.from_adder: the running batch as the prefill batch forms (a PD decode
+      // server, the only one whose requests skip prefill, forms none).
+      this.#runStep(start, duration, this.#endPrefill(prefill, [...this.#running]), 'prefill');
     } else if (this.#running.length > 0) {
       const duration = this.#cfg.decodeBaseMs + this.#cfg.decodePerReqMs * this.#running.length;
       const batch = [...this.#running];
@@ -526,8 +542,9 @@ export class Engine {
     });
   }
 
-  #endPrefill(batch: readonly Live[]): (end: number) => void {
+  #endPrefill(batch: readonly Live[], runningAtStart: readonly Live[]): (end: number) => void {
     return (end) => {
+      this.#reportStats(runningAtStart);
       for (const l of batch) {
         this.counters.promptTokens += l.spec.promptIds.length;
         this.counters.cachedTokens += l.cachedDevice + l.hostLoaded + l.storageLoaded;
@@ -546,6 +563,9 @@ export class Engine {
 
   #endDecode(batch: readonly Live[]): (end: number) => void {
     return (end) => {
+      this.#decodeBatches = (this.#decodeBatches + 1) % 2 ** 30;
+      const interval = this.#cfg.priorityScheduling?.decodeLogInterval ?? 0;
+      if (interval > 0 && this.#decodeBatches % interval === 0) this.#reportStats(batch);
       for (const l of batch) {
         if (l.aborted === null) this.#emitTokens(l, end);
         if (l.aborted !== null || l.generated >= l.spec.outputIds.length) {

@@ -15,7 +15,7 @@
 //
 // One DP rank (the simulator has one scheduler): rank 0's sockets only.
 
-import type { SimConfig } from './config.ts';
+import { readDecodeLogInterval, type SimConfig } from './config.ts';
 import type { Engine, EngineStepKind } from './engine.ts';
 import { encodeEventBatch, type LoadStat } from './kv-event-codec.ts';
 import { ZmqEventPublisher } from './kv-event-publisher.ts';
@@ -35,7 +35,6 @@ import { parseNamespace } from './generation.ts';
 import { LOAD_PUBLISH_HEARTBEAT_MS, LoadPublisher, LoadThrottle } from './load-publisher.ts';
 import type { RadixTree, TreeNode } from './radix-tree.ts';
 
-const DEFAULT_DECODE_LOG_INTERVAL = 40;
 const DEFAULT_LOAD_SNAPSHOT_PUBLISH_INTERVAL = 15;
 const ATTN_DP_RANK = 0;
 
@@ -113,10 +112,7 @@ export class KvEventsService {
     const { range, reason } = resolveLoadRange(cfg.publisher === 'null' ? null : cfg, dpSize, loadEndpoint);
     if (reason !== null) throw new Error(reason);
     this.#loadEndpoint = range ? `tcp://${formatHost(range.host)}:${range.base + ATTN_DP_RANK}` : null;
-    this.#decodeLogInterval = Math.max(
-      1,
-      intFlag(config, 'decode_log_interval', DEFAULT_DECODE_LOG_INTERVAL),
-    );
+    this.#decodeLogInterval = Math.max(1, readDecodeLogInterval(config.sglang));
     this.#throttle = new LoadThrottle(
       intFlag(config, 'load_snapshot_publish_interval', DEFAULT_LOAD_SNAPSHOT_PUBLISH_INTERVAL),
     );

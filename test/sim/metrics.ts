@@ -36,6 +36,13 @@ const TOKEN_BUCKETS = [
 ];
 /** The radix cache class a Llama model gets in 0.5.23 (its metrics' cache_type). */
 const CACHE_TYPE = 'UnifiedRadixCache';
+/**
+ * SGLANG_FORCE_STREAM_INTERVAL: a request that does not stream reaches the tokenizer every this
+ * many tokens and when it finishes (output_streamer.accept), so only one longer than this has an
+ * inter-token latency observed (tokenizer_manager.collect_metrics observes it from the second
+ * output on).
+ */
+const FORCE_STREAM_INTERVAL = 50;
 /** SGLang's health checks carry this rid prefix and log no metrics (log_metrics=False). */
 const HEALTH_CHECK_PREFIX = 'HEALTH_CHECK';
 
@@ -111,7 +118,8 @@ export class SimMetrics {
     split.ttft.observe(r.ttftMs / 1000);
     split.e2e.observe(r.e2eMs / 1000);
     this.queue.observe(r.queueMs / 1000);
-    if (r.completionTokens > 1) series.itl.observe((r.e2eMs - r.ttftMs) / 1000 / (r.completionTokens - 1));
+    if (r.completionTokens > (isStreaming ? 1 : FORCE_STREAM_INTERVAL))
+      series.itl.observe((r.e2eMs - r.ttftMs) / 1000 / (r.completionTokens - 1));
     series.promptTokens.observe(r.promptTokens);
     series.uncachedPromptTokens.observe(r.promptTokens - r.cachedTokens);
     series.generationTokens.observe(r.completionTokens);

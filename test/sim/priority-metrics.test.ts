@@ -47,9 +47,17 @@ async function holdFour(s: RunningSim): Promise<Promise<unknown>[]> {
   return pending;
 }
 
+/** Served four held requests to the end: the first prefill reports the other three waiting. */
+async function serveFour(s: RunningSim): Promise<void> {
+  const pending = await holdFour(s);
+  s.clock.release();
+  await Promise.all(pending);
+}
+
 describe('/metrics with priority scheduling', () => {
-  it('writes each queue gauge as its total under priority="" and a count per priority', async () => {
+  it('writes each queue gauge as its total under priority="" and a count per known priority', async () => {
     sim = await startSim(PRIORITY_ARGS);
+    await serveFour(sim);
     const pending = await holdFour(sim);
     const text = await (await fetch(`${sim.url}/metrics`)).text();
     const samples = (name: string): string[] =>
@@ -71,16 +79,25 @@ describe('/metrics with priority scheduling', () => {
     await Promise.all(pending);
   });
 
-  it("keeps a priority it has seen at 0 once its requests are gone, as the collector's known set", async () => {
+  it('keeps a priority its stats have seen at 0 once its requests are gone', async () => {
     sim = await startSim(PRIORITY_ARGS);
-    await Promise.all(await holdFour(sim).then((p) => (sim?.clock.release(), p)));
+    await serveFour(sim);
     const text = await (await fetch(`${sim.url}/metrics`)).text();
     expect(text).toContain(`sglang:num_queue_reqs{${SCHEDULER},priority="3"} 0\n`);
   });
 
+  it('never breaks down a priority whose requests ran alone: no stats report saw them', async () => {
+    sim = await startSim(PRIORITY_ARGS);
+    const alone = { input_ids: ids(9, 64), sampling_params: { max_new_tokens: 2 }, priority: 9 };
+    expect((await postJson(`${sim.url}/generate`, alone)).status).toBe(200);
+    const text = await (await fetch(`${sim.url}/metrics`)).text();
+    expect(text).not.toMatch(/^sglang:num_(queue|running)_reqs\{[^}]*priority="9"/m);
+    expect(text).toContain('priority="9",is_streaming="false"'); // the tokenizer's series have it
+  });
+
   it('labels the tokenizer\'s series with the request\'s priority, "" for a request without one', async () => {
     sim = await startSim(PRIORITY_ARGS);
-    await Promise.all(await holdFour(sim).then((p) => (sim?.clock.release(), p)));
+    await serveFour(sim);
     const text = await (await fetch(`${sim.url}/metrics`)).text();
     const tokenizer = 'model_name="served",engine_type="unified"';
     for (const [p, n] of [
@@ -95,6 +112,7 @@ describe('/metrics with priority scheduling', () => {
 
   it("gives the gateway's load scrape the queue once, not once more per priority", async () => {
     sim = await startSim(PRIORITY_ARGS);
+    await serveFour(sim);
     const pending = await holdFour(sim);
     const text = await (await fetch(`${sim.url}/metrics`)).text();
     expect(parseRuntimeMetrics(text)).toMatchObject({ queued: 4 });
@@ -106,7 +124,7 @@ describe('/metrics with priority scheduling', () => {
 describe('/metrics without priority scheduling', () => {
   it('writes no priority label', async () => {
     sim = await startSim(PRIORITY_ARGS.slice(0, PRIORITY_ARGS.indexOf('--enable-priority-scheduling')));
-    await Promise.all(await holdFour(sim).then((p) => (sim?.clock.release(), p)));
+    await serveFour(sim);
     expect(await (await fetch(`${sim.url}/metrics`)).text()).not.toContain('priority=');
   });
 });
