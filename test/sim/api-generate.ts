@@ -111,6 +111,7 @@ function prepare(
         rid: rids?.[i] ?? (typeof body.rid === 'string' && !isBatch ? body.rid : server.newRid()),
         promptIds,
         maxNewTokens: sp?.max_new_tokens ?? 128,
+        samplingMaxNewTokens: sp?.max_new_tokens === undefined ? 128 : sp.max_new_tokens,
         seed: seedOf(server, sp),
         rules: toStopRules(sp?.stop, sp?.stop_token_ids),
         namespace: buildNamespace(body.cache_salt, body.extra_key),

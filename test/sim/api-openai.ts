@@ -48,6 +48,15 @@ function buildMetadata(completionTokens: number): Record<string, unknown> {
   };
 }
 
+/** ChatCompletionRequest.to_sampling_params: max_completion_tokens or max_tokens, else None. */
+function samplingMaxNewTokensOf(
+  kind: Kind,
+  asked: number | null | undefined,
+  maxTokens: number,
+): number | null {
+  return kind === 'chat' ? (asked ?? null) : maxTokens;
+}
+
 function buildInput(server: SimServer, kind: Kind, body: OpenAiBody, delayMs: number): GenerationInput {
   let promptIds: number[];
   if (kind === 'chat') promptIds = applyChatTemplate((body as ChatCompletionRequest).messages);
@@ -74,6 +83,7 @@ function buildInput(server: SimServer, kind: Kind, body: OpenAiBody, delayMs: nu
     rid: body.rid ?? server.newRid(),
     promptIds,
     maxNewTokens: maxTokens,
+    samplingMaxNewTokens: samplingMaxNewTokensOf(kind, asked, maxTokens),
     seed: body.seed ?? server.config.sglang.random_seed ?? 0,
     rules: toStopRules(body.stop, body.stop_token_ids),
     namespace: buildNamespace(body.cache_salt, body.extra_key),

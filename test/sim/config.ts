@@ -151,16 +151,15 @@ function convertSim(name: string, flag: SimFlag, raw: string): Result<number | s
 const ratesArePositive = (o: SimOptions): boolean => o.prefillTps > 0 && o.hostLoadTps > 0 && o.l3LoadTps > 0;
 
 /**
- * The simulator orders its queue as SGLang's FCFS policy with priority scheduling does, and no
- * more: it neither retracts running requests for a higher priority (SGLang's default, on when the
- * running batch is full) nor orders by longest output (lof). Refused rather than served otherwise.
+ * The simulator orders its queue as SGLang's fcfs and lof policies with priority scheduling do
+ * (the only two SGLang allows with it), and no more: it does not retract running requests for a
+ * higher priority (SGLang's default, on when the running batch is full). Refused rather than
+ * served otherwise.
  */
 function findUnmodelledPriorityScheduling(a: SglangArgs): string | undefined {
   if (a['enable_priority_scheduling'] !== true) return undefined;
   if (a['disable_priority_preemption'] !== true)
     return 'the simulator does not model priority preemption: pass --disable-priority-preemption with --enable-priority-scheduling';
-  if (a.schedule_policy !== 'fcfs')
-    return 'the simulator models priority scheduling with --schedule-policy fcfs only';
   return undefined;
 }
 
@@ -178,6 +177,7 @@ function buildPriorityScheduling(a: SglangArgs): PriorityScheduling | null {
     lowValuesFirst: a['schedule_low_priority_values_first'] === true,
     defaultPriority: typeof fallback === 'number' ? fallback : null,
     decodeLogInterval: readDecodeLogInterval(a),
+    longestOutputFirst: a.schedule_policy === 'lof',
   };
 }
 

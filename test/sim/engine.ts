@@ -71,6 +71,8 @@ export interface PriorityScheduling {
   readonly lowValuesFirst: boolean;
   /** `--default-priority-value`: the priority of a request that sends none; null: the last of all. */
   readonly defaultPriority: number | null;
+  /** `--schedule-policy lof`: within a priority the longest max_new_tokens first, then arrival. */
+  readonly longestOutputFirst?: boolean;
   /**
    * `--decode-log-interval`: every this many decode batches the scheduler reports its stats
    * (the priorities its metrics know); absent: after prefill batches only (no metrics read).
@@ -112,6 +114,8 @@ export interface RequestSpec {
   readonly skipCacheInsert?: boolean;
   /** The request's `priority` field; read only with priority scheduling on. */
   readonly priority?: number | null | undefined;
+  /** The scheduler's max_new_tokens (clipped), lof's sort key; absent: outputIds.length. */
+  readonly maxNewTokens?: number;
 }
 
 export interface RequestListener {
@@ -463,7 +467,7 @@ export class Engine {
   #orderWaiting(): void {
     const p = this.#cfg.priorityScheduling;
     if (p && this.#running.length < this.#cfg.maxRunningRequests)
-      sortByPriorityAndFcfs(this.#waiting, p.lowValuesFirst ? 1 : -1);
+      sortByPriority(this.#waiting, p.lowValuesFirst ? 1 : -1, p.longestOutputFirst === true);
   }
 
   /** PrefillAdder.add_one_req's first check (--prefill-max-requests): the batch closes, nothing is blocked. */
@@ -639,12 +643,20 @@ export class Engine {
 }
 
 /**
- * SGLang's SchedulePolicy._sort_by_priority_and_fcfs: the waiting queue sorted
- * in place by (priority * sign, wait_queue_entry_time), sign 1 when low values
- * run first, -1 otherwise. Both sorts are stable, so requests with one priority
- * that entered together keep their order.
+ * SGLang's SchedulePolicy.calc_priority with priority scheduling: under fcfs
+ * `_sort_by_priority_and_fcfs`, the waiting queue sorted in place by (priority * sign,
+ * wait_queue_entry_time); under lof `_sort_by_longest_output`, by (priority * sign,
+ * -max_new_tokens). Sign 1 when low values run first, -1 otherwise. Python's sort is
+ * stable and every key is fixed for a request's life, so lof's ties keep the order requests
+ * were appended in: arrival, the last key here. Both sorts are stable, so requests with one
+ * priority that entered together keep their order.
  */
-function sortByPriorityAndFcfs(waiting: Live[], sign: 1 | -1): void {
+function sortByPriority(waiting: Live[], sign: 1 | -1, longestOutputFirst: boolean): void {
   const key = (l: Live): number => l.priority * sign;
-  waiting.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.arrivedAt - b.arrivedAt));
+  const output = (l: Live): number =>
+    longestOutputFirst ? -(l.spec.maxNewTokens ?? l.spec.outputIds.length) : 0;
+  waiting.sort(
+    (a, b) =>
+      (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0) || output(a) - output(b) || a.arrivedAt - b.arrivedAt,
+  );
 }

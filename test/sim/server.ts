@@ -52,6 +52,11 @@ export interface GenerationInput {
   readonly rid: string;
   readonly promptIds: readonly number[];
   readonly maxNewTokens: number;
+  /**
+   * SGLang's sampling_params.max_new_tokens as the request left it, before the scheduler clips
+   * it (null: none, a chat request without max_tokens); lof orders the queue by the clipped value.
+   */
+  readonly samplingMaxNewTokens?: number | null;
   readonly seed: number;
   readonly rules: StopRules;
   readonly namespace: string;
@@ -325,6 +330,22 @@ export class SimServer {
    * schedules it, prefill and decode alike, unless the transfer backend is fake
    * (managers/scheduler.py); the abort answers 400.
    */
+  /**
+   * Scheduler.init_req_max_new_tokens: none asked is 2^30; then at most max_req_len - input - 1
+   * (tp_worker: min(context_len, max_total_num_tokens) - 1) and what an empty pool holds beside
+   * the paged prompt (allocator max_new_tokens_for_memory).
+   */
+  #clipMaxNewTokens(input: GenerationInput): number {
+    const inputLen = input.promptIds.length;
+    const page = this.serving.pageSize;
+    const total = this.engine.config.maxTotalTokens;
+    const maxReqLen = Math.min(this.serving.contextLength - 1, total - 1);
+    const pagedInput = Math.ceil(inputLen / page) * page;
+    const asked = input.samplingMaxNewTokens === undefined ? input.maxNewTokens : input.samplingMaxNewTokens;
+    const clipped = Math.min(asked ?? 2 ** 30, maxReqLen - inputLen - 1);
+    return Math.max(0, Math.min(Math.max(0, clipped), total - pagedInput - page - 1));
+  }
+
   #refuseRoomless(input: GenerationInput): RequestResult | undefined {
     const a = this.config.sglang;
     if (a.disaggregation_mode === 'null' || input.bootstrap || a.disaggregation_transfer_backend === 'fake') {
@@ -398,6 +419,7 @@ export class SimServer {
           skipPrefill: mode === 'decode',
           skipCacheInsert: b?.host === FAKE_BOOTSTRAP_HOST,
           priority: input.priority,
+          maxNewTokens: this.#clipMaxNewTokens(input),
         },
         {
           onTokens: (n, _now, cached) =>
