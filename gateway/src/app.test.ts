@@ -188,6 +188,16 @@ describe('forwarding', () => {
     );
   });
 
+  // ADR 0057: the stamp is the chosen endpoint's; a retry to another is stamped for that one.
+  it('stamps a retry for the endpoint it goes to, and not where that one does not order by priority', async () => {
+    table.replace([route({ endpoints: [endpoint('a', a, { priorityScheduling: true }), endpoint('b', b)] })]);
+    a.mode = 'fail';
+    const res = await app.inject(post('/v1/chat/completions', chat())); // round-robin starts at a
+    expect(res.headers['x-cacheroute-endpoint']).toBe('b');
+    expect(a.received[0]?.body).toHaveProperty('priority', 1);
+    expect(b.received[0]?.body).not.toHaveProperty('priority');
+  });
+
   // ADR 0036's burst test reads the tier's arrivals: a retry is the same client request, not another.
   it('counts a retried request as one arrival at the tier', async () => {
     const arrivals: number[] = [];

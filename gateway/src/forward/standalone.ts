@@ -19,14 +19,15 @@ export async function forwardStandalone<T, R extends Answer>(
   { exchange, deliver }: Via<T, R>,
 ): Promise<Forwarded<T>> {
   const { ctx, decision, lease } = fwd;
-  const { route, input, body } = decision;
+  const { route, input } = decision;
   const { policy } = lease;
   const { book } = deps;
   const tried: string[] = [];
   let lastError: GatewayError | undefined;
   for (let attempt = 0; attempt < deps.maxAttempts; attempt++) {
-    const endpoint = attempt === 0 ? first : lease.repick(tried, attempt);
-    if (!endpoint) break;
+    const retry = attempt === 0 ? { endpoint: first, body: decision.body } : lease.repick(tried, attempt);
+    if (!retry) break;
+    const { endpoint, body } = retry;
     if (attempt > 0) deps.metrics.retries.inc({ model: route.model });
     tried.push(endpoint.id);
     deps.kvIndex.expectEvents(endpoint.id);

@@ -262,7 +262,7 @@ export class Picker {
           trace: scope.trace,
         });
       const noEndpoint = (): GatewayError => new GatewayError('GW_NO_ENDPOINT', { model: route.model });
-      // Stamped for the endpoint chosen first: what it must prefill of this prompt.
+      // Stamped for the endpoint it goes to first: what that one must prefill of this prompt.
       const stamp = (
         b: Record<string, unknown>,
         endpoints: readonly RouteEndpoint[],
@@ -296,16 +296,16 @@ export class Picker {
         expectOutput(endpoint);
         const fallbacks = req.fallbacks ? selectFallbacks(s, sel, endpoint, req.fallbacks) : [];
         target = { kind: 'standalone', endpoint, fallbacks };
-        // A retry (repick) sends this body as it is: the stamp of the first choice, ignored by a
-        // runtime without priority scheduling (a Deployment's endpoints share the switch, save mid-rollout).
-        body = stamp(body, [endpoint, ...fallbacks], sel.cached);
+        const unstamped = body;
+        body = stamp(unstamped, [endpoint, ...fallbacks], sel.cached);
+        // A retry is stamped anew for the endpoint it goes to (its own uncached part), or not at
+        // all where that endpoint does not order by priority (mid-rollout).
         repick = (tried, attempt) => {
           const next = selectEndpoint(s, sel, tried);
-          if (next) {
-            record(next, undefined, attempt, sel.cached);
-            expectOutput(next);
-          }
-          return next;
+          if (!next) return undefined;
+          record(next, undefined, attempt, sel.cached);
+          expectOutput(next);
+          return { endpoint: next, body: stamp(unstamped, [next], sel.cached) };
         };
       }
       return {

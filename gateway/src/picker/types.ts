@@ -115,9 +115,15 @@ export interface PickLease {
   /** The admission slot; only the first call counts. `undefined`: nothing learned (client gone, request at fault). */
   release(info: ReleaseInfo | undefined): void;
   /** A standalone retry: the best endpoint not yet tried, by the load now; recorded as attempt `attempt`. */
-  repick(tried: readonly string[], attempt: number): RouteEndpoint | undefined;
+  repick(tried: readonly string[], attempt: number): Retry | undefined;
   /** Present when the answer may be stored for identical requests: settled once. */
   readonly reuse?: ReuseTicket;
+}
+
+/** Where a retry goes and what it sends: `Decision.body` with the runtime priority stamped for that endpoint. */
+export interface Retry {
+  readonly endpoint: RouteEndpoint;
+  readonly body: Record<string, unknown>;
 }
 
 export interface ReuseTicket {
