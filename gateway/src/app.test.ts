@@ -196,6 +196,10 @@ describe('forwarding', () => {
     expect(res.headers['x-cacheroute-endpoint']).toBe('b');
     expect(a.received[0]?.body).toHaveProperty('priority', 1);
     expect(b.received[0]?.body).not.toHaveProperty('priority');
+    // Counted per stamped body sent: a's, not b's.
+    expect(await metricsText()).toContain(
+      'cacheroute_gateway_runtime_priority_stamps_total{model="m",bucket="short"} 1\n',
+    );
   });
 
   // ADR 0036's burst test reads the tier's arrivals: a retry is the same client request, not another.

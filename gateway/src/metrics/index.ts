@@ -11,6 +11,7 @@ export interface GatewayMetrics {
   readonly registry: Registry;
   readonly requests: Counter<'model' | 'route' | 'code'>;
   readonly decisions: Counter<'model' | 'policy' | 'endpoint' | 'hit'>;
+  readonly runtimePriorityStamps: Counter<'model' | 'bucket'>;
   readonly matchedTokens: Counter<'model'>;
   readonly promptTokens: Counter<'model'>;
   readonly admissionRejections: Counter<'deployment' | 'reason'>;
@@ -59,6 +60,12 @@ export function buildMetrics(opts: MetricsOptions = {}): GatewayMetrics {
       name: 'cacheroute_gateway_routing_decisions_total',
       help: 'Routing decisions by policy and endpoint; hit = a predicted prefix match was used.',
       labelNames: ['model', 'policy', 'endpoint', 'hit'],
+      registers,
+    }),
+    runtimePriorityStamps: new Counter({
+      name: 'cacheroute_gateway_runtime_priority_stamps_total',
+      help: 'Decisions whose body carries a runtime priority stamp (ADR 0057), by uncached bucket: short runs first.',
+      labelNames: ['model', 'bucket'],
       registers,
     }),
     matchedTokens: new Counter({

@@ -49,7 +49,12 @@ import type { Tokenizer } from '../tokenize/tokenizer.ts';
 import { computePromptTokens, enforceRequestRules } from '../request/rules.ts';
 import { recordDecision } from './record.ts';
 import { buildReusedAnswer } from './reused.ts';
-import { computeUncachedTokens, stampRuntimePriority } from './runtime-priority.ts';
+import {
+  computeUncachedTokens,
+  stampRuntimePriorityWithStamp,
+  type RuntimeStamp,
+  type Stamped,
+} from './runtime-priority.ts';
 import {
   openSelection,
   selectEndpoint,
@@ -249,8 +254,10 @@ export class Picker {
         decode: RouteEndpoint | undefined,
         attempt: number,
         cached: ReadonlyMap<string, KvMatch>,
+        stamp: RuntimeStamp | undefined,
       ): void =>
         recordDecision(s.metrics, scope.log, {
+          stamp,
           route,
           policy,
           endpoint,
@@ -267,8 +274,8 @@ export class Picker {
         b: Record<string, unknown>,
         endpoints: readonly RouteEndpoint[],
         cached: ReadonlyMap<string, KvMatch>,
-      ): Record<string, unknown> =>
-        stampRuntimePriority(b, {
+      ): Stamped =>
+        stampRuntimePriorityWithStamp(b, {
           endpoints,
           tenantPriority: req.tenant?.priority ?? 0,
           uncachedTokens: computeUncachedTokens(input.tokens.length, cached.get(endpoints[0]?.id ?? '')),
@@ -279,33 +286,36 @@ export class Picker {
       if (isDisaggregated(route)) {
         const pair = selectPair(s, route, policy, input, match);
         if (!pair) throw noEndpoint();
-        record(pair.prefill, pair.decode, 0, pair.cached);
         const bootstrap = buildPairBootstrap(pair.prefill, computeBootstrapRoom(this.#random32));
+        const stamped = stamp(buildPdBody(body, bootstrap), [pair.prefill, pair.decode], pair.cached);
+        record(pair.prefill, pair.decode, 0, pair.cached, stamped.stamp);
         target = { kind: 'pair', prefill: pair.prefill, decode: pair.decode, bootstrap };
-        body = stamp(buildPdBody(body, bootstrap), [pair.prefill, pair.decode], pair.cached);
+        body = stamped.body;
       } else {
         const sel = openSelection(route, policy, input, match);
         await this.#holdForPeers(sel, scope.signal);
         const endpoint = selectEndpoint(s, sel, []);
         if (!endpoint) throw noEndpoint();
-        record(endpoint, undefined, 0, sel.cached);
+        const fallbacks = req.fallbacks ? selectFallbacks(s, sel, endpoint, req.fallbacks) : [];
+        const unstamped = body;
+        const first = stamp(unstamped, [endpoint, ...fallbacks], sel.cached);
+        record(endpoint, undefined, 0, sel.cached, first.stamp);
         // Its finishing KV store will tell its output length (kv-index/output-attribution.ts).
         const expectOutput = (e: RouteEndpoint): void => {
           if (exact) s.kvIndex.expectOutput(e.id, input.id, exact, salt, input.maxTokens);
         };
         expectOutput(endpoint);
-        const fallbacks = req.fallbacks ? selectFallbacks(s, sel, endpoint, req.fallbacks) : [];
         target = { kind: 'standalone', endpoint, fallbacks };
-        const unstamped = body;
-        body = stamp(unstamped, [endpoint, ...fallbacks], sel.cached);
+        body = first.body;
         // A retry is stamped anew for the endpoint it goes to (its own uncached part), or not at
         // all where that endpoint does not order by priority (mid-rollout).
         repick = (tried, attempt) => {
           const next = selectEndpoint(s, sel, tried);
           if (!next) return undefined;
-          record(next, undefined, attempt, sel.cached);
+          const retry = stamp(unstamped, [next], sel.cached);
+          record(next, undefined, attempt, sel.cached, retry.stamp);
           expectOutput(next);
-          return { endpoint: next, body: stamp(unstamped, [next], sel.cached) };
+          return { endpoint: next, body: retry.body };
         };
       }
       return {

@@ -4,6 +4,7 @@ import type { GatewayMetrics } from '../metrics/index.ts';
 import { CacheAwarePolicy, type CachedPrefix, type Policy, type RouteInput } from '../policies/index.ts';
 import type { ModelRoute, RouteEndpoint } from '../routing/table.ts';
 import type { PickTrace } from '../tracing/pick-trace.ts';
+import type { RuntimeStamp } from './runtime-priority.ts';
 import type { DecisionLog } from './types.ts';
 
 export interface RoutingRecord {
@@ -18,6 +19,8 @@ export interface RoutingRecord {
   readonly attempt: number;
   /** The request's spans, when traced: the decision becomes a `route` span. */
   readonly trace: PickTrace | undefined;
+  /** The runtime priority stamped on the body sent to `endpoint` (ADR 0057); undefined: none. */
+  readonly stamp: RuntimeStamp | undefined;
 }
 
 /** Levels at which a decision is logged: below them the record is not even built (it is per request). */
@@ -32,6 +35,7 @@ export function recordDecision(metrics: GatewayMetrics, log: DecisionLog, d: Rou
   if (matchedTokens) metrics.matchedTokens.inc({ model: route.model }, matchedTokens);
   if (matchedTokens !== undefined)
     metrics.predictions.record(route.deployment, input.tokens.length, matchedTokens);
+  if (d.stamp) metrics.runtimePriorityStamps.inc({ model: route.model, bucket: d.stamp.bucket });
   if (INFO_LEVELS.has(log.level))
     log.info(
       {
@@ -45,6 +49,7 @@ export function recordDecision(metrics: GatewayMetrics, log: DecisionLog, d: Rou
           promptTokens: input.tokens.length,
           queueMs: d.queueMs,
           attempt: d.attempt,
+          ...(d.stamp ? { runtimePriority: d.stamp.priority } : {}),
         },
       },
       'routed',
@@ -59,6 +64,7 @@ export function recordDecision(metrics: GatewayMetrics, log: DecisionLog, d: Rou
     matchedTokens,
     matchSource: d.indexed ? 'kv-index' : matchedTokens === undefined ? 'none' : 'tree',
     attempt: d.attempt,
+    stamp: d.stamp,
   });
 }
 

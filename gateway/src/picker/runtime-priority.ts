@@ -48,16 +48,45 @@ export interface StampInput {
   readonly uncachedTokens: number;
 }
 
+/** The minor key's bucket: `short` (under SHORT_UNCACHED_TOKENS to prefill) runs first. */
+export type UncachedBucket = 'short' | 'long';
+
+/** The priority stamped and its bucket, for the request's trace and the gateway's metrics. */
+export interface RuntimeStamp {
+  readonly priority: number;
+  readonly bucket: UncachedBucket;
+}
+
 /**
- * The body with `priority` stamped, or the same body when it is not to be: an endpoint whose
+ * The stamp the body is to carry, or undefined when it is not to be stamped: an endpoint whose
  * verified status does not say it orders by priority would serve a stamp as FCFS at best (and
  * abort it, with --abort-on-priority-when-disabled, which the API refuses in extraArgs); a
  * client's own `priority` (allowed by the policy's allowPrivilegedFields, else refused before
  * this) is kept as today.
  */
-export function stampRuntimePriority(body: Record<string, unknown>, s: StampInput): Record<string, unknown> {
+export function computeRuntimeStamp(body: Record<string, unknown>, s: StampInput): RuntimeStamp | undefined {
   const own = body[PRIORITY_FIELD];
-  if (own !== undefined && own !== null) return body;
-  if (s.endpoints.length === 0 || !s.endpoints.every((e) => e.priorityScheduling === true)) return body;
-  return { ...body, [PRIORITY_FIELD]: computeRuntimePriority(s.tenantPriority, s.uncachedTokens) };
+  if (own !== undefined && own !== null) return undefined;
+  if (s.endpoints.length === 0 || !s.endpoints.every((e) => e.priorityScheduling === true)) return undefined;
+  return {
+    priority: computeRuntimePriority(s.tenantPriority, s.uncachedTokens),
+    bucket: s.uncachedTokens < SHORT_UNCACHED_TOKENS ? 'short' : 'long',
+  };
+}
+
+export interface Stamped {
+  readonly body: Record<string, unknown>;
+  /** What was stamped; undefined when the body is the same as given. */
+  readonly stamp: RuntimeStamp | undefined;
+}
+
+/** The body with `priority` stamped (computeRuntimeStamp) and the stamp, or the same body. */
+export function stampRuntimePriorityWithStamp(body: Record<string, unknown>, s: StampInput): Stamped {
+  const stamp = computeRuntimeStamp(body, s);
+  return { body: stamp ? { ...body, [PRIORITY_FIELD]: stamp.priority } : body, stamp };
+}
+
+/** The body with `priority` stamped, or the same body when it is not to be. */
+export function stampRuntimePriority(body: Record<string, unknown>, s: StampInput): Record<string, unknown> {
+  return stampRuntimePriorityWithStamp(body, s).body;
 }

@@ -28,6 +28,8 @@ export interface TracedDecision {
   /** Where the match came from: the runtime's KV index, or the gateway's own tree. */
   readonly matchSource: 'kv-index' | 'tree' | 'none';
   readonly attempt: number;
+  /** The runtime priority stamped on the body this attempt sends (ADR 0057); undefined: none. */
+  readonly stamp: { readonly priority: number; readonly bucket: string } | undefined;
 }
 
 export interface ReuseSpan {

@@ -132,6 +132,23 @@ describe('request spans', () => {
     });
   });
 
+  it('the route span carries the runtime priority stamped for its endpoint (ADR 0057)', async () => {
+    const up = await startFakeUpstream();
+    fakes.push(up);
+    const gw = await serve(buildRoute([ep('a', up.url, { priorityScheduling: true })]));
+    const r = await postJson(
+      `${gw}/generate`,
+      { text: 'a b c', sampling_params: { max_new_tokens: 2 } },
+      { traceparent },
+    );
+    expect(r.status).toBe(200);
+    expect(up.received[0]?.body).toHaveProperty('priority', 1);
+    expect(byName(await spansOfTrace(), 'route')[0]?.attributes).toMatchObject({
+      'cacheroute.route.runtime_priority': 1,
+      'cacheroute.route.runtime_priority_bucket': 'short',
+    });
+  });
+
   it('a stream: the upstream span lasts until the last chunk, and the server span records the status', async () => {
     const up = await startFakeUpstream();
     fakes.push(up);

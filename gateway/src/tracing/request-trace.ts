@@ -112,6 +112,11 @@ class SpanTree implements RequestTrace {
       if (d.matchedTokens !== undefined)
         span.setAttribute('cacheroute.route.matched_tokens', d.matchedTokens);
       if (d.decode !== undefined) span.setAttribute('cacheroute.route.decode_endpoint', d.decode);
+      if (d.stamp !== undefined)
+        span.setAttributes({
+          'cacheroute.route.runtime_priority': d.stamp.priority,
+          'cacheroute.route.runtime_priority_bucket': d.stamp.bucket,
+        });
     }
     span.end();
   }
