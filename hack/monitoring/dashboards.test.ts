@@ -36,7 +36,7 @@ const deploymentVar = {
   type: 'query',
   name: 'deployment',
   datasource: DS,
-  definition: 'label_values(sglang:num_running_reqs{job="cacheroute-sglang"}, deployment)',
+  definition: 'label_values(sglang:num_running_reqs{job="cacheroute-sglang", priority=""}, deployment)',
   allValue: '.*',
 };
 
@@ -65,7 +65,7 @@ describe('checkDashboard', () => {
     expect(c.issues).toEqual([]);
     expect(c.panels).toBe(1);
     expect(c.exprs.map((e) => e.expr)).toEqual([
-      'sglang:num_running_reqs{job="cacheroute-sglang"}',
+      'sglang:num_running_reqs{job="cacheroute-sglang", priority=""}',
       'sum(up{d=~".*"})',
       'rate(y[2m])',
     ]);
@@ -80,6 +80,21 @@ describe('checkDashboard', () => {
       'd.json: panel id 1 is used twice',
       'd.json: panels 1 and 1 overlap',
       'd.json: panel 1: refId A is used twice',
+    ]);
+  });
+
+  // ADR 0057: with priority scheduling SGLang writes its queue gauges once more per priority.
+  it('reports a queue gauge read without priority="": it would count each request twice', () => {
+    const exprs = [
+      'sum(sglang:num_queue_reqs)',
+      'sum(sglang:num_queue_reqs{job="j"})',
+      'sum(sglang:num_queue_reqs{job="j", priority=""})',
+      'sum(sglang:num_queue_reqs_total)',
+    ];
+    const c = checkDashboard('d.json', buildDashboard([buildPanel(1, 0, 0, exprs)]));
+    expect(c.issues).toEqual([
+      'd.json: panel 1 "p1" A: sglang:num_queue_reqs reads SGLang\'s per-priority breakdown too: add priority=""',
+      'd.json: panel 1 "p1" B: sglang:num_queue_reqs{job="j"} reads SGLang\'s per-priority breakdown too: add priority=""',
     ]);
   });
 

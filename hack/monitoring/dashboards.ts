@@ -9,6 +9,7 @@
 
 import { stringify } from 'yaml';
 import { z } from 'zod';
+import { PRIORITY_BROKEN_DOWN_GAUGES } from '#sglang/metrics-text.ts';
 import type { RuleExpr } from './check-rules.ts';
 
 const Datasource = z.object({ type: z.literal('prometheus'), uid: z.literal('${datasource}') });
@@ -118,6 +119,19 @@ export interface DashboardCheck {
 const overlaps = (a: z.infer<typeof GridPos>, b: z.infer<typeof GridPos>): boolean =>
   a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
+/**
+ * Selectors of a gauge SGLang also writes per priority that do not pick the total (`priority=""`):
+ * with a Deployment's spec.serving.priorityScheduling such a sum counts each request twice.
+ */
+export function findPriorityBreakdownReads(expr: string): string[] {
+  const out: string[] = [];
+  for (const name of PRIORITY_BROKEN_DOWN_GAUGES) {
+    for (const m of expr.matchAll(new RegExp(`${name}(?![\\w:])(\\{[^}]*\\})?`, 'g')))
+      if (!/(^|[{,\s])priority\s*=\s*""/.test(m[1] ?? '')) out.push(m[0]);
+  }
+  return out;
+}
+
 export function checkDashboard(file: string, doc: unknown): DashboardCheck {
   const parsed = Dashboard.safeParse(doc);
   if (!parsed.success)
@@ -142,6 +156,8 @@ export function checkDashboard(file: string, doc: unknown): DashboardCheck {
       issues.push(`${file}: ${rule}: ${left[0]} is not a declared variable (templating.list)`);
       return undefined;
     }
+    for (const sel of findPriorityBreakdownReads(expr))
+      issues.push(`${file}: ${rule}: ${sel} reads SGLang's per-priority breakdown too: add priority=""`);
     exprs.push({ file, rule, expr });
     return expr;
   };

@@ -16,6 +16,22 @@ export interface MetricSample {
   readonly byPriority: boolean;
 }
 
+/**
+ * The gauges SGLang 0.5.23 writes per priority beside their total with priority scheduling on
+ * (metrics_collector.SchedulerMetricsCollector.log_stats: the _log_gauge_queue_count ones). A
+ * query that sums one reads the totals only: `priority=""` (which also matches a server without
+ * the label).
+ */
+export const PRIORITY_BROKEN_DOWN_GAUGES: readonly string[] = [
+  'sglang:num_running_reqs',
+  'sglang:num_queue_reqs',
+  'sglang:num_prefill_bootstrap_queue_reqs',
+  'sglang:num_prefill_inflight_queue_reqs',
+  'sglang:num_decode_prealloc_queue_reqs',
+  'sglang:num_decode_transfer_queue_reqs',
+  'sglang:num_decode_host_receive_queue_reqs',
+];
+
 const PRIORITY_LABEL = /[{,]\s*priority="([^"]*)"/;
 
 /** Index just past the label set that opens at `open` (a `{`), honouring quotes and escapes. */
