@@ -58,21 +58,31 @@ function format(list: readonly Mismatch[]): string {
   return list.map((m) => `${m.path}: real ${m.real} | sim ${m.sim}`).join('\n');
 }
 
+/** The suite's mismatches between both answers to the script, kept for the conformance report; '' when none. */
+function compareAndKeep(real: Map<string, Observation>, sim: Map<string, Observation>): string {
+  const found = compareObservations(real, sim);
+  mismatches.push(...found);
+  return format(found);
+}
+
+/** The dense sample's arguments. */
+const DENSE_ARGS = [
+  '--served-model-name',
+  MODEL,
+  '--enable-metrics',
+  '--enable-cache-report',
+  // Large enough that neither server evicts: the simulator's tokenizer makes
+  // more tokens of the same text than the tiny model's.
+  '--max-total-tokens',
+  '65536',
+];
+
 describe('dense: radix cache, metrics, cache report', () => {
   let pair: Pair | undefined;
   let real: Map<string, Observation>;
   let sim: Map<string, Observation>;
   beforeAll(async () => {
-    pair = await startPair([
-      '--served-model-name',
-      MODEL,
-      '--enable-metrics',
-      '--enable-cache-report',
-      // Large enough that neither server evicts: the simulator's tokenizer makes
-      // more tokens of the same text than the tiny model's.
-      '--max-total-tokens',
-      '65536',
-    ]);
+    pair = await startPair(DENSE_ARGS);
     real = await runScript(pair.real.url, MODEL);
     sim = await runScript(pair.sim.url, MODEL);
     dump('dense', real, sim);
@@ -80,9 +90,7 @@ describe('dense: radix cache, metrics, cache report', () => {
   afterAll(() => stopPair(pair));
 
   it('answers every request with the same shapes, codes and metric families', () => {
-    const found = compareObservations(real, sim);
-    mismatches.push(...found);
-    expect(format(found)).toBe('');
+    expect(compareAndKeep(real, sim)).toBe('');
   });
 
   it('starts within 3 minutes and holds less than 4 GB', () => {
@@ -140,16 +148,7 @@ describe('dense with priority scheduling: the priority label on every metric', (
   let real: Map<string, Observation>;
   let sim: Map<string, Observation>;
   beforeAll(async () => {
-    pair = await startPair([
-      '--served-model-name',
-      MODEL,
-      '--enable-metrics',
-      '--enable-cache-report',
-      '--enable-priority-scheduling',
-      '--disable-priority-preemption',
-      '--max-total-tokens',
-      '65536',
-    ]);
+    pair = await startPair([...DENSE_ARGS, '--enable-priority-scheduling', '--disable-priority-preemption']);
     // One request with the priority the gateway stamps, then the script's (none of them stamped).
     const stamped = {
       text: 'hello there',
@@ -165,9 +164,7 @@ describe('dense with priority scheduling: the priority label on every metric', (
   afterAll(() => stopPair(pair));
 
   it('answers every request with the same shapes, codes, metric families and priority labels', () => {
-    const found = compareObservations(real, sim);
-    mismatches.push(...found);
-    expect(format(found)).toBe('');
+    expect(compareAndKeep(real, sim)).toBe('');
   });
 });
 
@@ -240,8 +237,6 @@ describe('HiCache: a prompt pushed out of the device pool comes back from the ho
   });
 
   it('answers with the same shapes and HiCache metric families', () => {
-    const found = compareObservations(real, sim);
-    mismatches.push(...found);
-    expect(format(found)).toBe('');
+    expect(compareAndKeep(real, sim)).toBe('');
   });
 });

@@ -76,6 +76,16 @@ describe('cache behaviour', () => {
     ));
 });
 
+/** SGLang's lof policy with priority scheduling, one request running at a time. */
+const LOF_ONE_AT_A_TIME = [
+  '--max-running-requests',
+  '1',
+  '--enable-priority-scheduling',
+  '--disable-priority-preemption',
+  '--schedule-policy',
+  'lof',
+];
+
 describe('timing through the API', () => {
   it('queues under overload: each request waits for the one ahead (max-running-requests 1)', () =>
     withSim(['--max-running-requests', '1'], async (s) => {
@@ -113,68 +123,48 @@ describe('timing through the API', () => {
     ));
 
   it('orders by priority, then the longest max_new_tokens first with --schedule-policy lof', () =>
-    withSim(
-      [
-        '--max-running-requests',
-        '1',
-        '--enable-priority-scheduling',
-        '--disable-priority-preemption',
-        '--schedule-policy',
-        'lof',
-      ],
-      async (s) => {
-        s.clock.hold();
-        const asked = [
-          { priority: 1, max: 5 },
-          { priority: 5, max: 4 },
-          { priority: 5, max: 9 },
-          { priority: 1, max: 20 },
-        ];
-        const pending = asked.map(({ priority, max }, i) =>
-          gen(s, { input_ids: ids(i * 1000, 800), priority, sampling_params: { max_new_tokens: max } }).then(
-            (r) => ({ label: `${priority}/${max}`, e2e: meta(r)['e2e_latency'] as number }),
-          ),
-        );
-        await s.untilWaiting(4);
-        s.clock.release();
-        const done = (await Promise.all(pending)).sort((a, b) => a.e2e - b.e2e);
-        expect(done.map((d) => d.label)).toEqual(['5/9', '5/4', '1/20', '1/5']);
-      },
-    ));
+    withSim(LOF_ONE_AT_A_TIME, async (s) => {
+      s.clock.hold();
+      const asked = [
+        { priority: 1, max: 5 },
+        { priority: 5, max: 4 },
+        { priority: 5, max: 9 },
+        { priority: 1, max: 20 },
+      ];
+      const pending = asked.map(({ priority, max }, i) =>
+        gen(s, { input_ids: ids(i * 1000, 800), priority, sampling_params: { max_new_tokens: max } }).then(
+          (r) => ({ label: `${priority}/${max}`, e2e: meta(r)['e2e_latency'] as number }),
+        ),
+      );
+      await s.untilWaiting(4);
+      s.clock.release();
+      const done = (await Promise.all(pending)).sort((a, b) => a.e2e - b.e2e);
+      expect(done.map((d) => d.label)).toEqual(['5/9', '5/4', '1/20', '1/5']);
+    }));
 
   it("with lof, a chat request without max_tokens sorts as SGLang's scheduler clips it: the longest", () =>
-    withSim(
-      [
-        '--max-running-requests',
-        '1',
-        '--enable-priority-scheduling',
-        '--disable-priority-preemption',
-        '--schedule-policy',
-        'lof',
-      ],
-      async (s) => {
-        s.clock.hold();
-        // One request at a time (max-running-requests 1): the order they finish in is the queue's.
-        const finished: string[] = [];
-        const done = (name: string) => (): void => void finished.push(name);
-        const first = gen(s, { input_ids: ids(0, 800), priority: 1, sampling_params: { max_new_tokens: 1 } });
-        const generate = gen(s, {
-          input_ids: ids(1000, 200),
-          priority: 1,
-          sampling_params: { max_new_tokens: 500 },
-        }).then(done('generate 500'));
-        const chat = postJson(`${s.url}/v1/chat/completions`, {
-          model: 'm',
-          priority: 1,
-          messages: [{ role: 'user', content: 'hello there' }],
-        }).then(done('chat without max_tokens'));
-        await s.untilWaiting(3);
-        s.clock.release();
-        await Promise.all([first, generate, chat]);
-        // SGLang: no max_tokens is 2^30, clipped to the context: longer than 500.
-        expect(finished).toEqual(['chat without max_tokens', 'generate 500']);
-      },
-    ));
+    withSim(LOF_ONE_AT_A_TIME, async (s) => {
+      s.clock.hold();
+      // One request at a time (max-running-requests 1): the order they finish in is the queue's.
+      const finished: string[] = [];
+      const done = (name: string) => (): void => void finished.push(name);
+      const first = gen(s, { input_ids: ids(0, 800), priority: 1, sampling_params: { max_new_tokens: 1 } });
+      const generate = gen(s, {
+        input_ids: ids(1000, 200),
+        priority: 1,
+        sampling_params: { max_new_tokens: 500 },
+      }).then(done('generate 500'));
+      const chat = postJson(`${s.url}/v1/chat/completions`, {
+        model: 'm',
+        priority: 1,
+        messages: [{ role: 'user', content: 'hello there' }],
+      }).then(done('chat without max_tokens'));
+      await s.untilWaiting(3);
+      s.clock.release();
+      await Promise.all([first, generate, chat]);
+      // SGLang: no max_tokens is 2^30, clipped to the context: longer than 500.
+      expect(finished).toEqual(['chat without max_tokens', 'generate 500']);
+    }));
 });
 
 describe('faults', () => {
