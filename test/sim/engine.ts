@@ -371,6 +371,14 @@ export class Engine {
     };
   }
 
+  /**
+   * PrefillStats.from_adder: the running batch as a prefill batch forms (a PD decode server, the
+   * only one whose requests skip prefill, forms none), kept only where its priorities are.
+   */
+  #runningForStats(): readonly Live[] {
+    return this.#cfg.priorityScheduling ? [...this.#running] : [];
+  }
+
   /** A stats report: the priorities of `running` and of the waiting queue become known. */
   #reportStats(running: readonly Live[]): void {
     if (!this.#cfg.priorityScheduling) return;
@@ -516,9 +524,7 @@ export class Engine {
         (loaded / this.#cfg.hostLoadTps) * 1000 +
         (fromL3 > 0 ? (fromL3 / (this.#cfg.l3?.loadTps ?? Infinity)) * 1000 : 0);
       this.counters.prefillBusyMs += duration;
-      // PrefillStats.from_adder: the running batch as the prefill batch forms (a PD decode
-      // server, the only one whose requests skip prefill, forms none).
-      this.#runStep(start, duration, this.#endPrefill(prefill, [...this.#running]), 'prefill');
+      this.#runStep(start, duration, this.#endPrefill(prefill, this.#runningForStats()), 'prefill');
     } else if (this.#running.length > 0) {
       const duration = this.#cfg.decodeBaseMs + this.#cfg.decodePerReqMs * this.#running.length;
       const batch = [...this.#running];

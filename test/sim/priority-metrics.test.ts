@@ -95,6 +95,14 @@ describe('/metrics with priority scheduling', () => {
     expect(text).toContain('priority="9",is_streaming="false"'); // the tokenizer's series have it
   });
 
+  it('learns the priority of a request running alone at every --decode-log-interval decode batches', async () => {
+    sim = await startSim([...PRIORITY_ARGS, '--decode-log-interval', '2']);
+    const alone = { input_ids: ids(9, 64), sampling_params: { max_new_tokens: 4 }, priority: 9 };
+    expect((await postJson(`${sim.url}/generate`, alone)).status).toBe(200);
+    const text = await (await fetch(`${sim.url}/metrics`)).text();
+    expect(text).toContain(`sglang:num_running_reqs{${SCHEDULER},priority="9"} 0\n`);
+  });
+
   it('labels the tokenizer\'s series with the request\'s priority, "" for a request without one', async () => {
     sim = await startSim(PRIORITY_ARGS);
     await serveFour(sim);
