@@ -288,8 +288,10 @@ export function smgDefaultArgs(timeScale: number): string[] {
 }
 
 function pythonRouterCommand(name: string, venv: string): { cmd: string; pre: string[]; pkg: string } {
+  // smg by its module, not bin/smg: sglang-router 0.3.2 installs a `smg` console script too (its
+  // own CLI), and whichever package pip installs last owns bin/smg.
   return name === 'smg'
-    ? { cmd: path.join(venv, 'bin/smg'), pre: ['launch'], pkg: 'smg' }
+    ? { cmd: path.join(venv, 'bin/python'), pre: ['-m', 'smg', 'launch'], pkg: 'smg' }
     : {
         cmd: path.join(venv, 'bin/python'),
         pre: ['-m', 'sglang_router.launch_router'],
