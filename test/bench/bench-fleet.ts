@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gatewayNodeFlags } from '../../hack/images/gateway-node-flags.ts';
 import { listensOn, withFreshPorts } from '../support/fresh-ports.ts';
 import { kvEventsConfigArgs, PLACEHOLDER_EVENT_PORTS } from '../support/kv-events-config.ts';
 import {
@@ -313,7 +314,7 @@ async function spawnGateway(
     `gateway-${name}`,
     process.execPath,
     [
-      '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)
+      ...gatewayNodeFlags(ctx.repo), // as the gateway image runs it (gateway/Containerfile)
       ...nodeArgs,
       path.join(ctx.repo, 'test/bench/bench-gateway.ts'),
       '--routes',
@@ -458,7 +459,7 @@ export async function startExtProcFloor(
     'ext-proc-floor',
     process.execPath,
     [
-      '--max-semi-space-size=32', // as the picker runs
+      ...gatewayNodeFlags(ctx.repo), // as the picker runs
       ...nodeArgs,
       path.join(ctx.repo, 'test/bench/ext-proc-floor.ts'),
       '--upstream',
@@ -512,7 +513,7 @@ export async function startNodeFloorProxy(
     'node-floor',
     process.execPath,
     [
-      '--max-semi-space-size=32',
+      ...gatewayNodeFlags(ctx.repo), // as the gateway runs
       path.join(ctx.repo, 'test/bench/node-floor-proxy.ts'),
       '--upstream',
       upstream,
