@@ -164,7 +164,7 @@ run-operator: deps ## Run the operator against the current kubeconfig (ARGS='--n
 
 .PHONY: run-gateway
 run-gateway: deps ## Run the gateway against the current kubeconfig (discovery from Deployment/CachePolicy status); ARGS='--namespace a,b --port 8080'
-	$(NODE) --max-semi-space-size=32 gateway/src/server.ts $(ARGS)
+	$(NODE) $$($(NODE) hack/images/gateway-node-flags.ts) gateway/src/server.ts $(ARGS)
 
 .PHONY: bench-operator
 bench-operator: deps controlplane ## Operator benchmark: 200 Deployments on 30 KWOK GPU nodes to Ready, beside the bound measured in the same run; ends with one JSON line (ARGS='--deployments 200 --nodes 30 --nodes-per-replica 2 --sync-period-s 90 --timeout-s 1500')

@@ -21,6 +21,7 @@ import { removeKitModelLink } from '../test/support/real-sglang.ts';
 import { loadSamples } from '../test/support/samples.ts';
 import { startSimKubelet } from '../test/support/sim-kubelet.ts';
 import { DEFAULT_CONTROLLERS } from '../test/support/components.ts';
+import { gatewayNodeFlags } from './images/gateway-node-flags.ts';
 import { startChartOnRealNode, type Address } from './local-real-node.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -247,7 +248,7 @@ async function startProcesses(cp: ControlPlane, dir: string, picker: boolean): P
       : []),
   ]);
   const gateway = startProcess(dir, 'gateway', [
-    '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)
+    ...gatewayNodeFlags(ROOT), // as the gateway image runs it (gateway/Containerfile)
     join(ROOT, 'gateway/src/server.ts'),
     `--kubeconfig=${gatewayKubeconfig}`,
     '--host=127.0.0.1',

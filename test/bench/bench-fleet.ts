@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { gatewayNodeFlags } from '../../hack/images/gateway-node-flags.ts';
 import { listensOn, withFreshPorts } from '../support/fresh-ports.ts';
 import { kvEventsConfigArgs, PLACEHOLDER_EVENT_PORTS } from '../support/kv-events-config.ts';
 import {
@@ -288,8 +289,10 @@ export function smgDefaultArgs(timeScale: number): string[] {
 }
 
 function pythonRouterCommand(name: string, venv: string): { cmd: string; pre: string[]; pkg: string } {
+  // smg by its module, not bin/smg: sglang-router 0.3.2 installs a `smg` console script too (its
+  // own CLI), and whichever package pip installs last owns bin/smg.
   return name === 'smg'
-    ? { cmd: path.join(venv, 'bin/smg'), pre: ['launch'], pkg: 'smg' }
+    ? { cmd: path.join(venv, 'bin/python'), pre: ['-m', 'smg', 'launch'], pkg: 'smg' }
     : {
         cmd: path.join(venv, 'bin/python'),
         pre: ['-m', 'sglang_router.launch_router'],
@@ -311,7 +314,7 @@ async function spawnGateway(
     `gateway-${name}`,
     process.execPath,
     [
-      '--max-semi-space-size=32', // as the gateway image runs it (gateway/Containerfile)
+      ...gatewayNodeFlags(ctx.repo), // as the gateway image runs it (gateway/Containerfile)
       ...nodeArgs,
       path.join(ctx.repo, 'test/bench/bench-gateway.ts'),
       '--routes',
@@ -456,7 +459,7 @@ export async function startExtProcFloor(
     'ext-proc-floor',
     process.execPath,
     [
-      '--max-semi-space-size=32', // as the picker runs
+      ...gatewayNodeFlags(ctx.repo), // as the picker runs
       ...nodeArgs,
       path.join(ctx.repo, 'test/bench/ext-proc-floor.ts'),
       '--upstream',
@@ -510,7 +513,7 @@ export async function startNodeFloorProxy(
     'node-floor',
     process.execPath,
     [
-      '--max-semi-space-size=32',
+      ...gatewayNodeFlags(ctx.repo), // as the gateway runs
       path.join(ctx.repo, 'test/bench/node-floor-proxy.ts'),
       '--upstream',
       upstream,

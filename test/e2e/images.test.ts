@@ -44,6 +44,7 @@ import { pkiPaths } from '../support/pki.ts';
 import { httpStatus } from '../support/processes.ts';
 import { buildImages, IMAGE_NAMES, type BuiltImage, type ImageName } from '../support/images.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
+import { gatewayNodeFlags } from '../../hack/images/gateway-node-flags.ts';
 import { REPO_ROOT } from '../support/samples.ts';
 import { startSimKubelet, type SimKubelet } from '../support/sim-kubelet.ts';
 
@@ -251,7 +252,7 @@ describe('images', () => {
         name: 'gateway',
         command: [
           '/usr/local/bin/node',
-          '--max-semi-space-size=32',
+          ...gatewayNodeFlags(),
           'gateway/src/server.ts',
           '--routes',
           '/etc/cacheroute/routes.json',
@@ -472,7 +473,7 @@ describe('images', () => {
           // which needs the chart's Service and its EndpointSlices.
           command: [
             '/usr/local/bin/node',
-            '--max-semi-space-size=32',
+            ...gatewayNodeFlags(),
             'gateway/src/server.ts',
             '--host=127.0.0.1',
             '--port=0',
