@@ -33,6 +33,7 @@ import {
   type RouteInput,
 } from '../../gateway/src/policies/index.ts';
 import type { RoutingSettings } from '#api';
+import { hashToUnit } from '#kube/seeded-random.ts';
 import { LagWindow } from '../../gateway/src/fleet/lag-window.ts';
 import { TierBursts } from '../../gateway/src/fleet/tier-bursts.ts';
 import { UnheardPicks } from '../../gateway/src/fleet/unheard-picks.ts';
@@ -351,6 +352,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
     o.spreadBursts === true,
   );
   const filler = encode(' ba')[0] ?? 0;
+  const instantShift = o.drawSalt === undefined ? 0 : Math.floor(hashToUnit(o.drawSalt) * 2 ** 40);
   /** A decision's part of its dump line: who picked what, by which rule, knowing what. */
   const describeDecision = (
     i: number,
@@ -403,6 +405,9 @@ export function runTier(o: TierRunOptions): TierRunResult {
                 unheardMs: r.lags.unheardMs(clock.now()),
                 bursty: r.bursts.bursty(r.lags.unheardMs(clock.now())),
                 unheardPicks: r.peerPicks.expected(clock.now(), r.lags.meanMs(clock.now())),
+                // As the gateway's wall-clock millisecond, which same-instant peers share; a draw
+                // salt moves it so that each salt is another draw of the rank spread too.
+                instant: Math.floor(clock.now()) + instantShift,
               },
             }
           : {}),
