@@ -64,7 +64,10 @@
 //   replica would go now, so the cost is poured over by what they add (their
 //   number x what this replica's own picks usually add) and the choice drawn
 //   among the runtimes it reaches, in proportion to each one's fill, by a
-//   hash of the request id and rank (unheard-fill.ts, ADR 0046). A lead
+//   hash of the request id and rank (unheard-fill.ts, ADR 0046); where the
+//   decision's wall-clock instant is known, by a hash of the instant the
+//   peers deciding with it share, shifted by rank, so a same-instant burst
+//   spreads over a tie instead of drawing onto one runtime (ADR 0058). A lead
 //   larger than that volume (a cache hit) keeps its runtime.
 // - Decode, not only prefill (decodeWeight > 0):
 //     decode(e)   = output tokens still to generate by the requests on e,
