@@ -8,7 +8,7 @@
 // connection pool.
 
 import { AdmissionRegistry, type ReleaseInfo } from './admission/index.ts';
-import { monotonicClock, type Clock, type Timer } from '#kube/clock.ts';
+import { monotonicClock, systemClock, type Clock, type Timer } from '#kube/clock.ts';
 import type { RuntimeKeyDirectory } from './discovery/runtime-keys.ts';
 import { EndpointBook, type RuntimeLoad, type TierLoad } from './endpoints/book.ts';
 import { RuntimeReadyPoller } from './endpoints/runtime-ready.ts';
@@ -159,6 +159,8 @@ export class Gateway {
                 tierLoad.unheardMs?.() ?? EXCHANGE_UNHEARD_MS,
                 tierLoad.bursty?.() ?? false,
                 tierLoad.unheardPicks?.() ?? 0,
+                // Wall time, not the gateway's monotonic clock: the peers' clocks read alike.
+                systemClock.now(),
               ),
           }
         : {}),

@@ -16,7 +16,7 @@
 //   node test/bench/bench-tier-virtual.ts [--trace FILE] [--n 2000] [--load 0.8] [--workers 4] [--spread-bursts]
 //        [--replicas 3,8] [--exchange-ms 20|measured:FILE,...] [--exchange-seed 1] [--runtime-load-ms 30]
 //        [--settings '{...}'] [--no-own] [--draw-salts a,b,c] [--gateway-queue] [--dump-requests DIR]
-//        [--runtime-priority log2|log8|exact|two] [--prefill-max-requests N]
+//        [--runtime-priority log2|log8|exact|two] [--prefill-max-requests N] [--assign round-robin|random]
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -76,6 +76,8 @@ const { values } = parseArgs({
      * (request-dump.ts); read two rows against each other with dump-compare.ts.
      */
     'dump-requests': { type: 'string' },
+    /** How requests reach the replicas: round-robin (default) or random (virtual-tier.ts assign). */
+    assign: { type: 'string', default: 'round-robin' },
     /**
      * The runtimes run SGLang's priority scheduling and the cache-aware rows' replicas stamp each
      * request's priority from its uncached tokens, by this bucketing: `two` is the product's stamp
@@ -100,6 +102,8 @@ const prefillMaxRequests =
   values['prefill-max-requests'] === undefined ? undefined : Number(values['prefill-max-requests']);
 if (prefillMaxRequests !== undefined && !(Number.isInteger(prefillMaxRequests) && prefillMaxRequests >= 1))
   usage('--prefill-max-requests: give a positive integer');
+const assign = values.assign;
+if (assign !== 'round-robin' && assign !== 'random') usage('--assign: round-robin or random');
 const workers = Number(values.workers);
 const poolFlag = values['max-total-tokens'] ?? 'auto';
 const prefillTps = Number(values['prefill-tps']);
@@ -173,6 +177,7 @@ const run = (
     ...(router === 'cache-aware' && runtimePriority !== undefined ? { runtimePriority } : {}),
     ...(prefillMaxRequests === undefined ? {} : { prefillMaxRequests }),
     ...(drawSalt === undefined ? {} : { drawSalt }),
+    ...(assign === 'random' ? { assign } : {}),
     ...(dumpDir === undefined ? {} : { dumpRequests: true }),
   });
   if (dumpDir !== undefined && res.dump)

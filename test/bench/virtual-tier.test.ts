@@ -121,4 +121,25 @@ describe('runTier', () => {
     expect(second.knew[w]?.backlog).toBeGreaterThan(0);
     expect(second.truth[w]?.backlog).toBeGreaterThanOrEqual(second.knew[w]?.backlog ?? 0);
   });
+
+  it('sends requests to replicas drawn at random when asked, the same for a salt, not i mod R', () => {
+    const records = missBursts(4, 4);
+    const replicasOf = (drawSalt?: string) =>
+      (
+        runTier(
+          tierOptions(records, 3, {
+            exchangeMs: 20,
+            dumpRequests: true,
+            assign: 'random',
+            ...(drawSalt === undefined ? {} : { drawSalt }),
+          }),
+        ).dump ?? []
+      ).map((l) => l.replica);
+    const drawn = replicasOf();
+    expect(drawn).toHaveLength(records.length);
+    expect(drawn).not.toEqual(records.map((_r, i) => i % 3));
+    expect(new Set(drawn)).toEqual(new Set([0, 1, 2]));
+    expect(replicasOf()).toEqual(drawn);
+    expect(replicasOf('s1')).not.toEqual(drawn);
+  });
 });

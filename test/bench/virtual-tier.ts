@@ -23,7 +23,7 @@
 //   picks in transit (fleet/unheard-picks.ts): a policy
 //   may hold a choice (Policy.holdMs, as the gateway's picker sleeps it), and
 //   the hold counts in the request's TTFT and e2e.
-// Request i goes to replica i mod R (a Service spreading connections).
+// Request i goes to replica i mod R (a Service spreading connections), or one drawn at random.
 
 import {
   buildPolicy,
@@ -33,6 +33,7 @@ import {
   type RouteInput,
 } from '../../gateway/src/policies/index.ts';
 import type { RoutingSettings } from '#api';
+import { hashToUnit } from '#kube/seeded-random.ts';
 import { LagWindow } from '../../gateway/src/fleet/lag-window.ts';
 import { TierBursts } from '../../gateway/src/fleet/tier-bursts.ts';
 import { UnheardPicks } from '../../gateway/src/fleet/unheard-picks.ts';
@@ -77,6 +78,12 @@ export interface TierRunOptions {
    * the same trace, another draw (draw-spread.ts). Undefined: the index alone.
    */
   readonly drawSalt?: string;
+  /**
+   * How requests reach the replicas: 'round-robin' (the default, request i to replica i mod R:
+   * a burst's requests at consecutive ranks) or 'random' (a hash of the draw salt and i, as a
+   * Service picking a replica at random per request would).
+   */
+  readonly assign?: 'round-robin' | 'random';
   /**
    * What-if (no gateway does this yet; ADR 0056): a replica holds its request for an endpoint
    * while a request of the tier, as it knows (its own at once, the peers' as the exchange
@@ -357,6 +364,7 @@ export function runTier(o: TierRunOptions): TierRunResult {
     o.spreadBursts === true,
   );
   const filler = encode(' ba')[0] ?? 0;
+  const instantShift = o.drawSalt === undefined ? 0 : Math.floor(hashToUnit(o.drawSalt) * 2 ** 40);
   /** A decision's part of its dump line: who picked what, by which rule, knowing what. */
   const describeDecision = (
     i: number,
@@ -388,7 +396,10 @@ export function runTier(o: TierRunOptions): TierRunResult {
   };
   o.records.forEach((rec, i) => {
     clock.setTimer((arrivals[i] as number) * o.stretch, () => {
-      const self = i % o.replicas;
+      const self =
+        o.assign === 'random'
+          ? Math.floor(hashToUnit(`assign:${o.drawSalt ?? ''}:${i}`) * o.replicas)
+          : i % o.replicas;
       const r = replicas[self] as Replica;
       const text = buildPromptText(rec);
       const promptIds = applyChatTemplate([{ role: 'user', content: text }]);
@@ -409,6 +420,9 @@ export function runTier(o: TierRunOptions): TierRunResult {
                 unheardMs: r.lags.unheardMs(clock.now()),
                 bursty: r.bursts.bursty(r.lags.unheardMs(clock.now())),
                 unheardPicks: r.peerPicks.expected(clock.now(), r.lags.meanMs(clock.now())),
+                // As the gateway's wall-clock millisecond, which same-instant peers share; a draw
+                // salt moves it so that each salt is another draw of the rank spread too.
+                instant: Math.floor(clock.now()) + instantShift,
               },
             }
           : {}),

@@ -23,12 +23,20 @@ export class TierPosition {
 
   /**
    * Where a routing policy sees this replica, when it shares load with peers: its rank (by name,
-   * so every replica derives the same order), how long a pick takes to reach the peers, and how
-   * many of theirs are on the way. Undefined alone in the tier.
+   * so every replica derives the same order), how long a pick takes to reach the peers, how
+   * many of theirs are on the way, and the wall-clock millisecond of the decision (`wallMs`,
+   * floored: what peers deciding at that instant read too; ADR 0058). Undefined alone in the tier.
    */
-  standing(unheardMs: number, bursty: boolean, unheardPicks = 0): TierStanding | undefined {
+  standing(
+    unheardMs: number,
+    bursty: boolean,
+    unheardPicks: number,
+    wallMs: number,
+  ): TierStanding | undefined {
     const { rank, size } = this.get();
-    return size > 1 ? { rank, size, unheardMs, bursty, unheardPicks } : undefined;
+    return size > 1
+      ? { rank, size, unheardMs, bursty, unheardPicks, instant: Math.floor(wallMs) }
+      : undefined;
   }
 
   /** This replica's part of a tier-wide bound. */

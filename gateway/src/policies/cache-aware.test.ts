@@ -412,6 +412,47 @@ describe('CacheAwarePolicy', () => {
         expect(picks(3)).toEqual(picks(3));
         expect(picks(3)).not.toEqual(picks(4));
       });
+
+      describe('peers deciding at one instant spread a tie by rank (ADR 0058)', () => {
+        const atInstant = (rank: number, instant: number) =>
+          input(`q${instant}:${rank}`, range(9000, 40), {
+            tier: { rank, size: 8, unheardMs: 0.2, bursty: false, unheardPicks: 0.001, instant },
+          });
+        /** Four runtimes at one cost, each with 100 tokens of the peers' backlog. */
+        const tied = (ids = ['w0', 'w1', 'w2', 'w3']) => ids.map((id) => ep(id, peers(100)));
+        const idOf = (eps: EndpointView[], k: number | undefined) => (k === undefined ? '' : eps[k]!.id);
+
+        it('four ranks at one instant take the four tied runtimes, one each', () => {
+          for (let instant = 0; instant < 50; instant++) {
+            const picked = [4, 5, 6, 7].map((rank) => {
+              const eps = tied();
+              return idOf(eps, oneReplica().select(eps, atInstant(rank, instant)));
+            });
+            expect(new Set(picked).size).toBe(4);
+          }
+        });
+
+        it('one rank over many instants takes each tied runtime about as often', () => {
+          const counts = new Map<string, number>();
+          for (let instant = 0; instant < 400; instant++) {
+            const eps = tied();
+            const id = idOf(eps, oneReplica().select(eps, atInstant(3, instant)));
+            counts.set(id, (counts.get(id) ?? 0) + 1);
+          }
+          expect([...counts.keys()].sort()).toEqual(['w0', 'w1', 'w2', 'w3']);
+          for (const n of counts.values()) expect(n).toBeGreaterThan(60);
+        });
+
+        it('order the tie by runtime id, whatever order a replica lists them in', () => {
+          for (let instant = 0; instant < 20; instant++) {
+            const mine = tied(['w0', 'w1']);
+            const theirs = tied(['w1', 'w0']);
+            const a = idOf(mine, oneReplica().select(mine, atInstant(0, instant)));
+            const b = idOf(theirs, oneReplica().select(theirs, atInstant(1, instant)));
+            expect(a).not.toBe(b);
+          }
+        });
+      });
     });
 
     describe('an idle runtime beside a hot prefix (ADR 0052)', () => {

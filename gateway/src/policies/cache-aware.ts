@@ -64,7 +64,10 @@
 //   replica would go now, so the cost is poured over by what they add (their
 //   number x what this replica's own picks usually add) and the choice drawn
 //   among the runtimes it reaches, in proportion to each one's fill, by a
-//   hash of the request id and rank (unheard-fill.ts, ADR 0046). A lead
+//   hash of the request id and rank (unheard-fill.ts, ADR 0046); where the
+//   decision's wall-clock instant is known, by a hash of the instant the
+//   peers deciding with it share, shifted by rank, so a same-instant burst
+//   spreads over a tie instead of drawing onto one runtime (ADR 0058). A lead
 //   larger than that volume (a cache hit) keeps its runtime.
 // - Decode, not only prefill (decodeWeight > 0):
 //     decode(e)   = output tokens still to generate by the requests on e,
@@ -111,7 +114,7 @@ import {
 } from './policy.ts';
 import { stallCost } from './decode-stall.ts';
 import { chooseSpill } from './idle-spill.ts';
-import { pickByFill, pourOver } from './unheard-fill.ts';
+import { pickByFill, pourOver, rankedDrawPoint } from './unheard-fill.ts';
 
 export type CacheAwareConfig = Omit<z.output<typeof CacheAwareSettings>, 'hostWeight'> & {
   /** Weight of a host-tier (HiCache) match relative to a device match, 0..1 (CachePolicy default 0.5). */
@@ -233,7 +236,7 @@ export class CacheAwarePolicy implements Policy {
         this.#picks > 0 ? this.#pickPrompt : total,
       );
       if (spill !== undefined) return this.#because('spill', spill);
-      const drawn = this.#pickInTransit(cost, req, d);
+      const drawn = this.#pickInTransit(endpoints, cost, req, d);
       return drawn === undefined ? this.#because('cheapest', usual) : this.#because('in-transit', drawn);
     }
     const best = Math.max(...scores);
@@ -260,13 +263,29 @@ export class CacheAwarePolicy implements Policy {
    * among the runtimes it reaches, in proportion (unheard-fill.ts, ADR 0046). Undefined when
    * nothing is in transit, or it reaches one runtime only: the cheapest then, as before.
    */
-  #pickInTransit(cost: readonly number[], req: RouteInput, decodeWeight: number): number | undefined {
+  #pickInTransit(
+    endpoints: readonly EndpointView[],
+    cost: readonly number[],
+    req: RouteInput,
+    decodeWeight: number,
+  ): number | undefined {
     const unheard = req.tier?.unheardPicks ?? 0;
     const perPick = this.#pickUncached + decodeWeight * this.#pickDecode;
     if (!(unheard > 0) || !(perPick > 0)) return undefined;
     const fills = pourOver(cost, unheard * perPick);
-    if (fills.filter((f) => f > 0).length < 2) return undefined;
-    return pickByFill(fills, hashToUnit(`${req.tier?.rank ?? 0}:${req.id}`));
+    const k = fills.filter((f) => f > 0).length;
+    if (k < 2) return undefined;
+    const tier = req.tier;
+    if (tier?.instant === undefined) return pickByFill(fills, hashToUnit(`${tier?.rank ?? 0}:${req.id}`));
+    // Peers deciding at this instant share its hash and spread by rank over the runtimes in one
+    // order every replica derives (by id), not by the order of this replica's table.
+    const ids = endpoints.map((e) => e.id);
+    const order = [...ids.keys()].sort((a, b) => (ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0));
+    const drawn = pickByFill(
+      order.map((i) => fills[i] as number),
+      rankedDrawPoint(tier.rank, k, hashToUnit(`instant:${tier.instant}`)),
+    );
+    return drawn === undefined ? undefined : order[drawn];
   }
 
   /**

@@ -89,6 +89,12 @@ export interface TierStanding {
    * pick rate x the exchange's mean lag (fleet/unheard-picks.ts). Absent: none counted.
    */
   readonly unheardPicks?: number;
+  /**
+   * The wall-clock millisecond of this decision: peers deciding at one instant read the same one,
+   * so the ADR 0046 draw can spread their choices by rank instead of drawing each alone (ADR
+   * 0058). Absent: each draws alone.
+   */
+  readonly instant?: number;
 }
 
 export interface CacheReport {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hashToUnit } from '#kube/seeded-random.ts';
-import { pickByFill, pourOver } from './unheard-fill.ts';
+import { pickByFill, pourOver, rankedDrawPoint } from './unheard-fill.ts';
 
 describe('pourOver', () => {
   it('raises the cheapest costs to one level, the volume shared among them', () => {
@@ -25,6 +25,17 @@ describe('pickByFill', () => {
     expect(pickByFill([0, 25, 15], 0.63)).toBe(2);
     expect(pickByFill([0, 25, 15], 0.999_999)).toBe(2);
     expect(pickByFill([0, 0], 0.5)).toBeUndefined();
+  });
+});
+
+describe('rankedDrawPoint', () => {
+  it('shifts the shared point by rank / k: k consecutive ranks cover k equal shares', () => {
+    const shares = (u: number) =>
+      [0, 1, 2].map((rank) => pickByFill([10, 10, 10], rankedDrawPoint(rank, 3, u))).sort();
+    expect(shares(0)).toEqual([0, 1, 2]);
+    expect(shares(0.5)).toEqual([0, 1, 2]);
+    expect(shares(0.99)).toEqual([0, 1, 2]);
+    expect(rankedDrawPoint(1, 2, 0.75)).toBe(0.25);
   });
 });
 

@@ -47,3 +47,15 @@ export function pickByFill(fills: readonly number[], u: number): number | undefi
   }
   return last;
 }
+
+/**
+ * The draw's point in [0, 1) for replica `rank` choosing among `k` filled runtimes, when the
+ * peers deciding at the same instant share `sharedU` (a hash of that instant; ADR 0058). Each
+ * shifts it by rank / k: among k equally filled runtimes (a tie) replica r takes index
+ * (r + floor(k x sharedU)) mod k, so k peers of consecutive ranks deciding together on one view
+ * take k different runtimes, where independent draws land several on one. Over instants each
+ * replica's point is uniform: alone, as random as an independent draw.
+ */
+export function rankedDrawPoint(rank: number, k: number, sharedU: number): number {
+  return (sharedU + rank / k) % 1;
+}
