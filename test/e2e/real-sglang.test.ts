@@ -59,7 +59,8 @@ async function waitVerified(name: string): Promise<Endpoint> {
   return eventually(
     async () => {
       const s = await status(name);
-      expect(s.verifiedReplicas).toBe(1);
+      // The endpoints' messages say why not (a runtime refusing connections, a mismatch).
+      expect(s.verifiedReplicas, JSON.stringify(s.endpoints ?? [])).toBe(1);
       const e = s.endpoints?.[0];
       if (!e) throw new Error(`${name} has no endpoint`);
       return e;
@@ -96,6 +97,8 @@ beforeAll(async () => {
   kubelet = await startSimKubelet({
     kubeconfig: cp.kubeconfig,
     realSglang: (pod) => REAL[pod.metadata?.labels?.['cacheroute.dev/deployment'] ?? ''],
+    // A real runtime that does not start says so here (its pod stays Ready, its port closed).
+    log: (line) => console.info(`[sim-kubelet] ${line}`),
   });
   operator = await startOperator({
     kubeconfig: cp.kubeconfig,
