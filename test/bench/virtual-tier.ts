@@ -49,6 +49,7 @@ import { buildVirtualRecord, type RequestRecord } from './replay-stats.ts';
 import { buildPromptText, type TraceRecord } from './replay-trace.ts';
 import type { DumpDecision, DumpLine, EndpointSeen, EndpointTruth } from './request-dump.ts';
 import { SglangRouterEmulation } from './virtual-sglang-router.ts';
+import { computeUncachedTokens } from '../../gateway/src/picker/runtime-priority.ts';
 import { computeUncachedPriority, isLowValuesFirst, type UncachedBucketing } from './uncached-priority.ts';
 
 export interface TierRunOptions {
@@ -317,7 +318,9 @@ export function runTier(o: TierRunOptions): TierRunResult {
   const stampPriority = (w: number, promptIds: readonly number[]): number | undefined => {
     if (o.runtimePriority === undefined) return undefined;
     const hit = (engines[w] as Engine).tree.peek('bench-salt', promptIds.slice(0, -1));
-    return computeUncachedPriority(promptIds.length - hit.deviceTokens - hit.hostTokens, o.runtimePriority);
+    // The bench's runtimes have no storage tier (the tree's peek reports device and host).
+    const uncached = computeUncachedTokens(promptIds.length, { ...hit, storageTokens: 0 });
+    return computeUncachedPriority(uncached, o.runtimePriority);
   };
   const out: RequestRecord[] = [];
   const itl = new Map<number, number[]>();
