@@ -289,7 +289,7 @@ describe('Load events: the simulator and the real server', () => {
       '--load-publish-endpoint',
       'auto',
     ];
-    type Started = { url: string; kvPort: number; stop(): Promise<void> };
+    type Started = { url: string; kvPort: number; stop(): Promise<unknown> };
     const idleStat = async (start: (extra: string[]) => Promise<Started>, packed: boolean) => {
       const server = await start(flags);
       try {

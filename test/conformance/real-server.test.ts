@@ -101,14 +101,13 @@ describe('kit serve: a pod of the dense sample on the real server', () => {
     expect(info).toMatchObject({ page_size: 16, max_running_requests: 256, enable_cache_report: true });
   });
 
-  it('stops its whole process tree on SIGTERM within 10 s', async () => {
+  // A kubelet sends SIGKILL once the grace period is over: the server must end its tree on SIGTERM.
+  it('stops its whole process tree on SIGTERM, before the SIGKILL that follows the grace', async () => {
     const s = held.server;
     if (!s) throw new Error('no server');
     const tree = [s.pid, ...listDescendants(s.pid)];
     expect(tree.length).toBeGreaterThanOrEqual(3); // main, scheduler, detokenizer
-    const started = performance.now();
-    await s.stop();
-    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(await s.stop()).toBe('exited');
     expect(tree.filter(isPidAlive)).toEqual([]);
   });
 });

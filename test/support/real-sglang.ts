@@ -24,6 +24,9 @@ const STOP_GRACE_MS = 10_000;
 
 let running = 0;
 
+/** How a stop ended: on SIGTERM within the grace, or only by the SIGKILL after it. */
+export type StopOutcome = 'exited' | 'killed';
+
 export interface RealSglang {
   readonly url: string;
   readonly port: number;
@@ -35,8 +38,11 @@ export interface RealSglang {
   readonly startupMs: number;
   /** Proportional set size of the server's process tree, MB (the machine's real share). */
   readPssMb(): number;
-  /** SIGTERM to the server (SGLang ends its own tree), SIGKILL to what is left after 10 s. */
-  stop(): Promise<void>;
+  /**
+   * SIGTERM to the server (SGLang ends its own tree), SIGKILL to what is left after 10 s;
+   * says whether the server exited on the SIGTERM or had to be killed (the first stop's answer).
+   */
+  stop(): Promise<StopOutcome>;
 }
 
 export interface RealSglangOptions {
@@ -86,17 +92,19 @@ async function startRealSglangOn(port: number, opts: RealSglangOptions): Promise
     env: { ...process.env, ...opts.env, SGLANG_KIT_VENV: venv },
   });
   const url = `http://${host}:${port}`;
-  let stopped: Promise<void> | undefined;
-  const stop = (): Promise<void> =>
+  let stopped: Promise<StopOutcome> | undefined;
+  const stop = (): Promise<StopOutcome> =>
     (stopped ??= (async () => {
       // SGLang's children (scheduler, detokenizer) are recorded first: once the
       // main process is gone they are no longer its descendants.
       const tree = listDescendants(proc.pid);
       await stopManaged(proc, STOP_GRACE_MS);
+      const outcome: StopOutcome = (await proc.exited).signal === 'SIGKILL' ? 'killed' : 'exited';
       for (const pid of tree) if (isPidAlive(pid)) kill(pid);
       running--;
       unregister();
       removeDir();
+      return outcome;
     })());
   try {
     // Its /health, and the port is held by one of its processes (the server is a child of the kit's bash).
