@@ -212,6 +212,11 @@ export interface PriorityCounts {
   readonly waiting: ReadonlyMap<number, number>;
 }
 
+/** A queue's requests by effective priority (priority-tally.ts), as a stats report reads them. */
+export interface StatsQueue {
+  readonly counts: ReadonlyMap<number, number>;
+}
+
 export interface EngineCounters {
   promptTokens: number;
   generationTokens: number;
@@ -269,6 +274,7 @@ export class Engine {
   #reservedTotal = 0;
   #lastHitRate = 0;
   readonly #knownPriorities = new Set<number>();
+  readonly #statsQueues: StatsQueue[] = [];
   #decodeBatches = 0;
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
@@ -295,15 +301,19 @@ export class Engine {
     return this.#cfg;
   }
 
+  /** The priority the scheduler holds a request at: its effective one with priority scheduling on, else 0. */
+  effectivePriorityOf(own: number | null | undefined): number {
+    const p = this.#cfg.priorityScheduling;
+    return p ? computeEffectivePriority(own, p) : 0;
+  }
+
   submit(spec: RequestSpec, listener: RequestListener): void {
     if (spec.outputIds.length < 1) throw new RangeError('a request generates at least one token');
     const live: Live = {
       spec,
       listener,
       arrivedAt: this.#clock.now(),
-      priority: this.#cfg.priorityScheduling
-        ? computeEffectivePriority(spec.priority, this.#cfg.priorityScheduling)
-        : 0,
+      priority: this.effectivePriorityOf(spec.priority),
       admittedAt: -1,
       firstTokenAt: -1,
       generated: 0,
@@ -383,11 +393,25 @@ export class Engine {
     return this.#cfg.priorityScheduling ? [...this.#running] : [];
   }
 
-  /** A stats report: the priorities of `running` and of the waiting queue become known. */
+  /**
+   * A queue the server holds outside the engine that SGLang's stats reports count beside the
+   * running batch and the waiting queue: a PD prefill's bootstrap and inflight queues, a PD
+   * decode's prealloc and transfer queues (metrics_reporter report_prefill_stats,
+   * _update_decode_queue_stats). Its priorities become known at each report too.
+   */
+  countInStatsReports(queue: StatsQueue): void {
+    this.#statsQueues.push(queue);
+  }
+
+  /**
+   * A stats report: the priorities of `running`, the waiting queue and the server's PD queues
+   * become known (metrics_collector._log_gauge_queue_count adds each gauge's to one set).
+   */
   #reportStats(running: readonly Live[]): void {
     if (!this.#cfg.priorityScheduling) return;
     for (const l of running) this.#knownPriorities.add(l.priority);
     for (const l of this.#waiting) this.#knownPriorities.add(l.priority);
+    for (const q of this.#statsQueues) for (const p of q.counts.keys()) this.#knownPriorities.add(p);
   }
 
   #countByPriority(): PriorityCounts {
