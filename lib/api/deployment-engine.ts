@@ -414,6 +414,16 @@ export const Parallelism = withRules(
 /** SGLang's policies its priority scheduling runs with (validation_hook: an assertion at start). */
 export const PRIORITY_SCHEDULE_POLICIES = ['fcfs', 'lof'] as const;
 
+/**
+ * --default-priority-value with spec.serving.priorityScheduling: the priority of a request that
+ * reaches the runtime without one (the kubelet's /health generation, the operator's warm-ups and
+ * Tasks, a gateway body whose fallbacks do not all order by priority). SGLang 0.5.23 otherwise
+ * gives it -sys.maxsize - 1 (scheduler._set_or_validate_priority): after every stamp, and with
+ * preemption off never run while stamped work waits. 0 is the gateway's stamp for a default
+ * tenant's long prompt (2 x 0 + 0): an unknown caller ranks as a default one (ADR 0057).
+ */
+export const UNSTAMPED_RUNTIME_PRIORITY = 0;
+
 /** Serving settings common to every engine of a deployment (spec.serving). */
 export const ServingSettings = withRules(
   z.object({
@@ -433,8 +443,9 @@ export const ServingSettings = withRules(
       .meta({
         description:
           "The runtimes order their waiting queue by each request's priority (--enable-priority-scheduling " +
-          "--disable-priority-preemption) and the gateway stamps one: the tenant's priority first, then " +
-          'a prompt with under 2,048 uncached tokens on the chosen runtime before a longer one. Off by default. ADR 0057.',
+          `--disable-priority-preemption --default-priority-value ${UNSTAMPED_RUNTIME_PRIORITY}) and the gateway stamps one: the tenant's priority first, then ` +
+          'a prompt with under 2,048 uncached tokens on the chosen runtime before a longer one; a request sent ' +
+          "without one ranks as a default tenant's long prompt. Off by default. ADR 0057.",
       }),
   }),
   [

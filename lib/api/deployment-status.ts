@@ -3,6 +3,7 @@
 // cache's health, the parts and the wake state.
 import { z } from 'zod';
 import { Conditions } from './common.ts';
+import { UNSTAMPED_RUNTIME_PRIORITY } from './deployment-engine.ts';
 import { PartRole } from './deployment-part.ts';
 
 export const EndpointRole = z.enum(['standalone', 'prefill', 'decode']);
@@ -19,10 +20,12 @@ export const ReportedIdentity = z.object({
   radixCache: z.boolean().optional(),
   disaggregationMode: z.string().optional(),
   tensorParallel: z.number().int().optional(),
-  priorityScheduling: z.boolean().optional().meta({
-    description:
-      "It orders its queue by the request's priority (SGLang's --enable-priority-scheduling, preemption off, the larger first): the gateway stamps one.",
-  }),
+  priorityScheduling: z
+    .boolean()
+    .optional()
+    .meta({
+      description: `It orders its queue by the request's priority (SGLang's --enable-priority-scheduling, preemption off, the larger first, --default-priority-value ${UNSTAMPED_RUNTIME_PRIORITY} for a request without one): the gateway stamps one.`,
+    }),
 });
 
 export const EndpointEvents = z

@@ -69,9 +69,11 @@ export const OPERATOR_OWNED_FLAGS = [
   'admin-api-key',
   // spec.serving.priorityScheduling: the gateway stamps a priority in SGLang's default sign (larger
   // first) only where status says the runtime orders by it, and a runtime that aborts a stamp
-  // (--abort-on-priority-when-disabled) or reads it the other way round would undo that (ADR 0057).
+  // (--abort-on-priority-when-disabled) or reads it the other way round would undo that; another
+  // default for an unstamped request would rank it apart from the stamps (ADR 0057).
   'enable-priority-scheduling',
   'disable-priority-preemption',
+  'default-priority-value',
   'schedule-low-priority-values-first',
   'abort-on-priority-when-disabled',
 ] as const;

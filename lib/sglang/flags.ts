@@ -91,6 +91,7 @@ export const TYPED_DESTS = {
   // spec.serving.priorityScheduling (false renders nothing: command lines without it are as before).
   enable_priority_scheduling: 'bool',
   disable_priority_preemption: 'bool',
+  default_priority_value: 'int',
 } as const satisfies Record<string, ValueKind>;
 
 export type SglangDest = keyof typeof TYPED_DESTS;

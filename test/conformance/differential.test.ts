@@ -143,12 +143,22 @@ describe('dense: radix cache, metrics, cache report', () => {
 // ADR 0057: the runtime the operator starts with spec.serving.priorityScheduling. Its metrics
 // carry a `priority` label on every scheduler and tokenizer series, and its queue gauges a count
 // per priority beside the total; the label's values are compared (differential-compare.ts).
-describe('dense with priority scheduling: the priority label on every metric', () => {
+// Without --default-priority-value (the script's unstamped requests: SGLang's last-of-all value,
+// and "" on the tokenizer's series) and with the operator's 0 (ADR 0057's amendment).
+describe.each([
+  ['priority', []],
+  ['priority-default', ['--default-priority-value', '0']],
+])('dense with priority scheduling (%s): the priority label on every metric', (name, extra) => {
   let pair: Pair | undefined;
   let real: Map<string, Observation>;
   let sim: Map<string, Observation>;
   beforeAll(async () => {
-    pair = await startPair([...DENSE_ARGS, '--enable-priority-scheduling', '--disable-priority-preemption']);
+    pair = await startPair([
+      ...DENSE_ARGS,
+      '--enable-priority-scheduling',
+      '--disable-priority-preemption',
+      ...extra,
+    ]);
     // One request with the priority the gateway stamps, then the script's (none of them stamped).
     const stamped = {
       text: 'hello there',
@@ -159,7 +169,7 @@ describe('dense with priority scheduling: the priority label on every metric', (
       expect((await postJson(`${url}/generate`, stamped)).status).toBe(200);
     real = await runScript(pair.real.url, MODEL);
     sim = await runScript(pair.sim.url, MODEL);
-    dump('priority', real, sim);
+    dump(name, real, sim);
   });
   afterAll(() => stopPair(pair));
 

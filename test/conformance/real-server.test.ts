@@ -123,12 +123,16 @@ describe('kit serve: a pod of the dense sample with priority scheduling on', () 
     expect(pod.argv).toEqual(
       expect.arrayContaining(['--enable-priority-scheduling', '--disable-priority-preemption']),
     );
+    const at = pod.argv.indexOf('--default-priority-value');
+    expect(pod.argv.slice(at, at + 2)).toEqual(['--default-priority-value', '0']);
     const url = held.server?.url ?? '';
     const info = ServerInfo.parse(await (await fetch(`${url}/server_info`)).json());
     expect(info).toMatchObject({
       enable_priority_scheduling: true,
       disable_priority_preemption: true,
       schedule_low_priority_values_first: false,
+      // An unstamped request (the kubelet's /health, a warm-up, a Task) ranks as a default tenant's long prompt.
+      default_priority_value: 0,
     });
     reported = computeRuntimeIdentity(info, ModelInfo.parse(await (await fetch(`${url}/model_info`)).json()));
     expect(reported.priorityScheduling).toBe(true);
@@ -165,6 +169,19 @@ describe('kit serve: a pod of the dense sample with priority scheduling on', () 
       body: JSON.stringify(stamped),
     });
     expect(res.status).toBe(200);
+  });
+
+  it('gives a request sent without a priority --default-priority-value 0 (its tokenizer series say so)', async () => {
+    const url = held.server?.url ?? '';
+    const res = await fetch(`${url}/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'Unstamped', sampling_params: { max_new_tokens: 2 } }),
+    });
+    expect(res.status).toBe(200);
+    // tokenizer_manager._set_default_priority wrote 0 on the request; without the flag the label stays "".
+    const text = await (await fetch(`${url}/metrics`)).text();
+    expect(text).toMatch(/^sglang:prompt_tokens_total\{[^}]*priority="0"[^}]*\} [1-9]/m);
   });
 });
 

@@ -216,7 +216,8 @@ export function buildRandomSpecs(count: number, seed: number): GeneratedSpec[] {
       ...(maybe(0.3, () => ({ contextLength: pick([8192, 32768]) })) ?? {}),
       ...(maybe(0.3, () => ({ chunkedPrefillSize: pick([2048, 8192]) })) ?? {}),
       ...(maybe(0.3, () => ({ memFractionStatic: pick([0.8, 0.88]) })) ?? {}),
-      // The operator's own flags now (extraArgs may not set them): --enable-priority-scheduling --disable-priority-preemption.
+      // The operator's own flags now (extraArgs may not set them): --enable-priority-scheduling
+      // --disable-priority-preemption --default-priority-value 0.
       ...(maybe(0.2, () => ({ priorityScheduling: true })) ?? {}),
     };
     if (Object.keys(serving).length > 0) m.spec['serving'] = serving;

@@ -280,6 +280,8 @@ describe('gateway with the operator', () => {
     expect(sim?.argv).toEqual(
       expect.arrayContaining(['--enable-priority-scheduling', '--disable-priority-preemption']),
     );
+    const at = sim?.argv.indexOf('--default-priority-value') ?? -1;
+    expect(sim?.argv.slice(at, at + 2)).toEqual(['--default-priority-value', '0']);
     const prioritized = (pod: string): number =>
       kubelet.sims.get(pod)?.server.engine.snapshot().counters.prioritized ?? -1;
     await chatUntilServed('ordered-8b', 'In order, please', 1);

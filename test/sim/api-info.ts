@@ -104,7 +104,7 @@ function handleLoads(server: SimServer, res: http.ServerResponse, url: URL): voi
     maxRunningRequests: server.serving.maxRunningRequests,
     waitingPromptTokens: server.engine.waitingPromptTokens,
     pdMode: server.config.sglang.disaggregation_mode,
-    pd: { prefillInflight: pd.prefillInflight, decodeTransfer: pd.decodeTransfer },
+    pd: { prefillInflight: pd.prefillInflight.total, decodeTransfer: pd.decodeTransfer.total },
     kvCacheGb: buildKvCacheGb(server),
     decodeMoments: server.engine.decodeMoments,
   });

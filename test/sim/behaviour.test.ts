@@ -142,6 +142,22 @@ describe('timing through the API', () => {
       expect(done.map((d) => d.label)).toEqual(['5/9', '5/4', '1/20', '1/5']);
     }));
 
+  // Regression: with lof and priority scheduling off, the simulator served the queue FCFS.
+  it('orders by the longest max_new_tokens with --schedule-policy lof and priority scheduling off', () =>
+    withSim(['--max-running-requests', '1', '--schedule-policy', 'lof'], async (s) => {
+      s.clock.hold();
+      const pending = [5, 20, 4, 9].map((max, i) =>
+        gen(s, { input_ids: ids(i * 1000, 800), sampling_params: { max_new_tokens: max } }).then((r) => ({
+          max,
+          e2e: meta(r)['e2e_latency'] as number,
+        })),
+      );
+      await s.untilWaiting(4);
+      s.clock.release();
+      const done = (await Promise.all(pending)).sort((a, b) => a.e2e - b.e2e);
+      expect(done.map((d) => d.max)).toEqual([20, 9, 5, 4]);
+    }));
+
   it("with lof, a chat request without max_tokens sorts as SGLang's scheduler clips it: the longest", () =>
     withSim(LOF_ONE_AT_A_TIME, async (s) => {
       s.clock.hold();

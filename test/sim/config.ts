@@ -177,8 +177,20 @@ function buildPriorityScheduling(a: SglangArgs): PriorityScheduling | null {
     lowValuesFirst: a['schedule_low_priority_values_first'] === true,
     defaultPriority: typeof fallback === 'number' ? fallback : null,
     decodeLogInterval: readDecodeLogInterval(a),
-    longestOutputFirst: a.schedule_policy === 'lof',
   };
+}
+
+/**
+ * Does SGLang's scheduler sort the waiting queue by the longest output (`--schedule-policy lof`)?
+ * lof is a CacheAgnosticPolicy: SchedulePolicy._validate_and_adjust_policy falls back to fcfs
+ * only for the cache-aware policies when the tree cache is disabled, and _determine_active_policy
+ * only for lpm and hrrn with a long queue, so lof stays lof with the radix cache off and with
+ * priority scheduling on or off. A PD decode server calls calc_priority only with priority
+ * scheduling on (disaggregation/decode.py _get_new_prebuilt_batch): off, its queue stays FCFS.
+ */
+function isLongestOutputFirst(a: SglangArgs): boolean {
+  if (a.schedule_policy !== 'lof') return false;
+  return a.disaggregation_mode !== 'decode' || a['enable_priority_scheduling'] === true;
 }
 
 /** Parse a simulator command line: SGLang's launch flags plus `--sim-*` flags. */
@@ -302,6 +314,7 @@ export function buildEngineConfig(
     decodePerReqMs: cfg.sim.decodePerReqMs,
     prefillMaxRequests: typeof a['prefill_max_requests'] === 'number' ? a['prefill_max_requests'] : null,
     priorityScheduling: buildPriorityScheduling(a),
+    longestOutputFirst: isLongestOutputFirst(a),
     l3: l3Dir
       ? {
           store: openL3Store(l3Dir),

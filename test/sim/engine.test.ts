@@ -145,57 +145,63 @@ describe('Engine timing model', () => {
   });
 });
 
+/** A queued request's scheduling fields: its `priority` and its max_new_tokens (lof's key). */
+interface Queued {
+  readonly priority?: number;
+  readonly maxNewTokens?: number;
+}
+
+// One 8,000-token prefill runs while 10,000-token prompts queue behind it: a prefill batch holds one
+// of them (maxPrefillTokens 16,384), so the queue's order is the order of their first tokens.
+function firstTokenOrder(cfg: Partial<EngineConfig>, queued: readonly Queued[]): string[] {
+  const clock = new VirtualClock();
+  const engine = new Engine({ ...base, maxTotalTokens: 200_000, ...cfg }, clock);
+  const firsts: string[] = [];
+  const send = (rid: string, prompt: number[], q: Queued) =>
+    engine.submit(
+      { rid, namespace: '', promptIds: prompt, outputIds: [1], ...q },
+      { onTokens: () => firsts.push(rid), onFinish: () => undefined },
+    );
+  send('running', seq(0, 8000), {});
+  clock.advanceBy(1);
+  queued.forEach((q, i) => {
+    clock.advanceBy(1);
+    send(`q${i}`, seq(100_000 * (i + 1), 10_000), q);
+  });
+  clock.runAll();
+  return firsts.filter((rid) => rid !== 'running');
+}
+
 describe('Engine priority scheduling (SGLang _sort_by_priority_and_fcfs)', () => {
-  // One 8,000-token prefill runs while three 10,000-token prompts queue behind it: a prefill batch
-  // holds one of them (maxPrefillTokens 16,384), so the queue's order is the order of their first tokens.
-  function firstTokenOrder(
+  const byPriority = (
     priorityScheduling: PriorityScheduling | null,
     priorities: readonly (number | undefined)[],
-  ): string[] {
-    const clock = new VirtualClock();
-    const engine = new Engine({ ...base, maxTotalTokens: 200_000, priorityScheduling }, clock);
-    const firsts: string[] = [];
-    const send = (rid: string, prompt: number[], priority?: number) =>
-      engine.submit(
-        {
-          rid,
-          namespace: '',
-          promptIds: prompt,
-          outputIds: [1],
-          ...(priority === undefined ? {} : { priority }),
-        },
-        { onTokens: () => firsts.push(rid), onFinish: () => undefined },
-      );
-    send('running', seq(0, 8000));
-    clock.advanceBy(1);
-    priorities.forEach((p, i) => {
-      clock.advanceBy(1);
-      send(`q${i}`, seq(100_000 * (i + 1), 10_000), p);
-    });
-    clock.runAll();
-    return firsts.filter((rid) => rid !== 'running');
-  }
+  ): string[] =>
+    firstTokenOrder(
+      { priorityScheduling },
+      priorities.map((priority) => (priority === undefined ? {} : { priority })),
+    );
 
   it('without it, serves the queue in arrival order whatever the priorities', () => {
-    expect(firstTokenOrder(null, [1, 5, 3])).toEqual(['q0', 'q1', 'q2']);
+    expect(byPriority(null, [1, 5, 3])).toEqual(['q0', 'q1', 'q2']);
   });
 
   it('serves higher values first by default, arrival order within one value', () => {
     const p = { lowValuesFirst: false, defaultPriority: null };
-    expect(firstTokenOrder(p, [1, 5, 3])).toEqual(['q1', 'q2', 'q0']);
-    expect(firstTokenOrder(p, [2, 7, 2])).toEqual(['q1', 'q0', 'q2']);
+    expect(byPriority(p, [1, 5, 3])).toEqual(['q1', 'q2', 'q0']);
+    expect(byPriority(p, [2, 7, 2])).toEqual(['q1', 'q0', 'q2']);
   });
 
   it('serves lower values first with --schedule-low-priority-values-first', () => {
     const p = { lowValuesFirst: true, defaultPriority: null };
-    expect(firstTokenOrder(p, [1, 5, 3])).toEqual(['q0', 'q2', 'q1']);
+    expect(byPriority(p, [1, 5, 3])).toEqual(['q0', 'q2', 'q1']);
   });
 
   it.each([false, true])(
     'puts a request without a priority after every one with one (low values first: %s)',
     (lowValuesFirst) => {
       const p = { lowValuesFirst, defaultPriority: null };
-      expect(firstTokenOrder(p, [undefined, -1e15, 1e15])).toEqual(
+      expect(byPriority(p, [undefined, -1e15, 1e15])).toEqual(
         lowValuesFirst ? ['q1', 'q2', 'q0'] : ['q2', 'q1', 'q0'],
       );
     },
@@ -203,7 +209,7 @@ describe('Engine priority scheduling (SGLang _sort_by_priority_and_fcfs)', () =>
 
   it('gives a request without a priority --default-priority-value', () => {
     const p = { lowValuesFirst: false, defaultPriority: 4 };
-    expect(firstTokenOrder(p, [undefined, 3, 5])).toEqual(['q2', 'q0', 'q1']);
+    expect(byPriority(p, [undefined, 3, 5])).toEqual(['q2', 'q0', 'q1']);
   });
 
   // A long and a short prompt (low values first: the short one ahead) queue behind an 8,000-token prefill.
@@ -236,5 +242,41 @@ describe('Engine priority scheduling (SGLang _sort_by_priority_and_fcfs)', () =>
     // Ordered short first, but one batch: the short prompt's first token waits for the long one's prefill.
     expect(firsts.get('short')).toBe(firsts.get('long'));
     expect(firsts.get('short')).toBeCloseTo(1000 + (4800 / 8000) * 1000, 6);
+  });
+});
+
+describe('Engine --schedule-policy lof (SGLang _sort_by_longest_output)', () => {
+  const asked: readonly Queued[] = [
+    { priority: 1, maxNewTokens: 5 },
+    { priority: 5, maxNewTokens: 4 },
+    { priority: 5, maxNewTokens: 9 },
+    { priority: 1, maxNewTokens: 20 },
+    { priority: 1, maxNewTokens: 9 },
+  ];
+
+  // Regression: lof without priority scheduling served the queue in arrival order.
+  it('without priority scheduling, serves the longest max_new_tokens first, arrival within a length', () => {
+    expect(firstTokenOrder({ longestOutputFirst: true }, asked)).toEqual(['q3', 'q2', 'q4', 'q0', 'q1']);
+  });
+
+  it('with priority scheduling, by priority first, then the longest max_new_tokens', () => {
+    const priorityScheduling = { lowValuesFirst: false, defaultPriority: null };
+    expect(firstTokenOrder({ longestOutputFirst: true, priorityScheduling }, asked)).toEqual([
+      'q2',
+      'q1',
+      'q3',
+      'q4',
+      'q0',
+    ]);
+  });
+
+  it('sorts with the radix cache disabled too (lof is cache-agnostic)', () => {
+    expect(firstTokenOrder({ longestOutputFirst: true, radixCache: false }, asked)).toEqual([
+      'q3',
+      'q2',
+      'q4',
+      'q0',
+      'q1',
+    ]);
   });
 });

@@ -2,9 +2,10 @@
 // Scheduler (python/sglang/srt/managers/scheduler.py), in simulated time.
 //
 // Each iteration:
-//   1. With priority scheduling, order the waiting queue by priority, then
-//      arrival (see PriorityScheduling below). Admit waiting requests in that
-//      (else FCFS) order while the running set is below
+//   1. Order the waiting queue as SGLang's fcfs or lof policy does (by
+//      priority with priority scheduling, see PriorityScheduling below; by
+//      the longest max_new_tokens with lof). Admit waiting requests in that
+//      order while the running set is below
 //      maxRunningRequests, the batch's uncached tokens fit maxPrefillTokens,
 //      it holds at most prefillMaxRequests
 //      (the first request always fits) and the KV pool can hold them. A
@@ -57,8 +58,13 @@ export interface EngineConfig {
   readonly l3?: L3TierConfig | null;
   /** `--prefill-max-requests`: at most this many requests in a prefill batch; absent or null: no cap. */
   readonly prefillMaxRequests?: number | null;
-  /** `--enable-priority-scheduling` (with `--schedule-policy fcfs`); absent or null: FCFS. */
+  /** `--enable-priority-scheduling`; absent or null: off. */
   readonly priorityScheduling?: PriorityScheduling | null;
+  /**
+   * `--schedule-policy lof` where SGLang sorts by it (config.ts buildEngineConfig): the longest
+   * max_new_tokens first, after priority when priority scheduling is on; absent or false: fcfs.
+   */
+  readonly longestOutputFirst?: boolean;
 }
 
 /**
@@ -71,8 +77,6 @@ export interface PriorityScheduling {
   readonly lowValuesFirst: boolean;
   /** `--default-priority-value`: the priority of a request that sends none; null: the last of all. */
   readonly defaultPriority: number | null;
-  /** `--schedule-policy lof`: within a priority the longest max_new_tokens first, then arrival. */
-  readonly longestOutputFirst?: boolean;
   /**
    * `--decode-log-interval`: every this many decode batches the scheduler reports its stats
    * (the priorities its metrics know); absent: after prefill batches only (no metrics read).
@@ -208,6 +212,11 @@ export interface PriorityCounts {
   readonly waiting: ReadonlyMap<number, number>;
 }
 
+/** A queue's requests by effective priority (priority-tally.ts), as a stats report reads them. */
+export interface StatsQueue {
+  readonly counts: ReadonlyMap<number, number>;
+}
+
 export interface EngineCounters {
   promptTokens: number;
   generationTokens: number;
@@ -265,6 +274,7 @@ export class Engine {
   #reservedTotal = 0;
   #lastHitRate = 0;
   readonly #knownPriorities = new Set<number>();
+  readonly #statsQueues: StatsQueue[] = [];
   #decodeBatches = 0;
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
@@ -291,15 +301,19 @@ export class Engine {
     return this.#cfg;
   }
 
+  /** The priority the scheduler holds a request at: its effective one with priority scheduling on, else 0. */
+  effectivePriorityOf(own: number | null | undefined): number {
+    const p = this.#cfg.priorityScheduling;
+    return p ? computeEffectivePriority(own, p) : 0;
+  }
+
   submit(spec: RequestSpec, listener: RequestListener): void {
     if (spec.outputIds.length < 1) throw new RangeError('a request generates at least one token');
     const live: Live = {
       spec,
       listener,
       arrivedAt: this.#clock.now(),
-      priority: this.#cfg.priorityScheduling
-        ? computeEffectivePriority(spec.priority, this.#cfg.priorityScheduling)
-        : 0,
+      priority: this.effectivePriorityOf(spec.priority),
       admittedAt: -1,
       firstTokenAt: -1,
       generated: 0,
@@ -379,11 +393,25 @@ export class Engine {
     return this.#cfg.priorityScheduling ? [...this.#running] : [];
   }
 
-  /** A stats report: the priorities of `running` and of the waiting queue become known. */
+  /**
+   * A queue the server holds outside the engine that SGLang's stats reports count beside the
+   * running batch and the waiting queue: a PD prefill's bootstrap and inflight queues, a PD
+   * decode's prealloc and transfer queues (metrics_reporter report_prefill_stats,
+   * _update_decode_queue_stats). Its priorities become known at each report too.
+   */
+  countInStatsReports(queue: StatsQueue): void {
+    this.#statsQueues.push(queue);
+  }
+
+  /**
+   * A stats report: the priorities of `running`, the waiting queue and the server's PD queues
+   * become known (metrics_collector._log_gauge_queue_count adds each gauge's to one set).
+   */
   #reportStats(running: readonly Live[]): void {
     if (!this.#cfg.priorityScheduling) return;
     for (const l of running) this.#knownPriorities.add(l.priority);
     for (const l of this.#waiting) this.#knownPriorities.add(l.priority);
+    for (const q of this.#statsQueues) for (const p of q.counts.keys()) this.#knownPriorities.add(p);
   }
 
   #countByPriority(): PriorityCounts {
@@ -469,13 +497,18 @@ export class Engine {
   /**
    * SGLang orders the queue before each prefill batch it forms (_get_new_batch_prefill_raw ->
    * SchedulePolicy.calc_priority), after returning early when the batch is full or no request can
-   * be added (get_num_allocatable_reqs <= 0), as preemption is off. Without priority scheduling
-   * its FCFS policy leaves the queue in arrival order.
+   * be added (get_num_allocatable_reqs <= 0), as preemption is off. Its branches, fcfs and lof (the
+   * only policies the simulator runs):
+   * - lof: `_sort_by_longest_output`, with priority scheduling on or off (its
+   *   enable_priority_scheduling argument picks the key);
+   * - fcfs: `_sort_by_priority_and_fcfs` with priority scheduling on; off, the queue stays in
+   *   arrival order (calc_priority's `pass`).
    */
   #orderWaiting(): void {
-    const p = this.#cfg.priorityScheduling;
-    if (p && this.#running.length < this.#cfg.maxRunningRequests)
-      sortByPriority(this.#waiting, p.lowValuesFirst ? 1 : -1, p.longestOutputFirst === true);
+    if (this.#running.length >= this.#cfg.maxRunningRequests) return;
+    const p = this.#cfg.priorityScheduling ?? null;
+    if (this.#cfg.longestOutputFirst === true) sortByLongestOutput(this.#waiting, p);
+    else if (p) sortByPriorityAndFcfs(this.#waiting, p);
   }
 
   /** PrefillAdder.add_one_req's first check (--prefill-max-requests): the batch closes, nothing is blocked. */
@@ -648,21 +681,28 @@ export class Engine {
   }
 }
 
+/** SchedulePolicy.priority_sign: 1 when low values run first, -1 otherwise. */
+const priorityKey = (l: Live, p: PriorityScheduling): number => l.priority * (p.lowValuesFirst ? 1 : -1);
+
+const compareNumbers = (a: number, b: number): number => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
- * SGLang's SchedulePolicy.calc_priority with priority scheduling: under fcfs
- * `_sort_by_priority_and_fcfs`, the waiting queue sorted in place by (priority * sign,
- * wait_queue_entry_time); under lof `_sort_by_longest_output`, by (priority * sign,
- * -max_new_tokens). Sign 1 when low values run first, -1 otherwise. Python's sort is
- * stable and every key is fixed for a request's life, so lof's ties keep the order requests
- * were appended in: arrival, the last key here. Both sorts are stable, so requests with one
- * priority that entered together keep their order.
+ * SchedulePolicy._sort_by_priority_and_fcfs: the waiting queue sorted in place by
+ * (priority * sign, wait_queue_entry_time).
  */
-function sortByPriority(waiting: Live[], sign: 1 | -1, longestOutputFirst: boolean): void {
-  const key = (l: Live): number => l.priority * sign;
-  const output = (l: Live): number =>
-    longestOutputFirst ? -(l.spec.maxNewTokens ?? l.spec.outputIds.length) : 0;
-  waiting.sort(
-    (a, b) =>
-      (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0) || output(a) - output(b) || a.arrivedAt - b.arrivedAt,
-  );
+function sortByPriorityAndFcfs(waiting: Live[], p: PriorityScheduling): void {
+  waiting.sort((a, b) => compareNumbers(priorityKey(a, p), priorityKey(b, p)) || a.arrivedAt - b.arrivedAt);
+}
+
+/**
+ * SchedulePolicy._sort_by_longest_output: by -max_new_tokens, after priority * sign when
+ * priority scheduling is on (`p`). Python's sort is stable and every key is fixed for a
+ * request's life, so ties keep the order requests were appended in: arrival, the last key here
+ * (Array.prototype.sort is stable too, for requests that arrived at one instant).
+ */
+function sortByLongestOutput(waiting: Live[], p: PriorityScheduling | null): void {
+  const output = (l: Live): number => -(l.spec.maxNewTokens ?? l.spec.outputIds.length);
+  const priority = (a: Live, b: Live): number =>
+    p ? compareNumbers(priorityKey(a, p), priorityKey(b, p)) : 0;
+  waiting.sort((a, b) => priority(a, b) || output(a) - output(b) || a.arrivedAt - b.arrivedAt);
 }

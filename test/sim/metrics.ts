@@ -17,6 +17,7 @@
 // test/conformance/differential-compare.ts.
 
 import type { EngineSnapshot, RequestResult } from './engine.ts';
+import { PriorityTally } from './priority-tally.ts';
 
 // The collectors' default buckets (bucket_* flags unset).
 const TTFT_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400];
@@ -66,8 +67,10 @@ class Histogram {
 }
 
 export interface PdGauges {
-  prefillInflight: number;
-  decodeTransfer: number;
+  /** A PD prefill's requests from arrival to the end of their prefill. */
+  readonly prefillInflight: PriorityTally;
+  /** A PD decode's requests waiting for their prefill's KV. */
+  readonly decodeTransfer: PriorityTally;
   bootstrapFailed: number;
 }
 
@@ -98,7 +101,11 @@ export class SimMetrics {
    */
   readonly byPriority = new Map<string | null, RequestSeries>();
   readonly queue = new Histogram(QUEUE_BUCKETS);
-  readonly pd: PdGauges = { prefillInflight: 0, decodeTransfer: 0, bootstrapFailed: 0 };
+  readonly pd: PdGauges = {
+    prefillInflight: new PriorityTally(),
+    decodeTransfer: new PriorityTally(),
+    bootstrapFailed: 0,
+  };
 
   /** `priorityLabel`: see {@link tokenizerPriorityLabel}. */
   record(r: RequestResult, isStreaming = false, priorityLabel: string | null = null): void {
@@ -286,16 +293,38 @@ export function renderMetrics(input: MetricsInput): string {
     ...scheduler,
     pid: String(input.pid),
   });
-  gauge('num_prefill_bootstrap_queue_reqs', 'The number of requests in the prefill bootstrap queue.', 0);
-  gauge(
+  // A report fills the QueueCounts of its own mode's PD queues, by priority with priority
+  // scheduling on (metrics_reporter report_prefill_stats, _update_decode_queue_stats); the other
+  // mode's, and all of them on a unified server, stay QueueCount() (by_priority None): totals only.
+  const pdQueueGauge = (
+    name: string,
+    help: string,
+    mode: MetricsInput['pdMode'],
+    q?: PriorityTally,
+  ): void => {
+    if (mode === input.pdMode) queueGauge(name, help, q?.total ?? 0, q?.counts);
+    else gauge(name, help, q?.total ?? 0);
+  };
+  pdQueueGauge(
+    'num_prefill_bootstrap_queue_reqs',
+    'The number of requests in the prefill bootstrap queue.',
+    'prefill',
+  );
+  pdQueueGauge(
     'num_prefill_inflight_queue_reqs',
     'The number of requests in the prefill inflight queue.',
+    'prefill',
     m.pd.prefillInflight,
   );
-  gauge('num_decode_prealloc_queue_reqs', 'The number of requests in the decode prealloc queue.', 0);
-  gauge(
+  pdQueueGauge(
+    'num_decode_prealloc_queue_reqs',
+    'The number of requests in the decode prealloc queue.',
+    'decode',
+  );
+  pdQueueGauge(
     'num_decode_transfer_queue_reqs',
     'The number of requests in the decode transfer queue.',
+    'decode',
     m.pd.decodeTransfer,
   );
   gauge('utilization', 'The utilization.', s.tokenUsage);

@@ -104,6 +104,10 @@ export class SimServer {
     this.#epochAtZero = Date.now() / 1000 - deps.clock.now() / 1000;
     this.serving = resolveServing(config);
     this.engine = new Engine(buildEngineConfig(config, deps.env), deps.clock);
+    // The PD queue a stats report counts beside the engine's (the other ones are always empty here).
+    const mode = config.sglang.disaggregation_mode;
+    if (mode === 'prefill') this.engine.countInStatsReports(this.metrics.pd.prefillInflight);
+    if (mode === 'decode') this.engine.countInStatsReports(this.metrics.pd.decodeTransfer);
     this.sigterm = new SigtermWatchdog(deps.clock, deps.logger);
     // A non-zero node rank publishes nothing: the schedulers of rank 0 do (its group's leader).
     this.kvEvents = config.sglang.node_rank >= 1 ? null : KvEventsService.build(config, this.engine);
@@ -393,8 +397,9 @@ export class SimServer {
         finish: abortReason(refused.abortMessage ?? '', 400),
         completionTokens: 0,
       };
+    const priority = this.engine.effectivePriorityOf(input.priority);
     if (mode === 'decode' && b && b.host !== FAKE_BOOTSTRAP_HOST) {
-      this.metrics.pd.decodeTransfer++;
+      this.metrics.pd.decodeTransfer.add(priority);
       prefillCached = await waitForPrefill(
         b.host,
         b.port,
@@ -402,10 +407,10 @@ export class SimServer {
         this.#deps.toWallMs(sim.pdTimeoutMs),
       );
       transferFailed = prefillCached === undefined;
-      this.metrics.pd.decodeTransfer--;
+      this.metrics.pd.decodeTransfer.remove(priority);
       if (transferFailed) this.metrics.pd.bootstrapFailed++;
     }
-    if (mode === 'prefill') this.metrics.pd.prefillInflight++;
+    if (mode === 'prefill') this.metrics.pd.prefillInflight.add(priority);
     // A prefill instance stops after the first token; max_new_tokens 0 still runs one prefill step.
     const wanted = mode === 'prefill' ? Math.min(1, plan.outputIds.length) : plan.outputIds.length;
     const engineIds = wanted > 0 ? plan.outputIds.slice(0, wanted) : [0];
@@ -448,7 +453,7 @@ export class SimServer {
       e2eMs: engineResult.e2eMs + before,
     };
     if (mode === 'prefill') {
-      this.metrics.pd.prefillInflight--;
+      this.metrics.pd.prefillInflight.remove(priority);
       if (b) {
         const cached = splitOf(result);
         this.#rooms.complete(String(b.room), performance.now(), cached);

@@ -402,6 +402,12 @@ export const INVALID_CASES: InvalidCase[] = [
     mutate: (m) => (m.spec.runtime.extraArgs = ['--enable-priority-scheduling']),
     expect: 'runtime.extraArgs must not set flags the operator renders',
   },
+  {
+    name: 'extraArgs set the priority of an unstamped request apart from the stamps',
+    sample: DENSE,
+    mutate: (m) => (m.spec.runtime.extraArgs = ['--default-priority-value=-1000']),
+    expect: 'runtime.extraArgs must not set flags the operator renders',
+  },
   // Deployment: topology and resources
   {
     name: 'disaggregation without transfer backend',

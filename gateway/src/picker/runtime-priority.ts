@@ -5,8 +5,9 @@
 // SGLang's sign, its default (no --schedule-low-priority-values-first): the larger
 // value runs first. schedule_policy.SchedulePolicy._sort_by_priority_and_fcfs sorts
 // the waiting queue by (priority x -1, entry time) before each prefill batch; a
-// request without one takes the lowest of all (scheduler._set_or_validate_priority:
-// -sys.maxsize - 1), so what the gateway does not stamp (a warm-up) runs last. The
+// request without one (a probe's, a warm-up's, a Task's) takes the operator's
+// --default-priority-value, UNSTAMPED_RUNTIME_PRIORITY (#api): this function's value
+// for a default tenant's long prompt, not SGLang's last of all (ADR 0057). The
 // field is top-level `priority` in /generate (io_struct.GenerateReqInput), in
 // /v1/completions and in /v1/chat/completions (entrypoints/openai/protocol.py,
 // CompletionRequest and ChatCompletionRequest; serving_chat / serving_completions

@@ -64,12 +64,21 @@ describe('computeRuntimeIdentity', () => {
     expect(computeRuntimeIdentity(info, model).radixCache).toBe(expected);
   });
 
-  const on = { enable_priority_scheduling: true, disable_priority_preemption: true };
+  const on = {
+    enable_priority_scheduling: true,
+    disable_priority_preemption: true,
+    default_priority_value: 0,
+  };
   it.each([
     [{}, false],
     [on, true],
+    // No --default-priority-value: a request sent without a priority would run after every stamp.
+    [{ ...on, default_priority_value: null }, false],
+    [{ enable_priority_scheduling: true, disable_priority_preemption: true }, false],
+    // Another default: an unstamped request would rank apart from a default tenant's.
+    [{ ...on, default_priority_value: -1 }, false],
     // Preemption on: a running request may be retracted for a stamp (not what the gateway's is for).
-    [{ enable_priority_scheduling: true }, false],
+    [{ enable_priority_scheduling: true, default_priority_value: 0 }, false],
     // The smaller first: the gateway's stamp would run the long prompts first.
     [{ ...on, schedule_low_priority_values_first: true }, false],
     [{ ...on, schedule_low_priority_values_first: false }, true],

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { KvEventsAdvert } from '#api/publishers.ts';
+import { UNSTAMPED_RUNTIME_PRIORITY } from '#api/deployment-engine.ts';
 
 /**
  * The parts of SGLang's `/server_info` (legacy `/get_server_info`) that identify
@@ -25,6 +26,7 @@ export const ServerInfo = z.looseObject({
   enable_priority_scheduling: z.boolean().nullish(),
   disable_priority_preemption: z.boolean().nullish(),
   schedule_low_priority_values_first: z.boolean().nullish(),
+  default_priority_value: z.number().int().nullish(),
   // A block we cannot read costs the gateway its exact index, not the runtime its verification.
   kv_events: KvEventsAdvert.nullish().catch(null),
   // In clear (to a caller that sent it): checked by checkReportedApiKey, never copied anywhere.
@@ -56,7 +58,7 @@ export interface RuntimeIdentity {
   tensorParallel: number;
   /**
    * It orders its queue by a stamped priority as the gateway stamps it: priority scheduling on,
-   * preemption off, the larger value first (ADR 0057).
+   * preemption off, the larger value first, an unstamped request at UNSTAMPED_RUNTIME_PRIORITY (ADR 0057).
    */
   priorityScheduling: boolean;
 }
@@ -89,14 +91,17 @@ export function computeRuntimeIdentity(server: ServerInfo, model: ModelInfo): Ru
 /**
  * SGLang 0.5.23's priority scheduling as the gateway's stamp needs it (managers/scheduler.py
  * Scheduler._set_or_validate_priority, schedule_policy.SchedulePolicy._sort_by_priority_and_fcfs):
- * on, without preemption, the larger value first (no --schedule-low-priority-values-first). A
- * runtime on but other than that reports false, so a Deployment that declared it is unverified.
+ * on, without preemption, the larger value first (no --schedule-low-priority-values-first), and
+ * a request without a priority at UNSTAMPED_RUNTIME_PRIORITY (--default-priority-value;
+ * tokenizer_manager._set_default_priority), not after every stamp. A runtime on but other than
+ * that reports false, so a Deployment that declared it is unverified.
  */
 function isOrderedByStampedPriority(server: ServerInfo): boolean {
   return (
     server.enable_priority_scheduling === true &&
     server.disable_priority_preemption === true &&
-    server.schedule_low_priority_values_first !== true
+    server.schedule_low_priority_values_first !== true &&
+    server.default_priority_value === UNSTAMPED_RUNTIME_PRIORITY
   );
 }
 

@@ -1,4 +1,4 @@
-import type { DeploymentSpec } from '#api';
+import { UNSTAMPED_RUNTIME_PRIORITY, type DeploymentSpec } from '#api';
 import { renderSglangArgs, type SglangArgsInput } from '#sglang/flags.ts';
 import type { RuntimeIdentity } from '../../sglang-client/identity.ts';
 import { MODEL_DIR } from './model-cache/names.ts';
@@ -32,6 +32,9 @@ export function buildServerArgs(spec: DeploymentSpec, engine: RoleEngine): Sglan
     // Preemption off: a running request is never retracted for a stamp (the simulator models none either).
     enable_priority_scheduling: spec.serving?.priorityScheduling,
     disable_priority_preemption: spec.serving?.priorityScheduling,
+    // An unstamped request ranks among the stamps instead of after all of them (ADR 0057).
+    default_priority_value:
+      spec.serving?.priorityScheduling === true ? UNSTAMPED_RUNTIME_PRIORITY : undefined,
   };
   if (spec.model.tokenizerPath !== undefined) args.tokenizer_path = spec.model.tokenizerPath;
   Object.assign(

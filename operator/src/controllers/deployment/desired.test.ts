@@ -248,7 +248,7 @@ describe('spec.serving.priorityScheduling', () => {
     return parse(doc);
   };
 
-  it('renders --enable-priority-scheduling --disable-priority-preemption, SGLang-checked, and declares it', () => {
+  it('renders --enable-priority-scheduling --disable-priority-preemption --default-priority-value 0, SGLang-checked, and declares it', () => {
     const root = withPriority(true);
     const [engine] = planRoles(root.spec);
     if (!engine) throw new Error('no engine');
@@ -258,13 +258,16 @@ describe('spec.serving.priorityScheduling', () => {
     );
     // SGLang's default sign (the larger first): the gateway's stamp is written for it.
     expect(argv).not.toContain('--schedule-low-priority-values-first');
+    // An unstamped request (a probe's, a warm-up's, a Task's) ranks as a default tenant's long prompt.
+    const at = argv.indexOf('--default-priority-value');
+    expect(argv.slice(at, at + 2)).toEqual(['--default-priority-value', '0']);
     const parsed = parseSglangArgs(argv);
     if (!parsed.ok) throw new Error(parsed.error.message);
     expect(checkSglangArgs(parsed.value.args)).toEqual([]);
     expect(computeDeclaredIdentity(root.spec, engine).priorityScheduling).toBe(true);
   });
 
-  it.each([false, undefined])('%s renders neither flag and declares it off', (on) => {
+  it.each([false, undefined])('%s renders none of the flags and declares it off', (on) => {
     const root = withPriority(on);
     const [engine] = planRoles(root.spec);
     if (!engine) throw new Error('no engine');

@@ -152,7 +152,12 @@ describe('readIdentity against a runtime that lies about its data-parallel ranks
 
 describe('readIdentity: the runtime orders its queue by a stamped priority (spec.serving.priorityScheduling)', () => {
   const base = ['--model-path', '/models', '--served-model-name', 'llama'];
-  const on = ['--enable-priority-scheduling', '--disable-priority-preemption'];
+  const on = [
+    '--enable-priority-scheduling',
+    '--disable-priority-preemption',
+    '--default-priority-value',
+    '0',
+  ];
   const sims: RunningSim[] = [];
   afterAll(async () => Promise.all(sims.map((s) => s.close())));
   const read = async (argv: readonly string[], declared: boolean) => {
@@ -170,9 +175,15 @@ describe('readIdentity: the runtime orders its queue by a stamped priority (spec
     expect(r).toMatchObject({ ok: true, mismatches: '', reported: { priorityScheduling: true } });
   });
 
-  it('is a mismatch when the runtime reads priorities the other way round, or runs without them', async () => {
+  it('is a mismatch when the runtime reads priorities the other way round, ranks unstamped requests last, or runs without them', async () => {
     const reversed = await read([...on, '--schedule-low-priority-values-first'], true);
     expect(reversed).toMatchObject({
+      ok: true,
+      mismatches: 'priorityScheduling: declared true, runtime reports false',
+    });
+    // The flags before ADR 0057's amendment: an unstamped request would run after every stamp.
+    const noDefault = await read(on.slice(0, 2), true);
+    expect(noDefault).toMatchObject({
       ok: true,
       mismatches: 'priorityScheduling: declared true, runtime reports false',
     });
