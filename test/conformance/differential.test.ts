@@ -143,12 +143,10 @@ describe('dense: radix cache, metrics, cache report', () => {
 // ADR 0057: the runtime the operator starts with spec.serving.priorityScheduling. Its metrics
 // carry a `priority` label on every scheduler and tokenizer series, and its queue gauges a count
 // per priority beside the total; the label's values are compared (differential-compare.ts).
-// Without --default-priority-value (the script's unstamped requests: SGLang's last-of-all value,
-// and "" on the tokenizer's series) and with the operator's 0 (ADR 0057's amendment).
-describe.each([
-  ['priority', []],
-  ['priority-default', ['--default-priority-value', '0']],
-])('dense with priority scheduling (%s): the priority label on every metric', (name, extra) => {
+// With the operator's --default-priority-value 0 (ADR 0057's amendment), as every pod runs it: the
+// script's unstamped requests carry "0" (without the flag SGLang's last-of-all value, and "" on
+// the tokenizer's series; one real start a pair, so only what the operator launches is compared).
+describe('dense with priority scheduling: the priority label on every metric', () => {
   let pair: Pair | undefined;
   let real: Map<string, Observation>;
   let sim: Map<string, Observation>;
@@ -157,7 +155,8 @@ describe.each([
       ...DENSE_ARGS,
       '--enable-priority-scheduling',
       '--disable-priority-preemption',
-      ...extra,
+      '--default-priority-value',
+      '0',
     ]);
     // One request with the priority the gateway stamps, then the script's (none of them stamped).
     const stamped = {
@@ -169,7 +168,7 @@ describe.each([
       expect((await postJson(`${url}/generate`, stamped)).status).toBe(200);
     real = await runScript(pair.real.url, MODEL);
     sim = await runScript(pair.sim.url, MODEL);
-    dump(name, real, sim);
+    dump('priority', real, sim);
   });
   afterAll(() => stopPair(pair));
 
