@@ -1,14 +1,17 @@
 // Two rows' per-request dumps (bench-tier-virtual.ts --dump-requests) read against each other,
 // request by request (request-dump.ts): B's TTFT median against A's, the requests that moved it
 // (under A's median in A, over it in B) by cause and by the rule that placed them, and what the
-// deciding replica knew of the runtime it chose against the tier's truth then.
+// deciding replica knew of the runtime it chose against the tier's truth then. With --line-ms,
+// each row's requests over that TTFT line by cause (findOverLine): those too long to prefill
+// under it alone at --prefill-tps, the waiting hits, the misses.
 //
-//   node test/bench/dump-compare.ts A.jsonl B.jsonl [--min-ms 1] [--show 10]
+//   node test/bench/dump-compare.ts A.jsonl B.jsonl [--min-ms 1] [--show 10] [--line-ms MS] [--prefill-tps 8000]
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   compareRequests,
+  findOverLine,
   groupSlower,
   medianCrossers,
   parseDump,
@@ -24,6 +27,8 @@ const { values, positionals } = parseArgs({
   options: {
     'min-ms': { type: 'string', default: '1' },
     show: { type: 'string', default: '10' },
+    'line-ms': { type: 'string' },
+    'prefill-tps': { type: 'string', default: '8000' },
   },
 });
 
@@ -38,7 +43,9 @@ function load(file: string): DumpLine[] {
 
 const [fileA, fileB] = positionals;
 if (fileA === undefined || fileB === undefined) {
-  console.error('usage: dump-compare.ts A.jsonl B.jsonl [--min-ms 1] [--show 10]');
+  console.error(
+    'usage: dump-compare.ts A.jsonl B.jsonl [--min-ms 1] [--show 10] [--line-ms MS] [--prefill-tps 8000]',
+  );
   process.exit(2);
 }
 const a = load(fileA);
@@ -91,4 +98,19 @@ const lines = [
       return `    ${d.i}: ${f0(d.ttftA)} -> ${f0(d.ttftB)}; ${f0(d.holdDelta)}/${f0(d.queueDelta)}/${f0(d.batchDelta)}; ${la.runtime} -> ${lb.runtime}; ${la.cachedTokens} -> ${lb.cachedTokens}; ${d.batchSizeA} -> ${d.batchSizeB}; ${lb.reason ?? '-'}`;
     }),
 ];
+const lineMs = values['line-ms'] === undefined ? undefined : Number(values['line-ms']);
+const overLine = (name: string, rows: readonly DumpLine[], ms: number): string[] => {
+  const over = findOverLine(rows, ms, Number(values['prefill-tps']) / 1000);
+  return [
+    `${name}: over ${f0(ms)} ms: ${over.length} (${tally(over.map((o) => o.cause))})`,
+    ...over
+      .filter((o) => o.cause !== 'too-long')
+      .slice(0, Number(values.show))
+      .map(
+        (o) =>
+          `    ${o.i}: ${o.cause}, TTFT ${f0(o.ttftMs)} ms, ${o.uncached} uncached, queued ${f0(o.queueMs)} ms`,
+      ),
+  ];
+};
+if (lineMs !== undefined) lines.push(...overLine('A', a, lineMs), ...overLine('B', b, lineMs));
 console.log(lines.join('\n'));

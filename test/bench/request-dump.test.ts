@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   compareRequests,
   findBatches,
+  findOverLine,
   groupSlower,
   medianCrossers,
   parseDump,
@@ -187,5 +188,23 @@ describe('summarizeViews', () => {
       misPicks: 1,
       misPicksSameInstant: 1,
     });
+  });
+});
+
+describe('findOverLine', () => {
+  it('tells the requests over the line by cause: too long to prefill alone, a waiting hit, a miss', () => {
+    // 8 tokens a ms, a 100 ms line: 800 uncached tokens or more are over it alone.
+    const lines = [
+      line(0, 'w0', { queue: 5, firstTokenMs: 130 }, { prompt: 1000, cached: 0 }),
+      line(1, 'w0', { queue: 150, firstTokenMs: 160 }, { prompt: 1000, cached: 900 }),
+      // Some of it cached, under half: a miss.
+      line(2, 'w1', { queue: 80, firstTokenMs: 150 }, { prompt: 700, cached: 100 }),
+      line(3, 'w1', { queue: 0, firstTokenMs: 90 }, { prompt: 600, cached: 0 }),
+    ];
+    expect(findOverLine(lines, 100, 8).map((o) => [o.i, o.cause, o.queueMs])).toEqual([
+      [1, 'hit', 150],
+      [2, 'miss', 80],
+      [0, 'too-long', 5],
+    ]);
   });
 });

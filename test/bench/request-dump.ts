@@ -340,3 +340,40 @@ export function summarizeViews(lines: readonly DumpLine[]): ViewSummary {
   }
   return { decisions: lines.length, sameInstant, unseen, unseenSameInstant, misPicks, misPicksSameInstant };
 }
+
+/**
+ * Why a request's TTFT is over a line: `too-long`, its uncached part alone takes longer than the
+ * line to prefill (over it whatever the routing); `hit`, it had half its prompt or more cached
+ * and waited; `miss`, any other (ADR 0054's reading of the R=1 tails).
+ */
+export type OverLineCause = 'too-long' | 'hit' | 'miss';
+
+export interface OverLine {
+  readonly i: number;
+  readonly cause: OverLineCause;
+  readonly ttftMs: number;
+  readonly uncached: number;
+  /** Sent to prefill start: the queue it waited in. */
+  readonly queueMs: number;
+}
+
+/** The requests whose TTFT is over `lineMs`, slowest first, each with its cause (OverLineCause). */
+export function findOverLine(
+  lines: readonly DumpLine[],
+  lineMs: number,
+  prefillTokensPerMs: number,
+): OverLine[] {
+  return lines
+    .filter((l) => l.ttftMs > lineMs)
+    .map((l) => {
+      const uncached = uncachedOf(l);
+      const cause: OverLineCause =
+        uncached / prefillTokensPerMs > lineMs
+          ? 'too-long'
+          : 2 * l.cachedTokens >= l.promptTokens
+            ? 'hit'
+            : 'miss';
+      return { i: l.i, cause, ttftMs: l.ttftMs, uncached, queueMs: l.prefillStartMs - l.sentMs };
+    })
+    .sort((x, y) => y.ttftMs - x.ttftMs);
+}
