@@ -178,9 +178,10 @@ describe.concurrent('wake from zero', () => {
           messages: [{ role: 'user', content: 'are you awake?' }],
         },
       });
+      // 200, not 503 GW_WAKING: the gateway held it until the Deployment was routable,
+      // within holdSeconds. How long that took is a figure for the log, not a bound.
       expect(r?.statusCode).toBe(200);
       const wokeInMs = Date.now() - started;
-      expect(wokeInMs).toBeLessThan(120_000);
       process.stderr.write(`wake from zero: first request answered after ${wokeInMs} ms\n`);
       const awake = await stack.status('sleepy');
       expect(awake.wake?.awake).toBe(true);
@@ -238,9 +239,9 @@ describe.concurrent('wake from zero', () => {
           messages: [{ role: 'user', content: 'are you both awake?' }],
         },
       });
+      // 200, not 503 GW_WAKING: held until both parts were routable, within holdSeconds.
       expect(r?.statusCode).toBe(200);
       const wokeInMs = Date.now() - started;
-      expect(wokeInMs).toBeLessThan(120_000);
       process.stderr.write(`wake from zero (pair): first request answered after ${wokeInMs} ms\n`);
       const awake = await stack.status('sleepy-pd');
       expect(awake.wake?.awake).toBe(true);
