@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { PodObject } from '../../operator/src/controllers/deployment/meta/pod-view.ts';
 import { findBinDir } from './binaries.ts';
 import { buildReadyPatch, computeGatedReady } from './kubelet-readiness.ts';
@@ -99,16 +99,19 @@ describe('runTermination', () => {
   });
 
   it('SIGKILLs a runtime that does not exit once the grace is over, leaving it the minimum after preStop', async () => {
+    // Fake timers: the minimum is checked at the millisecond, not timed on a loaded machine.
+    vi.useFakeTimers();
+    onTestFinished(() => void vi.useRealTimers());
     const runtime = recorder(undefined);
-    const started = Date.now();
-    const outcome = await runTermination(
-      { preStopMs: 10, graceMs: 10 },
-      runtime,
-      new AbortController().signal,
-    );
-    expect(outcome).toBe('killed');
+    const outcome = runTermination({ preStopMs: 10, graceMs: 10 }, runtime, new AbortController().signal);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(runtime.calls).toEqual(['TERM']);
+    // The 10 ms grace is long over, yet the runtime keeps the minimum after preStop.
+    await vi.advanceTimersByTimeAsync(MINIMUM_GRACE_AFTER_PRESTOP_MS - 1);
+    expect(runtime.calls).toEqual(['TERM']);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await outcome).toBe('killed');
     expect(runtime.calls).toEqual(['TERM', 'KILL']);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(MINIMUM_GRACE_AFTER_PRESTOP_MS);
   });
 
   it('kills at once when the kubelet stops', async () => {
