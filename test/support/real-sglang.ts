@@ -66,8 +66,13 @@ export function startRealSglang(opts: RealSglangOptions): Promise<RealSglang> {
   return withFreshPorts(1, ([port = 0]) => startRealSglangOn(port, opts), { what: 'sglang' });
 }
 
+/** Whether another real server may start now (MAX_REAL_SERVERS in this process). */
+export function hasFreeRealSlot(): boolean {
+  return running < MAX_REAL_SERVERS;
+}
+
 async function startRealSglangOn(port: number, opts: RealSglangOptions): Promise<RealSglang> {
-  if (running >= MAX_REAL_SERVERS) {
+  if (!hasFreeRealSlot()) {
     throw new Error(`at most ${MAX_REAL_SERVERS} real SGLang servers at once on this machine`);
   }
   const venv = ensureSglangKit();

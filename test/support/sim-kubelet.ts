@@ -44,7 +44,7 @@ import {
   resolveContainerEnv,
 } from './container-process.ts';
 import { KUBELET_BACKOFF, startInitContainers, type InitBackoff, type InitRun } from './init-containers.ts';
-import { startRealSglang, type RealSglang } from './real-sglang.ts';
+import { hasFreeRealSlot, MAX_REAL_SERVERS, startRealSglang, type RealSglang } from './real-sglang.ts';
 import {
   isMooncakePod,
   resolveServiceNames,
@@ -479,26 +479,42 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     return env && claims && { env, claims };
   }
 
+  // Pods whose real server waits for one of the machine's slots (said once in the log).
+  const waitingForSlot = new Set<string>();
+
+  /** Reconciles the pod again in a second: what it waits for may not bring an event of its own. */
+  function reconcileLater(namespace: string, name: string): void {
+    setTimeout(() => {
+      const latest = informer.get(namespace, name);
+      if (latest && !stopped) enqueue(() => reconcile(latest));
+    }, 1000).unref();
+  }
+
   async function startRuntime(pod: PodObject): Promise<void> {
     const namespace = pod.metadata?.namespace ?? '';
+    const name = pod.metadata?.name ?? '';
     const container = pod.spec?.containers.find((c) => c.name === SGLANG_CONTAINER);
     const inputs = await resolveRuntimeInputs(pod, container);
-    if (!inputs) {
-      setTimeout(() => {
-        const latest = informer.get(namespace, pod.metadata?.name ?? '');
-        if (latest && !stopped) enqueue(() => reconcile(latest));
-      }, 1000).unref();
-      return;
-    }
+    if (!inputs) return reconcileLater(namespace, name);
     const { env, claims } = inputs;
     const argv = buildSimArgv(pod, opts.extraArgs?.(pod) ?? [], env);
     if (!argv) return;
     if (opts.canStart && !(await opts.canStart(pod))) {
-      log(`runtime for ${pod.metadata?.name ?? ''} not started: canStart refused it`);
+      log(`runtime for ${name} not started: canStart refused it`);
       return;
     }
-    if (!(await holdPod(pod))) return;
     const real = opts.realSglang?.(pod);
+    // The machine's real servers all taken (a deleted pod's runtime still in its preStop and
+    // drain): a kubelet would retry a container that failed to start, so this waits for one to
+    // exit instead of leaving the pod running without a runtime.
+    if (real && !hasFreeRealSlot()) {
+      if (!waitingForSlot.has(name))
+        log(`real SGLang for ${name} waits: ${MAX_REAL_SERVERS} real servers run`);
+      waitingForSlot.add(name);
+      return reconcileLater(namespace, name);
+    }
+    waitingForSlot.delete(name);
+    if (!(await holdPod(pod))) return;
     await (real ? startReal(pod, real, env, claims) : startSim(pod, argv));
   }
 
