@@ -404,13 +404,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     if (!running || stores.has(name) || stopped) return;
     if (!(await holdPod(pod))) return;
     const store = await startMooncakePod(client, pod, log);
-    if (!store) {
-      setTimeout(() => {
-        const latest = informer.get(pod.metadata?.namespace ?? '', name);
-        if (latest && !stopped) enqueueStore(() => reconcile(latest));
-      }, 1000).unref();
-      return;
-    }
+    if (!store) return reconcileLater(pod.metadata?.namespace ?? '', name);
     stores.set(name, store);
   }
 
@@ -419,6 +413,8 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
   // Init containers running, and the pods (by name, with their uid) whose init containers completed.
   const initRuns = new Map<string, { uid: string; run: InitRun }>();
   const initialized = new Map<string, string>();
+  // Pods whose real server waits for one of the machine's slots (said once in the log).
+  const waitingForSlot = new Set<string>();
 
   /** A deleted pod: its init containers stop, its runtime terminates as on a node. */
   function forgetPod(pod: PodObject): void {
@@ -426,6 +422,7 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     if (realWaiters.has(name))
       settleReal(name, new Error(`pod ${name} was deleted before its server answered`));
     initialized.delete(name);
+    waitingForSlot.delete(name);
     const init = initRuns.get(name);
     if (init && init.uid === pod.metadata?.uid) {
       initRuns.delete(name);
@@ -479,14 +476,11 @@ export async function startSimKubelet(opts: SimKubeletOptions): Promise<SimKubel
     return env && claims && { env, claims };
   }
 
-  // Pods whose real server waits for one of the machine's slots (said once in the log).
-  const waitingForSlot = new Set<string>();
-
   /** Reconciles the pod again in a second: what it waits for may not bring an event of its own. */
   function reconcileLater(namespace: string, name: string): void {
     setTimeout(() => {
       const latest = informer.get(namespace, name);
-      if (latest && !stopped) enqueue(() => reconcile(latest));
+      if (latest && !stopped) enqueueFor(latest, () => reconcile(latest));
     }, 1000).unref();
   }
 
