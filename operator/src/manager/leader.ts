@@ -159,7 +159,9 @@ export class LeaderElector {
           : await client.get<Lease>(Resources.leases, namespace, name);
       this.stale = false;
       if (!lease) return await this.createLease(now);
-      this.observe(lease, now);
+      // Seen now, after the read: a renewal written while the read was in flight is newer
+      // than `now`, and counting its lease from `now` would take it up to one read early.
+      this.observe(lease, this.clock.now());
       if (this.isHeldByOther(lease, now)) return false;
       const spec = lease.spec ?? {};
       const mine = spec.holderIdentity === this.identity;

@@ -10,6 +10,8 @@ import { LeaderElector } from '../../../operator/src/manager/leader.ts';
 import type { Lease } from '../../../operator/src/manager/leader.ts';
 import { Resources } from '#kube/resources.ts';
 import { createTestNamespace, eventually } from '../../support/kubectl.ts';
+import { ManualClock } from '../../support/manual-clock.ts';
+import { formatMicroTime } from '#kube/time.ts';
 import {
   expectTakenAfterExpiry,
   expectTakenAfterRelease,
@@ -109,5 +111,76 @@ describe('runtime leader election', () => {
     );
     await eventually(() => expect(a.log).toEqual(['started', 'stopped:lost']));
     expect(a.elector.isLeader()).toBe(false);
+  });
+
+  // The candidate reads its clock, then the lease; a renewal that lands between the two
+  // must count from when the candidate saw it, or it takes the lease up to one read early.
+  // The interleaving is forced: b's read first lets a renew (b's clock moves on meanwhile).
+  it("a renewal that lands during the candidate's read counts from when it was read", async () => {
+    const ns = await createTestNamespace(kubeconfig, 'rt-lease');
+    const leaseMs = 2000;
+    const inFlightMs = 500;
+    const clock = new ManualClock();
+    clock.advance(Date.now());
+    const renewAs = async (lease: Lease, holderIdentity: string): Promise<void> => {
+      await client.replace<Lease>(Resources.leases, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity, renewTime: formatMicroTime(clock.now()) },
+      });
+    };
+    await client.create<Lease>(Resources.leases, {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'cacheroute-operator', namespace: ns },
+      spec: {
+        holderIdentity: 'a',
+        leaseDurationSeconds: leaseMs / 1000,
+        acquireTime: formatMicroTime(clock.now()),
+        renewTime: formatMicroTime(clock.now()),
+        leaseTransitions: 0,
+      },
+    });
+    const history = await recordLeaseHistory(kubeconfig, ns, 'cacheroute-operator');
+    let reads = 0;
+    const renewingDuringFirstRead = new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop === 'get')
+          return async (...args: Parameters<KubeClient['get']>) => {
+            if (reads++ === 0) {
+              const lease = await target.get<Lease>(...args);
+              if (!lease) throw new Error('the lease the test created is gone');
+              clock.advance(inFlightMs);
+              await renewAs(lease, 'a');
+            }
+            return target.get(...args);
+          };
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === 'function'
+          ? (value as (this: KubeClient, ...args: unknown[]) => unknown).bind(target)
+          : value;
+      },
+    });
+    const b = new LeaderElector({
+      client: renewingDuringFirstRead,
+      namespace: ns,
+      name: 'cacheroute-operator',
+      identity: 'b',
+      leaseDurationMs: leaseMs,
+      renewDeadlineMs: leaseMs - 500,
+      retryPeriodMs: 200,
+      clock,
+      rng: () => 0,
+    });
+    onTestFinished(() => b.stop({ release: false }));
+    b.start();
+    // Each step lets one try finish (it sleeps on the clock again) before the next.
+    const step = async (): Promise<void> => {
+      await eventually(() => expect(clock.pendingTimers).toBe(1), { intervalMs: 5 });
+      clock.advance(100);
+    };
+    while (!b.isLeader()) await step();
+    await eventually(() => expect(clock.pendingTimers).toBe(1), { intervalMs: 5 });
+    expect(reads).toBeGreaterThan(1);
+    expectTakenAfterExpiry(history, 'a', 'b');
   });
 });
