@@ -17,7 +17,8 @@
 import { parseSglangArgs, type ParsedSglangArgs, type Result, type SglangArgs } from '#sglang/flags.ts';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { checkSglangArgs } from '#sglang/startup-checks.ts';
-import type { EngineConfig, PriorityScheduling } from './engine.ts';
+import type { EngineConfig } from './engine.ts';
+import { isLongestOutputFirst, type PriorityScheduling } from './schedule-policy.ts';
 import { openL3Store, resolveL3Directory } from './l3-store.ts';
 
 export interface SimOptions {
@@ -178,19 +179,6 @@ function buildPriorityScheduling(a: SglangArgs): PriorityScheduling | null {
     defaultPriority: typeof fallback === 'number' ? fallback : null,
     decodeLogInterval: readDecodeLogInterval(a),
   };
-}
-
-/**
- * Does SGLang's scheduler sort the waiting queue by the longest output (`--schedule-policy lof`)?
- * lof is a CacheAgnosticPolicy: SchedulePolicy._validate_and_adjust_policy falls back to fcfs
- * only for the cache-aware policies when the tree cache is disabled, and _determine_active_policy
- * only for lpm and hrrn with a long queue, so lof stays lof with the radix cache off and with
- * priority scheduling on or off. A PD decode server calls calc_priority only with priority
- * scheduling on (disaggregation/decode.py _get_new_prebuilt_batch): off, its queue stays FCFS.
- */
-function isLongestOutputFirst(a: SglangArgs): boolean {
-  if (a.schedule_policy !== 'lof') return false;
-  return a.disaggregation_mode !== 'decode' || a['enable_priority_scheduling'] === true;
 }
 
 /** Parse a simulator command line: SGLang's launch flags plus `--sim-*` flags. */

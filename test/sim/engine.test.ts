@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from './clock.ts';
-import { Engine, type EngineConfig, type PriorityScheduling, type RequestResult } from './engine.ts';
+import { Engine, type EngineConfig, type RequestResult } from './engine.ts';
+import type { PriorityScheduling } from './schedule-policy.ts';
 
 const base: EngineConfig = {
   maxRunningRequests: 256,

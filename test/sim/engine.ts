@@ -2,10 +2,8 @@
 // Scheduler (python/sglang/srt/managers/scheduler.py), in simulated time.
 //
 // Each iteration:
-//   1. Order the waiting queue as SGLang's fcfs or lof policy does (by
-//      priority with priority scheduling, see PriorityScheduling below; by
-//      the longest max_new_tokens with lof). Admit waiting requests in that
-//      order while the running set is below
+//   1. Order the waiting queue as SGLang's schedule policy does
+//      (schedule-policy.ts). Admit waiting requests in that order while the running set is below
 //      maxRunningRequests, the batch's uncached tokens fit maxPrefillTokens,
 //      it holds at most prefillMaxRequests
 //      (the first request always fits) and the KV pool can hold them. A
@@ -40,8 +38,10 @@
 import type { Clock } from './clock.ts';
 import { L3Tier, type L3TierConfig } from './l3-tier.ts';
 import { RadixTree, type MatchResult, type TreeNode, type WritePolicy } from './radix-tree.ts';
+import { computeEffectivePriority, orderWaitingQueue, type SchedulePolicyConfig } from './schedule-policy.ts';
 
-export interface EngineConfig {
+/** The launch settings; the queue's order's own (priority scheduling, the policy) in SchedulePolicyConfig. */
+export interface EngineConfig extends SchedulePolicyConfig {
   readonly maxRunningRequests: number;
   readonly maxTotalTokens: number;
   readonly maxPrefillTokens: number;
@@ -58,48 +58,6 @@ export interface EngineConfig {
   readonly l3?: L3TierConfig | null;
   /** `--prefill-max-requests`: at most this many requests in a prefill batch; absent or null: no cap. */
   readonly prefillMaxRequests?: number | null;
-  /** `--enable-priority-scheduling`; absent or null: off. */
-  readonly priorityScheduling?: PriorityScheduling | null;
-  /**
-   * `--schedule-policy lof` where SGLang sorts by it (config.ts buildEngineConfig): the longest
-   * max_new_tokens first, after priority when priority scheduling is on; absent or false: fcfs.
-   */
-  readonly longestOutputFirst?: boolean;
-}
-
-/**
- * SGLang's priority scheduling as its FCFS policy applies it, preemption off
- * (`--disable-priority-preemption`; the simulator does not retract running
- * requests, and SGLang's preemption only acts when the running batch is full).
- */
-export interface PriorityScheduling {
-  /** `--schedule-low-priority-values-first`: the smaller value runs first (SGLang's default: the larger). */
-  readonly lowValuesFirst: boolean;
-  /** `--default-priority-value`: the priority of a request that sends none; null: the last of all. */
-  readonly defaultPriority: number | null;
-  /**
-   * `--decode-log-interval`: every this many decode batches the scheduler reports its stats
-   * (the priorities its metrics know); absent: after prefill batches only (no metrics read).
-   */
-  readonly decodeLogInterval?: number;
-}
-
-/**
- * The priority a request without one takes in SGLang's scheduler
- * (scheduler._set_or_validate_priority): sys.maxsize when low values run first,
- * -sys.maxsize - 1 otherwise, i.e. after every request that sent one. 2^63 as a
- * double (sys.maxsize rounds to it), so an explicit extreme value still ties.
- */
-const UNSET_PRIORITY = 2 ** 63;
-
-/**
- * A waiting request's effective priority: its own, else the tokenizer's default
- * (tokenizer_manager._set_default_priority), else the scheduler's last-of-all.
- */
-export function computeEffectivePriority(own: number | null | undefined, p: PriorityScheduling): number {
-  if (own !== null && own !== undefined) return own;
-  if (p.defaultPriority !== null) return p.defaultPriority;
-  return p.lowValuesFirst ? UNSET_PRIORITY : -UNSET_PRIORITY;
 }
 
 export interface RequestSpec {
@@ -494,21 +452,10 @@ export class Engine {
     return true;
   }
 
-  /**
-   * SGLang orders the queue before each prefill batch it forms (_get_new_batch_prefill_raw ->
-   * SchedulePolicy.calc_priority), after returning early when the batch is full or no request can
-   * be added (get_num_allocatable_reqs <= 0), as preemption is off. Its branches, fcfs and lof (the
-   * only policies the simulator runs):
-   * - lof: `_sort_by_longest_output`, with priority scheduling on or off (its
-   *   enable_priority_scheduling argument picks the key);
-   * - fcfs: `_sort_by_priority_and_fcfs` with priority scheduling on; off, the queue stays in
-   *   arrival order (calc_priority's `pass`).
-   */
+  /** Before each prefill batch forms (schedule-policy.ts orderWaitingQueue). */
   #orderWaiting(): void {
     if (this.#running.length >= this.#cfg.maxRunningRequests) return;
-    const p = this.#cfg.priorityScheduling ?? null;
-    if (this.#cfg.longestOutputFirst === true) sortByLongestOutput(this.#waiting, p);
-    else if (p) sortByPriorityAndFcfs(this.#waiting, p);
+    orderWaitingQueue(this.#waiting, this.#cfg);
   }
 
   /** PrefillAdder.add_one_req's first check (--prefill-max-requests): the batch closes, nothing is blocked. */
@@ -679,30 +626,4 @@ export class Engine {
     };
     l.listener.onFinish(result);
   }
-}
-
-/** SchedulePolicy.priority_sign: 1 when low values run first, -1 otherwise. */
-const priorityKey = (l: Live, p: PriorityScheduling): number => l.priority * (p.lowValuesFirst ? 1 : -1);
-
-const compareNumbers = (a: number, b: number): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/**
- * SchedulePolicy._sort_by_priority_and_fcfs: the waiting queue sorted in place by
- * (priority * sign, wait_queue_entry_time).
- */
-function sortByPriorityAndFcfs(waiting: Live[], p: PriorityScheduling): void {
-  waiting.sort((a, b) => compareNumbers(priorityKey(a, p), priorityKey(b, p)) || a.arrivedAt - b.arrivedAt);
-}
-
-/**
- * SchedulePolicy._sort_by_longest_output: by -max_new_tokens, after priority * sign when
- * priority scheduling is on (`p`). Python's sort is stable and every key is fixed for a
- * request's life, so ties keep the order requests were appended in: arrival, the last key here
- * (Array.prototype.sort is stable too, for requests that arrived at one instant).
- */
-function sortByLongestOutput(waiting: Live[], p: PriorityScheduling | null): void {
-  const output = (l: Live): number => -(l.spec.maxNewTokens ?? l.spec.outputIds.length);
-  const priority = (a: Live, b: Live): number =>
-    p ? compareNumbers(priorityKey(a, p), priorityKey(b, p)) : 0;
-  waiting.sort((a, b) => priority(a, b) || output(a) - output(b) || a.arrivedAt - b.arrivedAt);
 }
