@@ -38,7 +38,7 @@
 import type { Clock } from './clock.ts';
 import { L3Tier, type L3TierConfig } from './l3-tier.ts';
 import { RadixTree, type MatchResult, type TreeNode, type WritePolicy } from './radix-tree.ts';
-import { computeEffectivePriority, orderWaitingQueue, type SchedulePolicyConfig } from './schedule-policy.ts';
+import { computeEffectivePriority, WaitingQueueOrder, type SchedulePolicyConfig } from './schedule-policy.ts';
 
 /** The launch settings; the queue's order's own (priority scheduling, the policy) in SchedulePolicyConfig. */
 export interface EngineConfig extends SchedulePolicyConfig {
@@ -78,6 +78,8 @@ export interface RequestSpec {
   readonly priority?: number | null | undefined;
   /** The scheduler's max_new_tokens (clipped), lof's sort key; absent: outputIds.length. */
   readonly maxNewTokens?: number;
+  /** `routing_key` (the x-smg-routing-key header on the OpenAI routes), routing-key's sort key. */
+  readonly routingKey?: string | null | undefined;
 }
 
 export interface RequestListener {
@@ -128,6 +130,7 @@ interface Live {
   readonly arrivedAt: number;
   /** Its effective priority with priority scheduling on, else 0 (unused). */
   readonly priority: number;
+  readonly arrivalProcessedTokens: number;
   admittedAt: number;
   firstTokenAt: number;
   generated: number;
@@ -234,6 +237,9 @@ export class Engine {
   readonly #knownPriorities = new Set<number>();
   readonly #statsQueues: StatsQueue[] = [];
   #decodeBatches = 0;
+  readonly #order: WaitingQueueOrder;
+  /** Prefill tokens computed so far, counted as each prefill step starts (hrrn's clock). */
+  #processedTokens = 0;
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
   /**
@@ -253,6 +259,7 @@ export class Engine {
       writePolicy: cfg.writePolicy,
     });
     this.l3 = cfg.l3 && cfg.radixCache ? new L3Tier(this.tree, cfg.l3) : null;
+    this.#order = new WaitingQueueOrder(cfg);
   }
 
   get config(): EngineConfig {
@@ -272,6 +279,7 @@ export class Engine {
       listener,
       arrivedAt: this.#clock.now(),
       priority: this.effectivePriorityOf(spec.priority),
+      arrivalProcessedTokens: this.#processedTokens,
       admittedAt: -1,
       firstTokenAt: -1,
       generated: 0,
@@ -452,10 +460,12 @@ export class Engine {
     return true;
   }
 
-  /** Before each prefill batch forms (schedule-policy.ts orderWaitingQueue). */
-  #orderWaiting(): void {
+  /** Before each prefill batch forms (schedule-policy.ts), unless no request could join it. */
+  #orderWaiting(now: number): void {
     if (this.#running.length >= this.#cfg.maxRunningRequests) return;
-    orderWaitingQueue(this.#waiting, this.#cfg);
+    const tree = this.#cfg.radixCache ? this.tree : null;
+    const view = { tree, running: this.#running, processedTokens: this.#processedTokens, now };
+    this.#order.order(this.#waiting, view);
   }
 
   /** PrefillAdder.add_one_req's first check (--prefill-max-requests): the batch closes, nothing is blocked. */
@@ -471,7 +481,7 @@ export class Engine {
     // A head that did not fit cannot fit before something is released: skip re-matching it every
     // step (SGLang's batch_is_full, cleared only by a leaving request).
     const blocked = this.#blockedAtEpoch === this.#releaseEpoch;
-    if (!blocked) this.#orderWaiting();
+    if (!blocked) this.#orderWaiting(now);
     while (!blocked && this.#waiting.length > 0) {
       const head = this.#waiting[0];
       if (!head) break;
@@ -495,6 +505,8 @@ export class Engine {
     for (const l of admitted) l.admittedAt = start;
     if (prefill.length > 0) {
       const uncached = prefill.reduce((s, l) => s + l.uncached, 0);
+      // Scheduler.run_batch adds the batch's extend tokens as it launches it.
+      this.#processedTokens += uncached;
       const hits = prefill.reduce((s, l) => s + l.cachedDevice + l.hostLoaded + l.storageLoaded, 0);
       this.#lastHitRate = hits / Math.max(1, hits + uncached);
       const loaded = prefill.reduce((s, l) => s + l.hostLoaded, 0);
