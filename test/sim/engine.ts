@@ -37,6 +37,7 @@
 
 import type { Clock } from './clock.ts';
 import { L3Tier, type L3TierConfig } from './l3-tier.ts';
+import { PriorityStats, type PriorityCounts, type StatsQueue } from './priority-stats.ts';
 import { RadixTree, type MatchResult, type TreeNode, type WritePolicy } from './radix-tree.ts';
 import { computeEffectivePriority, WaitingQueueOrder, type SchedulePolicyConfig } from './schedule-policy.ts';
 
@@ -159,25 +160,6 @@ export interface EngineSnapshot {
   readonly counters: EngineCounters;
 }
 
-/**
- * The per-priority breakdown SGLang's queue gauges carry with priority scheduling on
- * (metrics_collector.QueueCount.from_reqs over running_batch / waiting_queue). `known` is
- * every priority its stats reports have seen (`_known_priorities`, kept at 0 once its
- * requests are gone); a report counts the running batch and the waiting queue after each
- * prefill batch and every decode_log_interval decode batches (metrics_reporter
- * report_prefill_stats, report_decode_stats), so a request alone never enters it.
- */
-export interface PriorityCounts {
-  readonly known: readonly number[];
-  readonly running: ReadonlyMap<number, number>;
-  readonly waiting: ReadonlyMap<number, number>;
-}
-
-/** A queue's requests by effective priority (priority-tally.ts), as a stats report reads them. */
-export interface StatsQueue {
-  readonly counts: ReadonlyMap<number, number>;
-}
-
 export interface EngineCounters {
   promptTokens: number;
   generationTokens: number;
@@ -234,9 +216,8 @@ export class Engine {
   #blockedAtEpoch = -1;
   #reservedTotal = 0;
   #lastHitRate = 0;
-  readonly #knownPriorities = new Set<number>();
-  readonly #statsQueues: StatsQueue[] = [];
-  #decodeBatches = 0;
+  /** With priority scheduling on, what its stats reports know; else null. */
+  readonly #priorityStats: PriorityStats | null;
   readonly #order: WaitingQueueOrder;
   /** Prefill tokens computed so far, counted as each prefill step starts (hrrn's clock). */
   #processedTokens = 0;
@@ -260,6 +241,8 @@ export class Engine {
     });
     this.l3 = cfg.l3 && cfg.radixCache ? new L3Tier(this.tree, cfg.l3) : null;
     this.#order = new WaitingQueueOrder(cfg);
+    const p = cfg.priorityScheduling;
+    this.#priorityStats = p ? new PriorityStats(p.decodeLogInterval ?? 0) : null;
   }
 
   get config(): EngineConfig {
@@ -346,7 +329,7 @@ export class Engine {
       cacheHitRate: this.#lastHitRate,
       deviceCachedTokens: sizes.deviceSize,
       hostCachedTokens: sizes.hostSize,
-      byPriority: this.#cfg.priorityScheduling ? this.#countByPriority() : null,
+      byPriority: this.#priorityStats?.count(this.#running, this.#waiting) ?? null,
       counters: { ...this.counters },
     };
   }
@@ -356,41 +339,12 @@ export class Engine {
    * only one whose requests skip prefill, forms none), kept only where its priorities are.
    */
   #runningForStats(): readonly Live[] {
-    return this.#cfg.priorityScheduling ? [...this.#running] : [];
+    return this.#priorityStats ? [...this.#running] : [];
   }
 
-  /**
-   * A queue the server holds outside the engine that SGLang's stats reports count beside the
-   * running batch and the waiting queue: a PD prefill's bootstrap and inflight queues, a PD
-   * decode's prealloc and transfer queues (metrics_reporter report_prefill_stats,
-   * _update_decode_queue_stats). Its priorities become known at each report too.
-   */
+  /** A queue the server holds outside the engine that SGLang's stats reports count (priority-stats.ts). */
   countInStatsReports(queue: StatsQueue): void {
-    this.#statsQueues.push(queue);
-  }
-
-  /**
-   * A stats report: the priorities of `running`, the waiting queue and the server's PD queues
-   * become known (metrics_collector._log_gauge_queue_count adds each gauge's to one set).
-   */
-  #reportStats(running: readonly Live[]): void {
-    if (!this.#cfg.priorityScheduling) return;
-    for (const l of running) this.#knownPriorities.add(l.priority);
-    for (const l of this.#waiting) this.#knownPriorities.add(l.priority);
-    for (const q of this.#statsQueues) for (const p of q.counts.keys()) this.#knownPriorities.add(p);
-  }
-
-  #countByPriority(): PriorityCounts {
-    const count = (ls: readonly Live[]): Map<number, number> => {
-      const out = new Map<number, number>();
-      for (const l of ls) out.set(l.priority, (out.get(l.priority) ?? 0) + 1);
-      return out;
-    };
-    return {
-      known: [...this.#knownPriorities],
-      running: count(this.#running),
-      waiting: count(this.#waiting),
-    };
+    this.#priorityStats?.countInStatsReports(queue);
   }
 
   #accumulateDecodeMoment(batchSize: number, stepUs: number): void {
@@ -546,7 +500,7 @@ export class Engine {
 
   #endPrefill(batch: readonly Live[], runningAtStart: readonly Live[]): (end: number) => void {
     return (end) => {
-      this.#reportStats(runningAtStart);
+      this.#priorityStats?.report(runningAtStart, this.#waiting);
       for (const l of batch) {
         this.counters.promptTokens += l.spec.promptIds.length;
         this.counters.cachedTokens += l.cachedDevice + l.hostLoaded + l.storageLoaded;
@@ -565,9 +519,7 @@ export class Engine {
 
   #endDecode(batch: readonly Live[]): (end: number) => void {
     return (end) => {
-      this.#decodeBatches = (this.#decodeBatches + 1) % 2 ** 30;
-      const interval = this.#cfg.priorityScheduling?.decodeLogInterval ?? 0;
-      if (interval > 0 && this.#decodeBatches % interval === 0) this.#reportStats(batch);
+      this.#priorityStats?.afterDecode(batch, this.#waiting);
       for (const l of batch) {
         if (l.aborted === null) this.#emitTokens(l, end);
         if (l.aborted !== null || l.generated >= l.spec.outputIds.length) {
