@@ -330,7 +330,10 @@ function shuffle(waiting: WaitingRequest[], random: () => number): void {
   }
 }
 
-/** mulberry32: a small seeded generator in [0, 1). */
+/**
+ * mulberry32, as lib/kube/seeded-random.ts has it: the simulator may import only the SGLang
+ * contract of the shared library (ADR 0021, hack/project-boundaries.test.ts), not the kube kit.
+ */
 function createRandom(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
