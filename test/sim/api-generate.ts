@@ -116,6 +116,7 @@ function prepare(
         rules: toStopRules(sp?.stop, sp?.stop_token_ids),
         namespace: buildNamespace(body.cache_salt, body.extra_key),
         priority: body.priority,
+        routingKey: body.routing_key,
         bootstrap,
         delayMs,
         stream: body.stream === true,

@@ -105,7 +105,12 @@ async function handle(
   const parsed = kind === 'chat' ? ChatCompletionRequest.safeParse(raw) : CompletionRequest.safeParse(raw);
   if (!parsed.success) throw new HttpError(400, formatZodError(parsed.error), 'validation');
   const body = parsed.data;
-  const input = buildInput(server, kind, body, delayMs);
+  // serving_base.extract_routing_key: the OpenAI routes take the routing-key policy's key from a header.
+  const routingKey = req.headers['x-smg-routing-key'];
+  const input = {
+    ...buildInput(server, kind, body, delayMs),
+    routingKey: typeof routingKey === 'string' ? routingKey : null,
+  };
   const state = watchClient(res);
   // The answer's id is the request's rid, bare; its model echoes the request's
   // (`model=request.model` in serving_chat.py/serving_completions.py; "default" when absent).

@@ -413,3 +413,35 @@ describe('launch flags', () => {
       expect(info).toMatchObject({ model_path: 'm', served_model_name: 'other-model', revision: 'abc123' });
     }));
 });
+
+describe('--schedule-policy routing-key through the API', () => {
+  // One request with key k decodes; two queue behind it, one slot free. SGLang reads the key from
+  // /generate's routing_key and from the OpenAI routes' x-smg-routing-key header
+  // (serving_base.extract_routing_key).
+  it('admits the queued request whose key the running batch holds first, whatever the route', () =>
+    withSim(['--max-running-requests', '2', '--schedule-policy', 'routing-key'], async (s) => {
+      s.clock.hold();
+      const anchor = gen(s, {
+        input_ids: ids(0, 800),
+        routing_key: 'k',
+        sampling_params: { max_new_tokens: 100 },
+      });
+      await s.untilWaiting(1);
+      s.clock.release();
+      for (let i = 0; i < 100_000 && s.server.engine.snapshot().numRunningReqs < 1; i++)
+        await new Promise((r) => setImmediate(r));
+      s.clock.hold();
+      const finished: string[] = [];
+      const complete = (name: string, key: string, from: number) =>
+        postJson(
+          `${s.url}/v1/completions`,
+          { model: 'm', prompt: ids(from, 800), max_tokens: 1 },
+          { 'x-smg-routing-key': key },
+        ).then(() => void finished.push(name));
+      const queued = [complete('other key', 'other', 2000), complete('same key', 'k', 4000)];
+      await s.untilWaiting(2);
+      s.clock.release();
+      await Promise.all([anchor, ...queued]);
+      expect(finished).toEqual(['same key', 'other key']);
+    }));
+});

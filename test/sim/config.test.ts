@@ -9,31 +9,81 @@ function engineConfigOf(argv: readonly string[]) {
   return buildEngineConfig(parsed.value);
 }
 
-describe("buildEngineConfig: where SGLang's scheduler sorts by the longest output", () => {
+describe("buildEngineConfig: the policy SGLang's scheduler runs (SchedulePolicy._validate_and_adjust_policy)", () => {
   it.each([
-    { name: 'lof', argv: ['--schedule-policy', 'lof'], lof: true },
-    { name: 'lof with priority scheduling', argv: ['--schedule-policy', 'lof', ...PRIORITY], lof: true },
+    { name: 'lof', argv: ['--schedule-policy', 'lof'], runs: 'lof' },
+    { name: 'lof with priority scheduling', argv: ['--schedule-policy', 'lof', ...PRIORITY], runs: 'lof' },
     // lof is cache-agnostic: _validate_and_adjust_policy keeps it with the tree cache disabled.
-    { name: 'lof, radix cache off', argv: ['--schedule-policy', 'lof', '--disable-radix-cache'], lof: true },
+    {
+      name: 'lof, radix cache off',
+      argv: ['--schedule-policy', 'lof', '--disable-radix-cache'],
+      runs: 'lof',
+    },
     // A PD decode calls calc_priority only with priority scheduling (_get_new_prebuilt_batch).
     {
       name: 'lof on a PD decode',
       argv: ['--schedule-policy', 'lof', '--disaggregation-mode', 'decode'],
-      lof: false,
+      runs: 'fcfs',
     },
     {
       name: 'lof on a PD decode with priority scheduling',
       argv: ['--schedule-policy', 'lof', '--disaggregation-mode', 'decode', ...PRIORITY],
-      lof: true,
+      runs: 'lof',
     },
     {
       name: 'lof on a PD prefill',
       argv: ['--schedule-policy', 'lof', '--disaggregation-mode', 'prefill'],
-      lof: true,
+      runs: 'lof',
     },
-    { name: 'fcfs (the default)', argv: [], lof: false },
-    { name: 'fcfs with priority scheduling', argv: PRIORITY, lof: false },
-  ])('$name: $lof', ({ argv, lof }) => {
-    expect(engineConfigOf(argv).longestOutputFirst).toBe(lof);
+    { name: 'fcfs (the default)', argv: [], runs: 'fcfs' },
+    { name: 'fcfs with priority scheduling', argv: PRIORITY, runs: 'fcfs' },
+    ...['lpm', 'dfs-weight', 'hrrn'].flatMap((policy) => [
+      { name: policy, argv: ['--schedule-policy', policy], runs: policy },
+      // Cache-aware: fcfs with the tree cache disabled.
+      {
+        name: `${policy}, radix cache off`,
+        argv: ['--schedule-policy', policy, '--disable-radix-cache'],
+        runs: 'fcfs',
+      },
+    ]),
+    ...['random', 'routing-key'].flatMap((policy) => [
+      { name: policy, argv: ['--schedule-policy', policy], runs: policy },
+      {
+        name: `${policy}, radix cache off`,
+        argv: ['--schedule-policy', policy, '--disable-radix-cache'],
+        runs: policy,
+      },
+      {
+        name: `${policy} on a PD decode`,
+        argv: ['--schedule-policy', policy, '--disaggregation-mode', 'decode'],
+        runs: 'fcfs',
+      },
+    ]),
+  ])('$name: $runs', ({ argv, runs }) => {
+    expect(engineConfigOf(argv).schedulePolicy).toBe(runs);
+  });
+
+  it('seeds random from --random-seed, else 0', () => {
+    expect(engineConfigOf(['--schedule-policy', 'random', '--random-seed', '7']).randomSeed).toBe(7);
+    expect(engineConfigOf(['--schedule-policy', 'random']).randomSeed).toBe(0);
+  });
+});
+
+describe('parseSimArgs: the --schedule-policy values a server does not run', () => {
+  it.each([
+    // A choice of the flag, but no SchedulePolicy: SGLang's scheduler raises as it starts.
+    { argv: ['--schedule-policy', 'priority'], error: "Unknown schedule_policy: policy='priority'" },
+    {
+      argv: ['--schedule-policy', 'shortest-prefill-first', '--disable-radix-cache'],
+      error: 'Experimental shortest-prefill-first requires prefix caching',
+    },
+    {
+      argv: ['--schedule-policy', 'shortest-prefill-first'],
+      error: /shortest-prefill-first: the simulator does not model this policy/,
+    },
+  ])('refuses $argv', ({ argv, error }) => {
+    const parsed = parseSimArgs(['--model-path', 'm', ...argv]);
+    expect(parsed.ok).toBe(false);
+    if (!parsed.ok) expect(parsed.error).toMatch(error);
   });
 });

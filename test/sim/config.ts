@@ -17,7 +17,12 @@
 import { parseSglangArgs, type ParsedSglangArgs, type Result, type SglangArgs } from '#sglang/flags.ts';
 import { SGLANG_VERSION } from '#sglang/catalogue.ts';
 import { checkSglangArgs } from '#sglang/startup-checks.ts';
-import type { EngineConfig, PriorityScheduling } from './engine.ts';
+import type { EngineConfig } from './engine.ts';
+import {
+  resolveSchedulePolicy,
+  type PriorityScheduling,
+  type SchedulePolicyName,
+} from './schedule-policy.ts';
 import { openL3Store, resolveL3Directory } from './l3-store.ts';
 
 export interface SimOptions {
@@ -163,6 +168,14 @@ function findUnmodelledPriorityScheduling(a: SglangArgs): string | undefined {
   return undefined;
 }
 
+/** Why this launch's scheduler does not start here: SGLang's own refusal, or what is not modelled. */
+function findRefusedScheduling(a: SglangArgs): string | undefined {
+  const priority = findUnmodelledPriorityScheduling(a);
+  if (priority !== undefined) return priority;
+  const policy = resolveSchedulePolicy(a, isRadixCacheOn(a));
+  return policy.ok ? undefined : policy.error;
+}
+
 /** `--decode-log-interval` (SGLang's default 40): the decode batches between two stats reports. */
 export function readDecodeLogInterval(a: SglangArgs): number {
   const v = a['decode_log_interval'];
@@ -178,19 +191,6 @@ function buildPriorityScheduling(a: SglangArgs): PriorityScheduling | null {
     defaultPriority: typeof fallback === 'number' ? fallback : null,
     decodeLogInterval: readDecodeLogInterval(a),
   };
-}
-
-/**
- * Does SGLang's scheduler sort the waiting queue by the longest output (`--schedule-policy lof`)?
- * lof is a CacheAgnosticPolicy: SchedulePolicy._validate_and_adjust_policy falls back to fcfs
- * only for the cache-aware policies when the tree cache is disabled, and _determine_active_policy
- * only for lpm and hrrn with a long queue, so lof stays lof with the radix cache off and with
- * priority scheduling on or off. A PD decode server calls calc_priority only with priority
- * scheduling on (disaggregation/decode.py _get_new_prebuilt_batch): off, its queue stays FCFS.
- */
-function isLongestOutputFirst(a: SglangArgs): boolean {
-  if (a.schedule_policy !== 'lof') return false;
-  return a.disaggregation_mode !== 'decode' || a['enable_priority_scheduling'] === true;
 }
 
 /** Parse a simulator command line: SGLang's launch flags plus `--sim-*` flags. */
@@ -229,7 +229,7 @@ export function parseSimArgs(argv: readonly string[]): Result<SimConfig, string>
   if (unknownSim.length > 0) return { ok: false, error: `unrecognized arguments: ${unknownSim.join(' ')}` };
   const issues = checkSglangArgs(parsed.value.args);
   if (issues[0]) return { ok: false, error: issues[0].message };
-  const unmodelled = findUnmodelledPriorityScheduling(parsed.value.args);
+  const unmodelled = findRefusedScheduling(parsed.value.args);
   if (unmodelled !== undefined) return { ok: false, error: unmodelled };
   const options = sim as unknown as SimOptions;
   if (!(options.timeScale > 0)) return { ok: false, error: 'argument --sim-time-scale: must be > 0' };
@@ -314,7 +314,8 @@ export function buildEngineConfig(
     decodePerReqMs: cfg.sim.decodePerReqMs,
     prefillMaxRequests: typeof a['prefill_max_requests'] === 'number' ? a['prefill_max_requests'] : null,
     priorityScheduling: buildPriorityScheduling(a),
-    longestOutputFirst: isLongestOutputFirst(a),
+    schedulePolicy: readSchedulePolicy(a),
+    randomSeed: a.random_seed ?? 0,
     l3: l3Dir
       ? {
           store: openL3Store(l3Dir),
@@ -324,6 +325,13 @@ export function buildEngineConfig(
         }
       : null,
   };
+}
+
+/** The policy the scheduler runs; parseSimArgs has refused a launch without one. */
+function readSchedulePolicy(a: SglangArgs): SchedulePolicyName {
+  const policy = resolveSchedulePolicy(a, isRadixCacheOn(a));
+  if (!policy.ok) throw new Error(policy.error);
+  return policy.value;
 }
 
 /** Is the radix cache in use? (PD decode instances only with --disaggregation-decode-enable-radix-cache.) */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from './clock.ts';
-import { Engine, type EngineConfig, type PriorityScheduling, type RequestResult } from './engine.ts';
+import { Engine, type EngineConfig, type RequestResult } from './engine.ts';
+import type { PriorityScheduling } from './schedule-policy.ts';
 
 const base: EngineConfig = {
   maxRunningRequests: 256,
@@ -256,12 +257,12 @@ describe('Engine --schedule-policy lof (SGLang _sort_by_longest_output)', () => 
 
   // Regression: lof without priority scheduling served the queue in arrival order.
   it('without priority scheduling, serves the longest max_new_tokens first, arrival within a length', () => {
-    expect(firstTokenOrder({ longestOutputFirst: true }, asked)).toEqual(['q3', 'q2', 'q4', 'q0', 'q1']);
+    expect(firstTokenOrder({ schedulePolicy: 'lof' }, asked)).toEqual(['q3', 'q2', 'q4', 'q0', 'q1']);
   });
 
   it('with priority scheduling, by priority first, then the longest max_new_tokens', () => {
     const priorityScheduling = { lowValuesFirst: false, defaultPriority: null };
-    expect(firstTokenOrder({ longestOutputFirst: true, priorityScheduling }, asked)).toEqual([
+    expect(firstTokenOrder({ schedulePolicy: 'lof', priorityScheduling }, asked)).toEqual([
       'q2',
       'q1',
       'q3',
@@ -271,12 +272,67 @@ describe('Engine --schedule-policy lof (SGLang _sort_by_longest_output)', () => 
   });
 
   it('sorts with the radix cache disabled too (lof is cache-agnostic)', () => {
-    expect(firstTokenOrder({ longestOutputFirst: true, radixCache: false }, asked)).toEqual([
+    expect(firstTokenOrder({ schedulePolicy: 'lof', radixCache: false }, asked)).toEqual([
       'q3',
       'q2',
       'q4',
       'q0',
       'q1',
     ]);
+  });
+});
+
+describe("Engine --schedule-policy: the scheduler's state a policy reads", () => {
+  interface Arrival {
+    readonly rid: string;
+    readonly at: number;
+    readonly prompt: number[];
+    readonly routingKey?: string;
+  }
+
+  // 'running' (8,000 tokens, 50 to generate) prefills first; the others arrive at their times.
+  function firstTokenOrderOf(cfg: Partial<EngineConfig>, arrivals: readonly Arrival[]): string[] {
+    const clock = new VirtualClock();
+    const engine = new Engine({ ...base, maxTotalTokens: 200_000, ...cfg }, clock);
+    const firsts: string[] = [];
+    const send = (rid: string, promptIds: number[], outputs: number, routingKey?: string) =>
+      engine.submit(
+        { rid, namespace: '', promptIds, outputIds: seq(1, outputs), routingKey },
+        { onTokens: (n) => (n === 1 ? firsts.push(rid) : undefined), onFinish: () => undefined },
+      );
+    send('running', seq(0, 8000), 50, 'k');
+    for (const a of arrivals) {
+      clock.advanceTo(a.at);
+      send(a.rid, a.prompt, 1, a.routingKey);
+    }
+    clock.runAll();
+    return firsts.filter((rid) => rid !== 'running');
+  }
+
+  it("lpm: matches the queue against the engine's radix tree", () => {
+    const arrivals = [
+      { rid: 'a', at: 1, prompt: seq(100_000, 10_000) },
+      { rid: 'b', at: 2, prompt: [...seq(0, 8000), ...seq(200_000, 2000)] },
+    ];
+    expect(firstTokenOrderOf({ schedulePolicy: 'lpm' }, arrivals)).toEqual(['b', 'a']);
+  });
+
+  // Scheduler.processed_tokens_counter grows as each prefill batch launches; a request's
+  // arrival_processed_tokens is the counter when it queued.
+  it('hrrn: ages a request by the prefill tokens computed since it queued', () => {
+    const arrivals = [
+      { rid: 'z1', at: 1, prompt: seq(100_000, 10_000) },
+      { rid: 'z2', at: 2, prompt: seq(200_000, 10_000) },
+      { rid: 'a', at: 1001, prompt: seq(300_000, 10_000) },
+    ];
+    expect(firstTokenOrderOf({ schedulePolicy: 'hrrn' }, arrivals)).toEqual(['z1', 'z2', 'a']);
+  });
+
+  it("routing-key: counts the keys of the engine's running requests", () => {
+    const arrivals = [
+      { rid: 'x', at: 1, prompt: seq(100_000, 10_000), routingKey: 'other' },
+      { rid: 'y', at: 2, prompt: seq(200_000, 10_000), routingKey: 'k' },
+    ];
+    expect(firstTokenOrderOf({ schedulePolicy: 'routing-key' }, arrivals)).toEqual(['y', 'x']);
   });
 });

@@ -2,10 +2,8 @@
 // Scheduler (python/sglang/srt/managers/scheduler.py), in simulated time.
 //
 // Each iteration:
-//   1. Order the waiting queue as SGLang's fcfs or lof policy does (by
-//      priority with priority scheduling, see PriorityScheduling below; by
-//      the longest max_new_tokens with lof). Admit waiting requests in that
-//      order while the running set is below
+//   1. Order the waiting queue as SGLang's schedule policy does
+//      (schedule-policy.ts). Admit waiting requests in that order while the running set is below
 //      maxRunningRequests, the batch's uncached tokens fit maxPrefillTokens,
 //      it holds at most prefillMaxRequests
 //      (the first request always fits) and the KV pool can hold them. A
@@ -39,9 +37,12 @@
 
 import type { Clock } from './clock.ts';
 import { L3Tier, type L3TierConfig } from './l3-tier.ts';
+import { PriorityStats, type PriorityCounts, type StatsQueue } from './priority-stats.ts';
 import { RadixTree, type MatchResult, type TreeNode, type WritePolicy } from './radix-tree.ts';
+import { computeEffectivePriority, WaitingQueueOrder, type SchedulePolicyConfig } from './schedule-policy.ts';
 
-export interface EngineConfig {
+/** The launch settings; the queue's order's own (priority scheduling, the policy) in SchedulePolicyConfig. */
+export interface EngineConfig extends SchedulePolicyConfig {
   readonly maxRunningRequests: number;
   readonly maxTotalTokens: number;
   readonly maxPrefillTokens: number;
@@ -58,48 +59,6 @@ export interface EngineConfig {
   readonly l3?: L3TierConfig | null;
   /** `--prefill-max-requests`: at most this many requests in a prefill batch; absent or null: no cap. */
   readonly prefillMaxRequests?: number | null;
-  /** `--enable-priority-scheduling`; absent or null: off. */
-  readonly priorityScheduling?: PriorityScheduling | null;
-  /**
-   * `--schedule-policy lof` where SGLang sorts by it (config.ts buildEngineConfig): the longest
-   * max_new_tokens first, after priority when priority scheduling is on; absent or false: fcfs.
-   */
-  readonly longestOutputFirst?: boolean;
-}
-
-/**
- * SGLang's priority scheduling as its FCFS policy applies it, preemption off
- * (`--disable-priority-preemption`; the simulator does not retract running
- * requests, and SGLang's preemption only acts when the running batch is full).
- */
-export interface PriorityScheduling {
-  /** `--schedule-low-priority-values-first`: the smaller value runs first (SGLang's default: the larger). */
-  readonly lowValuesFirst: boolean;
-  /** `--default-priority-value`: the priority of a request that sends none; null: the last of all. */
-  readonly defaultPriority: number | null;
-  /**
-   * `--decode-log-interval`: every this many decode batches the scheduler reports its stats
-   * (the priorities its metrics know); absent: after prefill batches only (no metrics read).
-   */
-  readonly decodeLogInterval?: number;
-}
-
-/**
- * The priority a request without one takes in SGLang's scheduler
- * (scheduler._set_or_validate_priority): sys.maxsize when low values run first,
- * -sys.maxsize - 1 otherwise, i.e. after every request that sent one. 2^63 as a
- * double (sys.maxsize rounds to it), so an explicit extreme value still ties.
- */
-const UNSET_PRIORITY = 2 ** 63;
-
-/**
- * A waiting request's effective priority: its own, else the tokenizer's default
- * (tokenizer_manager._set_default_priority), else the scheduler's last-of-all.
- */
-export function computeEffectivePriority(own: number | null | undefined, p: PriorityScheduling): number {
-  if (own !== null && own !== undefined) return own;
-  if (p.defaultPriority !== null) return p.defaultPriority;
-  return p.lowValuesFirst ? UNSET_PRIORITY : -UNSET_PRIORITY;
 }
 
 export interface RequestSpec {
@@ -120,6 +79,8 @@ export interface RequestSpec {
   readonly priority?: number | null | undefined;
   /** The scheduler's max_new_tokens (clipped), lof's sort key; absent: outputIds.length. */
   readonly maxNewTokens?: number;
+  /** `routing_key` (the x-smg-routing-key header on the OpenAI routes), routing-key's sort key. */
+  readonly routingKey?: string | null | undefined;
 }
 
 export interface RequestListener {
@@ -170,6 +131,7 @@ interface Live {
   readonly arrivedAt: number;
   /** Its effective priority with priority scheduling on, else 0 (unused). */
   readonly priority: number;
+  readonly arrivalProcessedTokens: number;
   admittedAt: number;
   firstTokenAt: number;
   generated: number;
@@ -196,25 +158,6 @@ export interface EngineSnapshot {
   /** With priority scheduling on, the running and waiting requests by effective priority; else null. */
   readonly byPriority: PriorityCounts | null;
   readonly counters: EngineCounters;
-}
-
-/**
- * The per-priority breakdown SGLang's queue gauges carry with priority scheduling on
- * (metrics_collector.QueueCount.from_reqs over running_batch / waiting_queue). `known` is
- * every priority its stats reports have seen (`_known_priorities`, kept at 0 once its
- * requests are gone); a report counts the running batch and the waiting queue after each
- * prefill batch and every decode_log_interval decode batches (metrics_reporter
- * report_prefill_stats, report_decode_stats), so a request alone never enters it.
- */
-export interface PriorityCounts {
-  readonly known: readonly number[];
-  readonly running: ReadonlyMap<number, number>;
-  readonly waiting: ReadonlyMap<number, number>;
-}
-
-/** A queue's requests by effective priority (priority-tally.ts), as a stats report reads them. */
-export interface StatsQueue {
-  readonly counts: ReadonlyMap<number, number>;
 }
 
 export interface EngineCounters {
@@ -273,9 +216,11 @@ export class Engine {
   #blockedAtEpoch = -1;
   #reservedTotal = 0;
   #lastHitRate = 0;
-  readonly #knownPriorities = new Set<number>();
-  readonly #statsQueues: StatsQueue[] = [];
-  #decodeBatches = 0;
+  /** With priority scheduling on, what its stats reports know; else null. */
+  readonly #priorityStats: PriorityStats | null;
+  readonly #order: WaitingQueueOrder;
+  /** Prefill tokens computed so far, counted as each prefill step starts (hrrn's clock). */
+  #processedTokens = 0;
   readonly #genLog: [number, number][] = [];
   readonly counters: EngineCounters = createEngineCounters();
   /**
@@ -295,6 +240,9 @@ export class Engine {
       writePolicy: cfg.writePolicy,
     });
     this.l3 = cfg.l3 && cfg.radixCache ? new L3Tier(this.tree, cfg.l3) : null;
+    this.#order = new WaitingQueueOrder(cfg);
+    const p = cfg.priorityScheduling;
+    this.#priorityStats = p ? new PriorityStats(p.decodeLogInterval ?? 0) : null;
   }
 
   get config(): EngineConfig {
@@ -314,6 +262,7 @@ export class Engine {
       listener,
       arrivedAt: this.#clock.now(),
       priority: this.effectivePriorityOf(spec.priority),
+      arrivalProcessedTokens: this.#processedTokens,
       admittedAt: -1,
       firstTokenAt: -1,
       generated: 0,
@@ -380,7 +329,7 @@ export class Engine {
       cacheHitRate: this.#lastHitRate,
       deviceCachedTokens: sizes.deviceSize,
       hostCachedTokens: sizes.hostSize,
-      byPriority: this.#cfg.priorityScheduling ? this.#countByPriority() : null,
+      byPriority: this.#priorityStats?.count(this.#running, this.#waiting) ?? null,
       counters: { ...this.counters },
     };
   }
@@ -390,41 +339,12 @@ export class Engine {
    * only one whose requests skip prefill, forms none), kept only where its priorities are.
    */
   #runningForStats(): readonly Live[] {
-    return this.#cfg.priorityScheduling ? [...this.#running] : [];
+    return this.#priorityStats ? [...this.#running] : [];
   }
 
-  /**
-   * A queue the server holds outside the engine that SGLang's stats reports count beside the
-   * running batch and the waiting queue: a PD prefill's bootstrap and inflight queues, a PD
-   * decode's prealloc and transfer queues (metrics_reporter report_prefill_stats,
-   * _update_decode_queue_stats). Its priorities become known at each report too.
-   */
+  /** A queue the server holds outside the engine that SGLang's stats reports count (priority-stats.ts). */
   countInStatsReports(queue: StatsQueue): void {
-    this.#statsQueues.push(queue);
-  }
-
-  /**
-   * A stats report: the priorities of `running`, the waiting queue and the server's PD queues
-   * become known (metrics_collector._log_gauge_queue_count adds each gauge's to one set).
-   */
-  #reportStats(running: readonly Live[]): void {
-    if (!this.#cfg.priorityScheduling) return;
-    for (const l of running) this.#knownPriorities.add(l.priority);
-    for (const l of this.#waiting) this.#knownPriorities.add(l.priority);
-    for (const q of this.#statsQueues) for (const p of q.counts.keys()) this.#knownPriorities.add(p);
-  }
-
-  #countByPriority(): PriorityCounts {
-    const count = (ls: readonly Live[]): Map<number, number> => {
-      const out = new Map<number, number>();
-      for (const l of ls) out.set(l.priority, (out.get(l.priority) ?? 0) + 1);
-      return out;
-    };
-    return {
-      known: [...this.#knownPriorities],
-      running: count(this.#running),
-      waiting: count(this.#waiting),
-    };
+    this.#priorityStats?.countInStatsReports(queue);
   }
 
   #accumulateDecodeMoment(batchSize: number, stepUs: number): void {
@@ -494,21 +414,12 @@ export class Engine {
     return true;
   }
 
-  /**
-   * SGLang orders the queue before each prefill batch it forms (_get_new_batch_prefill_raw ->
-   * SchedulePolicy.calc_priority), after returning early when the batch is full or no request can
-   * be added (get_num_allocatable_reqs <= 0), as preemption is off. Its branches, fcfs and lof (the
-   * only policies the simulator runs):
-   * - lof: `_sort_by_longest_output`, with priority scheduling on or off (its
-   *   enable_priority_scheduling argument picks the key);
-   * - fcfs: `_sort_by_priority_and_fcfs` with priority scheduling on; off, the queue stays in
-   *   arrival order (calc_priority's `pass`).
-   */
-  #orderWaiting(): void {
+  /** Before each prefill batch forms (schedule-policy.ts), unless no request could join it. */
+  #orderWaiting(now: number): void {
     if (this.#running.length >= this.#cfg.maxRunningRequests) return;
-    const p = this.#cfg.priorityScheduling ?? null;
-    if (this.#cfg.longestOutputFirst === true) sortByLongestOutput(this.#waiting, p);
-    else if (p) sortByPriorityAndFcfs(this.#waiting, p);
+    const tree = this.#cfg.radixCache ? this.tree : null;
+    const view = { tree, running: this.#running, processedTokens: this.#processedTokens, now };
+    this.#order.order(this.#waiting, view);
   }
 
   /** PrefillAdder.add_one_req's first check (--prefill-max-requests): the batch closes, nothing is blocked. */
@@ -524,7 +435,7 @@ export class Engine {
     // A head that did not fit cannot fit before something is released: skip re-matching it every
     // step (SGLang's batch_is_full, cleared only by a leaving request).
     const blocked = this.#blockedAtEpoch === this.#releaseEpoch;
-    if (!blocked) this.#orderWaiting();
+    if (!blocked) this.#orderWaiting(now);
     while (!blocked && this.#waiting.length > 0) {
       const head = this.#waiting[0];
       if (!head) break;
@@ -548,6 +459,8 @@ export class Engine {
     for (const l of admitted) l.admittedAt = start;
     if (prefill.length > 0) {
       const uncached = prefill.reduce((s, l) => s + l.uncached, 0);
+      // Scheduler.run_batch adds the batch's extend tokens as it launches it.
+      this.#processedTokens += uncached;
       const hits = prefill.reduce((s, l) => s + l.cachedDevice + l.hostLoaded + l.storageLoaded, 0);
       this.#lastHitRate = hits / Math.max(1, hits + uncached);
       const loaded = prefill.reduce((s, l) => s + l.hostLoaded, 0);
@@ -587,7 +500,7 @@ export class Engine {
 
   #endPrefill(batch: readonly Live[], runningAtStart: readonly Live[]): (end: number) => void {
     return (end) => {
-      this.#reportStats(runningAtStart);
+      this.#priorityStats?.report(runningAtStart, this.#waiting);
       for (const l of batch) {
         this.counters.promptTokens += l.spec.promptIds.length;
         this.counters.cachedTokens += l.cachedDevice + l.hostLoaded + l.storageLoaded;
@@ -606,9 +519,7 @@ export class Engine {
 
   #endDecode(batch: readonly Live[]): (end: number) => void {
     return (end) => {
-      this.#decodeBatches = (this.#decodeBatches + 1) % 2 ** 30;
-      const interval = this.#cfg.priorityScheduling?.decodeLogInterval ?? 0;
-      if (interval > 0 && this.#decodeBatches % interval === 0) this.#reportStats(batch);
+      this.#priorityStats?.afterDecode(batch, this.#waiting);
       for (const l of batch) {
         if (l.aborted === null) this.#emitTokens(l, end);
         if (l.aborted !== null || l.generated >= l.spec.outputIds.length) {
@@ -679,30 +590,4 @@ export class Engine {
     };
     l.listener.onFinish(result);
   }
-}
-
-/** SchedulePolicy.priority_sign: 1 when low values run first, -1 otherwise. */
-const priorityKey = (l: Live, p: PriorityScheduling): number => l.priority * (p.lowValuesFirst ? 1 : -1);
-
-const compareNumbers = (a: number, b: number): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/**
- * SchedulePolicy._sort_by_priority_and_fcfs: the waiting queue sorted in place by
- * (priority * sign, wait_queue_entry_time).
- */
-function sortByPriorityAndFcfs(waiting: Live[], p: PriorityScheduling): void {
-  waiting.sort((a, b) => compareNumbers(priorityKey(a, p), priorityKey(b, p)) || a.arrivedAt - b.arrivedAt);
-}
-
-/**
- * SchedulePolicy._sort_by_longest_output: by -max_new_tokens, after priority * sign when
- * priority scheduling is on (`p`). Python's sort is stable and every key is fixed for a
- * request's life, so ties keep the order requests were appended in: arrival, the last key here
- * (Array.prototype.sort is stable too, for requests that arrived at one instant).
- */
-function sortByLongestOutput(waiting: Live[], p: PriorityScheduling | null): void {
-  const output = (l: Live): number => -(l.spec.maxNewTokens ?? l.spec.outputIds.length);
-  const priority = (a: Live, b: Live): number =>
-    p ? compareNumbers(priorityKey(a, p), priorityKey(b, p)) : 0;
-  waiting.sort((a, b) => priority(a, b) || output(a) - output(b) || a.arrivedAt - b.arrivedAt);
 }

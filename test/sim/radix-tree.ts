@@ -103,6 +103,13 @@ export class RadixTree {
   #droppedHost = 0;
   #lockedSize = 0;
   #nodeCount = 0;
+  /**
+   * Where each namespace's first-level node stands among all of them: SGLang keeps one root whose
+   * children dict holds every namespace's first nodes in insertion order (a split's head takes the
+   * place of the node it splits), an order its dfs-weight policy reads (topNodes).
+   */
+  readonly #topSeq = new WeakMap<TreeNode, number>();
+  #nextTopSeq = 0;
 
   constructor(opts: RadixTreeOptions) {
     if (!Number.isInteger(opts.pageSize) || opts.pageSize < 1)
@@ -197,6 +204,7 @@ export class RadixTree {
     head.device = node.device;
     head.host = node.host;
     parent.children.set(this.#childKey(node.key, 0), head);
+    if (!parent.parent) this.#topSeq.set(head, this.#topSeq.get(node) ?? this.#nextTopSeq++);
     node.key = node.key.slice(at);
     node.parent = head;
     head.children.set(this.#childKey(node.key, 0), node);
@@ -213,6 +221,26 @@ export class RadixTree {
    * node the match ends inside (as SGLang does) and touches the path for LRU.
    */
   match(namespace: string, tokens: readonly number[], now: number): MatchResult {
+    return this.#match(namespace, tokens, now, true);
+  }
+
+  /**
+   * `match` as a scheduling policy's pass makes it (SchedulePolicy._compute_prefix_matches): it
+   * splits and touches the path as SGLang's match_prefix does, but counts no hit, since SGLang
+   * counts a node's hits when a request inserts through it, not when a queue is ordered.
+   */
+  probe(namespace: string, tokens: readonly number[], now: number): MatchResult {
+    return this.#match(namespace, tokens, now, false);
+  }
+
+  /** Every namespace's first-level nodes, in the order of SGLang's one root's children. */
+  topNodes(): TreeNode[] {
+    const nodes = [...this.#roots.values()].flatMap((r) => [...r.children.values()]);
+    const seq = (n: TreeNode): number => this.#topSeq.get(n) ?? 0;
+    return nodes.sort((a, b) => seq(a) - seq(b));
+  }
+
+  #match(namespace: string, tokens: readonly number[], now: number, countHit: boolean): MatchResult {
     const root = this.#root(namespace, now);
     const limit = this.#pageFloor(tokens.length);
     let node = root;
@@ -227,7 +255,7 @@ export class RadixTree {
       if (m === 0) break;
       const next = m < child.key.length ? this.#split(child, m) : child;
       next.lastAccess = now;
-      next.hitCount++;
+      if (countHit) next.hitCount++;
       if (next.device) {
         deviceNode = next;
         deviceTokens += m;
@@ -285,6 +313,7 @@ export class RadixTree {
       if (!child) {
         const leaf = this.#newNode(tokens.slice(at, limit), node, now);
         node.children.set(this.#childKey(tokens, at), leaf);
+        if (!node.parent) this.#topSeq.set(leaf, this.#nextTopSeq++);
         this.#nodeCount++;
         leaf.device = true;
         this.#deviceSize += leaf.key.length;

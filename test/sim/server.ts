@@ -63,6 +63,8 @@ export interface GenerationInput {
   readonly bootstrap: Bootstrap | null;
   /** The request's `priority` (the queue order with --enable-priority-scheduling). */
   readonly priority?: number | null | undefined;
+  /** The request's routing key (the queue order with --schedule-policy routing-key). */
+  readonly routingKey?: string | null | undefined;
   /** Injected latency before the request reaches the scheduler (model ms). */
   readonly delayMs?: number;
   /** A streamed request (the is_streaming label of the request metrics). */
@@ -424,6 +426,7 @@ export class SimServer {
           skipPrefill: mode === 'decode',
           skipCacheInsert: b?.host === FAKE_BOOTSTRAP_HOST,
           priority: input.priority,
+          routingKey: input.routingKey,
           maxNewTokens: this.#clipMaxNewTokens(input),
         },
         {
