@@ -75,7 +75,8 @@ describe('parseSimArgs: the --schedule-policy values a server does not run', () 
     { argv: ['--schedule-policy', 'priority'], error: "Unknown schedule_policy: policy='priority'" },
     {
       argv: ['--schedule-policy', 'shortest-prefill-first', '--disable-radix-cache'],
-      error: 'Experimental shortest-prefill-first requires prefix caching',
+      error:
+        /^Unknown schedule_policy: policy='shortest-prefill-first' \(during: Experimental shortest-prefill-first requires prefix caching\)$/,
     },
     {
       argv: ['--schedule-policy', 'shortest-prefill-first'],

@@ -86,10 +86,16 @@ export function resolveSchedulePolicy(
   radixCache: boolean,
 ): Result<SchedulePolicyName, string> {
   const policy = a.schedule_policy;
+  const unknown = `Unknown schedule_policy: policy='${policy}'`;
+  // SGLang raises "Experimental shortest-prefill-first requires prefix caching" inside the try
+  // whose `except ValueError` then finds no cache-agnostic policy of that name: what the
+  // server dies with is the outer "Unknown schedule_policy", the inner one its context.
   if (policy === 'shortest-prefill-first' && !radixCache)
-    return { ok: false, error: 'Experimental shortest-prefill-first requires prefix caching' };
-  if (!CACHE_AWARE.includes(policy) && !SIMULATED.includes(policy))
-    return { ok: false, error: `Unknown schedule_policy: policy='${policy}'` };
+    return {
+      ok: false,
+      error: `${unknown} (during: Experimental shortest-prefill-first requires prefix caching)`,
+    };
+  if (!CACHE_AWARE.includes(policy) && !SIMULATED.includes(policy)) return { ok: false, error: unknown };
   if (a.disaggregation_mode === 'decode' && a['enable_priority_scheduling'] !== true)
     return { ok: true, value: 'fcfs' };
   if (CACHE_AWARE.includes(policy) && !radixCache) return { ok: true, value: 'fcfs' };
