@@ -12,6 +12,18 @@ import { withRules } from './rules.ts';
 
 export { SGLANG_VERSION };
 
+function withoutChoices(
+  choices: readonly [string, ...string[]],
+  unrunnable: readonly string[],
+): readonly [string, ...string[]] {
+  const kept = choices.filter((c) => !unrunnable.includes(c));
+  if (kept.length === 0 || kept.length + unrunnable.length !== choices.length)
+    throw new Error(
+      `SGLang ${SGLANG_VERSION} no longer offers ${unrunnable.join(', ')} in ${choices.join(', ')}`,
+    );
+  return kept as [string, ...string[]];
+}
+
 /** The choices of the pinned SGLang's flags that the spec offers as enums, by flag. */
 export const SGLANG_CHOICES = {
   hicacheHostMemoryMode: HICACHE_HOST_MEMORY_MODES,
@@ -21,7 +33,10 @@ export const SGLANG_CHOICES = {
   hicacheStorageBackend: choicesOf('--hicache-storage-backend'),
   hicacheStoragePrefetchPolicy: choicesOf('--hicache-storage-prefetch-policy'),
   disaggregationTransferBackend: choicesOf('--disaggregation-transfer-backend'),
-  schedulePolicy: choicesOf('--schedule-policy'),
+  // The parser offers `priority`, but SGLang's scheduler knows no such policy
+  // (SchedulePolicy._validate_and_adjust_policy: "Unknown schedule_policy") and the server
+  // exits at start; ordering by priority is serving.priorityScheduling.
+  schedulePolicy: withoutChoices(choicesOf('--schedule-policy'), ['priority']),
 } as const;
 
 /** Flags the operator renders itself; setting them in extraArgs would split identity from spec. */

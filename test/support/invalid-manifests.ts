@@ -385,6 +385,14 @@ export const INVALID_CASES: InvalidCase[] = [
     expect: 'events.load needs events.kvCache',
   },
   {
+    // SGLang's parser offers it; its scheduler does not know it and the server exits at start.
+    name: "a schedule policy SGLang's scheduler does not run (priority)",
+    sample: DENSE,
+    mutate: (m) => (m.spec.serving = { schedulePolicy: 'priority' }),
+    expect: 'Unsupported value: "priority"',
+    structural: true,
+  },
+  {
     name: 'priority scheduling with a policy SGLang runs it without (lpm)',
     sample: DENSE,
     mutate: (m) => (m.spec.serving = { priorityScheduling: true, schedulePolicy: 'lpm' }),
