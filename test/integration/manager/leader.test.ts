@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { KubeClient } from '#kube/client.ts';
 import { LeaderElector } from '../../../operator/src/manager/leader.ts';
-import type { Lease } from '../../../operator/src/manager/leader.ts';
+import type { Lease, LeaderElectionOptions } from '../../../operator/src/manager/leader.ts';
 import { Resources } from '#kube/resources.ts';
 import { createTestNamespace, eventually } from '../../support/kubectl.ts';
 import { ManualClock } from '../../support/manual-clock.ts';
@@ -27,10 +27,16 @@ beforeAll(async () => {
 });
 afterAll(async () => client.close());
 
-function candidate(ns: string, identity: string, leaseDurationMs: number) {
+function candidate(
+  ns: string,
+  identity: string,
+  leaseDurationMs: number,
+  overrides: Partial<Pick<LeaderElectionOptions, 'client' | 'clock' | 'rng'>> = {},
+) {
   const log: string[] = [];
   const elector = new LeaderElector({
     client,
+    ...overrides,
     namespace: ns,
     name: 'cacheroute-operator',
     identity,
@@ -122,12 +128,6 @@ describe('runtime leader election', () => {
     const inFlightMs = 500;
     const clock = new ManualClock();
     clock.advance(Date.now());
-    const renewAs = async (lease: Lease, holderIdentity: string): Promise<void> => {
-      await client.replace<Lease>(Resources.leases, {
-        ...lease,
-        spec: { ...lease.spec, holderIdentity, renewTime: formatMicroTime(clock.now()) },
-      });
-    };
     await client.create<Lease>(Resources.leases, {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -150,7 +150,10 @@ describe('runtime leader election', () => {
               const lease = await target.get<Lease>(...args);
               if (!lease) throw new Error('the lease the test created is gone');
               clock.advance(inFlightMs);
-              await renewAs(lease, 'a');
+              await client.replace<Lease>(Resources.leases, {
+                ...lease,
+                spec: { ...lease.spec, renewTime: formatMicroTime(clock.now()) },
+              });
             }
             return target.get(...args);
           };
@@ -160,26 +163,15 @@ describe('runtime leader election', () => {
           : value;
       },
     });
-    const b = new LeaderElector({
-      client: renewingDuringFirstRead,
-      namespace: ns,
-      name: 'cacheroute-operator',
-      identity: 'b',
-      leaseDurationMs: leaseMs,
-      renewDeadlineMs: leaseMs - 500,
-      retryPeriodMs: 200,
-      clock,
-      rng: () => 0,
-    });
-    onTestFinished(() => b.stop({ release: false }));
+    const b = candidate(ns, 'b', leaseMs, { client: renewingDuringFirstRead, clock, rng: () => 0 }).elector;
     b.start();
-    // Each step lets one try finish (it sleeps on the clock again) before the next.
-    const step = async (): Promise<void> => {
-      await eventually(() => expect(clock.pendingTimers).toBe(1), { intervalMs: 5 });
+    // A try has finished once b sleeps on the clock again: each step lets one finish first.
+    const untilAsleep = () => eventually(() => expect(clock.pendingTimers).toBe(1), { intervalMs: 5 });
+    while (!b.isLeader()) {
+      await untilAsleep();
       clock.advance(100);
-    };
-    while (!b.isLeader()) await step();
-    await eventually(() => expect(clock.pendingTimers).toBe(1), { intervalMs: 5 });
+    }
+    await untilAsleep();
     expect(reads).toBeGreaterThan(1);
     expectTakenAfterExpiry(history, 'a', 'b');
   });
